@@ -1,0 +1,25 @@
+/**
+ * The project's native code: one entry per artefact. Each owner edits only its
+ * own entry. Sources are relative to the repository root.
+ */
+
+/** How one native artefact is built. */
+export interface NativeTarget {
+  /** Output file name inside the build folder (e.g. `libsbilab_h3.so`). */
+  output: string;
+  /** `shared` for a dlopen-able library, `exe` for a program. */
+  kind: "shared" | "exe";
+  /** C sources, relative to the repository root. */
+  sources: string[];
+  /** Extra files whose change forces a rebuild (headers). */
+  deps?: string[];
+  /** Extra compiler flags. */
+  cflags?: string[];
+  /** Linker inputs: `-l…` flags or absolute paths of static archives (`.a`). */
+  libs?: string[];
+  /** Headers that must exist, each with the apt package that ships it. */
+  requires?: { header: string; apt: string }[];
+}
+
+/** Every native target, by name. */
+export const NATIVE_TARGETS: Record<string, NativeTarget> = {};
