@@ -1,0 +1,126 @@
+/**
+ * HTTP/2 clients on `fetch` with `Deno.createHttpClient({ http1: false })`:
+ * h2c with prior knowledge for `http://`, ALPN h2 for `https://`. The client
+ * never falls back to HTTP/1.1. TCP_NODELAY is set on its connection after
+ * the first request and after every reconnect.
+ */
+import { resolveTls } from "../tls.ts";
+import { sbiRequestHeaders } from "../sbi_headers.ts";
+import {
+  type ClientOptions,
+  type ClientRequest,
+  type ClientResponse,
+  type SbiClient,
+  TimeoutError,
+  type TransportName,
+  TransportError,
+} from "../types.ts";
+import { toClientResponse } from "./convert.ts";
+import { applyNoDelay } from "./nodelay.ts";
+
+const DEFAULT_TIMEOUT_MS = 5000;
+
+function parseOrigin(origin: string): URL {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    throw new TypeError(`Invalid URL: ${origin}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError(`Unsupported scheme ${url.protocol} (use http:// or https://)`);
+  }
+  return url;
+}
+
+class H2Client implements SbiClient {
+  readonly transport: TransportName;
+  #origin: URL;
+  #client: Deno.HttpClient;
+  #options: ClientOptions;
+  #port: number;
+  #noDelaySet = false;
+  #closed = false;
+
+  constructor(origin: URL, client: Deno.HttpClient, options: ClientOptions) {
+    this.transport = origin.protocol === "https:" ? "h2-tls" : "h2c";
+    this.#origin = origin;
+    this.#client = client;
+    this.#options = options;
+    this.#port = Number(origin.port || (origin.protocol === "https:" ? 443 : 80));
+  }
+
+  async request(req: ClientRequest): Promise<ClientResponse> {
+    if (this.#closed) throw new TransportError("Client is closed");
+    const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    try {
+      const res = await fetch(new URL(req.path, this.#origin), {
+        method: req.method ?? "GET",
+        headers,
+        body: req.body && req.body.length > 0 ? req.body as Uint8Array<ArrayBuffer> : undefined,
+        client: this.#client,
+        signal: controller.signal,
+      });
+      const out = await toClientResponse(res);
+      if (!this.#noDelaySet) {
+        this.#noDelaySet = true;
+        applyNoDelay({ remotePort: this.#port });
+      }
+      return out;
+    } catch (err) {
+      if (timedOut) throw new TimeoutError(timeoutMs);
+      this.#noDelaySet = false;
+      const msg = err instanceof Error ? err.message : String(err);
+      throw new TransportError(`${this.transport} request to ${this.#origin.host} failed: ${msg}`, {
+        cause: err,
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#client.close();
+    }
+    return Promise.resolve();
+  }
+}
+
+/** Creates an HTTP/2 client for `http://host:port` (h2c) or `https://host:port` (h2). */
+export async function createH2Client(origin: string, options: ClientOptions = {}): Promise<SbiClient> {
+  const url = parseOrigin(origin);
+  const init: Deno.CreateHttpClientOptions & Partial<Deno.TlsCertifiedKeyPem> = {
+    http1: false,
+    http2: true,
+  };
+  if (url.protocol === "https:") {
+    if (options.tls) {
+      const tls = await resolveTls(options.tls);
+      if (tls.insecure) {
+        throw new TypeError(
+          "The h2 client cannot skip certificate verification in-process; pass the server's CA instead",
+        );
+      }
+      if (tls.caPem.length) init.caCerts = tls.caPem;
+      if (tls.certPem && tls.keyPem) {
+        init.cert = tls.certPem;
+        init.key = tls.keyPem;
+      }
+      if (tls.serverName && tls.serverName !== url.hostname) {
+        // Verify the configured name: send to the real address, speak TLS for serverName.
+        init.proxy = { transport: "tcp", hostname: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 443) };
+        url.hostname = tls.serverName;
+      }
+    }
+  }
+  return new H2Client(url, Deno.createHttpClient(init), options);
+}

@@ -1,0 +1,78 @@
+/**
+ * Mutual TLS for the HTTP/2 server. `Deno.serve` cannot ask for client
+ * certificates, so a TLS front (node:tls, which can) verifies the client
+ * against the configured CA, offers ALPN h2 only, and relays the decrypted
+ * bytes to the h2c server on loopback. Only used when mTLS is requested; the
+ * benchmark's h2-tls figures never go through it.
+ */
+import tls from "node:tls";
+import net from "node:net";
+
+/** Options for {@linkcode startMtlsFront}. */
+export interface MtlsFrontOptions {
+  /** Address to bind. */
+  hostname: string;
+  /** Port to bind; 0 picks a free one. */
+  port: number;
+  /** Server certificate chain (PEM). */
+  certPem: string;
+  /** Server key (PEM). */
+  keyPem: string;
+  /** CAs that sign acceptable client certificates (PEM). */
+  caPem: string[];
+  /** Port of the inner h2c server on 127.0.0.1. */
+  innerPort: number;
+  /** Called with errors swallowed per connection. Default no-op. */
+  onError?: (err: unknown) => void;
+}
+
+/** Starts the front; resolves once it listens. */
+export function startMtlsFront(
+  options: MtlsFrontOptions,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = tls.createServer({
+    cert: options.certPem,
+    key: options.keyPem,
+    ca: options.caPem,
+    requestCert: true,
+    rejectUnauthorized: true,
+    ALPNProtocols: ["h2"],
+    minVersion: "TLSv1.2",
+  }, (client) => {
+    client.setNoDelay(true);
+    const upstream = net.connect({ host: "127.0.0.1", port: options.innerPort });
+    upstream.setNoDelay(true);
+    sockets.add(client);
+    sockets.add(upstream);
+    const done = (err?: Error) => {
+      if (err) options.onError?.(err);
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on("error", done);
+    upstream.on("error", done);
+    client.on("close", () => done());
+    upstream.on("close", () => done());
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  server.on("tlsClientError", (err: Error) => options.onError?.(err));
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.hostname, () => {
+      server.off("error", reject);
+      const addr = server.address() as net.AddressInfo;
+      resolve({
+        port: addr.port,
+        close: () =>
+          new Promise<void>((res) => {
+            for (const s of sockets) s.destroy();
+            server.close(() => res());
+          }),
+      });
+    });
+  });
+}
