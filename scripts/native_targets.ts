@@ -22,4 +22,11 @@ export interface NativeTarget {
 }
 
 /** Every native target, by name. */
-export const NATIVE_TARGETS: Record<string, NativeTarget> = {};
+export const NATIVE_TARGETS: Record<string, NativeTarget> = {
+  /** Kernel TCP/UDP ping-pong floor for the benchmark (bench/floors.ts). */
+  pingpong: {
+    output: "sbilab_pingpong",
+    kind: "exe",
+    sources: ["bench/native/pingpong.c"],
+  },
+};
