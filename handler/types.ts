@@ -42,3 +42,32 @@ export interface SbiResponse {
 
 /** The handler signature every transport serves. */
 export type SbiHandler = (request: SbiRequest) => Promise<SbiResponse>;
+
+/**
+ * One invalid parameter in a ProblemDetails (TS 29.571 §5.2.4.1 `InvalidParam`).
+ *
+ * `param` is a JSON Pointer for a body attribute, `"query <name>"` for a query
+ * parameter, `"header <name>"` for a header and `"{name}"` for a path variable.
+ */
+export interface InvalidParam {
+  /** Which parameter is wrong, encoded as described above. */
+  param: string;
+  /** Human-readable reason. */
+  reason?: string;
+}
+
+/** An error body sent as `application/problem+json` (TS 29.571 `ProblemDetails`). */
+export interface ProblemDetails {
+  /** Short summary of the problem type (the HTTP reason phrase here). */
+  title?: string;
+  /** The HTTP status code, repeated in the body. */
+  status: number;
+  /** Human-readable explanation of this occurrence. */
+  detail?: string;
+  /** URI reference of the resource the request addressed. */
+  instance?: string;
+  /** Application error cause (TS 29.500 table 5.2.7.2-1 and API-specific tables). */
+  cause?: string;
+  /** The parameters that made the request fail. */
+  invalidParams?: InvalidParam[];
+}

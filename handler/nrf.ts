@@ -1,0 +1,299 @@
+/**
+ * An in-memory NRF (TS 29.510): NF instance registration through
+ * `Nnrf_NFManagement` and look-up through `Nnrf_NFDiscovery`.
+ */
+import { applyJsonPatch, JsonPatchConflictError, type JsonValue } from "./json_patch.ts";
+import { ProblemError } from "./problem.ts";
+import type { InvalidParam, SbiRequest, SbiResponse } from "./types.ts";
+
+/** An NF profile as registered: any JSON object with at least the mandatory IEs. */
+export interface NfProfile {
+  /** Instance id, equal to the `{nfInstanceId}` path segment. */
+  nfInstanceId: string;
+  /** NF type, for example `AMF` or `SMF`. */
+  nfType: string;
+  /** `REGISTERED`, `SUSPENDED` or `UNDISCOVERABLE`. */
+  nfStatus: string;
+  /** Any other NFProfile attribute, kept as sent. */
+  [attribute: string]: JsonValue;
+}
+
+/** Where the NRF keeps profiles. Synchronous so lookups stay cheap. */
+export interface NfProfileStore {
+  /** The profile with this id, if registered. */
+  get(nfInstanceId: string): NfProfile | undefined;
+  /** Registers or replaces a profile. */
+  set(nfInstanceId: string, profile: NfProfile): void;
+  /** Removes a profile; returns whether one was there. */
+  delete(nfInstanceId: string): boolean;
+  /** Every registered profile, in any order. */
+  list(): NfProfile[];
+}
+
+/** Creates a store backed by a `Map`. */
+export function createMemoryNfProfileStore(): NfProfileStore {
+  const profiles = new Map<string, NfProfile>();
+  return {
+    get: (id) => profiles.get(id),
+    set: (id, profile) => void profiles.set(id, profile),
+    delete: (id) => profiles.delete(id),
+    list: () => [...profiles.values()],
+  };
+}
+
+/** Options for {@link createNrf}. */
+export interface NrfOptions {
+  /** Profile storage. Default a new in-memory store. */
+  store?: NfProfileStore;
+  /** `validityPeriod` of discovery results, in seconds. Default 3600. */
+  validitySeconds?: number;
+  /**
+   * Prefix for URIs the NRF hands out (`Location`, `_links`), for example
+   * `http://127.0.0.1:7777`. Default `""`: path-absolute references.
+   */
+  apiRoot?: string;
+}
+
+/** The NRF operations, each taking the request and the path's `{nfInstanceId}`. */
+export interface Nrf {
+  /** `PUT …/nf-instances/{id}`: register (201) or replace (200). */
+  register(request: SbiRequest, nfInstanceId: string): SbiResponse;
+  /** `GET …/nf-instances/{id}`: 200 with the profile or 404. */
+  retrieve(request: SbiRequest, nfInstanceId: string): SbiResponse;
+  /** `PATCH …/nf-instances/{id}` with a JSON Patch: 200 with the new profile. */
+  update(request: SbiRequest, nfInstanceId: string): SbiResponse;
+  /** `DELETE …/nf-instances/{id}`: 204 or 404. */
+  deregister(request: SbiRequest, nfInstanceId: string): SbiResponse;
+  /** `GET /nnrf-nfm/v1/nf-instances`: the registered instances as a UriList. */
+  list(request: SbiRequest): SbiResponse;
+  /** `GET /nnrf-disc/v1/nf-instances`: a SearchResult. */
+  discover(request: SbiRequest): SbiResponse;
+}
+
+/** Path of the NF instances collection. */
+export const NF_INSTANCES_PATH = "/nnrf-nfm/v1/nf-instances";
+
+const JSON_TYPE = "application/json";
+const HAL_JSON_TYPE = "application/3gppHal+json";
+const PATCH_TYPE = "application/json-patch+json";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** The media type of a content-type header, lower case, parameters dropped. */
+export function mediaType(contentType: string | undefined): string {
+  return (contentType ?? "").split(";")[0].trim().toLowerCase();
+}
+
+function json(status: number, value: unknown, headers: Record<string, string> = {}): SbiResponse {
+  return {
+    status,
+    headers: { ...headers, "content-type": JSON_TYPE },
+    body: encoder.encode(JSON.stringify(value)),
+  };
+}
+
+function requireMediaType(request: SbiRequest, expected: string): void {
+  const got = mediaType(request.headers["content-type"]);
+  if (got !== expected) {
+    throw new ProblemError(415, {
+      cause: "UNSUPPORTED_MEDIA_TYPE",
+      detail: `Content-Type must be ${expected}`,
+      invalidParams: [{ param: "header Content-Type", reason: `expected ${expected}` }],
+    });
+  }
+}
+
+/** Parses a JSON body, turning any decoding failure into 400 `INVALID_MSG_FORMAT`. */
+export function parseJsonBody(body: Uint8Array): unknown {
+  try {
+    return JSON.parse(decoder.decode(body));
+  } catch (err) {
+    if (err instanceof SyntaxError || err instanceof TypeError) {
+      throw new ProblemError(400, {
+        cause: "INVALID_MSG_FORMAT",
+        detail: "Body is not valid JSON",
+      });
+    }
+    throw err;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, JsonValue> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+const MANDATORY = ["nfInstanceId", "nfType", "nfStatus"] as const;
+
+/** Checks a candidate profile; 400 on missing or wrong mandatory IEs. */
+function checkProfile(value: unknown, nfInstanceId: string): NfProfile {
+  if (!isObject(value)) {
+    throw new ProblemError(400, {
+      cause: "INVALID_MSG_FORMAT",
+      detail: "NFProfile must be a JSON object",
+    });
+  }
+  const missing: InvalidParam[] = MANDATORY.filter((k) => value[k] === undefined)
+    .map((k) => ({ param: `/${k}`, reason: "mandatory IE missing" }));
+  if (missing.length > 0) {
+    throw new ProblemError(400, {
+      cause: "MANDATORY_IE_MISSING",
+      detail: "NFProfile lacks mandatory IEs",
+      invalidParams: missing,
+    });
+  }
+  const incorrect: InvalidParam[] = MANDATORY
+    .filter((k) => typeof value[k] !== "string" || value[k] === "")
+    .map((k) => ({ param: `/${k}`, reason: "must be a non-empty string" }));
+  if (value.nfInstanceId !== nfInstanceId && incorrect.length === 0) {
+    incorrect.push({
+      param: "/nfInstanceId",
+      reason: "must equal the {nfInstanceId} path segment",
+    });
+  }
+  if (incorrect.length > 0) {
+    throw new ProblemError(400, {
+      cause: "MANDATORY_IE_INCORRECT",
+      detail: "NFProfile has incorrect mandatory IEs",
+      invalidParams: incorrect,
+    });
+  }
+  return value as NfProfile;
+}
+
+function notFound(nfInstanceId: string, path: string): ProblemError {
+  return new ProblemError(404, {
+    cause: "RESOURCE_URI_STRUCTURE_NOT_FOUND",
+    detail: `NF instance ${nfInstanceId} is not registered`,
+    instance: path,
+  });
+}
+
+function compareIds(a: NfProfile, b: NfProfile): number {
+  return a.nfInstanceId < b.nfInstanceId ? -1 : a.nfInstanceId > b.nfInstanceId ? 1 : 0;
+}
+
+/** Reads an optional positive-integer query parameter. */
+function limitParam(query: URLSearchParams, name: string): number | undefined {
+  const raw = query.get(name);
+  if (raw === null) return undefined;
+  if (!/^[1-9][0-9]{0,8}$/.test(raw)) {
+    throw new ProblemError(400, {
+      cause: "OPTIONAL_QUERY_PARAM_INCORRECT",
+      detail: `Query parameter ${name} must be a positive integer`,
+      invalidParams: [{ param: `query ${name}`, reason: "must be a positive integer" }],
+    });
+  }
+  return Number(raw);
+}
+
+function instanceHref(apiRoot: string, nfInstanceId: string): string {
+  return `${apiRoot}${NF_INSTANCES_PATH}/${encodeURIComponent(nfInstanceId)}`;
+}
+
+/** Creates an NRF over a store. */
+export function createNrf(options: NrfOptions = {}): Nrf {
+  const store = options.store ?? createMemoryNfProfileStore();
+  const validityPeriod = options.validitySeconds ?? 3600;
+  const apiRoot = options.apiRoot ?? "";
+
+  return {
+    register(request, nfInstanceId) {
+      requireMediaType(request, JSON_TYPE);
+      const profile = checkProfile(parseJsonBody(request.body), nfInstanceId);
+      const existed = store.get(nfInstanceId) !== undefined;
+      store.set(nfInstanceId, profile);
+      if (existed) return json(200, profile);
+      return json(201, profile, { location: instanceHref(apiRoot, nfInstanceId) });
+    },
+
+    retrieve(request, nfInstanceId) {
+      const profile = store.get(nfInstanceId);
+      if (profile === undefined) throw notFound(nfInstanceId, request.path);
+      return json(200, profile);
+    },
+
+    update(request, nfInstanceId) {
+      requireMediaType(request, PATCH_TYPE);
+      const current = store.get(nfInstanceId);
+      if (current === undefined) throw notFound(nfInstanceId, request.path);
+      const patch = parseJsonBody(request.body);
+      let patched: JsonValue;
+      try {
+        patched = applyJsonPatch(current, patch);
+      } catch (err) {
+        if (err instanceof SyntaxError) {
+          throw new ProblemError(400, { cause: "INVALID_MSG_FORMAT", detail: err.message });
+        }
+        if (err instanceof JsonPatchConflictError) {
+          throw new ProblemError(409, {
+            cause: "UNSPECIFIED_MSG_FAILURE",
+            detail: "JSON Patch cannot be applied to the NFProfile",
+            invalidParams: [{ param: err.path, reason: err.message }],
+          });
+        }
+        throw err;
+      }
+      if (isObject(patched) && patched.nfInstanceId !== nfInstanceId) {
+        throw new ProblemError(403, {
+          cause: "MODIFICATION_NOT_ALLOWED",
+          detail: "nfInstanceId cannot be modified",
+          invalidParams: [{ param: "/nfInstanceId", reason: "cannot be modified" }],
+        });
+      }
+      const profile = checkProfile(patched, nfInstanceId);
+      store.set(nfInstanceId, profile);
+      return json(200, profile);
+    },
+
+    deregister(request, nfInstanceId) {
+      if (!store.delete(nfInstanceId)) throw notFound(nfInstanceId, request.path);
+      return { status: 204, headers: {}, body: new Uint8Array(0) };
+    },
+
+    list(request) {
+      const nfType = request.query.get("nf-type");
+      const limit = limitParam(request.query, "limit");
+      const all = store.list().filter((p) => nfType === null || p.nfType === nfType);
+      all.sort(compareIds);
+      const items = all.slice(0, limit).map((p) => ({
+        href: instanceHref(apiRoot, p.nfInstanceId),
+      }));
+      const self = `${apiRoot}${request.path}${request.query.size > 0 ? `?${request.query}` : ""}`;
+      return {
+        status: 200,
+        headers: { "content-type": HAL_JSON_TYPE },
+        body: encoder.encode(JSON.stringify({
+          _links: { self: { href: self }, items },
+          totalItemCount: all.length,
+        })),
+      };
+    },
+
+    discover(request) {
+      const target = request.query.get("target-nf-type");
+      const requester = request.query.get("requester-nf-type");
+      const missing = [
+        ["target-nf-type", target],
+        ["requester-nf-type", requester],
+      ].filter(([, v]) => v === null || v === "").map(([name]) => ({
+        param: `query ${name}`,
+        reason: "mandatory query parameter missing",
+      }));
+      if (missing.length > 0) {
+        throw new ProblemError(400, {
+          cause: "MANDATORY_QUERY_PARAM_MISSING",
+          detail: "Discovery needs target-nf-type and requester-nf-type",
+          invalidParams: missing,
+        });
+      }
+      const limit = limitParam(request.query, "limit");
+      const found = store.list().filter((p) =>
+        p.nfType === target && p.nfStatus === "REGISTERED" &&
+        (!Array.isArray(p.allowedNfTypes) || p.allowedNfTypes.includes(requester as string))
+      );
+      found.sort(compareIds);
+      return json(200, { validityPeriod, nfInstances: found.slice(0, limit) });
+    },
+  };
+}
