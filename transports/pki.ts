@@ -92,7 +92,7 @@ export async function createDevPki(options: DevPkiOptions = {}): Promise<DevPki>
         ...(names.length
           ? [
             new x509.SubjectAlternativeNameExtension(
-              names.map((n) => ({ type: isIp(n) ? "ip" : "dns", value: n })),
+              names.map((n) => ({ type: isIp(n) ? "ip" as const : "dns" as const, value: n })),
             ),
           ]
           : []),

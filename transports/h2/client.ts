@@ -105,9 +105,9 @@ export async function createH2Client(origin: string, options: ClientOptions = {}
   if (url.protocol === "https:") {
     if (options.tls) {
       const tls = await resolveTls(options.tls);
-      if (tls.insecure) {
+      if (tls.insecure && Deno.env.get("SBILAB_TLS_INSECURE") !== "1") {
         throw new TypeError(
-          "The h2 client cannot skip certificate verification in-process; pass the server's CA instead",
+          "The h2 client skips verification only under deno run --unsafely-ignore-certificate-errors (lab request -k does this); pass the server's CA instead",
         );
       }
       if (tls.caPem.length) init.caCerts = tls.caPem;

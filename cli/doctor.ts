@@ -1,0 +1,105 @@
+/** `lab doctor`: what this machine offers sbilab. */
+import type { Command } from "commander";
+
+async function which(cmd: string): Promise<string | undefined> {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":").concat(["/usr/sbin", "/sbin"])) {
+    try {
+      const st = await Deno.stat(`${dir}/${cmd}`);
+      if (st.isFile) return `${dir}/${cmd}`;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+function libVersion(lib: string, fn: string): string | undefined {
+  try {
+    const l = Deno.dlopen(lib, { [fn]: { parameters: ["i32"], result: "pointer" } });
+    try {
+      const p = l.symbols[fn](0) as Deno.PointerValue;
+      if (!p) return "present";
+      // ngtcp2_info / nghttp3_info / nghttp2_info start with (int age, int version_num, const char* version_str)
+      const view = new Deno.UnsafePointerView(p);
+      const str = view.getPointer(8);
+      return str ? Deno.UnsafePointerView.getCString(str) : "present";
+    } finally {
+      l.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function run(cmd: string[]): Promise<boolean> {
+  try {
+    const r = await new Deno.Command(cmd[0], { args: cmd.slice(1), stdout: "null", stderr: "null" }).output();
+    return r.success;
+  } catch {
+    return false;
+  }
+}
+
+/** Collects the doctor's findings as `[label, value]` rows. */
+export async function doctorReport(): Promise<[string, string][]> {
+  const rows: [string, string][] = [];
+  rows.push(["deno", `${Deno.version.deno} (v8 ${Deno.version.v8}, typescript ${Deno.version.typescript})`]);
+  rows.push(["os", `${Deno.build.os} ${Deno.build.arch} ${Deno.osRelease()}`]);
+  const uid = Deno.uid();
+  rows.push(["user", uid === 0 ? "root (network namespaces and TUN allowed)" : `uid ${uid} (not root: link emulation needs root)`]);
+  rows.push(["libnghttp2", libVersion("libnghttp2.so.14", "nghttp2_version") ?? "missing (apt-get install libnghttp2-14)"]);
+  rows.push(["libngtcp2", libVersion("libngtcp2.so.9", "ngtcp2_version") ?? "missing (apt-get install libngtcp2-9)"]);
+  rows.push(["libnghttp3", libVersion("libnghttp3.so.3", "nghttp3_version") ?? "missing (apt-get install libnghttp3-3)"]);
+  try {
+    const h3 = await import("../transports/h3/mod.ts");
+    const v = await h3.h3Versions();
+    rows.push(["h3 module", typeof v === "string" ? v : JSON.stringify(v)]);
+  } catch (err) {
+    rows.push(["h3 module", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
+  }
+  const tools: [string, string][] = [
+    ["nghttp", "nghttp2-client"],
+    ["h2load", "nghttp2-client"],
+    ["nghttpd", "nghttp2-server"],
+    ["curl", "curl"],
+    ["gtlsclient", "ngtcp2-client"],
+    ["gtlsserver", "ngtcp2-server"],
+    ["valgrind", "valgrind"],
+    ["cc", "gcc"],
+    ["ip", "iproute2"],
+    ["tc", "iproute2"],
+  ];
+  for (const [tool, pkg] of tools) {
+    const path = await which(tool);
+    rows.push([tool, path ?? `missing (apt-get install ${pkg})`]);
+  }
+  rows.push(["/dev/net/tun", (await exists("/dev/net/tun")) ? "present" : "missing (TUN link emulation unavailable)"]);
+  const netns = uid === 0 && await run(["ip", "netns", "list"]);
+  rows.push(["network namespaces", netns ? "available" : "unavailable (needs root and iproute2)"]);
+  const release = Deno.osRelease();
+  const netem = (await exists(`/lib/modules/${release}/kernel/net/sched/sch_netem.ko`)) ||
+    (await exists(`/lib/modules/${release}/kernel/net/sched/sch_netem.ko.xz`)) ||
+    (await Deno.readTextFile("/proc/modules").catch(() => "")).includes("sch_netem");
+  rows.push(["tc netem", netem ? "available" : "not in this kernel (the built-in TUN relay is used)"]);
+  return rows;
+}
+
+/** Adds `doctor`. */
+export function registerDoctorCommand(program: Command): void {
+  program.command("doctor")
+    .description("report the runtime, libraries, tools and privileges sbilab can use")
+    .action(async () => {
+      const rows = await doctorReport();
+      const w = Math.max(...rows.map(([k]) => k.length));
+      for (const [k, v] of rows) console.log(`${k.padEnd(w)}  ${v}`);
+    });
+}

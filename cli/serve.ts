@@ -1,0 +1,108 @@
+/** `lab serve`: one handler behind every requested transport. */
+import type { Command } from "commander";
+import { createHandler } from "../handler/mod.ts";
+import { createServer, parseTransports, type SbiServer, type TlsMaterial } from "../transports/mod.ts";
+import { DEV_PKI_FILES, readDevPki, writeDevPki } from "../transports/pki.ts";
+import { defaultStateDir } from "./state.ts";
+import { parsePort, parsePositiveInt } from "./args.ts";
+
+interface ServeOptions {
+  transports: string;
+  host: string;
+  h2cPort: string;
+  tlsPort: string;
+  cert?: string;
+  key?: string;
+  ca?: string;
+  mtls?: boolean;
+  stateDir?: string;
+  delayMs?: string;
+  maxBody?: string;
+}
+
+/** Loads the dev PKI from `dir`, creating it on first use. */
+export async function ensureDevPki(dir: string) {
+  try {
+    return await readDevPki(dir);
+  } catch {
+    return await writeDevPki(dir);
+  }
+}
+
+async function serverTls(o: ServeOptions): Promise<TlsMaterial> {
+  if (o.cert || o.key) {
+    if (!o.cert || !o.key) throw new TypeError("--cert and --key go together");
+    for (const f of [o.cert, o.key, o.ca].filter(Boolean) as string[]) {
+      try {
+        await Deno.stat(f);
+      } catch {
+        throw new TypeError(`Cannot read ${f}`);
+      }
+    }
+    if (o.mtls && !o.ca) throw new TypeError("--mtls needs --ca to verify client certificates");
+    return {
+      cert: { path: o.cert },
+      key: { path: o.key },
+      ca: o.ca ? { path: o.ca } : undefined,
+      requireClientCert: o.mtls ?? false,
+    };
+  }
+  const dir = o.stateDir ?? defaultStateDir();
+  const pki = await ensureDevPki(dir);
+  console.error(`dev PKI in ${dir} (trust ${dir}/${DEV_PKI_FILES.ca})`);
+  return {
+    cert: pki.serverCertPem,
+    key: pki.serverKeyPem,
+    ca: o.ca ? { path: o.ca } : pki.caCertPem,
+    requireClientCert: o.mtls ?? false,
+  };
+}
+
+/** Adds `serve`. */
+export function registerServeCommand(program: Command): void {
+  program.command("serve")
+    .description("serve the SBI handler on h2c, h2 over TLS and h3")
+    .option("--transports <list>", "comma-separated: h2c,h2-tls,h3", "h2c,h2-tls")
+    .option("--host <host>", "address to bind", "127.0.0.1")
+    .option("--h2c-port <port>", "h2c TCP port (0 = any)", "7777")
+    .option("--tls-port <port>", "h2-tls TCP and h3 UDP port (0 = any)", "7778")
+    .option("--cert <file>", "server certificate (PEM or DER)")
+    .option("--key <file>", "server private key (PEM or DER)")
+    .option("--ca <file>", "CA for client certificates (with --mtls)")
+    .option("--mtls", "require client certificates")
+    .option("--state-dir <dir>", "where the dev PKI lives (default ~/.local/state/sbilab)")
+    .option("--delay-ms <ms>", "delay every /nbench answer by this much", "0")
+    .option("--max-body <bytes>", "largest request body the handler accepts")
+    .action(async (o: ServeOptions) => {
+      const transports = parseTransports(o.transports);
+      const h2cPort = parsePort(o.h2cPort, "--h2c-port");
+      const tlsPort = parsePort(o.tlsPort, "--tls-port");
+      const delayMs = parsePositiveInt(o.delayMs ?? "0", "--delay-ms", true);
+      const needsTls = transports.some((t) => t !== "h2c");
+      const tls = needsTls ? await serverTls(o) : undefined;
+      const handler = createHandler({
+        delayMs,
+        ...(o.maxBody ? { maxBodyBytes: parsePositiveInt(o.maxBody, "--max-body") } : {}),
+        onError: (err, req) =>
+          console.error(`handler error on ${req.method} ${req.path}: ${(err as Error)?.message ?? err}`),
+      });
+      const servers: SbiServer[] = [];
+      const stop = async () => {
+        await Promise.allSettled(servers.map((s) => s.close()));
+        Deno.exit(0);
+      };
+      Deno.addSignalListener("SIGINT", stop);
+      Deno.addSignalListener("SIGTERM", stop);
+      try {
+        for (const t of transports) {
+          const port = t === "h2c" ? h2cPort : tlsPort;
+          const server = await createServer(t, handler, { hostname: o.host, port, tls });
+          servers.push(server);
+          console.log(`${t} listening on ${server.url}`);
+        }
+      } catch (err) {
+        await Promise.allSettled(servers.map((s) => s.close()));
+        throw err;
+      }
+    });
+}

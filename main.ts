@@ -1,0 +1,60 @@
+/**
+ * `lab`: the sbilab command line. Parses arguments, dispatches one command,
+ * and maps every error to one line on stderr and a non-zero exit.
+ */
+import { Command, CommanderError } from "commander";
+import { registerServeCommand } from "./cli/serve.ts";
+import { INSECURE_ENV, registerRequestCommand } from "./cli/request.ts";
+import { registerCertsCommand } from "./cli/certs.ts";
+import { registerDoctorCommand } from "./cli/doctor.ts";
+
+/** Builds the command tree (exported for tests). */
+export function buildProgram(): Command {
+  const program = new Command("lab")
+    .description("sbilab: HTTP/2 (h2c, TLS) and HTTP/3 for the 5G core SBI, side by side")
+    .version("0.1.0")
+    .showHelpAfterError("(run lab --help for usage)")
+    .exitOverride();
+  registerServeCommand(program);
+  registerRequestCommand(program);
+  registerCertsCommand(program);
+  registerDoctorCommand(program);
+  return program;
+}
+
+function isCompiled(): boolean {
+  return Deno.mainModule.includes("deno-compile");
+}
+
+/** `lab request -k` over h2 needs Deno's own flag: re-run under it once. */
+async function maybeReexecInsecure(args: string[]): Promise<number | undefined> {
+  if (args[0] !== "request" || Deno.env.get(INSECURE_ENV) === "1" || isCompiled()) return undefined;
+  if (!args.includes("-k") && !args.includes("--insecure")) return undefined;
+  if (args.includes("--h3")) return undefined;
+  const main = new URL(import.meta.url).pathname;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", "--unsafely-ignore-certificate-errors", "--quiet", main, ...args],
+    env: { [INSECURE_ENV]: "1" },
+    stdin: "inherit",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  return (await child.status).code;
+}
+
+if (import.meta.main) {
+  const args = Deno.args;
+  try {
+    const code = await maybeReexecInsecure(args);
+    if (code !== undefined) Deno.exit(code);
+    await buildProgram().parseAsync(args, { from: "user" });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // commander already printed its message (help, version or a usage error)
+      Deno.exit(err.exitCode === 0 ? 0 : 2);
+    }
+    const msg = err instanceof Error ? err.message : String(err);
+    console.error(`error: ${msg.split("\n")[0]}`);
+    Deno.exit(1);
+  }
+}
