@@ -29,4 +29,15 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     kind: "exe",
     sources: ["bench/native/pingpong.c"],
   },
+  // linkemu (issue 5): the TUN relay and the selftest's UDP probe.
+  linkrelay: {
+    output: "sbilab-linkrelay",
+    kind: "exe",
+    sources: ["linkemu/native/relay.c"],
+  },
+  linkprobe: {
+    output: "sbilab-linkprobe",
+    kind: "exe",
+    sources: ["linkemu/native/probe.c"],
+  },
 };
