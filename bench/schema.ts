@@ -1,0 +1,145 @@
+/**
+ * The saved benchmark run: one versioned, serialisable record. Every report,
+ * chart and comparison is a pure function of it, so a run saved with
+ * `--json` can be re-rendered or compared later with `lab report`.
+ * Durations are nanoseconds; sizes are bytes.
+ */
+import type { Estimate } from "./stats.ts";
+import type { SampleSet } from "./recorder.ts";
+
+/** Schema identifier written into every run. Bump on any incompatible change. */
+export const SCHEMA_VERSION = "sbilab-bench/1";
+
+/** Scenario names. */
+export type ScenarioName = "rtt" | "concurrency" | "cold" | "bulk" | "rate" | "peers";
+
+/** Every scenario, in help order. */
+export const SCENARIOS: readonly ScenarioName[] = ["rtt", "concurrency", "cold", "bulk", "rate", "peers"];
+
+/** Which floor a row is compared with. */
+export type FloorKind = "tcp" | "udp";
+
+/** One floor measurement (ping-pong of the row's payload size between two processes). */
+export interface FloorRow {
+  /** `kernel` (the project's C ping-pong) or `runtime` (Deno sockets). */
+  source: "kernel" | "runtime";
+  /** Transport protocol. */
+  protocol: FloorKind;
+  /** Bytes each way per round trip. */
+  sizeBytes: number;
+  /** Round-trip time estimate (ns). */
+  estimate: Estimate;
+  /** Raw samples or histogram. */
+  samples: SampleSet;
+}
+
+/** One measured row. */
+export interface ResultRow {
+  /** Stable key used to match rows between runs, e.g. `rtt/h2c/256`. */
+  id: string;
+  /** Scenario that produced the row. */
+  scenario: ScenarioName;
+  /** Transport or peer measured (`h2c`, `h2-tls`, `h3`, `h2load`, …). */
+  transport: string;
+  /** What one sample times, in words (e.g. `GET 256 B, warm connection`). */
+  label: string;
+  /** Body size in bytes the row moves per request, when meaningful. */
+  sizeBytes?: number;
+  /** Requests in flight, when meaningful. */
+  concurrency?: number;
+  /** Floor the row is compared with, when it is a round-trip latency. */
+  floor?: FloorKind;
+  /** Duration estimate of one sample (ns). */
+  estimate: Estimate;
+  /** Raw samples or histogram (ns). */
+  samples: SampleSet;
+  /** Completed requests per second over the sampling window, when measured. */
+  requestsPerSecond?: number;
+  /** Bytes per second moved (goodput), when measured. */
+  bytesPerSecond?: number;
+  /** Requests that failed (timeouts, errors) during sampling. */
+  errors: number;
+  /** Extra named figures (e.g. `uncorrectedMedian`), all numbers. */
+  extra?: Record<string, number>;
+}
+
+/** Environment of the run. */
+export interface Environment {
+  cpuModel: string;
+  cores: number;
+  kernel: string;
+  os: string;
+  hostname: string;
+  deno: string;
+  v8: string;
+  typescript: string;
+  /** npm library versions in use (name → version). */
+  libraries: Record<string, string>;
+  /** `git rev-parse HEAD` plus `-dirty` when the tree has changes, or `unknown`. */
+  gitRevision: string;
+}
+
+/** The configuration the run used (after defaults). */
+export interface RunConfig {
+  scenario: ScenarioName;
+  transports: string[];
+  sizes: number[];
+  warmupMs: number;
+  sampleMs: number;
+  /** Fixed number of samples per row, when given. */
+  samples?: number;
+  quick: boolean;
+  /** `process` (server in its own process), `in-process`, or `target`. */
+  serverMode: "process" | "in-process" | "target";
+  /** Target URL when `serverMode` is `target`. */
+  target?: string;
+  delayMs: number;
+  /** Open-loop rate for `rate` (req/s). */
+  rate?: number;
+  /** Concurrency levels for `concurrency`. */
+  concurrency?: number[];
+}
+
+/** A complete benchmark run. */
+export interface BenchRun {
+  schema: typeof SCHEMA_VERSION;
+  /** ISO time the run started. */
+  startedAt: string;
+  /** Wall time of the whole run in ms. */
+  durationMs: number;
+  config: RunConfig;
+  environment: Environment;
+  /** Floors measured in the same run, or why they were skipped. */
+  floors: { rows: FloorRow[]; skipped?: string };
+  rows: ResultRow[];
+  /** Things the reader must know (skips, caveats), one sentence each. */
+  notes: string[];
+}
+
+/** Parses and checks a saved run; throws `SyntaxError` with a one-line message. */
+export function parseRun(text: string, source = "input"): BenchRun {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new SyntaxError(`${source} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof data !== "object" || data === null) {
+    throw new SyntaxError(`${source} is not a benchmark run (expected a JSON object)`);
+  }
+  const run = data as Partial<BenchRun>;
+  if (run.schema !== SCHEMA_VERSION) {
+    throw new SyntaxError(
+      `${source} has schema ${JSON.stringify(run.schema ?? null)}, this lab reads ${SCHEMA_VERSION}`,
+    );
+  }
+  if (!Array.isArray(run.rows) || !run.config || !run.environment || !run.floors) {
+    throw new SyntaxError(`${source} is missing rows, config, environment or floors`);
+  }
+  for (const [i, row] of run.rows.entries()) {
+    if (typeof row?.id !== "string" || typeof row?.estimate?.median !== "number") {
+      throw new SyntaxError(`${source} row ${i} has no id or median`);
+    }
+  }
+  return run as BenchRun;
+}
