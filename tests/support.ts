@@ -1,0 +1,141 @@
+/**
+ * Shared helpers for the cross-transport, interop and CLI tests: start one
+ * server per transport around a fresh handler, find tools, pick free ports.
+ */
+import { createHandler, type HandlerOptions } from "../handler/mod.ts";
+import type { SbiHandler } from "../handler/types.ts";
+import {
+  availableTransports,
+  createClient,
+  createServer,
+  type SbiClient,
+  type SbiServer,
+  type TransportName,
+} from "../transports/mod.ts";
+import { createDevPki, type DevPki } from "../transports/pki.ts";
+
+/** Repository root. */
+export const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+
+let pkiPromise: Promise<DevPki> | undefined;
+/** One dev PKI shared by every test in the process. */
+export function testPki(): Promise<DevPki> {
+  return pkiPromise ??= createDevPki();
+}
+
+/** Finds an executable on PATH (and the sbin folders). */
+export function findTool(name: string): string | undefined {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":").concat(["/usr/sbin", "/sbin"])) {
+    try {
+      if (Deno.statSync(`${dir}/${name}`).isFile) return `${dir}/${name}`;
+    } catch {
+      // not in this folder
+    }
+  }
+  return undefined;
+}
+
+/** `ignore` flag for a test needing `tool`; prints which Debian package to install when missing. */
+export function needsTool(tool: string, pkg: string): boolean {
+  if (findTool(tool)) return false;
+  console.warn(`skipping: ${tool} not found (apt-get install ${pkg})`);
+  return true;
+}
+
+/** Transports to run cross-transport tests on; in CI a missing h3 is an error, not a skip. */
+export async function testTransports(): Promise<TransportName[]> {
+  const available = await availableTransports();
+  if (!available.includes("h3")) {
+    if (Deno.env.get("CI")) throw new Error("h3 transport unavailable in CI (native module failed to build)");
+    console.warn(
+      "skipping h3: native module unavailable (apt-get install libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)",
+    );
+  }
+  return available;
+}
+
+/** A server and a client for one transport. */
+export interface Pair {
+  transport: TransportName;
+  server: SbiServer;
+  client: SbiClient;
+  close(): Promise<void>;
+}
+
+/** Starts `transport` around `handler` (default: a fresh handler) and connects a client. */
+export async function startPair(
+  transport: TransportName,
+  options: { handler?: SbiHandler; handlerOptions?: HandlerOptions; timeoutMs?: number } = {},
+): Promise<Pair> {
+  const pki = await testPki();
+  const handler = options.handler ?? createHandler(options.handlerOptions);
+  const server = await createServer(transport, handler, {
+    tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+  });
+  const client = await createClient(transport, server.url, {
+    tls: { ca: pki.caCertPem },
+    timeoutMs: options.timeoutMs,
+  });
+  return {
+    transport,
+    server,
+    client,
+    close: async () => {
+      await client.close();
+      await server.close();
+    },
+  };
+}
+
+/** A free TCP port on loopback (bound then released). */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** Waits until a TCP port accepts connections, bounded by `timeoutMs`. */
+export async function waitForPort(port: number, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const c = await Deno.connect({ hostname: "127.0.0.1", port });
+      c.close();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
+}
+
+/** Runs a command to completion with a time bound; returns exit code and output. */
+export async function runTool(
+  cmd: string,
+  args: string[],
+  timeoutMs = 20_000,
+): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
+  const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", stdin: "null" }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  try {
+    const out = await child.output();
+    return { code: out.code, stdout: out.stdout, stderr: new TextDecoder().decode(out.stderr) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The handler's own answer, called directly, for comparison. */
+export function directCall(
+  handler: SbiHandler,
+  method: string,
+  pathAndQuery: string,
+  headers: Record<string, string> = {},
+  body: Uint8Array = new Uint8Array(0),
+) {
+  const url = new URL(pathAndQuery, "http://direct");
+  const lower: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) lower[k.toLowerCase()] = v;
+  return handler({ method, path: url.pathname, query: url.searchParams, headers: lower, body });
+}
