@@ -195,8 +195,15 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
     route("/nnrf-disc/v1/nf-instances", { GET: (req) => nrf.discover(req) }),
   ];
 
-  /** Finds the route and runs it; route problems are thrown as ProblemError. */
-  async function dispatch(request: SbiRequest, signal: AbortSignal): Promise<SbiResponse> {
+  /**
+   * Finds the route and runs it; route problems are thrown as ProblemError.
+   * Synchronous unless a delay applies or the route itself is asynchronous, so
+   * the common case needs no timer at all.
+   */
+  function dispatch(
+    request: SbiRequest,
+    signal: AbortSignal,
+  ): SbiResponse | Promise<SbiResponse> {
     if (request.body.length > maxBodyBytes) {
       throw new ProblemError(413, {
         cause: "PAYLOAD_TOO_LARGE",
@@ -247,23 +254,33 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
         });
       }
     }
-    if (delayMs > 0 && segments[0] === "nbench") await sleep(delayMs, signal);
-    return await fn(req, found.params);
+    const params = found.params;
+    if (delayMs > 0 && segments[0] === "nbench") {
+      return sleep(delayMs, signal).then(() => fn(req, params));
+    }
+    return fn(req, params);
   }
 
-  /** Runs dispatch and maps every exception to a response. */
-  async function answer(request: SbiRequest, signal: AbortSignal): Promise<SbiResponse> {
+  /** Maps an exception from a route to its response. */
+  function recover(err: unknown, request: SbiRequest, signal: AbortSignal): SbiResponse {
+    if (err instanceof ProblemError) return err.toResponse();
+    if (signal.aborted) return problemResponse(504, { cause: "TIMED_OUT_REQUEST" });
     try {
-      return await dispatch(request, signal);
+      onError(err, request);
+    } catch {
+      // A failing error hook must not turn a 500 into a dropped request.
+    }
+    return problemResponse(500, { cause: "SYSTEM_FAILURE", detail: "Internal error" });
+  }
+
+  /** Runs dispatch and maps every exception to a response; never throws or rejects. */
+  function answer(request: SbiRequest, signal: AbortSignal): SbiResponse | Promise<SbiResponse> {
+    try {
+      const result = dispatch(request, signal);
+      if (result instanceof Promise) return result.catch((err) => recover(err, request, signal));
+      return result;
     } catch (err) {
-      if (err instanceof ProblemError) return err.toResponse();
-      if (signal.aborted) return problemResponse(504, { cause: "TIMED_OUT_REQUEST" });
-      try {
-        onError(err, request);
-      } catch {
-        // A failing error hook must not turn a 500 into a dropped request.
-      }
-      return problemResponse(500, { cause: "SYSTEM_FAILURE", detail: "Internal error" });
+      return recover(err, request, signal);
     }
   }
 
@@ -278,15 +295,19 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
       return withPriority(err.toResponse(), request);
     }
     const controller = new AbortController();
-    if (maxMs === undefined) {
-      response = await answer(request, controller.signal);
+    const answered = answer(request, controller.signal);
+    if (!(answered instanceof Promise)) {
+      // Answered synchronously: only the clock can say it came too late.
+      response = maxMs !== undefined && now() - arrival > maxMs ? timedOut(maxMs) : answered;
+    } else if (maxMs === undefined) {
+      response = await answered;
     } else {
       // A sleep that rejects (aborted once the answer won) must not decide the race.
       const deadline = sleep(maxMs, controller.signal).then(
         () => TIMEOUT,
         () => new Promise<never>(() => {}),
       );
-      const first = await Promise.race([answer(request, controller.signal), deadline]);
+      const first = await Promise.race([answered, deadline]);
       controller.abort();
       if (typeof first === "symbol" || now() - arrival > maxMs) {
         response = timedOut(maxMs);

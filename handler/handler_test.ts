@@ -304,3 +304,18 @@ Deno.test("error responses are the same bytes every time", async () => {
   assert.deepEqual(a.body, b.body);
   assert.equal(a.status, 400);
 });
+
+Deno.test("a request answered at once arms no deadline timer (hot path stays timer-free)", async () => {
+  let sleeps = 0;
+  const h = createHandler({
+    sleep: () => {
+      sleeps++;
+      return new Promise(() => {});
+    },
+  });
+  const res = await send(h, "GET", "/nbench/v1/payload?size=256", {
+    headers: { "3gpp-sbi-max-rsp-time": "100" },
+  });
+  assert.equal(res.status, 200);
+  assert.equal(sleeps, 0);
+});
