@@ -25,6 +25,8 @@ export interface DevPki {
 
 /** Options for {@linkcode createDevPki}. */
 export interface DevPkiOptions {
+  /** DNS names and IP addresses of the server certificate. Default `localhost`, `127.0.0.1`, `::1`. */
+  serverNames?: string[];
   /** Extra DNS names or IP addresses for the server certificate. Default none. */
   extraServerNames?: string[];
   /** Validity in days. Default 30. */
@@ -103,8 +105,8 @@ export async function createDevPki(options: DevPkiOptions = {}): Promise<DevPki>
   }
 
   const server = await leaf(
-    "localhost",
-    ["localhost", "127.0.0.1", "::1", ...(options.extraServerNames ?? [])],
+    options.serverNames?.[0] ?? "localhost",
+    [...(options.serverNames ?? ["localhost", "127.0.0.1", "::1"]), ...(options.extraServerNames ?? [])],
     x509.ExtendedKeyUsage.serverAuth,
   );
   const client = await leaf("sbilab client", [], x509.ExtendedKeyUsage.clientAuth);

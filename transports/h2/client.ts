@@ -116,9 +116,7 @@ export async function createH2Client(origin: string, options: ClientOptions = {}
         init.key = tls.keyPem;
       }
       if (tls.serverName && tls.serverName !== url.hostname) {
-        // Verify the configured name: send to the real address, speak TLS for serverName.
-        init.proxy = { transport: "tcp", hostname: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 443) };
-        url.hostname = tls.serverName;
+        throw new TypeError("The h2 client verifies the URL's host name; serverName is not supported");
       }
     }
   }
