@@ -1,0 +1,167 @@
+/**
+ * CLI behaviour, tested by spawning `lab` as a user would: serve prints one
+ * line per listener, request prints bodies like curl, certs writes PEM files,
+ * doctor reports, and bad input gives one line on stderr and a non-zero exit.
+ */
+import assert from "node:assert/strict";
+import { createHandler } from "../handler/mod.ts";
+import { directCall, freePort, ROOT } from "./support.ts";
+
+const MAIN = `${ROOT}/main.ts`;
+const dec = new TextDecoder();
+
+async function lab(args: string[], timeoutMs = 30_000) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", "--quiet", MAIN, ...args],
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const out = await child.output();
+  clearTimeout(timer);
+  return { code: out.code, stdout: out.stdout, stderr: dec.decode(out.stderr) };
+}
+
+/** Starts `lab serve` and resolves with its listener URLs once they are printed. */
+async function startServe(args: string[]) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", "--quiet", MAIN, "serve", ...args],
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  const urls: Record<string, string> = {};
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",").length;
+  const deadline = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  while (Object.keys(urls).length < want) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    for (const m of buf.matchAll(/^(\S+) listening on (\S+)$/gm)) urls[m[1]] = m[2];
+  }
+  clearTimeout(deadline);
+  reader.releaseLock();
+  const stop = async () => {
+    child.kill("SIGTERM");
+    const status = await child.status;
+    await child.stdout.cancel().catch(() => {});
+    await child.stderr.cancel().catch(() => {});
+    return status;
+  };
+  return { urls, stop };
+}
+
+function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp) {
+  assert.notEqual(r.code, 0);
+  const lines = r.stderr.trim().split("\n").filter((l) => !l.startsWith("(run lab --help"));
+  assert.equal(lines.length, 1, `expected one line, got:\n${r.stderr}`);
+  assert.match(lines[0], pattern);
+  assert.doesNotMatch(r.stderr, /\s+at\s|Stack backtrace/);
+}
+
+Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls", async () => {
+  const state = await Deno.makeTempDir();
+  const srv = await startServe(["--transports", "h2c,h2-tls", "--h2c-port", "0", "--tls-port", "0", "--state-dir", state]);
+  try {
+    assert.match(srv.urls["h2c"], /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.match(srv.urls["h2-tls"], /^https:\/\/127\.0\.0\.1:\d+$/);
+    const want = (await directCall(createHandler(), "GET", "/nbench/v1/payload?size=300")).body;
+    const plain = await lab(["request", `${srv.urls["h2c"]}/nbench/v1/payload?size=300`]);
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.deepEqual(plain.stdout, want);
+    const tls = await lab(["request", "--ca", `${state}/ca.pem`, "-i", `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`]);
+    assert.equal(tls.code, 0, tls.stderr);
+    const text = dec.decode(tls.stdout);
+    assert.match(text, /^HTTP\/2 200\r\n/);
+    assert.match(text, /content-type: application\/json/);
+    assert.ok(text.endsWith(dec.decode(want)));
+    const post = await lab(["request", "-X", "PUT", "-H", "Content-Type: application/json", "-d", '{"nfInstanceId":"a1","nfType":"AMF","nfStatus":"REGISTERED"}', "-i", `${srv.urls["h2c"]}/nnrf-nfm/v1/nf-instances/a1`]);
+    assert.equal(post.code, 0, post.stderr);
+    assert.match(dec.decode(post.stdout), /^HTTP\/2 201\r\n[\s\S]*location: \S*\/nnrf-nfm\/v1\/nf-instances\/a1/);
+  } finally {
+    const status = await srv.stop();
+    assert.equal(status.code, 0, "serve exits cleanly on SIGTERM");
+    await Deno.remove(state, { recursive: true });
+  }
+});
+
+Deno.test("lab request reads a body from @FILE and keeps binary bytes intact", async () => {
+  const state = await Deno.makeTempDir();
+  const srv = await startServe(["--transports", "h2c", "--h2c-port", "0", "--state-dir", state]);
+  try {
+    const data = crypto.getRandomValues(new Uint8Array(40_000));
+    await Deno.writeFile(`${state}/body.bin`, data);
+    const r = await lab(["request", "-H", "content-type: application/octet-stream", "-d", `@${state}/body.bin`, `${srv.urls["h2c"]}/nbench/v1/echo`]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.stdout, data);
+  } finally {
+    await srv.stop();
+    await Deno.remove(state, { recursive: true });
+  }
+});
+
+Deno.test("lab serve refuses a port in use with one line", async () => {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const port = (l.addr as Deno.NetAddr).port;
+    const r = await lab(["serve", "--transports", "h2c", "--h2c-port", String(port)]);
+    assertOneLineError(r, new RegExp(`error: .*${port}.*in use`, "i"));
+  } finally {
+    l.close();
+  }
+});
+
+Deno.test("lab gives one clear line and a non-zero exit for bad input", async (t) => {
+  const cases: [string, string[], RegExp][] = [
+    ["bad URL", ["request", "not a url"], /error: Invalid URL/],
+    ["bad scheme", ["request", "ftp://x/"], /error: Unsupported scheme ftp:/],
+    ["unreachable host", ["request", "--timeout", "3000", `http://127.0.0.1:${freePort()}/x`], /error: h2c request .* failed/],
+    ["bad header", ["request", "-H", "nocolon", "http://127.0.0.1:9/"], /error: Header must look like/],
+    ["unreadable body file", ["request", "-d", "@/nonexistent/file", "http://127.0.0.1:9/"], /error: Cannot read \/nonexistent\/file/],
+    ["unreadable cert", ["serve", "--transports", "h2-tls", "--tls-port", "0", "--cert", "/nonexistent.pem", "--key", "/nonexistent.key"], /error: Cannot read \/nonexistent\.pem/],
+    ["unknown transport", ["serve", "--transports", "h4"], /error: Unknown transport h4/],
+    ["bad port", ["serve", "--h2c-port", "70000"], /error: --h2c-port must be a port/],
+    ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/],
+  ];
+  for (const [name, args, pattern] of cases) {
+    await t.step(name, async () => assertOneLineError(await lab(args), pattern));
+  }
+});
+
+Deno.test("lab certs writes a CA, server and client certificate that lab serve can use", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const r = await lab(["certs", "--out", dir]);
+    assert.equal(r.code, 0, r.stderr);
+    for (const f of ["ca.pem", "server.pem", "server-key.pem", "client.pem", "client-key.pem"]) {
+      const text = await Deno.readTextFile(`${dir}/${f}`);
+      assert.match(text, /^-----BEGIN (CERTIFICATE|PRIVATE KEY)-----/);
+    }
+    const srv = await startServe(["--transports", "h2-tls", "--tls-port", "0", "--cert", `${dir}/server.pem`, "--key", `${dir}/server-key.pem`, "--ca", `${dir}/ca.pem`, "--mtls"]);
+    try {
+      const url = `${srv.urls["h2-tls"]}/nbench/v1/payload?size=10`;
+      const anon = await lab(["request", "--ca", `${dir}/ca.pem`, "--timeout", "3000", url]);
+      assert.notEqual(anon.code, 0, "mTLS server must refuse a client without a certificate");
+      const ok = await lab(["request", "--ca", `${dir}/ca.pem`, "--cert", `${dir}/client.pem`, "--key", `${dir}/client-key.pem`, url]);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.equal(ok.stdout.length, 10);
+    } finally {
+      await srv.stop();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("lab doctor reports the runtime and the tools it looked for", async () => {
+  const r = await lab(["doctor"]);
+  assert.equal(r.code, 0, r.stderr);
+  const text = dec.decode(r.stdout);
+  assert.match(text, new RegExp(`^deno\\s+${Deno.version.deno.replace(/\./g, "\\.")}`, "m"));
+  for (const row of ["user", "libngtcp2", "libnghttp3", "h3 module", "nghttpd", "/dev/net/tun", "tc netem"]) {
+    assert.match(text, new RegExp(`^${row.replace(/\//g, "\\/")}\\s+\\S`, "m"), row);
+  }
+});
