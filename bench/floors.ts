@@ -1,0 +1,153 @@
+/**
+ * The machine's floors, measured in the same run as the transports: a
+ * round trip of the same payload over plain TCP and UDP on loopback between
+ * two processes, once with the project's C ping-pong (`kernel`) and once with
+ * Deno's own sockets (`runtime`).
+ */
+import { ensureBuilt } from "../scripts/build_native.ts";
+import { Recorder } from "./recorder.ts";
+import { estimate } from "./stats.ts";
+import { type Clock, defaultClock, type SamplingPlan } from "./sampler.ts";
+import type { FloorKind, FloorRow } from "./schema.ts";
+
+/** Largest payload a floor can carry in one datagram. */
+export const MAX_FLOOR_BYTES = 65000;
+
+/** Raised when a floor cannot be measured; the message says why in one line. */
+export class FloorError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "FloorError";
+  }
+}
+
+/** Kernel floor: runs the C ping-pong (parent and forked echo child). */
+export async function measureKernelFloor(
+  protocol: FloorKind,
+  sizeBytes: number,
+  plan: SamplingPlan,
+): Promise<FloorRow> {
+  const exe = await ensureBuilt("pingpong", { quiet: true });
+  const count = Math.min(plan.samples ?? 1_000_000, 1_000_000);
+  const warmup = 200;
+  const args = [protocol, String(count), String(Math.max(1, Math.round(plan.sampleMs))), String(sizeBytes), String(warmup)];
+  const out = await new Deno.Command(exe, { args, stdout: "piped", stderr: "piped" }).output();
+  if (!out.success) {
+    const err = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
+    throw new FloorError(`Kernel ${protocol} ping-pong failed: ${err}`);
+  }
+  const recorder = new Recorder();
+  for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
+    if (line) recorder.record(Number(line));
+  }
+  const samples = recorder.finish();
+  if (samples.count < 2) throw new FloorError(`Kernel ${protocol} ping-pong gave ${samples.count} samples`);
+  return { source: "kernel", protocol, sizeBytes, estimate: estimate(samples.samples), samples };
+}
+
+async function readLine(reader: ReadableStreamDefaultReader<Uint8Array>, timeoutMs: number): Promise<string> {
+  const dec = new TextDecoder();
+  let text = "";
+  const deadline = Date.now() + timeoutMs;
+  while (!text.includes("\n")) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const chunk = await Promise.race([
+      reader.read(),
+      new Promise<never>((_, rej) => {
+        timer = setTimeout(() => rej(new FloorError("Echo peer did not start")), Math.max(1, deadline - Date.now()));
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (chunk.done) throw new FloorError("Echo peer exited before printing its port");
+    text += dec.decode(chunk.value);
+  }
+  return text.split("\n")[0].trim();
+}
+
+/** Runtime floor: Deno sockets in this process against a Deno echo peer in another. */
+export async function measureRuntimeFloor(
+  protocol: FloorKind,
+  sizeBytes: number,
+  plan: SamplingPlan,
+  clock: Clock = defaultClock,
+): Promise<FloorRow> {
+  if (protocol === "udp" && typeof Deno.listenDatagram !== "function") {
+    throw new FloorError("Runtime UDP floor needs --unstable-net");
+  }
+  const script = new URL("./_echo_peer.ts", import.meta.url).pathname;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", script, protocol],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = child.stdout.getReader();
+  try {
+    const port = Number(await readLine(reader, 20_000));
+    const payload = new Uint8Array(sizeBytes).fill(120);
+    const buf = new Uint8Array(Math.max(65536, sizeBytes));
+    let roundTrip: () => Promise<void>;
+    let close: () => void;
+    if (protocol === "tcp") {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      conn.setNoDelay(true);
+      roundTrip = async () => {
+        let off = 0;
+        while (off < sizeBytes) off += await conn.write(payload.subarray(off));
+        let got = 0;
+        while (got < sizeBytes) {
+          const n = await conn.read(buf);
+          if (n === null) throw new FloorError("Echo peer closed the connection");
+          got += n;
+        }
+      };
+      close = () => conn.close();
+    } else {
+      const sock = Deno.listenDatagram({ hostname: "127.0.0.1", port: 0, transport: "udp" });
+      const peer: Deno.NetAddr = { transport: "udp", hostname: "127.0.0.1", port };
+      roundTrip = async () => {
+        await sock.send(payload, peer);
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          sock.receive(buf),
+          new Promise<never>((_, rej) => {
+            timer = setTimeout(() => rej(new FloorError("UDP echo lost")), 2000);
+          }),
+        ]).finally(() => clearTimeout(timer));
+      };
+      close = () => sock.close();
+    }
+    try {
+      const { sampleOperation } = await import("./sampler.ts");
+      const r = await sampleOperation(roundTrip, plan, 1, { clock });
+      return {
+        source: "runtime",
+        protocol,
+        sizeBytes,
+        estimate: estimate(r.samples.samples),
+        samples: r.samples,
+      };
+    } finally {
+      close();
+    }
+  } finally {
+    reader.releaseLock();
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+    await child.status;
+    await child.stdout.cancel().catch(() => {});
+    await child.stdin.close().catch(() => {});
+  }
+}
+
+/** The kernel floor row for a protocol and size, if measured. */
+export function findFloor(
+  floors: readonly FloorRow[],
+  protocol: FloorKind,
+  sizeBytes: number | undefined,
+  source: "kernel" | "runtime" = "kernel",
+): FloorRow | undefined {
+  return floors.find((f) => f.source === source && f.protocol === protocol && f.sizeBytes === sizeBytes);
+}

@@ -1,0 +1,18 @@
+/**
+ * The benchmark: a runner that measures the transports and the machine's
+ * floors in one run, pure statistics, scenarios, and reporters (terminal
+ * table, ASCII charts, JSON, Markdown, CSV) that are pure functions of the
+ * saved run record, plus run-to-run comparison.
+ */
+export { type BenchOptions, DEFAULT_SIZES, runBench } from "./run.ts";
+export { type BenchRun, type FloorRow, parseRun, type ResultRow, type RunConfig, SCENARIOS, SCHEMA_VERSION, type ScenarioName } from "./schema.ts";
+export { bootstrapMedianCi, compareMedians, type Estimate, estimate, mad, mean, median, quantile, stddev, tukeyOutliers } from "./stats.ts";
+export { estimateSampleSet, Recorder, type SampleSet } from "./recorder.ts";
+export { type Clock, sampleOpenLoop, sampleOperation, type SamplingPlan } from "./sampler.ts";
+export { renderTable } from "./table.ts";
+export { renderCharts } from "./charts.ts";
+export { observations, renderMarkdown } from "./markdown.ts";
+export { renderCsv } from "./csv.ts";
+export { compareRuns, renderComparison, type RunComparison } from "./compare.ts";
+export { fileReporters, type Reporter, serializeRun, writeReports } from "./reporters.ts";
+export { registerBenchCommands } from "./cli.ts";

@@ -1,0 +1,221 @@
+/**
+ * The runner: resolves options, starts (or targets) the servers, measures the
+ * floors and the chosen scenario, and returns one serialisable run record.
+ * It never writes to the console; progress and rows go to callbacks.
+ */
+import type { SbiClient, TransportName } from "../transports/types.ts";
+import { collectEnvironment } from "./environment.ts";
+import { FloorError, MAX_FLOOR_BYTES, measureKernelFloor, measureRuntimeFloor } from "./floors.ts";
+import { type Clock, defaultClock, type SamplingPlan } from "./sampler.ts";
+import { type BenchRun, type FloorRow, type ResultRow, type RunConfig, SCHEMA_VERSION, type ScenarioName } from "./schema.ts";
+import { type Endpoints, startServers, targetEndpoints } from "./servers.ts";
+import type { Scenario, ScenarioContext } from "./scenarios/context.ts";
+import { rttScenario } from "./scenarios/rtt.ts";
+import { concurrencyScenario } from "./scenarios/concurrency.ts";
+import { coldScenario } from "./scenarios/cold.ts";
+import { bulkScenario } from "./scenarios/bulk.ts";
+import { rateScenario } from "./scenarios/rate.ts";
+import { peersScenario } from "./lab_itself.ts";
+
+/** Options of {@linkcode runBench}. */
+export interface BenchOptions {
+  /** Scenario. Default `rtt`. */
+  scenario?: ScenarioName;
+  /** Transports. Default every available one (or the target's). */
+  transports?: TransportName[];
+  /** Body sizes in bytes. Default [256, 16384]. */
+  sizes?: number[];
+  /** Warm-up per row in ms. Default 3000 (300 with `quick`). */
+  warmupMs?: number;
+  /** Sampling per row in ms. Default 5000 (700 with `quick`). */
+  sampleMs?: number;
+  /** Fixed number of samples per row (sampling then stops at the count or at 60 s). */
+  samples?: number;
+  /** A run of a few seconds. Default false. */
+  quick?: boolean;
+  /** Servers in this process. Default false (own process). */
+  inProcess?: boolean;
+  /** Benchmark a server elsewhere; floors are skipped. */
+  target?: string;
+  /** CA file for an https target. */
+  caFile?: string;
+  /** Skip certificate verification for an https target. */
+  insecure?: boolean;
+  /** Handler delay in ms passed to the server. Default 0. */
+  delayMs?: number;
+  /** Open-loop rate for `rate` (req/s). Default 1000. */
+  rate?: number;
+  /** In-flight levels for `concurrency`. Default [1, 8, 64, 256]. */
+  concurrency?: number[];
+  /** Skip the floors. Default false. */
+  skipFloors?: boolean;
+  /** Clock. Default `performance.now`. */
+  clock?: Clock;
+  /** Progress of the current step (label, 0…1). */
+  onProgress?: (label: string, fraction: number) => void;
+  /** Called with each finished row. */
+  onRow?: (row: ResultRow) => void;
+  /** Called with each finished floor. */
+  onFloor?: (floor: FloorRow) => void;
+  /** Stops the run early. */
+  signal?: AbortSignal;
+}
+
+/** Default body sizes. */
+export const DEFAULT_SIZES = [256, 16 * 1024];
+
+const SCENARIO_FUNCTIONS: Record<ScenarioName, Scenario> = {
+  rtt: rttScenario,
+  concurrency: concurrencyScenario,
+  cold: coldScenario,
+  bulk: bulkScenario,
+  rate: rateScenario,
+  peers: peersScenario,
+};
+
+function positive(name: string, v: number | undefined, integer = false): void {
+  if (v === undefined) return;
+  if (!Number.isFinite(v) || v < 0 || (integer && !Number.isInteger(v))) {
+    throw new RangeError(`${name} must be a ${integer ? "whole " : ""}number ≥ 0, got ${v}`);
+  }
+}
+
+/** Runs one benchmark and returns its record. */
+export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
+  const clock = options.clock ?? defaultClock;
+  const wallStart = Date.now();
+  const scenario = options.scenario ?? "rtt";
+  if (!SCENARIO_FUNCTIONS[scenario]) throw new RangeError(`Unknown scenario ${scenario}`);
+  positive("warmup", options.warmupMs);
+  positive("sample time", options.sampleMs);
+  positive("samples", options.samples, true);
+  positive("delay", options.delayMs);
+  if (options.samples !== undefined && options.samples < 2) throw new RangeError("samples must be at least 2");
+  if (options.rate !== undefined && !(options.rate > 0)) throw new RangeError(`rate must be > 0, got ${options.rate}`);
+  const sizes = options.sizes ?? DEFAULT_SIZES;
+  for (const s of sizes) {
+    if (!(Number.isInteger(s) && s >= 1 && s <= 16 * 1024 * 1024)) {
+      throw new RangeError(`Size ${s} is outside 1 B … 16 MiB`);
+    }
+  }
+  const quick = options.quick ?? false;
+  const plan: SamplingPlan = {
+    warmupMs: options.warmupMs ?? (quick ? 300 : 3000),
+    sampleMs: options.samples !== undefined && options.sampleMs === undefined
+      ? 60_000
+      : options.sampleMs ?? (quick ? 700 : 5000),
+    samples: options.samples,
+  };
+  const { availableTransports } = await import("../transports/mod.ts");
+  let transports: TransportName[];
+  if (options.transports) {
+    transports = options.transports;
+  } else if (options.target) {
+    transports = options.target.startsWith("https:") ? ["h2-tls"] : ["h2c"];
+  } else {
+    transports = await availableTransports();
+  }
+  const notes: string[] = [];
+  if (!options.transports && !options.target && !transports.includes("h3")) {
+    notes.push("h3 was not measured: its native module is not available on this machine.");
+  }
+  const serverMode = options.target ? "target" : options.inProcess ? "in-process" : "process";
+  const config: RunConfig = {
+    scenario,
+    transports: scenario === "peers" ? ["h2c"] : transports,
+    sizes,
+    warmupMs: plan.warmupMs,
+    sampleMs: plan.sampleMs,
+    samples: plan.samples,
+    quick,
+    serverMode,
+    target: options.target,
+    delayMs: options.delayMs ?? 0,
+    rate: scenario === "rate" ? options.rate ?? 1000 : options.rate,
+    concurrency: scenario === "concurrency" ? options.concurrency ?? [1, 8, 64, 256] : options.concurrency,
+  };
+  const environment = await collectEnvironment();
+  const progress = options.onProgress ?? (() => {});
+
+  // Floors first, on a quiet machine.
+  const floors: FloorRow[] = [];
+  let floorsSkipped: string | undefined;
+  if (options.target) {
+    floorsSkipped = "Floors were skipped: the server runs elsewhere (--target), so loopback floors do not apply.";
+  } else if (options.skipFloors) {
+    floorsSkipped = "Floors were skipped on request.";
+  } else {
+    const floorPlan: SamplingPlan = {
+      warmupMs: Math.min(plan.warmupMs, quick ? 100 : 500),
+      sampleMs: Math.min(plan.sampleMs, quick ? 300 : 2000),
+      samples: plan.samples,
+    };
+    const floorSizes = scenario === "rtt" ? sizes : [sizes[0]];
+    const usable = floorSizes.filter((s) => s <= MAX_FLOOR_BYTES);
+    for (const size of usable.length ? usable : [256]) {
+      for (const protocol of ["tcp", "udp"] as const) {
+        for (const source of ["kernel", "runtime"] as const) {
+          if (options.signal?.aborted) break;
+          progress(`floor ${source} ${protocol} ${size} B`, 0);
+          try {
+            const f = source === "kernel"
+              ? await measureKernelFloor(protocol, size, floorPlan)
+              : await measureRuntimeFloor(protocol, size, floorPlan, clock);
+            floors.push(f);
+            options.onFloor?.(f);
+          } catch (err) {
+            if (!(err instanceof FloorError || (err as Error).name === "NativeBuildError")) throw err;
+            notes.push(`The ${source} ${protocol} floor at ${size} B was not measured: ${(err as Error).message}.`);
+          }
+          progress(`floor ${source} ${protocol} ${size} B`, 1);
+        }
+      }
+    }
+  }
+
+  let endpoints: Endpoints | undefined;
+  const clients: SbiClient[] = [];
+  const rows: ResultRow[] = [];
+  try {
+    if (scenario !== "peers") {
+      endpoints = options.target
+        ? targetEndpoints(options.target, transports, { caFile: options.caFile, insecure: options.insecure })
+        : await startServers(transports, { delayMs: options.delayMs, inProcess: options.inProcess });
+    }
+    const { createClient } = await import("../transports/mod.ts");
+    const ctx: ScenarioContext = {
+      endpoints: endpoints ?? { urls: {}, mode: "in-process", close: async () => {} },
+      transports,
+      sizes,
+      plan,
+      clock,
+      config,
+      notes,
+      async openClient(t) {
+        const url = endpoints?.urls[t];
+        if (!url) throw new RangeError(`No endpoint for transport ${t}`);
+        const c = await createClient(t, url, { tls: t === "h2c" ? undefined : endpoints!.tls, timeoutMs: 10_000 });
+        clients.push(c);
+        return c;
+      },
+      onProgress: progress,
+      onRow: (r) => options.onRow?.(r),
+      signal: options.signal,
+    };
+    rows.push(...await SCENARIO_FUNCTIONS[scenario](ctx));
+  } finally {
+    await Promise.allSettled(clients.map((c) => c.close()));
+    await endpoints?.close();
+  }
+  if (options.signal?.aborted) notes.push("The run was interrupted; rows may be incomplete.");
+  return {
+    schema: SCHEMA_VERSION,
+    startedAt: new Date(wallStart).toISOString(),
+    durationMs: Date.now() - wallStart,
+    config,
+    environment,
+    floors: { rows: floors, skipped: floorsSkipped },
+    rows,
+    notes,
+  };
+}

@@ -1,0 +1,63 @@
+/** `bulk`: 1 MiB and 16 MiB downloads and uploads on a warm connection → goodput. */
+import { formatBytes } from "../units.ts";
+import { sampleOperation } from "../sampler.ts";
+import type { ResultRow } from "../schema.ts";
+import { getPayload, makeRow, postEcho, type ScenarioContext } from "./context.ts";
+
+/** Default bulk sizes. */
+export const BULK_SIZES = [1024 * 1024, 16 * 1024 * 1024];
+
+/** Most transfers sampled per bulk row. */
+const MAX_TRANSFERS = 500;
+
+/**
+ * Downloads GET the payload route. Uploads POST to the echo route, which
+ * sends the body back, so an upload sample carries the size both ways; its
+ * goodput counts the uploaded bytes only.
+ */
+export async function bulkScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
+  const sizes = ctx.sizes.filter((s) => s >= 64 * 1024);
+  const use = sizes.length ? sizes : BULK_SIZES;
+  ctx.notes.push(
+    "Bulk uploads POST to the echo route, which returns the body: each upload sample also downloads it.",
+  );
+  const rows: ResultRow[] = [];
+  const plan = { ...ctx.plan, samples: Math.min(ctx.plan.samples ?? MAX_TRANSFERS, MAX_TRANSFERS) };
+  for (const transport of ctx.transports) {
+    const client = await ctx.openClient(transport);
+    try {
+      for (const size of use) {
+        const body = new Uint8Array(size).fill(0x61);
+        for (const direction of ["download", "upload"] as const) {
+          const label = `${transport} ${direction} ${formatBytes(size)}`;
+          const op = direction === "download"
+            ? () => getPayload(client, size, 120_000)
+            : () => postEcho(client, body, 120_000);
+          const r = await sampleOperation(op, plan, 1, {
+            clock: ctx.clock,
+            signal: ctx.signal,
+            onProgress: (f) => ctx.onProgress(label, f),
+          });
+          const row = makeRow({
+            id: `bulk/${transport}/${direction}/${size}`,
+            scenario: "bulk",
+            transport,
+            label: direction === "download"
+              ? `GET ${formatBytes(size)} download`
+              : `POST ${formatBytes(size)} upload (echoed back)`,
+            sizeBytes: size,
+            concurrency: 1,
+            errors: r.errors,
+          }, r.samples);
+          row.bytesPerSecond = size / (row.estimate.median / 1e9);
+          row.requestsPerSecond = r.samples.count / (r.elapsedMs / 1000);
+          ctx.onRow(row);
+          rows.push(row);
+        }
+      }
+    } finally {
+      await client.close();
+    }
+  }
+  return rows;
+}

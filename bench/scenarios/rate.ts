@@ -1,0 +1,51 @@
+/** `rate`: open loop at a fixed request rate, coordinated omission corrected. */
+import { formatBytes } from "../units.ts";
+import { sampleOpenLoop } from "../sampler.ts";
+import type { ResultRow } from "../schema.ts";
+import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
+
+/** Default open-loop rate (req/s). */
+export const DEFAULT_RATE = 1000;
+
+/**
+ * Two rows per transport: latency from each request's intended send time
+ * (corrected) and from its actual send time (uncorrected, what a closed-loop
+ * tool would show).
+ */
+export async function rateScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
+  const rate = ctx.config.rate ?? DEFAULT_RATE;
+  const size = ctx.sizes[0];
+  const rows: ResultRow[] = [];
+  for (const transport of ctx.transports) {
+    const client = await ctx.openClient(transport);
+    try {
+      const label = `${transport} ${rate} req/s open loop`;
+      const r = await sampleOpenLoop(() => getPayload(client, size, 10_000), rate, ctx.plan, {
+        clock: ctx.clock,
+        signal: ctx.signal,
+        onProgress: (f) => ctx.onProgress(label, f),
+      });
+      const achieved = r.completed / (r.elapsedMs / 1000);
+      for (const kind of ["corrected", "uncorrected"] as const) {
+        const row = makeRow({
+          id: `rate/${transport}/${size}/${rate}/${kind}`,
+          scenario: "rate",
+          transport,
+          label: `GET ${formatBytes(size)} at ${rate} req/s, ${
+            kind === "corrected" ? "from intended send" : "from actual send (uncorrected)"
+          }`,
+          sizeBytes: size,
+          floor: floorFor(transport),
+          requestsPerSecond: achieved,
+          errors: r.errors + r.dropped,
+          extra: { targetRate: rate, dropped: r.dropped },
+        }, kind === "corrected" ? r.corrected : r.uncorrected);
+        ctx.onRow(row);
+        rows.push(row);
+      }
+    } finally {
+      await client.close();
+    }
+  }
+  return rows;
+}

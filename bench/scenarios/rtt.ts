@@ -1,0 +1,39 @@
+/** `rtt`: warm GET round trip, one reused connection, a new stream per request. */
+import { formatBytes } from "../units.ts";
+import { sampleOperation } from "../sampler.ts";
+import type { ResultRow } from "../schema.ts";
+import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
+
+/** Measures every transport × size. */
+export async function rttScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
+  const rows: ResultRow[] = [];
+  for (const transport of ctx.transports) {
+    const client = await ctx.openClient(transport);
+    try {
+      for (const size of ctx.sizes) {
+        const label = `${transport} GET ${formatBytes(size)}`;
+        const r = await sampleOperation(() => getPayload(client, size), ctx.plan, 1, {
+          clock: ctx.clock,
+          signal: ctx.signal,
+          onProgress: (f) => ctx.onProgress(label, f),
+        });
+        const row = makeRow({
+          id: `rtt/${transport}/${size}`,
+          scenario: "rtt",
+          transport,
+          label: `GET ${formatBytes(size)}, warm connection`,
+          sizeBytes: size,
+          concurrency: 1,
+          floor: floorFor(transport),
+          requestsPerSecond: r.samples.count / (r.elapsedMs / 1000),
+          errors: r.errors,
+        }, r.samples);
+        ctx.onRow(row);
+        rows.push(row);
+      }
+    } finally {
+      await client.close();
+    }
+  }
+  return rows;
+}

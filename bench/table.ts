@@ -1,0 +1,94 @@
+/**
+ * The terminal table: a pure function of a run record, so `lab report`
+ * re-renders a saved run to exactly what `lab bench` printed.
+ */
+import { findFloor } from "./floors.ts";
+import type { BenchRun, FloorRow, ResultRow } from "./schema.ts";
+import { formatBitRate, formatBytes, formatDuration, formatMultiple, formatRate } from "./units.ts";
+
+/** Lays out rows of cells as aligned columns (first column left, others right). */
+export function layoutColumns(header: string[], body: string[][]): string {
+  const all = [header, ...body];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => [...(r[i] ?? "")].length)));
+  const line = (r: string[]) =>
+    r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ").trimEnd();
+  return [line(header), widths.map((w) => "─".repeat(w)).join("  "), ...body.map(line)].join("\n");
+}
+
+/** `71.4 µs [70.9 – 72.0]`. */
+export function medianWithCi(row: { estimate: ResultRow["estimate"] }): string {
+  const e = row.estimate;
+  return `${formatDuration(e.median)} [${formatDuration(e.medianCi.lower)} – ${formatDuration(e.medianCi.upper)}]`;
+}
+
+/** Multiple of the matching kernel floor, or undefined. */
+export function floorMultiple(run: BenchRun, row: ResultRow): number | undefined {
+  if (!row.floor) return undefined;
+  const f = findFloor(run.floors.rows, row.floor, row.sizeBytes);
+  return f ? row.estimate.median / f.estimate.median : undefined;
+}
+
+function throughput(row: ResultRow): string {
+  if (row.bytesPerSecond !== undefined) return formatBitRate(row.bytesPerSecond);
+  if (row.requestsPerSecond !== undefined) return formatRate(row.requestsPerSecond);
+  return "–";
+}
+
+function outliers(row: { estimate: ResultRow["estimate"] }): string {
+  const o = row.estimate.outliers;
+  const mild = o.lowMild + o.highMild;
+  const severe = o.lowSevere + o.highSevere;
+  return `${mild}/${severe}`;
+}
+
+/** The floors as a table. */
+export function renderFloors(run: BenchRun): string {
+  if (run.floors.rows.length === 0) return run.floors.skipped ?? "No floors were measured.";
+  const body = run.floors.rows.map((f: FloorRow) => {
+    const kernel = findFloor(run.floors.rows, f.protocol, f.sizeBytes);
+    return [
+      `${f.source} ${f.protocol}`,
+      formatBytes(f.sizeBytes),
+      medianWithCi(f),
+      formatDuration(f.estimate.p99),
+      kernel ? formatMultiple(f.estimate.median / kernel.estimate.median) : "–",
+      String(f.estimate.n),
+    ];
+  });
+  return layoutColumns(["floor (ping-pong RTT)", "size", "median [95 % CI]", "p99", "× kernel", "n"], body);
+}
+
+/** The result rows as a table. */
+export function renderRows(run: BenchRun): string {
+  if (run.rows.length === 0) return "No rows were measured.";
+  const body = run.rows.map((r) => {
+    const m = floorMultiple(run, r);
+    return [
+      r.transport,
+      r.label,
+      medianWithCi(r),
+      formatDuration(r.estimate.p99),
+      m === undefined ? "–" : `${formatMultiple(m)} ${r.floor}`,
+      throughput(r),
+      String(r.estimate.n),
+      outliers(r),
+      String(r.errors),
+    ];
+  });
+  return layoutColumns(
+    ["transport", "what one sample times", "median [95 % CI]", "p99", "× floor", "rate", "n", "outl. m/s", "err"],
+    body,
+  );
+}
+
+/** The whole terminal report: heading, floors, rows, notes. */
+export function renderTable(run: BenchRun): string {
+  const c = run.config;
+  const server = c.serverMode === "target" ? `target ${c.target}` : c.serverMode === "process" ? "own process" : "in process";
+  const plan = c.samples ? `${c.samples} samples` : `${c.sampleMs} ms sampling`;
+  const head = `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
+    (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
+  const parts = [head, "", renderFloors(run), "", renderRows(run)];
+  if (run.notes.length) parts.push("", ...run.notes.map((n) => `note: ${n}`));
+  return parts.join("\n");
+}
