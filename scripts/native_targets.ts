@@ -40,4 +40,23 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     kind: "exe",
     sources: ["linkemu/native/probe.c"],
   },
+  // HTTP/3 (issue 3): the sbh3 shim over ngtcp2 + nghttp3 + GnuTLS. Debian's
+  // libngtcp2.a / libnghttp3.a are built without -fPIC and cannot go into a
+  // shared object, so the libraries are linked dynamically.
+  h3: {
+    output: "libsbilab_h3.so",
+    kind: "shared",
+    sources: ["transports/h3/native/sbh3.c"],
+    deps: ["transports/h3/native/sbh3.h"],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    requires: [
+      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
+      {
+        header: "/usr/include/ngtcp2/ngtcp2_crypto_gnutls.h",
+        apt: "libngtcp2-crypto-gnutls-dev",
+      },
+      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
+      { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
+    ],
+  },
 };

@@ -1,0 +1,372 @@
+/**
+ * The HTTP/3 client: one QUIC connection per origin, reused by every request
+ * (a new stream each), over a UDP socket this module owns. A closed, reset or
+ * failed connection rejects its pending requests with `TransportError`; the
+ * next request opens a new connection.
+ */
+import { resolveTls, type ResolvedTls } from "../tls.ts";
+import { sbiRequestHeaders } from "../sbi_headers.ts";
+import {
+  type ClientOptions,
+  type ClientRequest,
+  type ClientResponse,
+  type SbiClient,
+  TimeoutError,
+  TransportError,
+} from "../types.ts";
+import { H3_ERR, H3_EVENT, H3ClientConn, H3Config, type H3Event } from "./ffi.ts";
+import type { HeaderList } from "./header_block.ts";
+import { loadH3Library } from "./loader.ts";
+import type { Sbh3Symbols } from "./symbols.ts";
+import { requestHeaderList, toClientResponse } from "./convert.ts";
+
+const DEFAULT_TIMEOUT_MS = 5000;
+
+/** Extra options of the HTTP/3 client. */
+export interface H3ClientOptions extends ClientOptions {
+  /** Idle timeout of the QUIC connection in ms. Default 30000. */
+  idleTimeoutMs?: number;
+  /** Largest response body accepted. Default 64 MiB. */
+  maxBodyBytes?: number;
+}
+
+interface Pending {
+  resolve(r: ClientResponse): void;
+  reject(e: Error): void;
+}
+
+interface Queued extends Pending {
+  headers: HeaderList;
+  body: Uint8Array;
+  onStream(id: number): void;
+}
+
+/** One QUIC connection and its socket. */
+class Session {
+  #sock: Deno.DatagramConn;
+  #conn: H3ClientConn;
+  #remote: Deno.NetAddr;
+  #out = new Uint8Array(65536);
+  #rbuf = new Uint8Array(65536);
+  #pending = new Map<number, Pending>();
+  #queued: Queued[] = [];
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = 0;
+  #reading: Promise<void>;
+  /** No new requests: closed, failed or told to go away. */
+  unusable = false;
+  #dead = false;
+
+  constructor(sock: Deno.DatagramConn, conn: H3ClientConn, remote: Deno.NetAddr) {
+    this.#sock = sock;
+    this.#conn = conn;
+    this.#remote = remote;
+    this.#flush();
+    this.#reading = this.#readLoop();
+  }
+
+  request(headers: HeaderList, body: Uint8Array, timeoutMs: number): Promise<ClientResponse> {
+    const { promise, resolve, reject } = Promise.withResolvers<ClientResponse>();
+    let streamId = -1;
+    let settled = false;
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      if (streamId >= 0) {
+        this.#pending.delete(streamId);
+        if (!this.#dead) {
+          this.#conn.cancel(streamId);
+          this.#flush();
+        }
+      } else {
+        this.#queued = this.#queued.filter((q) => q !== entry);
+      }
+      reject(new TimeoutError(timeoutMs));
+    }, timeoutMs);
+    const entry: Queued = {
+      headers,
+      body,
+      onStream: (id) => (streamId = id),
+      resolve: (r) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(r);
+      },
+      reject: (e) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(e);
+      },
+    };
+    this.#queued.push(entry);
+    this.#submit();
+    this.#flush();
+    return promise;
+  }
+
+  /** Opens streams for queued requests while the connection allows. */
+  #submit(): void {
+    while (this.#queued.length && !this.#dead) {
+      const q = this.#queued[0];
+      let id: number;
+      try {
+        id = this.#conn.request(q.headers, q.body);
+      } catch (err) {
+        this.#queued.shift();
+        q.reject(new TransportError(`HTTP/3 request rejected: ${(err as Error).message}`, { cause: err }));
+        continue;
+      }
+      if (id < 0) return;
+      this.#queued.shift();
+      q.onStream(id);
+      this.#pending.set(id, q);
+    }
+  }
+
+  #flush(): void {
+    if (this.#dead) return;
+    for (;;) {
+      let n: number;
+      try {
+        n = this.#conn.send(this.#out);
+      } catch {
+        break;
+      }
+      if (n === 0) break;
+      try {
+        this.#sock.send(this.#out.slice(0, n), this.#remote).catch(() => {});
+      } catch {
+        // socket closed underneath; QUIC recovers or the connection times out
+      }
+    }
+    this.#arm();
+  }
+
+  #arm(): void {
+    const ms = this.#dead ? -1 : this.#conn.timeoutMs();
+    if (ms < 0) {
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
+      this.#timer = undefined;
+      return;
+    }
+    const at = performance.now() + ms;
+    if (this.#timer !== undefined) {
+      if (Math.abs(at - this.#timerAt) < 0.5) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#dead) return;
+      this.#conn.onTimeout();
+      this.#process();
+    }, ms);
+  }
+
+  async #readLoop(): Promise<void> {
+    for (;;) {
+      let data: Uint8Array;
+      try {
+        [data] = await this.#sock.receive(this.#rbuf);
+      } catch {
+        break;
+      }
+      if (this.#dead) break;
+      this.#conn.recv(data);
+      this.#process();
+      if (this.#dead) break;
+    }
+  }
+
+  #process(): void {
+    for (let e: H3Event | null; (e = this.#conn.poll());) this.#onEvent(e);
+    if (this.#dead) return;
+    this.#submit();
+    this.#flush();
+    if (this.unusable && this.#pending.size === 0 && this.#queued.length === 0) this.close();
+  }
+
+  #onEvent(e: H3Event): void {
+    switch (e.type) {
+      case H3_EVENT.MESSAGE: {
+        const p = this.#pending.get(e.streamId);
+        if (!p) return;
+        this.#pending.delete(e.streamId);
+        try {
+          p.resolve(toClientResponse(e.headers, e.body));
+        } catch (err) {
+          p.reject(new TransportError(`Malformed HTTP/3 response: ${(err as Error).message}`, { cause: err }));
+        }
+        return;
+      }
+      case H3_EVENT.RESET: {
+        const p = this.#pending.get(e.streamId);
+        if (!p) return;
+        this.#pending.delete(e.streamId);
+        p.reject(new TransportError(`HTTP/3 stream reset by the server (error 0x${e.code.toString(16)})`));
+        return;
+      }
+      case H3_EVENT.GOAWAY:
+        this.unusable = true;
+        return;
+      case H3_EVENT.CLOSED: {
+        const text = this.#conn.errorText() || "Connection closed";
+        const prefix = e.code === H3_ERR.TLS ? "HTTP/3 TLS failure" : "HTTP/3 connection closed";
+        this.#fail(new TransportError(`${prefix}: ${text}`));
+        return;
+      }
+    }
+  }
+
+  #fail(err: Error): void {
+    if (this.#dead) return;
+    this.unusable = true;
+    // Send a pending CONNECTION_CLOSE, if any, before going quiet.
+    this.#flush();
+    this.#dead = true;
+    for (const p of this.#pending.values()) p.reject(err);
+    for (const q of this.#queued) q.reject(err);
+    this.#pending.clear();
+    this.#queued = [];
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    try {
+      this.#sock.close();
+    } catch {
+      // already closed
+    }
+  }
+
+  /** Closes gracefully: CONNECTION_CLOSE with H3_NO_ERROR, then frees everything. */
+  async close(): Promise<void> {
+    if (!this.#dead) {
+      this.#conn.shutdown();
+      this.#fail(new TransportError("Client is closed"));
+    }
+    await this.#reading;
+    this.#conn.close();
+  }
+}
+
+function stripBrackets(host: string): string {
+  return host.replace(/^\[|\]$/g, "");
+}
+
+async function resolveHost(host: string): Promise<string> {
+  const h = stripBrackets(host);
+  if (/^[0-9.]+$/.test(h) || h.includes(":")) return h;
+  if (h === "localhost") return "127.0.0.1";
+  try {
+    const a = await Deno.resolveDns(h, "A");
+    if (a.length) return a[0];
+  } catch {
+    // try AAAA
+  }
+  const aaaa = await Deno.resolveDns(h, "AAAA").catch(() => [] as string[]);
+  if (aaaa.length) return aaaa[0];
+  throw new TransportError(`Cannot resolve ${h}`);
+}
+
+class H3Client implements SbiClient {
+  readonly transport = "h3" as const;
+  #origin: URL;
+  #options: H3ClientOptions;
+  #sym: Sbh3Symbols;
+  #tls: ResolvedTls;
+  #session: Session | undefined;
+  #connecting: Promise<Session> | undefined;
+  #closed = false;
+
+  constructor(origin: URL, options: H3ClientOptions, sym: Sbh3Symbols, tls: ResolvedTls) {
+    this.#origin = origin;
+    this.#options = options;
+    this.#sym = sym;
+    this.#tls = tls;
+  }
+
+  async #connect(): Promise<Session> {
+    const remoteIp = await resolveHost(this.#origin.hostname);
+    const remotePort = Number(this.#origin.port || 443);
+    const v6 = remoteIp.includes(":");
+    const localIp = remoteIp === "127.0.0.1" ? "127.0.0.1" : remoteIp === "::1" ? "::1" : v6 ? "::" : "0.0.0.0";
+    const sock = Deno.listenDatagram({ transport: "udp", hostname: localIp, port: 0 });
+    let conn: H3ClientConn | undefined;
+    try {
+      using config = new H3Config(this.#sym, false, {
+        certPem: this.#tls.certPem,
+        keyPem: this.#tls.keyPem,
+        caPem: this.#tls.caPem,
+        verifyPeer: !this.#tls.insecure,
+        idleTimeoutMs: this.#options.idleTimeoutMs,
+        maxBodyBytes: this.#options.maxBodyBytes,
+      });
+      conn = new H3ClientConn(this.#sym, config, {
+        serverName: this.#tls.serverName ?? stripBrackets(this.#origin.hostname),
+        localIp,
+        localPort: (sock.addr as Deno.NetAddr).port,
+        remoteIp,
+        remotePort,
+      });
+    } catch (err) {
+      sock.close();
+      throw new TransportError(`Cannot open an HTTP/3 connection to ${this.#origin.host}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+    return new Session(sock, conn, { transport: "udp", hostname: remoteIp, port: remotePort });
+  }
+
+  async #sessionFor(): Promise<Session> {
+    if (this.#session && !this.#session.unusable) return this.#session;
+    if (this.#connecting) return await this.#connecting;
+    const old = this.#session;
+    this.#session = undefined;
+    if (old) void old.close();
+    this.#connecting = this.#connect();
+    try {
+      this.#session = await this.#connecting;
+      return this.#session;
+    } finally {
+      this.#connecting = undefined;
+    }
+  }
+
+  async request(req: ClientRequest): Promise<ClientResponse> {
+    if (this.#closed) throw new TransportError("Client is closed");
+    const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
+    const body = req.body ?? new Uint8Array(0);
+    const list = requestHeaderList(req.method ?? "GET", this.#origin.host, req.path, headers, body.length);
+    const session = await this.#sessionFor();
+    return await session.request(list, body, timeoutMs);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const s = this.#session ?? (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
+    this.#session = undefined;
+    await s?.close();
+  }
+}
+
+function parseOrigin(origin: string): URL {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    throw new TypeError(`Invalid URL: ${origin}`);
+  }
+  if (url.protocol !== "https:") throw new TypeError(`HTTP/3 needs an https:// origin, got ${url.protocol}`);
+  return url;
+}
+
+/** Creates an HTTP/3 client for `https://host:port`. */
+export async function createH3Client(origin: string, options: H3ClientOptions = {}): Promise<SbiClient> {
+  const url = parseOrigin(origin);
+  const tls = await resolveTls(options.tls ?? {});
+  const lib = await loadH3Library();
+  return new H3Client(url, options, lib.symbols, tls);
+}

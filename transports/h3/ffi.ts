@@ -1,0 +1,438 @@
+/**
+ * Safe wrappers over the sbh3 symbols: each owns its native handle in a
+ * `#private` field, `close()` is idempotent and frees it (children first),
+ * and `Symbol.dispose` calls `close()`. Negative return codes become
+ * {@linkcode H3Error}; `DONE` becomes `null` or `false`.
+ */
+import type { Sbh3Symbols } from "./symbols.ts";
+import { type HeaderList, decodeHeaderBlock, encodeHeaderBlock } from "./header_block.ts";
+
+/** Error codes of the shim (enum sbh3_error). */
+export const H3_ERR = {
+  DONE: -1,
+  BUFFER_TOO_SHORT: -2,
+  INVALID: -3,
+  NOMEM: -4,
+  TLS: -5,
+  PROTO: -6,
+  CLOSED: -7,
+  STREAM_BLOCKED: -8,
+  NOT_FOUND: -9,
+  IDLE: -10,
+  INTERNAL: -11,
+} as const;
+
+const CODE_NAMES: Record<number, string> = Object.fromEntries(
+  Object.entries(H3_ERR).map(([k, v]) => [v, k]),
+);
+
+/** A failure reported by the native HTTP/3 shim; `code` is from {@linkcode H3_ERR}. */
+export class H3Error extends Error {
+  /** Negative shim error code. */
+  readonly code: number;
+  constructor(code: number, message?: string, options?: ErrorOptions) {
+    super(message ?? `HTTP/3 shim error ${CODE_NAMES[code] ?? code}`, options);
+    this.name = "H3Error";
+    this.code = code;
+  }
+}
+
+/** Event types (enum sbh3_event_type). */
+export const H3_EVENT = { CONNECTED: 1, MESSAGE: 2, RESET: 3, CLOSED: 4, GOAWAY: 5 } as const;
+
+/** One event polled from a connection or server. */
+export interface H3Event {
+  /** One of {@linkcode H3_EVENT}. */
+  type: number;
+  /** Server connection id (0 on the client). */
+  connId: number;
+  /** Stream id, or -1 for connection events. */
+  streamId: number;
+  /** Application error code (RESET) or shim error code (CLOSED). */
+  code: number;
+  /** Header fields including pseudo-headers (MESSAGE). */
+  headers: HeaderList;
+  /** Body bytes (MESSAGE), a copy owned by the caller. */
+  body: Uint8Array;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const EVENT_HEADER = 32;
+
+function cstr(s: string): Uint8Array<ArrayBuffer> {
+  const b = new Uint8Array(s.length * 3 + 1);
+  const { written } = encoder.encodeInto(s, b);
+  return b.subarray(0, written + 1) as Uint8Array<ArrayBuffer>;
+}
+
+function check(rc: number, what: string): number {
+  if (rc < 0) throw new H3Error(rc, `${what} failed: ${CODE_NAMES[rc] ?? rc}`);
+  return rc;
+}
+
+const EMPTY = new Uint8Array(1);
+
+/** Polls events with a growable buffer. */
+class EventReader {
+  #buf = new Uint8Array(64 * 1024);
+  #view = new DataView(this.#buf.buffer);
+
+  read(poll: (buf: Uint8Array, cap: number) => number): H3Event | null {
+    for (;;) {
+      const n = poll(this.#buf, this.#buf.length);
+      if (n === H3_ERR.DONE) return null;
+      if (n === H3_ERR.BUFFER_TOO_SHORT) {
+        const need = Number(this.#view.getBigUint64(0, true));
+        this.#buf = new Uint8Array(Math.max(need, this.#buf.length * 2));
+        this.#view = new DataView(this.#buf.buffer);
+        continue;
+      }
+      check(n, "poll");
+      const v = this.#view;
+      const hl = v.getUint32(24, true);
+      const bl = v.getUint32(28, true);
+      return {
+        type: v.getUint32(0, true),
+        connId: v.getUint32(4, true),
+        streamId: Number(v.getBigInt64(8, true)),
+        code: Number(v.getBigInt64(16, true)),
+        headers: hl ? decodeHeaderBlock(this.#buf.subarray(EVENT_HEADER, EVENT_HEADER + hl)) : [],
+        body: this.#buf.slice(EVENT_HEADER + hl, EVENT_HEADER + hl + bl),
+      };
+    }
+  }
+}
+
+/** Options for {@linkcode H3Config}. */
+export interface H3ConfigOptions {
+  /** Own certificate chain in PEM. Required on the server, optional (mTLS) on the client. */
+  certPem?: string;
+  /** Private key in PEM matching `certPem`. */
+  keyPem?: string;
+  /** Trusted CAs in PEM. Default none. */
+  caPem?: string[];
+  /** Client: verify the server (default true). Server: require a client cert (default false). */
+  verifyPeer?: boolean;
+  /** Idle timeout in ms. Default 30000. */
+  idleTimeoutMs?: number;
+  /** Largest body accepted per stream. Default 64 MiB. */
+  maxBodyBytes?: number;
+}
+
+/** TLS and transport settings shared by the connections made from it. */
+export class H3Config {
+  #sym: Sbh3Symbols;
+  #ptr: Deno.PointerValue;
+
+  constructor(sym: Sbh3Symbols, isServer: boolean, options: H3ConfigOptions = {}) {
+    this.#sym = sym;
+    const ptr = sym.sbh3_config_new(isServer ? 1 : 0);
+    if (ptr === null) throw new H3Error(H3_ERR.NOMEM, "Cannot create HTTP/3 config");
+    this.#ptr = ptr;
+    try {
+      if (options.certPem && options.keyPem) {
+        const c = encoder.encode(options.certPem), k = encoder.encode(options.keyPem);
+        const rc = sym.sbh3_config_set_cert(ptr, c, BigInt(c.length), k, BigInt(k.length));
+        if (rc < 0) throw new H3Error(rc, "Cannot load the certificate or private key");
+      }
+      for (const pem of options.caPem ?? []) {
+        const b = encoder.encode(pem);
+        const rc = sym.sbh3_config_add_ca(ptr, b, BigInt(b.length));
+        if (rc < 0) throw new H3Error(rc, "Cannot load a CA certificate");
+      }
+      if (options.verifyPeer !== undefined) {
+        check(sym.sbh3_config_set_verify(ptr, options.verifyPeer ? 1 : 0), "set_verify");
+      }
+      if (options.idleTimeoutMs !== undefined) {
+        check(sym.sbh3_config_set_idle_timeout(ptr, options.idleTimeoutMs), "set_idle_timeout");
+      }
+      if (options.maxBodyBytes !== undefined) {
+        check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");
+      }
+    } catch (err) {
+      this.close();
+      throw err;
+    }
+  }
+
+  /** The native handle, for constructors in this folder. */
+  get pointer(): Deno.PointerValue {
+    if (this.#ptr === null) throw new H3Error(H3_ERR.INVALID, "HTTP/3 config is closed");
+    return this.#ptr;
+  }
+
+  /** Drops this reference; connections made from it keep their own. Idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh3_config_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** Addresses of a client connection. */
+export interface ClientAddresses {
+  /** Name verified against the server certificate (and sent as SNI unless an IP). */
+  serverName: string;
+  /** Local IP and port of the UDP socket. */
+  localIp: string;
+  localPort: number;
+  /** Server IP and port. */
+  remoteIp: string;
+  remotePort: number;
+}
+
+/** One client QUIC connection. */
+export class H3ClientConn {
+  #sym: Sbh3Symbols;
+  #ptr: Deno.PointerValue;
+  #events = new EventReader();
+  #poll = (b: Uint8Array, cap: number) => this.#sym.sbh3_conn_poll(this.#ptr, b as Uint8Array<ArrayBuffer>, BigInt(cap));
+
+  constructor(sym: Sbh3Symbols, config: H3Config, addr: ClientAddresses) {
+    this.#sym = sym;
+    const ptr = sym.sbh3_conn_new_client(
+      config.pointer,
+      cstr(addr.serverName),
+      cstr(addr.localIp),
+      addr.localPort,
+      cstr(addr.remoteIp),
+      addr.remotePort,
+    );
+    if (ptr === null) {
+      throw new H3Error(H3_ERR.INVALID, `Cannot start an HTTP/3 connection to ${addr.remoteIp}:${addr.remotePort}`);
+    }
+    this.#ptr = ptr;
+  }
+
+  #live(): Deno.PointerValue {
+    if (this.#ptr === null) throw new H3Error(H3_ERR.CLOSED, "HTTP/3 connection is freed");
+    return this.#ptr;
+  }
+
+  /** Feeds one datagram; returns 0 or a negative code (the connection reports CLOSED as an event). */
+  recv(data: Uint8Array): number {
+    return this.#sym.sbh3_conn_recv(this.#live(), data as Uint8Array<ArrayBuffer>, BigInt(data.length));
+  }
+
+  /** Writes the next datagram into `out`; returns its length or 0 when there is none. */
+  send(out: Uint8Array): number {
+    const n = this.#sym.sbh3_conn_send(this.#live(), out as Uint8Array<ArrayBuffer>, BigInt(out.length));
+    if (n === H3_ERR.DONE) return 0;
+    return check(n, "send");
+  }
+
+  /** Milliseconds until {@linkcode onTimeout} is due, or -1 when no timer is pending. */
+  timeoutMs(): number {
+    if (this.#ptr === null) return -1;
+    const n = this.#sym.sbh3_conn_timeout_ms(this.#ptr);
+    return n < 0 ? -1 : n;
+  }
+
+  /** Runs expired timers. */
+  onTimeout(): void {
+    this.#sym.sbh3_conn_on_timeout(this.#live());
+  }
+
+  /** Submits a request; returns the stream id, or -1 when no stream can be opened yet. */
+  request(headers: HeaderList, body: Uint8Array): number {
+    const hb = encodeHeaderBlock(headers);
+    const n = this.#sym.sbh3_conn_request(
+      this.#live(),
+      hb,
+      BigInt(hb.length),
+      (body.length ? body : EMPTY) as Uint8Array<ArrayBuffer>,
+      BigInt(body.length),
+    );
+    const id = Number(n);
+    if (id === H3_ERR.STREAM_BLOCKED) return -1;
+    return check(id, "request");
+  }
+
+  /** Resets a stream the caller gave up on. */
+  cancel(streamId: number): void {
+    if (this.#ptr !== null) this.#sym.sbh3_conn_cancel(this.#ptr, BigInt(streamId));
+  }
+
+  /** Returns the next event, or null. */
+  poll(): H3Event | null {
+    this.#live();
+    return this.#events.read(this.#poll);
+  }
+
+  /** Starts a graceful close; drain {@linkcode send} afterwards. */
+  shutdown(): void {
+    if (this.#ptr !== null) this.#sym.sbh3_conn_close(this.#ptr);
+  }
+
+  /** Why the connection closed, as text (empty while open). */
+  errorText(): string {
+    if (this.#ptr === null) return "";
+    const b = new Uint8Array(512);
+    const n = this.#sym.sbh3_conn_error(this.#ptr, b, BigInt(b.length));
+    return n > 0 ? decoder.decode(b.subarray(0, n)) : "";
+  }
+
+  /** Frees the connection. Idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh3_conn_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** Where a server datagram goes. */
+export type Destination = Deno.NetAddr;
+
+/** A server endpoint: demultiplexes datagrams to connections it creates. */
+export class H3ServerEndpoint {
+  #sym: Sbh3Symbols;
+  #ptr: Deno.PointerValue;
+  #events = new EventReader();
+  #meta = new Uint8Array(64);
+  #metaView = new DataView(this.#meta.buffer);
+  #ipCache = new Map<string, Uint8Array<ArrayBuffer>>();
+  #dstCache = new Map<number, Destination>();
+  #poll = (b: Uint8Array, cap: number) => this.#sym.sbh3_server_poll(this.#ptr, b as Uint8Array<ArrayBuffer>, BigInt(cap));
+
+  constructor(sym: Sbh3Symbols, config: H3Config, localIp: string, localPort: number) {
+    this.#sym = sym;
+    const ptr = sym.sbh3_server_new(config.pointer, cstr(localIp), localPort);
+    if (ptr === null) throw new H3Error(H3_ERR.INVALID, `Cannot create an HTTP/3 server on ${localIp}:${localPort}`);
+    this.#ptr = ptr;
+  }
+
+  #live(): Deno.PointerValue {
+    if (this.#ptr === null) throw new H3Error(H3_ERR.CLOSED, "HTTP/3 server is freed");
+    return this.#ptr;
+  }
+
+  #ip(hostname: string): Uint8Array<ArrayBuffer> {
+    let b = this.#ipCache.get(hostname);
+    if (!b) {
+      if (this.#ipCache.size > 1024) this.#ipCache.clear();
+      b = cstr(hostname);
+      this.#ipCache.set(hostname, b);
+    }
+    return b;
+  }
+
+  /** Feeds one datagram; returns the connection id (> 0) or a negative code. */
+  recv(data: Uint8Array, hostname: string, port: number): number {
+    return this.#sym.sbh3_server_recv(
+      this.#live(),
+      data as Uint8Array<ArrayBuffer>,
+      BigInt(data.length),
+      this.#ip(hostname),
+      port,
+    );
+  }
+
+  /** Writes the next datagram into `out`; returns its length and destination, or null. */
+  send(out: Uint8Array): { length: number; connId: number; to: Destination } | null {
+    const n = this.#sym.sbh3_server_send(
+      this.#live(),
+      out as Uint8Array<ArrayBuffer>,
+      BigInt(out.length),
+      this.#meta,
+      BigInt(this.#meta.length),
+    );
+    if (n === H3_ERR.DONE) return null;
+    check(n, "send");
+    const connId = this.#metaView.getUint32(0, true);
+    const port = this.#metaView.getUint16(4, true);
+    let to = connId ? this.#dstCache.get(connId) : undefined;
+    if (!to || to.port !== port) {
+      const end = this.#meta.indexOf(0, 6);
+      to = { transport: "udp", hostname: decoder.decode(this.#meta.subarray(6, end)), port };
+      if (connId) this.#dstCache.set(connId, to);
+    }
+    return { length: n, connId, to };
+  }
+
+  /** Forgets the cached destination of a closed connection. */
+  forget(connId: number): void {
+    this.#dstCache.delete(connId);
+  }
+
+  /** Milliseconds until {@linkcode onTimeout} is due, or -1. */
+  timeoutMs(): number {
+    if (this.#ptr === null) return -1;
+    const n = this.#sym.sbh3_server_timeout_ms(this.#ptr);
+    return n < 0 ? -1 : n;
+  }
+
+  /** Runs expired timers and frees finished connections. */
+  onTimeout(): void {
+    this.#sym.sbh3_server_on_timeout(this.#live());
+  }
+
+  /** Returns the next event of any connection, or null. */
+  poll(): H3Event | null {
+    this.#live();
+    return this.#events.read(this.#poll);
+  }
+
+  /** Sends a response; returns 0 or a negative code (for example when the stream is gone). */
+  respond(connId: number, streamId: number, headers: HeaderList, body: Uint8Array): number {
+    const hb = encodeHeaderBlock(headers);
+    return this.#sym.sbh3_server_respond(
+      this.#live(),
+      connId,
+      BigInt(streamId),
+      hb,
+      BigInt(hb.length),
+      (body.length ? body : EMPTY) as Uint8Array<ArrayBuffer>,
+      BigInt(body.length),
+    );
+  }
+
+  /** Refuses new connections and sends GOAWAY. */
+  shutdown(): void {
+    this.#sym.sbh3_server_shutdown(this.#live());
+  }
+
+  /** Closes every connection with H3_NO_ERROR; drain {@linkcode send} afterwards. */
+  closeAll(): void {
+    this.#sym.sbh3_server_close_all(this.#live());
+  }
+
+  /** Request streams not yet closed. */
+  openStreams(): number {
+    return this.#ptr === null ? 0 : this.#sym.sbh3_server_open_streams(this.#ptr);
+  }
+
+  /** Connections held, including closing ones. */
+  connCount(): number {
+    return this.#ptr === null ? 0 : this.#sym.sbh3_server_conn_count(this.#ptr);
+  }
+
+  /** Frees the server and all its connections. Idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh3_server_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** Reads the shim and library versions. */
+export function shimVersion(sym: Sbh3Symbols): string {
+  const b = new Uint8Array(256);
+  const n = check(sym.sbh3_version(b, BigInt(b.length)), "version");
+  return decoder.decode(b.subarray(0, n));
+}

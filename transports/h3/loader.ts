@@ -1,0 +1,82 @@
+/**
+ * Finds and opens the sbh3 native library, in this order:
+ * 1. `SBILAB_H3_LIB`: path to a built `libsbilab_h3.so`;
+ * 2. the local build (`ensureBuilt("h3")`, rebuilt when its sources change);
+ * 3. an embedded copy: `deno compile --include build/libsbilab_h3.so` puts the
+ *    file at {@linkcode EMBEDDED_LIBRARY_URL}; it is copied to a temporary file
+ *    (dlopen cannot read the compiled binary's virtual file system) and opened.
+ * Failure raises {@linkcode H3LoadError} with a one-line message and the
+ * attempts as `cause`.
+ */
+import { ensureBuilt } from "../../scripts/build_native.ts";
+import { type Sbh3Symbols, SYMBOLS } from "./symbols.ts";
+
+/** Where `deno compile --include build/libsbilab_h3.so` puts the library. */
+export const EMBEDDED_LIBRARY_URL = new URL("../../build/libsbilab_h3.so", import.meta.url);
+
+/** Raised when the native HTTP/3 module cannot be found, built or opened. */
+export class H3LoadError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "H3LoadError";
+  }
+}
+
+/** An opened library. */
+export interface H3Library {
+  /** The raw symbols; never leave `transports/h3/`. */
+  symbols: Sbh3Symbols;
+  /** Path the library was opened from. */
+  path: string;
+}
+
+let loading: Promise<H3Library> | undefined;
+
+function open(path: string): H3Library {
+  return { symbols: Deno.dlopen(path, SYMBOLS).symbols, path };
+}
+
+async function openEmbedded(): Promise<H3Library> {
+  const bytes = await Deno.readFile(EMBEDDED_LIBRARY_URL);
+  const tmp = await Deno.makeTempFile({ prefix: "sbilab_h3_", suffix: ".so" });
+  await Deno.writeFile(tmp, bytes, { mode: 0o700 });
+  const lib = open(tmp);
+  // The mapping stays valid after the name is gone.
+  await Deno.remove(tmp).catch(() => {});
+  return lib;
+}
+
+async function load(): Promise<H3Library> {
+  const attempts: unknown[] = [];
+  const env = Deno.env.get("SBILAB_H3_LIB");
+  if (env) {
+    try {
+      return open(env);
+    } catch (err) {
+      throw new H3LoadError(`Cannot open SBILAB_H3_LIB=${env}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  try {
+    return open(await ensureBuilt("h3", { quiet: true }));
+  } catch (err) {
+    attempts.push(err);
+  }
+  try {
+    return await openEmbedded();
+  } catch (err) {
+    attempts.push(err);
+  }
+  const first = attempts[0] as Error;
+  throw new H3LoadError(`HTTP/3 module unavailable: ${first?.message ?? "unknown error"}`, {
+    cause: attempts,
+  });
+}
+
+/** Loads the library once per process; later calls share the result. */
+export function loadH3Library(): Promise<H3Library> {
+  loading ??= load().catch((err) => {
+    loading = undefined;
+    throw err;
+  });
+  return loading;
+}

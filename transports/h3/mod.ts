@@ -1,0 +1,52 @@
+/**
+ * HTTP/3 over QUIC for sbilab: a native shim on ngtcp2 + nghttp3 + GnuTLS
+ * (native/sbh3.c) loaded with `Deno.dlopen`, and a server and client that
+ * implement the shared transport contracts. TypeScript owns the UDP socket
+ * and the timers; the shim owns QUIC and HTTP/3 state.
+ */
+import { shimVersion } from "./ffi.ts";
+import { loadH3Library } from "./loader.ts";
+
+export { createH3Server, type H3ServerOptions } from "./server.ts";
+export { createH3Client, type H3ClientOptions } from "./client.ts";
+export { H3_ERR, H3Error } from "./ffi.ts";
+export { EMBEDDED_LIBRARY_URL, H3LoadError } from "./loader.ts";
+
+/** Versions of the shim and the libraries it runs on. */
+export interface H3Versions {
+  /** sbh3 shim version. */
+  shim: string;
+  /** ngtcp2 version. */
+  ngtcp2: string;
+  /** nghttp3 version. */
+  nghttp3: string;
+  /** GnuTLS version. */
+  gnutls: string;
+  /** Where the library was loaded from. */
+  path: string;
+}
+
+/** Loads the native module and reports its versions; throws `H3LoadError` when unavailable. */
+export async function h3Versions(): Promise<H3Versions> {
+  const lib = await loadH3Library();
+  const parts = Object.fromEntries(
+    shimVersion(lib.symbols).split(" ").map((p) => p.split("/") as [string, string]),
+  );
+  return {
+    shim: parts.sbh3 ?? "",
+    ngtcp2: parts.ngtcp2 ?? "",
+    nghttp3: parts.nghttp3 ?? "",
+    gnutls: parts.gnutls ?? "",
+    path: lib.path,
+  };
+}
+
+/** True when the native module can be loaded on this machine. */
+export async function h3Available(): Promise<boolean> {
+  try {
+    await loadH3Library();
+    return true;
+  } catch {
+    return false;
+  }
+}

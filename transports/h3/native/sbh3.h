@@ -1,0 +1,158 @@
+/*
+ * sbh3: a small HTTP/3 shim over ngtcp2 0.12 + nghttp3 0.8 + GnuTLS.
+ *
+ * Bring your own I/O: the caller owns the UDP socket and the timers. It feeds
+ * received datagrams in, pulls datagrams to send out until SBH3_ERR_DONE, asks
+ * when the next timer is due, and polls finished HTTP messages and connection
+ * events into its own buffers. Nothing here calls back into the caller.
+ *
+ * Functions return a count (>= 0) or a negative code from enum sbh3_error.
+ * SBH3_ERR_DONE means "nothing more to do" and is not a failure. Every _new
+ * returns NULL on failure and every _free accepts NULL.
+ *
+ * Headers cross the boundary as one flat block: for each field, a u32 name
+ * length, a u32 value length (native byte order), then the name and value
+ * bytes. Pseudo-headers (":method", ":status", ...) travel in the same block.
+ *
+ * An event written by *_poll is a 32-byte record followed by its payload:
+ *   u32 type, u32 conn_id, i64 stream_id, i64 code, u32 header_len, u32 body_len,
+ *   header block (header_len bytes), body (body_len bytes).
+ */
+#ifndef SBH3_H
+#define SBH3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of this shim. */
+#define SBH3_VERSION "0.1.0"
+
+/* Size of the fixed part of an event record. */
+#define SBH3_EVENT_HEADER_LEN 32
+
+enum sbh3_error {
+  /* Nothing more to do right now; not a failure. */
+  SBH3_ERR_DONE = -1,
+  /* The caller's buffer is too small (poll writes the needed size as u64). */
+  SBH3_ERR_BUFFER_TOO_SHORT = -2,
+  /* A bad argument: NULL handle, malformed header block, bad address. */
+  SBH3_ERR_INVALID = -3,
+  /* Out of memory. */
+  SBH3_ERR_NOMEM = -4,
+  /* TLS material could not be loaded, or the handshake failed. */
+  SBH3_ERR_TLS = -5,
+  /* A datagram could not be parsed or was rejected by QUIC. */
+  SBH3_ERR_PROTO = -6,
+  /* The connection is closed (by either side) or closing. */
+  SBH3_ERR_CLOSED = -7,
+  /* No stream can be opened yet; retry after the next received datagram. */
+  SBH3_ERR_STREAM_BLOCKED = -8,
+  /* The connection or stream is unknown. */
+  SBH3_ERR_NOT_FOUND = -9,
+  /* The connection was idle for longer than the idle timeout. */
+  SBH3_ERR_IDLE = -10,
+  /* The library returned an unexpected error. */
+  SBH3_ERR_INTERNAL = -11,
+};
+
+enum sbh3_event_type {
+  /* Handshake completed (client side). */
+  SBH3_EV_CONNECTED = 1,
+  /* A complete request (server) or response (client): headers and body. */
+  SBH3_EV_MESSAGE = 2,
+  /* The peer reset a stream before its message completed; code = app error. */
+  SBH3_EV_RESET = 3,
+  /* The connection closed; code = sbh3_error; see sbh3_conn_error for text. */
+  SBH3_EV_CLOSED = 4,
+  /* The peer sent GOAWAY: open no new streams on this connection. */
+  SBH3_EV_GOAWAY = 5,
+};
+
+enum sbh3_verify {
+  /* Client: do not verify the server. Server: do not ask for a client cert. */
+  SBH3_VERIFY_NONE = 0,
+  /* Client: verify the chain and the host name. Server: require a client cert. */
+  SBH3_VERIFY_PEER = 1,
+};
+
+typedef struct sbh3_config sbh3_config;
+typedef struct sbh3_conn sbh3_conn;
+typedef struct sbh3_server sbh3_server;
+
+/* Writes "sbh3/x ngtcp2/x nghttp3/x gnutls/x" into buf; returns its length. */
+int sbh3_version(uint8_t *buf, size_t cap);
+
+/* Creates a configuration for a client (is_server = 0) or a server. */
+sbh3_config *sbh3_config_new(int is_server);
+/* Releases the caller's reference; connections keep the config alive. */
+void sbh3_config_free(sbh3_config *cfg);
+/* Sets the own certificate chain and private key (PEM). */
+int sbh3_config_set_cert(sbh3_config *cfg, const uint8_t *cert, size_t cert_len, const uint8_t *key, size_t key_len);
+/* Adds trusted CA certificates (PEM, may hold several); returns how many. */
+int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len);
+/* Sets peer verification (enum sbh3_verify). Default: client PEER, server NONE. */
+int sbh3_config_set_verify(sbh3_config *cfg, int mode);
+/* Sets the idle timeout in ms (default 30000). */
+int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms);
+/* Sets the largest body accepted per stream in bytes (default 64 MiB). */
+int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
+
+/* Starts a client connection; server_name is verified (NUL-terminated), addresses are IP text. */
+sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const char *local_ip, uint16_t local_port,
+                                const char *remote_ip, uint16_t remote_port);
+/* Frees a client connection and its streams. */
+void sbh3_conn_free(sbh3_conn *conn);
+/* Feeds one received datagram; returns 0 or an error (the connection may now be closed). */
+int sbh3_conn_recv(sbh3_conn *conn, const uint8_t *data, size_t len);
+/* Writes the next datagram to send into out; returns its length or SBH3_ERR_DONE. */
+int sbh3_conn_send(sbh3_conn *conn, uint8_t *out, size_t cap);
+/* Returns ms until sbh3_conn_on_timeout is due, or SBH3_ERR_DONE if no timer is pending. */
+int sbh3_conn_timeout_ms(sbh3_conn *conn);
+/* Runs expired timers (retransmission, ACK, idle); then call sbh3_conn_send. */
+int sbh3_conn_on_timeout(sbh3_conn *conn);
+/* Submits a request (header block + body, copied); returns its stream id or an error. */
+int64_t sbh3_conn_request(sbh3_conn *conn, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body, size_t body_len);
+/* Abandons a stream (for example after a timeout): resets it with H3_REQUEST_CANCELLED. */
+int sbh3_conn_cancel(sbh3_conn *conn, int64_t stream_id);
+/* Writes the next event into buf; returns its length or SBH3_ERR_DONE. */
+int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
+/* Starts a graceful close (CONNECTION_CLOSE with H3_NO_ERROR); then drain sbh3_conn_send. */
+int sbh3_conn_close(sbh3_conn *conn);
+/* Writes why the connection closed (text) into buf; returns its length. */
+int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
+
+/* Creates a server endpoint bound (by the caller) to local_ip:local_port. */
+sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);
+/* Frees the server and every connection it holds. */
+void sbh3_server_free(sbh3_server *srv);
+/* Feeds one datagram from ip:port; returns the connection id (> 0), SBH3_ERR_DONE, or an error. */
+int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const char *from_ip, uint16_t from_port);
+/* Writes the next datagram into out and its destination into meta (u32 conn_id, u16 port, IP text NUL); returns length or DONE. */
+int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, size_t meta_cap);
+/* Returns ms until sbh3_server_on_timeout is due, or SBH3_ERR_DONE. */
+int sbh3_server_timeout_ms(sbh3_server *srv);
+/* Runs expired timers of every connection and frees connections that finished closing. */
+int sbh3_server_on_timeout(sbh3_server *srv);
+/* Writes the next event of any connection into buf; returns its length or SBH3_ERR_DONE. */
+int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap);
+/* Sends a response on a request stream (header block + body, copied). */
+int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,
+                        const uint8_t *body, size_t body_len);
+/* Refuses new connections and sends GOAWAY on existing ones. */
+int sbh3_server_shutdown(sbh3_server *srv);
+/* Closes every connection with H3_NO_ERROR; then drain sbh3_server_send. */
+int sbh3_server_close_all(sbh3_server *srv);
+/* Returns the number of request streams not yet closed, over all connections. */
+int sbh3_server_open_streams(sbh3_server *srv);
+/* Returns the number of connections held (including closing ones). */
+int sbh3_server_conn_count(sbh3_server *srv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBH3_H */

@@ -1,0 +1,229 @@
+/**
+ * The HTTP/3 server: one UDP socket, one sbh3 server endpoint that creates a
+ * QUIC connection per client, and the shared handler behind it. Malformed or
+ * hostile datagrams are dropped by the shim; the server keeps serving.
+ */
+import type { SbiHandler } from "../../handler/types.ts";
+import { resolveTls } from "../tls.ts";
+import type { SbiServer, ServerOptions } from "../types.ts";
+import { transportProblem } from "../problem_response.ts";
+import { H3_EVENT, H3Config, type H3Event, H3ServerEndpoint } from "./ffi.ts";
+import { loadH3Library } from "./loader.ts";
+import { responseHeaderList, toSbiRequest } from "./convert.ts";
+
+/** Extra options of the HTTP/3 server. */
+export interface H3ServerOptions extends ServerOptions {
+  /** Idle timeout of each QUIC connection in ms. Default 30000. */
+  idleTimeoutMs?: number;
+  /** Largest request body accepted; a larger one resets the stream. Default 32 MiB. */
+  maxBodyBytes?: number;
+  /** How long `close()` waits for in-flight requests, in ms. Default 2000. */
+  drainMs?: number;
+  /** Called with errors the transport swallowed. Default no-op. */
+  onError?: (err: unknown) => void;
+}
+
+function urlHost(hostname: string): string {
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
+}
+
+class H3Server implements SbiServer {
+  readonly transport = "h3" as const;
+  readonly hostname: string;
+  readonly port: number;
+  readonly url: string;
+  #sock: Deno.DatagramConn;
+  #ep: H3ServerEndpoint;
+  #handler: SbiHandler;
+  #options: H3ServerOptions;
+  #out = new Uint8Array(65536);
+  #rbuf = new Uint8Array(65536);
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = 0;
+  #flushQueued = false;
+  #inflight = 0;
+  #idle: (() => void) | undefined;
+  #reading: Promise<void>;
+  #closing: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(sock: Deno.DatagramConn, ep: H3ServerEndpoint, handler: SbiHandler, options: H3ServerOptions) {
+    this.#sock = sock;
+    this.#ep = ep;
+    this.#handler = handler;
+    this.#options = options;
+    const addr = sock.addr as Deno.NetAddr;
+    this.hostname = addr.hostname;
+    this.port = addr.port;
+    this.url = `https://${urlHost(addr.hostname)}:${addr.port}`;
+    this.#reading = this.#readLoop();
+  }
+
+  async #readLoop(): Promise<void> {
+    for (;;) {
+      let data: Uint8Array, from: Deno.Addr;
+      try {
+        [data, from] = await this.#sock.receive(this.#rbuf);
+      } catch {
+        break;
+      }
+      if (this.#stopped) break;
+      const a = from as Deno.NetAddr;
+      this.#ep.recv(data, a.hostname, a.port);
+      this.#process();
+    }
+  }
+
+  #process(): void {
+    for (let e: H3Event | null; (e = this.#ep.poll());) {
+      if (e.type === H3_EVENT.MESSAGE) void this.#dispatch(e);
+      else if (e.type === H3_EVENT.CLOSED) this.#ep.forget(e.connId);
+    }
+    this.#flush();
+  }
+
+  async #dispatch(e: H3Event): Promise<void> {
+    this.#inflight++;
+    let response;
+    try {
+      let request;
+      try {
+        request = toSbiRequest(e.headers, e.body);
+      } catch (err) {
+        this.#options.onError?.(err);
+        response = transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT");
+      }
+      if (request) {
+        try {
+          response = await this.#handler(request);
+        } catch (err) {
+          this.#options.onError?.(err);
+          response = transportProblem(500, "Internal error", "SYSTEM_FAILURE");
+        }
+      }
+      if (!this.#stopped && response) {
+        // A negative result means the stream or connection went away meanwhile.
+        this.#ep.respond(e.connId, e.streamId, responseHeaderList(response), response.body);
+        this.#scheduleFlush();
+      }
+    } finally {
+      this.#inflight--;
+      this.#idle?.();
+    }
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    queueMicrotask(() => {
+      this.#flushQueued = false;
+      this.#flush();
+    });
+  }
+
+  #flush(): void {
+    if (this.#stopped) return;
+    for (;;) {
+      let r;
+      try {
+        r = this.#ep.send(this.#out);
+      } catch (err) {
+        this.#options.onError?.(err);
+        break;
+      }
+      if (!r) break;
+      try {
+        this.#sock.send(this.#out.slice(0, r.length), r.to).catch(() => {});
+      } catch {
+        // socket closing
+      }
+    }
+    this.#arm();
+  }
+
+  #arm(): void {
+    const ms = this.#stopped ? -1 : this.#ep.timeoutMs();
+    if (ms < 0) {
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
+      this.#timer = undefined;
+      return;
+    }
+    const at = performance.now() + ms;
+    if (this.#timer !== undefined) {
+      if (Math.abs(at - this.#timerAt) < 0.5) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#stopped) return;
+      this.#ep.onTimeout();
+      this.#process();
+    }, ms);
+  }
+
+  /** Connections the server holds (for tests and diagnostics). */
+  get connectionCount(): number {
+    return this.#ep.connCount();
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.#ep.shutdown();
+    this.#flush();
+    const deadline = performance.now() + (this.#options.drainMs ?? 2000);
+    while ((this.#inflight > 0 || this.#ep.openStreams() > 0) && performance.now() < deadline) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      this.#idle = resolve;
+      const t = setTimeout(resolve, 10);
+      await promise;
+      clearTimeout(t);
+      this.#idle = undefined;
+    }
+    this.#ep.closeAll();
+    this.#flush();
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    try {
+      this.#sock.close();
+    } catch {
+      // already closed
+    }
+    await this.#reading;
+    this.#ep.close();
+  }
+}
+
+/** Starts an HTTP/3 server (UDP) around `handler`; needs `tls.cert` and `tls.key`. */
+export async function createH3Server(handler: SbiHandler, options: H3ServerOptions = {}): Promise<SbiServer> {
+  if (!options.tls?.cert || !options.tls?.key) {
+    throw new TypeError("The h3 server needs tls.cert and tls.key");
+  }
+  const tls = await resolveTls(options.tls);
+  if (tls.requireClientCert && tls.caPem.length === 0) {
+    throw new TypeError("tls.requireClientCert needs tls.ca to verify client certificates with");
+  }
+  const lib = await loadH3Library();
+  const hostname = options.hostname ?? "127.0.0.1";
+  const sock = Deno.listenDatagram({ transport: "udp", hostname, port: options.port ?? 0 });
+  try {
+    using config = new H3Config(lib.symbols, true, {
+      certPem: tls.certPem,
+      keyPem: tls.keyPem,
+      caPem: tls.caPem,
+      verifyPeer: tls.requireClientCert,
+      idleTimeoutMs: options.idleTimeoutMs,
+      maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
+    });
+    const ep = new H3ServerEndpoint(lib.symbols, config, hostname, (sock.addr as Deno.NetAddr).port);
+    return new H3Server(sock, ep, handler, options);
+  } catch (err) {
+    sock.close();
+    throw err;
+  }
+}

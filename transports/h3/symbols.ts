@@ -1,0 +1,85 @@
+/**
+ * The `Deno.dlopen` table of the sbh3 shim (native/sbh3.h). Only symbols:
+ * every entry carries its C prototype. All calls are short and never block,
+ * so they are synchronous (`nonblocking: false`).
+ */
+
+/** Symbol table for `Deno.dlopen`. */
+export const SYMBOLS = {
+  // int sbh3_version(uint8_t *buf, size_t cap);
+  sbh3_version: { parameters: ["buffer", "usize"], result: "i32" },
+
+  // sbh3_config *sbh3_config_new(int is_server);
+  sbh3_config_new: { parameters: ["i32"], result: "pointer" },
+  // void sbh3_config_free(sbh3_config *cfg);
+  sbh3_config_free: { parameters: ["pointer"], result: "void" },
+  // int sbh3_config_set_cert(sbh3_config *cfg, const uint8_t *cert, size_t cert_len, const uint8_t *key, size_t key_len);
+  sbh3_config_set_cert: { parameters: ["pointer", "buffer", "usize", "buffer", "usize"], result: "i32" },
+  // int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len);
+  sbh3_config_add_ca: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_config_set_verify(sbh3_config *cfg, int mode);
+  sbh3_config_set_verify: { parameters: ["pointer", "i32"], result: "i32" },
+  // int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms);
+  sbh3_config_set_idle_timeout: { parameters: ["pointer", "u32"], result: "i32" },
+  // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
+  sbh3_config_set_max_body: { parameters: ["pointer", "u64"], result: "i32" },
+
+  // sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const char *local_ip,
+  //                                 uint16_t local_port, const char *remote_ip, uint16_t remote_port);
+  sbh3_conn_new_client: {
+    parameters: ["pointer", "buffer", "buffer", "u16", "buffer", "u16"],
+    result: "pointer",
+  },
+  // void sbh3_conn_free(sbh3_conn *conn);
+  sbh3_conn_free: { parameters: ["pointer"], result: "void" },
+  // int sbh3_conn_recv(sbh3_conn *conn, const uint8_t *data, size_t len);
+  sbh3_conn_recv: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_conn_send(sbh3_conn *conn, uint8_t *out, size_t cap);
+  sbh3_conn_send: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_conn_timeout_ms(sbh3_conn *conn);
+  sbh3_conn_timeout_ms: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_on_timeout(sbh3_conn *conn);
+  sbh3_conn_on_timeout: { parameters: ["pointer"], result: "i32" },
+  // int64_t sbh3_conn_request(sbh3_conn *conn, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body, size_t body_len);
+  sbh3_conn_request: { parameters: ["pointer", "buffer", "usize", "buffer", "usize"], result: "i64" },
+  // int sbh3_conn_cancel(sbh3_conn *conn, int64_t stream_id);
+  sbh3_conn_cancel: { parameters: ["pointer", "i64"], result: "i32" },
+  // int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
+  sbh3_conn_poll: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_conn_close(sbh3_conn *conn);
+  sbh3_conn_close: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
+  sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+
+  // sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);
+  sbh3_server_new: { parameters: ["pointer", "buffer", "u16"], result: "pointer" },
+  // void sbh3_server_free(sbh3_server *srv);
+  sbh3_server_free: { parameters: ["pointer"], result: "void" },
+  // int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const char *from_ip, uint16_t from_port);
+  sbh3_server_recv: { parameters: ["pointer", "buffer", "usize", "buffer", "u16"], result: "i32" },
+  // int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, size_t meta_cap);
+  sbh3_server_send: { parameters: ["pointer", "buffer", "usize", "buffer", "usize"], result: "i32" },
+  // int sbh3_server_timeout_ms(sbh3_server *srv);
+  sbh3_server_timeout_ms: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_server_on_timeout(sbh3_server *srv);
+  sbh3_server_on_timeout: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap);
+  sbh3_server_poll: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs,
+  //                         size_t hdrs_len, const uint8_t *body, size_t body_len);
+  sbh3_server_respond: {
+    parameters: ["pointer", "u32", "i64", "buffer", "usize", "buffer", "usize"],
+    result: "i32",
+  },
+  // int sbh3_server_shutdown(sbh3_server *srv);
+  sbh3_server_shutdown: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_server_close_all(sbh3_server *srv);
+  sbh3_server_close_all: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_server_open_streams(sbh3_server *srv);
+  sbh3_server_open_streams: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_server_conn_count(sbh3_server *srv);
+  sbh3_server_conn_count: { parameters: ["pointer"], result: "i32" },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/** The opened library's symbols. */
+export type Sbh3Symbols = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
