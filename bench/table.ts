@@ -4,7 +4,14 @@
  */
 import { findFloor } from "./floors.ts";
 import type { BenchRun, FloorRow, ResultRow } from "./schema.ts";
-import { formatBitRate, formatBytes, formatDuration, formatMultiple, formatRate } from "./units.ts";
+import {
+  formatBitRate,
+  formatBytes,
+  formatDuration,
+  formatDurationWithInterval,
+  formatMultiple,
+  formatRate,
+} from "./units.ts";
 
 /** Lays out rows of cells as aligned columns (first column left, others right). */
 export function layoutColumns(header: string[], body: string[][]): string {
@@ -15,10 +22,10 @@ export function layoutColumns(header: string[], body: string[][]): string {
   return [line(header), widths.map((w) => "─".repeat(w)).join("  "), ...body.map(line)].join("\n");
 }
 
-/** `71.4 µs [70.9 – 72.0]`. */
+/** `71.40 µs [70.92 – 72.03]`. */
 export function medianWithCi(row: { estimate: ResultRow["estimate"] }): string {
   const e = row.estimate;
-  return `${formatDuration(e.median)} [${formatDuration(e.medianCi.lower)} – ${formatDuration(e.medianCi.upper)}]`;
+  return formatDurationWithInterval(e.median, e.medianCi.lower, e.medianCi.upper);
 }
 
 /** Multiple of the matching kernel floor, or undefined. */

@@ -74,3 +74,16 @@ function sig(v: number): string {
   if (abs >= 10) return v.toFixed(1);
   return v.toFixed(2);
 }
+
+/** Formats a median with its interval in the median's unit, four significant digits: `101.1 µs [100.9 – 101.3]`. */
+export function formatDurationWithInterval(ns: number, lower: number, upper: number): string {
+  if (![ns, lower, upper].every(Number.isFinite)) return "–";
+  const abs = Math.abs(ns);
+  const [div, unit] = abs < 1e3 ? [1, "ns"] : abs < 1e6 ? [1e3, "µs"] : abs < 1e9 ? [1e6, "ms"] : [1e9, "s"];
+  const f = (v: number) => {
+    const x = v / div;
+    const a = Math.abs(x);
+    return x.toFixed(a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : 3);
+  };
+  return `${f(ns)} ${unit} [${f(lower)} – ${f(upper)}]`;
+}

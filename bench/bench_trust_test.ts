@@ -1,0 +1,95 @@
+/**
+ * Trust tests: the benchmark measures a known delay as that delay, its JSON
+ * round-trips to the same reports, and comparison tells a real regression
+ * from noise. They run real servers in process on loopback.
+ */
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { runBench } from "./run.ts";
+import { parseRun, type BenchRun, type ResultRow } from "./schema.ts";
+import { serializeRun } from "./reporters.ts";
+import { renderTable } from "./table.ts";
+import { renderCsv } from "./csv.ts";
+import { renderMarkdown } from "./markdown.ts";
+import { compareRuns } from "./compare.ts";
+import { Recorder, estimateSampleSet } from "./recorder.ts";
+
+Deno.test("a handler delay of 50 ms is measured as 50 ms within 5 %", async () => {
+  const run = await runBench({
+    inProcess: true,
+    transports: ["h2c", "h2-tls"],
+    sizes: [256],
+    delayMs: 50,
+    warmupMs: 100,
+    samples: 20,
+    skipFloors: true,
+  });
+  assertEquals(run.rows.length, 2);
+  for (const row of run.rows) {
+    const ms = row.estimate.median / 1e6;
+    assert(ms >= 50 && ms <= 52.5, `${row.transport} measured ${ms} ms for a 50 ms delay`);
+    assertEquals(row.estimate.n, 20);
+  }
+});
+
+let shared: BenchRun | undefined;
+async function quickRun(): Promise<BenchRun> {
+  shared ??= await runBench({
+    inProcess: true,
+    transports: ["h2c"],
+    sizes: [256],
+    warmupMs: 50,
+    sampleMs: 300,
+  });
+  return shared;
+}
+
+Deno.test("a saved run re-renders to the same table, CSV and Markdown", async () => {
+  const run = await quickRun();
+  assert(run.floors.rows.some((f) => f.source === "kernel" && f.protocol === "tcp"), "no kernel TCP floor");
+  const back = parseRun(serializeRun(run));
+  assertEquals(renderTable(back), renderTable(run));
+  assertEquals(renderCsv(back), renderCsv(run));
+  assertEquals(renderMarkdown(back), renderMarkdown(run));
+  assert(/× tcp/.test(renderTable(run)), "the h2c row shows no multiple of the TCP floor");
+});
+
+function scaled(row: ResultRow, factor: number): ResultRow {
+  const rec = new Recorder();
+  for (const s of row.samples.samples) rec.record(s * factor);
+  const samples = rec.finish();
+  return { ...row, samples, estimate: estimateSampleSet(samples) };
+}
+
+Deno.test("comparison flags a planted 20 % regression and ignores a 0.5 % one", async () => {
+  const run = await quickRun();
+  const row = run.rows[0];
+  const slower = { ...run, rows: [scaled(row, 1.2)] };
+  const barely = { ...run, rows: [scaled(row, 1.005)] };
+  const faster = { ...run, rows: [scaled(row, 0.8)] };
+  assertEquals(compareRuns(run, slower).rows[0].verdict, "regressed");
+  assert(["within noise", "no change"].includes(compareRuns(run, barely).rows[0].verdict));
+  assertEquals(compareRuns(run, faster).rows[0].verdict, "improved");
+  assertEquals(compareRuns(run, run).rows[0].verdict, "no change");
+});
+
+Deno.test("a table row shows its median as a multiple of the matching floor", async () => {
+  const run = structuredClone(await quickRun());
+  const floor = run.floors.rows.find((f) => f.source === "kernel" && f.protocol === "tcp")!;
+  floor.estimate.median = run.rows[0].estimate.median / 4;
+  assert(renderTable(run).includes("4.00× tcp"));
+});
+
+Deno.test("parseRun rejects a wrong schema version and non-JSON with one-line messages", () => {
+  for (const [text, re] of [
+    ["not json", /not valid JSON/],
+    [JSON.stringify({ schema: "sbilab-bench/0", rows: [] }), /has schema "sbilab-bench\/0"/],
+    [JSON.stringify({ schema: "sbilab-bench/1" }), /missing rows/],
+  ] as const) {
+    try {
+      parseRun(text, "x.json");
+      assert(false, "no error");
+    } catch (err) {
+      assert(err instanceof SyntaxError && re.test(err.message) && !err.message.includes("\n"), String(err));
+    }
+  }
+});
