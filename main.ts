@@ -7,6 +7,7 @@ import { registerServeCommand } from "./cli/serve.ts";
 import { INSECURE_ENV, registerRequestCommand } from "./cli/request.ts";
 import { registerCertsCommand } from "./cli/certs.ts";
 import { registerDoctorCommand } from "./cli/doctor.ts";
+import { registerBenchCommands } from "./bench/cli.ts";
 
 /** Builds the command tree (exported for tests). */
 export function buildProgram(): Command {
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
   registerRequestCommand(program);
   registerCertsCommand(program);
   registerDoctorCommand(program);
+  registerBenchCommands(program);
   return program;
 }
 
