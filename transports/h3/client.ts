@@ -26,6 +26,12 @@ const DEFAULT_TIMEOUT_MS = 5000;
 export interface H3ClientOptions extends ClientOptions {
   /** Idle timeout of the QUIC connection in ms. Default 30000. */
   idleTimeoutMs?: number;
+  /**
+   * Largest UDP payload to send, when the path MTU is known (Ethernet: 1452).
+   * Default: 16384 towards a loopback peer (its MTU is 64 KiB, as TCP's MSS
+   * there), else start at 1200 and probe up to 1452 (PMTUD).
+   */
+  maxUdpPayload?: number;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
 }
@@ -301,6 +307,7 @@ class H3Client implements SbiClient {
         verifyPeer: !this.#tls.insecure,
         idleTimeoutMs: this.#options.idleTimeoutMs,
         maxBodyBytes: this.#options.maxBodyBytes,
+        maxUdpPayload: this.#options.maxUdpPayload,
       });
       conn = new H3ClientConn(this.#sym, config, {
         serverName: this.#tls.serverName ?? stripBrackets(this.#origin.hostname),

@@ -118,6 +118,8 @@ export interface H3ConfigOptions {
   idleTimeoutMs?: number;
   /** Largest body accepted per stream. Default 64 MiB. */
   maxBodyBytes?: number;
+  /** Largest UDP payload sent (a known path MTU). Default: 16384 to a loopback peer, else PMTUD 1200..1452. */
+  maxUdpPayload?: number;
 }
 
 /** TLS and transport settings shared by the connections made from it. */
@@ -146,6 +148,9 @@ export class H3Config {
       }
       if (options.idleTimeoutMs !== undefined) {
         check(sym.sbh3_config_set_idle_timeout(ptr, options.idleTimeoutMs), "set_idle_timeout");
+      }
+      if (options.maxUdpPayload !== undefined) {
+        check(sym.sbh3_config_set_max_udp_payload(ptr, options.maxUdpPayload), "set_max_udp_payload");
       }
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");

@@ -17,6 +17,12 @@ export interface H3ServerOptions extends ServerOptions {
   idleTimeoutMs?: number;
   /** Largest request body accepted; a larger one resets the stream. Default 32 MiB. */
   maxBodyBytes?: number;
+  /**
+   * Largest UDP payload to send, when the path MTU is known (Ethernet: 1452).
+   * Default: 16384 towards a loopback peer (its MTU is 64 KiB, as TCP's MSS
+   * there), else start at 1200 and probe up to 1452 (PMTUD).
+   */
+  maxUdpPayload?: number;
   /** How long `close()` waits for in-flight requests, in ms. Default 2000. */
   drainMs?: number;
   /** Called with errors the transport swallowed. Default no-op. */
@@ -219,6 +225,7 @@ export async function createH3Server(handler: SbiHandler, options: H3ServerOptio
       verifyPeer: tls.requireClientCert,
       idleTimeoutMs: options.idleTimeoutMs,
       maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
+      maxUdpPayload: options.maxUdpPayload,
     });
     const ep = new H3ServerEndpoint(lib.symbols, config, hostname, (sock.addr as Deno.NetAddr).port);
     return new H3Server(sock, ep, handler, options);

@@ -25,6 +25,9 @@
 #define SCID_LEN 18
 #define MAX_CIDS 16
 #define MAX_PKT 1452
+#define MAX_UDP 65527
+/* Datagram size used towards a loopback peer when none is configured (loopback MTU is 64 KiB). */
+#define LOOPBACK_UDP 16384
 #define STATELESS_QUEUE 32
 #define STATELESS_PER_SEC 64
 #define MAX_CONNS 1024
@@ -194,6 +197,7 @@ struct sbh3_config {
   gnutls_certificate_credentials_t cred;
   uint32_t idle_ms;
   uint64_t max_body;
+  uint32_t max_udp_payload;
 };
 
 sbh3_config *sbh3_config_new(int is_server) {
@@ -208,6 +212,7 @@ sbh3_config *sbh3_config_new(int is_server) {
   cfg->verify = is_server ? SBH3_VERIFY_NONE : SBH3_VERIFY_PEER;
   cfg->idle_ms = 30000;
   cfg->max_body = 64ull << 20;
+  cfg->max_udp_payload = 0;
   return cfg;
 }
 
@@ -245,6 +250,12 @@ int sbh3_config_set_verify(sbh3_config *cfg, int mode) {
 int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms) {
   if (!cfg || ms == 0) return SBH3_ERR_INVALID;
   cfg->idle_ms = ms;
+  return 0;
+}
+
+int sbh3_config_set_max_udp_payload(sbh3_config *cfg, uint32_t bytes) {
+  if (!cfg || bytes < 1200 || bytes > MAX_UDP) return SBH3_ERR_INVALID;
+  cfg->max_udp_payload = bytes;
   return 0;
 }
 
@@ -783,12 +794,26 @@ static void fill_callbacks(ngtcp2_callbacks *cb, int is_server) {
   cb->version_negotiation = ngtcp2_crypto_version_negotiation_cb;
 }
 
-static void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_config *cfg) {
+static int is_loopback(const ngtcp2_sockaddr *sa) {
+  if (sa->sa_family == AF_INET)
+    return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+  if (sa->sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+  return 0;
+}
+
+static void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_config *cfg,
+                          const ngtcp2_sockaddr *remote) {
   ngtcp2_settings_default(s);
   s->initial_ts = now_ns();
   s->max_window = 24u << 20;
   s->max_stream_window = 16u << 20;
   s->handshake_timeout = 5 * NGTCP2_SECONDS;
+  uint32_t udp = cfg->max_udp_payload ? cfg->max_udp_payload : is_loopback(remote) ? LOOPBACK_UDP : 0;
+  if (udp) {
+    /* A known path MTU (loopback, a lab link): use it from the first packet. */
+    s->max_tx_udp_payload_size = udp;
+    s->no_tx_udp_payload_size_shaping = 1;
+  }
   ngtcp2_transport_params_default(p);
   p->initial_max_stream_data_bidi_local = 1u << 20;
   p->initial_max_stream_data_bidi_remote = 1u << 20;
@@ -869,7 +894,7 @@ static int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
   size_t max_payload = ngtcp2_conn_get_max_tx_udp_payload_size(c->qc);
   if (cap < max_payload) return SBH3_ERR_BUFFER_TOO_SHORT;
   size_t max_pkts = ngtcp2_conn_get_send_quantum(c->qc) / max_payload;
-  if (max_pkts == 0) max_pkts = 1;
+  if (max_pkts < 10) max_pkts = 10;
   if (c->burst >= max_pkts) {
     ngtcp2_conn_update_pkt_tx_time(c->qc, now);
     c->burst = 0;
@@ -1019,7 +1044,7 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
   fill_callbacks(&cb, 0);
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
-  fill_settings(&settings, &params, cfg);
+  fill_settings(&settings, &params, cfg, &c->ps.remote_addrbuf.sa);
   if (ngtcp2_conn_client_new(&c->qc, &dcid, &scid, &c->ps.path, NGTCP2_PROTO_VER_V1, &cb, &settings, &params, NULL,
                              c) != 0) {
     conn_destroy(c);
@@ -1256,7 +1281,7 @@ static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const
   fill_callbacks(&cb, 1);
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
-  fill_settings(&settings, &params, srv->cfg);
+  fill_settings(&settings, &params, srv->cfg, &from->sa);
   settings.token = hd->token;
   params.original_dcid = hd->dcid;
   params.stateless_reset_token_present = 1;

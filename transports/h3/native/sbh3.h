@@ -98,6 +98,8 @@ int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len);
 int sbh3_config_set_verify(sbh3_config *cfg, int mode);
 /* Sets the idle timeout in ms (default 30000). */
 int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms);
+/* Sets the largest UDP payload sent, for a known path MTU (1200..65527; default: 16384 to a loopback peer, else PMTUD up to 1452). */
+int sbh3_config_set_max_udp_payload(sbh3_config *cfg, uint32_t bytes);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
 
