@@ -13,6 +13,7 @@ Deno.test("sampleOperation times each call with the injected clock and stops at 
   let i = 0;
   const r = await sampleOperation(async () => {
     c.advance(costs[i++ % 3]);
+    await Promise.resolve();
   }, { warmupMs: 5, sampleMs: 1e6, samples: 6 }, 1, { clock: c.now });
   assertEquals(r.samples.count, 6);
   // Warm-up consumed calls until 5 ms had passed (1+2+3 = 6 ms: three calls), so sampling starts at cost 1.
@@ -24,6 +25,7 @@ Deno.test("sampleOperation is bounded by time when no count is given", async () 
   const c = fakeClock();
   const r = await sampleOperation(async () => {
     c.advance(10);
+    await Promise.resolve();
   }, { warmupMs: 0, sampleMs: 100 }, 1, { clock: c.now });
   assertEquals(r.samples.count, 10);
 });
@@ -33,6 +35,7 @@ Deno.test("sampleOperation gives up with the first error when most calls fail", 
   await rejects(
     sampleOperation(async () => {
       c.advance(1);
+      await Promise.resolve();
       throw new Error("connection refused");
     }, { warmupMs: 0, sampleMs: 1000 }, 1, { clock: c.now }),
     (e: unknown) => e instanceof SamplingError && /first: connection refused/.test(e.message),
@@ -48,10 +51,12 @@ Deno.test("open loop charges a stall to every request that was due during it", a
   let n = 0;
   const r = await sampleOpenLoop(async () => {
     if (n++ === 10) c.advance(50);
+    await Promise.resolve();
   }, 1000, { warmupMs: 0, sampleMs: 100 }, {
     clock: c.now,
     sleep: async (ms) => {
       c.advance(Math.max(ms, 0.001));
+      await Promise.resolve();
     },
   });
   assertEquals(r.completed, 100);

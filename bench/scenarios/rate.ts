@@ -38,7 +38,12 @@ export async function rateScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
           floor: floorFor(transport),
           requestsPerSecond: achieved,
           errors: r.errors + r.dropped,
-          extra: { targetRate: rate, dropped: r.dropped },
+          extra: {
+            targetRate: rate,
+            dropped: r.dropped,
+            meanSendLagNs: r.meanSendLagMs * 1e6,
+            maxSendLagNs: r.maxSendLagMs * 1e6,
+          },
         }, kind === "corrected" ? r.corrected : r.uncorrected);
         ctx.onRow(row);
         rows.push(row);
