@@ -302,6 +302,7 @@ struct sbh3_conn {
   ngtcp2_cid cids[MAX_CIDS];
   size_t ncids;
   char errmsg[ERRMSG_LEN];
+  char *server_name; /* kept for the session's lifetime: GnuTLS may refer to it */
 };
 
 typedef struct {
@@ -853,7 +854,9 @@ static int tls_init(sbh3_conn *c, const char *server_name) {
     }
     if (cfg->verify == SBH3_VERIFY_PEER) {
       if (!server_name || !*server_name) return -1;
-      gnutls_session_set_verify_cert(c->tls, server_name, 0);
+      c->server_name = strdup(server_name);
+      if (!c->server_name) return -1;
+      gnutls_session_set_verify_cert(c->tls, c->server_name, 0);
     }
   }
   ngtcp2_conn_set_tls_native_handle(c->qc, c->tls);
@@ -866,6 +869,7 @@ static void conn_destroy(sbh3_conn *c) {
   nghttp3_conn_del(c->hc);
   ngtcp2_conn_del(c->qc);
   if (c->tls) gnutls_deinit(c->tls);
+  free(c->server_name);
   evq_clear(&c->own_q);
   config_unref(c->cfg);
   free(c);
