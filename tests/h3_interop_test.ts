@@ -1,0 +1,110 @@
+/**
+ * HTTP/3 interop with real peers from Debian: ngtcp2's example client and
+ * server (`gtlsclient`, `gtlsserver`, packages ngtcp2-client / ngtcp2-server),
+ * which run on the same libraries but share no code with our shim.
+ */
+import assert from "node:assert/strict";
+import { createHandler } from "../handler/mod.ts";
+import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
+import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
+import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
+
+const haveClient = await haveProgram("gtlsclient");
+const haveServer = await haveProgram("gtlsserver");
+if (!H3_SKIP && !haveClient) console.log("skipping gtlsclient interop: apt-get install -y ngtcp2-client");
+if (!H3_SKIP && !haveServer) console.log("skipping gtlsserver interop: apt-get install -y ngtcp2-server");
+
+Deno.test({
+  name: "gtlsclient fetches the handler's exact bytes from our h3 server, several streams on one connection",
+  ignore: H3_SKIP !== null || !haveClient,
+  fn: async () => {
+    const pki = await createDevPki();
+    const handler = createHandler();
+    const server = await createH3Server(handler, { tls: { cert: pki.serverCertPem, key: pki.serverKeyPem } });
+    const dir = await Deno.makeTempDir();
+    try {
+      const sizes = [1, 256, 16384, 1048576];
+      const uris = sizes.map((n) => `https://127.0.0.1:${server.port}/nbench/v1/payload?size=${n}`);
+      const out = await new Deno.Command("gtlsclient", {
+        args: ["-q", "--exit-on-all-streams-close", "--download", dir, "127.0.0.1", String(server.port), ...uris],
+        stdout: "null",
+        stderr: "piped",
+        signal: AbortSignal.timeout(20000),
+      }).output();
+      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      for (const n of sizes) {
+        const got = await Deno.readFile(`${dir}/payload?size=${n}`);
+        const want = await handler({
+          method: "GET",
+          path: "/nbench/v1/payload",
+          query: new URLSearchParams({ size: String(n) }),
+          headers: {},
+          body: new Uint8Array(0),
+        });
+        assert.equal(got.length, n);
+        assert.deepEqual(got, want.body);
+      }
+    } finally {
+      await server.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+async function freeUdpPort(): Promise<number> {
+  const s = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+  const port = (s.addr as Deno.NetAddr).port;
+  s.close();
+  return port;
+}
+
+Deno.test({
+  name: "our h3 client fetches exact bytes from gtlsserver and verifies its certificate",
+  ignore: H3_SKIP !== null || !haveServer,
+  fn: async () => {
+    const pki = await createDevPki();
+    const pkiDir = await Deno.makeTempDir();
+    const docs = await Deno.makeTempDir();
+    await writeDevPki(pkiDir, pki);
+    const files: Record<string, Uint8Array> = {
+      "small.bin": crypto.getRandomValues(new Uint8Array(256)),
+      "big.bin": new Uint8Array(4 * 1024 * 1024).map((_, i) => (i * 2654435761) >>> 24),
+    };
+    for (const [name, data] of Object.entries(files)) await Deno.writeFile(`${docs}/${name}`, data);
+    const port = await freeUdpPort();
+    const child = new Deno.Command("gtlsserver", {
+      args: [
+        "-q",
+        "-d",
+        docs,
+        "127.0.0.1",
+        String(port),
+        `${pkiDir}/${DEV_PKI_FILES.serverKey}`,
+        `${pkiDir}/${DEV_PKI_FILES.serverCert}`,
+      ],
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    const client = await createH3Client(`https://127.0.0.1:${port}`, { tls: { ca: pki.caCertPem }, timeoutMs: 500 });
+    try {
+      // The server needs a moment to bind: retry the first request a bounded number of times.
+      let small;
+      for (let i = 0; i < 20 && !small; i++) {
+        small = await client.request({ path: "/small.bin" }).catch(() => undefined);
+      }
+      assert.ok(small, "gtlsserver did not answer");
+      assert.equal(small.status, 200);
+      assert.deepEqual(small.body, files["small.bin"]);
+      const big = await client.request({ path: "/big.bin", timeoutMs: 20000 });
+      assert.deepEqual(big.body, files["big.bin"]);
+      const missing = await client.request({ path: "/nope.bin" });
+      assert.equal(missing.status, 404);
+    } finally {
+      await client.close();
+      child.kill("SIGTERM");
+      await child.status;
+      await Deno.remove(pkiDir, { recursive: true });
+      await Deno.remove(docs, { recursive: true });
+    }
+  },
+});
