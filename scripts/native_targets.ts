@@ -59,4 +59,17 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
     ],
   },
+  // Leak check driver for the h3 shim: a client and a server talking in memory.
+  h3_leakcheck: {
+    output: "sbilab_h3_leakcheck",
+    kind: "exe",
+    sources: ["transports/h3/native/leakcheck.c", "transports/h3/native/sbh3.c"],
+    deps: ["transports/h3/native/sbh3.h"],
+    cflags: ["-O0"],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    requires: [
+      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
+      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
+    ],
+  },
 };

@@ -1,0 +1,45 @@
+/**
+ * C-level leak check of the sbh3 shim: the in-memory client/server driver
+ * (transports/h3/native/leakcheck.c) under valgrind.
+ */
+import assert from "node:assert/strict";
+import { ensureBuilt } from "../scripts/build_native.ts";
+import { writeDevPki } from "../transports/pki.ts";
+import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
+
+const haveValgrind = await haveProgram("valgrind");
+if (!H3_SKIP && !haveValgrind) console.log("skipping h3 leak check: apt-get install -y valgrind");
+
+Deno.test({
+  name: "sbh3 shim frees everything after requests, a cancel, garbage input and a graceful close (valgrind)",
+  ignore: H3_SKIP !== null || !haveValgrind,
+  fn: async () => {
+    const driver = await ensureBuilt("h3_leakcheck", { quiet: true });
+    const dir = await Deno.makeTempDir();
+    try {
+      await writeDevPki(dir);
+      const out = await new Deno.Command("valgrind", {
+        args: [
+          "-q",
+          "--leak-check=full",
+          "--errors-for-leak-kinds=definite,indirect,possible",
+          "--error-exitcode=1",
+          driver,
+          `${dir}/ca.pem`,
+          `${dir}/server.pem`,
+          `${dir}/server-key.pem`,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(120_000),
+      }).output();
+      const stdout = new TextDecoder().decode(out.stdout);
+      const stderr = new TextDecoder().decode(out.stderr);
+      assert.equal(out.code, 0, stderr.slice(0, 4000));
+      assert.match(stdout, /^ok: 39 answered, 1 cancelled/);
+      assert.doesNotMatch(stderr, /definitely lost|Invalid (read|write)/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
