@@ -11,22 +11,37 @@ import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
 
 const haveClient = await haveProgram("gtlsclient");
 const haveServer = await haveProgram("gtlsserver");
-if (!H3_SKIP && !haveClient) console.log("skipping gtlsclient interop: apt-get install -y ngtcp2-client");
-if (!H3_SKIP && !haveServer) console.log("skipping gtlsserver interop: apt-get install -y ngtcp2-server");
+if (!H3_SKIP && !haveClient) {
+  console.log("skipping gtlsclient interop: apt-get install -y ngtcp2-client");
+}
+if (!H3_SKIP && !haveServer) {
+  console.log("skipping gtlsserver interop: apt-get install -y ngtcp2-server");
+}
 
 Deno.test({
-  name: "gtlsclient fetches the handler's exact bytes from our h3 server, several streams on one connection",
+  name:
+    "gtlsclient fetches the handler's exact bytes from our h3 server, several streams on one connection",
   ignore: H3_SKIP !== null || !haveClient,
   fn: async () => {
     const pki = await createDevPki();
     const handler = createHandler();
-    const server = await createH3Server(handler, { tls: { cert: pki.serverCertPem, key: pki.serverKeyPem } });
+    const server = await createH3Server(handler, {
+      tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+    });
     const dir = await Deno.makeTempDir();
     try {
       const sizes = [1, 256, 16384, 1048576];
       const uris = sizes.map((n) => `https://127.0.0.1:${server.port}/nbench/v1/payload?size=${n}`);
       const out = await new Deno.Command("gtlsclient", {
-        args: ["-q", "--exit-on-all-streams-close", "--download", dir, "127.0.0.1", String(server.port), ...uris],
+        args: [
+          "-q",
+          "--exit-on-all-streams-close",
+          "--download",
+          dir,
+          "127.0.0.1",
+          String(server.port),
+          ...uris,
+        ],
         stdout: "null",
         stderr: "piped",
         signal: AbortSignal.timeout(20000),
@@ -51,7 +66,7 @@ Deno.test({
   },
 });
 
-async function freeUdpPort(): Promise<number> {
+function freeUdpPort(): number {
   const s = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
   const port = (s.addr as Deno.NetAddr).port;
   s.close();
@@ -71,7 +86,7 @@ Deno.test({
       "big.bin": new Uint8Array(4 * 1024 * 1024).map((_, i) => (i * 2654435761) >>> 24),
     };
     for (const [name, data] of Object.entries(files)) await Deno.writeFile(`${docs}/${name}`, data);
-    const port = await freeUdpPort();
+    const port = freeUdpPort();
     const child = new Deno.Command("gtlsserver", {
       args: [
         "-q",
@@ -85,7 +100,10 @@ Deno.test({
       stdout: "null",
       stderr: "null",
     }).spawn();
-    const client = await createH3Client(`https://127.0.0.1:${port}`, { tls: { ca: pki.caCertPem }, timeoutMs: 500 });
+    const client = await createH3Client(`https://127.0.0.1:${port}`, {
+      tls: { ca: pki.caCertPem },
+      timeoutMs: 500,
+    });
     try {
       // The server needs a moment to bind: retry the first request a bounded number of times.
       let small;

@@ -11,7 +11,8 @@ const haveValgrind = await haveProgram("valgrind");
 if (!H3_SKIP && !haveValgrind) console.log("skipping h3 leak check: apt-get install -y valgrind");
 
 Deno.test({
-  name: "sbh3 shim frees everything after requests, a cancel, garbage input and a graceful close (valgrind)",
+  name:
+    "sbh3 shim frees everything after requests, a cancel, garbage input and a graceful close (valgrind)",
   ignore: H3_SKIP !== null || !haveValgrind,
   fn: async () => {
     const driver = await ensureBuilt("h3_leakcheck", { quiet: true });

@@ -36,7 +36,8 @@ async function realInitial(port: number): Promise<Uint8Array> {
 }
 
 Deno.test({
-  name: "h3 server keeps serving after 20,000 random, truncated and corrupted datagrams, and its memory settles",
+  name:
+    "h3 server keeps serving after 20,000 random, truncated and corrupted datagrams, and its memory settles",
   ignore,
   fn: async () => {
     const pki = await createDevPki();
@@ -106,11 +107,15 @@ Deno.test({
     const conns = () => (server as unknown as { connectionCount: number }).connectionCount;
     try {
       const body = new Uint8Array(1024).fill(7);
-      for (let i = 0; i < 1000; i++) await client.request({ method: "POST", path: "/nbench/v1/echo", body });
+      for (let i = 0; i < 1000; i++) {
+        await client.request({ method: "POST", path: "/nbench/v1/echo", body });
+      }
       const before = rss();
       for (let i = 0; i < 10000; i++) {
         const res = await client.request({ method: "POST", path: "/nbench/v1/echo", body });
-        if (res.body.length !== body.length) assert.fail(`request ${i} returned ${res.body.length} bytes`);
+        if (res.body.length !== body.length) {
+          assert.fail(`request ${i} returned ${res.body.length} bytes`);
+        }
       }
       const growth = (rss() - before) / MiB;
       assert.equal(conns(), 1, "requests did not share one connection");

@@ -4,7 +4,7 @@
  * failed connection rejects its pending requests with `TransportError`; the
  * next request opens a new connection.
  */
-import { resolveTls, type ResolvedTls } from "../tls.ts";
+import { type ResolvedTls, resolveTls } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
   type ClientOptions,
@@ -121,7 +121,9 @@ class Session {
         id = this.#conn.request(q.headers, q.body);
       } catch (err) {
         this.#queued.shift();
-        q.reject(new TransportError(`HTTP/3 request rejected: ${(err as Error).message}`, { cause: err }));
+        q.reject(
+          new TransportError(`HTTP/3 request rejected: ${(err as Error).message}`, { cause: err }),
+        );
         continue;
       }
       if (id < 0) return;
@@ -203,7 +205,11 @@ class Session {
         try {
           p.resolve(toClientResponse(e.headers, e.body));
         } catch (err) {
-          p.reject(new TransportError(`Malformed HTTP/3 response: ${(err as Error).message}`, { cause: err }));
+          p.reject(
+            new TransportError(`Malformed HTTP/3 response: ${(err as Error).message}`, {
+              cause: err,
+            }),
+          );
         }
         return;
       }
@@ -211,7 +217,9 @@ class Session {
         const p = this.#pending.get(e.streamId);
         if (!p) return;
         this.#pending.delete(e.streamId);
-        p.reject(new TransportError(`HTTP/3 stream reset by the server (error 0x${e.code.toString(16)})`));
+        p.reject(
+          new TransportError(`HTTP/3 stream reset by the server (error 0x${e.code.toString(16)})`),
+        );
         return;
       }
       case H3_EVENT.GOAWAY:
@@ -296,7 +304,13 @@ class H3Client implements SbiClient {
     const remoteIp = await resolveHost(this.#origin.hostname);
     const remotePort = Number(this.#origin.port || 443);
     const v6 = remoteIp.includes(":");
-    const localIp = remoteIp === "127.0.0.1" ? "127.0.0.1" : remoteIp === "::1" ? "::1" : v6 ? "::" : "0.0.0.0";
+    const localIp = remoteIp === "127.0.0.1"
+      ? "127.0.0.1"
+      : remoteIp === "::1"
+      ? "::1"
+      : v6
+      ? "::"
+      : "0.0.0.0";
     const sock = Deno.listenDatagram({ transport: "udp", hostname: localIp, port: 0 });
     let conn: H3ClientConn | undefined;
     try {
@@ -318,9 +332,12 @@ class H3Client implements SbiClient {
       });
     } catch (err) {
       sock.close();
-      throw new TransportError(`Cannot open an HTTP/3 connection to ${this.#origin.host}: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new TransportError(
+        `Cannot open an HTTP/3 connection to ${this.#origin.host}: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
     return new Session(sock, conn, { transport: "udp", hostname: remoteIp, port: remotePort });
   }
@@ -345,7 +362,13 @@ class H3Client implements SbiClient {
     const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
     const body = req.body ?? new Uint8Array(0);
-    const list = requestHeaderList(req.method ?? "GET", this.#origin.host, req.path, headers, body.length);
+    const list = requestHeaderList(
+      req.method ?? "GET",
+      this.#origin.host,
+      req.path,
+      headers,
+      body.length,
+    );
     const session = await this.#sessionFor();
     return await session.request(list, body, timeoutMs);
   }
@@ -353,7 +376,8 @@ class H3Client implements SbiClient {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const s = this.#session ?? (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
+    const s = this.#session ??
+      (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
     this.#session = undefined;
     await s?.close();
   }
@@ -366,12 +390,17 @@ function parseOrigin(origin: string): URL {
   } catch {
     throw new TypeError(`Invalid URL: ${origin}`);
   }
-  if (url.protocol !== "https:") throw new TypeError(`HTTP/3 needs an https:// origin, got ${url.protocol}`);
+  if (url.protocol !== "https:") {
+    throw new TypeError(`HTTP/3 needs an https:// origin, got ${url.protocol}`);
+  }
   return url;
 }
 
 /** Creates an HTTP/3 client for `https://host:port`. */
-export async function createH3Client(origin: string, options: H3ClientOptions = {}): Promise<SbiClient> {
+export async function createH3Client(
+  origin: string,
+  options: H3ClientOptions = {},
+): Promise<SbiClient> {
   const url = parseOrigin(origin);
   const tls = await resolveTls(options.tls ?? {});
   const lib = await loadH3Library();

@@ -112,20 +112,38 @@ Deno.test({
         await client.close();
       }
     }, handler);
-    assert.deepEqual(seen.map((s) => s.method), ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]);
+    assert.deepEqual(seen.map((s) => s.method), [
+      "GET",
+      "POST",
+      "PUT",
+      "PATCH",
+      "DELETE",
+      "OPTIONS",
+      "HEAD",
+    ]);
     for (const s of seen) {
       assert.match(s.headers["user-agent"], /^AMF-/);
       assert.equal(s.headers["3gpp-sbi-max-rsp-time"], "1500");
-      assert.match(s.headers["3gpp-sbi-sender-timestamp"], /^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2}\.\d{3} GMT$/);
-      assert.match(s.headers["traceparent"], /^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/);
-      assert.notEqual(s.headers["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+      assert.match(
+        s.headers["3gpp-sbi-sender-timestamp"],
+        /^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2}\.\d{3} GMT$/,
+      );
+      assert.match(
+        s.headers["traceparent"],
+        /^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/,
+      );
+      assert.notEqual(
+        s.headers["traceparent"],
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+      );
     }
     assert.deepEqual(seen.map((s) => s.body), [0, 3, 3, 3, 0, 0, 0]);
   },
 });
 
 Deno.test({
-  name: "h3 client runs 200 concurrent requests on one connection and matches each response to its request",
+  name:
+    "h3 client runs 200 concurrent requests on one connection and matches each response to its request",
   ignore,
   fn: async () => {
     let connections = 0;
@@ -150,7 +168,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "h3 client rejects with TimeoutError when the handler is slower than the timeout, then keeps working",
+  name:
+    "h3 client rejects with TimeoutError when the handler is slower than the timeout, then keeps working",
   ignore,
   fn: async () => {
     const release = Promise.withResolvers<void>();
@@ -194,11 +213,14 @@ Deno.test({
 });
 
 Deno.test({
-  name: "h3 client refuses a certificate that does not name the host, and skips checks only when insecure",
+  name:
+    "h3 client refuses a certificate that does not name the host, and skips checks only when insecure",
   ignore,
   fn: async () => {
     await withServer(async (url) => {
-      const wrong = await createH3Client(url, { tls: { ca: pki.caCertPem, serverName: "nrf.example.org" } });
+      const wrong = await createH3Client(url, {
+        tls: { ca: pki.caCertPem, serverName: "nrf.example.org" },
+      });
       try {
         await assert.rejects(wrong.request({ path: "/nbench/v1/payload?size=1" }), (e: Error) => {
           assert.ok(e instanceof TransportError);
@@ -208,7 +230,9 @@ Deno.test({
       } finally {
         await wrong.close();
       }
-      const insecure = await createH3Client(url, { tls: { insecure: true, serverName: "nrf.example.org" } });
+      const insecure = await createH3Client(url, {
+        tls: { insecure: true, serverName: "nrf.example.org" },
+      });
       try {
         const res = await insecure.request({ path: "/nbench/v1/payload?size=9" });
         assert.equal(res.body.length, 9);
@@ -226,26 +250,37 @@ Deno.test({
 });
 
 Deno.test({
-  name: "h3 server with requireClientCert refuses a client without a certificate and serves one with it",
+  name:
+    "h3 server with requireClientCert refuses a client without a certificate and serves one with it",
   ignore,
   fn: async () => {
     const tls = { ...serverTls(), ca: pki.caCertPem, requireClientCert: true };
-    await withServer(async (url) => {
-      const anonymous = await createH3Client(url, { tls: trust() });
-      try {
-        await assert.rejects(anonymous.request({ path: "/nbench/v1/payload?size=1" }), TransportError);
-      } finally {
-        await anonymous.close();
-      }
-      const mutual = await createH3Client(url, {
-        tls: { ca: pki.caCertPem, cert: pki.clientCertPem, key: pki.clientKeyPem },
-      });
-      try {
-        assert.equal((await mutual.request({ path: "/nbench/v1/payload?size=5" })).body.length, 5);
-      } finally {
-        await mutual.close();
-      }
-    }, createHandler(), tls);
+    await withServer(
+      async (url) => {
+        const anonymous = await createH3Client(url, { tls: trust() });
+        try {
+          await assert.rejects(
+            anonymous.request({ path: "/nbench/v1/payload?size=1" }),
+            TransportError,
+          );
+        } finally {
+          await anonymous.close();
+        }
+        const mutual = await createH3Client(url, {
+          tls: { ca: pki.caCertPem, cert: pki.clientCertPem, key: pki.clientKeyPem },
+        });
+        try {
+          assert.equal(
+            (await mutual.request({ path: "/nbench/v1/payload?size=5" })).body.length,
+            5,
+          );
+        } finally {
+          await mutual.close();
+        }
+      },
+      createHandler(),
+      tls,
+    );
   },
 });
 
@@ -312,5 +347,42 @@ Deno.test({
       await client.close();
       await assert.rejects(client.request({ path: "/nbench/v1/payload?size=1" }), TransportError);
     });
+  },
+});
+
+Deno.test({
+  name: "h3 server close lets an in-flight request finish, then refuses new connections",
+  ignore,
+  fn: async () => {
+    const started = Promise.withResolvers<void>();
+    const handler: SbiHandler = async (req) => {
+      if (req.path === "/slow") {
+        started.resolve();
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      return { status: 200, headers: {}, body: new TextEncoder().encode(`done ${req.path}`) };
+    };
+    const server = await createH3Server(handler, { tls: serverTls() });
+    const client = await createH3Client(server.url, { tls: trust(), timeoutMs: 3000 });
+    try {
+      const slow = client.request({ path: "/slow" });
+      await started.promise;
+      const closing = server.close();
+      const res = await slow;
+      assert.equal(new TextDecoder().decode(res.body), "done /slow");
+      await closing;
+      const late = await createH3Client(server.url, { tls: trust(), timeoutMs: 400 });
+      try {
+        await assert.rejects(
+          late.request({ path: "/x" }),
+          (e: Error) => e instanceof TimeoutError || e instanceof TransportError,
+        );
+      } finally {
+        await late.close();
+      }
+    } finally {
+      await client.close();
+      await server.close();
+    }
   },
 });

@@ -6,7 +6,14 @@ import type { ClientResponse } from "../types.ts";
 import type { HeaderList } from "./header_block.ts";
 
 /** Connection-specific fields HTTP/3 forbids (RFC 9114 §4.2). */
-const FORBIDDEN = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"]);
+const FORBIDDEN = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+]);
 
 function fields(headers: Record<string, string>, out: HeaderList): void {
   for (const [k, v] of Object.entries(headers)) {
@@ -44,7 +51,9 @@ export function toSbiRequest(list: HeaderList, body: Uint8Array): SbiRequest {
   for (const [name, value] of list) {
     if (name === ":method") method = value;
     else if (name === ":path") target = value;
-    else if (!name.startsWith(":")) headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+    else if (!name.startsWith(":")) {
+      headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+    }
   }
   if (!method || !target.startsWith("/")) throw new SyntaxError("Request lacks :method or :path");
   const q = target.indexOf("?");
@@ -72,8 +81,12 @@ export function toClientResponse(list: HeaderList, body: Uint8Array): ClientResp
   const headers: SbiHeaders = {};
   for (const [name, value] of list) {
     if (name === ":status") status = Number(value);
-    else if (!name.startsWith(":")) headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+    else if (!name.startsWith(":")) {
+      headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+    }
   }
-  if (!Number.isInteger(status) || status < 100 || status > 999) throw new SyntaxError("Response lacks :status");
+  if (!Number.isInteger(status) || status < 100 || status > 999) {
+    throw new SyntaxError("Response lacks :status");
+  }
   return { status, headers, body };
 }

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { requestHeaderList, responseHeaderList, toClientResponse, toSbiRequest } from "./convert.ts";
+import {
+  requestHeaderList,
+  responseHeaderList,
+  toClientResponse,
+  toSbiRequest,
+} from "./convert.ts";
 
 Deno.test("h3 convert builds pseudo-headers first and drops connection-specific fields", () => {
   const list = requestHeaderList("post", "127.0.0.1:7778", "/a?b=1", {
@@ -43,8 +48,14 @@ Deno.test("h3 convert sets content-length on responses except 204 and 304", () =
     ["content-type", "x/y"],
     ["content-length", "5"],
   ]);
-  assert.deepEqual(responseHeaderList({ status: 204, headers: {}, body: new Uint8Array(0) }), [[":status", "204"]]);
-  const res = toClientResponse([[":status", "404"], ["content-type", "application/problem+json"]], body);
+  assert.deepEqual(responseHeaderList({ status: 204, headers: {}, body: new Uint8Array(0) }), [[
+    ":status",
+    "204",
+  ]]);
+  const res = toClientResponse(
+    [[":status", "404"], ["content-type", "application/problem+json"]],
+    body,
+  );
   assert.equal(res.status, 404);
   assert.deepEqual(res.headers, { "content-type": "application/problem+json" });
   assert.throws(() => toClientResponse([["x", "y"]], body), SyntaxError);

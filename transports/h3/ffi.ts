@@ -5,7 +5,7 @@
  * {@linkcode H3Error}; `DONE` becomes `null` or `false`.
  */
 import type { Sbh3Symbols } from "./symbols.ts";
-import { type HeaderList, decodeHeaderBlock, encodeHeaderBlock } from "./header_block.ts";
+import { decodeHeaderBlock, encodeHeaderBlock, type HeaderList } from "./header_block.ts";
 
 /** Error codes of the shim (enum sbh3_error). */
 export const H3_ERR = {
@@ -150,7 +150,10 @@ export class H3Config {
         check(sym.sbh3_config_set_idle_timeout(ptr, options.idleTimeoutMs), "set_idle_timeout");
       }
       if (options.maxUdpPayload !== undefined) {
-        check(sym.sbh3_config_set_max_udp_payload(ptr, options.maxUdpPayload), "set_max_udp_payload");
+        check(
+          sym.sbh3_config_set_max_udp_payload(ptr, options.maxUdpPayload),
+          "set_max_udp_payload",
+        );
       }
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");
@@ -197,7 +200,8 @@ export class H3ClientConn {
   #sym: Sbh3Symbols;
   #ptr: Deno.PointerValue;
   #events = new EventReader();
-  #poll = (b: Uint8Array, cap: number) => this.#sym.sbh3_conn_poll(this.#ptr, b as Uint8Array<ArrayBuffer>, BigInt(cap));
+  #poll = (b: Uint8Array, cap: number) =>
+    this.#sym.sbh3_conn_poll(this.#ptr, b as Uint8Array<ArrayBuffer>, BigInt(cap));
 
   constructor(sym: Sbh3Symbols, config: H3Config, addr: ClientAddresses) {
     this.#sym = sym;
@@ -210,7 +214,10 @@ export class H3ClientConn {
       addr.remotePort,
     );
     if (ptr === null) {
-      throw new H3Error(H3_ERR.INVALID, `Cannot start an HTTP/3 connection to ${addr.remoteIp}:${addr.remotePort}`);
+      throw new H3Error(
+        H3_ERR.INVALID,
+        `Cannot start an HTTP/3 connection to ${addr.remoteIp}:${addr.remotePort}`,
+      );
     }
     this.#ptr = ptr;
   }
@@ -222,12 +229,20 @@ export class H3ClientConn {
 
   /** Feeds one datagram; returns 0 or a negative code (the connection reports CLOSED as an event). */
   recv(data: Uint8Array): number {
-    return this.#sym.sbh3_conn_recv(this.#live(), data as Uint8Array<ArrayBuffer>, BigInt(data.length));
+    return this.#sym.sbh3_conn_recv(
+      this.#live(),
+      data as Uint8Array<ArrayBuffer>,
+      BigInt(data.length),
+    );
   }
 
   /** Writes the next datagram into `out`; returns its length or 0 when there is none. */
   send(out: Uint8Array): number {
-    const n = this.#sym.sbh3_conn_send(this.#live(), out as Uint8Array<ArrayBuffer>, BigInt(out.length));
+    const n = this.#sym.sbh3_conn_send(
+      this.#live(),
+      out as Uint8Array<ArrayBuffer>,
+      BigInt(out.length),
+    );
     if (n === H3_ERR.DONE) return 0;
     return check(n, "send");
   }
@@ -308,12 +323,18 @@ export class H3ServerEndpoint {
   #metaView = new DataView(this.#meta.buffer);
   #ipCache = new Map<string, Uint8Array<ArrayBuffer>>();
   #dstCache = new Map<number, Destination>();
-  #poll = (b: Uint8Array, cap: number) => this.#sym.sbh3_server_poll(this.#ptr, b as Uint8Array<ArrayBuffer>, BigInt(cap));
+  #poll = (b: Uint8Array, cap: number) =>
+    this.#sym.sbh3_server_poll(this.#ptr, b as Uint8Array<ArrayBuffer>, BigInt(cap));
 
   constructor(sym: Sbh3Symbols, config: H3Config, localIp: string, localPort: number) {
     this.#sym = sym;
     const ptr = sym.sbh3_server_new(config.pointer, cstr(localIp), localPort);
-    if (ptr === null) throw new H3Error(H3_ERR.INVALID, `Cannot create an HTTP/3 server on ${localIp}:${localPort}`);
+    if (ptr === null) {
+      throw new H3Error(
+        H3_ERR.INVALID,
+        `Cannot create an HTTP/3 server on ${localIp}:${localPort}`,
+      );
+    }
     this.#ptr = ptr;
   }
 

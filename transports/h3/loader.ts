@@ -53,7 +53,9 @@ async function load(): Promise<H3Library> {
     try {
       return open(env);
     } catch (err) {
-      throw new H3LoadError(`Cannot open SBILAB_H3_LIB=${env}: ${(err as Error).message}`, { cause: err });
+      throw new H3LoadError(`Cannot open SBILAB_H3_LIB=${env}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
   try {

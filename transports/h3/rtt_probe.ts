@@ -51,7 +51,9 @@ if (import.meta.main) {
       }
       const m2 = median(h2), m3 = median(h3);
       console.log(
-        `${size} B: h2-tls median ${m2.toFixed(1)} µs, h3 median ${m3.toFixed(1)} µs, h3/h2-tls ${(m3 / m2).toFixed(2)}×`,
+        `${size} B: h2-tls median ${m2.toFixed(1)} µs, h3 median ${m3.toFixed(1)} µs, h3/h2-tls ${
+          (m3 / m2).toFixed(2)
+        }×`,
       );
     }
   } finally {

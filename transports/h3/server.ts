@@ -53,7 +53,12 @@ class H3Server implements SbiServer {
   #closing: Promise<void> | undefined;
   #stopped = false;
 
-  constructor(sock: Deno.DatagramConn, ep: H3ServerEndpoint, handler: SbiHandler, options: H3ServerOptions) {
+  constructor(
+    sock: Deno.DatagramConn,
+    ep: H3ServerEndpoint,
+    handler: SbiHandler,
+    options: H3ServerOptions,
+  ) {
     this.#sock = sock;
     this.#ep = ep;
     this.#handler = handler;
@@ -206,7 +211,10 @@ class H3Server implements SbiServer {
 }
 
 /** Starts an HTTP/3 server (UDP) around `handler`; needs `tls.cert` and `tls.key`. */
-export async function createH3Server(handler: SbiHandler, options: H3ServerOptions = {}): Promise<SbiServer> {
+export async function createH3Server(
+  handler: SbiHandler,
+  options: H3ServerOptions = {},
+): Promise<SbiServer> {
   if (!options.tls?.cert || !options.tls?.key) {
     throw new TypeError("The h3 server needs tls.cert and tls.key");
   }
@@ -227,7 +235,12 @@ export async function createH3Server(handler: SbiHandler, options: H3ServerOptio
       maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
       maxUdpPayload: options.maxUdpPayload,
     });
-    const ep = new H3ServerEndpoint(lib.symbols, config, hostname, (sock.addr as Deno.NetAddr).port);
+    const ep = new H3ServerEndpoint(
+      lib.symbols,
+      config,
+      hostname,
+      (sock.addr as Deno.NetAddr).port,
+    );
     return new H3Server(sock, ep, handler, options);
   } catch (err) {
     sock.close();

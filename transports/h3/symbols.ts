@@ -14,7 +14,10 @@ export const SYMBOLS = {
   // void sbh3_config_free(sbh3_config *cfg);
   sbh3_config_free: { parameters: ["pointer"], result: "void" },
   // int sbh3_config_set_cert(sbh3_config *cfg, const uint8_t *cert, size_t cert_len, const uint8_t *key, size_t key_len);
-  sbh3_config_set_cert: { parameters: ["pointer", "buffer", "usize", "buffer", "usize"], result: "i32" },
+  sbh3_config_set_cert: {
+    parameters: ["pointer", "buffer", "usize", "buffer", "usize"],
+    result: "i32",
+  },
   // int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len);
   sbh3_config_add_ca: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_config_set_verify(sbh3_config *cfg, int mode);
@@ -43,7 +46,10 @@ export const SYMBOLS = {
   // int sbh3_conn_on_timeout(sbh3_conn *conn);
   sbh3_conn_on_timeout: { parameters: ["pointer"], result: "i32" },
   // int64_t sbh3_conn_request(sbh3_conn *conn, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body, size_t body_len);
-  sbh3_conn_request: { parameters: ["pointer", "buffer", "usize", "buffer", "usize"], result: "i64" },
+  sbh3_conn_request: {
+    parameters: ["pointer", "buffer", "usize", "buffer", "usize"],
+    result: "i64",
+  },
   // int sbh3_conn_cancel(sbh3_conn *conn, int64_t stream_id);
   sbh3_conn_cancel: { parameters: ["pointer", "i64"], result: "i32" },
   // int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
@@ -60,7 +66,10 @@ export const SYMBOLS = {
   // int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const char *from_ip, uint16_t from_port);
   sbh3_server_recv: { parameters: ["pointer", "buffer", "usize", "buffer", "u16"], result: "i32" },
   // int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, size_t meta_cap);
-  sbh3_server_send: { parameters: ["pointer", "buffer", "usize", "buffer", "usize"], result: "i32" },
+  sbh3_server_send: {
+    parameters: ["pointer", "buffer", "usize", "buffer", "usize"],
+    result: "i32",
+  },
   // int sbh3_server_timeout_ms(sbh3_server *srv);
   sbh3_server_timeout_ms: { parameters: ["pointer"], result: "i32" },
   // int sbh3_server_on_timeout(sbh3_server *srv);
