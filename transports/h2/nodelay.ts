@@ -2,128 +2,129 @@
  * Sets TCP_NODELAY on sockets Deno does not expose: the listening socket of
  * `Deno.serve` (accepted sockets inherit it on Linux) and the connections
  * `fetch` opened. Without it a 16 KiB response over TLS waits for the peer's
- * delayed ACK (about 40 ms; see DESIGN.md). Sockets are found through
- * `/proc/self/fd` and `/proc/self/net/tcp{,6}`; the option is set with
- * libc's `setsockopt` through FFI.
+ * delayed ACK (about 40 ms; see DESIGN.md).
+ *
+ * The process's sockets are listed from `/proc/self/fd`; each is identified
+ * with `getsockopt`/`getsockname`/`getpeername` and changed with
+ * `setsockopt`, all from libc through FFI. No global tables are read, so the
+ * cost stays proportional to this process's open sockets (tens of µs).
  */
 
+const SOL_SOCKET = 1;
+const SO_TYPE = 3;
+const SO_ACCEPTCONN = 30;
+const SOCK_STREAM = 1;
 const IPPROTO_TCP = 6;
 const TCP_NODELAY = 1;
-const TCP_LISTEN = "0A";
-const TCP_ESTABLISHED = "01";
+const AF_INET = 2;
+const AF_INET6 = 10;
 
-let libc: Deno.DynamicLibrary<{
-  setsockopt: { parameters: ["i32", "i32", "i32", "buffer", "u32"]; result: "i32" };
-  getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"]; result: "i32" };
-}> | undefined;
+const SYMBOLS = {
+  setsockopt: { parameters: ["i32", "i32", "i32", "buffer", "u32"], result: "i32" },
+  getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
+  getsockname: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
+  getpeername: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
+} as const;
 
-function lib() {
-  libc ??= Deno.dlopen("libc.so.6", {
-    setsockopt: { parameters: ["i32", "i32", "i32", "buffer", "u32"], result: "i32" },
-    getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
-  });
+let libc: Deno.DynamicLibrary<typeof SYMBOLS> | undefined;
+
+function lib(): Deno.DynamicLibrary<typeof SYMBOLS> {
+  libc ??= Deno.dlopen("libc.so.6", SYMBOLS);
   return libc;
 }
 
-interface TcpEntry {
-  inode: string;
-  localPort: number;
-  remotePort: number;
-  state: string;
+const intBuf = new Int32Array(1);
+const lenBuf = new Uint32Array(1);
+const addrBuf = new Uint8Array(128);
+
+function getInt(fd: number, level: number, name: number): number | undefined {
+  lenBuf[0] = 4;
+  return lib().symbols.getsockopt(fd, level, name, intBuf, lenBuf) === 0 ? intBuf[0] : undefined;
 }
 
-function readTcpTable(): TcpEntry[] {
-  const out: TcpEntry[] = [];
-  for (const file of ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) {
-    let text: string;
+function port(fd: number, peer: boolean): number | undefined {
+  lenBuf[0] = addrBuf.length;
+  const s = lib().symbols;
+  const rc = peer ? s.getpeername(fd, addrBuf, lenBuf) : s.getsockname(fd, addrBuf, lenBuf);
+  if (rc !== 0) return undefined;
+  const family = addrBuf[0] | (addrBuf[1] << 8);
+  if (family !== AF_INET && family !== AF_INET6) return undefined;
+  return (addrBuf[2] << 8) | addrBuf[3];
+}
+
+/** A TCP socket of this process. */
+interface TcpSocket {
+  fd: number;
+  listening: boolean;
+  localPort?: number;
+  remotePort?: number;
+}
+
+function tcpSockets(): TcpSocket[] {
+  const out: TcpSocket[] = [];
+  for (const e of Deno.readDirSync("/proc/self/fd")) {
+    let target: string;
     try {
-      text = Deno.readTextFileSync(file);
+      target = Deno.readLinkSync(`/proc/self/fd/${e.name}`);
     } catch {
-      continue;
+      continue; // closed while listing
     }
-    for (const line of text.split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 10) continue;
-      out.push({
-        localPort: parseInt(f[1].split(":")[1], 16),
-        remotePort: parseInt(f[2].split(":")[1], 16),
-        state: f[3],
-        inode: f[9],
-      });
-    }
+    if (!target.startsWith("socket:")) continue;
+    const fd = Number(e.name);
+    if (getInt(fd, SOL_SOCKET, SO_TYPE) !== SOCK_STREAM) continue;
+    const listening = getInt(fd, SOL_SOCKET, SO_ACCEPTCONN) === 1;
+    out.push({
+      fd,
+      listening,
+      localPort: port(fd, false),
+      remotePort: listening ? undefined : port(fd, true),
+    });
   }
   return out;
-}
-
-function socketFds(): Map<string, number> {
-  const byInode = new Map<string, number>();
-  for (const e of Deno.readDirSync("/proc/self/fd")) {
-    try {
-      const target = Deno.readLinkSync(`/proc/self/fd/${e.name}`);
-      const m = /^socket:\[(\d+)\]$/.exec(target);
-      if (m) byInode.set(m[1], Number(e.name));
-    } catch {
-      // fd closed while listing
-    }
-  }
-  return byInode;
-}
-
-function setNoDelay(fd: number): boolean {
-  const one = new Int32Array([1]);
-  return lib().symbols.setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, one, 4) === 0;
-}
-
-/** Reads TCP_NODELAY of an fd (for tests); undefined when not a TCP socket. */
-export function getNoDelay(fd: number): boolean | undefined {
-  const v = new Int32Array(1);
-  const len = new Uint32Array([4]);
-  if (lib().symbols.getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, v, len) !== 0) return undefined;
-  return v[0] !== 0;
 }
 
 /** Which sockets of this process to change. */
 export interface NoDelayTarget {
   /** Listening sockets bound to this local port. */
   listenPort?: number;
-  /** Established connections to this remote port. */
+  /** Connected sockets to this remote port. */
   remotePort?: number;
-  /** Established connections accepted on this local port. */
+  /** Connected sockets accepted on this local port. */
   localPort?: number;
 }
 
-function matches(target: NoDelayTarget, e: TcpEntry): boolean {
-  if (e.state !== TCP_ESTABLISHED) return false;
-  return e.remotePort === target.remotePort || e.localPort === target.localPort;
+function matches(t: NoDelayTarget, s: TcpSocket): boolean {
+  if (s.listening) return t.listenPort !== undefined && s.localPort === t.listenPort;
+  if (s.remotePort === undefined) return false;
+  return (t.remotePort !== undefined && s.remotePort === t.remotePort) ||
+    (t.localPort !== undefined && s.localPort === t.localPort);
 }
 
-/** Sets TCP_NODELAY on matching sockets; returns the fds changed. Never throws. */
+/** Reads TCP_NODELAY of an fd; undefined when it is not a TCP socket. */
+export function getNoDelay(fd: number): boolean | undefined {
+  const v = getInt(fd, IPPROTO_TCP, TCP_NODELAY);
+  return v === undefined ? undefined : v !== 0;
+}
+
+/** Sets TCP_NODELAY on matching sockets that lack it; returns the fds changed. Never throws. */
 export function applyNoDelay(target: NoDelayTarget): number[] {
   const changed: number[] = [];
   try {
-    const fds = socketFds();
-    for (const e of readTcpTable()) {
-      const listen = target.listenPort !== undefined && e.state === TCP_LISTEN &&
-        e.localPort === target.listenPort;
-      if (!listen && !matches(target, e)) continue;
-      const fd = fds.get(e.inode);
-      if (fd !== undefined && setNoDelay(fd)) changed.push(fd);
+    for (const s of tcpSockets()) {
+      if (!matches(target, s) || getNoDelay(s.fd) !== false) continue;
+      intBuf[0] = 1;
+      if (lib().symbols.setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, intBuf, 4) === 0) changed.push(s.fd);
     }
   } catch {
-    // No /proc or no libc: Nagle stays on, figures will show it.
+    // No /proc or no libc: Nagle stays on, and the Nagle regression tests say so.
   }
   return changed;
 }
 
-/** Lists this process's TCP fds with their TCP_NODELAY state (for tests and `lab doctor`). */
+/** Lists matching TCP sockets with their TCP_NODELAY state (for tests). */
 export function tcpSocketsNoDelay(target: NoDelayTarget): { fd: number; noDelay: boolean }[] {
-  const fds = socketFds();
-  const out: { fd: number; noDelay: boolean }[] = [];
-  for (const e of readTcpTable()) {
-    const hit = (target.listenPort !== undefined && e.state === TCP_LISTEN &&
-      e.localPort === target.listenPort) || matches(target, e);
-    const fd = hit ? fds.get(e.inode) : undefined;
-    if (fd !== undefined) out.push({ fd, noDelay: getNoDelay(fd) ?? false });
-  }
-  return out;
+  return tcpSockets().filter((s) => matches(target, s)).map((s) => ({
+    fd: s.fd,
+    noDelay: getNoDelay(s.fd) ?? false,
+  }));
 }
