@@ -83,6 +83,7 @@ Deno.test({
       assert.equal(conns(), 1, "half-open connections were not reaped");
       const after = rss();
       const growth = (after - before) / MiB;
+      console.log(`RSS after 18,000 bad datagrams: ${growth >= 0 ? "+" : ""}${growth.toFixed(1)} MiB`);
       // Stated bound: 48 MiB of growth over 18,000 datagrams (≈ 2.7 KiB each) would mean a leak.
       assert.ok(growth < 48, `RSS grew by ${growth.toFixed(1)} MiB`);
       const res = await client.request({ path: "/nbench/v1/payload?size=16384" });
@@ -118,6 +119,7 @@ Deno.test({
         }
       }
       const growth = (rss() - before) / MiB;
+      console.log(`RSS after 10,000 requests: ${growth >= 0 ? "+" : ""}${growth.toFixed(1)} MiB`);
       assert.equal(conns(), 1, "requests did not share one connection");
       // Stated bound: 24 MiB over 10,000 requests (2.4 KiB per request) would mean per-request state leaks.
       assert.ok(growth < 24, `RSS grew by ${growth.toFixed(1)} MiB`);
