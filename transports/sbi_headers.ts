@@ -35,9 +35,30 @@ export function formatSenderTimestamp(ms: number): string {
     } GMT`;
 }
 
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+const randomPool = new Uint8Array(4096);
+let poolOffset = randomPool.length;
+
+/** `bytes` random bytes as lower-case hex, drawn from a refilled pool (one syscall per 4 KiB). */
 function hex(bytes: number): string {
-  const b = crypto.getRandomValues(new Uint8Array(bytes));
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  if (poolOffset + bytes > randomPool.length) {
+    crypto.getRandomValues(randomPool);
+    poolOffset = 0;
+  }
+  let out = "";
+  for (let i = 0; i < bytes; i++) out += HEX[randomPool[poolOffset++]];
+  return out;
+}
+
+let lastStampMs = -1;
+let lastStamp = "";
+
+function senderTimestamp(ms: number): string {
+  if (ms !== lastStampMs) {
+    lastStampMs = ms;
+    lastStamp = formatSenderTimestamp(ms);
+  }
+  return lastStamp;
 }
 
 /** Returns a W3C traceparent: keeps the trace id of `parent` when valid, with a new span id. */
@@ -59,7 +80,7 @@ export function sbiRequestHeaders(
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers ?? {})) out[k.toLowerCase()] = v;
   out["traceparent"] = nextTraceparent(out["traceparent"]);
-  out["3gpp-sbi-sender-timestamp"] = formatSenderTimestamp((options.now ?? Date.now)());
+  out["3gpp-sbi-sender-timestamp"] = senderTimestamp((options.now ?? Date.now)());
   out["3gpp-sbi-max-rsp-time"] ??= String(Math.max(1, Math.round(options.timeoutMs)));
   out["user-agent"] ??= `${options.nfType ?? "SMF"}-${USER_AGENT_PRODUCT}`;
   return out;

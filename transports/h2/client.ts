@@ -36,6 +36,7 @@ function parseOrigin(origin: string): URL {
 class H2Client implements SbiClient {
   readonly transport: TransportName;
   #origin: URL;
+  #base: string;
   #client: Deno.HttpClient;
   #options: ClientOptions;
   #port: number;
@@ -45,6 +46,7 @@ class H2Client implements SbiClient {
   constructor(origin: URL, client: Deno.HttpClient, options: ClientOptions) {
     this.transport = origin.protocol === "https:" ? "h2-tls" : "h2c";
     this.#origin = origin;
+    this.#base = origin.origin;
     this.#client = client;
     this.#options = options;
     this.#port = Number(origin.port || (origin.protocol === "https:" ? 443 : 80));
@@ -52,6 +54,7 @@ class H2Client implements SbiClient {
 
   async request(req: ClientRequest): Promise<ClientResponse> {
     if (this.#closed) throw new TransportError("Client is closed");
+    if (!req.path.startsWith("/")) throw new TypeError(`Request path must start with /: ${req.path}`);
     const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
     const controller = new AbortController();
@@ -61,7 +64,7 @@ class H2Client implements SbiClient {
       controller.abort();
     }, timeoutMs);
     try {
-      const res = await fetch(new URL(req.path, this.#origin), {
+      const res = await fetch(this.#base + req.path, {
         method: req.method ?? "GET",
         headers,
         body: req.body && req.body.length > 0 ? req.body as Uint8Array<ArrayBuffer> : undefined,
