@@ -62,7 +62,10 @@ export async function doctorReport(): Promise<[string, string][]> {
   try {
     const h3 = await import("../transports/h3/mod.ts");
     const v = await h3.h3Versions();
-    rows.push(["h3 module", typeof v === "string" ? v : JSON.stringify(v)]);
+    rows.push([
+      "h3 module",
+      `sbh3 ${v.shim} (ngtcp2 ${v.ngtcp2}, nghttp3 ${v.nghttp3}, gnutls ${v.gnutls}) at ${v.path}`,
+    ]);
   } catch (err) {
     rows.push(["h3 module", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
   }
