@@ -165,3 +165,14 @@ Deno.test("lab doctor reports the runtime and the tools it looked for", async ()
     assert.match(text, new RegExp(`^${row.replace(/\//g, "\\/")}\\s+\\S`, "m"), row);
   }
 });
+
+Deno.test("deno task compile refuses a DENORT_BIN that does not exist with one line", async () => {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", `${ROOT}/scripts/compile.ts`],
+    env: { DENORT_BIN: "/nonexistent/denort" },
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const out = await child.output();
+  assertOneLineError({ code: out.code, stderr: dec.decode(out.stderr) }, /error: DENORT_BIN points to \/nonexistent\/denort/);
+});
