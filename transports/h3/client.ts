@@ -253,6 +253,11 @@ class Session {
     }
   }
 
+  /** Request streams the shim still holds state for. */
+  get streamCount(): number {
+    return this.#conn.streamCount();
+  }
+
   /** Closes gracefully: CONNECTION_CLOSE with H3_NO_ERROR, then frees everything. */
   async close(): Promise<void> {
     if (!this.#dead) {
@@ -371,6 +376,11 @@ class H3Client implements SbiClient {
     );
     const session = await this.#sessionFor();
     return await session.request(list, body, timeoutMs);
+  }
+
+  /** Request streams the current connection's shim state still holds (for tests and diagnostics). */
+  get openStreams(): number {
+    return this.#session?.streamCount ?? 0;
   }
 
   async close(): Promise<void> {

@@ -298,6 +298,11 @@ export class H3ClientConn {
     return n > 0 ? decoder.decode(b.subarray(0, n)) : "";
   }
 
+  /** Request streams the shim still holds state for (0 once freed). */
+  streamCount(): number {
+    return this.#ptr === null ? 0 : Math.max(0, this.#sym.sbh3_conn_stream_count(this.#ptr));
+  }
+
   /** Frees the connection. Idempotent. */
   close(): void {
     if (this.#ptr !== null) {

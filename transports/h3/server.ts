@@ -52,6 +52,7 @@ class H3Server implements SbiServer {
   #reading: Promise<void>;
   #closing: Promise<void> | undefined;
   #stopped = false;
+  #received = 0;
 
   constructor(
     sock: Deno.DatagramConn,
@@ -80,6 +81,7 @@ class H3Server implements SbiServer {
       }
       if (this.#stopped) break;
       const a = from as Deno.NetAddr;
+      this.#received++;
       this.#ep.recv(data, a.hostname, a.port);
       this.#process();
     }
@@ -176,6 +178,16 @@ class H3Server implements SbiServer {
   /** Connections the server holds (for tests and diagnostics). */
   get connectionCount(): number {
     return this.#ep.connCount();
+  }
+
+  /** Datagrams handed to the shim so far (for tests and diagnostics). */
+  get datagramsReceived(): number {
+    return this.#received;
+  }
+
+  /** Request streams not yet closed, over all connections (for tests and diagnostics). */
+  get openStreams(): number {
+    return this.#ep.openStreams();
   }
 
   close(): Promise<void> {

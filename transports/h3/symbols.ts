@@ -58,6 +58,8 @@ export const SYMBOLS = {
   sbh3_conn_close: { parameters: ["pointer"], result: "i32" },
   // int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
   sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_conn_stream_count(sbh3_conn *conn);
+  sbh3_conn_stream_count: { parameters: ["pointer"], result: "i32" },
 
   // sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);
   sbh3_server_new: { parameters: ["pointer", "buffer", "u16"], result: "pointer" },

@@ -1167,6 +1167,11 @@ int sbh3_conn_error(sbh3_conn *c, uint8_t *buf, size_t cap) {
   return (int)n;
 }
 
+int sbh3_conn_stream_count(sbh3_conn *c) {
+  if (!c) return SBH3_ERR_INVALID;
+  return c->nstreams;
+}
+
 /* ---- server API -------------------------------------------------------- */
 
 sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port) {

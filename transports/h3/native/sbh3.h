@@ -126,6 +126,8 @@ int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
 int sbh3_conn_close(sbh3_conn *conn);
 /* Writes why the connection closed (text) into buf; returns its length. */
 int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
+/* Returns the number of request streams the connection still holds state for. */
+int sbh3_conn_stream_count(sbh3_conn *conn);
 
 /* Creates a server endpoint bound (by the caller) to local_ip:local_port. */
 sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);
