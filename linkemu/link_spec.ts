@@ -139,7 +139,9 @@ function parseRate(key: string, value: string): number {
 function parseCount(key: string, value: string, min: number, max: number): number {
   const n = /^\d+$/.test(value) ? Number(value) : NaN;
   if (!(n >= min && n <= max)) {
-    throw new RangeError(`Bad value for ${key}: "${value}" (expected a whole number ${min}..${max})`);
+    throw new RangeError(
+      `Bad value for ${key}: "${value}" (expected a whole number ${min}..${max})`,
+    );
   }
   return n;
 }

@@ -326,6 +326,16 @@ static int open_tun(const char *ns_path, const char *name) {
     fprintf(stderr, "sbilab-linkrelay: cannot create %s: %s\n", name, strerror(errno));
     close(fd);
     fd = -1;
+  } else {
+    /* No IPv6 on the device: no router solicitations or MLD reports cross
+     * the link behind the user's back. /proc/sys/net follows our netns. */
+    char path[128];
+    snprintf(path, sizeof path, "/proc/sys/net/ipv6/conf/%s/disable_ipv6", name);
+    int sysfd = open(path, O_WRONLY | O_CLOEXEC);
+    if (sysfd >= 0) {
+      if (write(sysfd, "1", 1) < 0) { /* best effort: IPv6 may be absent */ }
+      close(sysfd);
+    }
   }
 out:
   if (home >= 0) {

@@ -1,0 +1,62 @@
+/**
+ * Text reporter for the link selftest: a pure function from a report record
+ * to the lines the CLI prints.
+ *
+ * @module
+ */
+import type { SelftestCheck, SelftestReport } from "./selftest.ts";
+
+function fmtMs(ms: number): string {
+  return ms >= 100 ? `${ms.toFixed(1)} ms` : `${ms.toFixed(3)} ms`;
+}
+
+function fmtShare(share: number): string {
+  return `${(share * 100).toFixed(share < 0.01 ? 3 : 2)} %`;
+}
+
+function fmtRate(bps: number): string {
+  if (bps >= 1e9) return `${(bps / 1e9).toFixed(3)} Gbit/s`;
+  if (bps >= 1e6) return `${(bps / 1e6).toFixed(3)} Mbit/s`;
+  return `${(bps / 1e3).toFixed(1)} kbit/s`;
+}
+
+function fmt(unit: SelftestCheck["unit"], v: number): string {
+  return unit === "ms" ? fmtMs(v) : unit === "share" ? fmtShare(v) : fmtRate(v);
+}
+
+function row(c: SelftestCheck): string[] {
+  const measured = c.measured === undefined ? "-" : fmt(c.unit, c.measured);
+  let accepted = "-";
+  if (c.low !== undefined && c.high !== undefined) {
+    const range = `${fmt(c.unit, Math.max(0, c.low))} .. ${fmt(c.unit, c.high)}`;
+    accepted = c.unit === "share" ? `99% CI ${range}` : range;
+  }
+  const verdict = c.pass === undefined ? "n/a" : c.pass ? "ok" : "FAIL";
+  return [c.name, fmt(c.unit, c.configured), measured, accepted, verdict, c.note ?? ""];
+}
+
+/** Renders a selftest report as aligned text lines (no trailing newline). */
+export function formatSelftestReport(report: SelftestReport): string {
+  const p = report.plan;
+  const head = `link selftest: ${report.profile ? `${report.profile} = ` : ""}${report.spec}` +
+    ` (${p.packets} probes at ${p.pps}/s${p.bulkBps ? `, ${p.bulkMs} ms bulk burst` : ""})`;
+  const rows = [
+    ["check", "configured", "measured", "accepted", "result", ""],
+    ...report.checks.map(row),
+  ];
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  const lines = [
+    head,
+    ...rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd()),
+  ];
+  if (report.relay) {
+    const d = (name: string, c: typeof report.relay.up) =>
+      `${name} in ${c.in} out ${c.out} lost ${c.dropLoss} queue-drop ${c.dropQueue}` +
+      ` blackhole ${c.dropBlackhole} overflow ${c.dropOverflow}` +
+      ` late mean ${(c.lateMeanNs / 1000).toFixed(0)} µs max ${(c.lateMaxNs / 1e6).toFixed(2)} ms`;
+    lines.push(`relay: ${d("up", report.relay.up)}`);
+    lines.push(`relay: ${d("down", report.relay.down)}`);
+  }
+  lines.push(report.passed ? "PASS" : "FAIL");
+  return lines.join("\n");
+}
