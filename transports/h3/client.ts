@@ -1,8 +1,11 @@
 /**
  * The HTTP/3 client: one QUIC connection per origin, reused by every request
- * (a new stream each), over a UDP socket this module owns. A closed, reset or
- * failed connection rejects its pending requests with `TransportError`; the
- * next request opens a new connection.
+ * (a new stream each), over a UDP socket the shim owns (connected to the
+ * server, so an ICMP port unreachable fails the connection at once). Each
+ * wake-up is one blocking wait off the main thread and one `io()` call that
+ * drains every ready datagram and sends all output in one batch. A closed,
+ * reset or failed connection rejects its pending requests with
+ * `TransportError`; the next request opens a new connection.
  */
 import { type ResolvedTls, resolveTls } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
@@ -14,7 +17,7 @@ import {
   TimeoutError,
   TransportError,
 } from "../types.ts";
-import { H3_ERR, H3_EVENT, H3ClientConn, H3Config, type H3Event } from "./ffi.ts";
+import { H3_ERR, H3_EVENT, H3ClientConn, H3Config, type H3Event, H3Socket } from "./ffi.ts";
 import type { HeaderList } from "./header_block.ts";
 import { loadH3Library } from "./loader.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
@@ -49,24 +52,22 @@ interface Queued extends Pending {
 
 /** One QUIC connection and its socket. */
 class Session {
-  #sock: Deno.DatagramConn;
+  #sock: H3Socket;
   #conn: H3ClientConn;
-  #remote: Deno.NetAddr;
-  #out = new Uint8Array(65536);
-  #rbuf = new Uint8Array(65536);
   #pending = new Map<number, Pending>();
   #queued: Queued[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #timerAt = 0;
+  #timerAt = Infinity;
+  /** When the pending wait returns at the latest (-Infinity: none pending). */
+  #waitUntil = -Infinity;
   #reading: Promise<void>;
   /** No new requests: closed, failed or told to go away. */
   unusable = false;
   #dead = false;
 
-  constructor(sock: Deno.DatagramConn, conn: H3ClientConn, remote: Deno.NetAddr) {
+  constructor(sock: H3Socket, conn: H3ClientConn) {
     this.#sock = sock;
     this.#conn = conn;
-    this.#remote = remote;
     this.#flush();
     this.#reading = this.#readLoop();
   }
@@ -133,67 +134,66 @@ class Session {
     }
   }
 
+  /** Receives all ready datagrams, runs timers and sends all output; false once dead. */
+  #io(): void {
+    try {
+      this.#conn.io(this.#sock);
+    } catch {
+      // the connection is freed; the CLOSED event already failed it
+    }
+  }
+
   #flush(): void {
     if (this.#dead) return;
-    for (;;) {
-      let n: number;
-      try {
-        n = this.#conn.send(this.#out);
-      } catch {
-        break;
-      }
-      if (n === 0) break;
-      try {
-        this.#sock.send(this.#out.slice(0, n), this.#remote).catch(() => {});
-      } catch {
-        // socket closed underneath; QUIC recovers or the connection times out
-      }
-    }
+    this.#io();
+    this.#drainEvents();
     this.#arm();
   }
 
+  /** Arms a backstop timer when the shim's next timer is due before the pending wait returns. */
   #arm(): void {
-    const ms = this.#dead ? -1 : this.#conn.timeoutMs();
-    if (ms < 0) {
-      if (this.#timer !== undefined) clearTimeout(this.#timer);
-      this.#timer = undefined;
-      return;
-    }
+    if (this.#dead) return;
+    const ms = this.#conn.timeoutMs();
+    if (ms < 0) return;
     const at = performance.now() + ms;
+    if (at >= this.#waitUntil - 1) return;
     if (this.#timer !== undefined) {
-      if (Math.abs(at - this.#timerAt) < 0.5) return;
+      if (this.#timerAt <= at + 1) return;
       clearTimeout(this.#timer);
     }
     this.#timerAt = at;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      if (this.#dead) return;
-      this.#conn.onTimeout();
-      this.#process();
+      this.#timerAt = Infinity;
+      if (!this.#dead) this.#process();
     }, ms);
   }
 
   async #readLoop(): Promise<void> {
-    for (;;) {
-      let data: Uint8Array;
-      try {
-        [data] = await this.#sock.receive(this.#rbuf);
-      } catch {
-        break;
-      }
+    while (!this.#dead) {
+      const ms = this.#conn.timeoutMs();
+      this.#waitUntil = ms < 0 ? Infinity : performance.now() + ms;
+      await this.#sock.wait(ms);
+      this.#waitUntil = -Infinity;
       if (this.#dead) break;
-      this.#conn.recv(data);
       this.#process();
-      if (this.#dead) break;
     }
   }
 
+  #drainEvents(): void {
+    for (let e: H3Event | null; !this.#dead && (e = this.#conn.poll());) this.#onEvent(e);
+  }
+
   #process(): void {
-    for (let e: H3Event | null; (e = this.#conn.poll());) this.#onEvent(e);
+    this.#io();
+    this.#drainEvents();
     if (this.#dead) return;
-    this.#submit();
-    this.#flush();
-    if (this.unusable && this.#pending.size === 0 && this.#queued.length === 0) this.close();
+    if (this.#queued.length) {
+      this.#submit();
+      this.#io();
+    }
+    this.#arm();
+    if (this.unusable && this.#pending.size === 0 && this.#queued.length === 0) void this.close();
   }
 
   #onEvent(e: H3Event): void {
@@ -227,7 +227,11 @@ class Session {
         return;
       case H3_EVENT.CLOSED: {
         const text = this.#conn.errorText() || "Connection closed";
-        const prefix = e.code === H3_ERR.TLS ? "HTTP/3 TLS failure" : "HTTP/3 connection closed";
+        const prefix = e.code === H3_ERR.TLS
+          ? "HTTP/3 TLS failure"
+          : e.code === H3_ERR.REFUSED
+          ? "HTTP/3 server unreachable"
+          : "HTTP/3 connection closed";
         this.#fail(new TransportError(`${prefix}: ${text}`));
         return;
       }
@@ -238,7 +242,7 @@ class Session {
     if (this.#dead) return;
     this.unusable = true;
     // Send a pending CONNECTION_CLOSE, if any, before going quiet.
-    this.#flush();
+    this.#io();
     this.#dead = true;
     for (const p of this.#pending.values()) p.reject(err);
     for (const q of this.#queued) q.reject(err);
@@ -316,9 +320,11 @@ class H3Client implements SbiClient {
       : v6
       ? "::"
       : "0.0.0.0";
-    const sock = Deno.listenDatagram({ transport: "udp", hostname: localIp, port: 0 });
+    let sock: H3Socket | undefined;
     let conn: H3ClientConn | undefined;
     try {
+      sock = new H3Socket(this.#sym, localIp, 0);
+      sock.connect(remoteIp, remotePort);
       using config = new H3Config(this.#sym, false, {
         certPem: this.#tls.certPem,
         keyPem: this.#tls.keyPem,
@@ -331,12 +337,12 @@ class H3Client implements SbiClient {
       conn = new H3ClientConn(this.#sym, config, {
         serverName: this.#tls.serverName ?? stripBrackets(this.#origin.hostname),
         localIp,
-        localPort: (sock.addr as Deno.NetAddr).port,
+        localPort: sock.port,
         remoteIp,
         remotePort,
       });
     } catch (err) {
-      sock.close();
+      sock?.close();
       throw new TransportError(
         `Cannot open an HTTP/3 connection to ${this.#origin.host}: ${(err as Error).message}`,
         {
@@ -344,7 +350,7 @@ class H3Client implements SbiClient {
         },
       );
     }
-    return new Session(sock, conn, { transport: "udp", hostname: remoteIp, port: remotePort });
+    return new Session(sock, conn);
   }
 
   async #sessionFor(): Promise<Session> {

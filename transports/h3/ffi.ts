@@ -20,6 +20,8 @@ export const H3_ERR = {
   NOT_FOUND: -9,
   IDLE: -10,
   INTERNAL: -11,
+  REFUSED: -12,
+  SOCKET: -13,
 } as const;
 
 const CODE_NAMES: Record<number, string> = Object.fromEntries(
@@ -298,6 +300,14 @@ export class H3ClientConn {
     return n > 0 ? decoder.decode(b.subarray(0, n)) : "";
   }
 
+  /**
+   * Receives every datagram ready on `sock`, runs due timers and sends all
+   * that is due, in one call; returns how many datagrams came in.
+   */
+  io(sock: H3Socket): number {
+    return this.#sym.sbh3_conn_io(this.#live(), sock.pointer);
+  }
+
   /** Request streams the shim still holds state for (0 once freed). */
   streamCount(): number {
     return this.#ptr === null ? 0 : Math.max(0, this.#sym.sbh3_conn_stream_count(this.#ptr));
@@ -391,6 +401,14 @@ export class H3ServerEndpoint {
     return { length: n, connId, to };
   }
 
+  /**
+   * Receives every datagram ready on `sock`, runs due timers and sends all
+   * that is due for every connection, in one call; returns how many datagrams came in.
+   */
+  io(sock: H3Socket): number {
+    return this.#sym.sbh3_server_io(this.#live(), sock.pointer);
+  }
+
   /** Forgets the cached destination of a closed connection. */
   forget(connId: number): void {
     this.#dstCache.delete(connId);
@@ -454,6 +472,76 @@ export class H3ServerEndpoint {
       this.#sym.sbh3_server_free(this.#ptr);
       this.#ptr = null;
     }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/**
+ * A UDP socket owned by the shim, for {@linkcode H3ClientConn.io} and
+ * {@linkcode H3ServerEndpoint.io}. `wait()` blocks off the main thread until a
+ * datagram is ready; `close()` ends a pending wait before freeing the socket.
+ */
+export class H3Socket {
+  #sym: Sbh3Symbols;
+  #ptr: Deno.PointerValue;
+  #waiting: Promise<number> | undefined;
+  #closed = false;
+  /** Bound local port. */
+  readonly port: number;
+
+  /** Opens a socket bound to `ip:port` (0: any free port). */
+  constructor(sym: Sbh3Symbols, ip: string, port: number) {
+    this.#sym = sym;
+    const ptr = sym.sbh3_udp_new(cstr(ip), port);
+    if (ptr === null) throw new H3Error(H3_ERR.SOCKET, `Cannot bind a UDP socket to ${ip}:${port}`);
+    this.#ptr = ptr;
+    this.port = sym.sbh3_udp_port(ptr);
+  }
+
+  /** The native handle, for the io calls in this folder. */
+  get pointer(): Deno.PointerValue {
+    if (this.#closed) throw new H3Error(H3_ERR.CLOSED, "UDP socket is closed");
+    return this.#ptr;
+  }
+
+  /** Connects to the peer, so that an ICMP port unreachable ends the connection fast. */
+  connect(ip: string, port: number): void {
+    check(this.#sym.sbh3_udp_connect(this.pointer, cstr(ip), port), "udp_connect");
+  }
+
+  /** Resolves with true when a datagram is ready, false on timeout, wake-up or close. */
+  async wait(timeoutMs: number): Promise<boolean> {
+    if (this.#closed || this.#waiting) return false;
+    this.#waiting = this.#sym.sbh3_udp_wait(this.#ptr, Math.min(timeoutMs, 0x7fffffff));
+    try {
+      return (await this.#waiting) === 1 && !this.#closed;
+    } finally {
+      this.#waiting = undefined;
+      if (this.#closed) this.#free();
+    }
+  }
+
+  /** Ends a pending {@linkcode wait} early. */
+  wake(): void {
+    if (!this.#closed) this.#sym.sbh3_udp_wake(this.#ptr);
+  }
+
+  #free(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh3_udp_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  /** Closes the socket (after a pending wait returns). Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#waiting) this.#sym.sbh3_udp_wake(this.#ptr);
+    else this.#free();
   }
 
   [Symbol.dispose](): void {

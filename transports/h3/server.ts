@@ -2,12 +2,18 @@
  * The HTTP/3 server: one UDP socket, one sbh3 server endpoint that creates a
  * QUIC connection per client, and the shared handler behind it. Malformed or
  * hostile datagrams are dropped by the shim; the server keeps serving.
+ *
+ * The shim owns the socket: one wake-up (a blocking wait off the main thread)
+ * is followed by one `io()` call that drains every ready datagram and sends all
+ * output in one batch. The wait's timeout is the shim's next timer; a
+ * `setTimeout` backstop is armed only when a send outside the loop brings that
+ * timer forward.
  */
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { transportProblem } from "../problem_response.ts";
-import { H3_EVENT, H3Config, type H3Event, H3ServerEndpoint } from "./ffi.ts";
+import { H3_EVENT, H3Config, type H3Event, H3ServerEndpoint, H3Socket } from "./ffi.ts";
 import { loadH3Library } from "./loader.ts";
 import { responseHeaderList, toSbiRequest } from "./convert.ts";
 
@@ -38,14 +44,14 @@ class H3Server implements SbiServer {
   readonly hostname: string;
   readonly port: number;
   readonly url: string;
-  #sock: Deno.DatagramConn;
+  #sock: H3Socket;
   #ep: H3ServerEndpoint;
   #handler: SbiHandler;
   #options: H3ServerOptions;
-  #out = new Uint8Array(65536);
-  #rbuf = new Uint8Array(65536);
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #timerAt = 0;
+  #timerAt = Infinity;
+  /** When the pending wait returns at the latest (-Infinity: none pending). */
+  #waitUntil = -Infinity;
   #flushQueued = false;
   #inflight = 0;
   #idle: (() => void) | undefined;
@@ -55,7 +61,8 @@ class H3Server implements SbiServer {
   #received = 0;
 
   constructor(
-    sock: Deno.DatagramConn,
+    sock: H3Socket,
+    hostname: string,
     ep: H3ServerEndpoint,
     handler: SbiHandler,
     options: H3ServerOptions,
@@ -64,35 +71,35 @@ class H3Server implements SbiServer {
     this.#ep = ep;
     this.#handler = handler;
     this.#options = options;
-    const addr = sock.addr as Deno.NetAddr;
-    this.hostname = addr.hostname;
-    this.port = addr.port;
-    this.url = `https://${urlHost(addr.hostname)}:${addr.port}`;
+    this.hostname = hostname;
+    this.port = sock.port;
+    this.url = `https://${urlHost(hostname)}:${sock.port}`;
     this.#reading = this.#readLoop();
   }
 
   async #readLoop(): Promise<void> {
-    for (;;) {
-      let data: Uint8Array, from: Deno.Addr;
-      try {
-        [data, from] = await this.#sock.receive(this.#rbuf);
-      } catch {
-        break;
-      }
+    while (!this.#stopped) {
+      const ms = this.#ep.timeoutMs();
+      this.#waitUntil = ms < 0 ? Infinity : performance.now() + ms;
+      await this.#sock.wait(ms);
+      this.#waitUntil = -Infinity;
       if (this.#stopped) break;
-      const a = from as Deno.NetAddr;
-      this.#received++;
-      this.#ep.recv(data, a.hostname, a.port);
-      this.#process();
+      this.#pump();
     }
   }
 
-  #process(): void {
+  /** One round of I/O: receive all, run timers, send all; then hand out the events. */
+  #pump(): void {
+    try {
+      this.#received += Math.max(0, this.#ep.io(this.#sock));
+    } catch (err) {
+      this.#options.onError?.(err);
+    }
     for (let e: H3Event | null; (e = this.#ep.poll());) {
       if (e.type === H3_EVENT.MESSAGE) void this.#dispatch(e);
       else if (e.type === H3_EVENT.CLOSED) this.#ep.forget(e.connId);
     }
-    this.#flush();
+    this.#arm();
   }
 
   async #dispatch(e: H3Event): Promise<void> {
@@ -136,42 +143,25 @@ class H3Server implements SbiServer {
 
   #flush(): void {
     if (this.#stopped) return;
-    for (;;) {
-      let r;
-      try {
-        r = this.#ep.send(this.#out);
-      } catch (err) {
-        this.#options.onError?.(err);
-        break;
-      }
-      if (!r) break;
-      try {
-        this.#sock.send(this.#out.slice(0, r.length), r.to).catch(() => {});
-      } catch {
-        // socket closing
-      }
-    }
-    this.#arm();
+    this.#pump();
   }
 
+  /** Arms a backstop timer when the shim's next timer is due before the pending wait returns. */
   #arm(): void {
-    const ms = this.#stopped ? -1 : this.#ep.timeoutMs();
-    if (ms < 0) {
-      if (this.#timer !== undefined) clearTimeout(this.#timer);
-      this.#timer = undefined;
-      return;
-    }
+    if (this.#stopped) return;
+    const ms = this.#ep.timeoutMs();
+    if (ms < 0) return;
     const at = performance.now() + ms;
+    if (at >= this.#waitUntil - 1) return;
     if (this.#timer !== undefined) {
-      if (Math.abs(at - this.#timerAt) < 0.5) return;
+      if (this.#timerAt <= at + 1) return;
       clearTimeout(this.#timer);
     }
     this.#timerAt = at;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      if (this.#stopped) return;
-      this.#ep.onTimeout();
-      this.#process();
+      this.#timerAt = Infinity;
+      if (!this.#stopped) this.#pump();
     }, ms);
   }
 
@@ -236,7 +226,8 @@ export async function createH3Server(
   }
   const lib = await loadH3Library();
   const hostname = options.hostname ?? "127.0.0.1";
-  const sock = Deno.listenDatagram({ transport: "udp", hostname, port: options.port ?? 0 });
+  // Throws H3Error (SOCKET) when the address is in use or not local.
+  const sock = new H3Socket(lib.symbols, hostname, options.port ?? 0);
   try {
     using config = new H3Config(lib.symbols, true, {
       certPem: tls.certPem,
@@ -247,13 +238,8 @@ export async function createH3Server(
       maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
       maxUdpPayload: options.maxUdpPayload,
     });
-    const ep = new H3ServerEndpoint(
-      lib.symbols,
-      config,
-      hostname,
-      (sock.addr as Deno.NetAddr).port,
-    );
-    return new H3Server(sock, ep, handler, options);
+    const ep = new H3ServerEndpoint(lib.symbols, config, hostname, sock.port);
+    return new H3Server(sock, hostname, ep, handler, options);
   } catch (err) {
     sock.close();
     throw err;

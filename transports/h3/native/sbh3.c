@@ -11,8 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -1310,11 +1315,10 @@ static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const
   return c;
 }
 
-int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const char *from_ip, uint16_t from_port) {
-  if (!srv || !data) return SBH3_ERR_INVALID;
-  ngtcp2_sockaddr_union from;
-  ngtcp2_socklen fromlen;
-  if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBH3_ERR_INVALID;
+/* Feeds one datagram from a socket address; see sbh3_server_recv. */
+static int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *fromp,
+                            ngtcp2_socklen fromlen) {
+  ngtcp2_sockaddr_union from = *fromp;
   if (len == 0) return SBH3_ERR_PROTO;
   ngtcp2_version_cid vc;
   int rv = ngtcp2_pkt_decode_version_cid(&vc, data, len, SCID_LEN);
@@ -1357,29 +1361,52 @@ int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const ch
   return (int)c->id;
 }
 
-int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, size_t meta_cap) {
-  if (!srv || !out || !meta) return SBH3_ERR_INVALID;
+int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const char *from_ip, uint16_t from_port) {
+  if (!srv || !data) return SBH3_ERR_INVALID;
+  ngtcp2_sockaddr_union from;
+  ngtcp2_socklen fromlen;
+  if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBH3_ERR_INVALID;
+  return server_recv_from(srv, data, len, &from, fromlen);
+}
+
+/* Writes the next datagram of any connection into out, its destination into *to; returns length or DONE. */
+static int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
+                        uint32_t *conn_id) {
   if (srv->sq_count) {
     stateless_pkt_t *p = &srv->sq[srv->sq_head];
     if (cap < p->len) return SBH3_ERR_BUFFER_TOO_SHORT;
-    if (write_meta(meta, meta_cap, 0, &p->addr.sa) != 0) return SBH3_ERR_BUFFER_TOO_SHORT;
     memcpy(out, p->data, p->len);
+    *to = &p->addr;
+    *conn_id = 0;
     srv->sq_head = (srv->sq_head + 1) % STATELESS_QUEUE;
     srv->sq_count--;
     return (int)p->len;
   }
-  uint64_t now = now_ns();
   for (size_t i = 0; i < srv->nconns; i++) {
     if (!srv->cursor) srv->cursor = srv->conns;
     sbh3_conn *c = srv->cursor;
     if (!c) break;
-    if (write_meta(meta, meta_cap, c->id, &c->ps.remote_addrbuf.sa) != 0) return SBH3_ERR_BUFFER_TOO_SHORT;
     int n = conn_write(c, out, cap, now);
-    if (n > 0) return n;
+    if (n > 0) {
+      *to = &c->ps.remote_addrbuf;
+      *conn_id = c->id;
+      return n;
+    }
     if (n != SBH3_ERR_DONE) return n;
     srv->cursor = c->next;
   }
   return SBH3_ERR_DONE;
+}
+
+int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, size_t meta_cap) {
+  if (!srv || !out || !meta) return SBH3_ERR_INVALID;
+  if (meta_cap < 6 + INET6_ADDRSTRLEN) return SBH3_ERR_BUFFER_TOO_SHORT;
+  const ngtcp2_sockaddr_union *to;
+  uint32_t id;
+  int n = server_write(srv, out, cap, now_ns(), &to, &id);
+  if (n < 0) return n;
+  write_meta(meta, meta_cap, id, &to->sa);
+  return n;
 }
 
 int sbh3_server_timeout_ms(sbh3_server *srv) {
@@ -1478,4 +1505,232 @@ int sbh3_server_open_streams(sbh3_server *srv) {
 int sbh3_server_conn_count(sbh3_server *srv) {
   if (!srv) return SBH3_ERR_INVALID;
   return (int)srv->nconns;
+}
+
+/* ---- shim-owned UDP socket -------------------------------------------- */
+
+/* Datagrams moved per recvmmsg/sendmmsg call, and bytes of the send batch. */
+#define IO_BATCH 64
+#define IO_SEND_BYTES (256 * 1024)
+/* Datagrams received per sbh3_*_io call at most, so one busy peer cannot starve the caller. */
+#define IO_RECV_MAX 1024
+#define IO_RECV_BYTES 65536
+
+struct sbh3_udp {
+  int fd;
+  int wake_fd;
+  int connected;
+  uint8_t *rbuf;  /* IO_BATCH receive slots of IO_RECV_BYTES */
+  uint8_t *sbuf;  /* the send batch */
+  struct mmsghdr msgs[IO_BATCH];
+  struct iovec iov[IO_BATCH];
+  ngtcp2_sockaddr_union addrs[IO_BATCH];
+};
+
+sbh3_udp *sbh3_udp_new(const char *ip, uint16_t port) {
+  ngtcp2_sockaddr_union sa;
+  ngtcp2_socklen salen;
+  if (parse_addr(&sa, &salen, ip, port) != 0) return NULL;
+  sbh3_udp *u = calloc(1, sizeof(*u));
+  if (!u) return NULL;
+  u->fd = u->wake_fd = -1;
+  u->rbuf = malloc((size_t)IO_BATCH * IO_RECV_BYTES);
+  u->sbuf = malloc(IO_SEND_BYTES);
+  u->fd = socket(sa.sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  u->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (!u->rbuf || !u->sbuf || u->fd < 0 || u->wake_fd < 0 || bind(u->fd, &sa.sa, salen) != 0) {
+    sbh3_udp_free(u);
+    return NULL;
+  }
+  int sz = 4 << 20; /* the kernel caps it at net.core.[rw]mem_max */
+  setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+  setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+  return u;
+}
+
+void sbh3_udp_free(sbh3_udp *u) {
+  if (!u) return;
+  if (u->fd >= 0) close(u->fd);
+  if (u->wake_fd >= 0) close(u->wake_fd);
+  free(u->rbuf);
+  free(u->sbuf);
+  free(u);
+}
+
+int sbh3_udp_port(sbh3_udp *u) {
+  if (!u) return SBH3_ERR_INVALID;
+  ngtcp2_sockaddr_union sa;
+  socklen_t len = sizeof(sa);
+  if (getsockname(u->fd, &sa.sa, &len) != 0) return SBH3_ERR_SOCKET;
+  return ntohs(sa.sa.sa_family == AF_INET6 ? sa.in6.sin6_port : sa.in.sin_port);
+}
+
+int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port) {
+  if (!u) return SBH3_ERR_INVALID;
+  ngtcp2_sockaddr_union sa;
+  ngtcp2_socklen salen;
+  if (parse_addr(&sa, &salen, ip, port) != 0) return SBH3_ERR_INVALID;
+  if (connect(u->fd, &sa.sa, salen) != 0) return SBH3_ERR_SOCKET;
+  u->connected = 1;
+  return 0;
+}
+
+int sbh3_udp_wait(sbh3_udp *u, int timeout_ms) {
+  if (!u) return SBH3_ERR_INVALID;
+  struct pollfd p[2] = {{.fd = u->fd, .events = POLLIN}, {.fd = u->wake_fd, .events = POLLIN}};
+  int rv;
+  do rv = poll(p, 2, timeout_ms < 0 ? -1 : timeout_ms);
+  while (rv < 0 && errno == EINTR);
+  if (rv < 0) return SBH3_ERR_SOCKET;
+  if (p[1].revents & POLLIN) {
+    uint64_t v;
+    ssize_t r = read(u->wake_fd, &v, sizeof(v));
+    (void)r;
+  }
+  /* An error (ICMP) is reported through POLLERR; io picks it up from recvmmsg. */
+  return (p[0].revents & (POLLIN | POLLERR)) ? 1 : 0;
+}
+
+int sbh3_udp_wake(sbh3_udp *u) {
+  if (!u) return SBH3_ERR_INVALID;
+  uint64_t one = 1;
+  return write(u->wake_fd, &one, sizeof(one)) == sizeof(one) ? 0 : SBH3_ERR_SOCKET;
+}
+
+/* Receives up to IO_BATCH ready datagrams; returns how many, 0 when none, or -errno. */
+static int udp_recv_batch(sbh3_udp *u) {
+  for (int i = 0; i < IO_BATCH; i++) {
+    u->iov[i].iov_base = u->rbuf + (size_t)i * IO_RECV_BYTES;
+    u->iov[i].iov_len = IO_RECV_BYTES;
+    memset(&u->msgs[i].msg_hdr, 0, sizeof(u->msgs[i].msg_hdr));
+    u->msgs[i].msg_hdr.msg_iov = &u->iov[i];
+    u->msgs[i].msg_hdr.msg_iovlen = 1;
+    u->msgs[i].msg_hdr.msg_name = &u->addrs[i];
+    u->msgs[i].msg_hdr.msg_namelen = sizeof(u->addrs[i]);
+  }
+  int n;
+  do n = recvmmsg(u->fd, u->msgs, IO_BATCH, MSG_DONTWAIT, NULL);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+  return n;
+}
+
+/* Sends the first n prepared messages; a full socket buffer waits briefly, then the rest count as lost. */
+static void udp_send_batch(sbh3_udp *u, int n) {
+  int off = 0, tries = 0;
+  while (off < n) {
+    int r = sendmmsg(u->fd, u->msgs + off, (unsigned)(n - off), 0);
+    if (r > 0) {
+      off += r;
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && tries++ < 3) {
+      struct pollfd p = {.fd = u->fd, .events = POLLOUT};
+      poll(&p, 1, 5);
+      continue;
+    }
+    /* ECONNREFUSED and the like: skip this datagram; QUIC's loss recovery or recv reports it. */
+    off++;
+  }
+}
+
+/* Prepares message slot i for len bytes at data, to `to` (NULL on a connected socket). */
+static void udp_prepare(sbh3_udp *u, int i, uint8_t *data, size_t len, const ngtcp2_sockaddr_union *to) {
+  u->iov[i].iov_base = data;
+  u->iov[i].iov_len = len;
+  memset(&u->msgs[i].msg_hdr, 0, sizeof(u->msgs[i].msg_hdr));
+  u->msgs[i].msg_hdr.msg_iov = &u->iov[i];
+  u->msgs[i].msg_hdr.msg_iovlen = 1;
+  if (to) {
+    u->addrs[i] = *to;
+    u->msgs[i].msg_hdr.msg_name = &u->addrs[i];
+    u->msgs[i].msg_hdr.msg_namelen =
+        to->sa.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  }
+}
+
+/* Marks a client connection refused by the peer's host (ICMP port unreachable). */
+static void conn_refused(sbh3_conn *c) {
+  if (c->closed) return;
+  c->closed = 1;
+  c->close_deadline = now_ns();
+  set_err(c, "Connection refused: nothing listens at the server's UDP port%s", "");
+  evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBH3_ERR_REFUSED);
+}
+
+int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u) {
+  if (!c || !u || c->srv) return SBH3_ERR_INVALID;
+  int got = 0;
+  while (!c->closed && got < IO_RECV_MAX) {
+    int n = udp_recv_batch(u);
+    if (n == -ECONNREFUSED) {
+      conn_refused(c);
+      break;
+    }
+    if (n <= 0) break;
+    got += n;
+    uint64_t now = now_ns();
+    for (int i = 0; i < n && !c->closed; i++) {
+      ngtcp2_pkt_info pi = {0};
+      int rv = ngtcp2_conn_read_pkt(c->qc, &c->ps.path, &pi, u->iov[i].iov_base, u->msgs[i].msg_len, now);
+      if (rv != 0) conn_fail(c, rv);
+    }
+    if (n < IO_BATCH) break;
+  }
+  conn_expire(c, now_ns());
+  uint64_t now = now_ns();
+  size_t used = 0;
+  int nmsg = 0;
+  for (;;) {
+    size_t cap = IO_SEND_BYTES - used;
+    int n = cap ? conn_write(c, u->sbuf + used, cap, now) : SBH3_ERR_BUFFER_TOO_SHORT;
+    if (n > 0) {
+      udp_prepare(u, nmsg++, u->sbuf + used, (size_t)n, u->connected ? NULL : &c->ps.remote_addrbuf);
+      used += (size_t)n;
+      if (nmsg < IO_BATCH) continue;
+    }
+    if (nmsg) udp_send_batch(u, nmsg);
+    if (n == SBH3_ERR_DONE || (n < 0 && n != SBH3_ERR_BUFFER_TOO_SHORT)) break;
+    if (n == SBH3_ERR_BUFFER_TOO_SHORT && nmsg == 0) break;
+    used = 0;
+    nmsg = 0;
+  }
+  return got;
+}
+
+int sbh3_server_io(sbh3_server *srv, sbh3_udp *u) {
+  if (!srv || !u) return SBH3_ERR_INVALID;
+  int got = 0;
+  while (got < IO_RECV_MAX) {
+    int n = udp_recv_batch(u);
+    if (n <= 0) break;
+    got += n;
+    for (int i = 0; i < n; i++) {
+      server_recv_from(srv, u->iov[i].iov_base, u->msgs[i].msg_len, &u->addrs[i],
+                       (ngtcp2_socklen)u->msgs[i].msg_hdr.msg_namelen);
+    }
+    if (n < IO_BATCH) break;
+  }
+  sbh3_server_on_timeout(srv);
+  uint64_t now = now_ns();
+  size_t used = 0;
+  int nmsg = 0;
+  for (;;) {
+    size_t cap = IO_SEND_BYTES - used;
+    const ngtcp2_sockaddr_union *to = NULL;
+    uint32_t id;
+    int n = cap ? server_write(srv, u->sbuf + used, cap, now, &to, &id) : SBH3_ERR_BUFFER_TOO_SHORT;
+    if (n > 0) {
+      udp_prepare(u, nmsg++, u->sbuf + used, (size_t)n, to);
+      used += (size_t)n;
+      if (nmsg < IO_BATCH) continue;
+    }
+    if (nmsg) udp_send_batch(u, nmsg);
+    if (n == SBH3_ERR_DONE || (n < 0 && n != SBH3_ERR_BUFFER_TOO_SHORT)) break;
+    if (n == SBH3_ERR_BUFFER_TOO_SHORT && nmsg == 0) break;
+    used = 0;
+    nmsg = 0;
+  }
+  return got;
 }

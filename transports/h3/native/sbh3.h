@@ -57,6 +57,10 @@ enum sbh3_error {
   SBH3_ERR_IDLE = -10,
   /* The library returned an unexpected error. */
   SBH3_ERR_INTERNAL = -11,
+  /* Nothing listens at the peer's UDP port (ICMP port unreachable). */
+  SBH3_ERR_REFUSED = -12,
+  /* A socket call failed (see errno in the text of sbh3_conn_error where it applies). */
+  SBH3_ERR_SOCKET = -13,
 };
 
 enum sbh3_event_type {
@@ -82,6 +86,7 @@ enum sbh3_verify {
 typedef struct sbh3_config sbh3_config;
 typedef struct sbh3_conn sbh3_conn;
 typedef struct sbh3_server sbh3_server;
+typedef struct sbh3_udp sbh3_udp;
 
 /* Writes "sbh3/x ngtcp2/x nghttp3/x gnutls/x" into buf; returns its length. */
 int sbh3_version(uint8_t *buf, size_t cap);
@@ -154,6 +159,31 @@ int sbh3_server_close_all(sbh3_server *srv);
 int sbh3_server_open_streams(sbh3_server *srv);
 /* Returns the number of connections held (including closing ones). */
 int sbh3_server_conn_count(sbh3_server *srv);
+
+/*
+ * Optional shim-owned I/O: instead of feeding datagrams one by one, the caller
+ * lets the shim own a nonblocking UDP socket. sbh3_*_io then drains every ready
+ * datagram (recvmmsg), runs due timers and sends everything due in one
+ * sendmmsg, so a wake-up costs one call whatever the number of datagrams.
+ * sbh3_udp_wait blocks and is the only function meant for another thread.
+ */
+
+/* Opens a nonblocking UDP socket bound to ip:port (port 0: any free port); NULL on failure. */
+sbh3_udp *sbh3_udp_new(const char *ip, uint16_t port);
+/* Closes the socket; no sbh3_udp_wait may be running on it. */
+void sbh3_udp_free(sbh3_udp *u);
+/* Returns the bound local port. */
+int sbh3_udp_port(sbh3_udp *u);
+/* Connects the socket to ip:port, so an ICMP port unreachable surfaces as SBH3_ERR_REFUSED. */
+int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port);
+/* Blocks until a datagram is ready (1), or timeout_ms passed or sbh3_udp_wake was called (0); -1 ms: no timeout. Thread-safe. */
+int sbh3_udp_wait(sbh3_udp *u, int timeout_ms);
+/* Ends a running or the next sbh3_udp_wait early. Thread-safe. */
+int sbh3_udp_wake(sbh3_udp *u);
+/* Client: receives every ready datagram, runs due timers, sends all that is due; returns datagrams received or an error. */
+int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u);
+/* Server: the same for every connection of the endpoint; returns datagrams received or an error. */
+int sbh3_server_io(sbh3_server *srv, sbh3_udp *u);
 
 #ifdef __cplusplus
 }
