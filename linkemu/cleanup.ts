@@ -13,6 +13,7 @@ import {
   listNamespaces,
   namespacePids,
   NS_PREFIX,
+  processStart,
   readStates,
   removeStateSync,
   requireNetAdmin,
@@ -111,5 +112,14 @@ export async function cleanupLinks(options: CleanupOptions = {}): Promise<Cleanu
   for (const pid of await helperPids()) {
     if (!livePids.has(pid) && !report.pids.includes(pid)) kill(pid);
   }
+  await waitForExit(report.pids, 3000);
   return report;
+}
+
+/** Waits (bounded) until every pid has exited, so the report holds when returned. */
+async function waitForExit(pids: number[], ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (pids.some((pid) => processStart(pid) !== undefined) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
