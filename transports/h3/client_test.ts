@@ -285,6 +285,36 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "h3 client reports a UDP port where nothing listens as TransportError (ICMP port unreachable), not a timeout",
+  ignore,
+  fn: async () => {
+    // A port that was free a moment ago: bind, read it, release it.
+    const probe = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+    const port = (probe.addr as Deno.NetAddr).port;
+    probe.close();
+    // The request timeout (3 s) is shorter than the handshake timeout (5 s): without the
+    // ICMP error this request ends in TimeoutError.
+    const client = await createH3Client(`https://127.0.0.1:${port}`, {
+      tls: trust(),
+      timeoutMs: 3000,
+    });
+    try {
+      await assert.rejects(
+        client.request({ path: "/nbench/v1/payload?size=1" }),
+        (err: Error) => {
+          assert.ok(err instanceof TransportError, `${err.name}: ${err.message}`);
+          assert.match(err.message, /unreachable.*refused/i);
+          return true;
+        },
+      );
+    } finally {
+      await client.close();
+    }
+  },
+});
+
+Deno.test({
   name: "h3 client reports a server restart as TransportError and reconnects on the next request",
   ignore,
   fn: async () => {
