@@ -12,7 +12,7 @@ if (!H3_SKIP && !haveValgrind) console.log("skipping h3 leak check: apt-get inst
 
 Deno.test({
   name:
-    "sbh3 shim frees everything after requests, a cancel, garbage input and a graceful close (valgrind)",
+    "sbh3 shim frees everything after requests, a cancel, garbage input, socket I/O, a refused port and a graceful close (valgrind)",
   ignore: H3_SKIP !== null || !haveValgrind,
   fn: async () => {
     const driver = await ensureBuilt("h3_leakcheck", { quiet: true });
@@ -37,7 +37,7 @@ Deno.test({
       const stdout = new TextDecoder().decode(out.stdout);
       const stderr = new TextDecoder().decode(out.stderr);
       assert.equal(out.code, 0, stderr.slice(0, 4000));
-      assert.match(stdout, /^ok: 39 answered, 1 cancelled/);
+      assert.match(stdout, /^ok: 39 answered, 1 cancelled; sockets: 20 answered, refused seen/);
       assert.doesNotMatch(stderr, /definitely lost|Invalid (read|write)/);
     } finally {
       await Deno.remove(dir, { recursive: true });

@@ -1,7 +1,10 @@
 /*
  * Leak-check driver for the sbh3 shim: a client and a server exchange
  * datagrams in memory (no sockets), run requests of several sizes, a cancel,
- * garbage input and a graceful close, then free everything. Run it under
+ * garbage input and a graceful close, then free everything. A second phase
+ * does the same over shim-owned loopback sockets (sbh3_udp + sbh3_*_io, with
+ * 1452-byte datagrams), and a client aimed at a closed port must see
+ * SBH3_ERR_REFUSED. Run it under
  * valgrind --leak-check=full or LeakSanitizer. Exit 0 when every response was
  * right; 1 otherwise.
  *
@@ -44,6 +47,110 @@ static size_t put_field(uint8_t *p, const char *name, const char *value) {
 static size_t body_size(int i) {
   static const size_t sizes[] = {0, 1, 1000, 100000, 300};
   return sizes[i % 5];
+}
+
+#define SOCK_NREQ 20
+#define SOCK_BODY 20000
+
+/* Client and server over loopback sockets owned by the shim; returns answered requests or -1. */
+static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, size_t cert_len, const uint8_t *key,
+                        size_t key_len) {
+  sbh3_config *scfg = sbh3_config_new(1), *ccfg = sbh3_config_new(0);
+  if (sbh3_config_set_cert(scfg, cert, cert_len, key, key_len) != 0 || sbh3_config_add_ca(ccfg, ca, ca_len) <= 0 ||
+      sbh3_config_set_max_udp_payload(scfg, 1452) != 0 || sbh3_config_set_max_udp_payload(ccfg, 1452) != 0)
+    return -1;
+  sbh3_udp *su = sbh3_udp_new("127.0.0.1", 0), *cu = sbh3_udp_new("127.0.0.1", 0);
+  if (!su || !cu) return -1;
+  int sport = sbh3_udp_port(su), cport = sbh3_udp_port(cu);
+  if (sbh3_udp_connect(cu, "127.0.0.1", (uint16_t)sport) != 0) return -1;
+  sbh3_server *srv = sbh3_server_new(scfg, "127.0.0.1", (uint16_t)sport);
+  sbh3_conn *cli = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", (uint16_t)cport, "127.0.0.1", (uint16_t)sport);
+  if (!srv || !cli) return -1;
+  uint8_t *ev = malloc(1 << 20), *body = malloc(SOCK_BODY);
+  memset(body, 'y', SOCK_BODY);
+  int submitted = 0, answered = 0;
+  for (int round = 0; round < 20000 && answered < SOCK_NREQ; round++) {
+    int moved = sbh3_conn_io(cli, cu) + sbh3_server_io(srv, su), n;
+    while ((n = sbh3_server_poll(srv, ev, 1 << 20)) > 0) {
+      uint32_t type, conn_id;
+      int64_t sid;
+      memcpy(&type, ev, 4);
+      memcpy(&conn_id, ev + 4, 4);
+      memcpy(&sid, ev + 8, 8);
+      if (type != SBH3_EV_MESSAGE) continue;
+      uint8_t hdr[64];
+      size_t h = put_field(hdr, ":status", "200");
+      sbh3_server_respond(srv, conn_id, sid, hdr, h, body, SOCK_BODY);
+      moved++;
+    }
+    while ((n = sbh3_conn_poll(cli, ev, 1 << 20)) > 0) {
+      uint32_t type, bl;
+      memcpy(&type, ev, 4);
+      memcpy(&bl, ev + 28, 4);
+      if (type == SBH3_EV_CLOSED) round = 1 << 30;
+      if (type == SBH3_EV_MESSAGE && bl == SOCK_BODY) answered++;
+      moved++;
+    }
+    while (submitted < SOCK_NREQ) {
+      uint8_t hdr[256];
+      size_t h = 0;
+      h += put_field(hdr + h, ":method", "GET");
+      h += put_field(hdr + h, ":scheme", "https");
+      h += put_field(hdr + h, ":authority", "localhost");
+      h += put_field(hdr + h, ":path", "/payload");
+      if (sbh3_conn_request(cli, hdr, h, NULL, 0) < 0) break;
+      submitted++;
+      moved++;
+    }
+    if (!moved) sbh3_udp_wait(cu, 2);
+  }
+  sbh3_conn_close(cli);
+  sbh3_conn_io(cli, cu);
+  sbh3_udp_wait(su, 100);
+  sbh3_server_io(srv, su);
+  sbh3_server_close_all(srv);
+  sbh3_server_io(srv, su);
+  /* A wake-up ends a wait at once. */
+  sbh3_udp_wake(su);
+  if (sbh3_udp_wait(su, 5000) != 0) answered = -1;
+  sbh3_conn_free(cli);
+  sbh3_server_free(srv);
+  sbh3_udp_free(su);
+  sbh3_udp_free(cu);
+  sbh3_udp_free(NULL);
+
+  /* Nothing listens at a port that was just released: the client must see REFUSED. */
+  sbh3_udp *gone = sbh3_udp_new("127.0.0.1", 0);
+  int gport = sbh3_udp_port(gone);
+  sbh3_udp_free(gone);
+  sbh3_udp *ru = sbh3_udp_new("127.0.0.1", 0);
+  sbh3_conn *rc = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", (uint16_t)sbh3_udp_port(ru), "127.0.0.1",
+                                       (uint16_t)gport);
+  sbh3_udp_connect(ru, "127.0.0.1", (uint16_t)gport);
+  sbh3_config_free(scfg);
+  sbh3_config_free(ccfg);
+  int refused = 0;
+  for (int i = 0; i < 20 && !refused; i++) {
+    sbh3_conn_io(rc, ru);
+    int n;
+    while ((n = sbh3_conn_poll(rc, ev, 1 << 20)) > 0) {
+      uint32_t type;
+      int64_t code;
+      memcpy(&type, ev, 4);
+      memcpy(&code, ev + 16, 8);
+      if (type == SBH3_EV_CLOSED && code == SBH3_ERR_REFUSED) refused = 1;
+    }
+    if (!refused) sbh3_udp_wait(ru, 50);
+  }
+  if (!refused) {
+    fprintf(stderr, "no SBH3_ERR_REFUSED from a closed port\n");
+    answered = -1;
+  }
+  sbh3_conn_free(rc);
+  sbh3_udp_free(ru);
+  free(ev);
+  free(body);
+  return answered;
 }
 
 int main(int argc, char **argv) {
@@ -170,12 +277,17 @@ int main(int argc, char **argv) {
   sbh3_conn_free(NULL);
   sbh3_server_free(NULL);
   sbh3_config_free(NULL);
+  int sock_answered = socket_phase(ca, ca_len, cert, cert_len, key, key_len);
+  if (sock_answered != SOCK_NREQ) {
+    fprintf(stderr, "sockets: %d of %d answered\n", sock_answered, SOCK_NREQ);
+    ok = 0;
+  }
   free(pkt);
   free(ev);
   free(body);
   free(ca);
   free(cert);
   free(key);
-  if (ok) printf("ok: %d answered, %d cancelled\n", answered, cancelled);
+  if (ok) printf("ok: %d answered, %d cancelled; sockets: %d answered, refused seen\n", answered, cancelled, sock_answered);
   return ok ? 0 : 1;
 }
