@@ -43,3 +43,4 @@ export {
 } from "./selftest.ts";
 export { formatSelftestReport } from "./report.ts";
 export { hasNetAdmin, requireNetAdmin } from "./_system.ts";
+export { type BenchAcrossOptions, benchAcrossLink } from "./bench_across.ts";
