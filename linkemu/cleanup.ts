@@ -27,6 +27,9 @@ export interface CleanupOptions {
   all?: boolean;
   /** State folder. Default `/run/sbilab/links` (or SBILAB_LINK_STATE_DIR). */
   stateDir?: string;
+  /** Only these link ids, and no sweep of other prefixed namespaces, devices
+   * or helpers (so concurrent links are never touched). Default: every link. */
+  ids?: string[];
 }
 
 /** What a cleanup removed, and which live links it left alone. */
@@ -83,6 +86,7 @@ export async function cleanupLinks(options: CleanupOptions = {}): Promise<Cleanu
   };
 
   for (const s of await readStates(stateDir)) {
+    if (options.ids && !options.ids.includes(s.id)) continue;
     if (!options.all && sameProcess(s.ownerPid, s.ownerStart)) {
       report.kept.push(s.id);
       [s.clientNs, s.serverNs].forEach((n) => keepNs.add(n));
@@ -96,6 +100,10 @@ export async function cleanupLinks(options: CleanupOptions = {}): Promise<Cleanu
     report.links.push(s.id);
   }
 
+  if (options.ids) {
+    await waitForExit(report.pids, 3000);
+    return report;
+  }
   // Anything with our prefix that no live link claims.
   for (const ns of await listNamespaces()) {
     if (ns.startsWith(NS_PREFIX) && !keepNs.has(ns) && !report.namespaces.includes(ns)) {

@@ -43,4 +43,4 @@ export {
 } from "./selftest.ts";
 export { formatSelftestReport } from "./report.ts";
 export { hasNetAdmin, requireNetAdmin } from "./_system.ts";
-export { type BenchAcrossOptions, benchAcrossLink } from "./bench_across.ts";
+export { benchAcrossLink, type BenchAcrossOptions } from "./bench_across.ts";

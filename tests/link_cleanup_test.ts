@@ -1,4 +1,7 @@
 /**
+ * (Cleanups here name their link ids so they never touch links that other
+ * test files have open at the same time.)
+ *
  * Nothing outlives a link: Ctrl-C removes it, and `cleanup` removes what a
  * SIGKILLed owner left behind (while leaving live owners' links alone).
  */
@@ -72,7 +75,7 @@ Deno.test({
     // The owner is gone but the namespaces are not.
     assert.ok((await namespaces()).includes(state.clientNs));
 
-    const report = await cleanupLinks();
+    const report = await cleanupLinks({ ids: [id] });
     assert.ok(report.links.includes(id), JSON.stringify(report));
     assert.ok(report.namespaces.includes(state.serverNs));
     const status = await sleeper.status;
@@ -101,11 +104,11 @@ Deno.test({
   fn: async () => {
     const link = await openLink(parseLinkSpec("lan"), { autoCleanup: false });
     try {
-      const report = await cleanupLinks();
+      const report = await cleanupLinks({ ids: [link.id] });
       assert.ok(report.kept.includes(link.id));
       assert.ok((await namespaces()).includes(link.clientNs));
       assert.ok(alive(link.relayPid!));
-      const all = await cleanupLinks({ all: true });
+      const all = await cleanupLinks({ all: true, ids: [link.id] });
       assert.ok(all.links.includes(link.id));
       await assertGone(link.id, link.relayPid!);
     } finally {
