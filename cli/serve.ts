@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { createHandler } from "../handler/mod.ts";
 import { createServer, parseTransports, type SbiServer, type TlsMaterial } from "../transports/mod.ts";
-import { DEV_PKI_FILES, readDevPki, writeDevPki } from "../transports/pki.ts";
+import { DEV_PKI_FILES, issueServerCertificate, readDevPki, writeDevPki } from "../transports/pki.ts";
 import { defaultStateDir } from "./state.ts";
 import { parsePort, parsePositiveInt } from "./args.ts";
 
@@ -19,6 +19,8 @@ interface ServeOptions {
   delayMs?: string;
   maxBody?: string;
 }
+
+const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "0.0.0.0", "::"]);
 
 /** Loads the dev PKI from `dir`, creating it on first use. */
 export async function ensureDevPki(dir: string) {
@@ -50,9 +52,14 @@ async function serverTls(o: ServeOptions): Promise<TlsMaterial> {
   const dir = o.stateDir ?? defaultStateDir();
   const pki = await ensureDevPki(dir);
   console.error(`dev PKI in ${dir} (trust ${dir}/${DEV_PKI_FILES.ca})`);
+  let server = { certPem: pki.serverCertPem, keyPem: pki.serverKeyPem };
+  if (!LOCAL_HOSTS.has(o.host)) {
+    // A specific address (a lab box, a link namespace): name it in the certificate.
+    server = await issueServerCertificate(pki, [o.host, "localhost", "127.0.0.1", "::1"]);
+  }
   return {
-    cert: pki.serverCertPem,
-    key: pki.serverKeyPem,
+    cert: server.certPem,
+    key: server.keyPem,
     ca: o.ca ? { path: o.ca } : pki.caCertPem,
     requireClientCert: o.mtls ?? false,
   };

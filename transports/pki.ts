@@ -52,18 +52,85 @@ function isIp(name: string): boolean {
   return /^[0-9.]+$/.test(name) || name.includes(":");
 }
 
+/** The signing half of a CA: its certificate and private key in PEM. */
+export interface CaPem {
+  /** CA certificate. */
+  caCertPem: string;
+  /** CA private key (PKCS#8). */
+  caKeyPem: string;
+}
+
+/** A leaf certificate and its key in PEM. */
+export interface LeafPem {
+  /** Certificate. */
+  certPem: string;
+  /** Private key (PKCS#8). */
+  keyPem: string;
+}
+
+async function issueLeaf(
+  ca: { cert: x509.X509Certificate; key: CryptoKey; publicKey: CryptoKey },
+  cn: string,
+  names: string[],
+  usage: string,
+  days: number,
+): Promise<LeafPem> {
+  const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial(),
+    subject: `CN=${cn}`,
+    issuer: ca.cert.subject,
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + days * 86_400_000),
+    publicKey: keys.publicKey,
+    signingKey: ca.key,
+    signingAlgorithm: ALG,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([usage]),
+      ...(names.length
+        ? [
+          new x509.SubjectAlternativeNameExtension(
+            names.map((n) => ({ type: isIp(n) ? "ip" as const : "dns" as const, value: n })),
+          ),
+        ]
+        : []),
+      await x509.AuthorityKeyIdentifierExtension.create(ca.publicKey),
+    ],
+  });
+  return { certPem: cert.toString("pem") + "\n", keyPem: await keyPem(keys.privateKey) };
+}
+
+/**
+ * Issues a server certificate for `names` (DNS names or IP addresses) from an
+ * existing CA, for example a dev PKI read back from disk.
+ */
+export async function issueServerCertificate(
+  ca: CaPem,
+  names: string[],
+  options: { days?: number } = {},
+): Promise<LeafPem> {
+  if (names.length === 0) throw new TypeError("A server certificate needs at least one name");
+  const cert = new x509.X509Certificate(ca.caCertPem);
+  const der = x509.PemConverter.decode(ca.caKeyPem)[0];
+  const key = await crypto.subtle.importKey("pkcs8", der, { name: "ECDSA", namedCurve: "P-256" }, false, [
+    "sign",
+  ]);
+  const publicKey = await cert.publicKey.export({ name: "ECDSA", namedCurve: "P-256" }, ["verify"]);
+  return issueLeaf({ cert, key, publicKey }, names[0], names, x509.ExtendedKeyUsage.serverAuth, options.days ?? 30);
+}
+
 /** Creates a CA, a server and a client certificate in memory. */
 export async function createDevPki(options: DevPkiOptions = {}): Promise<DevPki> {
   const days = options.days ?? 30;
-  const notBefore = new Date(Date.now() - 60_000);
-  const notAfter = new Date(Date.now() + days * 86_400_000);
   const caKeys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
   const caName = `CN=${options.caName ?? "sbilab dev CA"}`;
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
     name: caName,
-    notBefore,
-    notAfter,
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + days * 86_400_000),
     keys: caKeys,
     signingAlgorithm: ALG,
     extensions: [
@@ -75,41 +142,13 @@ export async function createDevPki(options: DevPkiOptions = {}): Promise<DevPki>
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
-
-  async function leaf(cn: string, names: string[], usage: string) {
-    const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
-    const cert = await x509.X509CertificateGenerator.create({
-      serialNumber: serial(),
-      subject: `CN=${cn}`,
-      issuer: ca.subject,
-      notBefore,
-      notAfter,
-      publicKey: keys.publicKey,
-      signingKey: caKeys.privateKey,
-      signingAlgorithm: ALG,
-      extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([usage]),
-        ...(names.length
-          ? [
-            new x509.SubjectAlternativeNameExtension(
-              names.map((n) => ({ type: isIp(n) ? "ip" as const : "dns" as const, value: n })),
-            ),
-          ]
-          : []),
-        await x509.AuthorityKeyIdentifierExtension.create(caKeys.publicKey),
-      ],
-    });
-    return { certPem: cert.toString("pem") + "\n", keyPem: await keyPem(keys.privateKey) };
-  }
-
-  const server = await leaf(
-    options.serverNames?.[0] ?? "localhost",
-    [...(options.serverNames ?? ["localhost", "127.0.0.1", "::1"]), ...(options.extraServerNames ?? [])],
-    x509.ExtendedKeyUsage.serverAuth,
-  );
-  const client = await leaf("sbilab client", [], x509.ExtendedKeyUsage.clientAuth);
+  const signer = { cert: ca, key: caKeys.privateKey, publicKey: caKeys.publicKey };
+  const serverNames = [
+    ...(options.serverNames ?? ["localhost", "127.0.0.1", "::1"]),
+    ...(options.extraServerNames ?? []),
+  ];
+  const server = await issueLeaf(signer, serverNames[0], serverNames, x509.ExtendedKeyUsage.serverAuth, days);
+  const client = await issueLeaf(signer, "sbilab client", [], x509.ExtendedKeyUsage.clientAuth, days);
   return {
     caCertPem: ca.toString("pem") + "\n",
     caKeyPem: await keyPem(caKeys.privateKey),
