@@ -105,6 +105,12 @@ export interface Link {
   exec(side: LinkSide, cmd: string[], options?: ExecOptions): Deno.ChildProcess;
   /** Current relay counters (undefined for netem). */
   stats(): Promise<RelayStats | undefined>;
+  /** Makes the relay act as a NAT that moves the client to a new source port
+   * (TCP and UDP): from now on the server sees every client flow at another
+   * port, the client sees nothing. Resolves with the rebind epoch (1, 2, …).
+   * Other processes can do the same with `kill -USR2 <relayPid>`.
+   * @throws {Error} on the netem backend or a closed link. */
+  rebind(): Promise<number>;
   /** Resolves with the final relay counters once the link is closed. */
   readonly closed: Promise<RelayStats | undefined>;
   /** Kills what runs inside, stops the relay, removes namespaces, devices and
@@ -412,6 +418,18 @@ class LinkImpl implements Link {
     killQuiet(relay.pid, "SIGUSR1");
     const event = await next;
     return event?.event === "stats" ? RelayProcess.toStats(event) : undefined;
+  }
+
+  async rebind(): Promise<number> {
+    const relay = this.#relay;
+    if (!relay) throw new Error("Rebinding needs the relay backend");
+    if (this.#closing) throw new Error(`Link ${this.id} is closed`);
+    relay.discardUnclaimed();
+    const next = relay.next(2000);
+    killQuiet(relay.pid, "SIGUSR2");
+    const event = await next;
+    if (event?.event !== "rebind") throw new Error("The link relay did not confirm the rebind");
+    return event.epoch as number;
   }
 
   close(): Promise<RelayStats | undefined> {

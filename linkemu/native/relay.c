@@ -14,8 +14,15 @@
  * closes).
  *
  * Output (stdout, one JSON object per line): {"event":"ready",...} once both
- * devices exist, {"event":"stats",...} on SIGUSR1 and {"event":"exit",...}
- * when leaving on SIGTERM, SIGINT, SIGHUP or stdin EOF.
+ * devices exist, {"event":"stats",...} on SIGUSR1, {"event":"rebind",...} on
+ * SIGUSR2 and {"event":"exit",...} when leaving on SIGTERM, SIGINT, SIGHUP or
+ * stdin EOF.
+ *
+ * Rebinding (a NAT that changes the client's port): each SIGUSR2 starts a new
+ * epoch. From then on every IPv4 TCP/UDP packet going up has its source port
+ * XORed with the epoch's mask and every packet coming down has its
+ * destination port XORed back (checksums fixed incrementally, RFC 1624), so
+ * the server sees the client at a new port while the client sees nothing.
  *
  * Timing: one thread, epoll over both TUN fds, a signalfd, stdin and a
  * timerfd armed (absolute, CLOCK_MONOTONIC) for the earliest pending release
@@ -135,6 +142,47 @@ typedef struct {
 static uint64_t g_seq;
 static uint64_t g_start_ns;
 static uint64_t g_spin_ns = 20000;
+static uint32_t g_nat_epoch; /* number of SIGUSR2 rebinds so far */
+
+/* XOR mask of the current rebind epoch: 0 before the first rebind. It keeps
+ * bit 15 clear and bit 10 set, so an ephemeral port (>= 32768) maps to
+ * another ephemeral port and never to itself. */
+static uint16_t nat_mask(void) {
+  if (g_nat_epoch == 0) return 0;
+  return (uint16_t)(((g_nat_epoch * 0x2f45u) & 0x3fffu) | 0x0400u);
+}
+
+/* Adds the change old -> new of one 16-bit word to a checksum (RFC 1624). */
+static uint16_t csum_update(uint16_t csum, uint16_t old, uint16_t new) {
+  uint32_t sum = (uint16_t)~csum + (uint32_t)(uint16_t)~old + new;
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return (uint16_t)~sum;
+}
+
+/* XORs the source (up) or destination (down) port of an unfragmented IPv4
+ * TCP or UDP packet with `mask`, fixing the transport checksum. */
+static void nat_rewrite(unsigned char *p, uint32_t len, int up, uint16_t mask) {
+  if (mask == 0 || len < 20 || (p[0] >> 4) != 4) return;
+  uint32_t ihl = (uint32_t)(p[0] & 0x0f) * 4;
+  if (ihl < 20 || ((p[6] & 0x1f) | p[7]) != 0) return; /* options ok, fragments not */
+  int proto = p[9];
+  uint32_t csum_at;
+  if (proto == 6 && len >= ihl + 20) csum_at = ihl + 16;
+  else if (proto == 17 && len >= ihl + 8) csum_at = ihl + 6;
+  else return;
+  unsigned char *port = p + ihl + (up ? 0 : 2);
+  uint16_t old = (uint16_t)(port[0] << 8 | port[1]);
+  uint16_t new = old ^ mask;
+  port[0] = (unsigned char)(new >> 8);
+  port[1] = (unsigned char)new;
+  uint16_t csum = (uint16_t)(p[csum_at] << 8 | p[csum_at + 1]);
+  if (proto == 17 && csum == 0) return; /* UDP without checksum */
+  csum = csum_update(csum, old, new);
+  if (proto == 17 && csum == 0) csum = 0xffff;
+  p[csum_at] = (unsigned char)(csum >> 8);
+  p[csum_at + 1] = (unsigned char)csum;
+}
 
 static int heap_less(const packet_t *a, const packet_t *b) {
   return a->release_ns < b->release_ns || (a->release_ns == b->release_ns && a->seq < b->seq);
@@ -272,6 +320,7 @@ static void read_some(dir_t *d, unsigned char *buf) {
   for (int i = 0; i < READ_BATCH; i++) {
     ssize_t n = read(d->in_fd, buf, MAX_PACKET);
     if (n <= 0) return; /* EAGAIN or error: wait for epoll */
+    nat_rewrite(buf, (uint32_t)n, d->name[0] == 'u', nat_mask());
     ingest(d, buf, (uint32_t)n, now_ns());
   }
 }
@@ -291,7 +340,8 @@ static void print_dir(const dir_t *d) {
 
 /* Prints {"event":EVENT,"up":{...},"down":{...}} and flushes. */
 static void print_stats(const char *event, const dir_t *up, const dir_t *down) {
-  printf("{\"event\":\"%s\",\"uptime_ns\":%" PRIu64 ",", event, now_ns() - g_start_ns);
+  printf("{\"event\":\"%s\",\"uptime_ns\":%" PRIu64 ",\"nat_epoch\":%" PRIu32 ",", event,
+         now_ns() - g_start_ns, g_nat_epoch);
   print_dir(up);
   printf(",");
   print_dir(down);
@@ -432,6 +482,7 @@ int main(int argc, char **argv) {
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGHUP);
   sigaddset(&mask, SIGUSR1);
+  sigaddset(&mask, SIGUSR2);
   sigprocmask(SIG_BLOCK, &mask, NULL);
   signal(SIGPIPE, SIG_IGN);
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -500,7 +551,14 @@ int main(int argc, char **argv) {
       } else if (fd == sigfd) {
         struct signalfd_siginfo si;
         while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-          if (si.ssi_signo == SIGUSR1) print_stats("stats", &up, &down);
+          if (si.ssi_signo == SIGUSR1) {
+            print_stats("stats", &up, &down);
+          } else if (si.ssi_signo == SIGUSR2) {
+            g_nat_epoch++;
+            printf("{\"event\":\"rebind\",\"epoch\":%" PRIu32 ",\"mask\":%u,\"uptime_ns\":%" PRIu64 "}\n",
+                   g_nat_epoch, (unsigned)nat_mask(), now_ns() - g_start_ns);
+            fflush(stdout);
+          }
           else leave = "signal";
         }
       } else if (fd == 0) {
