@@ -7,7 +7,15 @@ import type { SbiClient, TransportName } from "../transports/types.ts";
 import { collectEnvironment } from "./environment.ts";
 import { FloorError, MAX_FLOOR_BYTES, measureKernelFloor, measureRuntimeFloor } from "./floors.ts";
 import { type Clock, defaultClock, type SamplingPlan } from "./sampler.ts";
-import { type BenchRun, type FloorRow, type ResultRow, type RunConfig, SCHEMA_VERSION, type ScenarioName } from "./schema.ts";
+import {
+  type BenchRun,
+  type FloorRow,
+  type LinkRecord,
+  type ResultRow,
+  type RunConfig,
+  SCHEMA_VERSION,
+  type ScenarioName,
+} from "./schema.ts";
 import { type Endpoints, startServers, targetEndpoints } from "./servers.ts";
 import type { Scenario, ScenarioContext } from "./scenarios/context.ts";
 import { rttScenario } from "./scenarios/rtt.ts";
@@ -16,6 +24,8 @@ import { coldScenario } from "./scenarios/cold.ts";
 import { bulkScenario } from "./scenarios/bulk.ts";
 import { rateScenario } from "./scenarios/rate.ts";
 import { peersScenario } from "./lab_itself.ts";
+import { DEFAULT_STREAMS, holScenario } from "./scenarios/hol.ts";
+import { migrationScenario } from "./scenarios/migration.ts";
 
 /** Options of {@linkcode runBench}. */
 export interface BenchOptions {
@@ -47,6 +57,12 @@ export interface BenchOptions {
   rate?: number;
   /** In-flight levels for `concurrency`. Default [1, 8, 64, 256]. */
   concurrency?: number[];
+  /** Concurrent streams on one connection for `hol`. Default 16. */
+  streams?: number;
+  /** The emulated link this run crosses (recorded in the run's config). Default none. */
+  link?: LinkRecord;
+  /** Moves the client to a new source port (the link's NAT rebinding); `migration` needs it. */
+  rebind?: () => Promise<void>;
   /** Skip the floors. Default false. */
   skipFloors?: boolean;
   /** Clock. Default `performance.now`. */
@@ -71,6 +87,8 @@ const SCENARIO_FUNCTIONS: Record<ScenarioName, Scenario> = {
   bulk: bulkScenario,
   rate: rateScenario,
   peers: peersScenario,
+  hol: holScenario,
+  migration: migrationScenario,
 };
 
 function positive(name: string, v: number | undefined, integer = false): void {
@@ -90,6 +108,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   positive("sample time", options.sampleMs);
   positive("samples", options.samples, true);
   positive("delay", options.delayMs);
+  positive("streams", options.streams, true);
+  if (options.streams !== undefined && options.streams < 1) throw new RangeError("streams must be at least 1");
   if (options.samples !== undefined && options.samples < 2) throw new RangeError("samples must be at least 2");
   if (options.rate !== undefined && !(options.rate > 0)) throw new RangeError(`rate must be > 0, got ${options.rate}`);
   const sizes = options.sizes ?? DEFAULT_SIZES;
@@ -111,13 +131,18 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   if (options.transports) {
     transports = options.transports;
   } else if (options.target) {
-    transports = options.target.startsWith("https:") ? ["h2-tls"] : ["h2c"];
+    const h3 = (await availableTransports()).includes("h3");
+    transports = options.target.startsWith("https:") ? (h3 ? ["h2-tls", "h3"] : ["h2-tls"]) : ["h2c"];
   } else {
     transports = await availableTransports();
   }
   const notes: string[] = [];
   if (!options.transports && !options.target && !transports.includes("h3")) {
-    notes.push("h3 was not measured: its native module is not available on this machine.");
+    const { loadH3Library } = await import("../transports/h3/loader.ts");
+    const why = await loadH3Library().then(() => "", (err) => `: ${(err as Error).message.split("\n")[0]}`);
+    notes.push(
+      `h3 was not measured: its native module is not available${why}. Install its packages with: sudo bash scripts/setup_system.sh`,
+    );
   }
   const serverMode = options.target ? "target" : options.inProcess ? "in-process" : "process";
   const config: RunConfig = {
@@ -133,6 +158,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     delayMs: options.delayMs ?? 0,
     rate: scenario === "rate" ? options.rate ?? 1000 : options.rate,
     concurrency: scenario === "concurrency" ? options.concurrency ?? [1, 8, 64, 256] : options.concurrency,
+    streams: scenario === "hol" ? options.streams ?? DEFAULT_STREAMS : options.streams,
+    link: options.link,
   };
   const environment = await collectEnvironment();
   const progress = options.onProgress ?? (() => {});
@@ -200,6 +227,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       },
       onProgress: progress,
       onRow: (r) => options.onRow?.(r),
+      rebind: options.rebind,
       signal: options.signal,
     };
     rows.push(...await SCENARIO_FUNCTIONS[scenario](ctx));
