@@ -1,8 +1,10 @@
 /**
  * HTTP/3 over QUIC for sbilab: a native shim on ngtcp2 + nghttp3 + GnuTLS
  * (native/sbh3.c) loaded with `Deno.dlopen`, and a server and client that
- * implement the shared transport contracts. TypeScript owns the UDP socket
- * and the timers; the shim owns QUIC and HTTP/3 state.
+ * implement the shared transport contracts. The shim owns QUIC and HTTP/3
+ * state and the UDP socket (batched recvmmsg/sendmmsg per wake-up);
+ * TypeScript drives it: it awaits readiness through the one nonblocking FFI
+ * call, runs `io()`, polls events and keeps the request timers.
  */
 import { shimVersion } from "./ffi.ts";
 import { loadH3Library } from "./loader.ts";

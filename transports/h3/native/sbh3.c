@@ -1520,6 +1520,7 @@ struct sbh3_udp {
   int fd;
   int wake_fd;
   int connected;
+  int refused;    /* a send reported ECONNREFUSED (which clears the socket's pending error) */
   uint8_t *rbuf;  /* IO_BATCH receive slots of IO_RECV_BYTES */
   uint8_t *sbuf;  /* the send batch */
   struct mmsghdr msgs[IO_BATCH];
@@ -1630,7 +1631,8 @@ static void udp_send_batch(sbh3_udp *u, int n) {
       poll(&p, 1, 5);
       continue;
     }
-    /* ECONNREFUSED and the like: skip this datagram; QUIC's loss recovery or recv reports it. */
+    /* ECONNREFUSED is the ICMP error of an earlier datagram: keep it for io; skip this datagram. */
+    if (r < 0 && errno == ECONNREFUSED) u->refused = 1;
     off++;
   }
 }
@@ -1662,6 +1664,10 @@ static void conn_refused(sbh3_conn *c) {
 int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u) {
   if (!c || !u || c->srv) return SBH3_ERR_INVALID;
   int got = 0;
+  if (u->refused && u->connected) {
+    u->refused = 0;
+    conn_refused(c);
+  }
   while (!c->closed && got < IO_RECV_MAX) {
     int n = udp_recv_batch(u);
     if (n == -ECONNREFUSED) {
@@ -1695,6 +1701,10 @@ int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u) {
     if (n == SBH3_ERR_BUFFER_TOO_SHORT && nmsg == 0) break;
     used = 0;
     nmsg = 0;
+  }
+  if (u->refused && u->connected) {
+    u->refused = 0;
+    conn_refused(c);
   }
   return got;
 }
