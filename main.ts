@@ -37,7 +37,15 @@ async function maybeReexecInsecure(args: string[]): Promise<number | undefined> 
   if (args.includes("--h3")) return undefined;
   const main = new URL(import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--unsafely-ignore-certificate-errors", "--quiet", main, ...args],
+    args: [
+      "run",
+      "-A",
+      "--unstable-net",
+      "--unsafely-ignore-certificate-errors",
+      "--quiet",
+      main,
+      ...args,
+    ],
     env: { [INSECURE_ENV]: "1" },
     stdin: "inherit",
     stdout: "inherit",

@@ -3,7 +3,9 @@
 /** Parses a TCP/UDP port (0 allowed). */
 export function parsePort(value: string, flag: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 65535) throw new RangeError(`${flag} must be a port 0-65535, got ${value}`);
+  if (!/^\d+$/.test(value) || n > 65535) {
+    throw new RangeError(`${flag} must be a port 0-65535, got ${value}`);
+  }
   return n;
 }
 
@@ -11,7 +13,9 @@ export function parsePort(value: string, flag: string): number {
 export function parsePositiveInt(value: string, flag: string, allowZero = false): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || (!allowZero && n === 0) || !Number.isSafeInteger(n)) {
-    throw new RangeError(`${flag} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${value}`);
+    throw new RangeError(
+      `${flag} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${value}`,
+    );
   }
   return n;
 }

@@ -42,7 +42,8 @@ async function exists(path: string): Promise<boolean> {
 
 async function run(cmd: string[]): Promise<boolean> {
   try {
-    const r = await new Deno.Command(cmd[0], { args: cmd.slice(1), stdout: "null", stderr: "null" }).output();
+    const r = await new Deno.Command(cmd[0], { args: cmd.slice(1), stdout: "null", stderr: "null" })
+      .output();
     return r.success;
   } catch {
     return false;
@@ -52,13 +53,30 @@ async function run(cmd: string[]): Promise<boolean> {
 /** Collects the doctor's findings as `[label, value]` rows. */
 export async function doctorReport(): Promise<[string, string][]> {
   const rows: [string, string][] = [];
-  rows.push(["deno", `${Deno.version.deno} (v8 ${Deno.version.v8}, typescript ${Deno.version.typescript})`]);
+  rows.push([
+    "deno",
+    `${Deno.version.deno} (v8 ${Deno.version.v8}, typescript ${Deno.version.typescript})`,
+  ]);
   rows.push(["os", `${Deno.build.os} ${Deno.build.arch} ${Deno.osRelease()}`]);
   const uid = Deno.uid();
-  rows.push(["user", uid === 0 ? "root (network namespaces and TUN allowed)" : `uid ${uid} (not root: link emulation needs root)`]);
-  rows.push(["libnghttp2", libVersion("libnghttp2.so.14", "nghttp2_version") ?? "missing (apt-get install libnghttp2-14)"]);
-  rows.push(["libngtcp2", libVersion("libngtcp2.so.9", "ngtcp2_version") ?? "missing (apt-get install libngtcp2-9)"]);
-  rows.push(["libnghttp3", libVersion("libnghttp3.so.3", "nghttp3_version") ?? "missing (apt-get install libnghttp3-3)"]);
+  rows.push([
+    "user",
+    uid === 0
+      ? "root (network namespaces and TUN allowed)"
+      : `uid ${uid} (not root: link emulation needs root)`,
+  ]);
+  rows.push([
+    "libnghttp2",
+    libVersion("libnghttp2.so.14", "nghttp2_version") ?? "missing (apt-get install libnghttp2-14)",
+  ]);
+  rows.push([
+    "libngtcp2",
+    libVersion("libngtcp2.so.9", "ngtcp2_version") ?? "missing (apt-get install libngtcp2-9)",
+  ]);
+  rows.push([
+    "libnghttp3",
+    libVersion("libnghttp3.so.3", "nghttp3_version") ?? "missing (apt-get install libnghttp3-3)",
+  ]);
   try {
     const h3 = await import("../transports/h3/mod.ts");
     const v = await h3.h3Versions();
@@ -85,14 +103,20 @@ export async function doctorReport(): Promise<[string, string][]> {
     const path = await which(tool);
     rows.push([tool, path ?? `missing (apt-get install ${pkg})`]);
   }
-  rows.push(["/dev/net/tun", (await exists("/dev/net/tun")) ? "present" : "missing (TUN link emulation unavailable)"]);
+  rows.push([
+    "/dev/net/tun",
+    (await exists("/dev/net/tun")) ? "present" : "missing (TUN link emulation unavailable)",
+  ]);
   const netns = uid === 0 && await run(["ip", "netns", "list"]);
   rows.push(["network namespaces", netns ? "available" : "unavailable (needs root and iproute2)"]);
   const release = Deno.osRelease();
   const netem = (await exists(`/lib/modules/${release}/kernel/net/sched/sch_netem.ko`)) ||
     (await exists(`/lib/modules/${release}/kernel/net/sched/sch_netem.ko.xz`)) ||
     (await Deno.readTextFile("/proc/modules").catch(() => "")).includes("sch_netem");
-  rows.push(["tc netem", netem ? "available" : "not in this kernel (the built-in TUN relay is used)"]);
+  rows.push([
+    "tc netem",
+    netem ? "available" : "not in this kernel (the built-in TUN relay is used)",
+  ]);
   return rows;
 }
 

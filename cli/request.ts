@@ -42,7 +42,6 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-
 /** Adds `request`. */
 export function registerRequestCommand(program: Command): void {
   program.command("request")
@@ -102,7 +101,11 @@ export function registerRequestCommand(program: Command): void {
           insecure: (o.insecure && transport === "h3") ?? false,
         };
       }
-      const client = await createClient(transport, url.origin, { tls, nfType: o.nfType, timeoutMs });
+      const client = await createClient(transport, url.origin, {
+        tls,
+        nfType: o.nfType,
+        timeoutMs,
+      });
       try {
         const res = await client.request({
           method: (o.request ?? (data ? "POST" : "GET")).toUpperCase(),

@@ -1,8 +1,18 @@
 /** `lab serve`: one handler behind every requested transport. */
 import type { Command } from "commander";
 import { createHandler } from "../handler/mod.ts";
-import { createServer, parseTransports, type SbiServer, type TlsMaterial } from "../transports/mod.ts";
-import { DEV_PKI_FILES, issueServerCertificate, readDevPki, writeDevPki } from "../transports/pki.ts";
+import {
+  createServer,
+  parseTransports,
+  type SbiServer,
+  type TlsMaterial,
+} from "../transports/mod.ts";
+import {
+  DEV_PKI_FILES,
+  issueServerCertificate,
+  readDevPki,
+  writeDevPki,
+} from "../transports/pki.ts";
 import { defaultStateDir } from "./state.ts";
 import { parsePort, parsePositiveInt } from "./args.ts";
 
@@ -91,7 +101,9 @@ export function registerServeCommand(program: Command): void {
         delayMs,
         ...(o.maxBody ? { maxBodyBytes: parsePositiveInt(o.maxBody, "--max-body") } : {}),
         onError: (err, req) =>
-          console.error(`handler error on ${req.method} ${req.path}: ${(err as Error)?.message ?? err}`),
+          console.error(
+            `handler error on ${req.method} ${req.path}: ${(err as Error)?.message ?? err}`,
+          ),
       });
       const servers: SbiServer[] = [];
       const stop = async () => {

@@ -46,7 +46,10 @@ async function fingerprint(target: NativeTarget): Promise<string> {
 }
 
 /** Builds `name` if needed and returns the artefact's absolute path. */
-export async function ensureBuilt(name: string, options: { quiet?: boolean } = {}): Promise<string> {
+export async function ensureBuilt(
+  name: string,
+  options: { quiet?: boolean } = {},
+): Promise<string> {
   const target = NATIVE_TARGETS[name];
   if (!target) throw new NativeBuildError(`Unknown native target ${name}`);
   const out = `${BUILD_DIR}/${target.output}`;

@@ -42,6 +42,7 @@ async function main(): Promise<number> {
   const child = new Deno.Command(Deno.execPath(), {
     args,
     cwd: ROOT,
+    env: { NO_COLOR: "1" },
     stdout: "piped",
     stderr: "piped",
   }).spawn();
@@ -56,7 +57,7 @@ async function main(): Promise<number> {
       );
     } else {
       const line = text.split("\n").find((l) => /error/i.test(l)) ?? text.split("\n")[0];
-      console.error(`error: deno compile failed: ${line.replace(/\x1b\[[0-9;]*m/g, "").trim()}`);
+      console.error(`error: deno compile failed: ${line.trim()}`);
     }
     return 1;
   }

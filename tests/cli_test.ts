@@ -64,7 +64,16 @@ function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp
 
 Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls", async () => {
   const state = await Deno.makeTempDir();
-  const srv = await startServe(["--transports", "h2c,h2-tls", "--h2c-port", "0", "--tls-port", "0", "--state-dir", state]);
+  const srv = await startServe([
+    "--transports",
+    "h2c,h2-tls",
+    "--h2c-port",
+    "0",
+    "--tls-port",
+    "0",
+    "--state-dir",
+    state,
+  ]);
   try {
     assert.match(srv.urls["h2c"], /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.match(srv.urls["h2-tls"], /^https:\/\/127\.0\.0\.1:\d+$/);
@@ -72,15 +81,34 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
     const plain = await lab(["request", `${srv.urls["h2c"]}/nbench/v1/payload?size=300`]);
     assert.equal(plain.code, 0, plain.stderr);
     assert.deepEqual(plain.stdout, want);
-    const tls = await lab(["request", "--ca", `${state}/ca.pem`, "-i", `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`]);
+    const tls = await lab([
+      "request",
+      "--ca",
+      `${state}/ca.pem`,
+      "-i",
+      `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`,
+    ]);
     assert.equal(tls.code, 0, tls.stderr);
     const text = dec.decode(tls.stdout);
     assert.match(text, /^HTTP\/2 200\r\n/);
     assert.match(text, /content-type: application\/json/);
     assert.ok(text.endsWith(dec.decode(want)));
-    const post = await lab(["request", "-X", "PUT", "-H", "Content-Type: application/json", "-d", '{"nfInstanceId":"a1","nfType":"AMF","nfStatus":"REGISTERED"}', "-i", `${srv.urls["h2c"]}/nnrf-nfm/v1/nf-instances/a1`]);
+    const post = await lab([
+      "request",
+      "-X",
+      "PUT",
+      "-H",
+      "Content-Type: application/json",
+      "-d",
+      '{"nfInstanceId":"a1","nfType":"AMF","nfStatus":"REGISTERED"}',
+      "-i",
+      `${srv.urls["h2c"]}/nnrf-nfm/v1/nf-instances/a1`,
+    ]);
     assert.equal(post.code, 0, post.stderr);
-    assert.match(dec.decode(post.stdout), /^HTTP\/2 201\r\n[\s\S]*location: \S*\/nnrf-nfm\/v1\/nf-instances\/a1/);
+    assert.match(
+      dec.decode(post.stdout),
+      /^HTTP\/2 201\r\n[\s\S]*location: \S*\/nnrf-nfm\/v1\/nf-instances\/a1/,
+    );
   } finally {
     const status = await srv.stop();
     assert.equal(status.code, 0, "serve exits cleanly on SIGTERM");
@@ -94,7 +122,14 @@ Deno.test("lab request reads a body from @FILE and keeps binary bytes intact", a
   try {
     const data = crypto.getRandomValues(new Uint8Array(40_000));
     await Deno.writeFile(`${state}/body.bin`, data);
-    const r = await lab(["request", "-H", "content-type: application/octet-stream", "-d", `@${state}/body.bin`, `${srv.urls["h2c"]}/nbench/v1/echo`]);
+    const r = await lab([
+      "request",
+      "-H",
+      "content-type: application/octet-stream",
+      "-d",
+      `@${state}/body.bin`,
+      `${srv.urls["h2c"]}/nbench/v1/echo`,
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(r.stdout, data);
   } finally {
@@ -118,10 +153,32 @@ Deno.test("lab gives one clear line and a non-zero exit for bad input", async (t
   const cases: [string, string[], RegExp][] = [
     ["bad URL", ["request", "not a url"], /error: Invalid URL/],
     ["bad scheme", ["request", "ftp://x/"], /error: Unsupported scheme ftp:/],
-    ["unreachable host", ["request", "--timeout", "3000", `http://127.0.0.1:${freePort()}/x`], /error: h2c request .* failed/],
-    ["bad header", ["request", "-H", "nocolon", "http://127.0.0.1:9/"], /error: Header must look like/],
-    ["unreadable body file", ["request", "-d", "@/nonexistent/file", "http://127.0.0.1:9/"], /error: Cannot read \/nonexistent\/file/],
-    ["unreadable cert", ["serve", "--transports", "h2-tls", "--tls-port", "0", "--cert", "/nonexistent.pem", "--key", "/nonexistent.key"], /error: Cannot read \/nonexistent\.pem/],
+    [
+      "unreachable host",
+      ["request", "--timeout", "3000", `http://127.0.0.1:${freePort()}/x`],
+      /error: h2c request .* failed/,
+    ],
+    [
+      "bad header",
+      ["request", "-H", "nocolon", "http://127.0.0.1:9/"],
+      /error: Header must look like/,
+    ],
+    [
+      "unreadable body file",
+      ["request", "-d", "@/nonexistent/file", "http://127.0.0.1:9/"],
+      /error: Cannot read \/nonexistent\/file/,
+    ],
+    ["unreadable cert", [
+      "serve",
+      "--transports",
+      "h2-tls",
+      "--tls-port",
+      "0",
+      "--cert",
+      "/nonexistent.pem",
+      "--key",
+      "/nonexistent.key",
+    ], /error: Cannot read \/nonexistent\.pem/],
     ["unknown transport", ["serve", "--transports", "h4"], /error: Unknown transport h4/],
     ["bad port", ["serve", "--h2c-port", "70000"], /error: --h2c-port must be a port/],
     ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/],
@@ -140,12 +197,33 @@ Deno.test("lab certs writes a CA, server and client certificate that lab serve c
       const text = await Deno.readTextFile(`${dir}/${f}`);
       assert.match(text, /^-----BEGIN (CERTIFICATE|PRIVATE KEY)-----/);
     }
-    const srv = await startServe(["--transports", "h2-tls", "--tls-port", "0", "--cert", `${dir}/server.pem`, "--key", `${dir}/server-key.pem`, "--ca", `${dir}/ca.pem`, "--mtls"]);
+    const srv = await startServe([
+      "--transports",
+      "h2-tls",
+      "--tls-port",
+      "0",
+      "--cert",
+      `${dir}/server.pem`,
+      "--key",
+      `${dir}/server-key.pem`,
+      "--ca",
+      `${dir}/ca.pem`,
+      "--mtls",
+    ]);
     try {
       const url = `${srv.urls["h2-tls"]}/nbench/v1/payload?size=10`;
       const anon = await lab(["request", "--ca", `${dir}/ca.pem`, "--timeout", "3000", url]);
       assert.notEqual(anon.code, 0, "mTLS server must refuse a client without a certificate");
-      const ok = await lab(["request", "--ca", `${dir}/ca.pem`, "--cert", `${dir}/client.pem`, "--key", `${dir}/client-key.pem`, url]);
+      const ok = await lab([
+        "request",
+        "--ca",
+        `${dir}/ca.pem`,
+        "--cert",
+        `${dir}/client.pem`,
+        "--key",
+        `${dir}/client-key.pem`,
+        url,
+      ]);
       assert.equal(ok.code, 0, ok.stderr);
       assert.equal(ok.stdout.length, 10);
     } finally {
@@ -161,7 +239,17 @@ Deno.test("lab doctor reports the runtime and the tools it looked for", async ()
   assert.equal(r.code, 0, r.stderr);
   const text = dec.decode(r.stdout);
   assert.match(text, new RegExp(`^deno\\s+${Deno.version.deno.replace(/\./g, "\\.")}`, "m"));
-  for (const row of ["user", "libngtcp2", "libnghttp3", "h3 module", "nghttpd", "/dev/net/tun", "tc netem"]) {
+  for (
+    const row of [
+      "user",
+      "libngtcp2",
+      "libnghttp3",
+      "h3 module",
+      "nghttpd",
+      "/dev/net/tun",
+      "tc netem",
+    ]
+  ) {
     assert.match(text, new RegExp(`^${row.replace(/\//g, "\\/")}\\s+\\S`, "m"), row);
   }
 });
@@ -174,5 +262,8 @@ Deno.test("deno task compile refuses a DENORT_BIN that does not exist with one l
     stderr: "piped",
   });
   const out = await child.output();
-  assertOneLineError({ code: out.code, stderr: dec.decode(out.stderr) }, /error: DENORT_BIN points to \/nonexistent\/denort/);
+  assertOneLineError(
+    { code: out.code, stderr: dec.decode(out.stderr) },
+    /error: DENORT_BIN points to \/nonexistent\/denort/,
+  );
 });

@@ -6,7 +6,15 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { createClient } from "../transports/mod.ts";
-import { directCall, freePort, needsTool, runTool, startPair, testPki, waitForPort } from "./support.ts";
+import {
+  directCall,
+  freePort,
+  needsTool,
+  runTool,
+  startPair,
+  testPki,
+  waitForPort,
+} from "./support.ts";
 
 const PAYLOAD = "/nbench/v1/payload?size=16384";
 
@@ -37,10 +45,21 @@ Deno.test({
   fn: async () => {
     const pair = await startPair("h2c");
     try {
-      const r = await runTool("curl", ["-sS", "--http2-prior-knowledge", "-o", "-", "-w", "\n%{http_version} %{http_code}", `${pair.server.url}/nbench/v1/payload?size=256`]);
+      const r = await runTool("curl", [
+        "-sS",
+        "--http2-prior-knowledge",
+        "-o",
+        "-",
+        "-w",
+        "\n%{http_version} %{http_code}",
+        `${pair.server.url}/nbench/v1/payload?size=256`,
+      ]);
       assert.equal(r.code, 0, r.stderr);
       const text = new TextDecoder().decode(r.stdout);
-      const [body, trailer] = [text.slice(0, text.lastIndexOf("\n")), text.slice(text.lastIndexOf("\n") + 1)];
+      const [body, trailer] = [
+        text.slice(0, text.lastIndexOf("\n")),
+        text.slice(text.lastIndexOf("\n") + 1),
+      ];
       assert.equal(trailer, "2 200");
       assert.equal(body, new TextDecoder().decode(await expectedPayload(256)));
     } finally {
@@ -59,7 +78,17 @@ Deno.test({
     try {
       await Deno.writeTextFile(`${dir}/ca.pem`, pki.caCertPem);
       const url = pair.server.url.replace("127.0.0.1", "localhost");
-      const r = await runTool("curl", ["-sS", "--http2", "--cacert", `${dir}/ca.pem`, "-o", "/dev/null", "-w", "%{http_version} %{http_code}", `${url}/nbench/v1/payload?size=256`]);
+      const r = await runTool("curl", [
+        "-sS",
+        "--http2",
+        "--cacert",
+        `${dir}/ca.pem`,
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_version} %{http_code}",
+        `${url}/nbench/v1/payload?size=256`,
+      ]);
       assert.equal(r.code, 0, r.stderr);
       assert.equal(new TextDecoder().decode(r.stdout), "2 200");
     } finally {
@@ -77,7 +106,13 @@ async function withNghttpd(tls: boolean, fn: (origin: string, file: Uint8Array) 
   await Deno.writeTextFile(`${dir}/key.pem`, pki.serverKeyPem);
   await Deno.writeTextFile(`${dir}/cert.pem`, pki.serverCertPem);
   const port = freePort();
-  const args = ["-a", "127.0.0.1", "-d", dir, ...(tls ? [String(port), `${dir}/key.pem`, `${dir}/cert.pem`] : ["--no-tls", String(port)])];
+  const args = [
+    "-a",
+    "127.0.0.1",
+    "-d",
+    dir,
+    ...(tls ? [String(port), `${dir}/key.pem`, `${dir}/cert.pem`] : ["--no-tls", String(port)]),
+  ];
   const child = new Deno.Command("nghttpd", { args, stdout: "null", stderr: "null" }).spawn();
   try {
     await waitForPort(port);
@@ -96,7 +131,9 @@ for (const tls of [false, true]) {
     fn: () =>
       withNghttpd(tls, async (origin, file) => {
         const pki = await testPki();
-        const client = await createClient(tls ? "h2-tls" : "h2c", origin, { tls: { ca: pki.caCertPem } });
+        const client = await createClient(tls ? "h2-tls" : "h2c", origin, {
+          tls: { ca: pki.caCertPem },
+        });
         try {
           const r = await client.request({ path: "/blob.bin" });
           assert.equal(r.status, 200);
@@ -114,7 +151,11 @@ function h2loadSummary(text: string) {
   const ok = /(\d+) succeeded/.exec(text);
   const twoxx = /status codes: (\d+) 2xx/.exec(text);
   const mean = /time for request:\s+\S+\s+\S+\s+(\S+)/.exec(text);
-  return { succeeded: ok ? Number(ok[1]) : -1, twoxx: twoxx ? Number(twoxx[1]) : -1, mean: mean?.[1] };
+  return {
+    succeeded: ok ? Number(ok[1]) : -1,
+    twoxx: twoxx ? Number(twoxx[1]) : -1,
+    mean: mean?.[1],
+  };
 }
 
 function toMs(v: string): number {
@@ -125,12 +166,21 @@ function toMs(v: string): number {
 
 for (const transport of ["h2c", "h2-tls"] as const) {
   Deno.test({
-    name: `h2load completes 200 requests of 16 KiB against our ${transport} server without the 40 ms stall`,
+    name:
+      `h2load completes 200 requests of 16 KiB against our ${transport} server without the 40 ms stall`,
     ignore: needsTool("h2load", "nghttp2-client"),
     fn: async () => {
       const pair = await startPair(transport);
       try {
-        const r = await runTool("h2load", ["-n", "200", "-c", "1", "-m", "1", `${pair.server.url}${PAYLOAD}`], 30_000);
+        const r = await runTool("h2load", [
+          "-n",
+          "200",
+          "-c",
+          "1",
+          "-m",
+          "1",
+          `${pair.server.url}${PAYLOAD}`,
+        ], 30_000);
         const text = new TextDecoder().decode(r.stdout);
         const s = h2loadSummary(text);
         assert.equal(s.succeeded, 200, text);
@@ -158,7 +208,12 @@ Deno.test("our h2-tls client and server keep 16 KiB round trips clear of the Nag
     // also uploads: a POST of 16 KiB is headers + data written separately
     for (let i = 0; i < 200; i++) {
       const t0 = performance.now();
-      const r = await pair.client.request({ method: "POST", path: "/nbench/v1/echo", body: new Uint8Array(16384), headers: { "content-type": "application/octet-stream" } });
+      const r = await pair.client.request({
+        method: "POST",
+        path: "/nbench/v1/echo",
+        body: new Uint8Array(16384),
+        headers: { "content-type": "application/octet-stream" },
+      });
       times.push(performance.now() - t0);
       assert.equal(r.body.length, 16384);
     }
@@ -180,7 +235,9 @@ Deno.test("TCP_NODELAY is set on the h2 listener, the accepted socket and the cl
     const client = tcpSocketsNoDelay({ remotePort: pair.server.port });
     assert.equal(listener.length, 1);
     assert.ok(accepted.length >= 1 && client.length >= 1);
-    for (const s of [...listener, ...accepted, ...client]) assert.equal(s.noDelay, true, `fd ${s.fd}`);
+    for (const s of [...listener, ...accepted, ...client]) {
+      assert.equal(s.noDelay, true, `fd ${s.fd}`);
+    }
   } finally {
     await pair.close();
   }

@@ -54,8 +54,20 @@ const CASES: Case[] = [
     headers: { "content-type": "application/json", "3gpp-sbi-message-priority": "5" },
     body: enc.encode('{"x":[1,2,3]}'),
   },
-  { name: "PUT creates an NF profile", method: "PUT", path: `/nnrf-nfm/v1/nf-instances/${ID}`, headers: { "content-type": "application/json" }, body: profile("REGISTERED") },
-  { name: "PUT replaces the NF profile", method: "PUT", path: `/nnrf-nfm/v1/nf-instances/${ID}`, headers: { "content-type": "application/json" }, body: profile("REGISTERED") },
+  {
+    name: "PUT creates an NF profile",
+    method: "PUT",
+    path: `/nnrf-nfm/v1/nf-instances/${ID}`,
+    headers: { "content-type": "application/json" },
+    body: profile("REGISTERED"),
+  },
+  {
+    name: "PUT replaces the NF profile",
+    method: "PUT",
+    path: `/nnrf-nfm/v1/nf-instances/${ID}`,
+    headers: { "content-type": "application/json" },
+    body: profile("REGISTERED"),
+  },
   { name: "GET reads the NF profile", method: "GET", path: `/nnrf-nfm/v1/nf-instances/${ID}` },
   {
     name: "PATCH updates the NF profile",
@@ -65,24 +77,57 @@ const CASES: Case[] = [
     body: enc.encode('[{"op":"replace","path":"/nfStatus","value":"SUSPENDED"}]'),
   },
   { name: "GET lists NF instances", method: "GET", path: "/nnrf-nfm/v1/nf-instances" },
-  { name: "GET discovers SMF instances", method: "GET", path: "/nnrf-disc/v1/nf-instances?target-nf-type=SMF&requester-nf-type=AMF" },
+  {
+    name: "GET discovers SMF instances",
+    method: "GET",
+    path: "/nnrf-disc/v1/nf-instances?target-nf-type=SMF&requester-nf-type=AMF",
+  },
   { name: "DELETE deregisters the NF", method: "DELETE", path: `/nnrf-nfm/v1/nf-instances/${ID}` },
   { name: "GET after DELETE is 404", method: "GET", path: `/nnrf-nfm/v1/nf-instances/${ID}` },
   { name: "unknown resource is 404", method: "GET", path: "/nfoo/v1/bar" },
   { name: "wrong method is 405 with Allow", method: "DELETE", path: "/nbench/v1/echo" },
-  { name: "malformed JSON is 400", method: "PUT", path: `/nnrf-nfm/v1/nf-instances/${ID}`, headers: { "content-type": "application/json" }, body: enc.encode("{not json") },
-  { name: "missing mandatory field is 400", method: "PUT", path: `/nnrf-nfm/v1/nf-instances/${ID}`, headers: { "content-type": "application/json" }, body: enc.encode(`{"nfInstanceId":"${ID}"}`) },
-  { name: "missing query parameter is 400", method: "GET", path: "/nnrf-disc/v1/nf-instances?target-nf-type=SMF" },
+  {
+    name: "malformed JSON is 400",
+    method: "PUT",
+    path: `/nnrf-nfm/v1/nf-instances/${ID}`,
+    headers: { "content-type": "application/json" },
+    body: enc.encode("{not json"),
+  },
+  {
+    name: "missing mandatory field is 400",
+    method: "PUT",
+    path: `/nnrf-nfm/v1/nf-instances/${ID}`,
+    headers: { "content-type": "application/json" },
+    body: enc.encode(`{"nfInstanceId":"${ID}"}`),
+  },
+  {
+    name: "missing query parameter is 400",
+    method: "GET",
+    path: "/nnrf-disc/v1/nf-instances?target-nf-type=SMF",
+  },
   { name: "bad payload size is 400", method: "GET", path: "/nbench/v1/payload?size=0" },
-  { name: "unsupported content-type is 415", method: "PUT", path: `/nnrf-nfm/v1/nf-instances/${ID}`, headers: { "content-type": "text/plain" }, body: enc.encode("hello") },
-  { name: "body over the limit is 413", method: "POST", path: "/nbench/v1/echo", headers: { "content-type": "application/octet-stream" }, body: bytes((1 << 20) + 1) },
+  {
+    name: "unsupported content-type is 415",
+    method: "PUT",
+    path: `/nnrf-nfm/v1/nf-instances/${ID}`,
+    headers: { "content-type": "text/plain" },
+    body: enc.encode("hello"),
+  },
+  {
+    name: "body over the limit is 413",
+    method: "POST",
+    path: "/nbench/v1/echo",
+    headers: { "content-type": "application/octet-stream" },
+    body: bytes((1 << 20) + 1),
+  },
   { name: "a crashing route is 500 without a stack", method: "GET", path: "/test/crash" },
 ];
 
 /** A fresh handler with a 1 MiB limit and one route that throws. */
 function freshHandler(): SbiHandler {
   const inner = createHandler({ maxBodyBytes: 1 << 20, onError: () => {} });
-  return (req) => req.path === "/test/crash" ? Promise.reject(new Error("planted failure")) : inner(req);
+  return (req) =>
+    req.path === "/test/crash" ? Promise.reject(new Error("planted failure")) : inner(req);
 }
 
 interface Seen {
@@ -114,7 +159,9 @@ async function expected(handler: SbiHandler, c: Case): Promise<Seen> {
     r = {
       status: 500,
       headers: { "content-type": "application/problem+json" },
-      body: enc.encode(JSON.stringify({ title: "Internal error", status: 500, cause: "SYSTEM_FAILURE" })),
+      body: enc.encode(
+        JSON.stringify({ title: "Internal error", status: 500, cause: "SYSTEM_FAILURE" }),
+      ),
     };
   }
   return pick(r);
@@ -129,7 +176,14 @@ for (const transport of transports) {
     try {
       for (const c of CASES) {
         const want = await expected(direct, c);
-        const got = pick(await pair.client.request({ method: c.method, path: c.path, headers: c.headers, body: c.body }));
+        const got = pick(
+          await pair.client.request({
+            method: c.method,
+            path: c.path,
+            headers: c.headers,
+            body: c.body,
+          }),
+        );
         assert.equal(got.status, want.status, `${c.name}: status`);
         assert.equal(got.contentType, want.contentType, `${c.name}: content-type`);
         assert.equal(got.location, want.location, `${c.name}: location`);
@@ -149,7 +203,9 @@ Deno.test("the parity table really discriminates: statuses and sizes differ acro
   const seen = [];
   for (const c of CASES) seen.push(await expected(h, c));
   const statuses = new Set(seen.map((s) => s.status));
-  for (const s of [200, 201, 204, 400, 404, 405, 413, 415, 500]) assert.ok(statuses.has(s), `no case gives ${s}`);
+  for (const s of [200, 201, 204, 400, 404, 405, 413, 415, 500]) {
+    assert.ok(statuses.has(s), `no case gives ${s}`);
+  }
   assert.equal(seen[3].body.length, 1 << 20);
   assert.equal(seen.find((s) => s.status === 201)?.location?.endsWith(ID), true);
   assert.ok(seen.find((s) => s.status === 405)?.allow?.includes("POST"));

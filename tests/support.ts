@@ -46,7 +46,9 @@ export function needsTool(tool: string, pkg: string): boolean {
 export async function testTransports(): Promise<TransportName[]> {
   const available = await availableTransports();
   if (!available.includes("h3")) {
-    if (Deno.env.get("CI")) throw new Error("h3 transport unavailable in CI (native module failed to build)");
+    if (Deno.env.get("CI")) {
+      throw new Error("h3 transport unavailable in CI (native module failed to build)");
+    }
     console.warn(
       "skipping h3: native module unavailable (apt-get install libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)",
     );
@@ -116,7 +118,8 @@ export async function runTool(
   args: string[],
   timeoutMs = 20_000,
 ): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
-  const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", stdin: "null" }).spawn();
+  const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", stdin: "null" })
+    .spawn();
   const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   try {
     const out = await child.output();

@@ -10,8 +10,8 @@ import {
   createClient,
   createServer,
   TimeoutError,
-  type TransportName,
   TransportError,
+  type TransportName,
 } from "../transports/mod.ts";
 import { createDevPki } from "../transports/pki.ts";
 import { testPki, testTransports } from "./support.ts";
@@ -46,7 +46,10 @@ for (const transport of tlsTransports) {
   Deno.test(`${transport} client rejects a server whose CA it does not trust`, async () => {
     const other = await createDevPki({ caName: "someone else's CA" });
     await withServer(transport, {}, async (url) => {
-      const client = await createClient(transport, url, { tls: { ca: other.caCertPem }, timeoutMs: 3000 });
+      const client = await createClient(transport, url, {
+        tls: { ca: other.caCertPem },
+        timeoutMs: 3000,
+      });
       try {
         await assert.rejects(client.request({ path: PATH }), TransportError);
       } finally {
@@ -61,7 +64,10 @@ for (const transport of tlsTransports) {
     const server = await createServer(transport, createHandler(), {
       tls: { cert: elsewhere.serverCertPem, key: elsewhere.serverKeyPem },
     });
-    const wrong = await createClient(transport, server.url, { tls: { ca: elsewhere.caCertPem }, timeoutMs: 3000 });
+    const wrong = await createClient(transport, server.url, {
+      tls: { ca: elsewhere.caCertPem },
+      timeoutMs: 3000,
+    });
     const right = await withServer(transport, {}, async (url) => {
       const c = await createClient(transport, url, { tls: { ca: pki.caCertPem } });
       try {
@@ -82,7 +88,10 @@ for (const transport of tlsTransports) {
   Deno.test(`${transport} server with mTLS rejects a client without a certificate and accepts one with`, async () => {
     const pki = await testPki();
     await withServer(transport, { requireClientCert: true }, async (url) => {
-      const anon = await createClient(transport, url, { tls: { ca: pki.caCertPem }, timeoutMs: 3000 });
+      const anon = await createClient(transport, url, {
+        tls: { ca: pki.caCertPem },
+        timeoutMs: 3000,
+      });
       const known = await createClient(transport, url, {
         tls: { ca: pki.caCertPem, cert: pki.clientCertPem, key: pki.clientKeyPem },
       });

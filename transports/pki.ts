@@ -114,11 +114,23 @@ export async function issueServerCertificate(
   if (names.length === 0) throw new TypeError("A server certificate needs at least one name");
   const cert = new x509.X509Certificate(ca.caCertPem);
   const der = x509.PemConverter.decode(ca.caKeyPem)[0];
-  const key = await crypto.subtle.importKey("pkcs8", der, { name: "ECDSA", namedCurve: "P-256" }, false, [
-    "sign",
-  ]);
+  const key = await crypto.subtle.importKey(
+    "pkcs8",
+    der,
+    { name: "ECDSA", namedCurve: "P-256" },
+    false,
+    [
+      "sign",
+    ],
+  );
   const publicKey = await cert.publicKey.export({ name: "ECDSA", namedCurve: "P-256" }, ["verify"]);
-  return issueLeaf({ cert, key, publicKey }, names[0], names, x509.ExtendedKeyUsage.serverAuth, options.days ?? 30);
+  return issueLeaf(
+    { cert, key, publicKey },
+    names[0],
+    names,
+    x509.ExtendedKeyUsage.serverAuth,
+    options.days ?? 30,
+  );
 }
 
 /** Creates a CA, a server and a client certificate in memory. */
@@ -147,8 +159,20 @@ export async function createDevPki(options: DevPkiOptions = {}): Promise<DevPki>
     ...(options.serverNames ?? ["localhost", "127.0.0.1", "::1"]),
     ...(options.extraServerNames ?? []),
   ];
-  const server = await issueLeaf(signer, serverNames[0], serverNames, x509.ExtendedKeyUsage.serverAuth, days);
-  const client = await issueLeaf(signer, "sbilab client", [], x509.ExtendedKeyUsage.clientAuth, days);
+  const server = await issueLeaf(
+    signer,
+    serverNames[0],
+    serverNames,
+    x509.ExtendedKeyUsage.serverAuth,
+    days,
+  );
+  const client = await issueLeaf(
+    signer,
+    "sbilab client",
+    [],
+    x509.ExtendedKeyUsage.clientAuth,
+    days,
+  );
   return {
     caCertPem: ca.toString("pem") + "\n",
     caKeyPem: await keyPem(caKeys.privateKey),

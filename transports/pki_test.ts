@@ -18,7 +18,10 @@ Deno.test("dev PKI: the server certificate names localhost, 127.0.0.1 and ::1 an
   assert.equal(await server.verify({ publicKey: ca.publicKey, signatureOnly: true }), true);
   const other = await createDevPki();
   assert.equal(
-    await server.verify({ publicKey: new x509.X509Certificate(other.caCertPem).publicKey, signatureOnly: true }),
+    await server.verify({
+      publicKey: new x509.X509Certificate(other.caCertPem).publicKey,
+      signatureOnly: true,
+    }),
     false,
   );
 });
@@ -28,6 +31,12 @@ Deno.test("an existing CA issues a server certificate for other names", async ()
   const leaf = await issueServerCertificate(pki, ["169.254.7.2", "nrf.lab"]);
   assert.deepEqual(sans(leaf.certPem), ["169.254.7.2", "nrf.lab"]);
   const ca = new x509.X509Certificate(pki.caCertPem);
-  assert.equal(await new x509.X509Certificate(leaf.certPem).verify({ publicKey: ca.publicKey, signatureOnly: true }), true);
+  assert.equal(
+    await new x509.X509Certificate(leaf.certPem).verify({
+      publicKey: ca.publicKey,
+      signatureOnly: true,
+    }),
+    true,
+  );
   await assert.rejects(issueServerCertificate(pki, []), TypeError);
 });

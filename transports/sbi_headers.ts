@@ -29,7 +29,9 @@ function pad(n: number, w = 2): string {
 /** Formats a time as TS 29.500 `3gpp-Sbi-Sender-Timestamp` (RFC 7231 date with milliseconds). */
 export function formatSenderTimestamp(ms: number): string {
   const d = new Date(ms);
-  return `${DAYS[d.getUTCDay()]}, ${pad(d.getUTCDate())} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()} ` +
+  return `${DAYS[d.getUTCDay()]}, ${pad(d.getUTCDate())} ${
+    MONTHS[d.getUTCMonth()]
+  } ${d.getUTCFullYear()} ` +
     `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${
       pad(d.getUTCMilliseconds(), 3)
     } GMT`;

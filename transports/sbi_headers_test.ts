@@ -2,8 +2,14 @@ import assert from "node:assert/strict";
 import { formatSenderTimestamp, nextTraceparent, sbiRequestHeaders } from "./sbi_headers.ts";
 
 Deno.test("sender timestamp has the TS 29.500 shape with milliseconds", () => {
-  assert.equal(formatSenderTimestamp(Date.UTC(2019, 7, 4, 8, 49, 37, 845)), "Sun, 04 Aug 2019 08:49:37.845 GMT");
-  assert.equal(formatSenderTimestamp(Date.UTC(2026, 0, 1, 0, 0, 0, 7)), "Thu, 01 Jan 2026 00:00:00.007 GMT");
+  assert.equal(
+    formatSenderTimestamp(Date.UTC(2019, 7, 4, 8, 49, 37, 845)),
+    "Sun, 04 Aug 2019 08:49:37.845 GMT",
+  );
+  assert.equal(
+    formatSenderTimestamp(Date.UTC(2026, 0, 1, 0, 0, 0, 7)),
+    "Thu, 01 Jan 2026 00:00:00.007 GMT",
+  );
 });
 
 Deno.test("traceparent keeps the caller's trace id and makes a new span id", () => {
@@ -36,7 +42,9 @@ Deno.test("sbi headers add max-rsp-time, sender timestamp and an NF-typed user-a
 });
 
 Deno.test("caller's user-agent and max-rsp-time win over the defaults", () => {
-  const h = sbiRequestHeaders({ "User-Agent": "NRF-x", "3gpp-Sbi-Max-Rsp-Time": "20" }, { timeoutMs: 900 });
+  const h = sbiRequestHeaders({ "User-Agent": "NRF-x", "3gpp-Sbi-Max-Rsp-Time": "20" }, {
+    timeoutMs: 900,
+  });
   assert.equal(h["user-agent"], "NRF-x");
   assert.equal(h["3gpp-sbi-max-rsp-time"], "20");
 });

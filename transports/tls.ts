@@ -93,7 +93,11 @@ async function toPem(source: CertSource, label: string, what: string): Promise<s
 
 /** Reads files and converts DER to PEM; throws `TypeError` on unreadable or malformed input. */
 export async function resolveTls(material: TlsMaterial): Promise<ResolvedTls> {
-  const cas = material.ca === undefined ? [] : Array.isArray(material.ca) ? material.ca : [material.ca];
+  const cas = material.ca === undefined
+    ? []
+    : Array.isArray(material.ca)
+    ? material.ca
+    : [material.ca];
   return {
     certPem: material.cert ? await toPem(material.cert, "CERTIFICATE", "certificate") : undefined,
     keyPem: material.key ? await toPem(material.key, "PRIVATE KEY", "private key") : undefined,

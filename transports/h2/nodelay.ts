@@ -113,7 +113,9 @@ export function applyNoDelay(target: NoDelayTarget): number[] {
     for (const s of tcpSockets()) {
       if (!matches(target, s) || getNoDelay(s.fd) !== false) continue;
       intBuf[0] = 1;
-      if (lib().symbols.setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, intBuf, 4) === 0) changed.push(s.fd);
+      if (lib().symbols.setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, intBuf, 4) === 0) {
+        changed.push(s.fd);
+      }
     }
   } catch {
     // No /proc or no libc: Nagle stays on, and the Nagle regression tests say so.

@@ -35,7 +35,9 @@ function makeFetchHandler(handler: SbiHandler, options: H2ServerOptions) {
       sbi = await toSbiRequest(request, limit);
     } catch (err) {
       if (err instanceof BodyTooLargeError) {
-        return fromSbiResponse(transportProblem(413, "Payload too large", "REQUEST_ENTITY_TOO_LARGE"));
+        return fromSbiResponse(
+          transportProblem(413, "Payload too large", "REQUEST_ENTITY_TOO_LARGE"),
+        );
       }
       options.onError?.(err);
       return fromSbiResponse(transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT"));
@@ -72,7 +74,9 @@ async function serveOn(
     }, makeFetchHandler(handler, options));
   } catch (err) {
     if (err instanceof Deno.errors.AddrInUse) {
-      throw new Deno.errors.AddrInUse(`Port ${port} on ${hostname} is already in use (${transport})`);
+      throw new Deno.errors.AddrInUse(
+        `Port ${port} on ${hostname} is already in use (${transport})`,
+      );
     }
     throw err;
   }
