@@ -34,9 +34,12 @@ export function renderPercentileBars(run: BenchRun, width = 50): string {
   return lines.join("\n");
 }
 
-/** Percentile curves (p50 → p99.9) per transport with asciichart, for the first size. */
+/** Percentile curves (p50 → p99.9) per transport with asciichart, for the first size
+ * (`rtt`, or `hol` across a link, where the tail is the point). */
 export function renderPercentileChart(run: BenchRun): string {
-  const rows = run.rows.filter((r) => r.scenario === "rtt" && r.sizeBytes === run.config.sizes[0]);
+  const rows = run.rows.filter((r) =>
+    (r.scenario === "rtt" || r.scenario === "hol") && r.sizeBytes === run.config.sizes[0]
+  );
   if (rows.length === 0) return "";
   const series = rows.map((r) => PERCENTILES.map(([, k]) => r.estimate[k]));
   const { div, unit } = scale(series.flat());

@@ -12,6 +12,8 @@ import { writeReports } from "./reporters.ts";
 import { renderComparison, compareRuns } from "./compare.ts";
 import { renderTable } from "./table.ts";
 import { renderCharts } from "./charts.ts";
+import { linkContextFromEnv, runBenchAcrossLink } from "./across_link.ts";
+import { parseLinkSpec } from "../linkemu/link_spec.ts";
 
 /** Raised for bad command-line input; the CLI prints its message and exits 2. */
 export class UsageError extends Error {
@@ -55,6 +57,9 @@ interface BenchFlags {
   delayMs?: string;
   rate?: string;
   concurrency?: string;
+  streams?: string;
+  link?: string;
+  linkBackend?: string;
   floors?: boolean;
   json?: string;
   md?: string;
@@ -92,12 +97,25 @@ async function bench(flags: BenchFlags): Promise<void> {
     }
     if (flags.inProcess) throw new UsageError("--target and --in-process exclude each other");
   }
+  let link: ReturnType<typeof parseLinkSpec> | undefined;
+  if (flags.link !== undefined) {
+    if (flags.target) throw new UsageError("--link and --target exclude each other");
+    if (flags.inProcess) throw new UsageError("--link and --in-process exclude each other");
+    try {
+      link = parseLinkSpec(flags.link);
+    } catch (err) {
+      throw new UsageError(`Invalid --link ${flags.link}: ${(err as Error).message}`);
+    }
+  }
+  if (flags.linkBackend !== undefined && flags.linkBackend !== "relay" && flags.linkBackend !== "netem") {
+    throw new UsageError(`Invalid --link-backend ${flags.linkBackend} (use relay or netem)`);
+  }
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
   const progress = createProgress();
   try {
-    const run = await runBench({
+    const options = {
       scenario: flags.scenario as ScenarioName,
       transports,
       sizes,
@@ -114,10 +132,18 @@ async function bench(flags: BenchFlags): Promise<void> {
       concurrency: flags.concurrency
         ? list(flags.concurrency, "concurrency level").map((c) => integer(c, "concurrency level", 1))
         : undefined,
+      streams: flags.streams !== undefined ? integer(flags.streams, "--streams", 1) : undefined,
       skipFloors: flags.floors === false,
       onProgress: progress.update,
       signal: controller.signal,
-    });
+    };
+    const run = link
+      ? await runBenchAcrossLink(link, {
+        ...options,
+        specText: flags.link,
+        backend: (flags.linkBackend ?? "relay") as "relay" | "netem",
+      })
+      : await runBench({ ...options, ...linkContextFromEnv() });
     progress.stop();
     console.log(renderTable(run));
     if (flags.charts !== false) {
@@ -192,6 +218,9 @@ export function registerBenchCommands(program: Command): void {
     .option("--delay-ms <ms>", "handler delay passed to the server", undefined)
     .option("--rate <req/s>", "open-loop rate for --scenario rate (default 1000)")
     .option("--concurrency <list>", "in-flight levels for --scenario concurrency (default 1,8,64,256)")
+    .option("--streams <n>", "concurrent streams on one connection for --scenario hol (default 16)")
+    .option("--link <spec>", "run across an emulated link: a profile (lan, wan, lossy, …) or key=value list; needs root")
+    .option("--link-backend <backend>", "how the link's namespaces are joined: relay (default) or netem")
     .option("--no-floors", "skip the floor measurements")
     .option("--no-charts", "do not print ASCII charts")
     .option("--json <file>", "save the run as JSON (re-render with lab report)")

@@ -1,6 +1,7 @@
 /** The Markdown report, shaped like a short study; a pure function of a run. */
 import { findFloor } from "./floors.ts";
 import { floorMultiple, medianWithCi } from "./table.ts";
+import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import type { BenchRun, ResultRow } from "./schema.ts";
 import { formatBitRate, formatBytes, formatDuration, formatMultiple, formatRate } from "./units.ts";
 
@@ -68,6 +69,7 @@ export function observations(run: BenchRun): string[] {
       }
     }
   }
+  out.push(...linkObservations(run));
   return out;
 }
 
@@ -83,7 +85,13 @@ export function renderMarkdown(run: BenchRun): string {
   lines.push(`# sbilab benchmark: ${c.scenario}`, "");
   lines.push(
     `Run ${run.startedAt}, ${(run.durationMs / 1000).toFixed(1)} s; server ${
-      c.serverMode === "target" ? `at ${c.target}` : c.serverMode === "process" ? "in its own process" : "in the benchmark's process"
+      c.serverMode === "target"
+        ? `at ${c.target}`
+        : c.serverMode === "link"
+        ? "in the server namespace of an emulated link, client in the client namespace"
+        : c.serverMode === "process"
+        ? "in its own process"
+        : "in the benchmark's process"
     }; warm-up ${c.warmupMs} ms then ${c.samples ? `${c.samples} samples` : `${c.sampleMs} ms`} per row` +
       (c.delayMs ? `; handler delay ${c.delayMs} ms` : "") + ".",
     "",
@@ -105,6 +113,12 @@ export function renderMarkdown(run: BenchRun): string {
       String(r.estimate.n),
     ]));
   }
+  for (const [title, t] of [["Per-request latency percentiles", percentileTable(run)], ["Client port change mid-run", migrationTable(run)]] as const) {
+    if (t.body.length === 0) continue;
+    lines.push("", `### ${title}`, "", cellRow(t.header), cellRow(t.header.map(() => "---")), ...t.body.map(cellRow));
+  }
+  const link = linkLines(run);
+  if (link.length) lines.push("", "## Link", "", "```", ...link, "```");
   lines.push("", "## Floors", "");
   if (run.floors.rows.length === 0) {
     lines.push(run.floors.skipped ?? "No floors were measured.");

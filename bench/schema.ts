@@ -7,14 +7,79 @@
 import type { Estimate } from "./stats.ts";
 import type { SampleSet } from "./recorder.ts";
 
-/** Schema identifier written into every run. Bump on any incompatible change. */
+/**
+ * Schema identifier written into every run. Bump on any incompatible change.
+ * Compatible additions since the first runs were saved (all optional, so
+ * older files still read): the `hol` and `migration` scenarios,
+ * `RunConfig.streams`, `RunConfig.link` and `ResultRow.extra` figures.
+ */
 export const SCHEMA_VERSION = "sbilab-bench/1";
 
 /** Scenario names. */
-export type ScenarioName = "rtt" | "concurrency" | "cold" | "bulk" | "rate" | "peers";
+export type ScenarioName = "rtt" | "concurrency" | "cold" | "bulk" | "rate" | "peers" | "hol" | "migration";
 
 /** Every scenario, in help order. */
-export const SCENARIOS: readonly ScenarioName[] = ["rtt", "concurrency", "cold", "bulk", "rate", "peers"];
+export const SCENARIOS: readonly ScenarioName[] = [
+  "rtt",
+  "concurrency",
+  "cold",
+  "bulk",
+  "rate",
+  "peers",
+  "hol",
+  "migration",
+];
+
+/** One direction of an emulated link as configured (see `linkemu/link_spec.ts`). */
+export interface LinkDirectionRecord {
+  /** One-way delay (ms). */
+  delayMs: number;
+  /** Jitter (± ms). */
+  jitterMs: number;
+  /** Long-run loss share, 0…1. */
+  loss: number;
+  /** Longest loss burst (packets). */
+  burst: number;
+  /** Rate limit (bit/s), 0 = none. */
+  rateBps: number;
+  /** Drop-tail queue (packets). */
+  queue: number;
+  /** Reordered share, 0…1. */
+  reorder: number;
+  /** Duplicated share, 0…1. */
+  dup: number;
+}
+
+/** Packet counters of one direction of the relay over the whole run. */
+export interface LinkCountersRecord {
+  /** Packets that entered the link. */
+  in: number;
+  /** Packets that left it (duplicates included). */
+  out: number;
+  /** Packets dropped by loss, a full queue or a blackhole window. */
+  dropLoss: number;
+  dropQueue: number;
+  dropBlackhole: number;
+}
+
+/** The emulated link a run crossed (`lab bench --link`). */
+export interface LinkRecord {
+  /** The spec as given (`lossy`, `rtt=50ms,loss=1%`). */
+  spec: string;
+  /** The spec with every value spelled out. */
+  resolved: string;
+  /** `relay` (TUN relay) or `netem`. */
+  backend: "relay" | "netem";
+  /** Configured round-trip delay (ms). */
+  rttMs: number;
+  /** Client → server and server → client. */
+  up: LinkDirectionRecord;
+  down: LinkDirectionRecord;
+  /** Blackhole windows, when configured. */
+  blackhole?: { onMs: number; offMs: number };
+  /** The relay's counters at the end of the run (relay backend only). */
+  counters?: { up: LinkCountersRecord; down: LinkCountersRecord };
+}
 
 /** Which floor a row is compared with. */
 export type FloorKind = "tcp" | "udp";
@@ -89,8 +154,9 @@ export interface RunConfig {
   /** Fixed number of samples per row, when given. */
   samples?: number;
   quick: boolean;
-  /** `process` (server in its own process), `in-process`, or `target`. */
-  serverMode: "process" | "in-process" | "target";
+  /** `process` (server in its own process), `in-process`, `target`, or `link` (server in
+   * the server namespace of an emulated link, client in the client namespace). */
+  serverMode: "process" | "in-process" | "target" | "link";
   /** Target URL when `serverMode` is `target`. */
   target?: string;
   delayMs: number;
@@ -98,6 +164,10 @@ export interface RunConfig {
   rate?: number;
   /** Concurrency levels for `concurrency`. */
   concurrency?: number[];
+  /** Concurrent streams on one connection for `hol`. */
+  streams?: number;
+  /** The emulated link the run crossed, when it ran with `--link`. */
+  link?: LinkRecord;
 }
 
 /** A complete benchmark run. */

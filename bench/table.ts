@@ -12,6 +12,7 @@ import {
   formatMultiple,
   formatRate,
 } from "./units.ts";
+import { linkLines, migrationTable, percentileTable } from "./link_report.ts";
 
 /** Lays out rows of cells as aligned columns (first column left, others right). */
 export function layoutColumns(header: string[], body: string[][]): string {
@@ -91,11 +92,24 @@ export function renderRows(run: BenchRun): string {
 /** The whole terminal report: heading, floors, rows, notes. */
 export function renderTable(run: BenchRun): string {
   const c = run.config;
-  const server = c.serverMode === "target" ? `target ${c.target}` : c.serverMode === "process" ? "own process" : "in process";
+  const server = c.serverMode === "target"
+    ? `target ${c.target}`
+    : c.serverMode === "link"
+    ? `across link ${c.link?.spec}`
+    : c.serverMode === "process"
+    ? "own process"
+    : "in process";
   const plan = c.samples ? `${c.samples} samples` : `${c.sampleMs} ms sampling`;
   const head = `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
     (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
-  const parts = [head, "", renderFloors(run), "", renderRows(run)];
+  const parts = [head];
+  const link = linkLines(run);
+  if (link.length) parts.push(...link);
+  parts.push("", renderFloors(run), "", renderRows(run));
+  const pct = percentileTable(run);
+  if (pct.body.length) parts.push("", "Per-request latency percentiles:", layoutColumns(pct.header, pct.body));
+  const mig = migrationTable(run);
+  if (mig.body.length) parts.push("", "Client port change mid-run:", layoutColumns(mig.header, mig.body));
   if (run.notes.length) parts.push("", ...run.notes.map((n) => `note: ${n}`));
   return parts.join("\n");
 }

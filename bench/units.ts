@@ -58,6 +58,12 @@ export function formatPercent(fraction: number): string {
   return `${sign}${Math.abs(p).toFixed(1)} %`;
 }
 
+/** Formats a share (0…1) as an unsigned percentage: `2 %`, `0.1 %`, `0.013 %`. */
+export function formatShare(fraction: number): string {
+  if (!Number.isFinite(fraction)) return "–";
+  return `${+(fraction * 100).toPrecision(2)} %`;
+}
+
 /** Parses a size such as `256`, `16K`, `16KiB`, `1M`, `16MiB` into bytes; throws `RangeError` on bad input. */
 export function parseSize(text: string): number {
   const m = /^\s*(\d+)\s*(b|k|kb|kib|m|mb|mib)?\s*$/i.exec(text);

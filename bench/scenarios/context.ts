@@ -27,6 +27,8 @@ export interface ScenarioContext {
   onProgress(label: string, fraction: number): void;
   /** Reports a finished row. */
   onRow(row: ResultRow): void;
+  /** Moves the client to a new source port mid-run (a `--link` run's NAT rebinding). */
+  rebind?: () => Promise<void>;
   /** Aborts the run early. */
   signal?: AbortSignal;
 }

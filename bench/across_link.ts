@@ -1,0 +1,261 @@
+/**
+ * `lab bench --link SPEC`: one benchmark run across an emulated link. It
+ * opens the link once, serves every transport from one `lab serve` in the
+ * link's server namespace, runs `lab bench --target …` for each transport in
+ * the client namespace, and merges the per-transport runs into one record
+ * whose config names the link (spec, configured values, relay counters).
+ *
+ * The children learn about the link through two environment variables (see
+ * {@linkcode linkContextFromEnv}): the link record, and the relay's pid so
+ * `--scenario migration` can ask the relay to move the client to a new port.
+ * Floors are skipped: the link's configured delay dominates every row, and
+ * `lab link selftest` measures the link itself.
+ */
+import { openLink } from "../linkemu/link.ts";
+import { configuredRttMs, formatLinkSpec, type LinkSpec } from "../linkemu/link_spec.ts";
+import type { RelayStats } from "../linkemu/link.ts";
+import { DEV_PKI_FILES } from "../transports/pki.ts";
+import type { TransportName } from "../transports/types.ts";
+import { collectEnvironment } from "./environment.ts";
+import type { BenchOptions } from "./run.ts";
+import { type BenchRun, type LinkRecord, parseRun, type ResultRow, SCHEMA_VERSION } from "./schema.ts";
+
+/** Environment variable holding the JSON link record a child run crosses. */
+export const LINK_RECORD_ENV = "SBILAB_LINK_RECORD";
+/** Environment variable holding the link relay's pid (for `migration`). */
+export const LINK_RELAY_PID_ENV = "SBILAB_LINK_RELAY_PID";
+
+const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+
+/** Options of {@linkcode runBenchAcrossLink}: those of `runBench` plus the link's. */
+export interface AcrossLinkOptions extends BenchOptions {
+  /** The spec as the user wrote it (recorded as is). Default: the formatted spec. */
+  specText?: string;
+  /** `relay` or `netem`. Default `relay`. */
+  backend?: "relay" | "netem";
+  /** How to start `lab` (argv prefix). Default: this Deno running the repository's `main.ts`. */
+  lab?: string[];
+  /** Kill a per-transport child after this many ms. Default 900000 (15 min). */
+  childTimeoutMs?: number;
+}
+
+/** The link record of a spec (pure). */
+export function linkRecord(spec: LinkSpec, specText: string, backend: "relay" | "netem"): LinkRecord {
+  const dir = (d: LinkSpec["up"]) => ({
+    delayMs: d.delayMs,
+    jitterMs: d.jitterMs,
+    loss: d.loss,
+    burst: d.burst,
+    rateBps: d.rateBps,
+    queue: d.queue,
+    reorder: d.reorder,
+    dup: d.dup,
+  });
+  return {
+    spec: specText,
+    resolved: formatLinkSpec(spec),
+    backend,
+    rttMs: configuredRttMs(spec),
+    up: dir(spec.up),
+    down: dir(spec.down),
+    blackhole: spec.blackhole ? { ...spec.blackhole } : undefined,
+  };
+}
+
+/** What a child `lab bench` learns from its environment: the link it crosses and how to rebind. */
+export function linkContextFromEnv(): Pick<BenchOptions, "link" | "rebind"> {
+  const out: Pick<BenchOptions, "link" | "rebind"> = {};
+  const record = Deno.env.get(LINK_RECORD_ENV);
+  if (record) {
+    try {
+      out.link = JSON.parse(record) as LinkRecord;
+    } catch {
+      throw new SyntaxError(`${LINK_RECORD_ENV} is not valid JSON`);
+    }
+  }
+  const pid = Number(Deno.env.get(LINK_RELAY_PID_ENV));
+  if (Number.isInteger(pid) && pid > 1) {
+    out.rebind = () => {
+      Deno.kill(pid, "SIGUSR2");
+      return Promise.resolve();
+    };
+  }
+  return out;
+}
+
+function defaultLab(): string[] {
+  return [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
+}
+
+/** Reads `<t> listening on <url>` lines until every transport has one; bounded by `ms`. */
+async function readListeners(
+  stream: ReadableStream<Uint8Array>,
+  transports: TransportName[],
+  ms: number,
+): Promise<Record<string, string>> {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  const urls: Record<string, string> = {};
+  let buf = "";
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)));
+  try {
+    while (!transports.every((t) => urls[t])) {
+      const next = await Promise.race([reader.read(), timeout]);
+      if (!next || next.done) {
+        const missing = transports.filter((t) => !urls[t]).join(", ");
+        throw new Error(`lab serve in the link's server namespace did not report ${missing} listening`);
+      }
+      buf += next.value;
+      for (const m of buf.matchAll(/^(\S+) listening on (\S+)/gm)) urls[m[1]] = m[2];
+    }
+    return urls;
+  } finally {
+    clearTimeout(timer);
+    // Keep draining so the server never blocks on a full pipe.
+    (async () => {
+      try {
+        while (!(await reader.read()).done) { /* discard */ }
+      } catch { /* server gone */ }
+    })();
+  }
+}
+
+/** The `lab bench` arguments a child gets for the options the user gave. */
+export function childArgs(options: BenchOptions, transport: TransportName, url: string, json: string, ca?: string): string[] {
+  const args = ["bench", "--scenario", options.scenario ?? "rtt", "--target", url, "--transports", transport];
+  if (ca) args.push("--ca", ca);
+  if (options.sizes) args.push("--sizes", options.sizes.join(","));
+  if (options.warmupMs !== undefined) args.push("--warmup", String(options.warmupMs / 1000));
+  if (options.sampleMs !== undefined) args.push("--time", String(options.sampleMs / 1000));
+  if (options.samples !== undefined) args.push("--samples", String(options.samples));
+  if (options.quick) args.push("--quick");
+  if (options.rate !== undefined) args.push("--rate", String(options.rate));
+  if (options.concurrency) args.push("--concurrency", options.concurrency.join(","));
+  if (options.streams !== undefined) args.push("--streams", String(options.streams));
+  args.push("--no-floors", "--no-charts", "--json", json);
+  return args;
+}
+
+function countersOf(stats: RelayStats | undefined): LinkRecord["counters"] {
+  if (!stats) return undefined;
+  const c = (d: RelayStats["up"]) => ({
+    in: d.in,
+    out: d.out,
+    dropLoss: d.dropLoss,
+    dropQueue: d.dropQueue,
+    dropBlackhole: d.dropBlackhole,
+  });
+  return { up: c(stats.up), down: c(stats.down) };
+}
+
+/**
+ * Runs the benchmark across a link opened for `spec` and returns one merged
+ * run. A transport whose child run fails is left out with a note; when every
+ * transport fails the error of the first is thrown. Needs root.
+ */
+export async function runBenchAcrossLink(spec: LinkSpec, options: AcrossLinkOptions = {}): Promise<BenchRun> {
+  if (options.target) throw new RangeError("--link and --target exclude each other");
+  if (options.inProcess) throw new RangeError("--link and --in-process exclude each other");
+  if (options.scenario === "peers") throw new RangeError("The peers scenario cannot cross a link");
+  const wallStart = Date.now();
+  const backend = options.backend ?? "relay";
+  const specText = options.specText ?? formatLinkSpec(spec);
+  const record = linkRecord(spec, specText, backend);
+  if (options.scenario === "migration" && backend !== "relay") {
+    throw new RangeError("The migration scenario needs --link-backend relay (it rebinds the client's port)");
+  }
+  const { availableTransports } = await import("../transports/mod.ts");
+  const transports = options.transports ?? await availableTransports();
+  const lab = options.lab ?? defaultLab();
+  const progress = options.onProgress ?? (() => {});
+  const notes: string[] = [];
+  const rows: ResultRow[] = [];
+  const runs: BenchRun[] = [];
+  let firstError: Error | undefined;
+  const tmp = await Deno.makeTempDir({ prefix: "sbilab-bench-link-" });
+  // Ctrl-C: the link's own signal hook closes the link and exits; this removes the files.
+  const removeTmp = () => {
+    try {
+      Deno.removeSync(tmp, { recursive: true });
+    } catch { /* already gone */ }
+  };
+  globalThis.addEventListener("unload", removeTmp);
+  let counters: LinkRecord["counters"];
+  try {
+    progress(`opening link ${specText}`, 0);
+    await using link = await openLink(spec, { backend });
+    const serveArgs = [
+      "serve",
+      "--transports",
+      transports.join(","),
+      "--host",
+      link.serverAddr,
+      "--h2c-port",
+      "0",
+      "--tls-port",
+      "0",
+      "--state-dir",
+      tmp,
+    ];
+    if (options.delayMs) serveArgs.push("--delay-ms", String(options.delayMs));
+    const server = link.exec("server", [...lab, ...serveArgs], { stdout: "piped", stderr: "null" });
+    const urls = await readListeners(server.stdout, transports, 60_000);
+    const env: Record<string, string> = { [LINK_RECORD_ENV]: JSON.stringify(record) };
+    if (link.relayPid) env[LINK_RELAY_PID_ENV] = String(link.relayPid);
+    for (const [i, transport] of transports.entries()) {
+      if (options.signal?.aborted) break;
+      progress(`${transport} across ${specText}`, i / transports.length);
+      const json = `${tmp}/${transport}.json`;
+      const ca = transport === "h2c" ? undefined : `${tmp}/${DEV_PKI_FILES.ca}`;
+      const child = link.exec("client", [...lab, ...childArgs(options, transport, urls[transport], json, ca)], {
+        env,
+        stdout: "null",
+        stderr: "piped",
+      });
+      const killer = setTimeout(() => child.kill("SIGKILL"), options.childTimeoutMs ?? 900_000);
+      const out = await child.output().finally(() => clearTimeout(killer));
+      if (!out.success) {
+        const lines = new TextDecoder().decode(out.stderr).trim().split("\n");
+        const why = (lines.at(-1) || `exit ${out.code ?? out.signal}`).replace(/^error: /, "");
+        firstError ??= new Error(`${transport} across the link failed: ${why}`);
+        notes.push(`${transport} was not measured: its run across the link failed (${why}).`);
+        continue;
+      }
+      const run = parseRun(await Deno.readTextFile(json), `${transport} run`);
+      runs.push(run);
+      for (const row of run.rows) {
+        rows.push(row);
+        options.onRow?.(row);
+      }
+      for (const n of run.notes) if (!notes.includes(n)) notes.push(n);
+    }
+    counters = countersOf(await link.stats());
+  } finally {
+    globalThis.removeEventListener("unload", removeTmp);
+    removeTmp();
+  }
+  if (runs.length === 0) throw firstError ?? new Error("No transport was measured across the link");
+  if (options.signal?.aborted) notes.push("The run was interrupted; rows may be incomplete.");
+  const base = runs[0];
+  return {
+    schema: SCHEMA_VERSION,
+    startedAt: new Date(wallStart).toISOString(),
+    durationMs: Date.now() - wallStart,
+    config: {
+      ...base.config,
+      transports,
+      serverMode: "link",
+      target: undefined,
+      delayMs: options.delayMs ?? 0,
+      link: { ...record, counters },
+    },
+    environment: await collectEnvironment(),
+    floors: {
+      rows: [],
+      skipped: `Floors were skipped: the run crossed the emulated link ${specText} ` +
+        `(configured RTT ${record.rttMs} ms); lab link selftest --link ${specText} measures the link itself.`,
+    },
+    rows,
+    notes,
+  };
+}
