@@ -73,6 +73,7 @@ export function migrationTable(run: BenchRun): { header: string[]; body: string[
       "longest interval",
       "errors after",
       "client replaced",
+      "same connection",
       "done before/after",
       "median latency",
     ],
@@ -84,6 +85,7 @@ export function migrationTable(run: BenchRun): { header: string[]; body: string[
         ms(x.maxIntervalMs),
         String(x.errorsAfterChange ?? "–"),
         String(x.reopened ?? "–"),
+        x.sameConnection === undefined ? "–" : x.sameConnection ? "yes" : "no (reconnected)",
         `${x.completedBefore ?? "–"}/${x.completedAfter ?? "–"}`,
         formatDuration(r.estimate.median),
       ];
@@ -125,7 +127,9 @@ export function linkObservations(run: BenchRun): string[] {
     out.push(
       `migration${where}: ${r.transport} went ${formatDuration((x.gapMs ?? NaN) * 1e6)} without a response around ` +
         `the port change, with ${x.errorsAfterChange ?? 0} failed request(s) after it and the client replaced ` +
-        `${x.reopened ?? 0} time(s)` + (x.recovered === 0 ? "; it never recovered." : "."),
+        `${x.reopened ?? 0} time(s)` +
+        (x.sameConnection === undefined ? "" : x.sameConnection ? "; it kept its connection" : "; it connected again") +
+        (x.recovered === 0 ? "; it never recovered." : "."),
     );
   }
   return out;

@@ -7,12 +7,16 @@
  * HTTP/2 connection dies and the client has to connect again.
  *
  * Each row reports the per-request latency and, in `extra`: `gapMs`, the
- * time between the last response completed before the change and the first
- * completed after it; `maxIntervalMs`, the longest interval without a
+ * longest interval without a completed response from the last response
+ * before the change to the end of the run (so a reconnect that stalls a
+ * little after the change counts too); `maxIntervalMs`, the longest interval without a
  * completed response over the whole run; `errorsAfterChange`; `reopened`,
  * how often the scenario had to replace the client because it kept failing
  * (a client that reconnects by itself needs none); `recovered` (1 when a
- * response completed after the change).
+ * response completed after the change); `sameConnection` (1 when the
+ * client's socket to the server, as `ss` lists it, has the same local port
+ * at the end as just before the change, 0 when it was replaced, absent when
+ * `ss` is missing).
  */
 import { Recorder } from "../recorder.ts";
 import type { ResultRow } from "../schema.ts";
@@ -31,6 +35,29 @@ const REOPEN_AFTER_MS = 3000;
 const MIN_RUN_MS = 4000;
 /** Most requests per transport (bounds the loop whatever the clock says). */
 const MAX_REQUESTS = 200_000;
+
+/** Local ports of this network namespace's sockets to `url`'s host and port (TCP, or UDP for h3); undefined without `ss`. */
+async function socketPorts(url: string, udp: boolean): Promise<Set<number> | undefined> {
+  const u = new URL(url);
+  const port = u.port || (u.protocol === "https:" ? "443" : "80");
+  try {
+    const out = await new Deno.Command("ss", {
+      args: ["-Hn", udp ? "-u" : "-t", "dst", `${u.hostname}:${port}`],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    if (!out.success) return undefined;
+    const ports = new Set<number>();
+    for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
+      const local = line.trim().split(/\s+/)[3];
+      const m = local && /:(\d+)$/.exec(local);
+      if (m) ports.add(Number(m[1]));
+    }
+    return ports;
+  } catch {
+    return undefined;
+  }
+}
 
 /** What one transport saw around the change. */
 export interface MigrationFigures {
@@ -58,7 +85,13 @@ export function migrationFigures(
   const before = sorted.filter((t) => t < changeMs);
   const after = sorted.filter((t) => t >= changeMs);
   const lastBefore = before.at(-1) ?? startMs;
-  const firstAfter = after[0] ?? endMs;
+  let gap = 0;
+  let from = lastBefore;
+  for (const t of [...after, endMs]) {
+    gap = Math.max(gap, t - from);
+    from = t;
+  }
+  if (after.length === 0) gap = endMs - lastBefore;
   let maxInterval = 0;
   let prev = startMs;
   for (const t of [...sorted, endMs]) {
@@ -66,7 +99,7 @@ export function migrationFigures(
     prev = t;
   }
   return {
-    gapMs: firstAfter - lastBefore,
+    gapMs: gap,
     maxIntervalMs: maxInterval,
     errorsBefore: errors.filter((t) => t < changeMs).length,
     errorsAfterChange: errors.filter((t) => t >= changeMs).length,
@@ -91,7 +124,8 @@ export async function migrationScenario(ctx: ScenarioContext): Promise<ResultRow
   ctx.notes.push(
     `migration: ${IN_FLIGHT} GET loops (${SIZE} B, ${REQUEST_TIMEOUT_MS} ms timeout) on one client per transport; ` +
       "halfway through, the link's relay moves the client to a new source port (NAT rebinding). " +
-      "gap = last response before the change to the first after it.",
+      "gap = longest interval without a completed response from the last one before the change to the end; " +
+      "Deno's fetch retries a request whose HTTP/2 connection was reset on a new connection, so h2 may show no errors.",
   );
   return rows;
 }
@@ -120,10 +154,13 @@ async function migrateOne(
   const changeAt = start + runMs / 2;
   let changeMs = Infinity;
   let started = 0;
+  const url = ctx.endpoints.urls[transport]!;
+  let portsBefore: Set<number> | undefined;
   const changer = (async () => {
     while (ctx.clock() < changeAt && !ctx.signal?.aborted) {
       await new Promise((r) => setTimeout(r, Math.max(1, Math.min(50, changeAt - ctx.clock()))));
     }
+    portsBefore = await socketPorts(url, transport === "h3");
     changeMs = ctx.clock();
     await rebind();
   })();
@@ -157,10 +194,16 @@ async function migrateOne(
       ctx.onProgress(`${transport} migration`, Math.min(1, (ctx.clock() - start) / runMs));
     }
   };
+  let portsAfter: Set<number> | undefined;
   try {
     await Promise.all([changer, ...Array.from({ length: IN_FLIGHT }, loop)]);
+    portsAfter = await socketPorts(url, transport === "h3");
   } finally {
     await client.close().catch(() => {});
+  }
+  const same: Record<string, number> = {};
+  if (portsBefore && portsAfter && portsBefore.size > 0) {
+    same.sameConnection = [...portsBefore].some((p) => portsAfter!.has(p)) ? 1 : 0;
   }
   const f = migrationFigures(completions, errors, changeMs, start, Math.max(end, ctx.clock()));
   const samples = recorder.finish();
@@ -179,7 +222,7 @@ async function migrateOne(
     concurrency: IN_FLIGHT,
     requestsPerSecond: samples.count / (runMs / 1000),
     errors: errors.length,
-    extra: { ...f, reopened, runMs },
+    extra: { ...f, reopened, runMs, ...same },
   }, samples);
   ctx.onRow(row);
   return row;
