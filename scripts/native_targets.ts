@@ -59,6 +59,15 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
     ],
   },
+  // HTTP/2 client: the sbh2 shim over nghttp2 (transports/h2/native_client.ts).
+  h2: {
+    output: "libsbilab_h2.so",
+    kind: "shared",
+    sources: ["transports/h2/native/sbh2.c"],
+    deps: ["transports/h2/native/sbh2.h"],
+    libs: ["-lnghttp2"],
+    requires: [{ header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" }],
+  },
   // Leak check driver for the h3 shim: a client and a server talking in memory.
   h3_leakcheck: {
     output: "sbilab_h3_leakcheck",

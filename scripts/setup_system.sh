@@ -7,6 +7,7 @@ PACKAGES=(
   gcc make pkg-config                                   # native build
   libngtcp2-dev libngtcp2-crypto-gnutls-dev             # QUIC (ngtcp2 0.12, GnuTLS crypto)
   libnghttp3-dev libgnutls28-dev                        # HTTP/3 (nghttp3 0.8), TLS 1.3
+  libnghttp2-dev                                        # native HTTP/2 client (nghttp2 1.52)
   nghttp2-client nghttp2-server curl                    # HTTP/2 peers: nghttp, h2load, nghttpd, curl
   ngtcp2-client ngtcp2-server                           # HTTP/3 peers: gtlsclient, gtlsserver
   valgrind                                              # leak check of the native shim

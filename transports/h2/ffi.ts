@@ -1,0 +1,197 @@
+/**
+ * Safe wrapper over the sbh2 symbols: {@linkcode H2Conn} owns one native
+ * client session in a `#private` field; `close()` is idempotent and frees it,
+ * and `Symbol.dispose` calls `close()`. Negative return codes of the shim are
+ * numbers from {@linkcode H2_ERR}; `DONE` becomes 0 or "no event".
+ */
+import type { Sbh2Symbols } from "./symbols.ts";
+
+/** Error codes of the shim (enum sbh2_error). */
+export const H2_ERR = {
+  DONE: -1,
+  BUFFER_TOO_SHORT: -2,
+  INVALID: -3,
+  NOMEM: -4,
+  PROTO: -5,
+  CLOSED: -6,
+  NOT_FOUND: -7,
+  INTERNAL: -8,
+} as const;
+
+/** Event types (enum sbh2_event_type). */
+export const H2_EVENT = { MESSAGE: 2, RESET: 3, CLOSED: 4, GOAWAY: 5 } as const;
+
+const CODE_NAMES: Record<number, string> = Object.fromEntries(
+  Object.entries(H2_ERR).map(([k, v]) => [v, k]),
+);
+
+/** Name of a shim error code, for messages. */
+export function h2ErrorName(code: number): string {
+  return CODE_NAMES[code] ?? String(code);
+}
+
+/**
+ * Receives one polled event. `block` holds the header block and `body` the
+ * body; both are views into a buffer reused by the next poll unless
+ * `bodyOwned` is true (then `body` belongs to the receiver).
+ */
+export type H2EventHandler = (
+  type: number,
+  streamId: number,
+  code: number,
+  block: Uint8Array,
+  body: Uint8Array,
+  bodyOwned: boolean,
+) => void;
+
+/** Options for {@linkcode H2Conn}. */
+export interface H2ConnOptions {
+  /** Receive window of each stream and of the connection, in bytes. Default 16 MiB. */
+  windowBytes?: number;
+  /** Largest response body accepted; a larger one resets its stream. Default 64 MiB. */
+  maxBodyBytes?: number;
+}
+
+const EVENT_HEADER = 32;
+const POLL_BUFFER = 256 * 1024;
+const decoder = new TextDecoder();
+
+/** One HTTP/2 client session: bytes in, bytes out, requests and events. */
+export class H2Conn {
+  #sym: Sbh2Symbols;
+  #ptr: Deno.PointerValue;
+  #buf = new Uint8Array(POLL_BUFFER);
+  #view = new DataView(this.#buf.buffer);
+
+  constructor(sym: Sbh2Symbols, options: H2ConnOptions = {}) {
+    this.#sym = sym;
+    const ptr = sym.sbh2_conn_new(
+      options.windowBytes ?? 16 * 1024 * 1024,
+      Math.min(options.maxBodyBytes ?? 64 * 1024 * 1024, 0xffffffff),
+    );
+    if (ptr === null) throw new RangeError("Cannot create an HTTP/2 session");
+    this.#ptr = ptr;
+  }
+
+  /** False once freed. */
+  get open(): boolean {
+    return this.#ptr !== null;
+  }
+
+  /** Feeds received bytes; returns the number of events ready, or a negative code. */
+  recv(data: Uint8Array, length = data.length): number {
+    if (this.#ptr === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_conn_recv(this.#ptr, data as Uint8Array<ArrayBuffer>, length);
+  }
+
+  /** Writes pending output into `out`; returns its length (0 when nothing is pending). */
+  send(out: Uint8Array): number {
+    if (this.#ptr === null) return 0;
+    const n = this.#sym.sbh2_conn_send(this.#ptr, out as Uint8Array<ArrayBuffer>, out.length);
+    return n > 0 ? n : 0;
+  }
+
+  /**
+   * Submits a request whose header block is the first `blockLength` bytes of
+   * `block`; returns the stream id or a negative code.
+   */
+  request(block: Uint8Array, blockLength: number, body: Uint8Array | undefined): number {
+    if (this.#ptr === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_conn_request(
+      this.#ptr,
+      block as Uint8Array<ArrayBuffer>,
+      blockLength,
+      (body ?? block) as Uint8Array<ArrayBuffer>,
+      body ? body.length : 0,
+    );
+  }
+
+  /** Resets a stream the caller gave up on (RST_STREAM CANCEL); no event follows for it. */
+  cancel(streamId: number): void {
+    if (this.#ptr !== null) this.#sym.sbh2_conn_cancel(this.#ptr, streamId);
+  }
+
+  /** Hands every ready event to `handler`; returns how many there were. */
+  poll(handler: H2EventHandler): number {
+    let count = 0;
+    while (this.#ptr !== null) {
+      const n = this.#sym.sbh2_conn_poll(this.#ptr, this.#buf, this.#buf.length);
+      if (n === H2_ERR.DONE) break;
+      if (n === H2_ERR.BUFFER_TOO_SHORT) {
+        // One event larger than the shared buffer (a big body): poll it into
+        // a buffer of its own, so the body is handed over without a copy.
+        const need = Number(this.#view.getBigUint64(0, true));
+        const own = new Uint8Array(need);
+        const m = this.#sym.sbh2_conn_poll(this.#ptr, own, own.length);
+        if (m < 0) throw new RangeError(`HTTP/2 poll failed: ${h2ErrorName(m)}`);
+        count += this.#dispatch(own, m, handler, true);
+        continue;
+      }
+      if (n < 0) throw new RangeError(`HTTP/2 poll failed: ${h2ErrorName(n)}`);
+      count += this.#dispatch(this.#buf, n, handler, false);
+    }
+    return count;
+  }
+
+  #dispatch(buf: Uint8Array, length: number, handler: H2EventHandler, owned: boolean): number {
+    const v = buf === this.#buf ? this.#view : new DataView(buf.buffer, buf.byteOffset, length);
+    let off = 0;
+    let count = 0;
+    while (off < length) {
+      const type = v.getUint32(off, true);
+      const streamId = v.getInt32(off + 8, true);
+      const code = v.getInt32(off + 16, true);
+      const hl = v.getUint32(off + 24, true);
+      const bl = v.getUint32(off + 28, true);
+      const hs = off + EVENT_HEADER;
+      handler(
+        type,
+        streamId,
+        code,
+        buf.subarray(hs, hs + hl),
+        buf.subarray(hs + hl, hs + hl + bl),
+        owned,
+      );
+      off = hs + hl + bl;
+      count++;
+    }
+    return count;
+  }
+
+  /** Starts a graceful close (GOAWAY); drain {@linkcode send} afterwards. */
+  shutdown(): void {
+    if (this.#ptr !== null) this.#sym.sbh2_conn_close(this.#ptr);
+  }
+
+  /** Why the connection closed, as text (empty while open). */
+  errorText(): string {
+    if (this.#ptr === null) return "";
+    const b = new Uint8Array(256);
+    const n = this.#sym.sbh2_conn_error(this.#ptr, b, b.length);
+    return n > 0 ? decoder.decode(b.subarray(0, n)) : "";
+  }
+
+  /** Streams the shim still holds state for (0 once freed). */
+  streamCount(): number {
+    return this.#ptr === null ? 0 : Math.max(0, this.#sym.sbh2_conn_stream_count(this.#ptr));
+  }
+
+  /** Frees the session. Idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh2_conn_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** Reads the shim and nghttp2 versions, for example `sbh2/0.1.0 nghttp2/1.52.0`. */
+export function sbh2Version(sym: Sbh2Symbols): string {
+  const b = new Uint8Array(128);
+  const n = sym.sbh2_version(b, b.length);
+  return n > 0 ? decoder.decode(b.subarray(0, n)) : "";
+}

@@ -1,0 +1,513 @@
+/*
+ * sbh2: an HTTP/2 client shim over nghttp2 (see sbh2.h for the contract).
+ *
+ * One sbh2_conn wraps one nghttp2 client session. Each request stream owns a
+ * struct stream (request body to send, response header block and body being
+ * received). When a response completes, or a stream ends early, an event is
+ * queued; sbh2_conn_poll copies queued events out into the caller's buffer.
+ * A stream is freed once nghttp2 closed it and its event (if any) was polled.
+ */
+#include "sbh2.h"
+
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct stream {
+  int32_t id;
+  struct stream *prev, *next; /* every live stream of the connection */
+  struct stream *qnext;       /* event queue */
+  /* request body */
+  uint8_t *req;
+  size_t req_len, req_off;
+  /* response */
+  uint8_t *hdrs;
+  size_t hdrs_len, hdrs_cap;
+  uint8_t *body;
+  size_t body_len, body_cap;
+  int status;
+  int ev_type;      /* queued event type, 0 = none yet */
+  uint32_t ev_code; /* HTTP/2 error code for RESET */
+  unsigned closed : 1, queued : 1, cancelled : 1;
+};
+
+struct conn_event {
+  int type;
+  int64_t stream_id;
+  int64_t code;
+  struct conn_event *next;
+};
+
+struct sbh2_conn {
+  nghttp2_session *session;
+  uint32_t max_body;
+  struct stream *streams;                 /* live streams (doubly linked) */
+  struct stream *qhead, *qtail;           /* stream events, in order */
+  struct conn_event *chead, *ctail;       /* connection events, in order */
+  int nstreams;
+  int nqueued;
+  uint8_t *spill; /* output nghttp2 produced that did not fit the caller's buffer */
+  size_t spill_len, spill_off, spill_cap;
+  int goaway_recv, closing, closed_queued, freeing;
+  char err[256];
+};
+
+/* ---- small helpers ---- */
+
+static void set_err(struct sbh2_conn *c, const char *msg) {
+  if (c->err[0] == 0) snprintf(c->err, sizeof c->err, "%s", msg);
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return 0;
+  size_t n = *cap ? *cap : 256;
+  while (n < need) n *= 2;
+  uint8_t *p = realloc(*buf, n);
+  if (!p) return -1;
+  *buf = p;
+  *cap = n;
+  return 0;
+}
+
+static void put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+static void stream_free(struct sbh2_conn *c, struct stream *s) {
+  if (s->prev) s->prev->next = s->next;
+  else c->streams = s->next;
+  if (s->next) s->next->prev = s->prev;
+  c->nstreams--;
+  free(s->req);
+  free(s->hdrs);
+  free(s->body);
+  free(s);
+}
+
+static void queue_stream(struct sbh2_conn *c, struct stream *s, int type, uint32_t code) {
+  if (s->ev_type || s->cancelled) return;
+  s->ev_type = type;
+  s->ev_code = code;
+  s->queued = 1;
+  s->qnext = NULL;
+  if (c->qtail) c->qtail->qnext = s;
+  else c->qhead = s;
+  c->qtail = s;
+  c->nqueued++;
+}
+
+static void queue_conn(struct sbh2_conn *c, int type, int64_t code) {
+  struct conn_event *e = calloc(1, sizeof *e);
+  if (!e) return; /* the caller still sees the error return of recv/send */
+  e->type = type;
+  e->stream_id = -1;
+  e->code = code;
+  if (c->ctail) c->ctail->next = e;
+  else c->chead = e;
+  c->ctail = e;
+  c->nqueued++;
+}
+
+static void mark_closed(struct sbh2_conn *c, int code, const char *why) {
+  if (c->closed_queued) return;
+  c->closed_queued = 1;
+  set_err(c, why);
+  queue_conn(c, SBH2_EV_CLOSED, code);
+}
+
+/* Queues CLOSED once the session can receive nothing more or has decided to terminate. */
+static void check_closed(struct sbh2_conn *c) {
+  if (c->closed_queued) return;
+  if (!nghttp2_session_want_read(c->session)) {
+    mark_closed(c, SBH2_ERR_CLOSED, c->closing ? "Connection closed by the client" : "Connection closed by the server");
+  } else if (!nghttp2_session_check_request_allowed(c->session) && !c->goaway_recv && !c->closing) {
+    mark_closed(c, SBH2_ERR_PROTO, "HTTP/2 protocol error from the server");
+  }
+}
+
+/* ---- nghttp2 callbacks (one table, set up in sbh2_conn_new) ---- */
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
+                     const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
+  (void)flags;
+  struct sbh2_conn *c = user_data;
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  struct stream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+  if (!s) return 0;
+  if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+    int st = 0;
+    for (size_t i = 0; i < valuelen && i < 3; i++) st = st * 10 + (value[i] - '0');
+    s->status = st;
+  }
+  if (namelen == 14 && memcmp(name, "content-length", 14) == 0 && s->body_cap == 0) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < valuelen && i < 19; i++) n = n * 10 + (uint64_t)(value[i] - '0');
+    if (n > 0 && n <= c->max_body) {
+      /* reserve the whole body once; data then arrives without reallocations */
+      if (grow(&s->body, &s->body_cap, (size_t)n) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+  }
+  if (grow(&s->hdrs, &s->hdrs_cap, s->hdrs_len + 8 + namelen + valuelen) != 0) {
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  uint8_t *p = s->hdrs + s->hdrs_len;
+  put_u32(p, (uint32_t)namelen);
+  put_u32(p + 4, (uint32_t)valuelen);
+  memcpy(p + 8, name, namelen);
+  memcpy(p + 8 + namelen, value, valuelen);
+  s->hdrs_len += 8 + namelen + valuelen;
+  return 0;
+}
+
+static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id, const uint8_t *data, size_t len,
+                         void *user_data) {
+  (void)flags;
+  struct sbh2_conn *c = user_data;
+  struct stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+  if (!s || s->cancelled || s->ev_type) return 0;
+  if (s->body_len + len > c->max_body) {
+    queue_stream(c, s, SBH2_EV_RESET, NGHTTP2_CANCEL);
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    return 0;
+  }
+  if (grow(&s->body, &s->body_cap, s->body_len + len) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  memcpy(s->body + s->body_len, data, len);
+  s->body_len += len;
+  return 0;
+}
+
+static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) {
+  struct sbh2_conn *c = user_data;
+  switch (frame->hd.type) {
+  case NGHTTP2_HEADERS:
+  case NGHTTP2_DATA: {
+    struct stream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+    if (!s) return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && s->status > 0 && s->status < 200 &&
+        !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+      s->hdrs_len = 0; /* an interim (1xx) response: wait for the final one */
+      s->status = 0;
+      return 0;
+    }
+    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) queue_stream(c, s, SBH2_EV_MESSAGE, 0);
+    return 0;
+  }
+  case NGHTTP2_GOAWAY:
+    c->goaway_recv = 1;
+    queue_conn(c, SBH2_EV_GOAWAY, frame->goaway.last_stream_id);
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code, void *user_data) {
+  struct sbh2_conn *c = user_data;
+  struct stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+  if (!s || c->freeing) return 0;
+  nghttp2_session_set_stream_user_data(session, stream_id, NULL);
+  s->closed = 1;
+  queue_stream(c, s, SBH2_EV_RESET, error_code ? error_code : NGHTTP2_INTERNAL_ERROR);
+  if (!s->queued) stream_free(c, s);
+  return 0;
+}
+
+static int on_error(nghttp2_session *session, int lib_error_code, const char *msg, size_t len, void *user_data) {
+  (void)session;
+  (void)lib_error_code;
+  struct sbh2_conn *c = user_data;
+  if (c->err[0] == 0) snprintf(c->err, sizeof c->err, "%.*s", (int)len, msg);
+  return 0;
+}
+
+static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+                         uint32_t *data_flags, nghttp2_data_source *source, void *user_data) {
+  (void)session;
+  (void)stream_id;
+  (void)user_data;
+  struct stream *s = source->ptr;
+  size_t n = s->req_len - s->req_off;
+  if (n > length) n = length;
+  memcpy(buf, s->req + s->req_off, n);
+  s->req_off += n;
+  if (s->req_off == s->req_len) {
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    free(s->req); /* sent: no need to keep it */
+    s->req = NULL;
+  }
+  return (ssize_t)n;
+}
+
+/* ---- public API ---- */
+
+int sbh2_version(uint8_t *buf, uint32_t cap) {
+  nghttp2_info *info = nghttp2_version(0);
+  char tmp[128];
+  int n = snprintf(tmp, sizeof tmp, "sbh2/%s nghttp2/%s", SBH2_VERSION, info->version_str);
+  if (n < 0 || (size_t)n > cap) return SBH2_ERR_BUFFER_TOO_SHORT;
+  memcpy(buf, tmp, (size_t)n);
+  return n;
+}
+
+sbh2_conn *sbh2_conn_new(uint32_t window, uint32_t max_body) {
+  if (window < 65535) window = 65535;
+  if (window > 0x7fffffff) window = 0x7fffffff;
+  struct sbh2_conn *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->max_body = max_body ? max_body : (64u << 20);
+  nghttp2_session_callbacks *cbs = NULL;
+  nghttp2_option *opt = NULL;
+  if (nghttp2_session_callbacks_new(&cbs) != 0) goto fail;
+  nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+  nghttp2_session_callbacks_set_error_callback2(cbs, on_error);
+  if (nghttp2_option_new(&opt) != 0) goto fail;
+  /* The caller may queue many requests at once; nghttp2 holds back those beyond the server's limit. */
+  nghttp2_option_set_peer_max_concurrent_streams(opt, 100);
+  int rv = nghttp2_session_client_new2(&c->session, cbs, c, opt);
+  nghttp2_session_callbacks_del(cbs);
+  nghttp2_option_del(opt);
+  cbs = NULL;
+  opt = NULL;
+  if (rv != 0) goto fail;
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, window},
+  };
+  if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, 2) != 0) goto fail;
+  if (nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, (int32_t)window) != 0) goto fail;
+  return c;
+fail:
+  if (cbs) nghttp2_session_callbacks_del(cbs);
+  if (opt) nghttp2_option_del(opt);
+  if (c->session) nghttp2_session_del(c->session);
+  free(c);
+  return NULL;
+}
+
+void sbh2_conn_free(sbh2_conn *c) {
+  if (!c) return;
+  c->freeing = 1;
+  nghttp2_session_del(c->session);
+  while (c->streams) stream_free(c, c->streams);
+  while (c->chead) {
+    struct conn_event *e = c->chead;
+    c->chead = e->next;
+    free(e);
+  }
+  free(c->spill);
+  free(c);
+}
+
+int sbh2_conn_recv(sbh2_conn *c, const uint8_t *data, uint32_t len) {
+  if (!c || (!data && len)) return SBH2_ERR_INVALID;
+  if (c->closed_queued) return SBH2_ERR_CLOSED;
+  ssize_t rv = nghttp2_session_mem_recv(c->session, data, len);
+  if (rv < 0) {
+    mark_closed(c, rv == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM : SBH2_ERR_PROTO, nghttp2_strerror((int)rv));
+    return rv == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM : SBH2_ERR_PROTO;
+  }
+  check_closed(c);
+  return c->nqueued;
+}
+
+int sbh2_conn_send(sbh2_conn *c, uint8_t *out, uint32_t cap) {
+  if (!c || !out) return SBH2_ERR_INVALID;
+  if (cap > 0x7fffffff) cap = 0x7fffffff;
+  size_t n = 0;
+  if (c->spill_off < c->spill_len) {
+    size_t k = c->spill_len - c->spill_off;
+    if (k > cap) k = cap;
+    memcpy(out, c->spill + c->spill_off, k);
+    c->spill_off += k;
+    n += k;
+    if (c->spill_off < c->spill_len) return (int)n;
+  }
+  c->spill_off = c->spill_len = 0;
+  while (n < cap) {
+    const uint8_t *p;
+    ssize_t r = nghttp2_session_mem_send(c->session, &p);
+    if (r < 0) {
+      mark_closed(c, r == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM : SBH2_ERR_INTERNAL, nghttp2_strerror((int)r));
+      break;
+    }
+    if (r == 0) break;
+    size_t k = (size_t)r;
+    if (k > cap - n) {
+      /* keep the rest: nghttp2's pointer is only valid until its next call */
+      size_t rest = k - (cap - n);
+      if (grow(&c->spill, &c->spill_cap, rest) != 0) {
+        mark_closed(c, SBH2_ERR_NOMEM, "Out of memory");
+        return SBH2_ERR_NOMEM;
+      }
+      memcpy(c->spill, p + (cap - n), rest);
+      c->spill_len = rest;
+      k = cap - n;
+    }
+    memcpy(out + n, p, k);
+    n += k;
+  }
+  check_closed(c);
+  return n ? (int)n : SBH2_ERR_DONE;
+}
+
+int32_t sbh2_conn_request(sbh2_conn *c, const uint8_t *hdrs, uint32_t hdrs_len, const uint8_t *body, uint32_t body_len) {
+  if (!c || (!hdrs && hdrs_len) || (!body && body_len)) return SBH2_ERR_INVALID;
+  if (c->closed_queued || c->closing || c->goaway_recv) return SBH2_ERR_CLOSED;
+  /* count the fields, then point nghttp2 at them (it copies names and values) */
+  size_t nfields = 0;
+  for (size_t off = 0; off < hdrs_len; nfields++) {
+    uint32_t nl, vl;
+    if (hdrs_len - off < 8) return SBH2_ERR_INVALID;
+    memcpy(&nl, hdrs + off, 4);
+    memcpy(&vl, hdrs + off + 4, 4);
+    if ((uint64_t)nl + vl > hdrs_len - off - 8) return SBH2_ERR_INVALID;
+    off += 8 + (size_t)nl + vl;
+  }
+  nghttp2_nv stack_nv[32];
+  nghttp2_nv *nv = nfields <= 32 ? stack_nv : malloc(nfields * sizeof *nv);
+  if (!nv) return SBH2_ERR_NOMEM;
+  size_t off = 0;
+  for (size_t i = 0; i < nfields; i++) {
+    uint32_t nl, vl;
+    memcpy(&nl, hdrs + off, 4);
+    memcpy(&vl, hdrs + off + 4, 4);
+    nv[i].name = (uint8_t *)hdrs + off + 8;
+    nv[i].namelen = nl;
+    nv[i].value = (uint8_t *)hdrs + off + 8 + nl;
+    nv[i].valuelen = vl;
+    nv[i].flags = NGHTTP2_NV_FLAG_NONE;
+    off += 8 + (size_t)nl + vl;
+  }
+  struct stream *s = calloc(1, sizeof *s);
+  int32_t rv = SBH2_ERR_NOMEM;
+  if (!s) goto out;
+  if (body_len) {
+    s->req = malloc(body_len);
+    if (!s->req) {
+      free(s);
+      goto out;
+    }
+    memcpy(s->req, body, body_len);
+    s->req_len = body_len;
+  }
+  nghttp2_data_provider prd = {.source = {.ptr = s}, .read_callback = read_body};
+  int32_t id = nghttp2_submit_request(c->session, NULL, nv, nfields, body_len ? &prd : NULL, s);
+  if (id < 0) {
+    free(s->req);
+    free(s);
+    rv = id == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM
+         : id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE ? SBH2_ERR_CLOSED
+         : id == NGHTTP2_ERR_INVALID_ARGUMENT ? SBH2_ERR_INVALID
+                                                : SBH2_ERR_INTERNAL;
+    goto out;
+  }
+  s->id = id;
+  s->next = c->streams;
+  if (c->streams) c->streams->prev = s;
+  c->streams = s;
+  c->nstreams++;
+  rv = id;
+out:
+  if (nv != stack_nv) free(nv);
+  return rv;
+}
+
+int sbh2_conn_cancel(sbh2_conn *c, int32_t stream_id) {
+  if (!c) return SBH2_ERR_INVALID;
+  struct stream *s = nghttp2_session_get_stream_user_data(c->session, stream_id);
+  if (!s) {
+    /* closed already; drop a queued event it may still have */
+    for (struct stream *q = c->qhead; q; q = q->qnext) {
+      if (q->id == stream_id) q->cancelled = 1;
+    }
+    return SBH2_ERR_NOT_FOUND;
+  }
+  s->cancelled = 1;
+  if (nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL) != 0) {
+    return SBH2_ERR_INTERNAL;
+  }
+  return 0;
+}
+
+int sbh2_conn_poll(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
+  if (!c || !buf) return SBH2_ERR_INVALID;
+  if (cap > 0x7fffffff) cap = 0x7fffffff;
+  size_t n = 0;
+  /* stream events first: a response that completed before a GOAWAY or CLOSED is delivered first */
+  while (c->qhead) {
+    struct stream *s = c->qhead;
+    size_t hl = s->ev_type == SBH2_EV_MESSAGE ? s->hdrs_len : 0;
+    size_t bl = s->ev_type == SBH2_EV_MESSAGE ? s->body_len : 0;
+    size_t need = SBH2_EVENT_HEADER_LEN + hl + bl;
+    if (!s->cancelled) {
+      if (need > cap - n) {
+        if (n > 0) return (int)n;
+        if (cap >= 8) put_u64(buf, need);
+        return SBH2_ERR_BUFFER_TOO_SHORT;
+      }
+      uint8_t *p = buf + n;
+      put_u32(p, (uint32_t)s->ev_type);
+      put_u32(p + 4, 0);
+      put_u64(p + 8, (uint64_t)(int64_t)s->id);
+      put_u64(p + 16, (uint64_t)s->ev_code);
+      put_u32(p + 24, (uint32_t)hl);
+      put_u32(p + 28, (uint32_t)bl);
+      if (hl) memcpy(p + 32, s->hdrs, hl);
+      if (bl) memcpy(p + 32 + hl, s->body, bl);
+      n += need;
+    }
+    c->qhead = s->qnext;
+    if (!c->qhead) c->qtail = NULL;
+    c->nqueued--;
+    s->queued = 0;
+    /* the response is out: release its buffers now, the stream may linger until closed */
+    free(s->hdrs);
+    free(s->body);
+    s->hdrs = s->body = NULL;
+    s->hdrs_len = s->hdrs_cap = s->body_len = s->body_cap = 0;
+    if (s->closed) stream_free(c, s);
+  }
+  while (c->chead) {
+    struct conn_event *e = c->chead;
+    if (SBH2_EVENT_HEADER_LEN > cap - n) {
+      if (n > 0) return (int)n;
+      if (cap >= 8) put_u64(buf, SBH2_EVENT_HEADER_LEN);
+      return SBH2_ERR_BUFFER_TOO_SHORT;
+    }
+    uint8_t *p = buf + n;
+    memset(p, 0, SBH2_EVENT_HEADER_LEN);
+    put_u32(p, (uint32_t)e->type);
+    put_u64(p + 8, (uint64_t)e->stream_id);
+    put_u64(p + 16, (uint64_t)e->code);
+    n += SBH2_EVENT_HEADER_LEN;
+    c->chead = e->next;
+    if (!c->chead) c->ctail = NULL;
+    c->nqueued--;
+    free(e);
+  }
+  return n ? (int)n : SBH2_ERR_DONE;
+}
+
+int sbh2_conn_close(sbh2_conn *c) {
+  if (!c) return SBH2_ERR_INVALID;
+  if (c->closing) return 0;
+  c->closing = 1;
+  if (nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR) != 0) return SBH2_ERR_INTERNAL;
+  return 0;
+}
+
+int sbh2_conn_error(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
+  if (!c || !buf) return SBH2_ERR_INVALID;
+  size_t n = strlen(c->err);
+  if (n > cap) n = cap;
+  memcpy(buf, c->err, n);
+  return (int)n;
+}
+
+int sbh2_conn_stream_count(sbh2_conn *c) {
+  if (!c) return SBH2_ERR_INVALID;
+  return c->nstreams;
+}
