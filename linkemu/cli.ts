@@ -89,6 +89,9 @@ export function registerLinkCommands(program: Command): void {
       console.log(`link ${l.id} up: ${formatLinkSpec(o.link)} (${l.backend})`);
       console.log(`client namespace ${l.clientNs} address ${l.clientAddr} device ${l.clientIf}`);
       console.log(`server namespace ${l.serverNs} address ${l.serverAddr} device ${l.serverIf}`);
+      if (l.relayPid) {
+        console.log(`relay pid ${l.relayPid} (kill -USR2 ${l.relayPid} moves the client to a new source port)`);
+      }
       console.log(`run commands with: ip netns exec ${l.clientNs} …; Ctrl-C removes the link`);
       // The link's signal hook closes it and exits; this only waits.
       await l.closed;
