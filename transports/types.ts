@@ -46,6 +46,13 @@ export interface ClientOptions {
   nfType?: string;
   /** Default per-request timeout in ms. Default 5000. */
   timeoutMs?: number;
+  /**
+   * HTTP/2 only (h2c, h2-tls): which client implementation to use. `native`
+   * is nghttp2 through FFI (transports/h2/native_client.ts), `fetch` is
+   * Deno's `fetch`. Default: the `SBILAB_H2_CLIENT` environment variable if
+   * set, else `native` when its library loads, else `fetch`.
+   */
+  h2Client?: "native" | "fetch";
 }
 
 /** One request through a client. */

@@ -1,5 +1,5 @@
 /**
- * HTTP/2 clients on `fetch` with `Deno.createHttpClient({ http1: false })`:
+ * The fallback HTTP/2 client, on `fetch` with `Deno.createHttpClient({ http1: false })`:
  * h2c with prior knowledge for `http://`, ALPN h2 for `https://`. The client
  * never falls back to HTTP/1.1. TCP_NODELAY is set on its connection after
  * the first request and after every reconnect.
@@ -98,8 +98,8 @@ class H2Client implements SbiClient {
   }
 }
 
-/** Creates an HTTP/2 client for `http://host:port` (h2c) or `https://host:port` (h2). */
-export async function createH2Client(origin: string, options: ClientOptions = {}): Promise<SbiClient> {
+/** Creates a `fetch` HTTP/2 client for `http://host:port` (h2c) or `https://host:port` (h2). */
+export async function createFetchH2Client(origin: string, options: ClientOptions = {}): Promise<SbiClient> {
   const url = parseOrigin(origin);
   const init: Deno.CreateHttpClientOptions & Partial<Deno.TlsCertifiedKeyPem> = {
     http1: false,
