@@ -79,12 +79,14 @@ class Session {
 
   /** Submits one request; the caller's timer is already running. */
   submit(block: Uint8Array, blockLength: number, body: Uint8Array | undefined, p: Pending): number {
-    if (this.#dead) throw new TransportError(`${this.#label} connection is closed`);
+    if (this.#dead) throw new TransportError(`${this.#label} failed: connection is closed`);
     const id = this.#h2.request(block, blockLength, body);
     if (id < 0) {
       if (id === H2_ERR.INVALID) throw new TypeError("Invalid request header block");
       this.unusable = true;
-      throw new TransportError(`${this.#label} request rejected: ${h2ErrorName(id)}`);
+      throw new TransportError(
+        `${this.#label} failed: rejected by the session (${h2ErrorName(id)})`,
+      );
     }
     this.#pending.set(id, p);
     if (!this.#flushQueued) {
@@ -129,7 +131,7 @@ class Session {
         const n = await this.#sock.read(this.#in);
         if (this.#dead) return;
         if (n === null) {
-          this.#fail(new TransportError(`${this.#label} connection closed by the server`));
+          this.#fail(new TransportError(`${this.#label} failed: connection closed by the server`));
           return;
         }
         const ready = this.#h2.recv(this.#in, n);
@@ -148,7 +150,7 @@ class Session {
 
   #error(what: string, err: unknown): TransportError {
     const msg = err instanceof Error ? err.message : String(err);
-    return new TransportError(`${this.#label} ${what}: ${msg}`, { cause: err });
+    return new TransportError(`${this.#label} failed: ${what}: ${msg}`, { cause: err });
   }
 
   #event(
@@ -172,7 +174,7 @@ class Session {
           return;
         }
         if (head.status === 0) {
-          p.reject(new TransportError(`${this.#label} response lacks :status`));
+          p.reject(new TransportError(`${this.#label} failed: response lacks :status`));
           return;
         }
         p.resolve({
@@ -188,7 +190,7 @@ class Session {
         this.#pending.delete(id);
         p.reject(
           new TransportError(
-            `${this.#label} stream reset by the server (error 0x${code.toString(16)})`,
+            `${this.#label} failed: stream reset by the server (error 0x${code.toString(16)})`,
           ),
         );
         return;
@@ -199,7 +201,7 @@ class Session {
       case H2_EVENT.CLOSED: {
         const text = this.#h2.errorText() || "connection closed";
         const what = code === H2_ERR.PROTO ? "protocol error" : "connection closed";
-        this.#fail(new TransportError(`${this.#label} ${what}: ${text}`));
+        this.#fail(new TransportError(`${this.#label} failed: ${what}: ${text}`));
         return;
       }
     }
@@ -238,7 +240,7 @@ class Session {
           new Promise((r) => setTimeout(r, 100)),
         ]);
       }
-      this.#fail(new TransportError(`${this.#label} client is closed`));
+      this.#fail(new TransportError(`${this.#label} failed: client is closed`));
     }
     try {
       this.#sock.close();
@@ -277,7 +279,7 @@ class NativeH2Client implements SbiClient {
     this.#tls = tls;
     this.#scheme = origin.protocol === "https:" ? "https" : "http";
     this.#authority = origin.host;
-    this.#label = `${this.transport} ${origin.host}`;
+    this.#label = `${this.transport} request to ${origin.host}`;
   }
 
   async #connect(): Promise<Session> {
@@ -309,7 +311,9 @@ class NativeH2Client implements SbiClient {
         if (alpn !== "h2") {
           tlsConn.close();
           throw new TransportError(
-            `${this.#label} did not negotiate HTTP/2 over TLS (ALPN ${alpn ?? "none"})`,
+            `${this.#label} failed: the server did not negotiate HTTP/2 over TLS (ALPN ${
+              alpn ?? "none"
+            })`,
           );
         }
         applyNoDelay({ remotePort: port });
@@ -317,7 +321,7 @@ class NativeH2Client implements SbiClient {
     } catch (err) {
       if (err instanceof TransportError) throw err;
       const msg = err instanceof Error ? err.message : String(err);
-      throw new TransportError(`${this.#label} connection failed: ${msg}`, { cause: err });
+      throw new TransportError(`${this.#label} failed: ${msg}`, { cause: err });
     }
     let h2: H2Conn;
     try {
@@ -327,7 +331,7 @@ class NativeH2Client implements SbiClient {
       });
     } catch (err) {
       sock.close();
-      throw new TransportError(`${this.#label}: ${(err as Error).message}`, { cause: err });
+      throw new TransportError(`${this.#label} failed: ${(err as Error).message}`, { cause: err });
     }
     return new Session(sock, h2, this.#label);
   }
