@@ -417,15 +417,13 @@ out:
 
 int sbh2_conn_cancel(sbh2_conn *c, int32_t stream_id) {
   if (!c) return SBH2_ERR_INVALID;
-  struct stream *s = nghttp2_session_get_stream_user_data(c->session, stream_id);
-  if (!s) {
-    /* closed already; drop a queued event it may still have */
-    for (struct stream *q = c->qhead; q; q = q->qnext) {
-      if (q->id == stream_id) q->cancelled = 1;
-    }
-    return SBH2_ERR_NOT_FOUND;
-  }
+  /* search our own list: a stream whose HEADERS are still queued has no nghttp2 stream yet */
+  struct stream *s = c->streams;
+  while (s && s->id != stream_id) s = s->next;
+  if (!s || s->cancelled) return SBH2_ERR_NOT_FOUND;
   s->cancelled = 1;
+  if (s->closed) return 0; /* its queued event, if any, is dropped by poll */
+  /* nghttp2 sends RST_STREAM for an open stream and drops still-queued HEADERS */
   if (nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL) != 0) {
     return SBH2_ERR_INTERNAL;
   }
