@@ -105,10 +105,12 @@ Deno.test({
       timeoutMs: 500,
     });
     try {
-      // The server needs a moment to bind: retry the first request a bounded number of times.
+      // The server needs a moment to bind. Until it has, a request fails at once (ICMP port
+      // unreachable), so retry for up to 10 s, pausing between attempts.
       let small;
-      for (let i = 0; i < 20 && !small; i++) {
+      for (let i = 0; i < 200 && !small; i++) {
         small = await client.request({ path: "/small.bin" }).catch(() => undefined);
+        if (!small) await new Promise((r) => setTimeout(r, 50));
       }
       assert.ok(small, "gtlsserver did not answer");
       assert.equal(small.status, 200);

@@ -1,9 +1,11 @@
 /**
  * The HTTP/3 client: one QUIC connection per origin, reused by every request
- * (a new stream each), over a UDP socket the shim owns (connected to the
- * server, so an ICMP port unreachable fails the connection at once). Each
- * wake-up is one blocking wait off the main thread and one `io()` call that
- * drains every ready datagram and sends all output in one batch. A closed,
+ * (a new stream each), over a `Deno.DatagramConn` that the shim adopts
+ * (connected to the server, so an ICMP port unreachable fails the connection
+ * at once). Each wake-up is one `receive()` through Deno's reactor on the main
+ * thread and one `io()` call that feeds that datagram, drains every further
+ * ready one and sends all output in one batch. The shim's timers are one
+ * `setTimeout`, re-armed only when the next deadline moves earlier. A closed,
  * reset or failed connection rejects its pending requests with
  * `TransportError`; the next request opens a new connection.
  */
@@ -58,8 +60,6 @@ class Session {
   #queued: Queued[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = Infinity;
-  /** When the pending wait returns at the latest (-Infinity: none pending). */
-  #waitUntil = -Infinity;
   #reading: Promise<void>;
   /** No new requests: closed, failed or told to go away. */
   unusable = false;
@@ -134,10 +134,10 @@ class Session {
     }
   }
 
-  /** Receives all ready datagrams, runs timers and sends all output; false once dead. */
-  #io(): void {
+  /** Feeds `first`, receives all further ready datagrams, runs timers and sends all output. */
+  #io(first?: Uint8Array): void {
     try {
-      this.#conn.io(this.#sock);
+      this.#conn.io(this.#sock, first);
     } catch {
       // the connection is freed; the CLOSED event already failed it
     }
@@ -150,33 +150,43 @@ class Session {
     this.#arm();
   }
 
-  /** Arms a backstop timer when the shim's next timer is due before the pending wait returns. */
+  /**
+   * Keeps one timer for the shim's next deadline: re-armed only when that
+   * deadline moves earlier; one that fires early (the deadline moved later)
+   * runs a cheap io() and re-arms.
+   */
   #arm(): void {
     if (this.#dead) return;
     const ms = this.#conn.timeoutMs();
     if (ms < 0) return;
     const at = performance.now() + ms;
-    if (at >= this.#waitUntil - 1) return;
     if (this.#timer !== undefined) {
       if (this.#timerAt <= at + 1) return;
       clearTimeout(this.#timer);
     }
     this.#timerAt = at;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#timerAt = Infinity;
-      if (!this.#dead) this.#process();
-    }, ms);
+    this.#timer = setTimeout(this.#onTimer, ms);
   }
+
+  #onTimer = (): void => {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    if (!this.#dead) this.#process();
+  };
 
   async #readLoop(): Promise<void> {
     while (!this.#dead) {
-      const ms = this.#conn.timeoutMs();
-      this.#waitUntil = ms < 0 ? Infinity : performance.now() + ms;
-      await this.#sock.wait(ms);
-      this.#waitUntil = -Infinity;
-      if (this.#dead) break;
-      this.#process();
+      let got;
+      try {
+        got = await this.#sock.receive();
+      } catch (err) {
+        this.#fail(
+          new TransportError(`HTTP/3 socket failed: ${(err as Error).message}`, { cause: err }),
+        );
+        break;
+      }
+      if (got === null || this.#dead) break;
+      this.#process(got[0]);
     }
   }
 
@@ -184,8 +194,8 @@ class Session {
     for (let e: H3Event | null; !this.#dead && (e = this.#conn.poll());) this.#onEvent(e);
   }
 
-  #process(): void {
-    this.#io();
+  #process(first?: Uint8Array): void {
+    this.#io(first);
     this.#drainEvents();
     if (this.#dead) return;
     if (this.#queued.length) {

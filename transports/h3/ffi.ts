@@ -74,6 +74,7 @@ function check(rc: number, what: string): number {
 }
 
 const EMPTY = new Uint8Array(1);
+const EMPTY_CSTR = new Uint8Array(1);
 
 /** Polls events with a growable buffer. */
 class EventReader {
@@ -301,11 +302,17 @@ export class H3ClientConn {
   }
 
   /**
-   * Receives every datagram ready on `sock`, runs due timers and sends all
-   * that is due, in one call; returns how many datagrams came in.
+   * Feeds `first` (a datagram the caller received, if any), receives every
+   * further datagram ready on `sock`, runs due timers and sends all that is
+   * due, in one call; returns how many datagrams came in.
    */
-  io(sock: H3Socket): number {
-    return this.#sym.sbh3_conn_io(this.#live(), sock.pointer);
+  io(sock: H3Socket, first?: Uint8Array): number {
+    return this.#sym.sbh3_conn_io(
+      this.#live(),
+      sock.pointer,
+      (first ?? EMPTY) as Uint8Array<ArrayBuffer>,
+      BigInt(first ? first.length : 0),
+    );
   }
 
   /** Request streams the shim still holds state for (0 once freed). */
@@ -402,11 +409,21 @@ export class H3ServerEndpoint {
   }
 
   /**
-   * Receives every datagram ready on `sock`, runs due timers and sends all
-   * that is due for every connection, in one call; returns how many datagrams came in.
+   * Feeds `first` from `from` (a datagram the caller received, if any),
+   * receives every further datagram ready on `sock`, runs due timers and sends
+   * all that is due for every connection, in one call; returns how many
+   * datagrams came in.
    */
-  io(sock: H3Socket): number {
-    return this.#sym.sbh3_server_io(this.#live(), sock.pointer);
+  io(sock: H3Socket, first?: Uint8Array, from?: Deno.NetAddr): number {
+    const ok = first !== undefined && from !== undefined;
+    return this.#sym.sbh3_server_io(
+      this.#live(),
+      sock.pointer,
+      (ok ? first : EMPTY) as Uint8Array<ArrayBuffer>,
+      BigInt(ok ? first.length : 0),
+      ok ? this.#ip(from.hostname) : EMPTY_CSTR,
+      ok ? from.port : 0,
+    );
   }
 
   /** Forgets the cached destination of a closed connection. */
@@ -479,31 +496,56 @@ export class H3ServerEndpoint {
   }
 }
 
+/** A datagram received through Deno: its bytes (valid until the next receive) and sender. */
+export type Datagram = [Uint8Array, Deno.NetAddr];
+
 /**
- * A UDP socket owned by the shim, for {@linkcode H3ClientConn.io} and
- * {@linkcode H3ServerEndpoint.io}. `wait()` blocks off the main thread until a
- * datagram is ready; `close()` ends a pending wait before freeing the socket.
+ * A UDP socket for {@linkcode H3ClientConn.io} and {@linkcode H3ServerEndpoint.io}:
+ * a `Deno.DatagramConn` (so Deno's reactor, on the main thread, reports
+ * readiness) that the shim adopts by its local address for batched
+ * recvmmsg/sendmmsg. `receive()` awaits one datagram through Deno; the io
+ * call then drains the rest. The shim never closes the socket; `close()`
+ * drops the shim's handle first, then closes the socket, which ends a pending
+ * `receive()`.
  */
 export class H3Socket {
   #sym: Sbh3Symbols;
   #ptr: Deno.PointerValue;
-  #waiting: Promise<number> | undefined;
-  #closed = false;
-  /** Bound local port. */
+  #udp: Deno.DatagramConn;
+  #buf = new Uint8Array(65536);
+  /** Bound local address (as Deno reports it) and port. */
+  readonly hostname: string;
   readonly port: number;
 
-  /** Opens a socket bound to `ip:port` (0: any free port). */
+  /** Opens a socket bound to `ip:port` (0: any free port); throws H3Error (SOCKET) on failure. */
   constructor(sym: Sbh3Symbols, ip: string, port: number) {
     this.#sym = sym;
-    const ptr = sym.sbh3_udp_new(cstr(ip), port);
-    if (ptr === null) throw new H3Error(H3_ERR.SOCKET, `Cannot bind a UDP socket to ${ip}:${port}`);
+    try {
+      this.#udp = Deno.listenDatagram({ transport: "udp", hostname: ip, port });
+    } catch (err) {
+      throw new H3Error(
+        H3_ERR.SOCKET,
+        `Cannot bind a UDP socket to ${ip}:${port}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    const addr = this.#udp.addr as Deno.NetAddr;
+    this.hostname = addr.hostname;
+    this.port = addr.port;
+    const ptr = sym.sbh3_udp_adopt(cstr(addr.hostname), addr.port);
+    if (ptr === null) {
+      this.#udp.close();
+      throw new H3Error(
+        H3_ERR.SOCKET,
+        `Cannot find the UDP socket bound to ${addr.hostname}:${addr.port} among this process's descriptors`,
+      );
+    }
     this.#ptr = ptr;
-    this.port = sym.sbh3_udp_port(ptr);
   }
 
   /** The native handle, for the io calls in this folder. */
   get pointer(): Deno.PointerValue {
-    if (this.#closed) throw new H3Error(H3_ERR.CLOSED, "UDP socket is closed");
+    if (this.#ptr === null) throw new H3Error(H3_ERR.CLOSED, "UDP socket is closed");
     return this.#ptr;
   }
 
@@ -512,36 +554,32 @@ export class H3Socket {
     check(this.#sym.sbh3_udp_connect(this.pointer, cstr(ip), port), "udp_connect");
   }
 
-  /** Resolves with true when a datagram is ready, false on timeout, wake-up or close. */
-  async wait(timeoutMs: number): Promise<boolean> {
-    if (this.#closed || this.#waiting) return false;
-    this.#waiting = this.#sym.sbh3_udp_wait(this.#ptr, Math.min(timeoutMs, 0x7fffffff));
+  /**
+   * Awaits the next datagram through Deno's reactor. Resolves with it; with
+   * an empty datagram when the receive reported ECONNREFUSED (recorded for
+   * the next io call, which reports REFUSED); with null once closed. Other
+   * receive errors reject.
+   */
+  async receive(): Promise<Datagram | null> {
+    if (this.#ptr === null) return null;
     try {
-      return (await this.#waiting) === 1 && !this.#closed;
-    } finally {
-      this.#waiting = undefined;
-      if (this.#closed) this.#free();
+      return (await this.#udp.receive(this.#buf)) as Datagram;
+    } catch (err) {
+      if (this.#ptr === null) return null;
+      if (err instanceof Deno.errors.ConnectionRefused) {
+        this.#sym.sbh3_udp_refused(this.#ptr);
+        return [EMPTY.subarray(0, 0), this.#udp.addr as Deno.NetAddr];
+      }
+      throw err;
     }
   }
 
-  /** Ends a pending {@linkcode wait} early. */
-  wake(): void {
-    if (!this.#closed) this.#sym.sbh3_udp_wake(this.#ptr);
-  }
-
-  #free(): void {
-    if (this.#ptr !== null) {
-      this.#sym.sbh3_udp_free(this.#ptr);
-      this.#ptr = null;
-    }
-  }
-
-  /** Closes the socket (after a pending wait returns). Idempotent. */
+  /** Frees the shim's handle, then closes the socket. Idempotent. */
   close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    if (this.#waiting) this.#sym.sbh3_udp_wake(this.#ptr);
-    else this.#free();
+    if (this.#ptr === null) return;
+    this.#sym.sbh3_udp_free(this.#ptr);
+    this.#ptr = null;
+    this.#udp.close();
   }
 
   [Symbol.dispose](): void {

@@ -2,9 +2,11 @@
  * HTTP/3 over QUIC for sbilab: a native shim on ngtcp2 + nghttp3 + GnuTLS
  * (native/sbh3.c) loaded with `Deno.dlopen`, and a server and client that
  * implement the shared transport contracts. The shim owns QUIC and HTTP/3
- * state and the UDP socket (batched recvmmsg/sendmmsg per wake-up);
- * TypeScript drives it: it awaits readiness through the one nonblocking FFI
- * call, runs `io()`, polls events and keeps the request timers.
+ * state; TypeScript owns the UDP socket (a `Deno.DatagramConn`, so readiness
+ * comes from Deno's reactor on the main thread) and the timers (one
+ * `setTimeout`). Each wake-up awaits one datagram through Deno, then one
+ * synchronous `io()` call feeds it, drains the socket with recvmmsg, runs
+ * due timers and sends all output with one sendmmsg on the same descriptor.
  */
 import { shimVersion } from "./ffi.ts";
 import { loadH3Library } from "./loader.ts";

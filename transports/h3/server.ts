@@ -3,11 +3,11 @@
  * QUIC connection per client, and the shared handler behind it. Malformed or
  * hostile datagrams are dropped by the shim; the server keeps serving.
  *
- * The shim owns the socket: one wake-up (a blocking wait off the main thread)
- * is followed by one `io()` call that drains every ready datagram and sends all
- * output in one batch. The wait's timeout is the shim's next timer; a
- * `setTimeout` backstop is armed only when a send outside the loop brings that
- * timer forward.
+ * The socket is a `Deno.DatagramConn` the shim adopts: one wake-up (one
+ * `receive()` through Deno's reactor, on the main thread) is followed by one
+ * `io()` call that feeds that datagram, drains every further ready one and
+ * sends all output in one batch. The shim's timers are one `setTimeout`,
+ * re-armed only when the next deadline moves earlier.
  */
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
@@ -50,8 +50,6 @@ class H3Server implements SbiServer {
   #options: H3ServerOptions;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = Infinity;
-  /** When the pending wait returns at the latest (-Infinity: none pending). */
-  #waitUntil = -Infinity;
   #flushQueued = false;
   #inflight = 0;
   #idle: (() => void) | undefined;
@@ -78,20 +76,26 @@ class H3Server implements SbiServer {
   }
 
   async #readLoop(): Promise<void> {
+    // Bounded by close(): it stops the loop and closes the socket, which ends the receive.
     while (!this.#stopped) {
-      const ms = this.#ep.timeoutMs();
-      this.#waitUntil = ms < 0 ? Infinity : performance.now() + ms;
-      await this.#sock.wait(ms);
-      this.#waitUntil = -Infinity;
-      if (this.#stopped) break;
-      this.#pump();
+      let got;
+      try {
+        got = await this.#sock.receive();
+      } catch (err) {
+        // Not expected on an unconnected socket; report it and keep serving, without spinning.
+        this.#options.onError?.(err);
+        await new Promise((r) => setTimeout(r, 1));
+        continue;
+      }
+      if (got === null || this.#stopped) break;
+      this.#pump(got[0], got[1]);
     }
   }
 
-  /** One round of I/O: receive all, run timers, send all; then hand out the events. */
-  #pump(): void {
+  /** One round of I/O: feed `first`, receive the rest, run timers, send all; then hand out the events. */
+  #pump(first?: Uint8Array, from?: Deno.NetAddr): void {
     try {
-      this.#received += Math.max(0, this.#ep.io(this.#sock));
+      this.#received += Math.max(0, this.#ep.io(this.#sock, first, from));
     } catch (err) {
       this.#options.onError?.(err);
     }
@@ -146,24 +150,28 @@ class H3Server implements SbiServer {
     this.#pump();
   }
 
-  /** Arms a backstop timer when the shim's next timer is due before the pending wait returns. */
+  /**
+   * Keeps one timer for the shim's next deadline: re-armed only when that
+   * deadline moves earlier; one that fires early runs a cheap io() and re-arms.
+   */
   #arm(): void {
     if (this.#stopped) return;
     const ms = this.#ep.timeoutMs();
     if (ms < 0) return;
     const at = performance.now() + ms;
-    if (at >= this.#waitUntil - 1) return;
     if (this.#timer !== undefined) {
       if (this.#timerAt <= at + 1) return;
       clearTimeout(this.#timer);
     }
     this.#timerAt = at;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#timerAt = Infinity;
-      if (!this.#stopped) this.#pump();
-    }, ms);
+    this.#timer = setTimeout(this.#onTimer, ms);
   }
+
+  #onTimer = (): void => {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    if (!this.#stopped) this.#pump();
+  };
 
   /** Connections the server holds (for tests and diagnostics). */
   get connectionCount(): number {

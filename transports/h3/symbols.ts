@@ -1,9 +1,8 @@
 /**
  * The `Deno.dlopen` table of the sbh3 shim (native/sbh3.h). Only symbols:
  * every entry carries its C prototype. All calls are short and never block,
- * so they are synchronous, except `sbh3_udp_wait`, which blocks until its
- * socket is readable and therefore runs on Deno's blocking pool
- * (`nonblocking: true`, returns a promise).
+ * so they are all synchronous: readiness comes from Deno's own reactor (the
+ * socket is a `Deno.DatagramConn`), never from a thread of the shim's.
  */
 
 /** Symbol table for `Deno.dlopen`. */
@@ -94,23 +93,23 @@ export const SYMBOLS = {
   sbh3_server_open_streams: { parameters: ["pointer"], result: "i32" },
   // int sbh3_server_conn_count(sbh3_server *srv);
   sbh3_server_conn_count: { parameters: ["pointer"], result: "i32" },
-  // int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u);
-  sbh3_conn_io: { parameters: ["pointer", "pointer"], result: "i32" },
-  // int sbh3_server_io(sbh3_server *srv, sbh3_udp *u);
-  sbh3_server_io: { parameters: ["pointer", "pointer"], result: "i32" },
+  // int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u, const uint8_t *data, size_t len);
+  sbh3_conn_io: { parameters: ["pointer", "pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
+  //                    uint16_t from_port);
+  sbh3_server_io: {
+    parameters: ["pointer", "pointer", "buffer", "usize", "buffer", "u16"],
+    result: "i32",
+  },
 
-  // sbh3_udp *sbh3_udp_new(const char *ip, uint16_t port);
-  sbh3_udp_new: { parameters: ["buffer", "u16"], result: "pointer" },
+  // sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port);
+  sbh3_udp_adopt: { parameters: ["buffer", "u16"], result: "pointer" },
   // void sbh3_udp_free(sbh3_udp *u);
   sbh3_udp_free: { parameters: ["pointer"], result: "void" },
-  // int sbh3_udp_port(sbh3_udp *u);
-  sbh3_udp_port: { parameters: ["pointer"], result: "i32" },
   // int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port);
   sbh3_udp_connect: { parameters: ["pointer", "buffer", "u16"], result: "i32" },
-  // int sbh3_udp_wait(sbh3_udp *u, int timeout_ms);  (blocks: runs off the main thread)
-  sbh3_udp_wait: { parameters: ["pointer", "i32"], result: "i32", nonblocking: true },
-  // int sbh3_udp_wake(sbh3_udp *u);
-  sbh3_udp_wake: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_udp_refused(sbh3_udp *u);
+  sbh3_udp_refused: { parameters: ["pointer"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** The opened library's symbols. */

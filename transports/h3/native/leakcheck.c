@@ -2,9 +2,11 @@
  * Leak-check driver for the sbh3 shim: a client and a server exchange
  * datagrams in memory (no sockets), run requests of several sizes, a cancel,
  * garbage input and a graceful close, then free everything. A second phase
- * does the same over shim-owned loopback sockets (sbh3_udp + sbh3_*_io, with
- * 1452-byte datagrams), and a client aimed at a closed port must see
- * SBH3_ERR_REFUSED. Run it under
+ * does the same over loopback sockets it opens and the shim adopts
+ * (sbh3_udp_adopt + sbh3_*_io, with 1452-byte datagrams, the first datagram of
+ * each wake-up received here as the runtime would), and a client aimed at a
+ * closed port must see SBH3_ERR_REFUSED, both when the shim's own recvmmsg
+ * gets ECONNREFUSED and when the caller's receive does. Run it under
  * valgrind --leak-check=full or LeakSanitizer. Exit 0 when every response was
  * right; 1 otherwise.
  *
@@ -12,10 +14,16 @@
  */
 #include "sbh3.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NREQ 40
 
@@ -52,25 +60,102 @@ static size_t body_size(int i) {
 #define SOCK_NREQ 20
 #define SOCK_BODY 20000
 
-/* Client and server over loopback sockets owned by the shim; returns answered requests or -1. */
+/* Opens a nonblocking UDP socket on 127.0.0.1 (any port); returns the fd and its port, or -1. */
+static int open_udp(int *port) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(sa);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || getsockname(fd, (struct sockaddr *)&sa, &len)) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
+/* Waits up to ms for fd to be readable, as the caller's event loop would. */
+static void wait_readable(int fd, int ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  poll(&p, 1, ms);
+}
+
+/* Receives one datagram the way a runtime would before calling io; returns its length, 0 if none, -errno. */
+static int recv_one(int fd, uint8_t *buf, size_t cap, char *ip, uint16_t *port) {
+  struct sockaddr_in sa;
+  socklen_t len = sizeof(sa);
+  ssize_t n = recvfrom(fd, buf, cap, MSG_DONTWAIT, (struct sockaddr *)&sa, &len);
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+  inet_ntop(AF_INET, &sa.sin_addr, ip, INET_ADDRSTRLEN);
+  *port = ntohs(sa.sin_port);
+  return (int)n;
+}
+
+/* A client aimed at a port where nothing listens must see REFUSED; via_caller: the caller's receive gets the error. */
+static int refused_seen(sbh3_config *ccfg, uint8_t *ev, int via_caller) {
+  int gport, gone = open_udp(&gport);
+  close(gone);
+  int rport, rfd = open_udp(&rport);
+  sbh3_udp *ru = sbh3_udp_adopt("127.0.0.1", (uint16_t)rport);
+  sbh3_conn *rc =
+      sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", (uint16_t)rport, "127.0.0.1", (uint16_t)gport);
+  if (!ru || !rc || sbh3_udp_connect(ru, "127.0.0.1", (uint16_t)gport) != 0) return 0;
+  uint8_t buf[2048];
+  char ip[INET_ADDRSTRLEN];
+  uint16_t port;
+  int refused = 0;
+  for (int i = 0; i < 20 && !refused; i++) {
+    if (via_caller && i > 0 && recv_one(rfd, buf, sizeof(buf), ip, &port) == -ECONNREFUSED) sbh3_udp_refused(ru);
+    sbh3_conn_io(rc, ru, NULL, 0);
+    int n;
+    while ((n = sbh3_conn_poll(rc, ev, 1 << 20)) > 0) {
+      uint32_t type;
+      int64_t code;
+      memcpy(&type, ev, 4);
+      memcpy(&code, ev + 16, 8);
+      if (type == SBH3_EV_CLOSED && code == SBH3_ERR_REFUSED) refused = 1;
+    }
+    if (!refused) wait_readable(rfd, 50);
+  }
+  sbh3_conn_free(rc);
+  sbh3_udp_free(ru);
+  close(rfd);
+  return refused;
+}
+
+/* Client and server over loopback sockets the shim adopts; returns answered requests or -1. */
 static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, size_t cert_len, const uint8_t *key,
                         size_t key_len) {
   sbh3_config *scfg = sbh3_config_new(1), *ccfg = sbh3_config_new(0);
   if (sbh3_config_set_cert(scfg, cert, cert_len, key, key_len) != 0 || sbh3_config_add_ca(ccfg, ca, ca_len) <= 0 ||
       sbh3_config_set_max_udp_payload(scfg, 1452) != 0 || sbh3_config_set_max_udp_payload(ccfg, 1452) != 0)
     return -1;
-  sbh3_udp *su = sbh3_udp_new("127.0.0.1", 0), *cu = sbh3_udp_new("127.0.0.1", 0);
+  int sport, cport, sfd = open_udp(&sport), cfd = open_udp(&cport);
+  if (sfd < 0 || cfd < 0) return -1;
+  /* Port 0 and an address nothing is bound to match no socket. */
+  if (sbh3_udp_adopt("127.0.0.1", 0) || sbh3_udp_adopt("127.0.0.9", (uint16_t)sport) || sbh3_udp_adopt("bad", 1))
+    return -1;
+  sbh3_udp *su = sbh3_udp_adopt("127.0.0.1", (uint16_t)sport), *cu = sbh3_udp_adopt("127.0.0.1", (uint16_t)cport);
   if (!su || !cu) return -1;
-  int sport = sbh3_udp_port(su), cport = sbh3_udp_port(cu);
   if (sbh3_udp_connect(cu, "127.0.0.1", (uint16_t)sport) != 0) return -1;
   sbh3_server *srv = sbh3_server_new(scfg, "127.0.0.1", (uint16_t)sport);
   sbh3_conn *cli = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", (uint16_t)cport, "127.0.0.1", (uint16_t)sport);
   if (!srv || !cli) return -1;
-  uint8_t *ev = malloc(1 << 20), *body = malloc(SOCK_BODY);
+  uint8_t *ev = malloc(1 << 20), *body = malloc(SOCK_BODY), *first = malloc(65536);
   memset(body, 'y', SOCK_BODY);
+  char ip[INET_ADDRSTRLEN];
+  uint16_t port;
   int submitted = 0, answered = 0;
   for (int round = 0; round < 20000 && answered < SOCK_NREQ; round++) {
-    int moved = sbh3_conn_io(cli, cu) + sbh3_server_io(srv, su), n;
+    /* Alternate: the caller receives the first datagram, or leaves all of them to the shim. */
+    int moved = 0, n;
+    if (round & 1) {
+      int a = recv_one(cfd, first, 65536, ip, &port);
+      moved += sbh3_conn_io(cli, cu, first, a > 0 ? (size_t)a : 0);
+      int b = recv_one(sfd, first, 65536, ip, &port);
+      moved += sbh3_server_io(srv, su, first, b > 0 ? (size_t)b : 0, ip, port);
+    } else {
+      moved += sbh3_conn_io(cli, cu, NULL, 0) + sbh3_server_io(srv, su, NULL, 0, NULL, 0);
+    }
     while ((n = sbh3_server_poll(srv, ev, 1 << 20)) > 0) {
       uint32_t type, conn_id;
       int64_t sid;
@@ -102,54 +187,31 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
       submitted++;
       moved++;
     }
-    if (!moved) sbh3_udp_wait(cu, 2);
+    if (!moved) wait_readable(cfd, 2);
   }
   sbh3_conn_close(cli);
-  sbh3_conn_io(cli, cu);
-  sbh3_udp_wait(su, 100);
-  sbh3_server_io(srv, su);
+  sbh3_conn_io(cli, cu, NULL, 0);
+  wait_readable(sfd, 100);
+  sbh3_server_io(srv, su, NULL, 0, NULL, 0);
   sbh3_server_close_all(srv);
-  sbh3_server_io(srv, su);
-  /* A wake-up ends a wait at once. */
-  sbh3_udp_wake(su);
-  if (sbh3_udp_wait(su, 5000) != 0) answered = -1;
+  sbh3_server_io(srv, su, NULL, 0, NULL, 0);
   sbh3_conn_free(cli);
   sbh3_server_free(srv);
   sbh3_udp_free(su);
   sbh3_udp_free(cu);
   sbh3_udp_free(NULL);
+  /* The shim left the sockets open: they are still ours to close. */
+  if (close(sfd) != 0 || close(cfd) != 0) answered = -1;
 
-  /* Nothing listens at a port that was just released: the client must see REFUSED. */
-  sbh3_udp *gone = sbh3_udp_new("127.0.0.1", 0);
-  int gport = sbh3_udp_port(gone);
-  sbh3_udp_free(gone);
-  sbh3_udp *ru = sbh3_udp_new("127.0.0.1", 0);
-  sbh3_conn *rc = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", (uint16_t)sbh3_udp_port(ru), "127.0.0.1",
-                                       (uint16_t)gport);
-  sbh3_udp_connect(ru, "127.0.0.1", (uint16_t)gport);
-  sbh3_config_free(scfg);
-  sbh3_config_free(ccfg);
-  int refused = 0;
-  for (int i = 0; i < 20 && !refused; i++) {
-    sbh3_conn_io(rc, ru);
-    int n;
-    while ((n = sbh3_conn_poll(rc, ev, 1 << 20)) > 0) {
-      uint32_t type;
-      int64_t code;
-      memcpy(&type, ev, 4);
-      memcpy(&code, ev + 16, 8);
-      if (type == SBH3_EV_CLOSED && code == SBH3_ERR_REFUSED) refused = 1;
-    }
-    if (!refused) sbh3_udp_wait(ru, 50);
-  }
-  if (!refused) {
+  if (!refused_seen(ccfg, ev, 0) || !refused_seen(ccfg, ev, 1)) {
     fprintf(stderr, "no SBH3_ERR_REFUSED from a closed port\n");
     answered = -1;
   }
-  sbh3_conn_free(rc);
-  sbh3_udp_free(ru);
+  sbh3_config_free(scfg);
+  sbh3_config_free(ccfg);
   free(ev);
   free(body);
+  free(first);
   return answered;
 }
 

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1507,7 +1507,7 @@ int sbh3_server_conn_count(sbh3_server *srv) {
   return (int)srv->nconns;
 }
 
-/* ---- shim-owned UDP socket -------------------------------------------- */
+/* ---- the caller's UDP socket, batched I/O ------------------------------ */
 
 /* Datagrams moved per recvmmsg/sendmmsg call, and bytes of the send batch. */
 #define IO_BATCH 64
@@ -1517,10 +1517,9 @@ int sbh3_server_conn_count(sbh3_server *srv) {
 #define IO_RECV_BYTES 65536
 
 struct sbh3_udp {
-  int fd;
-  int wake_fd;
+  int fd;         /* the caller's socket: never closed here */
   int connected;
-  int refused;    /* a send reported ECONNREFUSED (which clears the socket's pending error) */
+  int refused;    /* a send or the caller's receive saw ECONNREFUSED (which clears the socket's pending error) */
   uint8_t *rbuf;  /* IO_BATCH receive slots of IO_RECV_BYTES */
   uint8_t *sbuf;  /* the send batch */
   struct mmsghdr msgs[IO_BATCH];
@@ -1528,18 +1527,46 @@ struct sbh3_udp {
   ngtcp2_sockaddr_union addrs[IO_BATCH];
 };
 
-sbh3_udp *sbh3_udp_new(const char *ip, uint16_t port) {
+/* True when fd is a UDP socket bound to exactly *want. */
+static int udp_bound_to(int fd, const ngtcp2_sockaddr_union *want) {
+  int type = 0, proto = 0;
+  socklen_t ol = sizeof(type);
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &ol) != 0 || type != SOCK_DGRAM) return 0;
+  ol = sizeof(proto);
+  if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &ol) != 0 || proto != IPPROTO_UDP) return 0;
   ngtcp2_sockaddr_union sa;
-  ngtcp2_socklen salen;
-  if (parse_addr(&sa, &salen, ip, port) != 0) return NULL;
+  socklen_t len = sizeof(sa);
+  if (getsockname(fd, &sa.sa, &len) != 0 || sa.sa.sa_family != want->sa.sa_family) return 0;
+  if (sa.sa.sa_family == AF_INET6)
+    return sa.in6.sin6_port == want->in6.sin6_port &&
+           memcmp(&sa.in6.sin6_addr, &want->in6.sin6_addr, sizeof(sa.in6.sin6_addr)) == 0;
+  return sa.in.sin_port == want->in.sin_port && sa.in.sin_addr.s_addr == want->in.sin_addr.s_addr;
+}
+
+sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port) {
+  ngtcp2_sockaddr_union want;
+  ngtcp2_socklen wantlen;
+  if (port == 0 || parse_addr(&want, &wantlen, ip, port) != 0) return NULL;
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return NULL;
+  int found = -1, matches = 0, dfd = dirfd(d);
+  for (struct dirent *e; (e = readdir(d));) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (*end || end == e->d_name || fd == dfd) continue;
+    if (udp_bound_to((int)fd, &want)) {
+      found = (int)fd;
+      matches++;
+    }
+  }
+  closedir(d);
+  if (matches != 1) return NULL;
   sbh3_udp *u = calloc(1, sizeof(*u));
   if (!u) return NULL;
-  u->fd = u->wake_fd = -1;
+  u->fd = found;
   u->rbuf = malloc((size_t)IO_BATCH * IO_RECV_BYTES);
   u->sbuf = malloc(IO_SEND_BYTES);
-  u->fd = socket(sa.sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  u->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (!u->rbuf || !u->sbuf || u->fd < 0 || u->wake_fd < 0 || bind(u->fd, &sa.sa, salen) != 0) {
+  if (!u->rbuf || !u->sbuf) {
     sbh3_udp_free(u);
     return NULL;
   }
@@ -1551,19 +1578,9 @@ sbh3_udp *sbh3_udp_new(const char *ip, uint16_t port) {
 
 void sbh3_udp_free(sbh3_udp *u) {
   if (!u) return;
-  if (u->fd >= 0) close(u->fd);
-  if (u->wake_fd >= 0) close(u->wake_fd);
   free(u->rbuf);
   free(u->sbuf);
   free(u);
-}
-
-int sbh3_udp_port(sbh3_udp *u) {
-  if (!u) return SBH3_ERR_INVALID;
-  ngtcp2_sockaddr_union sa;
-  socklen_t len = sizeof(sa);
-  if (getsockname(u->fd, &sa.sa, &len) != 0) return SBH3_ERR_SOCKET;
-  return ntohs(sa.sa.sa_family == AF_INET6 ? sa.in6.sin6_port : sa.in.sin_port);
 }
 
 int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port) {
@@ -1576,26 +1593,10 @@ int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port) {
   return 0;
 }
 
-int sbh3_udp_wait(sbh3_udp *u, int timeout_ms) {
+int sbh3_udp_refused(sbh3_udp *u) {
   if (!u) return SBH3_ERR_INVALID;
-  struct pollfd p[2] = {{.fd = u->fd, .events = POLLIN}, {.fd = u->wake_fd, .events = POLLIN}};
-  int rv;
-  do rv = poll(p, 2, timeout_ms < 0 ? -1 : timeout_ms);
-  while (rv < 0 && errno == EINTR);
-  if (rv < 0) return SBH3_ERR_SOCKET;
-  if (p[1].revents & POLLIN) {
-    uint64_t v;
-    ssize_t r = read(u->wake_fd, &v, sizeof(v));
-    (void)r;
-  }
-  /* An error (ICMP) is reported through POLLERR; io picks it up from recvmmsg. */
-  return (p[0].revents & (POLLIN | POLLERR)) ? 1 : 0;
-}
-
-int sbh3_udp_wake(sbh3_udp *u) {
-  if (!u) return SBH3_ERR_INVALID;
-  uint64_t one = 1;
-  return write(u->wake_fd, &one, sizeof(one)) == sizeof(one) ? 0 : SBH3_ERR_SOCKET;
+  u->refused = 1;
+  return 0;
 }
 
 /* Receives up to IO_BATCH ready datagrams; returns how many, 0 when none, or -errno. */
@@ -1620,7 +1621,7 @@ static int udp_recv_batch(sbh3_udp *u) {
 static void udp_send_batch(sbh3_udp *u, int n) {
   int off = 0, tries = 0;
   while (off < n) {
-    int r = sendmmsg(u->fd, u->msgs + off, (unsigned)(n - off), 0);
+    int r = sendmmsg(u->fd, u->msgs + off, (unsigned)(n - off), MSG_DONTWAIT);
     if (r > 0) {
       off += r;
       continue;
@@ -1661,12 +1662,18 @@ static void conn_refused(sbh3_conn *c) {
   evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBH3_ERR_REFUSED);
 }
 
-int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u) {
+int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u, const uint8_t *data, size_t len) {
   if (!c || !u || c->srv) return SBH3_ERR_INVALID;
   int got = 0;
   if (u->refused && u->connected) {
     u->refused = 0;
     conn_refused(c);
+  }
+  if (data && len && !c->closed) {
+    got = 1;
+    ngtcp2_pkt_info pi = {0};
+    int rv = ngtcp2_conn_read_pkt(c->qc, &c->ps.path, &pi, data, len, now_ns());
+    if (rv != 0) conn_fail(c, rv);
   }
   while (!c->closed && got < IO_RECV_MAX) {
     int n = udp_recv_batch(u);
@@ -1709,9 +1716,17 @@ int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u) {
   return got;
 }
 
-int sbh3_server_io(sbh3_server *srv, sbh3_udp *u) {
+int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
+                   uint16_t from_port) {
   if (!srv || !u) return SBH3_ERR_INVALID;
   int got = 0;
+  if (data && len) {
+    ngtcp2_sockaddr_union from;
+    ngtcp2_socklen fromlen;
+    if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBH3_ERR_INVALID;
+    server_recv_from(srv, data, len, &from, fromlen);
+    got = 1;
+  }
   while (got < IO_RECV_MAX) {
     int n = udp_recv_batch(u);
     if (n <= 0) break;

@@ -161,29 +161,29 @@ int sbh3_server_open_streams(sbh3_server *srv);
 int sbh3_server_conn_count(sbh3_server *srv);
 
 /*
- * Optional shim-owned I/O: instead of feeding datagrams one by one, the caller
- * lets the shim own a nonblocking UDP socket. sbh3_*_io then drains every ready
- * datagram (recvmmsg), runs due timers and sends everything due in one
- * sendmmsg, so a wake-up costs one call whatever the number of datagrams.
- * sbh3_udp_wait blocks and is the only function meant for another thread.
+ * Batched I/O on the caller's socket: the caller opens a nonblocking UDP
+ * socket (for example through its runtime, whose event loop then reports
+ * readiness), receives one datagram when it is readable and hands it to
+ * sbh3_*_io, which feeds it, drains every further ready datagram (recvmmsg,
+ * MSG_DONTWAIT), runs due timers and sends everything due in one sendmmsg.
+ * One wake-up costs one call whatever the number of datagrams. The shim
+ * never closes the socket and never blocks (a full send buffer waits at most
+ * 15 ms in total).
  */
 
-/* Opens a nonblocking UDP socket bound to ip:port (port 0: any free port); NULL on failure. */
-sbh3_udp *sbh3_udp_new(const char *ip, uint16_t port);
-/* Closes the socket; no sbh3_udp_wait may be running on it. */
+/* Wraps this process's UDP socket bound to exactly ip:port (found in /proc/self/fd); NULL when none or several. */
+sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port);
+/* Frees the wrapper; the socket stays open (its owner closes it, after this). */
 void sbh3_udp_free(sbh3_udp *u);
-/* Returns the bound local port. */
-int sbh3_udp_port(sbh3_udp *u);
 /* Connects the socket to ip:port, so an ICMP port unreachable surfaces as SBH3_ERR_REFUSED. */
 int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port);
-/* Blocks until a datagram is ready (1), or timeout_ms passed or sbh3_udp_wake was called (0); -1 ms: no timeout. Thread-safe. */
-int sbh3_udp_wait(sbh3_udp *u, int timeout_ms);
-/* Ends a running or the next sbh3_udp_wait early. Thread-safe. */
-int sbh3_udp_wake(sbh3_udp *u);
-/* Client: receives every ready datagram, runs due timers, sends all that is due; returns datagrams received or an error. */
-int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u);
-/* Server: the same for every connection of the endpoint; returns datagrams received or an error. */
-int sbh3_server_io(sbh3_server *srv, sbh3_udp *u);
+/* Records an ECONNREFUSED that the caller's own receive got; the next sbh3_conn_io reports SBH3_ERR_REFUSED. */
+int sbh3_udp_refused(sbh3_udp *u);
+/* Client: feeds data (len 0: none), receives every further ready datagram, runs due timers, sends all that is due; returns datagrams received. */
+int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u, const uint8_t *data, size_t len);
+/* Server: the same for every connection of the endpoint; data came from from_ip:from_port. */
+int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
+                   uint16_t from_port);
 
 #ifdef __cplusplus
 }
