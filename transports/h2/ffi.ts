@@ -111,10 +111,13 @@ export class H2Conn {
     if (this.#ptr !== null) this.#sym.sbh2_conn_cancel(this.#ptr, streamId);
   }
 
-  /** Hands every ready event to `handler`; returns how many there were. */
-  poll(handler: H2EventHandler): number {
+  /**
+   * Hands ready events to `handler` until `expected` were handed over (the
+   * count {@linkcode recv} returned) or none is left; returns how many.
+   */
+  poll(handler: H2EventHandler, expected = Infinity): number {
     let count = 0;
-    while (this.#ptr !== null) {
+    while (this.#ptr !== null && count < expected) {
       const n = this.#sym.sbh2_conn_poll(this.#ptr, this.#buf, this.#buf.length);
       if (n === H2_ERR.DONE) break;
       if (n === H2_ERR.BUFFER_TOO_SHORT) {

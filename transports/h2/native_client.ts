@@ -57,6 +57,8 @@ class Session {
   #in = new Uint8Array(IO_BUFFER);
   #out = new Uint8Array(IO_BUFFER);
   #flushQueued = false;
+  /** Output may be pending that the running write loop has not pulled yet. */
+  #dirty = false;
   #writing: Promise<void> | undefined;
   #reading: Promise<void>;
   #closing: Promise<void> | undefined;
@@ -89,6 +91,7 @@ class Session {
       );
     }
     this.#pending.set(id, p);
+    this.#dirty = true;
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       queueMicrotask(this.#scheduled);
@@ -100,12 +103,18 @@ class Session {
   cancel(id: number): void {
     if (!this.#pending.delete(id) || this.#dead) return;
     this.#h2.cancel(id);
+    this.#dirty = true;
     this.#flush();
   }
 
   /** Writes all pending output; one write per pass, passes repeat while output remains. */
   #flush(): void {
-    if (this.#writing || this.#dead) return;
+    if (this.#dead) return;
+    if (this.#writing) {
+      this.#dirty = true; // the running write loop pulls it
+      return;
+    }
+    this.#dirty = false;
     const n = this.#h2.send(this.#out);
     if (n === 0) return;
     this.#writing = this.#writeLoop(n);
@@ -116,7 +125,11 @@ class Session {
       while (n > 0 && !this.#dead) {
         let off = 0;
         while (off < n) off += await this.#sock.write(this.#out.subarray(off, n));
-        n = this.#dead ? 0 : this.#h2.send(this.#out);
+        // A short send drained the session: call again only if a request or
+        // cancel came in while the write was pending (or the buffer was full).
+        const more = this.#dirty || n === this.#out.length;
+        this.#dirty = false;
+        n = this.#dead || !more ? 0 : this.#h2.send(this.#out);
       }
     } catch (err) {
       this.#fail(this.#error("write failed", err));
@@ -135,7 +148,7 @@ class Session {
           return;
         }
         const ready = this.#h2.recv(this.#in, n);
-        if (ready !== 0) this.#h2.poll(this.#onEvent);
+        if (ready !== 0) this.#h2.poll(this.#onEvent, ready > 0 ? ready : Infinity);
         if (this.#dead) return;
         this.#flush();
         if (this.unusable && this.#pending.size === 0) {
