@@ -125,7 +125,7 @@ export async function migrationScenario(ctx: ScenarioContext): Promise<ResultRow
     `migration: ${IN_FLIGHT} GET loops (${SIZE} B, ${REQUEST_TIMEOUT_MS} ms timeout) on one client per transport; ` +
       "halfway through, the link's relay moves the client to a new source port (NAT rebinding). " +
       "gap = longest interval without a completed response from the last one before the change to the end; " +
-      "Deno's fetch retries a request whose HTTP/2 connection was reset on a new connection, so h2 may show no errors.",
+      "an HTTP/2 client may retry a request whose connection was reset on a new connection (Deno's fetch does), so h2 may show no errors.",
   );
   return rows;
 }
