@@ -78,6 +78,12 @@ export async function doctorReport(): Promise<[string, string][]> {
     libVersion("libnghttp3.so.3", "nghttp3_version") ?? "missing (apt-get install libnghttp3-3)",
   ]);
   try {
+    const h2 = await import("../transports/h2/mod.ts");
+    rows.push(["h2 client", await h2.h2ClientInfo()]);
+  } catch (err) {
+    rows.push(["h2 client", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
+  }
+  try {
     const h3 = await import("../transports/h3/mod.ts");
     const v = await h3.h3Versions();
     rows.push([

@@ -1,6 +1,6 @@
 /**
- * `deno task compile`: builds the native HTTP/3 module and compiles `lab`
- * into one executable (`build/lab`) that carries the module inside.
+ * `deno task compile`: builds the native HTTP/3 and HTTP/2-client modules and
+ * compiles `lab` into one executable (`build/lab`) that carries them inside.
  *
  * `deno compile` needs a `denort` runtime. It honours `DENORT_BIN` (a path
  * to a denort binary of the same Deno version); without it Deno downloads
@@ -22,13 +22,14 @@ async function main(): Promise<number> {
     }
   }
   const include: string[] = [];
-  try {
-    const lib = await ensureBuilt("h3");
-    include.push("--include", lib);
-  } catch (err) {
-    const msg = err instanceof NativeBuildError ? err.message : String(err);
-    console.error(`error: the HTTP/3 module must be built first: ${msg}`);
-    return 1;
+  for (const [target, what] of [["h3", "HTTP/3"], ["h2", "HTTP/2 client"]]) {
+    try {
+      include.push("--include", await ensureBuilt(target));
+    } catch (err) {
+      const msg = err instanceof NativeBuildError ? err.message : String(err);
+      console.error(`error: the ${what} module must be built first: ${msg}`);
+      return 1;
+    }
   }
   const args = [
     "compile",

@@ -9,3 +9,17 @@ export { createFetchH2Client } from "./client.ts";
 export { createNativeH2Client, type NativeH2ClientOptions } from "./native_client.ts";
 export { EMBEDDED_H2_LIBRARY_URL, H2LoadError, h2NativeAvailable } from "./loader.ts";
 export { applyNoDelay, tcpSocketsNoDelay } from "./nodelay.ts";
+
+/** Which h2 client this process uses, with versions or the reason it fell back (for `lab doctor`). */
+export async function h2ClientInfo(): Promise<string> {
+  const { loadH2Library } = await import("./loader.ts");
+  const { sbh2Version } = await import("./ffi.ts");
+  const { h2ClientKind } = await import("./select_client.ts");
+  const kind = await h2ClientKind();
+  try {
+    const lib = await loadH2Library();
+    return `${kind} client; ${sbh2Version(lib.symbols)} at ${lib.path}`;
+  } catch (err) {
+    return `${kind} client; native module unavailable: ${(err as Error).message.split("\n")[0]}`;
+  }
+}
