@@ -87,6 +87,39 @@ for (const size of [0, 1, 256, 16 * 1024, 1024 * 1024, 16 * 1024 * 1024]) {
 }
 
 Deno.test({
+  name:
+    "h3 at 1452-byte datagrams (batched with UDP segmentation offload) echoes 16 KiB and 1 MiB POST bodies byte for byte, 20 at once",
+  ignore,
+  fn: async () => {
+    const server = await createH3Server(createHandler(), { tls: serverTls(), maxUdpPayload: 1452 });
+    const client = await createH3Client(server.url, {
+      tls: trust(),
+      timeoutMs: 20000,
+      maxUdpPayload: 1452,
+    });
+    try {
+      const bodies = Array.from({ length: 20 }, (_, i) => pattern(i % 2 ? 16 * 1024 : 1 << 20));
+      for (const [i, b] of bodies.entries()) b[0] = i;
+      const results = await Promise.all(bodies.map((body) =>
+        client.request({
+          method: "POST",
+          path: "/nbench/v1/echo",
+          headers: { "content-type": "application/octet-stream" },
+          body,
+        })
+      ));
+      for (const [i, res] of results.entries()) {
+        assert.equal(res.status, 200);
+        assert.deepEqual(res.body, bodies[i]);
+      }
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
   name: "h3 client carries every SBI method and the SBI headers the h2 client sends",
   ignore,
   fn: async () => {

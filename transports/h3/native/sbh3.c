@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1516,15 +1517,27 @@ int sbh3_server_conn_count(sbh3_server *srv) {
 #define IO_RECV_MAX 1024
 #define IO_RECV_BYTES 65536
 
+/* Datagrams one sendmsg may carry with UDP generic segmentation offload, and their bytes. */
+#define GSO_MAX_SEGS 64
+#define GSO_MAX_BYTES 65000
+
 struct sbh3_udp {
   int fd;         /* the caller's socket: never closed here */
   int connected;
   int refused;    /* a send or the caller's receive saw ECONNREFUSED (which clears the socket's pending error) */
+  int no_gso;     /* the kernel refused UDP_SEGMENT once: one datagram per message from then on */
   uint8_t *rbuf;  /* IO_BATCH receive slots of IO_RECV_BYTES */
   uint8_t *sbuf;  /* the send batch */
   struct mmsghdr msgs[IO_BATCH];
   struct iovec iov[IO_BATCH];
   ngtcp2_sockaddr_union addrs[IO_BATCH];
+  /* Send side: message i carries nsegs[i] datagrams of seg[i] bytes (the last may be shorter). */
+  uint16_t seg[IO_BATCH];
+  uint16_t nsegs[IO_BATCH];
+  union {
+    char buf[CMSG_SPACE(sizeof(uint16_t))];
+    struct cmsghdr align;
+  } ctrl[IO_BATCH];
 };
 
 /* True when fd is a UDP socket bound to exactly *want. */
@@ -1617,8 +1630,39 @@ static int udp_recv_batch(sbh3_udp *u) {
   return n;
 }
 
+/* Sends message i's datagrams one sendmsg each (after the kernel refused UDP_SEGMENT). */
+static void udp_send_split(sbh3_udp *u, int i) {
+  struct msghdr h = u->msgs[i].msg_hdr;
+  struct iovec v;
+  uint8_t *p = u->iov[i].iov_base;
+  size_t left = u->iov[i].iov_len;
+  h.msg_control = NULL;
+  h.msg_controllen = 0;
+  h.msg_iov = &v;
+  h.msg_iovlen = 1;
+  while (left) {
+    v.iov_base = p;
+    v.iov_len = left < u->seg[i] ? left : u->seg[i];
+    if (sendmsg(u->fd, &h, MSG_DONTWAIT) < 0 && errno == ECONNREFUSED) u->refused = 1;
+    p += v.iov_len;
+    left -= v.iov_len;
+  }
+}
+
 /* Sends the first n prepared messages; a full socket buffer waits briefly, then the rest count as lost. */
 static void udp_send_batch(sbh3_udp *u, int n) {
+  for (int i = 0; i < n; i++) {
+    struct msghdr *h = &u->msgs[i].msg_hdr;
+    if (u->nsegs[i] > 1) {
+      h->msg_control = u->ctrl[i].buf;
+      h->msg_controllen = sizeof(u->ctrl[i].buf);
+      struct cmsghdr *cm = CMSG_FIRSTHDR(h);
+      cm->cmsg_level = SOL_UDP;
+      cm->cmsg_type = UDP_SEGMENT;
+      cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+      memcpy(CMSG_DATA(cm), &u->seg[i], sizeof(uint16_t));
+    }
+  }
   int off = 0, tries = 0;
   while (off < n) {
     int r = sendmmsg(u->fd, u->msgs + off, (unsigned)(n - off), MSG_DONTWAIT);
@@ -1632,16 +1676,44 @@ static void udp_send_batch(sbh3_udp *u, int n) {
       poll(&p, 1, 5);
       continue;
     }
-    /* ECONNREFUSED is the ICMP error of an earlier datagram: keep it for io; skip this datagram. */
+    /* No segmentation offload on this path: send this message's datagrams one by one, and never batch again. */
+    if (r < 0 && u->nsegs[off] > 1 && (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP)) {
+      u->no_gso = 1;
+      udp_send_split(u, off++);
+      continue;
+    }
+    /* ECONNREFUSED is the ICMP error of an earlier datagram: keep it for io; skip this message. */
     if (r < 0 && errno == ECONNREFUSED) u->refused = 1;
     off++;
   }
 }
 
-/* Prepares message slot i for len bytes at data, to `to` (NULL on a connected socket). */
-static void udp_prepare(sbh3_udp *u, int i, uint8_t *data, size_t len, const ngtcp2_sockaddr_union *to) {
+/*
+ * Adds len bytes at data (to `to`, NULL on a connected socket) to the batch of *n messages. A
+ * datagram that directly follows the previous message's bytes, goes to the same peer and is no
+ * longer than its segments joins that message (UDP_SEGMENT: the kernel splits it), as long as
+ * every earlier segment was full-size; otherwise it starts a new message. Returns 1 when the
+ * batch is full.
+ */
+static int udp_add(sbh3_udp *u, int *n, uint8_t *data, size_t len, const ngtcp2_sockaddr_union *to) {
+  int i = *n - 1;
+  if (i >= 0 && !u->no_gso) {
+    struct iovec *v = &u->iov[i];
+    const ngtcp2_sockaddr_union *prev = u->msgs[i].msg_hdr.msg_name;
+    int same_peer = to ? prev && memcmp(prev, to, u->msgs[i].msg_hdr.msg_namelen) == 0 : !prev;
+    if (same_peer && (uint8_t *)v->iov_base + v->iov_len == data && len <= u->seg[i] &&
+        v->iov_len == (size_t)u->seg[i] * u->nsegs[i] && u->nsegs[i] < GSO_MAX_SEGS &&
+        v->iov_len + len <= GSO_MAX_BYTES) {
+      v->iov_len += len;
+      u->nsegs[i]++;
+      return 0;
+    }
+  }
+  i = (*n)++;
   u->iov[i].iov_base = data;
   u->iov[i].iov_len = len;
+  u->seg[i] = (uint16_t)len;
+  u->nsegs[i] = 1;
   memset(&u->msgs[i].msg_hdr, 0, sizeof(u->msgs[i].msg_hdr));
   u->msgs[i].msg_hdr.msg_iov = &u->iov[i];
   u->msgs[i].msg_hdr.msg_iovlen = 1;
@@ -1651,6 +1723,7 @@ static void udp_prepare(sbh3_udp *u, int i, uint8_t *data, size_t len, const ngt
     u->msgs[i].msg_hdr.msg_namelen =
         to->sa.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
   }
+  return *n == IO_BATCH;
 }
 
 /* Marks a client connection refused by the peer's host (ICMP port unreachable). */
@@ -1699,9 +1772,9 @@ int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u, const uint8_t *data, size_t len) {
     size_t cap = IO_SEND_BYTES - used;
     int n = cap ? conn_write(c, u->sbuf + used, cap, now) : SBH3_ERR_BUFFER_TOO_SHORT;
     if (n > 0) {
-      udp_prepare(u, nmsg++, u->sbuf + used, (size_t)n, u->connected ? NULL : &c->ps.remote_addrbuf);
+      int full = udp_add(u, &nmsg, u->sbuf + used, (size_t)n, u->connected ? NULL : &c->ps.remote_addrbuf);
       used += (size_t)n;
-      if (nmsg < IO_BATCH) continue;
+      if (!full) continue;
     }
     if (nmsg) udp_send_batch(u, nmsg);
     if (n == SBH3_ERR_DONE || (n < 0 && n != SBH3_ERR_BUFFER_TOO_SHORT)) break;
@@ -1747,9 +1820,9 @@ int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t le
     uint32_t id;
     int n = cap ? server_write(srv, u->sbuf + used, cap, now, &to, &id) : SBH3_ERR_BUFFER_TOO_SHORT;
     if (n > 0) {
-      udp_prepare(u, nmsg++, u->sbuf + used, (size_t)n, to);
+      int full = udp_add(u, &nmsg, u->sbuf + used, (size_t)n, to);
       used += (size_t)n;
-      if (nmsg < IO_BATCH) continue;
+      if (!full) continue;
     }
     if (nmsg) udp_send_batch(u, nmsg);
     if (n == SBH3_ERR_DONE || (n < 0 && n != SBH3_ERR_BUFFER_TOO_SHORT)) break;
