@@ -165,10 +165,12 @@ int sbh3_server_conn_count(sbh3_server *srv);
  * socket (for example through its runtime, whose event loop then reports
  * readiness), receives one datagram when it is readable and hands it to
  * sbh3_*_io, which feeds it, drains every further ready datagram (recvmmsg,
- * MSG_DONTWAIT), runs due timers and sends everything due in one sendmmsg.
+ * MSG_DONTWAIT), runs due timers and sends everything due in one sendmmsg,
+ * where consecutive same-size datagrams to one peer share a message (UDP
+ * segmentation offload; without kernel support, one datagram per message).
  * One wake-up costs one call whatever the number of datagrams. The shim
- * never closes the socket and never blocks (a full send buffer waits at most
- * 15 ms in total).
+ * never closes the socket and does not block, except that a full send buffer
+ * waits up to 15 ms per batch of 64 messages before the rest counts as lost.
  */
 
 /* Wraps this process's UDP socket bound to exactly ip:port (found in /proc/self/fd); NULL when none or several. */
