@@ -4,6 +4,7 @@
  * two processes, once with the project's C ping-pong (`kernel`) and once with
  * Deno's own sockets (`runtime`).
  */
+import { onServerCpu, placement } from "./affinity.ts";
 import { ensureBuilt } from "../scripts/build_native.ts";
 import { Recorder } from "./recorder.ts";
 import { estimate } from "./stats.ts";
@@ -30,8 +31,22 @@ export async function measureKernelFloor(
   const exe = await ensureBuilt("pingpong", { quiet: true });
   const count = Math.min(plan.samples ?? 1_000_000, 1_000_000);
   const warmup = 200;
-  const args = [protocol, String(count), String(Math.max(1, Math.round(plan.sampleMs))), String(sizeBytes), String(warmup)];
-  const out = await new Deno.Command(exe, { args, stdout: "piped", stderr: "piped" }).output();
+  const args = [
+    protocol,
+    String(count),
+    String(Math.max(1, Math.round(plan.sampleMs))),
+    String(sizeBytes),
+    String(warmup),
+  ];
+  const [cmd, cmdArgs] = onServerCpu(await placement(), exe, args);
+  // With a placement the C program pins its parent to the client CPU itself (PINGPONG_PARENT_CPU).
+  const p = await placement();
+  const out = await new Deno.Command(cmd, {
+    args: cmdArgs,
+    env: p ? { PINGPONG_PARENT_CPU: String(p.client) } : {},
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
   if (!out.success) {
     const err = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
     throw new FloorError(`Kernel ${protocol} ping-pong failed: ${err}`);
@@ -41,11 +56,16 @@ export async function measureKernelFloor(
     if (line) recorder.record(Number(line));
   }
   const samples = recorder.finish();
-  if (samples.count < 2) throw new FloorError(`Kernel ${protocol} ping-pong gave ${samples.count} samples`);
+  if (samples.count < 2) {
+    throw new FloorError(`Kernel ${protocol} ping-pong gave ${samples.count} samples`);
+  }
   return { source: "kernel", protocol, sizeBytes, estimate: estimate(samples.samples), samples };
 }
 
-async function readLine(reader: ReadableStreamDefaultReader<Uint8Array>, timeoutMs: number): Promise<string> {
+async function readLine(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  timeoutMs: number,
+): Promise<string> {
   const dec = new TextDecoder();
   let text = "";
   const deadline = Date.now() + timeoutMs;
@@ -54,7 +74,10 @@ async function readLine(reader: ReadableStreamDefaultReader<Uint8Array>, timeout
     const chunk = await Promise.race([
       reader.read(),
       new Promise<never>((_, rej) => {
-        timer = setTimeout(() => rej(new FloorError("Echo peer did not start")), Math.max(1, deadline - Date.now()));
+        timer = setTimeout(
+          () => rej(new FloorError("Echo peer did not start")),
+          Math.max(1, deadline - Date.now()),
+        );
       }),
     ]).finally(() => clearTimeout(timer));
     if (chunk.done) throw new FloorError("Echo peer exited before printing its port");
@@ -74,8 +97,15 @@ export async function measureRuntimeFloor(
     throw new FloorError("Runtime UDP floor needs --unstable-net");
   }
   const script = new URL("./_echo_peer.ts", import.meta.url).pathname;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", script, protocol],
+  const [peerCmd, peerArgs] = onServerCpu(await placement(), Deno.execPath(), [
+    "run",
+    "-A",
+    "--unstable-net",
+    script,
+    protocol,
+  ]);
+  const child = new Deno.Command(peerCmd, {
+    args: peerArgs,
     stdin: "piped",
     stdout: "piped",
     stderr: "null",
@@ -149,5 +179,7 @@ export function findFloor(
   sizeBytes: number | undefined,
   source: "kernel" | "runtime" = "kernel",
 ): FloorRow | undefined {
-  return floors.find((f) => f.source === source && f.protocol === protocol && f.sizeBytes === sizeBytes);
+  return floors.find((f) =>
+    f.source === source && f.protocol === protocol && f.sizeBytes === sizeBytes
+  );
 }

@@ -3,6 +3,7 @@
  * floors and the chosen scenario, and returns one serialisable run record.
  * It never writes to the console; progress and rows go to callbacks.
  */
+import { describePlacement, placement } from "./affinity.ts";
 import type { SbiClient, TransportName } from "../transports/types.ts";
 import { collectEnvironment } from "./environment.ts";
 import { FloorError, MAX_FLOOR_BYTES, measureKernelFloor, measureRuntimeFloor } from "./floors.ts";
@@ -13,8 +14,8 @@ import {
   type LinkRecord,
   type ResultRow,
   type RunConfig,
-  SCHEMA_VERSION,
   type ScenarioName,
+  SCHEMA_VERSION,
 } from "./schema.ts";
 import { type Endpoints, startServers, targetEndpoints } from "./servers.ts";
 import type { Scenario, ScenarioContext } from "./scenarios/context.ts";
@@ -109,9 +110,15 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   positive("samples", options.samples, true);
   positive("delay", options.delayMs);
   positive("streams", options.streams, true);
-  if (options.streams !== undefined && options.streams < 1) throw new RangeError("streams must be at least 1");
-  if (options.samples !== undefined && options.samples < 2) throw new RangeError("samples must be at least 2");
-  if (options.rate !== undefined && !(options.rate > 0)) throw new RangeError(`rate must be > 0, got ${options.rate}`);
+  if (options.streams !== undefined && options.streams < 1) {
+    throw new RangeError("streams must be at least 1");
+  }
+  if (options.samples !== undefined && options.samples < 2) {
+    throw new RangeError("samples must be at least 2");
+  }
+  if (options.rate !== undefined && !(options.rate > 0)) {
+    throw new RangeError(`rate must be > 0, got ${options.rate}`);
+  }
   const sizes = options.sizes ?? DEFAULT_SIZES;
   for (const s of sizes) {
     if (!(Number.isInteger(s) && s >= 1 && s <= 16 * 1024 * 1024)) {
@@ -132,14 +139,19 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     transports = options.transports;
   } else if (options.target) {
     const h3 = (await availableTransports()).includes("h3");
-    transports = options.target.startsWith("https:") ? (h3 ? ["h2-tls", "h3"] : ["h2-tls"]) : ["h2c"];
+    transports = options.target.startsWith("https:")
+      ? (h3 ? ["h2-tls", "h3"] : ["h2-tls"])
+      : ["h2c"];
   } else {
     transports = await availableTransports();
   }
   const notes: string[] = [];
   if (!options.transports && !options.target && !transports.includes("h3")) {
     const { loadH3Library } = await import("../transports/h3/loader.ts");
-    const why = await loadH3Library().then(() => "", (err) => `: ${(err as Error).message.split("\n")[0]}`);
+    const why = await loadH3Library().then(
+      () => "",
+      (err) => `: ${(err as Error).message.split("\n")[0]}`,
+    );
     notes.push(
       `h3 was not measured: its native module is not available${why}. Install its packages with: sudo bash scripts/setup_system.sh`,
     );
@@ -157,18 +169,24 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     target: options.target,
     delayMs: options.delayMs ?? 0,
     rate: scenario === "rate" ? options.rate ?? 1000 : options.rate,
-    concurrency: scenario === "concurrency" ? options.concurrency ?? [1, 8, 64, 256] : options.concurrency,
+    concurrency: scenario === "concurrency"
+      ? options.concurrency ?? [1, 8, 64, 256]
+      : options.concurrency,
     streams: scenario === "hol" ? options.streams ?? DEFAULT_STREAMS : options.streams,
     link: options.link,
   };
   const environment = await collectEnvironment();
+  if (serverMode === "process") {
+    notes.push(`CPU placement: ${describePlacement(await placement())}.`);
+  }
   const progress = options.onProgress ?? (() => {});
 
   // Floors first, on a quiet machine.
   const floors: FloorRow[] = [];
   let floorsSkipped: string | undefined;
   if (options.target) {
-    floorsSkipped = "Floors were skipped: the server runs elsewhere (--target), so loopback floors do not apply.";
+    floorsSkipped =
+      "Floors were skipped: the server runs elsewhere (--target), so loopback floors do not apply.";
   } else if (options.skipFloors) {
     floorsSkipped = "Floors were skipped on request.";
   } else {
@@ -191,8 +209,14 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
             floors.push(f);
             options.onFloor?.(f);
           } catch (err) {
-            if (!(err instanceof FloorError || (err as Error).name === "NativeBuildError")) throw err;
-            notes.push(`The ${source} ${protocol} floor at ${size} B was not measured: ${(err as Error).message}.`);
+            if (!(err instanceof FloorError || (err as Error).name === "NativeBuildError")) {
+              throw err;
+            }
+            notes.push(
+              `The ${source} ${protocol} floor at ${size} B was not measured: ${
+                (err as Error).message
+              }.`,
+            );
           }
           progress(`floor ${source} ${protocol} ${size} B`, 1);
         }
@@ -206,8 +230,14 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   try {
     if (scenario !== "peers") {
       endpoints = options.target
-        ? targetEndpoints(options.target, transports, { caFile: options.caFile, insecure: options.insecure })
-        : await startServers(transports, { delayMs: options.delayMs, inProcess: options.inProcess });
+        ? targetEndpoints(options.target, transports, {
+          caFile: options.caFile,
+          insecure: options.insecure,
+        })
+        : await startServers(transports, {
+          delayMs: options.delayMs,
+          inProcess: options.inProcess,
+        });
     }
     const { createClient } = await import("../transports/mod.ts");
     const ctx: ScenarioContext = {
@@ -221,7 +251,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       async openClient(t) {
         const url = endpoints?.urls[t];
         if (!url) throw new RangeError(`No endpoint for transport ${t}`);
-        const c = await createClient(t, url, { tls: t === "h2c" ? undefined : endpoints!.tls, timeoutMs: 10_000 });
+        const c = await createClient(t, url, {
+          tls: t === "h2c" ? undefined : endpoints!.tls,
+          timeoutMs: 10_000,
+        });
         clients.push(c);
         return c;
       },

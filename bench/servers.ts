@@ -2,6 +2,7 @@
  * Where the benchmark sends its requests: servers started in their own
  * process (`lab serve`, the default), in this process, or a target elsewhere.
  */
+import { onServerCpu, placement } from "./affinity.ts";
 import type { TlsMaterial } from "../transports/tls.ts";
 import type { SbiServer, TransportName } from "../transports/types.ts";
 
@@ -68,7 +69,9 @@ async function startInProcess(transports: TransportName[], delayMs: number): Pro
     }
   } catch (err) {
     await Promise.allSettled(servers.map((s) => s.close()));
-    throw new ServerSetupError(`Cannot start servers in process: ${(err as Error).message}`, { cause: err });
+    throw new ServerSetupError(`Cannot start servers in process: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   let closed = false;
   return {
@@ -112,7 +115,13 @@ async function startProcess(
   ];
   let child: Deno.ChildProcess;
   try {
-    child = new Deno.Command(Deno.execPath(), { args, stdout: "piped", stderr: "piped", stdin: "null" }).spawn();
+    const [cmd, cmdArgs] = onServerCpu(await placement(), Deno.execPath(), args);
+    child = new Deno.Command(cmd, {
+      args: cmdArgs,
+      stdout: "piped",
+      stderr: "piped",
+      stdin: "null",
+    }).spawn();
   } catch (err) {
     await Deno.remove(stateDir, { recursive: true }).catch(() => {});
     throw new ServerSetupError(`Cannot spawn lab serve: ${(err as Error).message}`, { cause: err });
@@ -160,7 +169,9 @@ async function startProcess(
       ]).finally(() => clearTimeout(timer));
       if (next.done) {
         const err = (await stderrText.catch(() => "")).trim().split("\n").filter(Boolean);
-        throw new ServerSetupError(`lab serve exited before listening: ${err.at(-1) ?? "no message"}`);
+        throw new ServerSetupError(
+          `lab serve exited before listening: ${err.at(-1) ?? "no message"}`,
+        );
       }
       buffered += next.value;
       const lines = buffered.split("\n");
@@ -218,7 +229,10 @@ export function targetEndpoints(
     urls[t] = origin;
   }
   const tls: TlsMaterial | undefined = url.protocol === "https:"
-    ? { ca: options.caFile ? { path: options.caFile } : undefined, insecure: options.insecure ?? false }
+    ? {
+      ca: options.caFile ? { path: options.caFile } : undefined,
+      insecure: options.insecure ?? false,
+    }
     : undefined;
   return { urls, tls, mode: "target", close: async () => {} };
 }

@@ -5,6 +5,8 @@
  * `count` samples or `max_ms` milliseconds, whichever comes first.
  *
  * Usage: sbilab_pingpong tcp|udp COUNT MAX_MS SIZE WARMUP
+ * With PINGPONG_PARENT_CPU=N in the environment the parent moves to CPU N
+ * after the fork, so the child can be placed elsewhere (taskset).
  * Exit status 0 on success, 2 on bad arguments, 1 on a socket error.
  */
 #define _GNU_SOURCE
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +32,16 @@ static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Moves the measuring parent to PINGPONG_PARENT_CPU, if set; the echo child keeps the CPU it was started on. */
+static void pin_parent(void) {
+  const char *cpu = getenv("PINGPONG_PARENT_CPU");
+  if (!cpu || !*cpu) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(atoi(cpu), &set);
+  sched_setaffinity(0, sizeof set, &set);
 }
 
 static int fail(const char *what) {
@@ -122,6 +135,7 @@ int main(int argc, char **argv) {
     udp_echo(sfd);
   }
   close(sfd);
+  pin_parent();
 
   int fd = socket(AF_INET, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
   if (fd < 0) return fail("socket");
