@@ -17,6 +17,16 @@ export interface Placement {
 }
 
 let cached: Promise<Placement | undefined> | undefined;
+let enabled = false;
+
+/**
+ * Allows pinning for this process. The runner enables it only when the
+ * servers run in their own processes, so a library caller (a test running
+ * servers in process) never finds its whole process moved to one CPU.
+ */
+export function enablePlacement(on: boolean): void {
+  enabled = on;
+}
 
 async function taskset(args: string[]): Promise<boolean> {
   try {
@@ -34,6 +44,7 @@ async function taskset(args: string[]): Promise<boolean> {
  * impossible.
  */
 export function placement(): Promise<Placement | undefined> {
+  if (!enabled && !cached) return Promise.resolve(undefined);
   cached ??= (async () => {
     if (Deno.env.get("SBILAB_NO_PIN") === "1") return undefined;
     if (navigator.hardwareConcurrency < 2) return undefined;

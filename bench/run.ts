@@ -3,7 +3,7 @@
  * floors and the chosen scenario, and returns one serialisable run record.
  * It never writes to the console; progress and rows go to callbacks.
  */
-import { describePlacement, placement } from "./affinity.ts";
+import { describePlacement, enablePlacement, placement } from "./affinity.ts";
 import type { SbiClient, TransportName } from "../transports/types.ts";
 import { collectEnvironment } from "./environment.ts";
 import { FloorError, MAX_FLOOR_BYTES, measureKernelFloor, measureRuntimeFloor } from "./floors.ts";
