@@ -176,6 +176,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     link: options.link,
   };
   const environment = await collectEnvironment();
+  enablePlacement(serverMode === "process");
   if (serverMode === "process") {
     notes.push(`CPU placement: ${describePlacement(await placement())}.`);
   }
