@@ -176,6 +176,15 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     link: options.link,
   };
   const environment = await collectEnvironment();
+  if (transports.some((t) => t === "h2c" || t === "h2-tls")) {
+    const { h2ClientInfo } = await import("../transports/h2/mod.ts");
+    const info = await h2ClientInfo();
+    notes.push(
+      info.startsWith("fetch")
+        ? `h2 client: ${info}. Install its packages with: sudo bash scripts/setup_system.sh`
+        : `h2 client: ${info}.`,
+    );
+  }
   enablePlacement(serverMode === "process");
   if (serverMode === "process") {
     notes.push(`CPU placement: ${describePlacement(await placement())}.`);
