@@ -19,7 +19,15 @@ import {
   TimeoutError,
   TransportError,
 } from "../types.ts";
-import { H3_ERR, H3_EVENT, H3ClientConn, H3Config, type H3Event, H3Socket } from "./ffi.ts";
+import {
+  H3_ERR,
+  H3_EVENT,
+  H3ClientConn,
+  H3Config,
+  type H3CongestionControl,
+  type H3Event,
+  H3Socket,
+} from "./ffi.ts";
 import type { HeaderList } from "./header_block.ts";
 import { loadH3Library } from "./loader.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
@@ -37,6 +45,12 @@ export interface H3ClientOptions extends ClientOptions {
    * there), else start at 1200 and probe up to 1452 (PMTUD).
    */
   maxUdpPayload?: number;
+  /**
+   * Congestion controller of each QUIC connection. Default "host": the same
+   * kind as the host's TCP (net.ipv4.tcp_congestion_control: bbr, reno, else
+   * cubic), so h3 and h2 cross a lossy link under like controllers.
+   */
+  congestionControl?: H3CongestionControl;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
 }
@@ -343,6 +357,7 @@ class H3Client implements SbiClient {
         idleTimeoutMs: this.#options.idleTimeoutMs,
         maxBodyBytes: this.#options.maxBodyBytes,
         maxUdpPayload: this.#options.maxUdpPayload,
+        congestionControl: this.#options.congestionControl,
       });
       conn = new H3ClientConn(this.#sym, config, {
         serverName: this.#tls.serverName ?? stripBrackets(this.#origin.hostname),

@@ -448,3 +448,50 @@ Deno.test({
     }
   },
 });
+
+for (const cc of ["host", "reno", "cubic", "bbr", "bbr2"] as const) {
+  Deno.test({
+    name: `h3 client and server move a 4 MiB echo both ways under the ${cc} congestion controller`,
+    ignore,
+    fn: async () => {
+      const server = await createH3Server(createHandler(), {
+        tls: serverTls(),
+        congestionControl: cc,
+      });
+      const client = await createH3Client(server.url, {
+        tls: trust(),
+        timeoutMs: 20000,
+        congestionControl: cc,
+      });
+      try {
+        const body = pattern(4 * 1024 * 1024);
+        const res = await client.request({ method: "POST", path: "/nbench/v1/echo", body });
+        assert.equal(res.status, 200);
+        assert.deepEqual(res.body, body);
+      } finally {
+        await client.close();
+        await server.close();
+      }
+    },
+  });
+}
+
+Deno.test({
+  name: "h3 client rejects an unknown congestion controller with a TypeError",
+  ignore,
+  fn: async () => {
+    const client = await createH3Client("https://127.0.0.1:9", {
+      tls: trust(),
+      // deno-lint-ignore no-explicit-any
+      congestionControl: "vegas" as any,
+    });
+    try {
+      await assert.rejects(client.request({ path: "/nbench/v1/payload?size=1" }), (err: Error) => {
+        const root = (err.cause as Error | undefined) ?? err;
+        return root instanceof TypeError && /Unknown congestion controller "vegas"/.test(root.message);
+      });
+    } finally {
+      await client.close();
+    }
+  },
+});

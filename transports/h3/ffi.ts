@@ -123,7 +123,20 @@ export interface H3ConfigOptions {
   maxBodyBytes?: number;
   /** Largest UDP payload sent (a known path MTU). Default: 16384 to a loopback peer, else PMTUD 1200..1452. */
   maxUdpPayload?: number;
+  /** Congestion controller. Default "host": the kind the host's TCP uses (bbr, reno, else cubic). */
+  congestionControl?: H3CongestionControl;
 }
+
+/** Congestion controllers of the HTTP/3 module; "host" follows net.ipv4.tcp_congestion_control. */
+export type H3CongestionControl = "host" | "reno" | "cubic" | "bbr" | "bbr2";
+
+const CC_CODES: Record<H3CongestionControl, number> = {
+  host: 0,
+  reno: 1,
+  cubic: 2,
+  bbr: 3,
+  bbr2: 4,
+};
 
 /** TLS and transport settings shared by the connections made from it. */
 export class H3Config {
@@ -157,6 +170,13 @@ export class H3Config {
           sym.sbh3_config_set_max_udp_payload(ptr, options.maxUdpPayload),
           "set_max_udp_payload",
         );
+      }
+      if (options.congestionControl !== undefined) {
+        const code = CC_CODES[options.congestionControl];
+        if (code === undefined) {
+          throw new TypeError(`Unknown congestion controller "${options.congestionControl}"`);
+        }
+        check(sym.sbh3_config_set_cc(ptr, code), "set_cc");
       }
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");

@@ -13,7 +13,7 @@ import { loadH3Library } from "./loader.ts";
 
 export { createH3Server, type H3ServerOptions } from "./server.ts";
 export { createH3Client, type H3ClientOptions } from "./client.ts";
-export { H3_ERR, H3Error } from "./ffi.ts";
+export { H3_ERR, type H3CongestionControl, H3Error } from "./ffi.ts";
 export { EMBEDDED_LIBRARY_URL, H3LoadError } from "./loader.ts";
 
 /** Versions of the shim and the libraries it runs on. */

@@ -13,7 +13,14 @@ import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { transportProblem } from "../problem_response.ts";
-import { H3_EVENT, H3Config, type H3Event, H3ServerEndpoint, H3Socket } from "./ffi.ts";
+import {
+  H3_EVENT,
+  H3Config,
+  type H3CongestionControl,
+  type H3Event,
+  H3ServerEndpoint,
+  H3Socket,
+} from "./ffi.ts";
 import { loadH3Library } from "./loader.ts";
 import { responseHeaderList, toSbiRequest } from "./convert.ts";
 
@@ -29,6 +36,12 @@ export interface H3ServerOptions extends ServerOptions {
    * there), else start at 1200 and probe up to 1452 (PMTUD).
    */
   maxUdpPayload?: number;
+  /**
+   * Congestion controller of each QUIC connection. Default "host": the same
+   * kind as the host's TCP (net.ipv4.tcp_congestion_control: bbr, reno, else
+   * cubic), so h3 and h2 cross a lossy link under like controllers.
+   */
+  congestionControl?: H3CongestionControl;
   /** How long `close()` waits for in-flight requests, in ms. Default 2000. */
   drainMs?: number;
   /** Called with errors the transport swallowed. Default no-op. */
@@ -245,6 +258,7 @@ export async function createH3Server(
       idleTimeoutMs: options.idleTimeoutMs,
       maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
       maxUdpPayload: options.maxUdpPayload,
+      congestionControl: options.congestionControl,
     });
     const ep = new H3ServerEndpoint(lib.symbols, config, hostname, sock.port);
     return new H3Server(sock, hostname, ep, handler, options);

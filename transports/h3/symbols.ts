@@ -27,6 +27,8 @@ export const SYMBOLS = {
   sbh3_config_set_idle_timeout: { parameters: ["pointer", "u32"], result: "i32" },
   // int sbh3_config_set_max_udp_payload(sbh3_config *cfg, uint32_t bytes);
   sbh3_config_set_max_udp_payload: { parameters: ["pointer", "u32"], result: "i32" },
+  // int sbh3_config_set_cc(sbh3_config *cfg, int algo);
+  sbh3_config_set_cc: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
   sbh3_config_set_max_body: { parameters: ["pointer", "u64"], result: "i32" },
 

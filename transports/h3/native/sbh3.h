@@ -83,6 +83,15 @@ enum sbh3_verify {
   SBH3_VERIFY_PEER = 1,
 };
 
+enum sbh3_cc {
+  /* The host's TCP congestion controller (net.ipv4.tcp_congestion_control): bbr, reno, else CUBIC. */
+  SBH3_CC_HOST = 0,
+  SBH3_CC_RENO = 1,
+  SBH3_CC_CUBIC = 2,
+  SBH3_CC_BBR = 3,
+  SBH3_CC_BBR2 = 4,
+};
+
 typedef struct sbh3_config sbh3_config;
 typedef struct sbh3_conn sbh3_conn;
 typedef struct sbh3_server sbh3_server;
@@ -105,6 +114,8 @@ int sbh3_config_set_verify(sbh3_config *cfg, int mode);
 int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms);
 /* Sets the largest UDP payload sent, for a known path MTU (1200..65527; default: 16384 to a loopback peer, else PMTUD up to 1452). */
 int sbh3_config_set_max_udp_payload(sbh3_config *cfg, uint32_t bytes);
+/* Sets the congestion controller (enum sbh3_cc; default HOST: the same kind as the host's TCP). */
+int sbh3_config_set_cc(sbh3_config *cfg, int algo);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
 
