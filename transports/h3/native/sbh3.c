@@ -338,7 +338,10 @@ struct sbh3_conn {
   uint8_t close_pkt[MAX_PKT];
   size_t close_len;
   uint64_t close_deadline;
-  size_t burst;
+  size_t burst;      /* datagrams written in this pass */
+  size_t burst_max;  /* this pass's budget, set by its first datagram */
+  uint64_t paced_at; /* when the last pass stopped at its budget (0: it ran out of data or window) */
+  uint64_t pace_due; /* when that pass's pacing allowed the next one */
   ngtcp2_cid cids[MAX_CIDS];
   size_t ncids;
   char errmsg[ERRMSG_LEN];
@@ -857,10 +860,15 @@ static void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const 
     s->no_tx_udp_payload_size_shaping = 1;
   }
   ngtcp2_transport_params_default(p);
-  p->initial_max_stream_data_bidi_local = 1u << 20;
-  p->initial_max_stream_data_bidi_remote = 1u << 20;
+  /*
+   * 16 MiB per request stream and per connection, as the h2 client's windows: with 1 MiB a 1 MiB
+   * body (plus its framing) outgrew the stream window, and its last bytes waited a round trip for
+   * MAX_STREAM_DATA (measured: +39 ms per 1 MiB GET at 50 ms RTT).
+   */
+  p->initial_max_stream_data_bidi_local = 16u << 20;
+  p->initial_max_stream_data_bidi_remote = 16u << 20;
   p->initial_max_stream_data_uni = 1u << 20;
-  p->initial_max_data = 4u << 20;
+  p->initial_max_data = 16u << 20;
   p->initial_max_streams_bidi = 128;
   p->initial_max_streams_uni = 3;
   p->max_idle_timeout = (uint64_t)cfg->idle_ms * NGTCP2_MILLISECONDS;
@@ -927,6 +935,22 @@ static sbh3_conn *conn_alloc(sbh3_config *cfg) {
   return c;
 }
 
+/*
+ * Datagrams one write pass may send: ngtcp2's send quantum (at least 10), scaled up when this
+ * pass comes later than pacing asked for. The caller's timer has millisecond steps and wakes
+ * 1-2 ms after a sub-millisecond deadline, so a fixed quantum per pass sent at about half the
+ * pacing rate (measured: 45 datagrams every 2.15 ms against a 497 Mbit/s rate). The scale is
+ * elapsed over planned interval, capped at 4, so the average rate follows ngtcp2's pacing.
+ */
+static size_t pass_budget(sbh3_conn *c, size_t max_payload, uint64_t now) {
+  size_t quantum = ngtcp2_conn_get_send_quantum(c->qc) / max_payload;
+  if (quantum < 10) quantum = 10;
+  if (!c->paced_at || c->pace_due <= c->paced_at || now <= c->pace_due) return quantum;
+  uint64_t planned = c->pace_due - c->paced_at, elapsed = now - c->paced_at;
+  if (elapsed >= 4 * planned) return 4 * quantum;
+  return (size_t)((double)quantum * (double)elapsed / (double)planned);
+}
+
 /* Writes one datagram for c into out; returns its length, SBH3_ERR_DONE, or an error. */
 static int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
   if (c->close_pending) {
@@ -938,11 +962,12 @@ static int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
   if (c->closed) return SBH3_ERR_DONE;
   size_t max_payload = ngtcp2_conn_get_max_tx_udp_payload_size(c->qc);
   if (cap < max_payload) return SBH3_ERR_BUFFER_TOO_SHORT;
-  size_t max_pkts = ngtcp2_conn_get_send_quantum(c->qc) / max_payload;
-  if (max_pkts < 10) max_pkts = 10;
-  if (c->burst >= max_pkts) {
+  if (c->burst == 0) c->burst_max = pass_budget(c, max_payload, now);
+  if (c->burst >= c->burst_max) {
     ngtcp2_conn_update_pkt_tx_time(c->qc, now);
     c->burst = 0;
+    c->paced_at = now;
+    c->pace_due = ngtcp2_conn_get_expiry(c->qc);
     return SBH3_ERR_DONE;
   }
   for (;;) {
@@ -990,6 +1015,7 @@ static int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
     if (n == 0) {
       ngtcp2_conn_update_pkt_tx_time(c->qc, now);
       c->burst = 0;
+      c->paced_at = 0;
       return SBH3_ERR_DONE;
     }
     c->burst++;
