@@ -18,7 +18,13 @@ import { DEV_PKI_FILES } from "../transports/pki.ts";
 import type { TransportName } from "../transports/types.ts";
 import { collectEnvironment } from "./environment.ts";
 import type { BenchOptions } from "./run.ts";
-import { type BenchRun, type LinkRecord, parseRun, type ResultRow, SCHEMA_VERSION } from "./schema.ts";
+import {
+  type BenchRun,
+  type LinkRecord,
+  parseRun,
+  type ResultRow,
+  SCHEMA_VERSION,
+} from "./schema.ts";
 
 /** Environment variable holding the JSON link record a child run crosses. */
 export const LINK_RECORD_ENV = "SBILAB_LINK_RECORD";
@@ -40,7 +46,11 @@ export interface AcrossLinkOptions extends BenchOptions {
 }
 
 /** The link record of a spec (pure). */
-export function linkRecord(spec: LinkSpec, specText: string, backend: "relay" | "netem"): LinkRecord {
+export function linkRecord(
+  spec: LinkSpec,
+  specText: string,
+  backend: "relay" | "netem",
+): LinkRecord {
   const dir = (d: LinkSpec["up"]) => ({
     delayMs: d.delayMs,
     jitterMs: d.jitterMs,
@@ -103,7 +113,9 @@ async function readListeners(
       const next = await Promise.race([reader.read(), timeout]);
       if (!next || next.done) {
         const missing = transports.filter((t) => !urls[t]).join(", ");
-        throw new Error(`lab serve in the link's server namespace did not report ${missing} listening`);
+        throw new Error(
+          `lab serve in the link's server namespace did not report ${missing} listening`,
+        );
       }
       buf += next.value;
       for (const m of buf.matchAll(/^(\S+) listening on (\S+)/gm)) urls[m[1]] = m[2];
@@ -121,8 +133,22 @@ async function readListeners(
 }
 
 /** The `lab bench` arguments a child gets for the options the user gave. */
-export function childArgs(options: BenchOptions, transport: TransportName, url: string, json: string, ca?: string): string[] {
-  const args = ["bench", "--scenario", options.scenario ?? "rtt", "--target", url, "--transports", transport];
+export function childArgs(
+  options: BenchOptions,
+  transport: TransportName,
+  url: string,
+  json: string,
+  ca?: string,
+): string[] {
+  const args = [
+    "bench",
+    "--scenario",
+    options.scenario ?? "rtt",
+    "--target",
+    url,
+    "--transports",
+    transport,
+  ];
   if (ca) args.push("--ca", ca);
   if (options.sizes) args.push("--sizes", options.sizes.join(","));
   if (options.warmupMs !== undefined) args.push("--warmup", String(options.warmupMs / 1000));
@@ -153,7 +179,10 @@ function countersOf(stats: RelayStats | undefined): LinkRecord["counters"] {
  * run. A transport whose child run fails is left out with a note; when every
  * transport fails the error of the first is thrown. Needs root.
  */
-export async function runBenchAcrossLink(spec: LinkSpec, options: AcrossLinkOptions = {}): Promise<BenchRun> {
+export async function runBenchAcrossLink(
+  spec: LinkSpec,
+  options: AcrossLinkOptions = {},
+): Promise<BenchRun> {
   if (options.target) throw new RangeError("--link and --target exclude each other");
   if (options.inProcess) throw new RangeError("--link and --in-process exclude each other");
   if (options.scenario === "peers") throw new RangeError("The peers scenario cannot cross a link");
@@ -162,7 +191,9 @@ export async function runBenchAcrossLink(spec: LinkSpec, options: AcrossLinkOpti
   const specText = options.specText ?? formatLinkSpec(spec);
   const record = linkRecord(spec, specText, backend);
   if (options.scenario === "migration" && backend !== "relay") {
-    throw new RangeError("The migration scenario needs --link-backend relay (it rebinds the client's port)");
+    throw new RangeError(
+      "The migration scenario needs --link-backend relay (it rebinds the client's port)",
+    );
   }
   const { availableTransports } = await import("../transports/mod.ts");
   const transports = options.transports ?? await availableTransports();
@@ -207,7 +238,10 @@ export async function runBenchAcrossLink(spec: LinkSpec, options: AcrossLinkOpti
       progress(`${transport} across ${specText}`, i / transports.length);
       const json = `${tmp}/${transport}.json`;
       const ca = transport === "h2c" ? undefined : `${tmp}/${DEV_PKI_FILES.ca}`;
-      const child = link.exec("client", [...lab, ...childArgs(options, transport, urls[transport], json, ca)], {
+      const child = link.exec("client", [
+        ...lab,
+        ...childArgs(options, transport, urls[transport], json, ca),
+      ], {
         env,
         stdout: "null",
         stderr: "piped",

@@ -5,13 +5,13 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { runBench } from "./run.ts";
-import { parseRun, type BenchRun, type ResultRow } from "./schema.ts";
+import { type BenchRun, parseRun, type ResultRow } from "./schema.ts";
 import { serializeRun } from "./reporters.ts";
 import { renderTable } from "./table.ts";
 import { renderCsv } from "./csv.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { compareRuns } from "./compare.ts";
-import { Recorder, estimateSampleSet } from "./recorder.ts";
+import { estimateSampleSet, Recorder } from "./recorder.ts";
 
 Deno.test("a handler delay of 100 ms is measured as 100 ms within 5 %", async () => {
   const run = await runBench({
@@ -45,7 +45,10 @@ async function quickRun(): Promise<BenchRun> {
 
 Deno.test("a saved run re-renders to the same table, CSV and Markdown", async () => {
   const run = await quickRun();
-  assert(run.floors.rows.some((f) => f.source === "kernel" && f.protocol === "tcp"), "no kernel TCP floor");
+  assert(
+    run.floors.rows.some((f) => f.source === "kernel" && f.protocol === "tcp"),
+    "no kernel TCP floor",
+  );
   const back = parseRun(serializeRun(run));
   assertEquals(renderTable(back), renderTable(run));
   assertEquals(renderCsv(back), renderCsv(run));
@@ -80,16 +83,21 @@ Deno.test("a table row shows its median as a multiple of the matching floor", as
 });
 
 Deno.test("parseRun rejects a wrong schema version and non-JSON with one-line messages", () => {
-  for (const [text, re] of [
-    ["not json", /not valid JSON/],
-    [JSON.stringify({ schema: "sbilab-bench/0", rows: [] }), /has schema "sbilab-bench\/0"/],
-    [JSON.stringify({ schema: "sbilab-bench/1" }), /missing rows/],
-  ] as const) {
+  for (
+    const [text, re] of [
+      ["not json", /not valid JSON/],
+      [JSON.stringify({ schema: "sbilab-bench/0", rows: [] }), /has schema "sbilab-bench\/0"/],
+      [JSON.stringify({ schema: "sbilab-bench/1" }), /missing rows/],
+    ] as const
+  ) {
     try {
       parseRun(text, "x.json");
       assert(false, "no error");
     } catch (err) {
-      assert(err instanceof SyntaxError && re.test(err.message) && !err.message.includes("\n"), String(err));
+      assert(
+        err instanceof SyntaxError && re.test(err.message) && !err.message.includes("\n"),
+        String(err),
+      );
     }
   }
 });

@@ -54,10 +54,14 @@ export function renderPercentileChart(run: BenchRun): string {
 
 /** Concurrency curve: req/s against the in-flight level, one series per transport. */
 export function renderConcurrencyChart(run: BenchRun): string {
-  const rows = run.rows.filter((r) => r.scenario === "concurrency" && r.requestsPerSecond !== undefined);
+  const rows = run.rows.filter((r) =>
+    r.scenario === "concurrency" && r.requestsPerSecond !== undefined
+  );
   if (rows.length === 0) return "";
   const transports = [...new Set(rows.map((r) => r.transport))];
-  const series = transports.map((t) => rows.filter((r) => r.transport === t).map((r) => r.requestsPerSecond!));
+  const series = transports.map((t) =>
+    rows.filter((r) => r.transport === t).map((r) => r.requestsPerSecond!)
+  );
   const levels = rows.filter((r) => r.transport === transports[0]).map((r) => r.concurrency);
   const plot = asciichart.plot(series.map((s) => s.map((v) => v / 1000)), {
     height: 8,

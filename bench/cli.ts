@@ -5,11 +5,11 @@
 import type { Command } from "commander";
 import type { TransportName } from "../transports/types.ts";
 import { runBench } from "./run.ts";
-import { parseRun, SCENARIOS, type ScenarioName } from "./schema.ts";
+import { parseRun, type ScenarioName, SCENARIOS } from "./schema.ts";
 import { parseSize } from "./units.ts";
 import { createProgress } from "./progress.ts";
 import { writeReports } from "./reporters.ts";
-import { renderComparison, compareRuns } from "./compare.ts";
+import { compareRuns, renderComparison } from "./compare.ts";
 import { renderTable } from "./table.ts";
 import { renderCharts } from "./charts.ts";
 import { linkContextFromEnv, runBenchAcrossLink } from "./across_link.ts";
@@ -31,13 +31,17 @@ function list(text: string, what: string): string[] {
 
 function number(text: string, what: string, min: number): number {
   const n = Number(text);
-  if (!Number.isFinite(n) || n < min || text.trim() === "") throw new UsageError(`Invalid ${what} "${text}" (need a number ≥ ${min})`);
+  if (!Number.isFinite(n) || n < min || text.trim() === "") {
+    throw new UsageError(`Invalid ${what} "${text}" (need a number ≥ ${min})`);
+  }
   return n;
 }
 
 function integer(text: string, what: string, min: number): number {
   const n = number(text, what, min);
-  if (!Number.isInteger(n)) throw new UsageError(`Invalid ${what} "${text}" (need a whole number ≥ ${min})`);
+  if (!Number.isInteger(n)) {
+    throw new UsageError(`Invalid ${what} "${text}" (need a whole number ≥ ${min})`);
+  }
   return n;
 }
 
@@ -69,7 +73,9 @@ interface BenchFlags {
 
 async function bench(flags: BenchFlags): Promise<void> {
   if (!(SCENARIOS as readonly string[]).includes(flags.scenario)) {
-    throw new UsageError(`Unknown scenario ${flags.scenario} (choose from ${SCENARIOS.join(", ")})`);
+    throw new UsageError(
+      `Unknown scenario ${flags.scenario} (choose from ${SCENARIOS.join(", ")})`,
+    );
   }
   let transports: TransportName[] | undefined;
   if (flags.transports) {
@@ -93,7 +99,9 @@ async function bench(flags: BenchFlags): Promise<void> {
       const u = new URL(flags.target);
       if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error();
     } catch {
-      throw new UsageError(`Invalid --target ${flags.target} (use http://host:port or https://host:port)`);
+      throw new UsageError(
+        `Invalid --target ${flags.target} (use http://host:port or https://host:port)`,
+      );
     }
     if (flags.inProcess) throw new UsageError("--target and --in-process exclude each other");
   }
@@ -107,7 +115,10 @@ async function bench(flags: BenchFlags): Promise<void> {
       throw new UsageError(`Invalid --link ${flags.link}: ${(err as Error).message}`);
     }
   }
-  if (flags.linkBackend !== undefined && flags.linkBackend !== "relay" && flags.linkBackend !== "netem") {
+  if (
+    flags.linkBackend !== undefined && flags.linkBackend !== "relay" &&
+    flags.linkBackend !== "netem"
+  ) {
     throw new UsageError(`Invalid --link-backend ${flags.linkBackend} (use relay or netem)`);
   }
   const controller = new AbortController();
@@ -130,7 +141,9 @@ async function bench(flags: BenchFlags): Promise<void> {
       delayMs: flags.delayMs !== undefined ? number(flags.delayMs, "--delay-ms", 0) : undefined,
       rate: flags.rate !== undefined ? number(flags.rate, "--rate", 0.001) : undefined,
       concurrency: flags.concurrency
-        ? list(flags.concurrency, "concurrency level").map((c) => integer(c, "concurrency level", 1))
+        ? list(flags.concurrency, "concurrency level").map((c) =>
+          integer(c, "concurrency level", 1)
+        )
         : undefined,
       streams: flags.streams !== undefined ? integer(flags.streams, "--streams", 1) : undefined,
       skipFloors: flags.floors === false,
@@ -175,7 +188,13 @@ async function readRun(path: string) {
 async function report(
   a: string,
   b: string | undefined,
-  flags: { failOnRegression?: boolean; threshold: string; md?: string; csv?: string; charts?: boolean },
+  flags: {
+    failOnRegression?: boolean;
+    threshold: string;
+    md?: string;
+    csv?: string;
+    charts?: boolean;
+  },
 ): Promise<number> {
   const base = await readRun(a);
   if (!b) {
@@ -193,7 +212,11 @@ async function report(
   const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
   console.log(renderComparison(cmp));
   if (flags.failOnRegression && cmp.rows.some((r) => r.verdict === "regressed")) {
-    console.error(`error: ${cmp.rows.filter((r) => r.verdict === "regressed").length} row(s) regressed beyond ${flags.threshold} %`);
+    console.error(
+      `error: ${
+        cmp.rows.filter((r) => r.verdict === "regressed").length
+      } row(s) regressed beyond ${flags.threshold} %`,
+    );
     return 1;
   }
   return 0;
@@ -217,10 +240,19 @@ export function registerBenchCommands(program: Command): void {
     .option("-k, --insecure", "do not verify an https target's certificate")
     .option("--delay-ms <ms>", "handler delay passed to the server", undefined)
     .option("--rate <req/s>", "open-loop rate for --scenario rate (default 1000)")
-    .option("--concurrency <list>", "in-flight levels for --scenario concurrency (default 1,8,64,256)")
+    .option(
+      "--concurrency <list>",
+      "in-flight levels for --scenario concurrency (default 1,8,64,256)",
+    )
     .option("--streams <n>", "concurrent streams on one connection for --scenario hol (default 16)")
-    .option("--link <spec>", "run across an emulated link: a profile (lan, wan, lossy, …) or key=value list; needs root")
-    .option("--link-backend <backend>", "how the link's namespaces are joined: relay (default) or netem")
+    .option(
+      "--link <spec>",
+      "run across an emulated link: a profile (lan, wan, lossy, …) or key=value list; needs root",
+    )
+    .option(
+      "--link-backend <backend>",
+      "how the link's namespaces are joined: relay (default) or netem",
+    )
     .option("--no-floors", "skip the floor measurements")
     .option("--no-charts", "do not print ASCII charts")
     .option("--json <file>", "save the run as JSON (re-render with lab report)")
@@ -251,7 +283,9 @@ async function runAction(fn: () => Promise<number>): Promise<void> {
   } catch (err) {
     const e = err as Error;
     console.error(`error: ${e.message.split("\n")[0]}`);
-    code = err instanceof UsageError || err instanceof RangeError || err instanceof SyntaxError ? 2 : 1;
+    code = err instanceof UsageError || err instanceof RangeError || err instanceof SyntaxError
+      ? 2
+      : 1;
   }
   if (code !== 0) Deno.exit(code);
 }

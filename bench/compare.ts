@@ -9,7 +9,13 @@ import { layoutColumns } from "./table.ts";
 import { formatDuration, formatPercent } from "./units.ts";
 
 /** Verdict on one row. */
-export type Verdict = "regressed" | "improved" | "within noise" | "no change" | "only in A" | "only in B";
+export type Verdict =
+  | "regressed"
+  | "improved"
+  | "within noise"
+  | "no change"
+  | "only in A"
+  | "only in B";
 
 /** One compared row. */
 export interface RowComparison {
@@ -49,7 +55,13 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
   for (const ra of a.rows) {
     const rb = byId.get(ra.id);
     if (!rb) {
-      rows.push({ id: ra.id, transport: ra.transport, label: ra.label, baseMedian: ra.estimate.median, verdict: "only in A" });
+      rows.push({
+        id: ra.id,
+        transport: ra.transport,
+        label: ra.label,
+        baseMedian: ra.estimate.median,
+        verdict: "only in A",
+      });
       continue;
     }
     byId.delete(ra.id);
@@ -59,7 +71,11 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
     const significant = cmp.changeCi.lower > 0 || cmp.changeCi.upper < 0;
     let verdict: Verdict = "no change";
     if (significant) {
-      verdict = change > threshold ? "regressed" : change < -threshold ? "improved" : "within noise";
+      verdict = change > threshold
+        ? "regressed"
+        : change < -threshold
+        ? "improved"
+        : "within noise";
     }
     rows.push({
       id: ra.id,
@@ -74,7 +90,13 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
     });
   }
   for (const rb of byId.values()) {
-    rows.push({ id: rb.id, transport: rb.transport, label: rb.label, candidateMedian: rb.estimate.median, verdict: "only in B" });
+    rows.push({
+      id: rb.id,
+      transport: rb.transport,
+      label: rb.label,
+      candidateMedian: rb.estimate.median,
+      verdict: "only in B",
+    });
   }
   return { noiseThreshold: threshold, rows };
 }
@@ -93,5 +115,10 @@ export function renderComparison(cmp: RunComparison): string {
   const head = `Comparison, B against baseline A (bootstrap test of the median, noise threshold ${
     (cmp.noiseThreshold * 100).toFixed(1)
   } %)`;
-  return `${head}\n\n${layoutColumns(["transport", "row", "A median", "B median", "change", "95 % CI", "verdict"], body)}`;
+  return `${head}\n\n${
+    layoutColumns(
+      ["transport", "row", "A median", "B median", "change", "95 % CI", "verdict"],
+      body,
+    )
+  }`;
 }

@@ -3,10 +3,32 @@ import { floorMultiple } from "./table.ts";
 import type { BenchRun } from "./schema.ts";
 
 const COLUMNS = [
-  "id", "scenario", "transport", "label", "size_bytes", "concurrency", "n", "median_ns", "ci_lower_ns",
-  "ci_upper_ns", "mean_ns", "stddev_ns", "mad_ns", "min_ns", "max_ns", "p50_ns", "p90_ns", "p99_ns",
-  "p999_ns", "floor", "floor_multiple", "requests_per_second", "bytes_per_second", "errors",
-  "outliers_mild", "outliers_severe",
+  "id",
+  "scenario",
+  "transport",
+  "label",
+  "size_bytes",
+  "concurrency",
+  "n",
+  "median_ns",
+  "ci_lower_ns",
+  "ci_upper_ns",
+  "mean_ns",
+  "stddev_ns",
+  "mad_ns",
+  "min_ns",
+  "max_ns",
+  "p50_ns",
+  "p90_ns",
+  "p99_ns",
+  "p999_ns",
+  "floor",
+  "floor_multiple",
+  "requests_per_second",
+  "bytes_per_second",
+  "errors",
+  "outliers_mild",
+  "outliers_severe",
 ];
 
 function cell(v: unknown): string {
@@ -20,12 +42,36 @@ export function renderCsv(run: BenchRun): string {
   const lines = [COLUMNS.join(",")];
   for (const r of run.rows) {
     const e = r.estimate;
-    lines.push([
-      r.id, r.scenario, r.transport, r.label, r.sizeBytes, r.concurrency, e.n, e.median, e.medianCi.lower,
-      e.medianCi.upper, e.mean, e.stddev, e.mad, e.min, e.max, e.p50, e.p90, e.p99, e.p999, r.floor,
-      floorMultiple(run, r), r.requestsPerSecond, r.bytesPerSecond, r.errors,
-      e.outliers.lowMild + e.outliers.highMild, e.outliers.lowSevere + e.outliers.highSevere,
-    ].map(cell).join(","));
+    lines.push(
+      [
+        r.id,
+        r.scenario,
+        r.transport,
+        r.label,
+        r.sizeBytes,
+        r.concurrency,
+        e.n,
+        e.median,
+        e.medianCi.lower,
+        e.medianCi.upper,
+        e.mean,
+        e.stddev,
+        e.mad,
+        e.min,
+        e.max,
+        e.p50,
+        e.p90,
+        e.p99,
+        e.p999,
+        r.floor,
+        floorMultiple(run, r),
+        r.requestsPerSecond,
+        r.bytesPerSecond,
+        r.errors,
+        e.outliers.lowMild + e.outliers.highMild,
+        e.outliers.lowSevere + e.outliers.highSevere,
+      ].map(cell).join(","),
+    );
   }
   return lines.join("\n") + "\n";
 }

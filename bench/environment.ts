@@ -14,7 +14,8 @@ async function text(path: string): Promise<string | undefined> {
 
 async function git(args: string[]): Promise<string | undefined> {
   try {
-    const out = await new Deno.Command("git", { args, cwd: ROOT, stdout: "piped", stderr: "null" }).output();
+    const out = await new Deno.Command("git", { args, cwd: ROOT, stdout: "piped", stderr: "null" })
+      .output();
     return out.success ? new TextDecoder().decode(out.stdout).trim() : undefined;
   } catch {
     return undefined;

@@ -25,7 +25,11 @@ export class PeerError extends Error {
 
 async function which(tool: string): Promise<boolean> {
   try {
-    const out = await new Deno.Command(tool, { args: ["--version"], stdout: "null", stderr: "null" }).output();
+    const out = await new Deno.Command(tool, {
+      args: ["--version"],
+      stdout: "null",
+      stderr: "null",
+    }).output();
     return out.success;
   } catch {
     return false;
@@ -54,9 +58,13 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
 }
 
 /** Parses h2load's summary; returns req/s and succeeded requests. */
-export function parseH2loadOutput(text: string): { reqPerSec: number; succeeded: number; failed: number } {
+export function parseH2loadOutput(
+  text: string,
+): { reqPerSec: number; succeeded: number; failed: number } {
   const fin = /finished in [\d.]+\w*s?, ([\d.]+) req\/s/.exec(text);
-  const req = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed/.exec(text);
+  const req = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed/.exec(
+    text,
+  );
   if (!fin || !req) throw new PeerError("Cannot read h2load's summary line");
   return { reqPerSec: Number(fin[1]), succeeded: Number(req[1]), failed: Number(req[2]) };
 }
@@ -91,12 +99,16 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
     const raw = Deno.createHttpClient({ http1: false, http2: true });
     const ours = async () => {
       const r = await client.request({ path: "/payload" });
-      if (r.status !== 200 || r.body.length !== size) throw new PeerError(`nghttpd answered ${r.status}`);
+      if (r.status !== 200 || r.body.length !== size) {
+        throw new PeerError(`nghttpd answered ${r.status}`);
+      }
     };
     const plain = async () => {
       const r = await fetch(`${url}/payload`, { client: raw });
       const b = await r.arrayBuffer();
-      if (r.status !== 200 || b.byteLength !== size) throw new PeerError(`nghttpd answered ${r.status}`);
+      if (r.status !== 200 || b.byteLength !== size) {
+        throw new PeerError(`nghttpd answered ${r.status}`);
+      }
     };
     try {
       for (const streams of PEER_STREAMS) {
@@ -104,7 +116,10 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
           const rec = new Recorder();
           let errors = 0;
           for (let w = 0; w < windows; w++) {
-            const plan: SamplingPlan = { warmupMs: w === 0 ? ctx.plan.warmupMs : 0, sampleMs: windowMs };
+            const plan: SamplingPlan = {
+              warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
+              sampleMs: windowMs,
+            };
             const r = await sampleOperation(op, plan, streams, {
               clock: ctx.clock,
               signal: ctx.signal,
@@ -121,13 +136,25 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
         for (let w = 0; w < windows; w++) {
           ctx.onProgress(`h2load ${streams} streams`, w / windows);
           const warm = w === 0 ? Math.max(100, Math.round(ctx.plan.warmupMs)) : 0;
-          const args = ["-c", "1", "-t", "1", "-m", String(streams), "-D", `${Math.round(windowMs)}ms`];
+          const args = [
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "-m",
+            String(streams),
+            "-D",
+            `${Math.round(windowMs)}ms`,
+          ];
           if (warm) args.push(`--warm-up-time=${warm}ms`);
           args.push(`${url}/payload`);
-          const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" }).output();
+          const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" })
+            .output();
           const s = parseH2loadOutput(new TextDecoder().decode(out.stdout));
           failed += s.failed;
-          if (s.succeeded < 1 || s.reqPerSec <= 0) throw new PeerError("h2load completed no request");
+          if (s.succeeded < 1 || s.reqPerSec <= 0) {
+            throw new PeerError("h2load completed no request");
+          }
           rec.record(1e9 / s.reqPerSec);
         }
         rows.push(peerRow("h2load", streams, size, rec, failed));
@@ -149,12 +176,20 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   return rows;
 }
 
-function peerRow(name: string, streams: number, size: number, rec: Recorder, errors: number): ResultRow {
+function peerRow(
+  name: string,
+  streams: number,
+  size: number,
+  rec: Recorder,
+  errors: number,
+): ResultRow {
   const row = makeRow({
     id: `peers/${name.replace(/\s+/g, "-")}/${size}/${streams}`,
     scenario: "peers",
     transport: name,
-    label: `GET ${size} B from nghttpd, ${streams} stream${streams > 1 ? "s" : ""} in flight (time per request)`,
+    label: `GET ${size} B from nghttpd, ${streams} stream${
+      streams > 1 ? "s" : ""
+    } in flight (time per request)`,
     sizeBytes: size,
     concurrency: streams,
     errors,

@@ -5,7 +5,13 @@
  * with HTTP/3. Pure functions of a run record (terminal and Markdown).
  */
 import type { BenchRun, LinkDirectionRecord, ResultRow } from "./schema.ts";
-import { formatBitRate, formatBytes, formatDuration, formatMultiple, formatShare } from "./units.ts";
+import {
+  formatBitRate,
+  formatBytes,
+  formatDuration,
+  formatMultiple,
+  formatShare,
+} from "./units.ts";
 
 function direction(d: LinkDirectionRecord): string {
   const parts = [`delay ${d.delayMs} ms`];
@@ -32,7 +38,11 @@ export function linkLines(run: BenchRun): string[] {
       const lost = c.dropLoss + c.dropQueue + c.dropBlackhole;
       lines.push(
         `  relay ${name.padEnd(4)} ${c.in} packets in, ${c.out} out, ${lost} dropped` +
-          (c.in ? ` (${formatShare(lost / c.in)}: loss ${c.dropLoss}, queue ${c.dropQueue}, blackhole ${c.dropBlackhole})` : ""),
+          (c.in
+            ? ` (${
+              formatShare(lost / c.in)
+            }: loss ${c.dropLoss}, queue ${c.dropQueue}, blackhole ${c.dropBlackhole})`
+            : ""),
       );
     }
   }
@@ -104,7 +114,9 @@ export function linkObservations(run: BenchRun): string[] {
       if (!h3) continue;
       const ratio = (k: "p50" | "p99" | "p999") => formatMultiple(h3.estimate[k] / h2.estimate[k]);
       out.push(
-        `hol${where}, ${formatBytes(size ?? 0)} × ${h3.concurrency} streams: h3/${h2.transport} = ` +
+        `hol${where}, ${
+          formatBytes(size ?? 0)
+        } × ${h3.concurrency} streams: h3/${h2.transport} = ` +
           `${ratio("p50")} at p50, ${ratio("p99")} at p99, ${ratio("p999")} at p99.9 ` +
           `(p99 ${formatDuration(h3.estimate.p99)} vs ${formatDuration(h2.estimate.p99)}).`,
       );
@@ -115,20 +127,34 @@ export function linkObservations(run: BenchRun): string[] {
   for (const h2 of cold.filter((r) => r.transport !== "h3")) {
     if (!h3c) continue;
     const rtt = run.config.link?.rttMs;
-    const inRtts = (r: ResultRow) => (rtt ? ` = ${(r.estimate.median / 1e6 / rtt).toFixed(2)} RTT` : "");
+    const inRtts = (
+      r: ResultRow,
+    ) => (rtt ? ` = ${(r.estimate.median / 1e6 / rtt).toFixed(2)} RTT` : "");
     out.push(
-      `cold${where}: a new h3 client's first response takes ${formatDuration(h3c.estimate.median)}${inRtts(h3c)}, ` +
-        `${h2.transport}'s ${formatDuration(h2.estimate.median)}${inRtts(h2)} (h3/${h2.transport} = ` +
+      `cold${where}: a new h3 client's first response takes ${formatDuration(h3c.estimate.median)}${
+        inRtts(h3c)
+      }, ` +
+        `${h2.transport}'s ${formatDuration(h2.estimate.median)}${
+          inRtts(h2)
+        } (h3/${h2.transport} = ` +
         `${formatMultiple(h3c.estimate.median / h2.estimate.median)} at the median).`,
     );
   }
   for (const r of run.rows.filter((r) => r.scenario === "migration")) {
     const x = r.extra ?? {};
     out.push(
-      `migration${where}: ${r.transport} went ${formatDuration((x.gapMs ?? NaN) * 1e6)} without a response around ` +
-        `the port change, with ${x.errorsAfterChange ?? 0} failed request(s) after it and the client replaced ` +
+      `migration${where}: ${r.transport} went ${
+        formatDuration((x.gapMs ?? NaN) * 1e6)
+      } without a response around ` +
+        `the port change, with ${
+          x.errorsAfterChange ?? 0
+        } failed request(s) after it and the client replaced ` +
         `${x.reopened ?? 0} time(s)` +
-        (x.sameConnection === undefined ? "" : x.sameConnection ? "; it kept its connection" : "; it connected again") +
+        (x.sameConnection === undefined
+          ? ""
+          : x.sameConnection
+          ? "; it kept its connection"
+          : "; it connected again") +
         (x.recovered === 0 ? "; it never recovered." : "."),
     );
   }

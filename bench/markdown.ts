@@ -9,15 +9,21 @@ import { formatBitRate, formatBytes, formatDuration, formatMultiple, formatRate 
 export function observations(run: BenchRun): string[] {
   const out: string[] = [];
   const rtt = run.rows.filter((r) => r.scenario === "rtt");
-  const pick = (t: string, size: number) => rtt.find((r) => r.transport === t && r.sizeBytes === size);
+  const pick = (t: string, size: number) =>
+    rtt.find((r) => r.transport === t && r.sizeBytes === size);
   const overlap = (a: ResultRow, b: ResultRow) =>
-    a.estimate.medianCi.lower <= b.estimate.medianCi.upper && b.estimate.medianCi.lower <= a.estimate.medianCi.upper;
+    a.estimate.medianCi.lower <= b.estimate.medianCi.upper &&
+    b.estimate.medianCi.lower <= a.estimate.medianCi.upper;
   const relative = (a: ResultRow, b: ResultRow, size: number) => {
     const ratio = a.estimate.median / b.estimate.median;
     const pct = Math.abs(ratio - 1) * 100;
     const word = ratio >= 1 ? "slower" : "faster";
-    const ci = overlap(a, b) ? " (the confidence intervals overlap, so this is within the noise)" : "";
-    return `${a.transport} is ${pct.toFixed(0)} % ${word} than ${b.transport} at ${formatBytes(size)} ` +
+    const ci = overlap(a, b)
+      ? " (the confidence intervals overlap, so this is within the noise)"
+      : "";
+    return `${a.transport} is ${pct.toFixed(0)} % ${word} than ${b.transport} at ${
+      formatBytes(size)
+    } ` +
       `(${formatDuration(a.estimate.median)} vs ${formatDuration(b.estimate.median)})${ci}.`;
   };
   for (const size of run.config.sizes) {
@@ -27,7 +33,11 @@ export function observations(run: BenchRun): string[] {
     for (const r of [h2c, tls, h3]) {
       const m = r && floorMultiple(run, r);
       if (r && m !== undefined) {
-        out.push(`${r.transport} at ${formatBytes(size)} takes ${formatMultiple(m)} the kernel ${r.floor?.toUpperCase()} ping-pong floor.`);
+        out.push(
+          `${r.transport} at ${formatBytes(size)} takes ${
+            formatMultiple(m)
+          } the kernel ${r.floor?.toUpperCase()} ping-pong floor.`,
+        );
       }
     }
   }
@@ -36,28 +46,57 @@ export function observations(run: BenchRun): string[] {
     for (const t of run.config.transports) {
       const small = pick(t, sizes[0]), big = pick(t, sizes[sizes.length - 1]);
       if (small && big) {
-        out.push(`On ${t}, ${formatBytes(big.sizeBytes!)} costs ${formatDuration(big.estimate.median - small.estimate.median)} more than ${formatBytes(small.sizeBytes!)} per request.`);
+        out.push(
+          `On ${t}, ${formatBytes(big.sizeBytes!)} costs ${
+            formatDuration(big.estimate.median - small.estimate.median)
+          } more than ${formatBytes(small.sizeBytes!)} per request.`,
+        );
       }
     }
   }
   for (const f of run.floors.rows.filter((f) => f.source === "runtime")) {
     const k = findFloor(run.floors.rows, f.protocol, f.sizeBytes);
-    if (k) out.push(`Deno's own ${f.protocol.toUpperCase()} ping-pong at ${formatBytes(f.sizeBytes)} is ${formatMultiple(f.estimate.median / k.estimate.median)} the kernel floor.`);
+    if (k) {
+      out.push(
+        `Deno's own ${f.protocol.toUpperCase()} ping-pong at ${formatBytes(f.sizeBytes)} is ${
+          formatMultiple(f.estimate.median / k.estimate.median)
+        } the kernel floor.`,
+      );
+    }
   }
   const conc = run.rows.filter((r) => r.scenario === "concurrency");
   for (const t of new Set(conc.map((r) => r.transport))) {
     const rs = conc.filter((r) => r.transport === t);
-    const best = rs.reduce((a, b) => ((a.requestsPerSecond ?? 0) >= (b.requestsPerSecond ?? 0) ? a : b));
+    const best = rs.reduce((
+      a,
+      b,
+    ) => ((a.requestsPerSecond ?? 0) >= (b.requestsPerSecond ?? 0) ? a : b));
     const one = rs.find((r) => r.concurrency === 1);
-    out.push(`${t} peaks at ${formatRate(best.requestsPerSecond ?? NaN)} with ${best.concurrency} in flight` +
-      (one ? ` (${formatMultiple((best.requestsPerSecond ?? 0) / (one.requestsPerSecond ?? 1))} its rate at 1).` : "."));
+    out.push(
+      `${t} peaks at ${
+        formatRate(best.requestsPerSecond ?? NaN)
+      } with ${best.concurrency} in flight` +
+        (one
+          ? ` (${
+            formatMultiple((best.requestsPerSecond ?? 0) / (one.requestsPerSecond ?? 1))
+          } its rate at 1).`
+          : "."),
+    );
   }
   const rate = run.rows.filter((r) => r.scenario === "rate");
   for (const t of new Set(rate.map((r) => r.transport))) {
     const c = rate.find((r) => r.transport === t && r.id.endsWith("/corrected"));
     const u = rate.find((r) => r.transport === t && r.id.endsWith("/uncorrected"));
     if (c && u) {
-      out.push(`At ${run.config.rate} req/s on ${t}, p99 is ${formatDuration(c.estimate.p99)} from the intended send time and ${formatDuration(u.estimate.p99)} from the actual send (coordinated omission hides ${formatDuration(Math.max(0, c.estimate.p99 - u.estimate.p99))}).`);
+      out.push(
+        `At ${run.config.rate} req/s on ${t}, p99 is ${
+          formatDuration(c.estimate.p99)
+        } from the intended send time and ${
+          formatDuration(u.estimate.p99)
+        } from the actual send (coordinated omission hides ${
+          formatDuration(Math.max(0, c.estimate.p99 - u.estimate.p99))
+        }).`,
+      );
     }
   }
   const peers = run.rows.filter((r) => r.scenario === "peers");
@@ -65,7 +104,13 @@ export function observations(run: BenchRun): string[] {
     const h2load = peers.find((r) => r.transport === "h2load" && r.concurrency === streams);
     for (const r of peers.filter((p) => p.transport !== "h2load" && p.concurrency === streams)) {
       if (h2load) {
-        out.push(`At ${streams} stream${streams === 1 ? "" : "s"}, ${r.transport} reaches ${formatRate(r.requestsPerSecond!)} = ${formatMultiple(r.requestsPerSecond! / h2load.requestsPerSecond!)} h2load's ${formatRate(h2load.requestsPerSecond!)} against the same nghttpd.`);
+        out.push(
+          `At ${streams} stream${streams === 1 ? "" : "s"}, ${r.transport} reaches ${
+            formatRate(r.requestsPerSecond!)
+          } = ${formatMultiple(r.requestsPerSecond! / h2load.requestsPerSecond!)} h2load's ${
+            formatRate(h2load.requestsPerSecond!)
+          } against the same nghttpd.`,
+        );
       }
     }
   }
@@ -92,12 +137,26 @@ export function renderMarkdown(run: BenchRun): string {
         : c.serverMode === "process"
         ? "in its own process"
         : "in the benchmark's process"
-    }; warm-up ${c.warmupMs} ms then ${c.samples ? `${c.samples} samples` : `${c.sampleMs} ms`} per row` +
+    }; warm-up ${c.warmupMs} ms then ${
+      c.samples ? `${c.samples} samples` : `${c.sampleMs} ms`
+    } per row` +
       (c.delayMs ? `; handler delay ${c.delayMs} ms` : "") + ".",
     "",
   );
   lines.push("## Results", "");
-  lines.push(cellRow(["transport", "what one sample times", "median [95 % CI]", "p90", "p99", "p99.9", "× floor", "rate", "n"]));
+  lines.push(
+    cellRow([
+      "transport",
+      "what one sample times",
+      "median [95 % CI]",
+      "p90",
+      "p99",
+      "p99.9",
+      "× floor",
+      "rate",
+      "n",
+    ]),
+  );
   lines.push(cellRow(Array(9).fill("---")));
   for (const r of run.rows) {
     const m = floorMultiple(run, r);
@@ -109,13 +168,29 @@ export function renderMarkdown(run: BenchRun): string {
       formatDuration(r.estimate.p99),
       formatDuration(r.estimate.p999),
       m === undefined ? "–" : `${formatMultiple(m)} ${r.floor}`,
-      r.bytesPerSecond !== undefined ? formatBitRate(r.bytesPerSecond) : r.requestsPerSecond !== undefined ? formatRate(r.requestsPerSecond) : "–",
+      r.bytesPerSecond !== undefined
+        ? formatBitRate(r.bytesPerSecond)
+        : r.requestsPerSecond !== undefined
+        ? formatRate(r.requestsPerSecond)
+        : "–",
       String(r.estimate.n),
     ]));
   }
-  for (const [title, t] of [["Per-request latency percentiles", percentileTable(run)], ["Client port change mid-run", migrationTable(run)]] as const) {
+  for (
+    const [title, t] of [["Per-request latency percentiles", percentileTable(run)], [
+      "Client port change mid-run",
+      migrationTable(run),
+    ]] as const
+  ) {
     if (t.body.length === 0) continue;
-    lines.push("", `### ${title}`, "", cellRow(t.header), cellRow(t.header.map(() => "---")), ...t.body.map(cellRow));
+    lines.push(
+      "",
+      `### ${title}`,
+      "",
+      cellRow(t.header),
+      cellRow(t.header.map(() => "---")),
+      ...t.body.map(cellRow),
+    );
   }
   const link = linkLines(run);
   if (link.length) lines.push("", "## Link", "", "```", ...link, "```");
@@ -127,7 +202,15 @@ export function renderMarkdown(run: BenchRun): string {
     lines.push(cellRow(["floor", "size", "median [95 % CI]", "p99", "n"]));
     lines.push(cellRow(Array(5).fill("---")));
     for (const f of run.floors.rows) {
-      lines.push(cellRow([`${f.source} ${f.protocol}`, formatBytes(f.sizeBytes), medianWithCi(f), formatDuration(f.estimate.p99), String(f.estimate.n)]));
+      lines.push(
+        cellRow([
+          `${f.source} ${f.protocol}`,
+          formatBytes(f.sizeBytes),
+          medianWithCi(f),
+          formatDuration(f.estimate.p99),
+          String(f.estimate.n),
+        ]),
+      );
     }
   }
   const obs = observations(run);
@@ -143,7 +226,9 @@ export function renderMarkdown(run: BenchRun): string {
   lines.push(
     `- CPU: ${env.cpuModel}, ${env.cores} cores; kernel ${env.kernel}; ${env.os}; host ${env.hostname}`,
     `- Deno ${env.deno}, V8 ${env.v8}, TypeScript ${env.typescript}`,
-    `- Libraries: ${Object.entries(env.libraries).map(([k, v]) => `${k} ${v}`).join(", ") || "unknown"}`,
+    `- Libraries: ${
+      Object.entries(env.libraries).map(([k, v]) => `${k} ${v}`).join(", ") || "unknown"
+    }`,
     `- Git revision: ${env.gitRevision}`,
     `- Schema: ${run.schema}`,
   );

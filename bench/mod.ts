@@ -5,8 +5,28 @@
  * saved run record, plus run-to-run comparison.
  */
 export { type BenchOptions, DEFAULT_SIZES, runBench } from "./run.ts";
-export { type BenchRun, type FloorRow, parseRun, type ResultRow, type RunConfig, SCENARIOS, SCHEMA_VERSION, type ScenarioName } from "./schema.ts";
-export { bootstrapMedianCi, compareMedians, type Estimate, estimate, mad, mean, median, quantile, stddev, tukeyOutliers } from "./stats.ts";
+export {
+  type BenchRun,
+  type FloorRow,
+  parseRun,
+  type ResultRow,
+  type RunConfig,
+  type ScenarioName,
+  SCENARIOS,
+  SCHEMA_VERSION,
+} from "./schema.ts";
+export {
+  bootstrapMedianCi,
+  compareMedians,
+  type Estimate,
+  estimate,
+  mad,
+  mean,
+  median,
+  quantile,
+  stddev,
+  tukeyOutliers,
+} from "./stats.ts";
 export { estimateSampleSet, Recorder, type SampleSet } from "./recorder.ts";
 export { type Clock, sampleOpenLoop, sampleOperation, type SamplingPlan } from "./sampler.ts";
 export { renderTable } from "./table.ts";

@@ -27,14 +27,20 @@ export function serializeRun(run: BenchRun): string {
 }
 
 /** Writes a rendering of the run to a file on finish. */
-export function fileReporter(name: string, path: string, render: (run: BenchRun) => string): Reporter {
+export function fileReporter(
+  name: string,
+  path: string,
+  render: (run: BenchRun) => string,
+): Reporter {
   return {
     name,
     async finish(run) {
       try {
         await Deno.writeTextFile(path, render(run));
       } catch (err) {
-        throw new Error(`Cannot write ${name} to ${path}: ${(err as Error).message}`, { cause: err });
+        throw new Error(`Cannot write ${name} to ${path}: ${(err as Error).message}`, {
+          cause: err,
+        });
       }
       return path;
     },

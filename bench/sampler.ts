@@ -139,7 +139,9 @@ export async function sampleOperation(
   const elapsedMs = clock() - sampleStart;
   if (recorder.count < 2) {
     const why = budget.first instanceof Error ? `: ${budget.first.message}` : "";
-    throw new SamplingError(`Only ${recorder.count} successful samples in ${Math.round(elapsedMs)} ms${why}`);
+    throw new SamplingError(
+      `Only ${recorder.count} successful samples in ${Math.round(elapsedMs)} ms${why}`,
+    );
   }
   options.onProgress?.(1);
   return { samples: recorder.finish(), errors: budget.errors, elapsedMs };
@@ -182,8 +184,7 @@ export async function sampleOpenLoop(
   // Timers fire a millisecond or more late; below 2 ms the sender yields to
   // the event loop instead, so its own lateness does not pose as latency.
   const sleep = options.sleep ??
-    ((ms: number) =>
-      new Promise<void>((r) => (ms >= 2 ? setTimeout(r, ms - 1) : setImmediate(r))));
+    ((ms: number) => new Promise<void>((r) => (ms >= 2 ? setTimeout(r, ms - 1) : setImmediate(r))));
   const maxInFlight = options.maxInFlight ?? 4096;
   // Warm-up as a short closed loop.
   if (plan.warmupMs > 0) {

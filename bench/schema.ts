@@ -16,7 +16,15 @@ import type { SampleSet } from "./recorder.ts";
 export const SCHEMA_VERSION = "sbilab-bench/1";
 
 /** Scenario names. */
-export type ScenarioName = "rtt" | "concurrency" | "cold" | "bulk" | "rate" | "peers" | "hol" | "migration";
+export type ScenarioName =
+  | "rtt"
+  | "concurrency"
+  | "cold"
+  | "bulk"
+  | "rate"
+  | "peers"
+  | "hol"
+  | "migration";
 
 /** Every scenario, in help order. */
 export const SCENARIOS: readonly ScenarioName[] = [
@@ -200,7 +208,9 @@ export function parseRun(text: string, source = "input"): BenchRun {
   const run = data as Partial<BenchRun>;
   if (run.schema !== SCHEMA_VERSION) {
     throw new SyntaxError(
-      `${source} has schema ${JSON.stringify(run.schema ?? null)}, this lab reads ${SCHEMA_VERSION}`,
+      `${source} has schema ${
+        JSON.stringify(run.schema ?? null)
+      }, this lab reads ${SCHEMA_VERSION}`,
     );
   }
   if (!Array.isArray(run.rows) || !run.config || !run.environment || !run.floors) {

@@ -204,7 +204,9 @@ export function bootstrapMedianCi(
   options: BootstrapOptions = {},
 ): Interval {
   const level = options.level ?? 0.95;
-  if (!(level > 0 && level < 1)) throw new RangeError(`Confidence level ${level} is outside (0, 1)`);
+  if (!(level > 0 && level < 1)) {
+    throw new RangeError(`Confidence level ${level} is outside (0, 1)`);
+  }
   const dist = bootstrapMedians(samples, options);
   const alpha = (1 - level) / 2;
   return {

@@ -1,4 +1,8 @@
-import { deepStrictEqual as assertEquals, ok as assert, throws as assertThrows } from "node:assert/strict";
+import {
+  deepStrictEqual as assertEquals,
+  ok as assert,
+  throws as assertThrows,
+} from "node:assert/strict";
 import {
   bootstrapMedianCi,
   compareMedians,

@@ -63,7 +63,14 @@ export function renderFloors(run: BenchRun): string {
       String(f.estimate.n),
     ];
   });
-  return layoutColumns(["floor (ping-pong RTT)", "size", "median [95 % CI]", "p99", "× kernel", "n"], body);
+  return layoutColumns([
+    "floor (ping-pong RTT)",
+    "size",
+    "median [95 % CI]",
+    "p99",
+    "× kernel",
+    "n",
+  ], body);
 }
 
 /** The result rows as a table. */
@@ -84,7 +91,17 @@ export function renderRows(run: BenchRun): string {
     ];
   });
   return layoutColumns(
-    ["transport", "what one sample times", "median [95 % CI]", "p99", "× floor", "rate", "n", "outl. m/s", "err"],
+    [
+      "transport",
+      "what one sample times",
+      "median [95 % CI]",
+      "p99",
+      "× floor",
+      "rate",
+      "n",
+      "outl. m/s",
+      "err",
+    ],
     body,
   );
 }
@@ -100,16 +117,21 @@ export function renderTable(run: BenchRun): string {
     ? "own process"
     : "in process";
   const plan = c.samples ? `${c.samples} samples` : `${c.sampleMs} ms sampling`;
-  const head = `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
+  const head =
+    `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
     (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
   const parts = [head];
   const link = linkLines(run);
   if (link.length) parts.push(...link);
   parts.push("", renderFloors(run), "", renderRows(run));
   const pct = percentileTable(run);
-  if (pct.body.length) parts.push("", "Per-request latency percentiles:", layoutColumns(pct.header, pct.body));
+  if (pct.body.length) {
+    parts.push("", "Per-request latency percentiles:", layoutColumns(pct.header, pct.body));
+  }
   const mig = migrationTable(run);
-  if (mig.body.length) parts.push("", "Client port change mid-run:", layoutColumns(mig.header, mig.body));
+  if (mig.body.length) {
+    parts.push("", "Client port change mid-run:", layoutColumns(mig.header, mig.body));
+  }
   if (run.notes.length) parts.push("", ...run.notes.map((n) => `note: ${n}`));
   return parts.join("\n");
 }

@@ -85,7 +85,13 @@ function sig(v: number): string {
 export function formatDurationWithInterval(ns: number, lower: number, upper: number): string {
   if (![ns, lower, upper].every(Number.isFinite)) return "–";
   const abs = Math.abs(ns);
-  const [div, unit] = abs < 1e3 ? [1, "ns"] : abs < 1e6 ? [1e3, "µs"] : abs < 1e9 ? [1e6, "ms"] : [1e9, "s"];
+  const [div, unit] = abs < 1e3
+    ? [1, "ns"]
+    : abs < 1e6
+    ? [1e3, "µs"]
+    : abs < 1e9
+    ? [1e6, "ms"]
+    : [1e9, "s"];
   const f = (v: number) => {
     const x = v / div;
     const a = Math.abs(x);

@@ -90,7 +90,9 @@ export function registerLinkCommands(program: Command): void {
       console.log(`client namespace ${l.clientNs} address ${l.clientAddr} device ${l.clientIf}`);
       console.log(`server namespace ${l.serverNs} address ${l.serverAddr} device ${l.serverIf}`);
       if (l.relayPid) {
-        console.log(`relay pid ${l.relayPid} (kill -USR2 ${l.relayPid} moves the client to a new source port)`);
+        console.log(
+          `relay pid ${l.relayPid} (kill -USR2 ${l.relayPid} moves the client to a new source port)`,
+        );
       }
       console.log(`run commands with: ip netns exec ${l.clientNs} …; Ctrl-C removes the link`);
       // The link's signal hook closes it and exits; this only waits.

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { runBenchAcrossLink } from "../bench/across_link.ts";
-import { parseRun, type BenchRun } from "../bench/schema.ts";
+import { type BenchRun, parseRun } from "../bench/schema.ts";
 import { renderTable } from "../bench/table.ts";
 import { parseLinkSpec } from "../linkemu/mod.ts";
 import { LINK_SKIP } from "../linkemu/_test_util.ts";
@@ -44,7 +44,10 @@ Deno.test({
     assert.equal(run.config.link?.spec, "wan");
     assert.equal(run.config.link?.rttMs, 50);
     assert.equal(run.config.link?.up.loss, 0.001);
-    assert.ok(run.config.link?.counters && run.config.link.counters.up.in > 0, "relay counters recorded");
+    assert.ok(
+      run.config.link?.counters && run.config.link.counters.up.in > 0,
+      "relay counters recorded",
+    );
     assert.match(run.floors.skipped ?? "", /emulated link wan/);
     assert.deepEqual(run.rows.map((r) => r.transport), transports);
     for (const row of run.rows) {
@@ -83,7 +86,10 @@ Deno.test({
       assert.equal(r.concurrency, 8);
       assert.ok(e.n >= 8, `${r.transport}: ${e.n} samples`);
       assert.ok(e.p50 >= 50e6, `${r.transport} p50 ${e.p50} ns is below the link's RTT`);
-      assert.ok(e.p50 <= e.p90 && e.p90 <= e.p99 && e.p99 <= e.p999 && e.p999 <= e.max, `${r.transport} percentiles ordered`);
+      assert.ok(
+        e.p50 <= e.p90 && e.p90 <= e.p99 && e.p99 <= e.p999 && e.p999 <= e.max,
+        `${r.transport} percentiles ordered`,
+      );
     }
     // The relay really lost packets during the run.
     const c = run.config.link!.counters!;
@@ -94,7 +100,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "migration across a 20 ms link reports a gap, recovery and connection continuity per transport",
+  name:
+    "migration across a 20 ms link reports a gap, recovery and connection continuity per transport",
   ignore,
   fn: async () => {
     const run = roundTrip(
@@ -123,7 +130,16 @@ Deno.test({
 
 Deno.test("lab bench --link with a bad spec fails with one line and exit 2", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}main.ts`, "bench", "--link", "rtt=fast"],
+    args: [
+      "run",
+      "-A",
+      "--unstable-net",
+      "--quiet",
+      `${ROOT}main.ts`,
+      "bench",
+      "--link",
+      "rtt=fast",
+    ],
     stdout: "piped",
     stderr: "piped",
   }).output();

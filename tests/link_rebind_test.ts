@@ -74,7 +74,8 @@ const CLIENT = (server: string) => `
   Deno.exit(0);`;
 
 Deno.test({
-  name: "rebind moves the client's UDP and TCP flows to a new port; the old TCP connection is reset",
+  name:
+    "rebind moves the client's UDP and TCP flows to a new port; the old TCP connection is reset",
   ignore,
   fn: async () => {
     await using link = await openLink(parseLinkSpec("rtt=2ms"));
@@ -101,8 +102,15 @@ Deno.test({
     assert.equal(result.udp.local, result.before.udp.local);
     assert.notEqual(result.udp.seen, result.udp.local, "the server saw the UDP flow at a new port");
     assert.equal(result.udp.fromPort, 47110);
-    assert.ok(result.oldTcp.error, `the old TCP connection kept working: ${JSON.stringify(result.oldTcp)}`);
-    assert.notEqual(result.newTcp.seen, result.newTcp.local, "a new TCP connection is also rebound");
+    assert.ok(
+      result.oldTcp.error,
+      `the old TCP connection kept working: ${JSON.stringify(result.oldTcp)}`,
+    );
+    assert.notEqual(
+      result.newTcp.seen,
+      result.newTcp.local,
+      "a new TCP connection is also rebound",
+    );
     assert.equal((await client.status).code, 0);
     const stats = await link.stats();
     assert.ok(stats, "relay counters");

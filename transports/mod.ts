@@ -8,8 +8,8 @@ import {
   type SbiClient,
   type SbiServer,
   type ServerOptions,
-  TRANSPORTS,
   type TransportName,
+  TRANSPORTS,
 } from "./types.ts";
 import { createH2Client, createH2cServer, createH2TlsServer } from "./h2/mod.ts";
 

@@ -39,8 +39,12 @@ export async function bulkScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   const timeoutMs = link ? LINK_TRANSFER_CAP_MS : 120_000;
   if (link) {
     ctx.notes.push(
-      `Across the link, bulk rows have no warm-up, start transfers for at most ${LINK_ROW_START_MS / 1000} s ` +
-        `and cap each transfer at ${LINK_TRANSFER_CAP_MS / 1000} s (a capped transfer counts as an error).`,
+      `Across the link, bulk rows have no warm-up, start transfers for at most ${
+        LINK_ROW_START_MS / 1000
+      } s ` +
+        `and cap each transfer at ${
+          LINK_TRANSFER_CAP_MS / 1000
+        } s (a capped transfer counts as an error).`,
     );
   }
   for (const transport of ctx.transports) {
@@ -63,12 +67,18 @@ export async function bulkScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
           } catch (err) {
             // Across a link a capped transfer is a finding, not a failure of the run.
             if (!link || ctx.signal?.aborted) throw err;
-            ctx.notes.push(`bulk ${transport} ${direction} ${formatBytes(size)}: no row (${(err as Error).message}).`);
+            ctx.notes.push(
+              `bulk ${transport} ${direction} ${formatBytes(size)}: no row (${
+                (err as Error).message
+              }).`,
+            );
             continue;
           }
           if (r.samples.count < 2) {
             ctx.notes.push(
-              `bulk ${transport} ${direction} ${formatBytes(size)}: ${r.samples.count} transfer(s) completed ` +
+              `bulk ${transport} ${direction} ${
+                formatBytes(size)
+              }: ${r.samples.count} transfer(s) completed ` +
                 `and ${r.errors} failed or hit the cap, too few for a row.`,
             );
             continue;

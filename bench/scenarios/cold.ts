@@ -17,7 +17,10 @@ const MAX_CONNECTIONS = 2000;
 /** Measures the phases for every transport at the first size. */
 export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   const size = ctx.sizes[0];
-  const plan = { ...ctx.plan, samples: Math.min(ctx.plan.samples ?? MAX_CONNECTIONS, MAX_CONNECTIONS) };
+  const plan = {
+    ...ctx.plan,
+    samples: Math.min(ctx.plan.samples ?? MAX_CONNECTIONS, MAX_CONNECTIONS),
+  };
   const rows: ResultRow[] = [];
   const tls = ctx.endpoints.tls ? await resolveTls(ctx.endpoints.tls) : undefined;
   const measure = async (
@@ -49,10 +52,15 @@ export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
     const hostname = url.hostname;
     const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
     if (transport !== "h3") {
-      await measure(`cold/${transport}/tcp-connect`, transport, "TCP connect (Deno.connect probe)", async () => {
-        const c = await Deno.connect({ hostname, port });
-        c.close();
-      });
+      await measure(
+        `cold/${transport}/tcp-connect`,
+        transport,
+        "TCP connect (Deno.connect probe)",
+        async () => {
+          const c = await Deno.connect({ hostname, port });
+          c.close();
+        },
+      );
     }
     if (transport === "h2-tls") {
       if (tls?.insecure) {
@@ -90,7 +98,9 @@ export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
     );
   }
   if (ctx.transports.includes("h3")) {
-    ctx.notes.push("For h3 only the fresh-client time is measured; its QUIC handshake is not probed separately.");
+    ctx.notes.push(
+      "For h3 only the fresh-client time is measured; its QUIC handshake is not probed separately.",
+    );
   }
   return rows;
 }

@@ -55,15 +55,25 @@ export function payloadPath(size: number): string {
 }
 
 /** Sends a GET for `size` bytes and checks status and length; throws on a mismatch. */
-export async function getPayload(client: SbiClient, size: number, timeoutMs?: number): Promise<void> {
+export async function getPayload(
+  client: SbiClient,
+  size: number,
+  timeoutMs?: number,
+): Promise<void> {
   const res = await client.request({ path: payloadPath(size), timeoutMs });
   if (res.status !== 200 || res.body.length !== size) {
-    throw new Error(`GET ${payloadPath(size)} answered ${res.status} with ${res.body.length} bytes`);
+    throw new Error(
+      `GET ${payloadPath(size)} answered ${res.status} with ${res.body.length} bytes`,
+    );
   }
 }
 
 /** Sends a POST of `body` to the echo route and checks the echo's length. */
-export async function postEcho(client: SbiClient, body: Uint8Array, timeoutMs?: number): Promise<void> {
+export async function postEcho(
+  client: SbiClient,
+  body: Uint8Array,
+  timeoutMs?: number,
+): Promise<void> {
   const res = await client.request({
     method: "POST",
     path: "/nbench/v1/echo",

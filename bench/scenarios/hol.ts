@@ -21,7 +21,9 @@ export async function holScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   const streams = ctx.config.streams ?? DEFAULT_STREAMS;
   const rows: ResultRow[] = [];
   if (!ctx.config.link) {
-    ctx.notes.push("hol ran without --link: on loopback nothing is lost, so no head-of-line blocking can show.");
+    ctx.notes.push(
+      "hol ran without --link: on loopback nothing is lost, so no head-of-line blocking can show.",
+    );
   }
   for (const transport of ctx.transports) {
     const client = await ctx.openClient(transport);

@@ -113,7 +113,9 @@ export function migrationFigures(
 export async function migrationScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   const rebind = ctx.rebind;
   if (!rebind) {
-    throw new RangeError("The migration scenario needs --link (the link's relay moves the client to a new port)");
+    throw new RangeError(
+      "The migration scenario needs --link (the link's relay moves the client to a new port)",
+    );
   }
   const runMs = Math.max(MIN_RUN_MS, ctx.plan.sampleMs);
   const warmMs = Math.min(ctx.plan.warmupMs, 2000);
@@ -143,7 +145,9 @@ async function migrateOne(
   let lastSuccess = ctx.clock();
   // Warm-up on the same client (connection established, congestion window open).
   const warmEnd = ctx.clock() + warmMs;
-  while (ctx.clock() < warmEnd && !ctx.signal?.aborted) await getPayload(client, SIZE, REQUEST_TIMEOUT_MS);
+  while (ctx.clock() < warmEnd && !ctx.signal?.aborted) {
+    await getPayload(client, SIZE, REQUEST_TIMEOUT_MS);
+  }
 
   const recorder = new Recorder();
   const completions: number[] = [];
@@ -217,7 +221,9 @@ async function migrateOne(
     id: `migration/${transport}/${SIZE}`,
     scenario: "migration",
     transport,
-    label: `GET ${SIZE} B, ${IN_FLIGHT} in flight, client port changes at ${(runMs / 2000).toFixed(1)} s`,
+    label: `GET ${SIZE} B, ${IN_FLIGHT} in flight, client port changes at ${
+      (runMs / 2000).toFixed(1)
+    } s`,
     sizeBytes: SIZE,
     concurrency: IN_FLIGHT,
     requestsPerSecond: samples.count / (runMs / 1000),

@@ -12,8 +12,8 @@ import {
   type ClientResponse,
   type SbiClient,
   TimeoutError,
-  type TransportName,
   TransportError,
+  type TransportName,
 } from "../types.ts";
 import { toClientResponse } from "./convert.ts";
 import { applyNoDelay } from "./nodelay.ts";
@@ -54,7 +54,9 @@ class H2Client implements SbiClient {
 
   async request(req: ClientRequest): Promise<ClientResponse> {
     if (this.#closed) throw new TransportError("Client is closed");
-    if (!req.path.startsWith("/")) throw new TypeError(`Request path must start with /: ${req.path}`);
+    if (!req.path.startsWith("/")) {
+      throw new TypeError(`Request path must start with /: ${req.path}`);
+    }
     const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
     const controller = new AbortController();
@@ -99,7 +101,10 @@ class H2Client implements SbiClient {
 }
 
 /** Creates a `fetch` HTTP/2 client for `http://host:port` (h2c) or `https://host:port` (h2). */
-export async function createFetchH2Client(origin: string, options: ClientOptions = {}): Promise<SbiClient> {
+export async function createFetchH2Client(
+  origin: string,
+  options: ClientOptions = {},
+): Promise<SbiClient> {
   const url = parseOrigin(origin);
   const init: Deno.CreateHttpClientOptions & Partial<Deno.TlsCertifiedKeyPem> = {
     http1: false,
@@ -119,7 +124,9 @@ export async function createFetchH2Client(origin: string, options: ClientOptions
         init.key = tls.keyPem;
       }
       if (tls.serverName && tls.serverName !== url.hostname) {
-        throw new TypeError("The h2 client verifies the URL's host name; serverName is not supported");
+        throw new TypeError(
+          "The h2 client verifies the URL's host name; serverName is not supported",
+        );
       }
     }
   }

@@ -488,7 +488,8 @@ Deno.test({
     try {
       await assert.rejects(client.request({ path: "/nbench/v1/payload?size=1" }), (err: Error) => {
         const root = (err.cause as Error | undefined) ?? err;
-        return root instanceof TypeError && /Unknown congestion controller "vegas"/.test(root.message);
+        return root instanceof TypeError &&
+          /Unknown congestion controller "vegas"/.test(root.message);
       });
     } finally {
       await client.close();
