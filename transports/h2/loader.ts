@@ -8,7 +8,7 @@
  * Failure raises {@linkcode H2LoadError} with a one-line message and the
  * attempts as `cause`.
  */
-import { ensureBuilt } from "../../scripts/build_native.ts";
+import { openNativeLibrary } from "../native_library.ts";
 import { type Sbh2Symbols, SYMBOLS } from "./symbols.ts";
 
 /** Where `deno compile --include build/libsbilab_h2.so` puts the library. */
@@ -32,45 +32,14 @@ export interface H2Library {
 
 let loading: Promise<H2Library> | undefined;
 
-function open(path: string): H2Library {
-  return { symbols: Deno.dlopen(path, SYMBOLS).symbols, path };
-}
-
-async function openEmbedded(): Promise<H2Library> {
-  const bytes = await Deno.readFile(EMBEDDED_H2_LIBRARY_URL);
-  const tmp = await Deno.makeTempFile({ prefix: "sbilab_h2_", suffix: ".so" });
-  await Deno.writeFile(tmp, bytes, { mode: 0o700 });
-  const lib = open(tmp);
-  // The mapping stays valid after the name is gone.
-  await Deno.remove(tmp).catch(() => {});
-  return lib;
-}
-
-async function load(): Promise<H2Library> {
-  const attempts: unknown[] = [];
-  const env = Deno.env.get("SBILAB_H2_LIB");
-  if (env) {
-    try {
-      return open(env);
-    } catch (err) {
-      throw new H2LoadError(`Cannot open SBILAB_H2_LIB=${env}: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-  }
-  try {
-    return open(await ensureBuilt("h2", { quiet: true }));
-  } catch (err) {
-    attempts.push(err);
-  }
-  try {
-    return await openEmbedded();
-  } catch (err) {
-    attempts.push(err);
-  }
-  const first = attempts[0] as Error;
-  throw new H2LoadError(`Native HTTP/2 client unavailable: ${first?.message ?? "unknown error"}`, {
-    cause: attempts,
+function load(): Promise<H2Library> {
+  return openNativeLibrary({
+    envVar: "SBILAB_H2_LIB",
+    target: "h2",
+    embeddedUrl: EMBEDDED_H2_LIBRARY_URL,
+    symbols: SYMBOLS,
+    what: "Native HTTP/2 client",
+    error: (message, options) => new H2LoadError(message, options),
   });
 }
 

@@ -8,7 +8,7 @@
  * Failure raises {@linkcode H3LoadError} with a one-line message and the
  * attempts as `cause`.
  */
-import { ensureBuilt } from "../../scripts/build_native.ts";
+import { openNativeLibrary } from "../native_library.ts";
 import { type Sbh3Symbols, SYMBOLS } from "./symbols.ts";
 
 /** Where `deno compile --include build/libsbilab_h3.so` puts the library. */
@@ -32,45 +32,14 @@ export interface H3Library {
 
 let loading: Promise<H3Library> | undefined;
 
-function open(path: string): H3Library {
-  return { symbols: Deno.dlopen(path, SYMBOLS).symbols, path };
-}
-
-async function openEmbedded(): Promise<H3Library> {
-  const bytes = await Deno.readFile(EMBEDDED_LIBRARY_URL);
-  const tmp = await Deno.makeTempFile({ prefix: "sbilab_h3_", suffix: ".so" });
-  await Deno.writeFile(tmp, bytes, { mode: 0o700 });
-  const lib = open(tmp);
-  // The mapping stays valid after the name is gone.
-  await Deno.remove(tmp).catch(() => {});
-  return lib;
-}
-
-async function load(): Promise<H3Library> {
-  const attempts: unknown[] = [];
-  const env = Deno.env.get("SBILAB_H3_LIB");
-  if (env) {
-    try {
-      return open(env);
-    } catch (err) {
-      throw new H3LoadError(`Cannot open SBILAB_H3_LIB=${env}: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-  }
-  try {
-    return open(await ensureBuilt("h3", { quiet: true }));
-  } catch (err) {
-    attempts.push(err);
-  }
-  try {
-    return await openEmbedded();
-  } catch (err) {
-    attempts.push(err);
-  }
-  const first = attempts[0] as Error;
-  throw new H3LoadError(`HTTP/3 module unavailable: ${first?.message ?? "unknown error"}`, {
-    cause: attempts,
+function load(): Promise<H3Library> {
+  return openNativeLibrary({
+    envVar: "SBILAB_H3_LIB",
+    target: "h3",
+    embeddedUrl: EMBEDDED_LIBRARY_URL,
+    symbols: SYMBOLS,
+    what: "HTTP/3 module",
+    error: (message, options) => new H3LoadError(message, options),
   });
 }
 
