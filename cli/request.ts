@@ -1,4 +1,5 @@
 /** `lab request`: one request like curl, over h2c, h2 over TLS or h3. */
+import { parseOrigin } from "../transports/origin.ts";
 import type { Command } from "commander";
 import { createClient, type TlsMaterial, type TransportName } from "../transports/mod.ts";
 import { parseHeader, parsePositiveInt } from "./args.ts";
@@ -59,15 +60,7 @@ export function registerRequestCommand(program: Command): void {
     .option("--h3", "use HTTP/3 over QUIC (https:// only)")
     .option("--nf-type <type>", "NF type in User-Agent", "SMF")
     .action(async (urlText: string, o: RequestOptions) => {
-      let url: URL;
-      try {
-        url = new URL(urlText);
-      } catch {
-        throw new TypeError(`Invalid URL: ${urlText}`);
-      }
-      if (url.protocol !== "http:" && url.protocol !== "https:") {
-        throw new TypeError(`Unsupported scheme ${url.protocol} (use http:// or https://)`);
-      }
+      const url = parseOrigin(urlText);
       if (o.h3 && url.protocol !== "https:") throw new TypeError("--h3 needs an https:// URL");
       const transport: TransportName = o.h3 ? "h3" : url.protocol === "https:" ? "h2-tls" : "h2c";
       const timeoutMs = parsePositiveInt(o.timeout, "--timeout");

@@ -4,6 +4,7 @@
  * never falls back to HTTP/1.1. TCP_NODELAY is set on its connection after
  * the first request and after every reconnect.
  */
+import { parseOrigin } from "../origin.ts";
 import { resolveTls } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
@@ -19,19 +20,6 @@ import { toClientResponse } from "./convert.ts";
 import { applyNoDelay } from "./nodelay.ts";
 
 const DEFAULT_TIMEOUT_MS = 5000;
-
-function parseOrigin(origin: string): URL {
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    throw new TypeError(`Invalid URL: ${origin}`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new TypeError(`Unsupported scheme ${url.protocol} (use http:// or https://)`);
-  }
-  return url;
-}
 
 class H2Client implements SbiClient {
   readonly transport: TransportName;

@@ -12,6 +12,7 @@
  * (RST_STREAM CANCEL). A failed or reset connection rejects its requests with
  * `TransportError`; the next request opens a new connection.
  */
+import { parseOrigin } from "../origin.ts";
 import { type ResolvedTls, resolveTls } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
@@ -444,19 +445,6 @@ class NativeH2Client implements SbiClient {
     this.#session = undefined;
     await s?.close();
   }
-}
-
-function parseOrigin(origin: string): URL {
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    throw new TypeError(`Invalid URL: ${origin}`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new TypeError(`Unsupported scheme ${url.protocol} (use http:// or https://)`);
-  }
-  return url;
 }
 
 /**

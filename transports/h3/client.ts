@@ -9,6 +9,7 @@
  * reset or failed connection rejects its pending requests with
  * `TransportError`; the next request opens a new connection.
  */
+import { parseOrigin } from "../origin.ts";
 import { type ResolvedTls, resolveTls } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
@@ -424,25 +425,13 @@ class H3Client implements SbiClient {
   }
 }
 
-function parseOrigin(origin: string): URL {
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    throw new TypeError(`Invalid URL: ${origin}`);
-  }
-  if (url.protocol !== "https:") {
-    throw new TypeError(`HTTP/3 needs an https:// origin, got ${url.protocol}`);
-  }
-  return url;
-}
 
 /** Creates an HTTP/3 client for `https://host:port`. */
 export async function createH3Client(
   origin: string,
   options: H3ClientOptions = {},
 ): Promise<SbiClient> {
-  const url = parseOrigin(origin);
+  const url = parseOrigin(origin, ["https:"]);
   const tls = await resolveTls(options.tls ?? {});
   const lib = await loadH3Library();
   return new H3Client(url, options, lib.symbols, tls);
