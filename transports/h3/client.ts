@@ -9,6 +9,7 @@
  * reset or failed connection rejects its pending requests with
  * `TransportError`; the next request opens a new connection.
  */
+import { DeadlineTimer } from "./deadline_timer.ts";
 import { parseOrigin } from "../origin.ts";
 import { type ResolvedTls, resolveTls } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
@@ -73,8 +74,9 @@ class Session {
   #conn: H3ClientConn;
   #pending = new Map<number, Pending>();
   #queued: Queued[] = [];
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #timerAt = Infinity;
+  #timer = new DeadlineTimer(() => {
+    if (!this.#dead) this.#process();
+  });
   #reading: Promise<void>;
   /** No new requests: closed, failed or told to go away. */
   unusable = false;
@@ -171,23 +173,8 @@ class Session {
    * runs a cheap io() and re-arms.
    */
   #arm(): void {
-    if (this.#dead) return;
-    const ms = this.#conn.timeoutMs();
-    if (ms < 0) return;
-    const at = performance.now() + ms;
-    if (this.#timer !== undefined) {
-      if (this.#timerAt <= at + 1) return;
-      clearTimeout(this.#timer);
-    }
-    this.#timerAt = at;
-    this.#timer = setTimeout(this.#onTimer, ms);
+    if (!this.#dead) this.#timer.arm(this.#conn.timeoutMs());
   }
-
-  #onTimer = (): void => {
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    if (!this.#dead) this.#process();
-  };
 
   async #readLoop(): Promise<void> {
     while (!this.#dead) {
@@ -273,8 +260,7 @@ class Session {
     for (const q of this.#queued) q.reject(err);
     this.#pending.clear();
     this.#queued = [];
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#timer.cancel();
     try {
       this.#sock.close();
     } catch {
@@ -424,7 +410,6 @@ class H3Client implements SbiClient {
     await s?.close();
   }
 }
-
 
 /** Creates an HTTP/3 client for `https://host:port`. */
 export async function createH3Client(

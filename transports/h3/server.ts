@@ -9,6 +9,7 @@
  * sends all output in one batch. The shim's timers are one `setTimeout`,
  * re-armed only when the next deadline moves earlier.
  */
+import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
@@ -61,8 +62,9 @@ class H3Server implements SbiServer {
   #ep: H3ServerEndpoint;
   #handler: SbiHandler;
   #options: H3ServerOptions;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #timerAt = Infinity;
+  #timer = new DeadlineTimer(() => {
+    if (!this.#stopped) this.#pump();
+  });
   #flushQueued = false;
   #inflight = 0;
   #idle: (() => void) | undefined;
@@ -168,23 +170,8 @@ class H3Server implements SbiServer {
    * deadline moves earlier; one that fires early runs a cheap io() and re-arms.
    */
   #arm(): void {
-    if (this.#stopped) return;
-    const ms = this.#ep.timeoutMs();
-    if (ms < 0) return;
-    const at = performance.now() + ms;
-    if (this.#timer !== undefined) {
-      if (this.#timerAt <= at + 1) return;
-      clearTimeout(this.#timer);
-    }
-    this.#timerAt = at;
-    this.#timer = setTimeout(this.#onTimer, ms);
+    if (!this.#stopped) this.#timer.arm(this.#ep.timeoutMs());
   }
-
-  #onTimer = (): void => {
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    if (!this.#stopped) this.#pump();
-  };
 
   /** Connections the server holds (for tests and diagnostics). */
   get connectionCount(): number {
@@ -221,8 +208,7 @@ class H3Server implements SbiServer {
     this.#ep.closeAll();
     this.#flush();
     this.#stopped = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#timer.cancel();
     try {
       this.#sock.close();
     } catch {
