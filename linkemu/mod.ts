@@ -43,4 +43,3 @@ export {
 } from "./selftest.ts";
 export { formatSelftestReport } from "./report.ts";
 export { hasNetAdmin, requireNetAdmin } from "./_system.ts";
-export { benchAcrossLink, type BenchAcrossOptions } from "./bench_across.ts";
