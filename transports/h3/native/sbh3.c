@@ -1209,12 +1209,10 @@ int sbh3_conn_poll(sbh3_conn *c, uint8_t *buf, size_t cap) {
   return evq_poll(c->q, buf, cap);
 }
 
-int sbh3_conn_close(sbh3_conn *c) {
-  if (!c) return SBH3_ERR_INVALID;
-  if (c->closed) return SBH3_ERR_CLOSED;
+/* Closes c with H3_NO_ERROR: an established connection sends an application close, else it is just dropped. */
+static void close_locally(sbh3_conn *c, const char *why) {
   ngtcp2_connection_close_error_set_application_error(&c->ccerr, NGHTTP3_H3_NO_ERROR, NULL, 0);
-  set_err(c, "Connection closed locally%s", "");
-  /* Only an established connection can send an application close; else just drop it. */
+  set_err(c, "%s", why);
   if (ngtcp2_conn_get_handshake_completed(c->qc)) {
     conn_fail(c, LOCAL_CLOSE);
   } else {
@@ -1222,6 +1220,12 @@ int sbh3_conn_close(sbh3_conn *c) {
     c->close_deadline = now_ns();
     evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBH3_ERR_CLOSED);
   }
+}
+
+int sbh3_conn_close(sbh3_conn *c) {
+  if (!c) return SBH3_ERR_INVALID;
+  if (c->closed) return SBH3_ERR_CLOSED;
+  close_locally(c, "Connection closed locally");
   return 0;
 }
 
@@ -1543,15 +1547,7 @@ int sbh3_server_close_all(sbh3_server *srv) {
   srv->shutting_down = 1;
   for (sbh3_conn *c = srv->conns; c; c = c->next) {
     if (c->closed) continue;
-    ngtcp2_connection_close_error_set_application_error(&c->ccerr, NGHTTP3_H3_NO_ERROR, NULL, 0);
-    set_err(c, "Server closed%s", "");
-    if (ngtcp2_conn_get_handshake_completed(c->qc)) {
-      conn_fail(c, LOCAL_CLOSE);
-    } else {
-      c->closed = 1;
-      c->close_deadline = now_ns();
-      evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBH3_ERR_CLOSED);
-    }
+    close_locally(c, "Server closed");
   }
   return 0;
 }
