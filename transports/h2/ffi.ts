@@ -5,6 +5,7 @@
  * numbers from {@linkcode H2_ERR}; `DONE` becomes 0 or "no event".
  */
 import type { Sbh2Symbols } from "./symbols.ts";
+import { EVENT_HEADER_LEN } from "../wire.ts";
 
 /** Error codes of the shim (enum sbh2_error). */
 export const H2_ERR = {
@@ -52,7 +53,6 @@ export interface H2ConnOptions {
   maxBodyBytes?: number;
 }
 
-const EVENT_HEADER = 32;
 const POLL_BUFFER = 256 * 1024;
 const decoder = new TextDecoder();
 
@@ -146,7 +146,7 @@ export class H2Conn {
       const code = v.getInt32(off + 16, true);
       const hl = v.getUint32(off + 24, true);
       const bl = v.getUint32(off + 28, true);
-      const hs = off + EVENT_HEADER;
+      const hs = off + EVENT_HEADER_LEN;
       handler(
         type,
         streamId,
