@@ -12,7 +12,10 @@ import {
 } from "./wire.ts";
 
 Deno.test("header block round-trips names and values, including Latin-1 bytes and empty values", () => {
-  const list: HeaderList = [[":status", "200"], ["x-empty", ""], ["x-latin1", "grüße\xff"], ["a", "b"]];
+  const list: HeaderList = [[":status", "200"], ["x-empty", ""], ["x-latin1", "grüße\xff"], [
+    "a",
+    "b",
+  ]];
   const block = encodeHeaderBlock(list);
   assert.deepEqual(decodeHeaderBlock(block), list);
   // 8 bytes of lengths per field, then one byte per character
@@ -52,7 +55,10 @@ Deno.test("request writer drops connection fields and adds content-length; the s
     "content-length": "5",
   });
   assert.equal(req.body, body);
-  assert.throws(() => decodeRequestBlock(encodeHeaderBlock([[":method", "GET"]]), body), SyntaxError);
+  assert.throws(
+    () => decodeRequestBlock(encodeHeaderBlock([[":method", "GET"]]), body),
+    SyntaxError,
+  );
 });
 
 Deno.test("response writer puts :status first and content-length last, none for 204", () => {
