@@ -8,7 +8,11 @@ export { createH2cServer, createH2TlsServer, type H2ServerOptions } from "./serv
 export { createH2Client, type H2ClientKind, h2ClientKind } from "./select_client.ts";
 export { createFetchH2Client } from "./client.ts";
 export { createNativeH2Client, type NativeH2ClientOptions } from "./native_client.ts";
-export { createNativeH2cServer, type NativeH2ServerOptions } from "./native_server.ts";
+export {
+  createNativeH2cServer,
+  type NativeH2Server,
+  type NativeH2ServerOptions,
+} from "./native_server.ts";
 export { EMBEDDED_H2_LIBRARY_URL, H2LoadError, h2NativeAvailable } from "./loader.ts";
 export { applyNoDelay, tcpSocketsNoDelay } from "./nodelay.ts";
 

@@ -251,7 +251,17 @@ class Connection {
   }
 }
 
-class NativeH2cServer implements SbiServer {
+/** The native h2c server, with counters for tests and diagnostics. */
+export interface NativeH2Server extends SbiServer {
+  /** Connections open now. */
+  readonly connectionCount: number;
+  /** Accept errors survived so far. */
+  readonly acceptErrors: number;
+  /** Sums one shim counter (`H2_STAT` in server_ffi.ts) over open connections. */
+  stat(which: number): number;
+}
+
+class NativeH2cServer implements NativeH2Server {
   readonly transport = "h2c" as const;
   readonly hostname: string;
   readonly port: number;
@@ -467,7 +477,7 @@ class NativeH2cServer implements SbiServer {
 export async function createNativeH2cServer(
   handler: SbiHandler,
   options: NativeH2ServerOptions = {},
-): Promise<SbiServer> {
+): Promise<NativeH2Server> {
   const lib = await loadH2Library();
   const limits = new H2ServerLimits(lib.symbols, options);
   const hostname = options.hostname ?? "127.0.0.1";
