@@ -32,8 +32,6 @@
 #define MAX_CIDS 16
 #define MAX_PKT 1452
 #define MAX_UDP 65527
-/* Datagram size used towards a loopback peer when none is configured (loopback MTU is 64 KiB). */
-#define LOOPBACK_UDP 16384
 #define STATELESS_QUEUE 32
 #define STATELESS_PER_SEC 64
 #define MAX_CONNS 1024
@@ -203,8 +201,9 @@ struct sbh3_config {
   gnutls_certificate_credentials_t cred;
   uint32_t idle_ms;
   uint64_t max_body;
-  uint32_t max_udp_payload;
-  int cc; /* enum sbh3_cc */
+  uint32_t max_udp_payload;      /* explicit send size (0: start at 1200 and discover the path MTU) */
+  uint32_t max_recv_udp_payload; /* advertised max_udp_payload_size; larger datagrams are dropped */
+  int cc;                        /* enum sbh3_cc */
 };
 
 sbh3_config *sbh3_config_new(int is_server) {
@@ -220,6 +219,7 @@ sbh3_config *sbh3_config_new(int is_server) {
   cfg->idle_ms = 30000;
   cfg->max_body = 64ull << 20;
   cfg->max_udp_payload = 0;
+  cfg->max_recv_udp_payload = MAX_UDP;
   return cfg;
 }
 
@@ -263,6 +263,17 @@ int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms) {
 int sbh3_config_set_max_udp_payload(sbh3_config *cfg, uint32_t bytes) {
   if (!cfg || bytes < 1200 || bytes > MAX_UDP) return SBH3_ERR_INVALID;
   cfg->max_udp_payload = bytes;
+  return 0;
+}
+
+int sbh3_config_get_max_udp_payload(const sbh3_config *cfg) {
+  if (!cfg) return SBH3_ERR_INVALID;
+  return (int)cfg->max_udp_payload;
+}
+
+int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes) {
+  if (!cfg || bytes < 1200 || bytes > MAX_UDP) return SBH3_ERR_INVALID;
+  cfg->max_recv_udp_payload = bytes;
   return 0;
 }
 
@@ -344,6 +355,7 @@ struct sbh3_conn {
   uint64_t pace_due; /* when that pass's pacing allowed the next one */
   ngtcp2_cid cids[MAX_CIDS];
   size_t ncids;
+  uint64_t st[SBH3_STAT_COUNT]; /* counters of enum sbh3_stat (the path fields are read live) */
   char errmsg[ERRMSG_LEN];
   char *server_name; /* kept for the session's lifetime: GnuTLS may refer to it */
 };
@@ -369,11 +381,22 @@ struct sbh3_server {
   uint32_t sr_count;
   uint8_t secret[32];
   int shutting_down;
+  uint64_t st[SBH3_STAT_COUNT]; /* counters over every connection so far */
 };
 
 static void set_err(sbh3_conn *c, const char *fmt, const char *detail) {
   if (c->errmsg[0]) return;
   snprintf(c->errmsg, sizeof(c->errmsg), fmt, detail ? detail : "");
+}
+
+/* Counts one datagram of n bytes in the counters at `base` (SENT or RECV triple) of c and its server. */
+static void conn_count(sbh3_conn *c, int base, size_t n) {
+  uint64_t *sets[2] = {c->st, c->srv ? c->srv->st : NULL};
+  for (int i = 0; i < 2 && sets[i]; i++) {
+    sets[i][base]++;
+    sets[i][base + 1] += n;
+    if (n > sets[i][base + 2]) sets[i][base + 2] = n;
+  }
 }
 
 static stream_t *stream_find(sbh3_conn *c, int64_t id) {
@@ -838,26 +861,22 @@ static void fill_callbacks(ngtcp2_callbacks *cb, int is_server) {
   cb->version_negotiation = ngtcp2_crypto_version_negotiation_cb;
 }
 
-static int is_loopback(const ngtcp2_sockaddr *sa) {
-  if (sa->sa_family == AF_INET)
-    return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-  if (sa->sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-  return 0;
-}
-
-static void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_config *cfg,
-                          const ngtcp2_sockaddr *remote) {
+static void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_config *cfg) {
   ngtcp2_settings_default(s);
   s->initial_ts = now_ns();
   s->max_window = 24u << 20;
   s->max_stream_window = 16u << 20;
   s->handshake_timeout = 5 * NGTCP2_SECONDS;
   s->cc_algo = cc_algo(cfg->cc);
-  uint32_t udp = cfg->max_udp_payload ? cfg->max_udp_payload : is_loopback(remote) ? LOOPBACK_UDP : 0;
-  if (udp) {
-    /* A known path MTU (loopback, a lab link): use it from the first packet. */
-    s->max_tx_udp_payload_size = udp;
+  /*
+   * Default (RFC 9000 §14): 1200-byte datagrams until ngtcp2's PMTUD has confirmed a larger size
+   * (its probes go up to 1444 bytes), never above the peer's max_udp_payload_size. An explicit
+   * size is a path MTU the caller knows: used once the peer's limit is known (see conn_write).
+   */
+  if (cfg->max_udp_payload) {
+    s->max_tx_udp_payload_size = cfg->max_udp_payload;
     s->no_tx_udp_payload_size_shaping = 1;
+    s->no_pmtud = 1;
   }
   ngtcp2_transport_params_default(p);
   /*
@@ -873,6 +892,7 @@ static void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const 
   p->initial_max_streams_uni = 3;
   p->max_idle_timeout = (uint64_t)cfg->idle_ms * NGTCP2_MILLISECONDS;
   p->active_connection_id_limit = 7;
+  p->max_udp_payload_size = cfg->max_recv_udp_payload;
 }
 
 static int tls_init(sbh3_conn *c, const char *server_name) {
@@ -951,16 +971,39 @@ static size_t pass_budget(sbh3_conn *c, size_t max_payload, uint64_t now) {
   return (size_t)((double)quantum * (double)elapsed / (double)planned);
 }
 
+/*
+ * Largest datagram c may write now. ngtcp2 caps it further at the peer's max_udp_payload_size and,
+ * by default, at what PMTUD confirmed. An explicit size waits for the peer's limit: before it is
+ * known (a client's first Initial) the datagram stays at 1200 bytes, padding included.
+ */
+static size_t conn_tx_cap(sbh3_conn *c) {
+  if (c->cfg->max_udp_payload && !ngtcp2_conn_get_remote_transport_params(c->qc)) return NGTCP2_MAX_UDP_PAYLOAD_SIZE;
+  return ngtcp2_conn_get_max_tx_udp_payload_size(c->qc);
+}
+
+/* Feeds one received datagram to c (a larger one than advertised is dropped); returns ngtcp2's result. */
+static int conn_read(sbh3_conn *c, const ngtcp2_path *path, const uint8_t *data, size_t len, uint64_t now) {
+  if (len > c->cfg->max_recv_udp_payload) {
+    c->st[SBH3_STAT_DGRAMS_OVERSIZE]++;
+    if (c->srv) c->srv->st[SBH3_STAT_DGRAMS_OVERSIZE]++;
+    return 0;
+  }
+  conn_count(c, SBH3_STAT_DGRAMS_RECV, len);
+  ngtcp2_pkt_info pi = {0};
+  return ngtcp2_conn_read_pkt(c->qc, path, &pi, data, len, now);
+}
+
 /* Writes one datagram for c into out; returns its length, SBH3_ERR_DONE, or an error. */
 static int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
   if (c->close_pending) {
     c->close_pending = 0;
     if (cap < c->close_len) return SBH3_ERR_BUFFER_TOO_SHORT;
     memcpy(out, c->close_pkt, c->close_len);
+    conn_count(c, SBH3_STAT_DGRAMS_SENT, c->close_len);
     return (int)c->close_len;
   }
   if (c->closed) return SBH3_ERR_DONE;
-  size_t max_payload = ngtcp2_conn_get_max_tx_udp_payload_size(c->qc);
+  size_t max_payload = conn_tx_cap(c);
   if (cap < max_payload) return SBH3_ERR_BUFFER_TOO_SHORT;
   if (c->burst == 0) c->burst_max = pass_budget(c, max_payload, now);
   if (c->burst >= c->burst_max) {
@@ -1019,6 +1062,7 @@ static int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
       return SBH3_ERR_DONE;
     }
     c->burst++;
+    conn_count(c, SBH3_STAT_DGRAMS_SENT, (size_t)n);
     return (int)n;
   }
 }
@@ -1115,7 +1159,7 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
   fill_callbacks(&cb, 0);
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
-  fill_settings(&settings, &params, cfg, &c->ps.remote_addrbuf.sa);
+  fill_settings(&settings, &params, cfg);
   if (ngtcp2_conn_client_new(&c->qc, &dcid, &scid, &c->ps.path, NGTCP2_PROTO_VER_V1, &cb, &settings, &params, NULL,
                              c) != 0) {
     conn_destroy(c);
@@ -1136,8 +1180,7 @@ void sbh3_conn_free(sbh3_conn *conn) {
 int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
   if (!c || !data || c->srv) return SBH3_ERR_INVALID;
   if (c->closed) return SBH3_ERR_CLOSED;
-  ngtcp2_pkt_info pi = {0};
-  int rv = ngtcp2_conn_read_pkt(c->qc, &c->ps.path, &pi, data, len, now_ns());
+  int rv = conn_read(c, &c->ps.path, data, len, now_ns());
   if (rv != 0) {
     conn_fail(c, rv);
     return map_liberr(rv);
@@ -1241,6 +1284,25 @@ int sbh3_conn_error(sbh3_conn *c, uint8_t *buf, size_t cap) {
 int sbh3_conn_stream_count(sbh3_conn *c) {
   if (!c) return SBH3_ERR_INVALID;
   return c->nstreams;
+}
+
+/* Copies up to n counters of st (with c's live path fields when c is given) into out; returns how many. */
+static int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t *out, size_t n) {
+  if (!out) return SBH3_ERR_INVALID;
+  if (n > SBH3_STAT_COUNT) n = SBH3_STAT_COUNT;
+  memcpy(out, st, n * sizeof(*out));
+  if (c && n > SBH3_STAT_PATH_MAX_PAYLOAD)
+    out[SBH3_STAT_PATH_MAX_PAYLOAD] = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->qc);
+  if (c && n > SBH3_STAT_PEER_MAX_PAYLOAD) {
+    const ngtcp2_transport_params *p = ngtcp2_conn_get_remote_transport_params(c->qc);
+    out[SBH3_STAT_PEER_MAX_PAYLOAD] = p ? p->max_udp_payload_size : 0;
+  }
+  return (int)n;
+}
+
+int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
+  if (!c) return SBH3_ERR_INVALID;
+  return stats_copy(c->st, c, out, n);
 }
 
 /* ---- server API -------------------------------------------------------- */
@@ -1361,7 +1423,7 @@ static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const
   fill_callbacks(&cb, 1);
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
-  fill_settings(&settings, &params, srv->cfg, &from->sa);
+  fill_settings(&settings, &params, srv->cfg);
   settings.token = hd->token;
   params.original_dcid = hd->dcid;
   params.stateless_reset_token_present = 1;
@@ -1386,6 +1448,10 @@ static int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, c
                             ngtcp2_socklen fromlen) {
   ngtcp2_sockaddr_union from = *fromp;
   if (len == 0) return SBH3_ERR_PROTO;
+  if (len > srv->cfg->max_recv_udp_payload) {
+    srv->st[SBH3_STAT_DGRAMS_OVERSIZE]++;
+    return SBH3_ERR_DONE;
+  }
   ngtcp2_version_cid vc;
   int rv = ngtcp2_pkt_decode_version_cid(&vc, data, len, SCID_LEN);
   if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
@@ -1410,8 +1476,7 @@ static int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, c
   ngtcp2_path path = c->ps.path;
   path.remote.addr = (ngtcp2_sockaddr *)&from;
   path.remote.addrlen = fromlen;
-  ngtcp2_pkt_info pi = {0};
-  rv = ngtcp2_conn_read_pkt(c->qc, &path, &pi, data, len, now_ns());
+  rv = conn_read(c, &path, data, len, now_ns());
   if (rv != 0) {
     if (fresh) {
       /* The first packet did not make a connection: forget it without a trace. */
@@ -1558,6 +1623,14 @@ int sbh3_server_open_streams(sbh3_server *srv) {
   for (sbh3_conn *c = srv->conns; c; c = c->next)
     if (!c->closed) n += c->nstreams;
   return n;
+}
+
+int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t n) {
+  if (!srv) return SBH3_ERR_INVALID;
+  if (conn_id == 0) return stats_copy(srv->st, NULL, out, n);
+  sbh3_conn *c = server_find_id(srv, conn_id);
+  if (!c) return SBH3_ERR_NOT_FOUND;
+  return stats_copy(c->st, c, out, n);
 }
 
 int sbh3_server_conn_count(sbh3_server *srv) {
@@ -1801,8 +1874,7 @@ int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u, const uint8_t *data, size_t len) {
   }
   if (data && len && !c->closed) {
     got = 1;
-    ngtcp2_pkt_info pi = {0};
-    int rv = ngtcp2_conn_read_pkt(c->qc, &c->ps.path, &pi, data, len, now_ns());
+    int rv = conn_read(c, &c->ps.path, data, len, now_ns());
     if (rv != 0) conn_fail(c, rv);
   }
   while (!c->closed && got < IO_RECV_MAX) {
@@ -1815,8 +1887,7 @@ int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u, const uint8_t *data, size_t len) {
     got += n;
     uint64_t now = now_ns();
     for (int i = 0; i < n && !c->closed; i++) {
-      ngtcp2_pkt_info pi = {0};
-      int rv = ngtcp2_conn_read_pkt(c->qc, &c->ps.path, &pi, u->iov[i].iov_base, u->msgs[i].msg_len, now);
+      int rv = conn_read(c, &c->ps.path, u->iov[i].iov_base, u->msgs[i].msg_len, now);
       if (rv != 0) conn_fail(c, rv);
     }
     if (n < IO_BATCH) break;
