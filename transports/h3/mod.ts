@@ -1,7 +1,8 @@
 /**
  * HTTP/3 over QUIC for sbilab: a native shim on ngtcp2 + nghttp3 + GnuTLS
- * (native/sbh3.c) loaded with `Deno.dlopen`, and a server and client that
- * implement the shared transport contracts. The shim owns QUIC and HTTP/3
+ * (native/*.c, one file per role, API in native/sbh3.h) loaded with
+ * `Deno.dlopen`, and a server and client that implement the shared transport
+ * contracts. The shim owns QUIC and HTTP/3
  * state; TypeScript owns the UDP socket (a `Deno.DatagramConn`, so readiness
  * comes from Deno's reactor on the main thread) and the timers (one
  * `setTimeout`). Each wake-up awaits one datagram through Deno, then one
