@@ -78,6 +78,7 @@ event_t *evq_push(evq_t *q, uint32_t type, uint32_t conn_id, int64_t stream_id, 
   return e;
 }
 
+/* Frees one event and its buffers. */
 static void event_free(event_t *e) {
   buf_free(&e->hdr);
   buf_free(&e->body);

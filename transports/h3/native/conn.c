@@ -66,6 +66,7 @@ void cid_add(sbh3_conn *c, const ngtcp2_cid *cid) {
   if (c->ncids < MAX_CIDS) c->cids[c->ncids++] = *cid;
 }
 
+/* Forgets a connection id of c (server). */
 static void cid_remove(sbh3_conn *c, const ngtcp2_cid *cid) {
   for (size_t i = 0; i < c->ncids; i++) {
     if (ngtcp2_cid_eq(&c->cids[i], cid)) {
@@ -169,11 +170,13 @@ void conn_fail(sbh3_conn *c, int rv) {
 
 /* ---- nghttp3 callbacks ------------------------------------------------ */
 
+/* Returns n consumed bytes to the stream and connection flow-control windows. */
 static void consume(sbh3_conn *c, int64_t stream_id, size_t n) {
   ngtcp2_conn_extend_max_stream_offset(c->qc, stream_id, n);
   ngtcp2_conn_extend_max_offset(c->qc, n);
 }
 
+/* nghttp3: a stream closed; frees its state (client: RESET if no message came). */
 static int h3_stream_close(nghttp3_conn *hc, int64_t stream_id, uint64_t app_error_code, void *user_data,
                            void *stream_user_data) {
   (void)hc;
@@ -187,6 +190,7 @@ static int h3_stream_close(nghttp3_conn *hc, int64_t stream_id, uint64_t app_err
   return 0;
 }
 
+/* nghttp3: body bytes; kept up to max_body, else the stream is aborted. */
 static int h3_recv_data(nghttp3_conn *hc, int64_t stream_id, const uint8_t *data, size_t len, void *user_data,
                         void *stream_user_data) {
   (void)hc;
@@ -204,6 +208,7 @@ static int h3_recv_data(nghttp3_conn *hc, int64_t stream_id, const uint8_t *data
   return 0;
 }
 
+/* nghttp3: bytes it consumed later (QPACK); credit them to flow control. */
 static int h3_deferred_consume(nghttp3_conn *hc, int64_t stream_id, size_t n, void *user_data,
                                void *stream_user_data) {
   (void)hc;
@@ -212,6 +217,7 @@ static int h3_deferred_consume(nghttp3_conn *hc, int64_t stream_id, size_t n, vo
   return 0;
 }
 
+/* nghttp3: a request starts (server): create its stream state. */
 static int h3_begin_headers(nghttp3_conn *hc, int64_t stream_id, void *user_data, void *stream_user_data) {
   sbh3_conn *c = user_data;
   if (!c->srv || stream_user_data) return 0;
@@ -221,6 +227,7 @@ static int h3_begin_headers(nghttp3_conn *hc, int64_t stream_id, void *user_data
   return 0;
 }
 
+/* nghttp3: one header field, appended to the flat header block. */
 static int h3_recv_header(nghttp3_conn *hc, int64_t stream_id, int32_t token, nghttp3_rcbuf *name,
                           nghttp3_rcbuf *value, uint8_t flags, void *user_data, void *stream_user_data) {
   (void)hc;
@@ -246,6 +253,7 @@ static int h3_recv_header(nghttp3_conn *hc, int64_t stream_id, int32_t token, ng
   return 0;
 }
 
+/* nghttp3: ask the peer to stop sending on a stream. */
 static int h3_stop_sending(nghttp3_conn *hc, int64_t stream_id, uint64_t app_error_code, void *user_data,
                            void *stream_user_data) {
   (void)hc;
@@ -255,6 +263,7 @@ static int h3_stop_sending(nghttp3_conn *hc, int64_t stream_id, uint64_t app_err
   return 0;
 }
 
+/* nghttp3: the message is complete: move it into a MESSAGE event. */
 static int h3_end_stream(nghttp3_conn *hc, int64_t stream_id, void *user_data, void *stream_user_data) {
   (void)hc;
   sbh3_conn *c = user_data;
@@ -270,6 +279,7 @@ static int h3_end_stream(nghttp3_conn *hc, int64_t stream_id, void *user_data, v
   return 0;
 }
 
+/* nghttp3: reset the sending side of a stream. */
 static int h3_reset_stream(nghttp3_conn *hc, int64_t stream_id, uint64_t app_error_code, void *user_data,
                            void *stream_user_data) {
   (void)hc;
@@ -279,6 +289,7 @@ static int h3_reset_stream(nghttp3_conn *hc, int64_t stream_id, uint64_t app_err
   return 0;
 }
 
+/* nghttp3: the peer sent GOAWAY (client: post GOAWAY once). */
 static int h3_shutdown(nghttp3_conn *hc, int64_t id, void *user_data) {
   (void)hc;
   (void)id;
@@ -303,6 +314,7 @@ nghttp3_ssize h3_read_body(nghttp3_conn *hc, int64_t stream_id, nghttp3_vec *vec
   return 1;
 }
 
+/* Creates the HTTP/3 session and its control and QPACK streams once 1-RTT keys exist. */
 static int setup_http(sbh3_conn *c) {
   if (c->hc) return 0;
   if (ngtcp2_conn_get_max_local_streams_uni(c->qc) < 3) return -1;
@@ -339,8 +351,10 @@ static int setup_http(sbh3_conn *c) {
 
 /* ---- ngtcp2 callbacks ------------------------------------------------- */
 
+/* ngtcp2_crypto: the QUIC connection behind a TLS session. */
 static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref) { return ((sbh3_conn *)ref->user_data)->qc; }
 
+/* ngtcp2: stream bytes, handed to nghttp3. */
 static int q_recv_stream_data(ngtcp2_conn *qc, uint32_t flags, int64_t stream_id, uint64_t offset,
                               const uint8_t *data, size_t len, void *user_data, void *stream_user_data) {
   (void)qc;
@@ -358,6 +372,7 @@ static int q_recv_stream_data(ngtcp2_conn *qc, uint32_t flags, int64_t stream_id
   return 0;
 }
 
+/* ngtcp2: the peer acknowledged stream bytes; nghttp3 may release them. */
 static int q_acked_stream_data_offset(ngtcp2_conn *qc, int64_t stream_id, uint64_t offset, uint64_t len,
                                       void *user_data, void *stream_user_data) {
   (void)qc;
@@ -368,6 +383,7 @@ static int q_acked_stream_data_offset(ngtcp2_conn *qc, int64_t stream_id, uint64
   return 0;
 }
 
+/* ngtcp2: a stream closed; tell nghttp3 (or grant a new stream when nghttp3 never knew it). */
 static int q_stream_close(ngtcp2_conn *qc, uint32_t flags, int64_t stream_id, uint64_t app_error_code,
                           void *user_data, void *stream_user_data) {
   (void)qc;
@@ -389,6 +405,7 @@ static int q_stream_close(ngtcp2_conn *qc, uint32_t flags, int64_t stream_id, ui
   return 0;
 }
 
+/* ngtcp2: the peer reset a stream; stop reading it. */
 static int q_stream_reset(ngtcp2_conn *qc, int64_t stream_id, uint64_t final_size, uint64_t app_error_code,
                           void *user_data, void *stream_user_data) {
   (void)qc;
@@ -400,11 +417,13 @@ static int q_stream_reset(ngtcp2_conn *qc, int64_t stream_id, uint64_t final_siz
   return 0;
 }
 
+/* ngtcp2: the peer sent STOP_SENDING; stop reading it too. */
 static int q_stream_stop_sending(ngtcp2_conn *qc, int64_t stream_id, uint64_t app_error_code, void *user_data,
                                  void *stream_user_data) {
   return q_stream_reset(qc, stream_id, 0, app_error_code, user_data, stream_user_data);
 }
 
+/* ngtcp2: the peer opened a stream window; unblock nghttp3. */
 static int q_extend_max_stream_data(ngtcp2_conn *qc, int64_t stream_id, uint64_t max_data, void *user_data,
                                     void *stream_user_data) {
   (void)qc;
@@ -415,6 +434,7 @@ static int q_extend_max_stream_data(ngtcp2_conn *qc, int64_t stream_id, uint64_t
   return 0;
 }
 
+/* ngtcp2: the client may open more streams; tell nghttp3. */
 static int q_extend_max_remote_streams_bidi(ngtcp2_conn *qc, uint64_t max_streams, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
@@ -422,11 +442,13 @@ static int q_extend_max_remote_streams_bidi(ngtcp2_conn *qc, uint64_t max_stream
   return 0;
 }
 
+/* ngtcp2: random bytes. */
 static void q_rand(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx) {
   (void)ctx;
   rand_bytes(dest, len);
 }
 
+/* ngtcp2: a new connection id and its stateless reset token. */
 static int q_get_new_connection_id(ngtcp2_conn *qc, ngtcp2_cid *cid, uint8_t *token, size_t cidlen,
                                    void *user_data) {
   (void)qc;
@@ -440,6 +462,7 @@ static int q_get_new_connection_id(ngtcp2_conn *qc, ngtcp2_cid *cid, uint8_t *to
   return 0;
 }
 
+/* ngtcp2: a connection id retired. */
 static int q_remove_connection_id(ngtcp2_conn *qc, const ngtcp2_cid *cid, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
@@ -447,6 +470,7 @@ static int q_remove_connection_id(ngtcp2_conn *qc, const ngtcp2_cid *cid, void *
   return 0;
 }
 
+/* ngtcp2: the handshake completed (client: post CONNECTED). */
 static int q_handshake_completed(ngtcp2_conn *qc, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
@@ -454,12 +478,14 @@ static int q_handshake_completed(ngtcp2_conn *qc, void *user_data) {
   return 0;
 }
 
+/* ngtcp2: new receive keys; set up HTTP/3 at the 1-RTT level. */
 static int q_recv_rx_key(ngtcp2_conn *qc, ngtcp2_crypto_level level, void *user_data) {
   (void)qc;
   if (level != NGTCP2_CRYPTO_LEVEL_APPLICATION) return 0;
   return setup_http(user_data) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
 }
 
+/* ngtcp2: new send keys (server); set up HTTP/3 at the 1-RTT level. */
 static int q_recv_tx_key(ngtcp2_conn *qc, ngtcp2_crypto_level level, void *user_data) {
   return q_recv_rx_key(qc, level, user_data);
 }

@@ -42,6 +42,7 @@ sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t lo
   return srv;
 }
 
+/* Removes c from the server's list (the caller frees it). */
 static void server_unlink(sbh3_server *srv, sbh3_conn *c) {
   sbh3_conn **pp = &srv->conns;
   while (*pp && *pp != c) pp = &(*pp)->next;
@@ -62,6 +63,7 @@ void sbh3_server_free(sbh3_server *srv) {
   free(srv);
 }
 
+/* The connection a destination connection id routes to, or NULL. */
 static sbh3_conn *server_find(sbh3_server *srv, const uint8_t *dcid, size_t dcidlen) {
   for (sbh3_conn *c = srv->conns; c; c = c->next)
     for (size_t i = 0; i < c->ncids; i++)
@@ -69,6 +71,7 @@ static sbh3_conn *server_find(sbh3_server *srv, const uint8_t *dcid, size_t dcid
   return NULL;
 }
 
+/* The connection with this id, or NULL. */
 static sbh3_conn *server_find_id(sbh3_server *srv, uint32_t id) {
   for (sbh3_conn *c = srv->conns; c; c = c->next)
     if (c->id == id) return c;
@@ -87,12 +90,14 @@ static int stateless_allowed(sbh3_server *srv) {
   return 1;
 }
 
+/* The next free slot of the stateless queue, addressed to `to`. */
 static stateless_pkt_t *stateless_slot(sbh3_server *srv, const ngtcp2_sockaddr_union *to) {
   stateless_pkt_t *p = &srv->sq[(srv->sq_head + srv->sq_count) % STATELESS_QUEUE];
   p->addr = *to;
   return p;
 }
 
+/* Queues a Version Negotiation packet for an unsupported version. */
 static void send_version_negotiation(sbh3_server *srv, const ngtcp2_version_cid *vc, const ngtcp2_sockaddr_union *to) {
   if (!stateless_allowed(srv)) return;
   stateless_pkt_t *p = stateless_slot(srv, to);
@@ -106,6 +111,7 @@ static void send_version_negotiation(sbh3_server *srv, const ngtcp2_version_cid 
   srv->sq_count++;
 }
 
+/* Queues a stateless reset for a short-header packet of an unknown connection. */
 static void send_stateless_reset(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *to) {
   /* Short header: 1 byte, then our DCID. Answer only with something smaller than what came in. */
   if (len < 1 + SCID_LEN + 22 || !stateless_allowed(srv)) return;
@@ -124,6 +130,7 @@ static void send_stateless_reset(sbh3_server *srv, const uint8_t *data, size_t l
   srv->sq_count++;
 }
 
+/* Creates the server connection for a client's first Initial. */
 static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_sockaddr_union *from,
                                 ngtcp2_socklen fromlen) {
   sbh3_conn *c = conn_alloc(srv->cfg);
