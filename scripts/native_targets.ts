@@ -21,6 +21,12 @@ export interface NativeTarget {
   requires?: { header: string; apt: string }[];
 }
 
+/** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h). */
+const H3_SOURCES = ["common", "conn", "client", "server", "udp"].map((f) =>
+  `transports/h3/native/${f}.c`
+);
+const H3_HEADERS = ["transports/h3/native/sbh3.h", "transports/h3/native/sbh3_int.h"];
+
 /** Every native target, by name. */
 export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   /** Kernel TCP/UDP ping-pong floor for the benchmark (bench/floors.ts). */
@@ -46,8 +52,8 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   h3: {
     output: "libsbilab_h3.so",
     kind: "shared",
-    sources: ["transports/h3/native/sbh3.c"],
-    deps: ["transports/h3/native/sbh3.h"],
+    sources: H3_SOURCES,
+    deps: H3_HEADERS,
     libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
     requires: [
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
@@ -78,8 +84,8 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   h3_leakcheck: {
     output: "sbilab_h3_leakcheck",
     kind: "exe",
-    sources: ["transports/h3/native/leakcheck.c", "transports/h3/native/sbh3.c"],
-    deps: ["transports/h3/native/sbh3.h"],
+    sources: ["transports/h3/native/leakcheck.c", ...H3_SOURCES],
+    deps: H3_HEADERS,
     cflags: ["-O0"],
     libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
     requires: [
