@@ -14,7 +14,7 @@ import {
   writeDevPki,
 } from "../transports/pki.ts";
 import { defaultStateDir } from "./state.ts";
-import { parsePort, parsePositiveInt } from "./args.ts";
+import { asUsage, parsePort, parsePositiveInt, UsageError } from "./args.ts";
 
 interface ServeOptions {
   transports: string;
@@ -75,6 +75,14 @@ async function serverTls(o: ServeOptions): Promise<TlsMaterial> {
   };
 }
 
+/** Names the address when `--host` is not one of this machine's. */
+function bindError(err: unknown, host: string): unknown {
+  if (err instanceof Deno.errors.AddrNotAvailable || /os error 99\b/.test(String(err))) {
+    return new UsageError(`--host ${host} is not an address of this machine`, { cause: err });
+  }
+  return err;
+}
+
 /** Adds `serve`. */
 export function registerServeCommand(program: Command): void {
   program.command("serve")
@@ -91,7 +99,7 @@ export function registerServeCommand(program: Command): void {
     .option("--delay-ms <ms>", "delay every /nbench answer by this much", "0")
     .option("--max-body <bytes>", "largest request body the handler accepts")
     .action(async (o: ServeOptions) => {
-      const transports = parseTransports(o.transports);
+      const transports = asUsage(() => parseTransports(o.transports));
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
       const delayMs = parsePositiveInt(o.delayMs ?? "0", "--delay-ms", true);
@@ -115,7 +123,10 @@ export function registerServeCommand(program: Command): void {
       try {
         for (const t of transports) {
           const port = t === "h2c" ? h2cPort : tlsPort;
-          const server = await createServer(t, handler, { hostname: o.host, port, tls });
+          const server = await createServer(t, handler, { hostname: o.host, port, tls })
+            .catch((err) => {
+              throw bindError(err, o.host);
+            });
           servers.push(server);
           console.log(`${t} listening on ${server.url}`);
         }
