@@ -28,6 +28,10 @@ interface ServeOptions {
   stateDir?: string;
   delayMs?: string;
   maxBody?: string;
+  nrfMaxInstances?: string;
+  nrfMaxProfile?: string;
+  maxJsonDepth?: string;
+  nrfAnyId?: boolean;
 }
 
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "0.0.0.0", "::"]);
@@ -98,6 +102,10 @@ export function registerServeCommand(program: Command): void {
     .option("--state-dir <dir>", "where the dev PKI lives (default ~/.local/state/sbilab)")
     .option("--delay-ms <ms>", "delay every /nbench answer by this much", "0")
     .option("--max-body <bytes>", "largest request body the handler accepts")
+    .option("--nrf-max-instances <n>", "NF instances the NRF holds at most (then 403)", "4096")
+    .option("--nrf-max-profile <bytes>", "largest NFProfile in bytes (then 413)", "65536")
+    .option("--max-json-depth <n>", "deepest JSON nesting accepted (then 400)", "32")
+    .option("--nrf-any-id", "accept any nfInstanceId, not only a UUID")
     .action(async (o: ServeOptions) => {
       const transports = asUsage(() => parseTransports(o.transports));
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
@@ -108,6 +116,12 @@ export function registerServeCommand(program: Command): void {
       const handler = createHandler({
         delayMs,
         ...(o.maxBody ? { maxBodyBytes: parsePositiveInt(o.maxBody, "--max-body") } : {}),
+        nrf: {
+          maxInstances: parsePositiveInt(o.nrfMaxInstances ?? "4096", "--nrf-max-instances"),
+          maxProfileBytes: parsePositiveInt(o.nrfMaxProfile ?? "65536", "--nrf-max-profile"),
+          maxJsonDepth: parsePositiveInt(o.maxJsonDepth ?? "32", "--max-json-depth"),
+          anyInstanceId: o.nrfAnyId ?? false,
+        },
         onError: (err, req) =>
           console.error(
             `handler error on ${req.method} ${req.path}: ${(err as Error)?.message ?? err}`,

@@ -3,7 +3,7 @@
  * in-memory NRF, ProblemDetails errors, message priority and max response time.
  */
 import { isMultipartRelated, parseMultipart } from "./multipart.ts";
-import { createNrf, type NfProfileStore } from "./nrf.ts";
+import { createNrf, type NfProfileStore, type NrfOptions } from "./nrf.ts";
 import { createPayloadCache, MAX_PAYLOAD_BYTES } from "./payload.ts";
 import { ProblemError, problemResponse } from "./problem.ts";
 import type { SbiHandler, SbiRequest, SbiResponse } from "./types.ts";
@@ -42,6 +42,8 @@ export interface HandlerOptions {
   apiRoot?: string;
   /** Bytes of payload bodies kept in the size cache. Default 64 MiB. */
   payloadCacheBytes?: number;
+  /** NRF bounds and id rule (instances, profile size, JSON depth, UUID ids); see {@link NrfOptions}. Default the NRF's defaults. */
+  nrf?: Omit<NrfOptions, "store" | "validitySeconds" | "apiRoot">;
 }
 
 /** Default {@link Sleep}: a timer cleared when the signal aborts. */
@@ -165,6 +167,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
   const onError = options.onError ?? (() => {});
   const payloads = createPayloadCache({ maxBytes: options.payloadCacheBytes });
   const nrf = createNrf({
+    ...options.nrf,
     store: options.store,
     validitySeconds: options.validitySeconds,
     apiRoot: options.apiRoot,

@@ -41,6 +41,9 @@ export {
 export {
   createMemoryNfProfileStore,
   createNrf,
+  DEFAULT_MAX_INSTANCES,
+  DEFAULT_MAX_JSON_DEPTH,
+  DEFAULT_MAX_PROFILE_BYTES,
   mediaType,
   NF_INSTANCES_PATH,
   type NfProfile,
@@ -49,6 +52,7 @@ export {
   type NrfOptions,
   parseJsonBody,
 } from "./nrf.ts";
+export { exceedsJsonDepth, jsonValueDepth } from "./json_depth.ts";
 export {
   applyJsonPatch,
   jsonEqual,

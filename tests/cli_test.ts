@@ -9,6 +9,7 @@ import { directCall, freePort, ROOT } from "./support.ts";
 
 const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
+const NF_ID = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
 
 async function lab(args: string[], timeoutMs = 30_000) {
   const child = new Deno.Command(Deno.execPath(), {
@@ -100,14 +101,14 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
       "-H",
       "Content-Type: application/json",
       "-d",
-      '{"nfInstanceId":"a1","nfType":"AMF","nfStatus":"REGISTERED"}',
+      `{"nfInstanceId":"${NF_ID}","nfType":"AMF","nfStatus":"REGISTERED"}`,
       "-i",
-      `${srv.urls["h2c"]}/nnrf-nfm/v1/nf-instances/a1`,
+      `${srv.urls["h2c"]}/nnrf-nfm/v1/nf-instances/${NF_ID}`,
     ]);
     assert.equal(post.code, 0, post.stderr);
     assert.match(
       dec.decode(post.stdout),
-      /^HTTP\/2 201\r\n[\s\S]*location: \S*\/nnrf-nfm\/v1\/nf-instances\/a1/,
+      new RegExp(`^HTTP/2 201\r\n[\\s\\S]*location: \\S*/nnrf-nfm/v1/nf-instances/${NF_ID}`),
     );
   } finally {
     const status = await srv.stop();
