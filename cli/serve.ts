@@ -1,6 +1,6 @@
 /** `lab serve`: one handler behind every requested transport. */
 import type { Command } from "commander";
-import { createHandler } from "../handler/mod.ts";
+import { createHandler, DEFAULT_MAX_BODY_BYTES } from "../handler/mod.ts";
 import {
   createServer,
   parseTransports,
@@ -101,7 +101,7 @@ export function registerServeCommand(program: Command): void {
     .option("--mtls", "require client certificates")
     .option("--state-dir <dir>", "where the dev PKI lives (default ~/.local/state/sbilab)")
     .option("--delay-ms <ms>", "delay every /nbench answer by this much", "0")
-    .option("--max-body <bytes>", "largest request body the handler accepts")
+    .option("--max-body <bytes>", "largest request body, on every transport (then 413)")
     .option("--nrf-max-instances <n>", "NF instances the NRF holds at most (then 403)", "4096")
     .option("--nrf-max-profile <bytes>", "largest NFProfile in bytes (then 413)", "65536")
     .option("--max-json-depth <n>", "deepest JSON nesting accepted (then 400)", "32")
@@ -113,9 +113,14 @@ export function registerServeCommand(program: Command): void {
       const delayMs = parsePositiveInt(o.delayMs ?? "0", "--delay-ms", true);
       const needsTls = transports.some((t) => t !== "h2c");
       const tls = needsTls ? await serverTls(o) : undefined;
+      // One body limit: the transports refuse a larger body as it streams in with the
+      // handler's own 413, and the handler checks the same number.
+      const maxBodyBytes = o.maxBody
+        ? parsePositiveInt(o.maxBody, "--max-body")
+        : DEFAULT_MAX_BODY_BYTES;
       const handler = createHandler({
         delayMs,
-        ...(o.maxBody ? { maxBodyBytes: parsePositiveInt(o.maxBody, "--max-body") } : {}),
+        maxBodyBytes,
         nrf: {
           maxInstances: parsePositiveInt(o.nrfMaxInstances ?? "4096", "--nrf-max-instances"),
           maxProfileBytes: parsePositiveInt(o.nrfMaxProfile ?? "65536", "--nrf-max-profile"),
@@ -137,7 +142,12 @@ export function registerServeCommand(program: Command): void {
       try {
         for (const t of transports) {
           const port = t === "h2c" ? h2cPort : tlsPort;
-          const server = await createServer(t, handler, { hostname: o.host, port, tls })
+          const server = await createServer(t, handler, {
+            hostname: o.host,
+            port,
+            tls,
+            maxBodyBytes,
+          })
             .catch((err) => {
               throw bindError(err, o.host);
             });

@@ -5,7 +5,7 @@
 import { isMultipartRelated, parseMultipart } from "./multipart.ts";
 import { createNrf, type NfProfileStore, type NrfOptions } from "./nrf.ts";
 import { createPayloadCache, MAX_PAYLOAD_BYTES } from "./payload.ts";
-import { ProblemError, problemResponse } from "./problem.ts";
+import { bodyTooLarge, ProblemError, problemResponse, systemFailure } from "./problem.ts";
 import type { SbiHandler, SbiRequest, SbiResponse } from "./types.ts";
 
 /** Default request body limit: the largest payload plus 64 KiB for framing and multipart. */
@@ -207,12 +207,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
     request: SbiRequest,
     signal: AbortSignal,
   ): SbiResponse | Promise<SbiResponse> {
-    if (request.body.length > maxBodyBytes) {
-      throw new ProblemError(413, {
-        cause: "PAYLOAD_TOO_LARGE",
-        detail: `Request body exceeds ${maxBodyBytes} bytes`,
-      });
-    }
+    if (request.body.length > maxBodyBytes) return bodyTooLarge(maxBodyBytes);
     const segments = request.path.split("/").slice(1);
     const version = APIS[segments[0]];
     if (version !== undefined && segments[1] !== version) {
@@ -273,7 +268,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
     } catch {
       // A failing error hook must not turn a 500 into a dropped request.
     }
-    return problemResponse(500, { cause: "SYSTEM_FAILURE", detail: "Internal error" });
+    return systemFailure();
   }
 
   /** Runs dispatch and maps every exception to a response; never throws or rejects. */

@@ -24,12 +24,16 @@ export {
   timerSleep,
 } from "./handler.ts";
 export {
+  bodyTooLarge,
+  overloaded,
   PROBLEM_JSON,
   problemDetails,
   ProblemError,
   type ProblemInit,
   problemResponse,
   statusTitle,
+  systemFailure,
+  unreadableRequest,
 } from "./problem.ts";
 export {
   buildPayload,

@@ -7,18 +7,22 @@
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions, TransportName } from "../types.ts";
-import { BodyTooLargeError, fromSbiResponse, toSbiRequest } from "./convert.ts";
+import { BodyBudgetError, BodyTooLargeError, fromSbiResponse, toSbiRequest } from "./convert.ts";
 import { applyNoDelay } from "./nodelay.ts";
-import { transportProblem } from "../problem_response.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
+import {
+  bodyTooLarge,
+  overloaded,
+  systemFailure,
+  unreadableRequest,
+} from "../../handler/problem.ts";
+import { type ByteBudget, defaultBodyBudget } from "../byte_budget.ts";
 import { startMtlsFront } from "./mtls_front.ts";
-
-/** Largest request body the transport reads before answering 413. */
-export const TRANSPORT_MAX_BODY = 32 * 1024 * 1024;
 
 /** Extra options of the HTTP/2 servers. */
 export interface H2ServerOptions extends ServerOptions {
-  /** Largest request body read before answering 413. Default 32 MiB. */
-  maxBodyBytes?: number;
+  /** Request-body bytes held at once by this process; past it 503. Default {@linkcode defaultBodyBudget}. */
+  bodyBudget?: ByteBudget;
   /** Called with errors the transport swallowed. Default no-op. */
   onError?: (err: unknown) => void;
 }
@@ -28,25 +32,29 @@ function urlHost(hostname: string): string {
 }
 
 function makeFetchHandler(handler: SbiHandler, options: H2ServerOptions) {
-  const limit = options.maxBodyBytes ?? TRANSPORT_MAX_BODY;
+  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const budget = options.bodyBudget ?? defaultBodyBudget;
   return async (request: Request): Promise<Response> => {
+    // A declared length over the limit is refused before a byte is read.
+    if (Number(request.headers.get("content-length")) > limit) {
+      return fromSbiResponse(bodyTooLarge(limit));
+    }
     let sbi;
     try {
-      sbi = await toSbiRequest(request, limit);
+      sbi = await toSbiRequest(request, limit, budget);
     } catch (err) {
-      if (err instanceof BodyTooLargeError) {
-        return fromSbiResponse(
-          transportProblem(413, "Payload too large", "REQUEST_ENTITY_TOO_LARGE"),
-        );
-      }
+      if (err instanceof BodyTooLargeError) return fromSbiResponse(bodyTooLarge(limit));
+      if (err instanceof BodyBudgetError) return fromSbiResponse(overloaded(err.message));
       options.onError?.(err);
-      return fromSbiResponse(transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT"));
+      return fromSbiResponse(unreadableRequest());
     }
     try {
       return fromSbiResponse(await handler(sbi));
     } catch (err) {
       options.onError?.(err);
-      return fromSbiResponse(transportProblem(500, "Internal error", "SYSTEM_FAILURE"));
+      return fromSbiResponse(systemFailure());
+    } finally {
+      budget.release(sbi.body.length);
     }
   };
 }
@@ -69,7 +77,7 @@ async function serveOn(
       onListen: (addr) => listening.resolve(addr),
       onError: (err) => {
         options.onError?.(err);
-        return fromSbiResponse(transportProblem(500, "Internal error", "SYSTEM_FAILURE"));
+        return fromSbiResponse(systemFailure());
       },
     }, makeFetchHandler(handler, options));
   } catch (err) {
