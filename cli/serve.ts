@@ -5,8 +5,13 @@ import {
   createServer,
   parseTransports,
   type SbiServer,
+  type ServerOptions,
   type TlsMaterial,
+  type TransportName,
 } from "../transports/mod.ts";
+import { connectionsWithin, raiseFdLimit } from "../transports/fd_limit.ts";
+import { ByteBudget } from "../transports/byte_budget.ts";
+import { DEFAULT_CONNECTION_LIMITS } from "../transports/h2/mod.ts";
 import {
   DEV_PKI_FILES,
   issueServerCertificate,
@@ -14,6 +19,7 @@ import {
   writeDevPki,
 } from "../transports/pki.ts";
 import { defaultStateDir } from "./state.ts";
+import { listeningLine } from "./listening.ts";
 import { asUsage, parsePort, parsePositiveInt, UsageError } from "./args.ts";
 
 interface ServeOptions {
@@ -32,6 +38,12 @@ interface ServeOptions {
   nrfMaxProfile?: string;
   maxJsonDepth?: string;
   nrfAnyId?: boolean;
+  maxConnections?: string;
+  handshakeTimeout: string;
+  idleTimeout: string;
+  stallTimeout: string;
+  maxInflightBodies: string;
+  maxQueuedResponses: string;
 }
 
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "0.0.0.0", "::"]);
@@ -87,6 +99,39 @@ function bindError(err: unknown, host: string): unknown {
   return err;
 }
 
+/**
+ * The resource limits of one `lab serve` process. The soft fd limit is raised
+ * to the hard limit first, and the connection cap defaults to what it leaves
+ * after a reserve, shared by the TCP listeners.
+ */
+function serveLimits(o: ServeOptions, transports: TransportName[]) {
+  const fd = raiseFdLimit();
+  const tcpListeners = transports.filter((t) => t !== "h3").length;
+  const fits = fd ? connectionsWithin(fd, tcpListeners) : DEFAULT_CONNECTION_LIMITS.maxConnections;
+  const maxConnections = o.maxConnections
+    ? parsePositiveInt(o.maxConnections, "--max-connections")
+    : Math.min(DEFAULT_CONNECTION_LIMITS.maxConnections, fits);
+  if (fd && maxConnections > fits) {
+    console.error(
+      `warning: --max-connections ${maxConnections} is more than the fd limit ${fd.soft} leaves (${fits})`,
+    );
+  }
+  const idleTimeoutMs = parsePositiveInt(o.idleTimeout, "--idle-timeout");
+  return {
+    limits: {
+      maxConnections,
+      handshakeTimeoutMs: parsePositiveInt(o.handshakeTimeout, "--handshake-timeout"),
+      idleTimeoutMs,
+    },
+    idleTimeoutMs,
+    stallTimeoutMs: parsePositiveInt(o.stallTimeout, "--stall-timeout"),
+    bodyBudget: new ByteBudget(parsePositiveInt(o.maxInflightBodies, "--max-inflight-bodies")),
+    responseBudget: new ByteBudget(
+      parsePositiveInt(o.maxQueuedResponses, "--max-queued-responses"),
+    ),
+  };
+}
+
 /** Adds `serve`. */
 export function registerServeCommand(program: Command): void {
   program.command("serve")
@@ -106,11 +151,29 @@ export function registerServeCommand(program: Command): void {
     .option("--nrf-max-profile <bytes>", "largest NFProfile in bytes (then 413)", "65536")
     .option("--max-json-depth <n>", "deepest JSON nesting accepted (then 400)", "32")
     .option("--nrf-any-id", "accept any nfInstanceId, not only a UUID")
+    .option(
+      "--max-connections <n>",
+      "TCP connections per h2 listener (default 4096, or what the fd limit leaves)",
+    )
+    .option("--handshake-timeout <ms>", "h2: first request due within this after connect", "10000")
+    .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)", "60000")
+    .option("--stall-timeout <ms>", "h2: reset a response the peer has not read for this", "30000")
+    .option(
+      "--max-inflight-bodies <bytes>",
+      "request-body bytes held at once (then 503)",
+      "268435456",
+    )
+    .option(
+      "--max-queued-responses <bytes>",
+      "h2: response bytes queued for slow readers, per process",
+      "67108864",
+    )
     .action(async (o: ServeOptions) => {
       const transports = asUsage(() => parseTransports(o.transports));
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
       const delayMs = parsePositiveInt(o.delayMs ?? "0", "--delay-ms", true);
+      const limits = serveLimits(o, transports);
       const needsTls = transports.some((t) => t !== "h2c");
       const tls = needsTls ? await serverTls(o) : undefined;
       // One body limit: the transports refuse a larger body as it streams in with the
@@ -147,12 +210,15 @@ export function registerServeCommand(program: Command): void {
             port,
             tls,
             maxBodyBytes,
-          })
+            ...limits,
+            onError: (err: unknown) =>
+              console.error(`${t}: ${String((err as Error)?.message ?? err).split("\n")[0]}`),
+          } as ServerOptions)
             .catch((err) => {
               throw bindError(err, o.host);
             });
           servers.push(server);
-          console.log(`${t} listening on ${server.url}`);
+          console.log(listeningLine(t, server.url));
         }
       } catch (err) {
         await Promise.allSettled(servers.map((s) => s.close()));

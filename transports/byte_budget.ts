@@ -46,3 +46,9 @@ export const DEFAULT_BODY_BUDGET_BYTES = 256 * 1024 * 1024;
 
 /** The budget servers share when none is given: one per process. */
 export const defaultBodyBudget: ByteBudget = new ByteBudget(DEFAULT_BODY_BUDGET_BYTES);
+
+/** Default ceiling of response bytes handed to the runtime and not yet sent, per process: 64 MiB. */
+export const DEFAULT_RESPONSE_BUDGET_BYTES = 64 * 1024 * 1024;
+
+/** The response budget servers share when none is given: one per process. */
+export const defaultResponseBudget: ByteBudget = new ByteBudget(DEFAULT_RESPONSE_BUDGET_BYTES);
