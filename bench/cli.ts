@@ -14,14 +14,7 @@ import { renderTable } from "./table.ts";
 import { renderCharts } from "./charts.ts";
 import { linkContextFromEnv, runBenchAcrossLink } from "./across_link.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
-
-/** Raised for bad command-line input; the CLI prints its message and exits 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
-  }
-}
+import { UsageError } from "../cli/args.ts";
 
 function list(text: string, what: string): string[] {
   const items = text.split(",").map((s) => s.trim()).filter(Boolean);
@@ -195,7 +188,7 @@ async function report(
     csv?: string;
     charts?: boolean;
   },
-): Promise<number> {
+): Promise<void> {
   const base = await readRun(a);
   if (!b) {
     console.log(renderTable(base));
@@ -205,24 +198,19 @@ async function report(
     }
     const written = await writeReports(base, { md: flags.md, csv: flags.csv });
     for (const w of written) console.error(`wrote ${w}`);
-    return 0;
+    return;
   }
   const threshold = number(flags.threshold, "--threshold", 0) / 100;
   const cand = await readRun(b);
   const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
   console.log(renderComparison(cmp));
-  if (flags.failOnRegression && cmp.rows.some((r) => r.verdict === "regressed")) {
-    console.error(
-      `error: ${
-        cmp.rows.filter((r) => r.verdict === "regressed").length
-      } row(s) regressed beyond ${flags.threshold} %`,
-    );
-    return 1;
+  const regressed = cmp.rows.filter((r) => r.verdict === "regressed").length;
+  if (flags.failOnRegression && regressed > 0) {
+    throw new Error(`${regressed} row(s) regressed beyond ${flags.threshold} %`);
   }
-  return 0;
 }
 
-/** Adds `bench` and `report` to the program. Errors become one line on stderr and exit codes 1/2. */
+/** Adds `bench` and `report` to the program. Bad input throws {@linkcode UsageError}. */
 export function registerBenchCommands(program: Command): void {
   program
     .command("bench")
@@ -259,7 +247,7 @@ export function registerBenchCommands(program: Command): void {
     .option("--md <file>", "write a Markdown report")
     .option("--csv <file>", "write the rows as CSV")
     .action(async (flags: BenchFlags) => {
-      await runAction(() => bench(flags).then(() => 0));
+      await bench(flags);
     });
   program
     .command("report")
@@ -272,20 +260,6 @@ export function registerBenchCommands(program: Command): void {
     .option("--csv <file>", "write A's rows as CSV")
     .option("--no-charts", "do not print ASCII charts")
     .action(async (a: string, b: string | undefined, flags) => {
-      await runAction(() => report(a, b, flags));
+      await report(a, b, flags);
     });
-}
-
-async function runAction(fn: () => Promise<number>): Promise<void> {
-  let code: number;
-  try {
-    code = await fn();
-  } catch (err) {
-    const e = err as Error;
-    console.error(`error: ${e.message.split("\n")[0]}`);
-    code = err instanceof UsageError || err instanceof RangeError || err instanceof SyntaxError
-      ? 2
-      : 1;
-  }
-  if (code !== 0) Deno.exit(code);
 }

@@ -3,9 +3,9 @@
  * in-memory NRF, ProblemDetails errors, message priority and max response time.
  */
 import { isMultipartRelated, parseMultipart } from "./multipart.ts";
-import { createNrf, type NfProfileStore } from "./nrf.ts";
+import { createNrf, type NfProfileStore, type NrfOptions } from "./nrf.ts";
 import { createPayloadCache, MAX_PAYLOAD_BYTES } from "./payload.ts";
-import { payloadTooLarge, ProblemError, problemResponse } from "./problem.ts";
+import { bodyTooLarge, ProblemError, problemResponse, systemFailure } from "./problem.ts";
 import type { SbiHandler, SbiRequest, SbiResponse } from "./types.ts";
 
 /** Default request body limit: the largest payload plus 64 KiB for framing and multipart. */
@@ -42,6 +42,8 @@ export interface HandlerOptions {
   apiRoot?: string;
   /** Bytes of payload bodies kept in the size cache. Default 64 MiB. */
   payloadCacheBytes?: number;
+  /** NRF bounds and id rule (instances, profile size, JSON depth, UUID ids); see {@link NrfOptions}. Default the NRF's defaults. */
+  nrf?: Omit<NrfOptions, "store" | "validitySeconds" | "apiRoot">;
 }
 
 /** Default {@link Sleep}: a timer cleared when the signal aborts. */
@@ -165,6 +167,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
   const onError = options.onError ?? (() => {});
   const payloads = createPayloadCache({ maxBytes: options.payloadCacheBytes });
   const nrf = createNrf({
+    ...options.nrf,
     store: options.store,
     validitySeconds: options.validitySeconds,
     apiRoot: options.apiRoot,
@@ -204,7 +207,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
     request: SbiRequest,
     signal: AbortSignal,
   ): SbiResponse | Promise<SbiResponse> {
-    if (request.body.length > maxBodyBytes) throw payloadTooLarge(maxBodyBytes);
+    if (request.body.length > maxBodyBytes) return bodyTooLarge(maxBodyBytes);
     const segments = request.path.split("/").slice(1);
     const version = APIS[segments[0]];
     if (version !== undefined && segments[1] !== version) {
@@ -265,7 +268,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
     } catch {
       // A failing error hook must not turn a 500 into a dropped request.
     }
-    return problemResponse(500, { cause: "SYSTEM_FAILURE", detail: "Internal error" });
+    return systemFailure();
   }
 
   /** Runs dispatch and maps every exception to a response; never throws or rejects. */

@@ -24,13 +24,16 @@ export {
   timerSleep,
 } from "./handler.ts";
 export {
-  payloadTooLarge,
+  bodyTooLarge,
+  overloaded,
   PROBLEM_JSON,
   problemDetails,
   ProblemError,
   type ProblemInit,
   problemResponse,
   statusTitle,
+  systemFailure,
+  unreadableRequest,
 } from "./problem.ts";
 export {
   buildPayload,
@@ -42,6 +45,9 @@ export {
 export {
   createMemoryNfProfileStore,
   createNrf,
+  DEFAULT_MAX_INSTANCES,
+  DEFAULT_MAX_JSON_DEPTH,
+  DEFAULT_MAX_PROFILE_BYTES,
   mediaType,
   NF_INSTANCES_PATH,
   type NfProfile,
@@ -50,6 +56,7 @@ export {
   type NrfOptions,
   parseJsonBody,
 } from "./nrf.ts";
+export { exceedsJsonDepth, jsonValueDepth } from "./json_depth.ts";
 export {
   applyJsonPatch,
   jsonEqual,
