@@ -10,6 +10,7 @@ import type { SbiServer, ServerOptions, TransportName } from "../types.ts";
 import { BodyTooLargeError, fromSbiResponse, toSbiRequest } from "./convert.ts";
 import { applyNoDelay } from "./nodelay.ts";
 import { transportProblem } from "../problem_response.ts";
+import { payloadTooLarge } from "../../handler/problem.ts";
 import { startMtlsFront } from "./mtls_front.ts";
 
 /** Largest request body the transport reads before answering 413. */
@@ -35,9 +36,8 @@ function makeFetchHandler(handler: SbiHandler, options: H2ServerOptions) {
       sbi = await toSbiRequest(request, limit);
     } catch (err) {
       if (err instanceof BodyTooLargeError) {
-        return fromSbiResponse(
-          transportProblem(413, "Payload too large", "REQUEST_ENTITY_TOO_LARGE"),
-        );
+        // the handler's own 413, so every stack answers an oversized body with the same bytes
+        return fromSbiResponse(payloadTooLarge(limit).toResponse());
       }
       options.onError?.(err);
       return fromSbiResponse(transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT"));
