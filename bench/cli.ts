@@ -62,6 +62,7 @@ interface BenchFlags {
   rate?: string;
   concurrency?: string;
   streams?: string;
+  flows?: string;
   link?: string;
   linkBackend?: string;
   floors?: boolean;
@@ -146,6 +147,7 @@ async function bench(flags: BenchFlags): Promise<void> {
         )
         : undefined,
       streams: flags.streams !== undefined ? integer(flags.streams, "--streams", 1) : undefined,
+      flows: flags.flows !== undefined ? list(flags.flows, "flow stream") : undefined,
       skipFloors: flags.floors === false,
       onProgress: progress.update,
       signal: controller.signal,
@@ -239,11 +241,15 @@ export function registerBenchCommands(program: Command): void {
     .option("--ca <file>", "CA certificate to trust for an https target")
     .option("-k, --insecure", "do not verify an https target's certificate")
     .option("--delay-ms <ms>", "handler delay passed to the server", undefined)
-    .option("--rate <req/s>", "open-loop rate for --scenario rate (default 1000)")
+    .option(
+      "--rate <per-s>",
+      "open-loop rate: req/s for --scenario rate (default 1000), UE arrivals/s for flows (default: half the UE slots busy)",
+    )
     .option(
       "--concurrency <list>",
-      "in-flight levels for --scenario concurrency (default 1,8,64,256)",
+      "in-flight levels for --scenario concurrency (default 1,8,64,256); UEs in flight for flows (default 8)",
     )
+    .option("--flows <list>", "streams for --scenario flows: journey,warm-get (default both)")
     .option("--streams <n>", "concurrent streams on one connection for --scenario hol (default 16)")
     .option(
       "--link <spec>",
