@@ -203,7 +203,7 @@ export interface StudyRecord {
   /** Per-row sampling time chosen to fit the budget (ms). */
   sampleMs: number;
   /** The verdict rule's parameters. */
-  rule: { minReduction: number; level: number; resamples: number };
+  rule: { minReduction: number; level: number; resamples: number; minSamples: number };
 }
 
 /** A complete benchmark run. */

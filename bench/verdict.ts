@@ -6,8 +6,9 @@
  * The rule, in one sentence: HTTP/3 has a material advantage in a cell when
  * its p99 flow time is at least 20 % lower than that of the better HTTP/2
  * variant (h2c or h2 over TLS, whichever has the lower p99), the 95 %
- * percentile-bootstrap interval of the p99 difference excludes zero, and
- * HTTP/3 lost no larger share of flows than that HTTP/2 variant.
+ * percentile-bootstrap interval of the p99 difference excludes zero, HTTP/3
+ * lost no larger share of flows than that HTTP/2 variant, and each side
+ * completed at least 100 flows (with fewer, a p99 is just the maximum).
  */
 import { compareQuantiles, type Interval } from "./stats.ts";
 import type { BenchRun, ResultRow } from "./schema.ts";
@@ -20,10 +21,17 @@ export interface VerdictRule {
   level: number;
   /** Bootstrap resamples. */
   resamples: number;
+  /** Fewest completed flows per side for a p99 to mean more than the maximum. */
+  minSamples: number;
 }
 
 /** The rule the study states. */
-export const DEFAULT_RULE: VerdictRule = { minReduction: 0.2, level: 0.95, resamples: 1000 };
+export const DEFAULT_RULE: VerdictRule = {
+  minReduction: 0.2,
+  level: 0.95,
+  resamples: 1000,
+  minSamples: 100,
+};
 
 /** The figures one decision needs. */
 export interface CellFigures {
@@ -37,6 +45,8 @@ export interface CellFigures {
   h3FailShare: number;
   /** Share of the HTTP/2 variant's flows that failed (0…1). */
   h2FailShare: number;
+  /** Completed flows behind the smaller of the two p99s. */
+  n: number;
 }
 
 /** A cell's decision. */
@@ -72,6 +82,9 @@ export function judgeCell(f: CellFigures, rule: VerdictRule = DEFAULT_RULE): Cel
     );
   }
   if (!excludesZero) reasons.push("the interval of the difference includes zero");
+  if (f.n < rule.minSamples) {
+    reasons.push(`too few flows for a p99 (${f.n} < ${rule.minSamples})`);
+  }
   if (f.h3FailShare > f.h2FailShare) {
     reasons.push(`HTTP/3 lost more flows (${pct(f.h3FailShare)} vs ${pct(f.h2FailShare)})`);
   }
@@ -128,8 +141,9 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
   return `HTTP/3 has a material advantage in a cell (link × flow × UE concurrency) when its p99 ` +
     `flow time is at least ${rule.minReduction * 100} % lower than that of the better HTTP/2 ` +
     `variant (h2c or h2 over TLS, whichever has the lower p99), the ${rule.level * 100} % ` +
-    `bootstrap interval of the p99 difference (${rule.resamples} resamples) excludes zero, and ` +
-    `HTTP/3 lost no larger share of flows. Failed flows are counted in every cell, never dropped.`;
+    `bootstrap interval of the p99 difference (${rule.resamples} resamples) excludes zero, ` +
+    `HTTP/3 lost no larger share of flows, and each side completed at least ${rule.minSamples} ` +
+    `flows (fewer make the p99 the maximum). Failed flows are counted in every cell, never dropped.`;
 }
 
 /** Whether a row is a flow-time row (not a step, not a heartbeat). */
@@ -194,6 +208,7 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
       diffCi,
       h3FailShare: h3 ? share(h3) : 0,
       h2FailShare: h2 ? share(h2) : 0,
+      n: Math.min(h3?.samples.count ?? 0, h2?.samples.count ?? 0),
     }, rule);
     out.push({
       ...decision,

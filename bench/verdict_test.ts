@@ -7,6 +7,7 @@ const base = {
   h2P99: 100,
   h3FailShare: 0,
   h2FailShare: 0,
+  n: 100,
 };
 
 Deno.test("judgeCell: a p99 exactly 20 % lower with an interval below zero is material", () => {
@@ -54,8 +55,16 @@ Deno.test("judgeCell: HTTP/3 slower is never material, and losing more flows voi
   assert.equal(equalLoss.status, "material");
 });
 
+Deno.test("judgeCell: 100 flows per side are enough for a p99, 99 are not", () => {
+  const clear = { ...base, h3P99: 50, diffCi: { lower: -60, upper: -40 } };
+  assert.equal(judgeCell({ ...clear, n: 100 }).status, "material");
+  const few = judgeCell({ ...clear, n: 99 });
+  assert.equal(few.status, "not-material");
+  assert.match(few.reason, /too few flows for a p99 \(99 < 100\)/);
+});
+
 Deno.test("judgeCell: a cell without one side is kept as no-data", () => {
-  const d = judgeCell({ h2P99: 100, h3FailShare: 0, h2FailShare: 0 });
+  const d = judgeCell({ h2P99: 100, h3FailShare: 0, h2FailShare: 0, n: 0 });
   assert.equal(d.status, "no-data");
   assert.match(d.reason, /HTTP\/3 has no flow times/);
 });
