@@ -12,6 +12,7 @@ PACKAGES=(
   ngtcp2-client ngtcp2-server                           # HTTP/3 peers: gtlsclient, gtlsserver
   valgrind                                              # leak check of the native shim
   iproute2                                              # network namespaces for the link emulator
+  chromium                                              # headless check of the HTML report
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
