@@ -23,7 +23,7 @@ export const STUDY_UES = [4, 32];
 export const QUICK_UES = [8];
 /** Default budgets (ms). */
 export const STUDY_BUDGET_MS = 10 * 60_000;
-export const QUICK_BUDGET_MS = 4 * 60_000;
+export const QUICK_BUDGET_MS = 3 * 60_000;
 
 /** Options of {@link runStudy}. */
 export interface StudyOptions {
@@ -117,7 +117,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       notes.push(`The study was interrupted before ${s.text}; its cells have no data.`);
       continue;
     }
-    const sampleMs = planSampleMs({
+    const sampleMs = Math.round(planSampleMs({
       remainingMs: budgetMs - (Date.now() - start),
       links: specs.slice(i).map((r) => ({ rttMs: rttOf(r), loopback: !r.spec })),
       transports: transports.length,
@@ -125,7 +125,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       warmupMs,
       minMs: quick ? 500 : 1000,
       maxMs: 60_000,
-    });
+    }));
     lastSampleMs = sampleMs;
     const bench = {
       scenario: "flows" as const,

@@ -118,9 +118,12 @@ export function renderTable(run: BenchRun): string {
     ? "own process"
     : "in process";
   const plan = c.samples ? `${c.samples} samples` : `${c.sampleMs} ms sampling`;
-  const head =
-    `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
-    (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
+  const head = run.study
+    ? `sbilab study · links ${run.study.links.map((l) => l.spec).join(", ")} · ${
+      c.transports.join(", ")
+    } · warm-up ${c.warmupMs} ms, ${(run.study.sampleMs / 1000).toFixed(1)} s sampling per row`
+    : `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
+      (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
   const parts = [head];
   if (run.rows.some((r) => r.step !== undefined)) {
     parts.push("Per-step latency rows are in the Markdown (--md) and HTML (--html) reports.");
