@@ -248,6 +248,28 @@ export function estimate(samples: ArrayLike<number>, options: BootstrapOptions =
   };
 }
 
+/** Checked, sorted inputs of a two-sample bootstrap, with count tables and the seeded PRNG. */
+function twoSamples(
+  baseline: ArrayLike<number>,
+  candidate: ArrayLike<number>,
+  what: string,
+  options: BootstrapOptions,
+) {
+  check(baseline, 2, `${what} baseline`);
+  check(candidate, 2, `${what} candidate`);
+  const a = sorted(baseline);
+  const b = sorted(candidate);
+  return {
+    resamples: options.resamples ?? 1000,
+    level: options.level ?? 0.95,
+    rng: createRng(options.seed ?? 0x5b1),
+    a,
+    b,
+    ca: new Uint32Array(a.length),
+    cb: new Uint32Array(b.length),
+  };
+}
+
 /** Result of {@linkcode compareMedians}. */
 export interface MedianComparison {
   /** Median of the baseline. */
@@ -271,15 +293,12 @@ export function compareMedians(
   candidate: ArrayLike<number>,
   options: BootstrapOptions = {},
 ): MedianComparison {
-  check(baseline, 2, "compareMedians baseline");
-  check(candidate, 2, "compareMedians candidate");
-  const resamples = options.resamples ?? 1000;
-  const level = options.level ?? 0.95;
-  const rng = createRng(options.seed ?? 0x5b1);
-  const a = sorted(baseline);
-  const b = sorted(candidate);
-  const ca = new Uint32Array(a.length);
-  const cb = new Uint32Array(b.length);
+  const { resamples, level, rng, a, b, ca, cb } = twoSamples(
+    baseline,
+    candidate,
+    "compareMedians",
+    options,
+  );
   const ma = quantileSorted(a, 0.5);
   const mb = quantileSorted(b, 0.5);
   if (ma === 0) throw new RangeError("compareMedians needs a non-zero baseline median");
@@ -324,19 +343,16 @@ export function compareQuantiles(
   p: number,
   options: BootstrapOptions = {},
 ): QuantileComparison {
-  check(baseline, 2, "compareQuantiles baseline");
-  check(candidate, 2, "compareQuantiles candidate");
   if (!(p >= 0 && p <= 1)) throw new RangeError(`Quantile ${p} is outside [0, 1]`);
-  const resamples = options.resamples ?? 1000;
+  const { resamples, level, rng, a, b, ca, cb } = twoSamples(
+    baseline,
+    candidate,
+    "compareQuantiles",
+    options,
+  );
   if (!(Number.isInteger(resamples) && resamples >= 10)) {
     throw new RangeError(`Bootstrap needs an integer number of resamples ≥ 10, got ${resamples}`);
   }
-  const level = options.level ?? 0.95;
-  const rng = createRng(options.seed ?? 0x5b1);
-  const a = sorted(baseline);
-  const b = sorted(candidate);
-  const ca = new Uint32Array(a.length);
-  const cb = new Uint32Array(b.length);
   const qa = quantileSorted(a, p);
   const qb = quantileSorted(b, p);
   const dist = new Float64Array(resamples);

@@ -5,23 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
-import { directCall, freePort, ROOT } from "./support.ts";
+import { directCall, freePort, ROOT, runLab } from "./support.ts";
 
 const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
 
-async function lab(args: string[], timeoutMs = 30_000) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--quiet", MAIN, ...args],
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
-  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-  const out = await child.output();
-  clearTimeout(timer);
-  return { code: out.code, stdout: out.stdout, stderr: dec.decode(out.stderr) };
-}
+const lab = runLab;
 
 /** Starts `lab serve` and resolves with its listener URLs once they are printed. */
 async function startServe(args: string[]) {

@@ -142,3 +142,20 @@ export function directCall(
   for (const [k, v] of Object.entries(headers)) lower[k.toLowerCase()] = v;
   return handler({ method, path: url.pathname, query: url.searchParams, headers: lower, body });
 }
+
+/** Runs the `lab` CLI as a user would (stdin closed), killed after `timeoutMs`. */
+export async function runLab(
+  args: string[],
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`, ...args],
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const out = await child.output();
+  clearTimeout(timer);
+  return { code: out.code, stdout: out.stdout, stderr: new TextDecoder().decode(out.stderr) };
+}

@@ -67,6 +67,19 @@ function discovery(from: NfType, target: NfType): FlowStep {
   };
 }
 
+/** The AMF passes the RAN's N2 PDU session resource setup response to the SMF. */
+const N2_SETUP_RESPONSE: FlowStep = {
+  name: "smf.update-n2-setup-rsp",
+  title: "SMF: SM context update with the N2 setup response (TS 29.502 §5.2.2.3.1)",
+  from: "AMF",
+  to: "SMF",
+  method: "POST",
+  path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/modify",
+  body: "smContextUpdateN2SetupRsp",
+  expect: [200],
+  require: { "/upCnxState": "ACTIVATED" },
+};
+
 /** UE initial registration, TS 23.502 §4.2.2.2.2 (the SBI part, steps 8–16). */
 export const REGISTRATION: FlowDefinition = {
   name: "registration",
@@ -218,17 +231,7 @@ export const PDU_SESSION: FlowDefinition = {
       expect: [200],
       require: { "/cause": "N1_N2_TRANSFER_INITIATED" },
     },
-    {
-      name: "smf.update-n2-setup-rsp",
-      title: "SMF: SM context update with the N2 setup response (TS 29.502 §5.2.2.3.1)",
-      from: "AMF",
-      to: "SMF",
-      method: "POST",
-      path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/modify",
-      body: "smContextUpdateN2SetupRsp",
-      expect: [200],
-      require: { "/upCnxState": "ACTIVATED" },
-    },
+    N2_SETUP_RESPONSE,
   ],
 };
 
@@ -260,17 +263,7 @@ export const SERVICE_REQUEST: FlowDefinition = {
       expect: [200],
       require: { "/upCnxState": "ACTIVATING" },
     },
-    {
-      name: "smf.update-n2-setup-rsp",
-      title: "SMF: SM context update with the N2 setup response (TS 29.502 §5.2.2.3.1)",
-      from: "AMF",
-      to: "SMF",
-      method: "POST",
-      path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/modify",
-      body: "smContextUpdateN2SetupRsp",
-      expect: [200],
-      require: { "/upCnxState": "ACTIVATED" },
-    },
+    N2_SETUP_RESPONSE,
   ],
 };
 

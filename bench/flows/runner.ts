@@ -134,7 +134,7 @@ function captured(res: ClientResponse, json: () => unknown, c: Capture): string 
   return c.from === "location-path" ? path : path.split("/").filter(Boolean).at(-1);
 }
 
-function problemCause(res: ClientResponse, json: () => unknown): string {
+function problemCause(json: () => unknown): string {
   const cause = pointerValue(json(), "/cause");
   return typeof cause === "string" ? ` (${cause})` : "";
 }
@@ -196,7 +196,7 @@ export async function runStep(
     Object.assign(new StepError(step.name, `${step.name}: ${message}`), { outcome });
   if (!step.expect.includes(res.status)) {
     throw fail(
-      `answered ${res.status}${problemCause(res, json)}, expected ${step.expect.join(" or ")}`,
+      `answered ${res.status}${problemCause(json)}, expected ${step.expect.join(" or ")}`,
     );
   }
   for (const [pointer, want] of Object.entries(step.require ?? {})) {
