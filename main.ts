@@ -8,7 +8,7 @@ import { registerServeCommand } from "./cli/serve.ts";
 import { INSECURE_ENV, registerRequestCommand } from "./cli/request.ts";
 import { registerCertsCommand } from "./cli/certs.ts";
 import { registerDoctorCommand } from "./cli/doctor.ts";
-import { registerBenchCommands } from "./bench/cli.ts";
+import { registerBenchCommands, registerStudyCommand } from "./bench/cli.ts";
 import { registerLinkCommands } from "./linkemu/cli.ts";
 import { UsageError } from "./cli/args.ts";
 
@@ -24,6 +24,7 @@ export function buildProgram(): Command {
   registerCertsCommand(program);
   registerDoctorCommand(program);
   registerBenchCommands(program);
+  registerStudyCommand(program);
   registerLinkCommands(program);
   return program;
 }

@@ -72,3 +72,12 @@ export {
   multipartBoundary,
   parseMultipart,
 } from "./multipart.ts";
+export {
+  createUeRegistry,
+  mockNfRoutes,
+  NAS_TYPE,
+  NF_APIS,
+  NGAP_TYPE,
+  simulatedResStar,
+  type UeRegistry,
+} from "./nf/mod.ts";

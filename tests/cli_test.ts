@@ -6,24 +6,13 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { h3Available } from "../transports/h3/mod.ts";
-import { directCall, freePort, needsTool, ROOT, runTool } from "./support.ts";
+import { directCall, freePort, needsTool, ROOT, runLab, runTool } from "./support.ts";
 
 const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
 const NF_ID = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
 
-async function lab(args: string[], timeoutMs = 30_000) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--quiet", MAIN, ...args],
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
-  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-  const out = await child.output();
-  clearTimeout(timer);
-  return { code: out.code, stdout: out.stdout, stderr: dec.decode(out.stderr) };
-}
+const lab = runLab;
 
 /** Starts `lab serve` and resolves with its listener URLs once they are printed. */
 async function startServe(args: string[]) {

@@ -185,6 +185,13 @@ export async function startLabServe(
     : ["sh", ["-c", `ulimit -n ${options.nofile} && exec "$@"`, "sh", ...all]];
   const child = new Deno.Command(cmd, {
     args: cmdArgs,
+/** Runs the `lab` CLI as a user would (stdin closed), killed after `timeoutMs`. */
+export async function runLab(
+  args: string[],
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`, ...args],
     stdout: "piped",
     stderr: "piped",
     stdin: "null",
@@ -230,4 +237,8 @@ export function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
   if (!m) throw new Error(`No VmRSS for ${pid}`);
   return Number(m[1]) * 1024;
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const out = await child.output();
+  clearTimeout(timer);
+  return { code: out.code, stdout: out.stdout, stderr: new TextDecoder().decode(out.stderr) };
 }
