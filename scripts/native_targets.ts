@@ -63,9 +63,19 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   h2: {
     output: "libsbilab_h2.so",
     kind: "shared",
-    sources: ["transports/h2/native/sbh2.c"],
-    deps: ["transports/h2/native/sbh2.h"],
-    libs: ["-lnghttp2"],
+    sources: [
+      "transports/h2/native/sbh2.c",
+      // the load engine (transports/load/)
+      "transports/h2/native/sbh2_load.c",
+      "transports/native/sbl_load.c",
+      "transports/native/sbl_hist.c",
+    ],
+    deps: [
+      "transports/h2/native/sbh2.h",
+      "transports/native/sbl_load.h",
+      "transports/native/sbl_hist.h",
+    ],
+    libs: ["-lnghttp2", "-lpthread"],
     requires: [{ header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" }],
   },
   // Leak check driver for the h3 shim: a client and a server talking in memory.
