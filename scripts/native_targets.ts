@@ -46,9 +46,19 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   h3: {
     output: "libsbilab_h3.so",
     kind: "shared",
-    sources: ["transports/h3/native/sbh3.c"],
-    deps: ["transports/h3/native/sbh3.h"],
-    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    sources: [
+      "transports/h3/native/sbh3.c",
+      // the load engine (transports/load/)
+      "transports/h3/native/sbh3_load.c",
+      "transports/native/sbl_load.c",
+      "transports/native/sbl_hist.c",
+    ],
+    deps: [
+      "transports/h3/native/sbh3.h",
+      "transports/native/sbl_load.h",
+      "transports/native/sbl_hist.h",
+    ],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", "-lpthread"],
     requires: [
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
       {

@@ -147,7 +147,9 @@ export class LoadEngine {
   start(): void {
     if (this.#started) throw new LoadEngineError("The load engine was already started");
     this.#started = true;
-    if (this.#calls.start(this.#h()) !== 0) throw new LoadEngineError("Cannot start the load engine");
+    if (this.#calls.start(this.#h()) !== 0) {
+      throw new LoadEngineError("Cannot start the load engine");
+    }
   }
 
   /** A snapshot of the counters. */

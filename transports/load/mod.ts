@@ -3,7 +3,13 @@
  * module, driven by a plan, keeping latency histograms, status counts, errors
  * by kind, bytes and per-connection set-up times in C.
  */
-export { LoadEngine, LoadEngineError, type LoadPhase, type LoadProgress, runLoad } from "./engine.ts";
+export {
+  LoadEngine,
+  LoadEngineError,
+  type LoadPhase,
+  type LoadProgress,
+  runLoad,
+} from "./engine.ts";
 export type { RunOptions } from "./engine.ts";
 export { encodePlan, type LoadPlan, type LoadProtocol } from "./plan.ts";
 export {
@@ -16,3 +22,4 @@ export {
   type LoadResult,
   summarize,
 } from "./result.ts";
+export { type LoadTarget, loadTarget, type TargetOptions } from "./target.ts";
