@@ -8,6 +8,7 @@ import { INSECURE_ENV, registerRequestCommand } from "./cli/request.ts";
 import { registerCertsCommand } from "./cli/certs.ts";
 import { registerDoctorCommand } from "./cli/doctor.ts";
 import { registerBenchCommands } from "./bench/cli.ts";
+import { registerLoadCommand } from "./cli/load.ts";
 import { registerLinkCommands } from "./linkemu/cli.ts";
 
 /** Builds the command tree (exported for tests). */
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerCertsCommand(program);
   registerDoctorCommand(program);
   registerBenchCommands(program);
+  registerLoadCommand(program);
   registerLinkCommands(program);
   return program;
 }

@@ -276,7 +276,8 @@ export function registerBenchCommands(program: Command): void {
     });
 }
 
-async function runAction(fn: () => Promise<number>): Promise<void> {
+/** Runs a command action: an error becomes one line on stderr and exit 2 (usage) or 1. */
+export async function runAction(fn: () => Promise<number>): Promise<void> {
   let code: number;
   try {
     code = await fn();

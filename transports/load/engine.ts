@@ -10,7 +10,7 @@ import { EMBEDDED_H2_LIBRARY_URL } from "../h2/loader.ts";
 import { EMBEDDED_LIBRARY_URL as EMBEDDED_H3_LIBRARY_URL } from "../h3/loader.ts";
 import { H2_LOAD_SYMBOLS, H3_LOAD_SYMBOLS } from "./symbols.ts";
 import { encodePlan, type LoadPlan, type LoadProtocol } from "./plan.ts";
-import { decodeResult, histogramFromPairs, type LoadResult, summarize } from "./result.ts";
+import { decodePairs, decodeResult, histogramFromPairs, type LoadResult, summarize } from "./result.ts";
 
 /** Raised when the engine's module cannot be loaded or refuses the plan. */
 export class LoadEngineError extends Error {
@@ -204,11 +204,12 @@ export class LoadEngine {
     const buf = new Uint8Array(need);
     this.#calls.result(h, buf, buf.length);
     const base = decodeResult(buf);
-    const hists = [0, 1].map((kind) => {
+    const pairs = [0, 1].map((kind) => {
       const hb = new Uint8Array(256 * 1024);
       const n = this.#calls.histogram(h, kind, hb, hb.length);
-      return histogramFromPairs(hb.subarray(0, Math.max(0, n)));
+      return decodePairs(hb.subarray(0, Math.max(0, n)));
     });
+    const hists = pairs.map(histogramFromPairs);
     const eb = new Uint8Array(512);
     const en = this.#calls.error(h, eb, eb.length);
     const error = en > 0 ? new TextDecoder().decode(eb.subarray(0, en)) : undefined;
@@ -221,6 +222,7 @@ export class LoadEngine {
         corrected: hdr.encodeIntoCompressedBase64(hists[0]),
         uncorrected: hdr.encodeIntoCompressedBase64(hists[1]),
       },
+      latencyBuckets: pairs[0],
       ...(error ? { error } : {}),
     };
     return out;

@@ -17,6 +17,7 @@ export {
   type ConnectionTimes,
   ERROR_KINDS,
   type ErrorKind,
+  decodePairs,
   histogramFromPairs,
   type LatencySummary,
   type LoadResult,

@@ -81,6 +81,8 @@ export interface LoadResult {
   latencyUncorrected: LatencySummary;
   /** Both histograms, HdrHistogram compressed base64. */
   histograms: { corrected: string; uncorrected: string };
+  /** The corrected histogram's non-empty buckets: [lowest value in the bucket (ns), count]. */
+  latencyBuckets: [number, number][];
   /** The first failure's text, when there was one. */
   error?: string;
 }
@@ -94,13 +96,20 @@ export function buildHistogram(): hdr.Histogram {
   });
 }
 
-/** Builds a histogram from the engine's (i64 value, u64 count) pairs. */
-export function histogramFromPairs(bytes: Uint8Array): hdr.Histogram {
-  const h = buildHistogram();
+/** Decodes the engine's (i64 value, u64 count) pairs. */
+export function decodePairs(bytes: Uint8Array): [number, number][] {
   const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out: [number, number][] = [];
   for (let off = 0; off + 16 <= bytes.length; off += 16) {
-    h.recordValueWithCount(Number(v.getBigInt64(off, true)), Number(v.getBigUint64(off + 8, true)));
+    out.push([Number(v.getBigInt64(off, true)), Number(v.getBigUint64(off + 8, true))]);
   }
+  return out;
+}
+
+/** Builds a histogram from (value, count) pairs. */
+export function histogramFromPairs(pairs: [number, number][]): hdr.Histogram {
+  const h = buildHistogram();
+  for (const [value, count] of pairs) h.recordValueWithCount(value, count);
   return h;
 }
 
@@ -127,7 +136,7 @@ const NONE = 0xffff_ffff_ffff_ffffn;
 /** Decodes the engine's result record (without the histograms). */
 export function decodeResult(
   bytes: Uint8Array,
-): Omit<LoadResult, "protocol" | "latency" | "latencyUncorrected" | "histograms" | "error"> {
+): Omit<LoadResult, "protocol" | "latency" | "latencyUncorrected" | "histograms" | "latencyBuckets" | "error"> {
   const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (bytes.length < HEAD || v.getUint32(0, true) !== 0x524c4253) {
     throw new TypeError("Malformed load result");
