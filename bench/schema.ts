@@ -11,7 +11,8 @@ import type { SampleSet } from "./recorder.ts";
  * Schema identifier written into every run. Bump on any incompatible change.
  * Compatible additions since the first runs were saved (all optional, so
  * older files still read): the `hol` and `migration` scenarios,
- * `RunConfig.streams`, `RunConfig.link` and `ResultRow.extra` figures.
+ * `RunConfig.streams`, `RunConfig.link` and `ResultRow.extra` figures; the `capacity`
+ * scenario, `RunConfig.engine`, `RunConfig.p99BoundMs` and `ResultRow.engine`.
  */
 export const SCHEMA_VERSION = "sbilab-bench/1";
 
@@ -24,7 +25,8 @@ export type ScenarioName =
   | "rate"
   | "peers"
   | "hol"
-  | "migration";
+  | "migration"
+  | "capacity";
 
 /** Every scenario, in help order. */
 export const SCENARIOS: readonly ScenarioName[] = [
@@ -36,7 +38,12 @@ export const SCENARIOS: readonly ScenarioName[] = [
   "peers",
   "hol",
   "migration",
+  "capacity",
 ];
+
+/** What sent a row's requests: the native load engine inside the transport's C module, the
+ * full SBI client (the study's per-request path), or an outside tool (`peer`, e.g. h2load). */
+export type EngineName = "native" | "sbi" | "peer";
 
 /** One direction of an emulated link as configured (see `linkemu/link_spec.ts`). */
 export interface LinkDirectionRecord {
@@ -114,6 +121,8 @@ export interface ResultRow {
   scenario: ScenarioName;
   /** Transport or peer measured (`h2c`, `h2-tls`, `h3`, `h2load`, …). */
   transport: string;
+  /** What sent the requests (absent in runs saved before engines were named: `sbi`). */
+  engine?: EngineName;
   /** What one sample times, in words (e.g. `GET 256 B, warm connection`). */
   label: string;
   /** Body size in bytes the row moves per request, when meaningful. */
@@ -176,6 +185,10 @@ export interface RunConfig {
   streams?: number;
   /** The emulated link the run crossed, when it ran with `--link`. */
   link?: LinkRecord;
+  /** What sent the requests of the scenario's rows. */
+  engine?: EngineName;
+  /** p99 bound of the `capacity` scenario (ms). */
+  p99BoundMs?: number;
 }
 
 /** A complete benchmark run. */
