@@ -88,6 +88,13 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     libs: ["-lnghttp2", "-lpthread"],
     requires: [{ header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" }],
   },
+  // Check driver for the load engines' histogram (transports/load/histogram_test.ts).
+  load_histcheck: {
+    output: "sbilab_load_histcheck",
+    kind: "exe",
+    sources: ["transports/native/sbl_hist_check.c", "transports/native/sbl_hist.c"],
+    deps: ["transports/native/sbl_hist.h"],
+  },
   // Leak check driver for the h3 shim: a client and a server talking in memory.
   h3_leakcheck: {
     output: "sbilab_h3_leakcheck",

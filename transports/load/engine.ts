@@ -10,7 +10,13 @@ import { EMBEDDED_H2_LIBRARY_URL } from "../h2/loader.ts";
 import { EMBEDDED_LIBRARY_URL as EMBEDDED_H3_LIBRARY_URL } from "../h3/loader.ts";
 import { H2_LOAD_SYMBOLS, H3_LOAD_SYMBOLS } from "./symbols.ts";
 import { encodePlan, type LoadPlan, type LoadProtocol } from "./plan.ts";
-import { decodePairs, decodeResult, histogramFromPairs, type LoadResult, summarize } from "./result.ts";
+import {
+  decodePairs,
+  decodeResult,
+  histogramFromPairs,
+  type LoadResult,
+  summarize,
+} from "./result.ts";
 
 /** Raised when the engine's module cannot be loaded or refuses the plan. */
 export class LoadEngineError extends Error {

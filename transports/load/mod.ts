@@ -15,9 +15,9 @@ export { encodePlan, type LoadPlan, type LoadProtocol } from "./plan.ts";
 export {
   buildHistogram,
   type ConnectionTimes,
+  decodePairs,
   ERROR_KINDS,
   type ErrorKind,
-  decodePairs,
   histogramFromPairs,
   type LatencySummary,
   type LoadResult,

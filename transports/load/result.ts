@@ -136,7 +136,10 @@ const NONE = 0xffff_ffff_ffff_ffffn;
 /** Decodes the engine's result record (without the histograms). */
 export function decodeResult(
   bytes: Uint8Array,
-): Omit<LoadResult, "protocol" | "latency" | "latencyUncorrected" | "histograms" | "latencyBuckets" | "error"> {
+): Omit<
+  LoadResult,
+  "protocol" | "latency" | "latencyUncorrected" | "histograms" | "latencyBuckets" | "error"
+> {
   const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (bytes.length < HEAD || v.getUint32(0, true) !== 0x524c4253) {
     throw new TypeError("Malformed load result");
