@@ -3,7 +3,7 @@
  * transports/native/sbl_load.h). The plan is checked here; the engine checks
  * it again and refuses a malformed record.
  */
-import { encodeHeaderBlock, type HeaderList } from "../h3/header_block.ts";
+import { encodeHeaderBlock, type HeaderList } from "../wire.ts";
 
 /** Which engine runs the plan. */
 export type LoadProtocol = "h2" | "h3";

@@ -5,7 +5,7 @@
  */
 import { parseOrigin } from "../origin.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
-import type { HeaderList } from "../h3/header_block.ts";
+import type { HeaderList } from "../wire.ts";
 import type { LoadPlan } from "./plan.ts";
 
 /** Options for {@linkcode loadTarget}. */

@@ -3,6 +3,7 @@
  * (sub-bucket count 256, half count 128, unit magnitude 0). See sbl_hist.h.
  */
 #include "sbl_hist.h"
+#include "sbwire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -110,9 +111,8 @@ size_t sbl_hist_export(const sbl_hist *h, uint8_t *buf, size_t cap) {
   for (int i = 0; i < h->counts_len; i++) {
     if (!h->counts[i]) continue;
     if (buf && need + 16 <= cap) {
-      int64_t v = value_at_index(i);
-      memcpy(buf + need, &v, 8);
-      memcpy(buf + need + 8, &h->counts[i], 8);
+      sbwire_put_u64(buf + need, (uint64_t)value_at_index(i));
+      sbwire_put_u64(buf + need + 8, h->counts[i]);
     }
     need += 16;
   }

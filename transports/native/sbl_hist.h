@@ -37,7 +37,7 @@ int64_t sbl_hist_max(const sbl_hist *h);
 int64_t sbl_hist_percentile(const sbl_hist *h, double p);
 /* Returns the lowest value that shares value's bucket. */
 int64_t sbl_hist_lowest_equivalent(const sbl_hist *h, int64_t value);
-/* Writes (i64 lowest equivalent value, u64 count) pairs of the non-empty buckets; returns bytes or the size needed. */
+/* Writes little-endian (i64 lowest equivalent value, u64 count) pairs of the non-empty buckets; returns bytes or the size needed. */
 size_t sbl_hist_export(const sbl_hist *h, uint8_t *buf, size_t cap);
 
 #endif /* SBL_HIST_H */

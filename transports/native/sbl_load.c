@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "sbl_load.h"
+#include "sbwire.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -64,18 +65,10 @@ uint64_t sbl_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint32_t rd32(const uint8_t *p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
-static uint64_t rd64(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
-static void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void wr64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint32_t rd32(const uint8_t *p) { return sbwire_get_u32(p); }
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static void wr32(uint8_t *p, uint32_t v) { sbwire_put_u32(p, v); }
+static void wr64(uint8_t *p, uint64_t v) { sbwire_put_u64(p, v); }
 
 /* Reads one u32-length-prefixed blob at *off; returns its start or NULL when it overruns. */
 static const uint8_t *blob(const uint8_t *p, uint32_t len, uint32_t *off, uint32_t *out_len) {
@@ -125,7 +118,8 @@ sbl_engine *sbl_engine_new(const sbl_proto *proto, const uint8_t *plan, uint32_t
   pl->duration_ns = rd64(p + 32);
   pl->warmup_ns = rd64(p + 40);
   pl->timeout_ns = rd64(p + 48);
-  memcpy(&pl->rate, p + 56, 8);
+  uint64_t rate_bits = rd64(p + 56);
+  memcpy(&pl->rate, &rate_bits, 8);
   pl->connect_timeout_ns = rd64(p + 64);
   pl->max_body = rd32(p + 72);
   uint32_t off = SBL_PLAN_HEAD, hl = 0, sl = 0;
@@ -134,6 +128,7 @@ sbl_engine *sbl_engine_new(const sbl_proto *proto, const uint8_t *plan, uint32_t
   pl->body = blob(p, len, &off, &pl->body_len);
   pl->ca = blob(p, len, &off, &pl->ca_len);
   if (!h || !s || !pl->hdrs || !pl->body || !pl->ca || hl == 0) goto fail;
+  if (sbwire_count_fields(pl->hdrs, pl->hdrs_len) < 1) goto fail;
   if (pl->conns < 1 || pl->conns > 100000 || pl->streams < 1 || pl->streams > 100000) goto fail;
   if (pl->port < 1 || pl->port > 65535 || (pl->requests == 0 && pl->duration_ns == 0)) goto fail;
   if (!(pl->rate >= 0) || pl->timeout_ns == 0) goto fail;

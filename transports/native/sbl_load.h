@@ -11,14 +11,15 @@
  * per-connection set-up times. The caller polls progress and reads results;
  * nothing calls back into it.
  *
- * Plan record (native byte order; offsets in bytes):
+ * Plan record (little-endian like every record in transports/native/sbwire.h;
+ * offsets in bytes):
  *   0 u32 magic SBL_PLAN_MAGIC   4 u32 flags (SBL_PLAN_*)    8 u32 conns
  *  12 u32 streams per conn      16 u32 threads              20 u32 port
  *  24 u64 requests (0: by time) 32 u64 duration ns          40 u64 warm-up ns
  *  48 u64 request timeout ns    56 f64 rate (req/s, 0: closed loop)
  *  64 u64 connect timeout ns    72 u32 max response body    76 u32 reserved
  *  80 then five blobs, each u32 length + bytes: host (IP text), server name,
- *     request header block (sbh2/sbh3 format), request body, CA PEM.
+ *     request header block (sbwire.h), request body, CA PEM.
  *
  * Result record (sbl_engine_result): a 128-byte head
  *   0 u32 magic SBL_RESULT_MAGIC  4 u32 flags (SBL_RES_*)  8 u32 status entries  12 u32 conns

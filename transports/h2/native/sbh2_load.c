@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "../../native/sbl_load.h"
+#include "../../native/sbwire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -107,32 +108,24 @@ static void *h2_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t e
   h2_worker *st = calloc(1, sizeof *st);
   if (!st) return NULL;
   st->plan = p;
-  size_t n = 0;
-  for (uint32_t off = 0; off + 8 <= p->hdrs_len; n++) {
-    uint32_t nl, vl;
-    memcpy(&nl, p->hdrs + off, 4);
-    memcpy(&vl, p->hdrs + off + 4, 4);
-    off += 8 + nl + vl;
-  }
-  st->nva = calloc(n ? n : 1, sizeof(nghttp2_nv));
+  long n = sbwire_count_fields(p->hdrs, p->hdrs_len);
+  st->nva = n > 0 ? calloc((size_t)n, sizeof(nghttp2_nv)) : NULL;
   if (!st->nva || nghttp2_session_callbacks_new(&st->cbs) != 0) {
     free(st->nva);
     free(st);
-    snprintf(err, errcap, "out of memory");
+    snprintf(err, errcap, n > 0 ? "out of memory" : "malformed request header block");
     return NULL;
   }
-  for (uint32_t off = 0; off + 8 <= p->hdrs_len && st->nvlen < n;) {
-    uint32_t nl, vl;
-    memcpy(&nl, p->hdrs + off, 4);
-    memcpy(&vl, p->hdrs + off + 4, 4);
-    if (nl > p->hdrs_len - off - 8 || vl > p->hdrs_len - off - 8 - nl) break;
+  for (size_t off = 0; off < p->hdrs_len;) {
+    const uint8_t *name, *value;
+    size_t nl, vl;
+    sbwire_next_field(p->hdrs, &off, &name, &nl, &value, &vl);
     nghttp2_nv *nv = &st->nva[st->nvlen++];
-    nv->name = (uint8_t *)p->hdrs + off + 8;
+    nv->name = (uint8_t *)name;
     nv->namelen = nl;
-    nv->value = (uint8_t *)p->hdrs + off + 8 + nl;
+    nv->value = (uint8_t *)value;
     nv->valuelen = vl;
     nv->flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
-    off += 8 + nl + vl;
   }
   nghttp2_session_callbacks_set_on_header_callback(st->cbs, on_header);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(st->cbs, on_data);

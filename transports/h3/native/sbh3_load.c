@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "../../native/sbl_load.h"
+#include "../../native/sbwire.h"
 #include "sbh3.h"
 
 #include <arpa/inet.h>
@@ -66,19 +67,18 @@ static void h3_worker_free(void *state) {
   free(st);
 }
 
-/* Reads the :status field of a header block; 0 when absent. */
+/* Reads the :status field of a header block; 0 when absent or malformed. */
 static int block_status(const uint8_t *b, uint32_t len) {
-  for (uint32_t off = 0; off + 8 <= len;) {
-    uint32_t nl, vl;
-    memcpy(&nl, b + off, 4);
-    memcpy(&vl, b + off + 4, 4);
-    if (nl > len - off - 8 || vl > len - off - 8 - nl) return 0;
-    if (nl == 7 && memcmp(b + off + 8, ":status", 7) == 0) {
+  if (sbwire_count_fields(b, len) < 0) return 0;
+  for (size_t off = 0; off < len;) {
+    const uint8_t *name, *value;
+    size_t nl, vl;
+    sbwire_next_field(b, &off, &name, &nl, &value, &vl);
+    if (nl == 7 && memcmp(name, ":status", 7) == 0) {
       int st = 0;
-      for (uint32_t i = 0; i < vl && i < 3; i++) st = st * 10 + (b[off + 8 + nl + i] - '0');
+      for (size_t i = 0; i < vl && i < 3; i++) st = st * 10 + (value[i] - '0');
       return st;
     }
-    off += 8 + nl + vl;
   }
   return 0;
 }
@@ -107,8 +107,7 @@ static void drive(sbl_conn *c) {
   for (;;) {
     int n = sbh3_conn_poll(h->q, st->ev, st->evcap);
     if (n == SBH3_ERR_BUFFER_TOO_SHORT) {
-      uint64_t need;
-      memcpy(&need, st->ev, 8);
+      uint64_t need = (uint64_t)sbwire_get_u32(st->ev) | (uint64_t)sbwire_get_u32(st->ev + 4) << 32;
       uint8_t *nb = realloc(st->ev, need);
       if (!nb) {
         sbl_conn_failed(c, SBL_ERRK_OTHER, "out of memory");
@@ -119,13 +118,9 @@ static void drive(sbl_conn *c) {
       continue;
     }
     if (n < 0) break;
-    uint32_t type, hl, bl;
-    int64_t sid, code;
-    memcpy(&type, st->ev, 4);
-    memcpy(&sid, st->ev + 8, 8);
-    memcpy(&code, st->ev + 16, 8);
-    memcpy(&hl, st->ev + 24, 4);
-    memcpy(&bl, st->ev + 28, 4);
+    uint32_t type = sbwire_get_u32(st->ev), hl = sbwire_get_u32(st->ev + 24), bl = sbwire_get_u32(st->ev + 28);
+    int64_t sid = (int64_t)((uint64_t)sbwire_get_u32(st->ev + 8) | (uint64_t)sbwire_get_u32(st->ev + 12) << 32);
+    int64_t code = (int64_t)((uint64_t)sbwire_get_u32(st->ev + 16) | (uint64_t)sbwire_get_u32(st->ev + 20) << 32);
     if (type == SBH3_EV_CONNECTED) {
       sbl_conn_handshaken(c);
     } else if (type == SBH3_EV_MESSAGE) {
