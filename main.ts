@@ -9,6 +9,7 @@ import { INSECURE_ENV, registerRequestCommand } from "./cli/request.ts";
 import { registerCertsCommand } from "./cli/certs.ts";
 import { registerDoctorCommand } from "./cli/doctor.ts";
 import { registerBenchCommands, registerStudyCommand } from "./bench/cli.ts";
+import { registerLoadCommand } from "./cli/load.ts";
 import { registerLinkCommands } from "./linkemu/cli.ts";
 import { UsageError } from "./cli/args.ts";
 
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerDoctorCommand(program);
   registerBenchCommands(program);
   registerStudyCommand(program);
+  registerLoadCommand(program);
   registerLinkCommands(program);
   return program;
 }

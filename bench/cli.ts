@@ -4,7 +4,7 @@
  */
 import type { Command } from "commander";
 import type { TransportName } from "../transports/types.ts";
-import { runBench } from "./run.ts";
+import { engineFor, runBench } from "./run.ts";
 import { parseRun, type ScenarioName, SCENARIOS } from "./schema.ts";
 import { parseSize } from "./units.ts";
 import { createProgress } from "./progress.ts";
@@ -56,6 +56,8 @@ interface BenchFlags {
   concurrency?: string;
   streams?: string;
   flows?: string;
+  engine?: string;
+  p99?: string;
   link?: string;
   linkBackend?: string;
   floors?: boolean;
@@ -71,6 +73,11 @@ async function bench(flags: BenchFlags): Promise<void> {
     throw new UsageError(
       `Unknown scenario ${flags.scenario} (choose from ${SCENARIOS.join(", ")})`,
     );
+  }
+  try {
+    engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
   let transports: TransportName[] | undefined;
   if (flags.transports) {
@@ -142,6 +149,8 @@ async function bench(flags: BenchFlags): Promise<void> {
         : undefined,
       streams: flags.streams !== undefined ? integer(flags.streams, "--streams", 1) : undefined,
       flows: flags.flows !== undefined ? list(flags.flows, "flow stream") : undefined,
+      engine: flags.engine as "native" | "sbi" | undefined,
+      p99BoundMs: flags.p99 !== undefined ? number(flags.p99, "--p99", 0.001) : undefined,
       skipFloors: flags.floors === false,
       onProgress: progress.update,
       signal: controller.signal,
@@ -246,6 +255,11 @@ export function registerBenchCommands(program: Command): void {
     )
     .option("--flows <list>", "streams for --scenario flows: journey,warm-get (default both)")
     .option("--streams <n>", "concurrent streams on one connection for --scenario hol (default 16)")
+    .option(
+      "--engine <engine>",
+      "native (load engine in C; default for concurrency, rate, bulk, capacity) or sbi (SBI client)",
+    )
+    .option("--p99 <ms>", "p99 bound for --scenario capacity (default 10)")
     .option(
       "--link <spec>",
       "run across an emulated link: a profile (lan, wan, lossy, …) or key=value list; needs root",

@@ -28,6 +28,8 @@ import { peersScenario } from "./lab_itself.ts";
 import { DEFAULT_STREAMS, holScenario } from "./scenarios/hol.ts";
 import { migrationScenario } from "./scenarios/migration.ts";
 import { DEFAULT_UES, FLOW_STREAMS, flowsScenario } from "./scenarios/flows.ts";
+import { capacityScenario, DEFAULT_P99_BOUND_MS } from "./scenarios/capacity.ts";
+import type { EngineName } from "./schema.ts";
 
 /** Options of {@linkcode runBench}. */
 export interface BenchOptions {
@@ -67,6 +69,12 @@ export interface BenchOptions {
   link?: LinkRecord;
   /** Moves the client to a new source port (the link's NAT rebinding); `migration` needs it. */
   rebind?: () => Promise<void>;
+  /** What sends the requests: `native` (the load engine in the transport's C module; the
+   * default for concurrency, rate, bulk and capacity) or `sbi` (the full SBI client; the default
+   * and the only choice for the other scenarios). */
+  engine?: "native" | "sbi";
+  /** p99 bound of the `capacity` scenario in ms. Default 10. */
+  p99BoundMs?: number;
   /** Skip the floors. Default false. */
   skipFloors?: boolean;
   /** Clock. Default `performance.now`. */
@@ -94,7 +102,32 @@ const SCENARIO_FUNCTIONS: Record<ScenarioName, Scenario> = {
   hol: holScenario,
   migration: migrationScenario,
   flows: flowsScenario,
+  capacity: capacityScenario,
 };
+
+/** Scenarios the native engine drives (its default there); the others use the SBI client. */
+export const NATIVE_SCENARIOS: readonly ScenarioName[] = [
+  "concurrency",
+  "rate",
+  "bulk",
+  "capacity",
+];
+
+/** The engine a scenario uses: the one asked for, else its default; throws `RangeError` when unsupported. */
+export function engineFor(scenario: ScenarioName, asked?: EngineName): "native" | "sbi" {
+  const native = NATIVE_SCENARIOS.includes(scenario);
+  const engine = asked ?? (native ? "native" : "sbi");
+  if (engine === "native" && !native) {
+    throw new RangeError(`--scenario ${scenario} runs on the SBI client only (use --engine sbi)`);
+  }
+  if (engine === "sbi" && scenario === "capacity") {
+    throw new RangeError("--scenario capacity needs the native engine");
+  }
+  if (engine !== "native" && engine !== "sbi") {
+    throw new RangeError(`Unknown engine ${engine} (use native or sbi)`);
+  }
+  return engine;
+}
 
 function positive(name: string, v: number | undefined, integer = false): void {
   if (v === undefined) return;
@@ -124,6 +157,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     if (!(FLOW_STREAMS as readonly string[]).includes(f)) {
       throw new RangeError(`Unknown flow stream ${f} (choose from ${FLOW_STREAMS.join(", ")})`);
     }
+  }
+  const engine = engineFor(scenario, options.engine);
+  if (options.p99BoundMs !== undefined && !(options.p99BoundMs > 0)) {
+    throw new RangeError(`p99 bound must be > 0 ms, got ${options.p99BoundMs}`);
   }
   if (options.rate !== undefined && !(options.rate > 0)) {
     throw new RangeError(`rate must be > 0, got ${options.rate}`);
@@ -186,6 +223,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     flows: scenario === "flows" ? options.flows ?? [...FLOW_STREAMS] : options.flows,
     streams: scenario === "hol" ? options.streams ?? DEFAULT_STREAMS : options.streams,
     link: options.link,
+    engine,
+    ...(scenario === "capacity" ? { p99BoundMs: options.p99BoundMs ?? DEFAULT_P99_BOUND_MS } : {}),
   };
   const environment = await collectEnvironment();
   if (transports.some((t) => t === "h2c" || t === "h2-tls")) {

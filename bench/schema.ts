@@ -14,6 +14,8 @@ import type { SampleSet } from "./recorder.ts";
  * `RunConfig.streams`, `RunConfig.link` and `ResultRow.extra` figures; the
  * `flows` scenario with `RunConfig.flows`, `ResultRow.flow` / `step` / `link`
  * / `stack`, and `BenchRun.study` for runs made by `lab study`.
+ * the `capacity`
+ * scenario, `RunConfig.engine`, `RunConfig.p99BoundMs` and `ResultRow.engine`.
  */
 export const SCHEMA_VERSION = "sbilab-bench/1";
 
@@ -27,7 +29,8 @@ export type ScenarioName =
   | "peers"
   | "hol"
   | "migration"
-  | "flows";
+  | "flows"
+  | "capacity";
 
 /** Every scenario, in help order. */
 export const SCENARIOS: readonly ScenarioName[] = [
@@ -40,7 +43,12 @@ export const SCENARIOS: readonly ScenarioName[] = [
   "hol",
   "migration",
   "flows",
+  "capacity",
 ];
+
+/** What sent a row's requests: the native load engine inside the transport's C module, the
+ * full SBI client (the study's per-request path), or an outside tool (`peer`, e.g. h2load). */
+export type EngineName = "native" | "sbi" | "peer";
 
 /** One direction of an emulated link as configured (see `linkemu/link_spec.ts`). */
 export interface LinkDirectionRecord {
@@ -118,6 +126,8 @@ export interface ResultRow {
   scenario: ScenarioName;
   /** Transport or peer measured (`h2c`, `h2-tls`, `h3`, `h2load`, …). */
   transport: string;
+  /** What sent the requests (absent in runs saved before engines were named: `sbi`). */
+  engine?: EngineName;
   /** What one sample times, in words (e.g. `GET 256 B, warm connection`). */
   label: string;
   /** Body size in bytes the row moves per request, when meaningful. */
@@ -190,6 +200,10 @@ export interface RunConfig {
   link?: LinkRecord;
   /** `flows`: the streams measured (`journey`, `warm-get`). */
   flows?: string[];
+  /** What sent the requests of the scenario's rows. */
+  engine?: EngineName;
+  /** p99 bound of the `capacity` scenario (ms). */
+  p99BoundMs?: number;
 }
 
 /** What `lab study` adds to its run: the links crossed, the budget and the verdict rule. */
