@@ -403,11 +403,9 @@ Deno.test("lab load: argument errors exit 2 and a refused connection exits 1, ea
     ] as const
   ) {
     const r = await lab([...args]);
-    assertOneLineError(r, pattern);
-    assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
+    assertOneLineError(r, pattern, 2);
   }
   const r = await lab(["load", `http://127.0.0.1:${port}/`, "-n", "5"]);
-  assertOneLineError(r, /refused.*partial/i);
-  assert.equal(r.code, 1);
+  assertOneLineError(r, /refused.*partial/i, 1);
   assert.match(dec.decode(r.stdout), /^PARTIAL: /);
 });
