@@ -59,14 +59,23 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
     ],
   },
-  // HTTP/2 client: the sbh2 shim over nghttp2 (transports/h2/native_client.ts).
+  // HTTP/2: the sbh2 shim over nghttp2 (transports/h2/native_client.ts) and
+  // its TLS 1.3 record layer on GnuTLS (sbh2_tls.c), with the TLS settings
+  // shared with h3 (transports/native/sb_tls.h).
   h2: {
     output: "libsbilab_h2.so",
     kind: "shared",
-    sources: ["transports/h2/native/sbh2.c"],
-    deps: ["transports/h2/native/sbh2.h"],
-    libs: ["-lnghttp2"],
-    requires: [{ header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" }],
+    sources: ["transports/h2/native/sbh2.c", "transports/h2/native/sbh2_tls.c"],
+    deps: [
+      "transports/h2/native/sbh2.h",
+      "transports/h2/native/sbh2_tls.h",
+      "transports/native/sb_tls.h",
+    ],
+    libs: ["-lnghttp2", "-lgnutls"],
+    requires: [
+      { header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" },
+      { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
+    ],
   },
   // Leak check driver for the h3 shim: a client and a server talking in memory.
   h3_leakcheck: {

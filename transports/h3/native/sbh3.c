@@ -28,6 +28,8 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
+#include "../../native/sb_tls.h"
+
 #define SCID_LEN 18
 #define MAX_CIDS 16
 #define MAX_PKT 1452
@@ -41,9 +43,8 @@
 /* Internal reason passed to conn_fail for a close we started ourselves. */
 #define LOCAL_CLOSE 1
 
-static const char PRIORITY[] =
-    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
-    "+CHACHA20-POLY1305:%DISABLE_TLS13_COMPAT_MODE";
+/* One priority string for h3 and h2 over TLS (transports/native/sb_tls.h). */
+static const char PRIORITY[] = SB_TLS_PRIORITY;
 
 /* ---- small helpers ---------------------------------------------------- */
 
