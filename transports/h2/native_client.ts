@@ -40,6 +40,7 @@ import { loadH2Library } from "./loader.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "./ticket_cache.ts";
 import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
+import { runTlsHandshake } from "./tls_handshake.ts";
 
 const DEFAULT_TIMEOUT_MS = 5000;
 const IO_BUFFER = 256 * 1024;
@@ -355,46 +356,6 @@ class Session implements KeyingMaterialExporter {
   }
 }
 
-/**
- * Runs the TLS handshake on a fresh socket: the module's records out, the
- * server's in (any HTTP/2 bytes that arrive with the last flight go straight
- * into the session). Throws `TransportError` with GnuTLS's one-line reason.
- */
-async function tlsHandshake(
-  sock: Deno.TcpConn,
-  h2: H2Conn,
-  tls: H2Tls,
-  label: string,
-  io: { in: Uint8Array; out: Uint8Array },
-): Promise<void> {
-  const flush = async () => {
-    for (;;) {
-      const n = h2.sendTls(tls, io.out);
-      if (n <= 0) return;
-      let off = 0;
-      while (off < n) off += await sock.write(io.out.subarray(off, n));
-      if (n < io.out.length) return;
-    }
-  };
-  const failed = () => new TransportError(`${label} failed: ${tls.errorText()}`);
-  await flush();
-  while (!tls.established) {
-    const n = await sock.read(io.in);
-    if (n === null) {
-      throw new TransportError(
-        `${label} failed: the server closed the connection during the TLS handshake`,
-      );
-    }
-    const rv = h2.recvTls(tls, io.in, n);
-    if (rv === H2_ERR.TLS) {
-      await flush().catch(() => {}); // our alert, so the server learns why
-      throw failed();
-    }
-    if (rv < 0) throw new TransportError(`${label} failed: ${h2ErrorName(rv)}`);
-    await flush();
-  }
-}
-
 function stripBrackets(host: string): string {
   return host.replace(/^\[|\]$/g, "");
 }
@@ -458,7 +419,11 @@ class Client implements NativeH2Client {
         const ticket = cache?.take(this.#ticketKey);
         tls = new H2Tls(this.#sym, this.#tlsConfig, this.#serverName, ticket);
         const buffers = { in: new Uint8Array(IO_BUFFER), out: new Uint8Array(IO_BUFFER) };
-        await tlsHandshake(sock, h2, tls, this.#label, buffers);
+        const pump = {
+          recv: (d: Uint8Array, n: number) => h2!.recvTls(tls!, d, n),
+          send: (out: Uint8Array) => h2!.sendTls(tls!, out),
+        };
+        await runTlsHandshake(sock, tls, pump, this.#label, buffers);
         const key = this.#ticketKey;
         return new Session(sock, h2, this.#label, tls, cache && ((t) => cache.put(key, t)));
       }

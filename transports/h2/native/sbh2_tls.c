@@ -63,6 +63,8 @@ static void set_err(sbh2_tls *t, const char *fmt, ...) {
   va_end(ap);
   for (char *p = t->err; *p; p++)
     if (*p == '\n' || *p == '\r') *p = ' ';
+  size_t n = strlen(t->err);
+  while (n > 0 && (t->err[n - 1] == ' ' || t->err[n - 1] == '.')) t->err[--n] = 0;
 }
 
 static int grow(uint8_t **buf, size_t *cap, size_t need) {
@@ -229,7 +231,11 @@ static int drive_handshake(sbh2_tls *t) {
     rv = gnutls_handshake(t->s);
   } while (rv < 0 && rv != GNUTLS_E_AGAIN && !gnutls_error_is_fatal(rv));
   if (rv == GNUTLS_E_AGAIN) return 0;
-  if (rv < 0) return fail(t, rv, "TLS handshake failed");
+  if (rv < 0) {
+    /* GnuTLS leaves the alert to the caller; it lands in the output for the peer to read. */
+    gnutls_alert_send_appropriate(t->s, rv);
+    return fail(t, rv, "TLS handshake failed");
+  }
   gnutls_datum_t alpn = {0};
   if (gnutls_alpn_get_selected_protocol(t->s, &alpn) != 0 || alpn.size != 2 || memcmp(alpn.data, "h2", 2) != 0) {
     gnutls_alert_send(t->s, GNUTLS_AL_FATAL, GNUTLS_A_NO_APPLICATION_PROTOCOL);
@@ -349,7 +355,7 @@ int sbh2_tls_recv(sbh2_tls *t, const uint8_t *in, uint32_t in_len, uint8_t *out,
       /* GnuTLS also says AGAIN after a post-handshake message (a ticket) with records still buffered. */
       if (t->starved || ++interrupted > 64) break;
     } else if (gnutls_error_is_fatal((int)r)) {
-      rv = fail(t, (int)r, "TLS record failed");
+      rv = fail(t, (int)r, "TLS connection failed");
     }
   }
   int kept = keep_leftover(t);
@@ -367,7 +373,7 @@ static int encrypt_all(sbh2_tls *t, const uint8_t *p, size_t len) {
     } else if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
       continue; /* not reached: the memory push never blocks */
     } else {
-      return fail(t, (int)r, "TLS record failed");
+      return fail(t, (int)r, "TLS connection failed");
     }
   }
   return 0;
