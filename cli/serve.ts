@@ -5,6 +5,7 @@ import {
   createServer,
   parseTransports,
   type SbiServer,
+  type ServerOptions,
   type TlsMaterial,
 } from "../transports/mod.ts";
 import {
@@ -28,6 +29,7 @@ interface ServeOptions {
   stateDir?: string;
   delayMs?: string;
   maxBody?: string;
+  h3MaxUdpPayload?: string;
 }
 
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "0.0.0.0", "::"]);
@@ -90,11 +92,21 @@ export function registerServeCommand(program: Command): void {
     .option("--state-dir <dir>", "where the dev PKI lives (default ~/.local/state/sbilab)")
     .option("--delay-ms <ms>", "delay every /nbench answer by this much", "0")
     .option("--max-body <bytes>", "largest request body the handler accepts")
+    .option(
+      "--h3-max-udp-payload <bytes>",
+      "h3: send datagrams up to this size (a path MTU you know, 1200-65527) instead of 1200 B + PMTUD",
+    )
     .action(async (o: ServeOptions) => {
       const transports = parseTransports(o.transports);
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
       const delayMs = parsePositiveInt(o.delayMs ?? "0", "--delay-ms", true);
+      const h3MaxUdpPayload = o.h3MaxUdpPayload === undefined
+        ? undefined
+        : parsePositiveInt(o.h3MaxUdpPayload, "--h3-max-udp-payload");
+      if (h3MaxUdpPayload !== undefined && (h3MaxUdpPayload < 1200 || h3MaxUdpPayload > 65527)) {
+        throw new RangeError(`--h3-max-udp-payload must be 1200-65527, got ${h3MaxUdpPayload}`);
+      }
       const needsTls = transports.some((t) => t !== "h2c");
       const tls = needsTls ? await serverTls(o) : undefined;
       const handler = createHandler({
@@ -115,9 +127,22 @@ export function registerServeCommand(program: Command): void {
       try {
         for (const t of transports) {
           const port = t === "h2c" ? h2cPort : tlsPort;
-          const server = await createServer(t, handler, { hostname: o.host, port, tls });
+          const options: ServerOptions & { maxUdpPayload?: number } = {
+            hostname: o.host,
+            port,
+            tls,
+          };
+          if (t === "h3") options.maxUdpPayload = h3MaxUdpPayload;
+          const server = await createServer(t, handler, options);
           servers.push(server);
           console.log(`${t} listening on ${server.url}`);
+          if (t === "h3") {
+            console.error(
+              h3MaxUdpPayload === undefined
+                ? "h3 datagrams: 1200 B, then path MTU discovery up to 1444 B"
+                : `h3 datagrams: up to ${h3MaxUdpPayload} B (--h3-max-udp-payload), never above the client's limit`,
+            );
+          }
         }
       } catch (err) {
         await Promise.allSettled(servers.map((s) => s.close()));

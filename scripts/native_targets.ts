@@ -21,6 +21,16 @@ export interface NativeTarget {
   requires?: { header: string; apt: string }[];
 }
 
+/** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h). */
+const H3_SOURCES = ["common", "conn", "client", "server", "udp"].map((f) =>
+  `transports/h3/native/${f}.c`
+);
+const H3_HEADERS = [
+  "transports/h3/native/sbh3.h",
+  "transports/h3/native/sbh3_int.h",
+  "transports/native/sb_tls.h",
+];
+
 /** Every native target, by name. */
 export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   /** Kernel TCP/UDP ping-pong floor for the benchmark (bench/floors.ts). */
@@ -46,8 +56,8 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   h3: {
     output: "libsbilab_h3.so",
     kind: "shared",
-    sources: ["transports/h3/native/sbh3.c"],
-    deps: ["transports/h3/native/sbh3.h"],
+    sources: H3_SOURCES,
+    deps: H3_HEADERS,
     libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
     requires: [
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
@@ -59,16 +69,23 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
     ],
   },
-  // HTTP/2: the sbh2 shim over nghttp2 (transports/h2/native_client.ts) and
-  // its TLS 1.3 record layer on GnuTLS (sbh2_tls.c), with the TLS settings
-  // shared with h3 (transports/native/sb_tls.h).
+  // HTTP/2 client and server: the sbh2 shim over nghttp2 (transports/h2/native_client.ts,
+  // transports/h2/native_server.ts) and its TLS 1.3 record layer on GnuTLS
+  // (sbh2_tls.c), with the TLS settings shared with h3 (transports/native/sb_tls.h).
   h2: {
     output: "libsbilab_h2.so",
     kind: "shared",
-    sources: ["transports/h2/native/sbh2.c", "transports/h2/native/sbh2_tls.c"],
+    sources: [
+      "transports/h2/native/sbh2.c",
+      "transports/h2/native/sbh2_server.c",
+      "transports/h2/native/sbh2_tls.c",
+    ],
     deps: [
       "transports/h2/native/sbh2.h",
+      "transports/h2/native/sbh2_server.h",
+      "transports/h2/native/sbh2_common.h",
       "transports/h2/native/sbh2_tls.h",
+      "transports/native/sbwire.h",
       "transports/native/sb_tls.h",
     ],
     libs: ["-lnghttp2", "-lgnutls"],
@@ -81,8 +98,8 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   h3_leakcheck: {
     output: "sbilab_h3_leakcheck",
     kind: "exe",
-    sources: ["transports/h3/native/leakcheck.c", "transports/h3/native/sbh3.c"],
-    deps: ["transports/h3/native/sbh3.h"],
+    sources: ["transports/h3/native/leakcheck.c", ...H3_SOURCES],
+    deps: H3_HEADERS,
     cflags: ["-O0"],
     libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
     requires: [

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
-import { directCall, freePort, ROOT } from "./support.ts";
+import { h3Available } from "../transports/h3/mod.ts";
+import { directCall, freePort, needsTool, ROOT, runTool } from "./support.ts";
 
 const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
@@ -116,6 +117,42 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
   }
 });
 
+Deno.test({
+  name:
+    "lab serve's h3 sends gtlsclient --max-udp-payload-size=1452 its 16 KiB and 1 MiB answers byte for byte",
+  ignore: needsTool("gtlsclient", "ngtcp2-client") || !(await h3Available()),
+  fn: async () => {
+    const state = await Deno.makeTempDir();
+    const dir = await Deno.makeTempDir();
+    const srv = await startServe(["--transports", "h3", "--tls-port", "0", "--state-dir", state]);
+    try {
+      const url = new URL(srv.urls["h3"]);
+      const sizes = [16384, 1048576];
+      const r = await runTool("gtlsclient", [
+        "-q",
+        "--exit-on-all-streams-close",
+        "--max-udp-payload-size=1452",
+        "--timeout=10s",
+        "--download",
+        dir,
+        url.hostname,
+        url.port,
+        ...sizes.map((n) => `${url.origin}/nbench/v1/payload?size=${n}`),
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      for (const n of sizes) {
+        const want =
+          (await directCall(createHandler(), "GET", `/nbench/v1/payload?size=${n}`)).body;
+        assert.deepEqual(await Deno.readFile(`${dir}/payload?size=${n}`), want);
+      }
+    } finally {
+      await srv.stop();
+      await Deno.remove(state, { recursive: true });
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
 Deno.test("lab request reads a body from @FILE and keeps binary bytes intact", async () => {
   const state = await Deno.makeTempDir();
   const srv = await startServe(["--transports", "h2c", "--h2c-port", "0", "--state-dir", state]);
@@ -181,6 +218,11 @@ Deno.test("lab gives one clear line and a non-zero exit for bad input", async (t
     ], /error: Cannot read \/nonexistent\.pem/],
     ["unknown transport", ["serve", "--transports", "h4"], /error: Unknown transport h4/],
     ["bad port", ["serve", "--h2c-port", "70000"], /error: --h2c-port must be a port/],
+    [
+      "h3 datagram size below QUIC's minimum",
+      ["serve", "--transports", "h3", "--h3-max-udp-payload", "1000"],
+      /error: --h3-max-udp-payload must be 1200-65527, got 1000/,
+    ],
     ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/],
   ];
   for (const [name, args, pattern] of cases) {

@@ -67,12 +67,19 @@ export interface Pair {
 /** Starts `transport` around `handler` (default: a fresh handler) and connects a client. */
 export async function startPair(
   transport: TransportName,
-  options: { handler?: SbiHandler; handlerOptions?: HandlerOptions; timeoutMs?: number } = {},
+  options: {
+    handler?: SbiHandler;
+    handlerOptions?: HandlerOptions;
+    timeoutMs?: number;
+    /** Server implementation (h2c only), see `ServerOptions.stack`. Default `deno`. */
+    stack?: "native" | "deno";
+  } = {},
 ): Promise<Pair> {
   const pki = await testPki();
   const handler = options.handler ?? createHandler(options.handlerOptions);
   const server = await createServer(transport, handler, {
     tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+    stack: options.stack,
   });
   const client = await createClient(transport, server.url, {
     tls: { ca: pki.caCertPem },

@@ -19,6 +19,11 @@ export interface ServerOptions {
   port?: number;
   /** Certificate, key and (for mTLS) CA. Required for h2-tls and h3. */
   tls?: TlsMaterial;
+  /**
+   * h2c only: which server implementation. `deno` is `Deno.serve`; `native`
+   * is nghttp2 through FFI (transports/h2/native_server.ts). Default `deno`.
+   */
+  stack?: "native" | "deno";
 }
 
 /** A running server. */
