@@ -134,3 +134,11 @@ export interface KeyingMaterialExporter {
    */
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array;
 }
+
+/** One server-side TLS connection, as a server's `onTls` hook sees it. */
+export interface TlsConnection extends KeyingMaterialExporter {
+  /** The client's address. */
+  readonly remoteAddr: { hostname: string; port: number };
+  /** What the handshake negotiated (throws `RangeError` once the connection closed). */
+  info(): TlsConnectionInfo;
+}

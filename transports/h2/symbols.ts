@@ -67,6 +67,11 @@ export const SYMBOLS = {
   // int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
   sbh2_conn_send_tls: { parameters: ["pointer", "pointer", "buffer", "u32"], result: "i32" },
 
+  // int sbh2_sconn_recv_tls(sbh2_sconn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
+  sbh2_sconn_recv_tls: { parameters: ["pointer", "pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_sconn_send_tls(sbh2_sconn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
+  sbh2_sconn_send_tls: { parameters: ["pointer", "pointer", "buffer", "u32"], result: "i32" },
+
   // ---- TLS record layer (native/sbh2_tls.h) ----
   // sbh2_tls_config *sbh2_tls_config_new(int is_server);
   sbh2_tls_config_new: { parameters: ["i32"], result: "pointer" },

@@ -9,6 +9,8 @@
  */
 #include "sbh2_tls.h"
 
+#include "sbh2_server.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -507,38 +509,76 @@ int sbh2_tls_error(sbh2_tls *t, uint8_t *buf, uint32_t cap) {
   return put_text(t->err, strlen(t->err), buf, cap);
 }
 
-/* ---- combined paths: TLS straight into and out of the HTTP/2 session ---- */
+/* ---- combined paths: TLS straight into and out of an HTTP/2 session ---- */
+
+typedef int (*feed_fn)(void *session, const uint8_t *data, uint32_t len);
+typedef int (*pull_fn)(void *session, uint8_t *out, uint32_t cap);
+
+static int conn_feed(void *s, const uint8_t *d, uint32_t n) { return sbh2_conn_recv(s, d, n); }
+static int conn_pull(void *s, uint8_t *o, uint32_t c) { return sbh2_conn_send(s, o, c); }
+static int sconn_feed(void *s, const uint8_t *d, uint32_t n) { return sbh2_sconn_recv(s, d, n); }
+static int sconn_pull(void *s, uint8_t *o, uint32_t c) { return sbh2_sconn_send(s, o, c); }
 
 static int ensure_plain(sbh2_tls *t) {
   if (!t->plain) t->plain = malloc(PLAIN_CAP);
   return t->plain ? 0 : SBH2_ERR_NOMEM;
 }
 
-int sbh2_conn_recv_tls(sbh2_conn *conn, sbh2_tls *t, const uint8_t *in, uint32_t in_len) {
-  if (!conn || !t) return SBH2_ERR_INVALID;
+/* Decrypts into the scratch buffer and feeds each piece to the session; returns its last count. */
+static int recv_into(void *session, feed_fn feed, sbh2_tls *t, const uint8_t *in, uint32_t in_len) {
+  if (!session || !t) return SBH2_ERR_INVALID;
   if (ensure_plain(t) != 0) return SBH2_ERR_NOMEM;
   int ready = 0;
   int n = sbh2_tls_recv(t, in, in_len, t->plain, PLAIN_CAP);
   while (n > 0) {
-    int r = sbh2_conn_recv(conn, t->plain, (uint32_t)n);
+    int r = feed(session, t->plain, (uint32_t)n);
     if (r < 0) return r;
     ready = r;
     if (n < PLAIN_CAP) break;
     n = sbh2_tls_recv(t, NULL, 0, t->plain, PLAIN_CAP);
   }
-  return n < 0 ? n : ready;
+  if (n < 0) return n;
+  /* close_notify with nothing new to poll reads like EOF */
+  return t->peer_closed && ready == 0 ? SBH2_ERR_CLOSED : ready;
 }
 
-int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *t, uint8_t *out, uint32_t cap) {
-  if (!conn || !t || !out || !cap) return SBH2_ERR_INVALID;
+/* Encrypts the session's output until cap bytes of ciphertext wait; a finished session gets close_notify. */
+static int send_from(void *session, pull_fn pull, sbh2_tls *t, uint8_t *out, uint32_t cap) {
+  if (!session || !t || !out || !cap) return SBH2_ERR_INVALID;
+  int finished = 0;
   if (t->established && !t->failed && !t->bye_sent) {
     if (ensure_plain(t) != 0) return SBH2_ERR_NOMEM;
     while (t->out_len - t->out_off < cap) {
-      int m = sbh2_conn_send(conn, t->plain, PLAIN_CAP);
+      int m = pull(session, t->plain, PLAIN_CAP);
+      if (m == SBH2_ERR_CLOSED) {
+        finished = 1;
+        sbh2_tls_close(t);
+        break;
+      }
       if (m <= 0) break;
       int rv = encrypt_all(t, t->plain, (size_t)m);
       if (rv < 0) return rv;
     }
+  } else if (t->bye_sent) {
+    finished = 1;
   }
-  return drain_out(t, out, cap);
+  int n = drain_out(t, out, cap);
+  return n == SBH2_ERR_DONE && finished ? SBH2_ERR_CLOSED : n;
+}
+
+int sbh2_conn_recv_tls(sbh2_conn *conn, sbh2_tls *t, const uint8_t *in, uint32_t in_len) {
+  return recv_into(conn, conn_feed, t, in, in_len);
+}
+
+int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *t, uint8_t *out, uint32_t cap) {
+  int n = send_from(conn, conn_pull, t, out, cap);
+  return n == SBH2_ERR_CLOSED ? SBH2_ERR_DONE : n; /* the client closes on its own schedule */
+}
+
+int sbh2_sconn_recv_tls(sbh2_sconn *conn, sbh2_tls *t, const uint8_t *in, uint32_t in_len) {
+  return recv_into(conn, sconn_feed, t, in, in_len);
+}
+
+int sbh2_sconn_send_tls(sbh2_sconn *conn, sbh2_tls *t, uint8_t *out, uint32_t cap) {
+  return send_from(conn, sconn_pull, t, out, cap);
 }

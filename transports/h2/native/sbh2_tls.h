@@ -23,6 +23,7 @@
 #define SBH2_TLS_H
 
 #include "sbh2.h"
+#include "sbh2_server.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,10 +106,15 @@ int sbh2_tls_ticket(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
 /* Writes why the session failed (one line) into buf; returns its length. */
 int sbh2_tls_error(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
 
-/* Decrypts received ciphertext straight into the HTTP/2 session; returns sbh2_conn_recv's result (0 while handshaking). */
+/* Decrypts received ciphertext straight into the HTTP/2 session; returns sbh2_conn_recv's result (0 while handshaking, CLOSED after close_notify). */
 int sbh2_conn_recv_tls(sbh2_conn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
 /* Encrypts the HTTP/2 session's pending output (after the handshake) and writes ciphertext into out, or SBH2_ERR_DONE. */
 int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
+
+/* Server: decrypts received ciphertext straight into the server session; returns sbh2_sconn_recv's result. */
+int sbh2_sconn_recv_tls(sbh2_sconn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
+/* Server: encrypts the server session's output into out; CLOSED once it finished and close_notify went out. */
+int sbh2_sconn_send_tls(sbh2_sconn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
 
 #ifdef __cplusplus
 }
