@@ -158,6 +158,7 @@ export function childArgs(
   if (options.rate !== undefined) args.push("--rate", String(options.rate));
   if (options.concurrency) args.push("--concurrency", options.concurrency.join(","));
   if (options.streams !== undefined) args.push("--streams", String(options.streams));
+  if (options.flows) args.push("--flows", options.flows.join(","));
   args.push("--no-floors", "--no-charts", "--json", json);
   return args;
 }

@@ -27,6 +27,7 @@ import { rateScenario } from "./scenarios/rate.ts";
 import { peersScenario } from "./lab_itself.ts";
 import { DEFAULT_STREAMS, holScenario } from "./scenarios/hol.ts";
 import { migrationScenario } from "./scenarios/migration.ts";
+import { DEFAULT_UES, FLOW_STREAMS, flowsScenario } from "./scenarios/flows.ts";
 
 /** Options of {@linkcode runBench}. */
 export interface BenchOptions {
@@ -60,6 +61,8 @@ export interface BenchOptions {
   concurrency?: number[];
   /** Concurrent streams on one connection for `hol`. Default 16. */
   streams?: number;
+  /** Streams `flows` measures (`journey`, `warm-get`). Default both. */
+  flows?: string[];
   /** The emulated link this run crosses (recorded in the run's config). Default none. */
   link?: LinkRecord;
   /** Moves the client to a new source port (the link's NAT rebinding); `migration` needs it. */
@@ -90,6 +93,7 @@ const SCENARIO_FUNCTIONS: Record<ScenarioName, Scenario> = {
   peers: peersScenario,
   hol: holScenario,
   migration: migrationScenario,
+  flows: flowsScenario,
 };
 
 function positive(name: string, v: number | undefined, integer = false): void {
@@ -115,6 +119,11 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   }
   if (options.samples !== undefined && options.samples < 2) {
     throw new RangeError("samples must be at least 2");
+  }
+  for (const f of options.flows ?? []) {
+    if (!(FLOW_STREAMS as readonly string[]).includes(f)) {
+      throw new RangeError(`Unknown flow stream ${f} (choose from ${FLOW_STREAMS.join(", ")})`);
+    }
   }
   if (options.rate !== undefined && !(options.rate > 0)) {
     throw new RangeError(`rate must be > 0, got ${options.rate}`);
@@ -171,7 +180,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     rate: scenario === "rate" ? options.rate ?? 1000 : options.rate,
     concurrency: scenario === "concurrency"
       ? options.concurrency ?? [1, 8, 64, 256]
+      : scenario === "flows"
+      ? options.concurrency ?? DEFAULT_UES
       : options.concurrency,
+    flows: scenario === "flows" ? options.flows ?? [...FLOW_STREAMS] : options.flows,
     streams: scenario === "hol" ? options.streams ?? DEFAULT_STREAMS : options.streams,
     link: options.link,
   };
@@ -258,12 +270,13 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       clock,
       config,
       notes,
-      async openClient(t) {
+      async openClient(t, nfType) {
         const url = endpoints?.urls[t];
         if (!url) throw new RangeError(`No endpoint for transport ${t}`);
         const c = await createClient(t, url, {
           tls: t === "h2c" ? undefined : endpoints!.tls,
           timeoutMs: 10_000,
+          nfType,
         });
         clients.push(c);
         return c;

@@ -24,6 +24,12 @@ export interface ServerOptions {
    * is nghttp2 through FFI (transports/h2/native_server.ts). Default `deno`.
    */
   stack?: "native" | "deno";
+  /**
+   * Largest request body; a larger one gets the handler's 413 (`bodyTooLarge`)
+   * as soon as the transport sees it. Give the handler the same number.
+   * Default the handler's `DEFAULT_MAX_BODY_BYTES`.
+   */
+  maxBodyBytes?: number;
 }
 
 /** A running server. */

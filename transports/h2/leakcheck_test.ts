@@ -1,7 +1,8 @@
 /**
  * C-level leak check of the sbh2 shim: native/leakcheck.c drives the client
- * against an in-memory nghttp2 server session, in clear and through the TLS
- * layer (native/sbh2_tls.c), under valgrind. The driver is compiled here (it
+ * against an in-memory nghttp2 server session and the shim's own server
+ * session, in clear and through the TLS layer (native/sbh2_tls.c), under
+ * valgrind. The driver is compiled here (it
  * is a test program, not a build artefact).
  */
 import assert from "node:assert/strict";
@@ -30,7 +31,7 @@ if (skip) console.log(`skipping h2 leak check: ${skip}`);
 
 Deno.test({
   name:
-    "sbh2 shim frees everything after requests, cancels before and after sending, garbage input, a graceful close and a free with streams in flight, in clear and over TLS (full, resumed, refused, junk, freed mid-handshake) (valgrind)",
+    "sbh2 shim (client and server sides, in clear and over TLS) frees everything after requests, cancels, lent and copied bodies, a 413, garbage input, a CONTINUATION flood, rapid resets, graceful closes, frees with streams in flight, full/resumed/refused TLS sessions and frees mid-handshake (valgrind)",
   ignore: skip !== null,
   fn: async () => {
     const dir = await Deno.makeTempDir();
@@ -46,6 +47,7 @@ Deno.test({
           `${ROOT}/transports/h2/native/leakcheck.c`,
           `${ROOT}/transports/h2/native/sbh2.c`,
           `${ROOT}/transports/h2/native/sbh2_tls.c`,
+          `${ROOT}/transports/h2/native/sbh2_server.c`,
           "-lnghttp2",
           "-lgnutls",
         ],
@@ -78,10 +80,11 @@ Deno.test({
       const stdout = new TextDecoder().decode(out.stdout);
       const stderr = new TextDecoder().decode(out.stderr);
       assert.equal(out.code, 0, stdout + stderr.slice(0, 4000));
-      assert.match(stdout, /^ok: 25 answered, .*garbage closed.*close closed; bad 0$/m);
+      assert.match(stdout, /^ok: 25 answered, .*garbage closed.*close closed; bad 0/);
+      assert.match(stdout, /^server ok: \d+ served, 1 too large, 11 released; bad 0$/m);
       assert.match(
         stdout,
-        /^tls: 22 answered; exporter same; subject CN=sbilab client; ticket \d+ B; close_notify seen; resumed yes; anon refused \(.+\); junk -9; bad 0$/m,
+        /^tls: 22 answered; shim server 11 answered, closed; exporter same; subject CN=sbilab client; ticket \d+ B; close_notify seen; resumed yes; anon refused \(.+\); junk -9; bad 0$/m,
       );
       assert.doesNotMatch(stderr, /definitely lost|Invalid (read|write)/);
     } finally {

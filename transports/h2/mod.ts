@@ -4,7 +4,17 @@
  * through FFI; clients on nghttp2 through FFI (native, the default) or on
  * `fetch` (fallback).
  */
-export { createH2cServer, createH2TlsServer, type H2ServerOptions } from "./server.ts";
+export {
+  createH2cServer,
+  createH2TlsServer,
+  DEFAULT_STALL_TIMEOUT_MS,
+  type H2ServerOptions,
+} from "./server.ts";
+export {
+  type ConnectionLimits,
+  DEFAULT_CONNECTION_LIMITS,
+  type GuardCounts,
+} from "./conn_guard.ts";
 export { createH2Client, type H2ClientKind, h2ClientKind } from "./select_client.ts";
 export { createFetchH2Client } from "./client.ts";
 export { createNativeH2Client, type NativeH2ClientOptions } from "./native_client.ts";

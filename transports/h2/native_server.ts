@@ -20,9 +20,8 @@
  * backs off on errors such as EMFILE and keeps serving.
  */
 import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
-import { payloadTooLarge } from "../../handler/problem.ts";
+import { bodyTooLarge, systemFailure, unreadableRequest } from "../../handler/problem.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { transportProblem } from "../problem_response.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
 import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
 import { loadH2Library } from "./loader.ts";
@@ -143,7 +142,7 @@ class Connection {
     if (type !== H2_EVENT.MESSAGE) return;
     const server = this.#server;
     if (code === MESSAGE_TOO_LARGE) {
-      this.respond(streamId, payloadTooLarge(server.maxBodyBytes).toResponse());
+      this.respond(streamId, bodyTooLarge(server.maxBodyBytes));
       return;
     }
     let request;
@@ -151,7 +150,7 @@ class Connection {
       request = decodeRequestBlock(block, owned ? body : body.slice());
     } catch (err) {
       server.onError(err);
-      this.respond(streamId, transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT"));
+      this.respond(streamId, unreadableRequest());
       return;
     }
     server.run(this, streamId, request);
@@ -167,7 +166,7 @@ class Connection {
     } catch (err) {
       // a header value the wire cannot carry: the handler's fault, answered as one
       this.#server.onError(err);
-      response = transportProblem(500, "Internal error", "SYSTEM_FAILURE");
+      response = systemFailure();
       length = w.encode(response);
     }
     const body = response.body;
@@ -378,7 +377,7 @@ class NativeH2cServer implements NativeH2Server {
       (response) => this.#done(conn, streamId, response),
       (err) => {
         this.onError(err);
-        this.#done(conn, streamId, transportProblem(500, "Internal error", "SYSTEM_FAILURE"));
+        this.#done(conn, streamId, systemFailure());
       },
     );
   }
