@@ -185,13 +185,6 @@ export async function startLabServe(
     : ["sh", ["-c", `ulimit -n ${options.nofile} && exec "$@"`, "sh", ...all]];
   const child = new Deno.Command(cmd, {
     args: cmdArgs,
-/** Runs the `lab` CLI as a user would (stdin closed), killed after `timeoutMs`. */
-export async function runLab(
-  args: string[],
-  timeoutMs = 30_000,
-): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`, ...args],
     stdout: "piped",
     stderr: "piped",
     stdin: "null",
@@ -237,6 +230,19 @@ export function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
   if (!m) throw new Error(`No VmRSS for ${pid}`);
   return Number(m[1]) * 1024;
+}
+
+/** Runs the `lab` CLI as a user would (stdin closed), killed after `timeoutMs`. */
+export async function runLab(
+  args: string[],
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`, ...args],
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
   const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   const out = await child.output();
   clearTimeout(timer);

@@ -20,8 +20,11 @@ export function directPool(handler: SbiHandler): ConnectionPool {
   return { client: () => Promise.resolve(client) };
 }
 
-/** Deterministic ids: `prefix-0001`, `prefix-0002`, … */
+/** Deterministic UUID-shaped ids: the prefix in hex, then a counter. */
 export function counterIds(prefix = "id"): () => string {
+  // UUID-shaped (the NRF accepts only UUID nfInstanceIds), deterministic per prefix.
+  const tag = Array.from(new TextEncoder().encode(prefix.slice(0, 4)), (b) => b.toString(16))
+    .join("").padEnd(8, "0");
   let n = 0;
-  return () => `${prefix}-${String(++n).padStart(4, "0")}`;
+  return () => `${tag}-0000-4000-8000-${String(++n).padStart(12, "0")}`;
 }

@@ -73,7 +73,10 @@ Deno.test("the UE journey runs every step against the handler, discovering once 
   );
   const create = record.find((r) => r.step === "smf.create-sm-context")!;
   assert.equal(create.status, 201);
-  assert.match(create.location!, /^\/nsmf-pdusession\/v1\/sm-contexts\/id-\d{4}$/);
+  assert.match(
+    create.location!,
+    /^\/nsmf-pdusession\/v1\/sm-contexts\/69640000-0000-4000-8000-\d{12}$/,
+  );
   const activate = record.find((r) => r.step === "smf.update-activate")!;
   assert.match(activate.contentType!, /^multipart\/related; boundary=/);
 });
