@@ -72,7 +72,7 @@ export async function startPair(
     handler?: SbiHandler;
     handlerOptions?: HandlerOptions;
     timeoutMs?: number;
-    /** Server implementation (h2c only), see `ServerOptions.stack`. Default `deno`. */
+    /** Server implementation (h2c and h2-tls), see `ServerOptions.stack`. Default `deno`. */
     stack?: "native" | "deno";
   } = {},
 ): Promise<Pair> {

@@ -16,6 +16,7 @@ import {
   createH2cServer,
   createH2TlsServer,
   createNativeH2cServer,
+  createNativeH2TlsServer,
 } from "./h2/mod.ts";
 
 export * from "./types.ts";
@@ -52,6 +53,10 @@ export async function createServer(
       }
       return await createH2cServer(handler, options);
     case "h2-tls":
+      if (options.stack === "native") return await createNativeH2TlsServer(handler, options);
+      if (options.stack !== undefined && options.stack !== "deno") {
+        throw new RangeError(`Unknown stack ${options.stack} (choose native or deno)`);
+      }
       return await createH2TlsServer(handler, options);
     case "h3":
       return await (await h3()).createH3Server(handler, options);

@@ -17,6 +17,7 @@ export const H2_ERR = {
   CLOSED: -6,
   NOT_FOUND: -7,
   INTERNAL: -8,
+  TLS: -9,
 } as const;
 
 /** Event types (enum sbh2_event_type). */
@@ -149,6 +150,38 @@ export class H2Conn {
     if (this.#ptr === null) return 0;
     const n = this.#sym.sbh2_conn_send(this.#ptr, out as Uint8Array<ArrayBuffer>, out.length);
     return n > 0 ? n : 0;
+  }
+
+  /**
+   * Feeds received TLS ciphertext through `tls` straight into the session (no
+   * plaintext crosses into JavaScript); returns the number of events ready, 0
+   * while the handshake runs, or a negative code (`TLS`: see the session's
+   * error text).
+   */
+  recvTls(tls: { pointer: Deno.PointerValue }, data: Uint8Array, length = data.length): number {
+    if (this.#ptr === null || tls.pointer === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_conn_recv_tls(
+      this.#ptr,
+      tls.pointer,
+      data as Uint8Array<ArrayBuffer>,
+      length,
+    );
+  }
+
+  /**
+   * Writes TLS ciphertext into `out`: handshake records, then (once
+   * established) the session's pending output encrypted. Returns its length
+   * (0 when nothing is pending) or a negative code.
+   */
+  sendTls(tls: { pointer: Deno.PointerValue }, out: Uint8Array): number {
+    if (this.#ptr === null || tls.pointer === null) return 0;
+    const n = this.#sym.sbh2_conn_send_tls(
+      this.#ptr,
+      tls.pointer,
+      out as Uint8Array<ArrayBuffer>,
+      out.length,
+    );
+    return n === H2_ERR.DONE ? 0 : n;
   }
 
   /**

@@ -1,8 +1,8 @@
 /**
  * HTTP/2 transports: h2c (prior knowledge, the TS 29.500 production path) and
- * h2 over TLS. Servers on `Deno.serve`, and a native h2c server on nghttp2
- * through FFI; clients on nghttp2 through FFI (native, the default) or on
- * `fetch` (fallback).
+ * h2 over TLS. Servers on `Deno.serve`, and native h2c and h2-over-TLS
+ * servers on nghttp2 and GnuTLS through FFI; clients on nghttp2 and GnuTLS
+ * through FFI (native, the default) or on `fetch` (fallback).
  */
 export {
   createH2cServer,
@@ -17,9 +17,15 @@ export {
 } from "./conn_guard.ts";
 export { createH2Client, type H2ClientKind, h2ClientKind } from "./select_client.ts";
 export { createFetchH2Client } from "./client.ts";
-export { createNativeH2Client, type NativeH2ClientOptions } from "./native_client.ts";
+export {
+  createNativeH2Client,
+  type NativeH2Client,
+  type NativeH2ClientOptions,
+} from "./native_client.ts";
+export { sharedTicketCache, TicketCache } from "./ticket_cache.ts";
 export {
   createNativeH2cServer,
+  createNativeH2TlsServer,
   type NativeH2Server,
   type NativeH2ServerOptions,
 } from "./native_server.ts";

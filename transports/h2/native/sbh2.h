@@ -56,6 +56,8 @@ enum sbh2_error {
   SBH2_ERR_NOT_FOUND = -7,
   /* nghttp2 returned an unexpected error. */
   SBH2_ERR_INTERNAL = -8,
+  /* TLS failed: handshake, verification, ALPN, a bad record or an alert (text: sbh2_tls_error). */
+  SBH2_ERR_TLS = -9,
 };
 
 enum sbh2_event_type {
