@@ -3,7 +3,9 @@ import type { Command } from "commander";
 import { createHandler } from "../handler/mod.ts";
 import {
   createServer,
+  parseStack,
   parseTransports,
+  resolveStack,
   type SbiServer,
   type TlsMaterial,
 } from "../transports/mod.ts";
@@ -17,6 +19,7 @@ import { defaultStateDir } from "./state.ts";
 import { parsePort, parsePositiveInt } from "./args.ts";
 
 interface ServeOptions {
+  stack?: string;
   transports: string;
   host: string;
   h2cPort: string;
@@ -79,6 +82,10 @@ async function serverTls(o: ServeOptions): Promise<TlsMaterial> {
 export function registerServeCommand(program: Command): void {
   program.command("serve")
     .description("serve the SBI handler on h2c, h2 over TLS and h3")
+    .option(
+      "--stack <stack>",
+      "native (nghttp2/ngtcp2, GnuTLS; default) or deno (Deno.serve, h2 only)",
+    )
     .option("--transports <list>", "comma-separated: h2c,h2-tls,h3", "h2c,h2-tls")
     .option("--host <host>", "address to bind", "127.0.0.1")
     .option("--h2c-port <port>", "h2c TCP port (0 = any)", "7777")
@@ -91,6 +98,7 @@ export function registerServeCommand(program: Command): void {
     .option("--delay-ms <ms>", "delay every /nbench answer by this much", "0")
     .option("--max-body <bytes>", "largest request body the handler accepts")
     .action(async (o: ServeOptions) => {
+      const stack = resolveStack(o.stack === undefined ? undefined : parseStack(o.stack));
       const transports = parseTransports(o.transports);
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
@@ -115,7 +123,7 @@ export function registerServeCommand(program: Command): void {
       try {
         for (const t of transports) {
           const port = t === "h2c" ? h2cPort : tlsPort;
-          const server = await createServer(t, handler, { hostname: o.host, port, tls });
+          const server = await createServer(t, handler, { stack, hostname: o.host, port, tls });
           servers.push(server);
           console.log(`${t} listening on ${server.url}`);
         }

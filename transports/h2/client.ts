@@ -9,6 +9,7 @@ import { resolveTls } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
   type ClientOptions,
+  type ConnectionInfo,
   type ClientRequest,
   type ClientResponse,
   type SbiClient,
@@ -38,6 +39,15 @@ class H2Client implements SbiClient {
     this.#client = client;
     this.#options = options;
     this.#port = Number(origin.port || (origin.protocol === "https:" ? 443 : 80));
+  }
+
+  /** Deno's fetch does not expose the negotiated suite or group, nor the socket. */
+  connectionInfo(): ConnectionInfo {
+    return {
+      stack: "deno",
+      implementation: `Deno fetch (Deno ${Deno.version.deno})`,
+      tls: this.transport === "h2-tls" ? { library: "rustls (Deno)" } : undefined,
+    };
   }
 
   async request(req: ClientRequest): Promise<ClientResponse> {
