@@ -5,7 +5,7 @@
 import { isMultipartRelated, parseMultipart } from "./multipart.ts";
 import { createNrf, type NfProfileStore } from "./nrf.ts";
 import { createPayloadCache, MAX_PAYLOAD_BYTES } from "./payload.ts";
-import { ProblemError, problemResponse } from "./problem.ts";
+import { payloadTooLarge, ProblemError, problemResponse } from "./problem.ts";
 import type { SbiHandler, SbiRequest, SbiResponse } from "./types.ts";
 
 /** Default request body limit: the largest payload plus 64 KiB for framing and multipart. */
@@ -204,12 +204,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
     request: SbiRequest,
     signal: AbortSignal,
   ): SbiResponse | Promise<SbiResponse> {
-    if (request.body.length > maxBodyBytes) {
-      throw new ProblemError(413, {
-        cause: "PAYLOAD_TOO_LARGE",
-        detail: `Request body exceeds ${maxBodyBytes} bytes`,
-      });
-    }
+    if (request.body.length > maxBodyBytes) throw payloadTooLarge(maxBodyBytes);
     const segments = request.path.split("/").slice(1);
     const version = APIS[segments[0]];
     if (version !== undefined && segments[1] !== version) {

@@ -24,6 +24,7 @@ export {
   timerSleep,
 } from "./handler.ts";
 export {
+  payloadTooLarge,
   PROBLEM_JSON,
   problemDetails,
   ProblemError,

@@ -65,6 +65,18 @@ export class ProblemError extends Error {
   }
 }
 
+/**
+ * The 413 for a request body over `maxBytes`: thrown by the handler, and
+ * answered by a transport that stopped reading the body at its own limit, so
+ * both give the same bytes.
+ */
+export function payloadTooLarge(maxBytes: number): ProblemError {
+  return new ProblemError(413, {
+    cause: "PAYLOAD_TOO_LARGE",
+    detail: `Request body exceeds ${maxBytes} bytes`,
+  });
+}
+
 const encoder = new TextEncoder();
 
 /**

@@ -59,12 +59,18 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
     ],
   },
-  // HTTP/2 client: the sbh2 shim over nghttp2 (transports/h2/native_client.ts).
+  // HTTP/2 client and server: the sbh2 shim over nghttp2 (transports/h2/native_client.ts,
+  // transports/h2/native_server.ts).
   h2: {
     output: "libsbilab_h2.so",
     kind: "shared",
-    sources: ["transports/h2/native/sbh2.c"],
-    deps: ["transports/h2/native/sbh2.h"],
+    sources: ["transports/h2/native/sbh2.c", "transports/h2/native/sbh2_server.c"],
+    deps: [
+      "transports/h2/native/sbh2.h",
+      "transports/h2/native/sbh2_server.h",
+      "transports/h2/native/sbh2_common.h",
+      "transports/native/sbwire.h",
+    ],
     libs: ["-lnghttp2"],
     requires: [{ header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" }],
   },

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import type { SbiHandler, SbiResponse } from "../handler/types.ts";
-import { directCall, startPair, testTransports } from "./support.ts";
+import { directCall, startPair, testTargets } from "./support.ts";
 
 const enc = new TextEncoder();
 
@@ -167,12 +167,11 @@ async function expected(handler: SbiHandler, c: Case): Promise<Seen> {
   return pick(r);
 }
 
-const transports = await testTransports();
-
-for (const transport of transports) {
-  Deno.test(`${transport} returns the handler's exact bytes for every parity case`, async () => {
+for (const { transport, stack } of await testTargets()) {
+  const label = `${transport} on the ${stack} stack`;
+  Deno.test(`${label} returns the handler's exact bytes for every parity case`, async () => {
     const direct = freshHandler();
-    const pair = await startPair(transport, { handler: freshHandler(), timeoutMs: 20_000 });
+    const pair = await startPair(transport, { handler: freshHandler(), timeoutMs: 20_000, stack });
     try {
       for (const c of CASES) {
         const want = await expected(direct, c);

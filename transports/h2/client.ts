@@ -9,9 +9,9 @@ import { resolveTls } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
   type ClientOptions,
-  type ConnectionInfo,
   type ClientRequest,
   type ClientResponse,
+  type ConnectionInfo,
   type SbiClient,
   TimeoutError,
   TransportError,

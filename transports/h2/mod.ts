@@ -1,11 +1,16 @@
 /**
  * HTTP/2 transports: h2c (prior knowledge, the TS 29.500 production path) and
- * h2 over TLS, on two stacks: native (nghttp2 through FFI, the default) and
- * deno (`Deno.serve` and `fetch`, the reference).
+ * h2 over TLS, on two stacks: native (nghttp2 through FFI, servers and
+ * clients; the default) and deno (`Deno.serve` and `fetch`, the reference).
  */
 export { createH2cServer, createH2TlsServer, type H2ServerOptions } from "./server.ts";
 export { createFetchH2Client } from "./client.ts";
 export { createNativeH2Client, type NativeH2ClientOptions } from "./native_client.ts";
+export {
+  createNativeH2cServer,
+  type NativeH2Server,
+  type NativeH2ServerOptions,
+} from "./native_server.ts";
 export { EMBEDDED_H2_LIBRARY_URL, H2LoadError, h2NativeAvailable } from "./loader.ts";
 export { applyNoDelay, tcpSocketsNoDelay } from "./nodelay.ts";
 
