@@ -5,6 +5,7 @@ import type { BenchRun } from "./schema.ts";
 const COLUMNS = [
   "id",
   "scenario",
+  "stack",
   "transport",
   "label",
   "size_bytes",
@@ -46,6 +47,7 @@ export function renderCsv(run: BenchRun): string {
       [
         r.id,
         r.scenario,
+        r.stack,
         r.transport,
         r.label,
         r.sizeBytes,

@@ -1,16 +1,19 @@
 /**
- * `peers` (the lab measuring itself): our h2c client and `h2load` against the
- * same `nghttpd`, at 1 and 64 streams in flight on one connection, in one
- * run. Each row is split into windows; a sample is the time per completed
- * request in one window (1 / throughput), so every row gets a median and a
- * bootstrap CI the same way. A raw `fetch` row (same HTTP client as ours,
- * without the SBI headers and timeout) separates the cost of the runtime's
- * HTTP stack from the cost of our client layer.
+ * `peers` (the lab measuring itself): `h2load` and our h2c client, each
+ * against `nghttpd` and against our own h2c server (on the run's stack), at
+ * 1 and 64 streams in flight on one connection, in one run. h2load against
+ * both servers says how our server compares with a C server; our client
+ * against h2load on the same server says how much our client adds. Servers
+ * sit on the peer CPU, the clients on the measuring one. Each row is split
+ * into windows; a sample is the time per completed request in one window
+ * (1 / throughput), so every row gets a median and a bootstrap CI the same
+ * way.
  */
 import { Recorder } from "./recorder.ts";
 import { sampleOperation, type SamplingPlan } from "./sampler.ts";
 import type { ResultRow } from "./schema.ts";
-import { makeRow, type ScenarioContext } from "./scenarios/context.ts";
+import { makeRow, payloadPath, type ScenarioContext } from "./scenarios/context.ts";
+import { onServerCpu, placement } from "./affinity.ts";
 
 /** Stream levels compared with h2load. */
 export const PEER_STREAMS = [1, 64];
@@ -69,6 +72,12 @@ export function parseH2loadOutput(
   return { reqPerSec: Number(fin[1]), succeeded: Number(req[1]), failed: Number(req[2]) };
 }
 
+/** One server the peers scenario loads: its name and the URL of a 256 B-class GET. */
+interface PeerTarget {
+  name: string;
+  url: string;
+}
+
 /** The peers scenario (see the module comment). */
 export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   const missing = [];
@@ -82,87 +91,66 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   const docs = await Deno.makeTempDir({ prefix: "sbilab-peers-" });
   await Deno.writeFile(`${docs}/payload`, new Uint8Array(size).fill(0x61));
   const port = freePort();
-  const nghttpd = new Deno.Command("nghttpd", {
-    args: ["--no-tls", "-d", docs, String(port)],
+  const [cmd, args] = onServerCpu(await placement(), "nghttpd", [
+    "--no-tls",
+    "-d",
+    docs,
+    String(port),
+  ]);
+  const nghttpd = new Deno.Command(cmd, {
+    args,
     stdout: "null",
     stderr: "null",
     stdin: "null",
   }).spawn();
-  const url = `http://127.0.0.1:${port}`;
+  const targets: PeerTarget[] = [{ name: "nghttpd", url: `http://127.0.0.1:${port}/payload` }];
+  const ours = ctx.endpoints.urls.h2c;
+  if (ours) {
+    targets.push({
+      name: `sbilab h2c (${ctx.config.stack ?? "native"})`,
+      url: `${ours}${payloadPath(size)}`,
+    });
+  }
   const rows: ResultRow[] = [];
   const windows = ctx.config.quick ? 3 : 5;
   const windowMs = Math.max(200, ctx.plan.sampleMs / windows);
   try {
     await waitForPort(port, 10_000);
-    const { createClient } = await import("../transports/mod.ts");
-    const client = await createClient("h2c", url, { timeoutMs: 10_000 });
-    const raw = Deno.createHttpClient({ http1: false, http2: true });
-    const ours = async () => {
-      const r = await client.request({ path: "/payload" });
-      if (r.status !== 200 || r.body.length !== size) {
-        throw new PeerError(`nghttpd answered ${r.status}`);
-      }
-    };
-    const plain = async () => {
-      const r = await fetch(`${url}/payload`, { client: raw });
-      const b = await r.arrayBuffer();
-      if (r.status !== 200 || b.byteLength !== size) {
-        throw new PeerError(`nghttpd answered ${r.status}`);
-      }
-    };
-    try {
+    for (const target of targets) {
+      const origin = new URL(target.url).origin;
+      const path = target.url.slice(origin.length);
+      const client = await ctx.openClient("h2c", origin);
+      const op = async () => {
+        const r = await client.request({ path });
+        if (r.status !== 200 || r.body.length !== size) {
+          throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
+        }
+      };
       for (const streams of PEER_STREAMS) {
-        for (const [name, op] of [["sbilab client", ours], ["Deno fetch", plain]] as const) {
-          const rec = new Recorder();
-          let errors = 0;
-          for (let w = 0; w < windows; w++) {
-            const plan: SamplingPlan = {
-              warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
-              sampleMs: windowMs,
-            };
-            const r = await sampleOperation(op, plan, streams, {
-              clock: ctx.clock,
-              signal: ctx.signal,
-              onProgress: (f) => ctx.onProgress(`${name} ${streams} streams`, (w + f) / windows),
-            });
-            errors += r.errors;
-            rec.record((r.elapsedMs * 1e6) / r.samples.count);
-          }
-          rows.push(peerRow(name, streams, size, rec, errors));
-          ctx.onRow(rows.at(-1)!);
-        }
         const rec = new Recorder();
-        let failed = 0;
+        let errors = 0;
         for (let w = 0; w < windows; w++) {
-          ctx.onProgress(`h2load ${streams} streams`, w / windows);
-          const warm = w === 0 ? Math.max(100, Math.round(ctx.plan.warmupMs)) : 0;
-          const args = [
-            "-c",
-            "1",
-            "-t",
-            "1",
-            "-m",
-            String(streams),
-            "-D",
-            `${Math.round(windowMs)}ms`,
-          ];
-          if (warm) args.push(`--warm-up-time=${warm}ms`);
-          args.push(`${url}/payload`);
-          const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" })
-            .output();
-          const s = parseH2loadOutput(new TextDecoder().decode(out.stdout));
-          failed += s.failed;
-          if (s.succeeded < 1 || s.reqPerSec <= 0) {
-            throw new PeerError("h2load completed no request");
-          }
-          rec.record(1e9 / s.reqPerSec);
+          const plan: SamplingPlan = {
+            warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
+            sampleMs: windowMs,
+          };
+          const r = await sampleOperation(op, plan, streams, {
+            clock: ctx.clock,
+            signal: ctx.signal,
+            onProgress: (f) =>
+              ctx.onProgress(
+                `sbilab client → ${target.name}, ${streams} streams`,
+                (w + f) / windows,
+              ),
+          });
+          errors += r.errors;
+          rec.record((r.elapsedMs * 1e6) / r.samples.count);
         }
-        rows.push(peerRow("h2load", streams, size, rec, failed));
+        rows.push(peerRow("sbilab client", target.name, streams, size, rec, errors));
+        ctx.onRow(rows.at(-1)!);
+        rows.push(await h2loadRow(ctx, target, streams, size, windows, windowMs));
         ctx.onRow(rows.at(-1)!);
       }
-    } finally {
-      await client.close();
-      raw.close();
     }
   } finally {
     try {
@@ -176,18 +164,49 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   return rows;
 }
 
+/** h2load against `target` with `streams` in flight on one connection, in `windows` windows. */
+async function h2loadRow(
+  ctx: ScenarioContext,
+  target: PeerTarget,
+  streams: number,
+  size: number,
+  windows: number,
+  windowMs: number,
+): Promise<ResultRow> {
+  const rec = new Recorder();
+  let failed = 0;
+  for (let w = 0; w < windows; w++) {
+    ctx.onProgress(`h2load → ${target.name}, ${streams} streams`, w / windows);
+    const warm = w === 0 ? Math.max(100, Math.round(ctx.plan.warmupMs)) : 0;
+    const args = ["-c", "1", "-t", "1", "-m", String(streams), "-D", `${Math.round(windowMs)}ms`];
+    if (warm) args.push(`--warm-up-time=${warm}ms`);
+    args.push(target.url);
+    const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" })
+      .output();
+    const s = parseH2loadOutput(new TextDecoder().decode(out.stdout));
+    failed += s.failed;
+    if (s.succeeded < 1 || s.reqPerSec <= 0) {
+      throw new PeerError(`h2load completed no request against ${target.name}`);
+    }
+    rec.record(1e9 / s.reqPerSec);
+  }
+  return peerRow("h2load", target.name, streams, size, rec, failed);
+}
+
 function peerRow(
   name: string,
+  server: string,
   streams: number,
   size: number,
   rec: Recorder,
   errors: number,
 ): ResultRow {
+  const slug = (t: string) => t.replace(/[^a-z0-9]+/gi, "-").replace(/-$/, "");
   const row = makeRow({
-    id: `peers/${name.replace(/\s+/g, "-")}/${size}/${streams}`,
+    id: `peers/${slug(name)}/${slug(server)}/${size}/${streams}`,
     scenario: "peers",
     transport: name,
-    label: `GET ${size} B from nghttpd, ${streams} stream${
+    label: `GET ${size} B from ${server}, ${streams} stream${
       streams > 1 ? "s" : ""
     } in flight (time per request)`,
     sizeBytes: size,

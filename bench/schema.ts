@@ -5,13 +5,16 @@
  * Durations are nanoseconds; sizes are bytes.
  */
 import type { Estimate } from "./stats.ts";
+import type { ConnectionInfo, StackName } from "../transports/types.ts";
 import type { SampleSet } from "./recorder.ts";
 
 /**
  * Schema identifier written into every run. Bump on any incompatible change.
  * Compatible additions since the first runs were saved (all optional, so
  * older files still read): the `hol` and `migration` scenarios,
- * `RunConfig.streams`, `RunConfig.link` and `ResultRow.extra` figures.
+ * `RunConfig.streams`, `RunConfig.link`, `ResultRow.extra` figures, and the
+ * stack: `RunConfig.stack`, `ResultRow.stack` and `BenchRun.connections`
+ * (a file without them ran h2 on the deno stack's server).
  */
 export const SCHEMA_VERSION = "sbilab-bench/1";
 
@@ -76,8 +79,10 @@ export interface LinkRecord {
   spec: string;
   /** The spec with every value spelled out. */
   resolved: string;
-  /** `relay` (TUN relay) or `netem`. */
-  backend: "relay" | "netem";
+  /** `relay` (TUN relay), `netem`, or `veth` (a plain veth pair). */
+  backend: "relay" | "netem" | "veth";
+  /** MTU of both ends, when set (`--mtu`). */
+  mtu?: number;
   /** Configured round-trip delay (ms). */
   rttMs: number;
   /** Client → server and server → client. */
@@ -114,6 +119,8 @@ export interface ResultRow {
   scenario: ScenarioName;
   /** Transport or peer measured (`h2c`, `h2-tls`, `h3`, `h2load`, …). */
   transport: string;
+  /** Implementation family the row ran on (see `StackName`). */
+  stack?: StackName;
   /** What one sample times, in words (e.g. `GET 256 B, warm connection`). */
   label: string;
   /** Body size in bytes the row moves per request, when meaningful. */
@@ -155,6 +162,8 @@ export interface Environment {
 /** The configuration the run used (after defaults). */
 export interface RunConfig {
   scenario: ScenarioName;
+  /** Implementation family of servers and clients. */
+  stack?: StackName;
   transports: string[];
   sizes: number[];
   warmupMs: number;
@@ -190,6 +199,8 @@ export interface BenchRun {
   /** Floors measured in the same run, or why they were skipped. */
   floors: { rows: FloorRow[]; skipped?: string };
   rows: ResultRow[];
+  /** What each transport's connection ran on: libraries, TLS suite and group, packet sizes. */
+  connections?: Partial<Record<string, ConnectionInfo>>;
   /** Things the reader must know (skips, caveats), one sentence each. */
   notes: string[];
 }

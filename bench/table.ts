@@ -13,6 +13,7 @@ import {
   formatRate,
 } from "./units.ts";
 import { linkLines, migrationTable, percentileTable } from "./link_report.ts";
+import { stackLines } from "./stack_report.ts";
 
 /** Lays out rows of cells as aligned columns (first column left, others right). */
 export function layoutColumns(header: string[], body: string[][]): string {
@@ -80,6 +81,7 @@ export function renderRows(run: BenchRun): string {
     const m = floorMultiple(run, r);
     return [
       r.transport,
+      r.stack ?? "–",
       r.label,
       medianWithCi(r),
       formatDuration(r.estimate.p99),
@@ -93,6 +95,7 @@ export function renderRows(run: BenchRun): string {
   return layoutColumns(
     [
       "transport",
+      "stack",
       "what one sample times",
       "median [95 % CI]",
       "p99",
@@ -120,7 +123,7 @@ export function renderTable(run: BenchRun): string {
   const head =
     `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
     (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
-  const parts = [head];
+  const parts = [head, ...stackLines(run)];
   const link = linkLines(run);
   if (link.length) parts.push(...link);
   parts.push("", renderFloors(run), "", renderRows(run));

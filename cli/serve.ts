@@ -3,7 +3,9 @@ import type { Command } from "commander";
 import { createHandler } from "../handler/mod.ts";
 import {
   createServer,
+  parseStack,
   parseTransports,
+  resolveStack,
   type SbiServer,
   type ServerOptions,
   type TlsMaterial,
@@ -18,6 +20,7 @@ import { defaultStateDir } from "./state.ts";
 import { parsePort, parsePositiveInt } from "./args.ts";
 
 interface ServeOptions {
+  stack?: string;
   transports: string;
   host: string;
   h2cPort: string;
@@ -81,6 +84,10 @@ async function serverTls(o: ServeOptions): Promise<TlsMaterial> {
 export function registerServeCommand(program: Command): void {
   program.command("serve")
     .description("serve the SBI handler on h2c, h2 over TLS and h3")
+    .option(
+      "--stack <stack>",
+      "native (nghttp2/ngtcp2, GnuTLS; default) or deno (Deno.serve, h2 only)",
+    )
     .option("--transports <list>", "comma-separated: h2c,h2-tls,h3", "h2c,h2-tls")
     .option("--host <host>", "address to bind", "127.0.0.1")
     .option("--h2c-port <port>", "h2c TCP port (0 = any)", "7777")
@@ -97,6 +104,7 @@ export function registerServeCommand(program: Command): void {
       "h3: send datagrams up to this size (a path MTU you know, 1200-65527) instead of 1200 B + PMTUD",
     )
     .action(async (o: ServeOptions) => {
+      const stack = resolveStack(o.stack === undefined ? undefined : parseStack(o.stack));
       const transports = parseTransports(o.transports);
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
@@ -128,6 +136,7 @@ export function registerServeCommand(program: Command): void {
         for (const t of transports) {
           const port = t === "h2c" ? h2cPort : tlsPort;
           const options: ServerOptions & { maxUdpPayload?: number } = {
+            stack,
             hostname: o.host,
             port,
             tls,

@@ -21,8 +21,8 @@ export interface ScenarioContext {
   config: RunConfig;
   /** Sentences for the report (skips, caveats). */
   notes: string[];
-  /** Opens a client (one connection) for a transport. */
-  openClient(transport: TransportName): Promise<SbiClient>;
+  /** Opens a client (one connection) for a transport, to its endpoint or to `origin`. */
+  openClient(transport: TransportName, origin?: string): Promise<SbiClient>;
   /** Reports progress of the current row (label, 0…1). */
   onProgress(label: string, fraction: number): void;
   /** Reports a finished row. */
