@@ -8,7 +8,7 @@
  */
 import { configuredRttMs, parseLinkSpec } from "../linkemu/link_spec.ts";
 import { hasNetAdmin } from "../linkemu/mod.ts";
-import type { TransportName } from "../transports/types.ts";
+import type { StackName, TransportName } from "../transports/types.ts";
 import { runBenchAcrossLink } from "./across_link.ts";
 import { collectEnvironment } from "./environment.ts";
 import { runBench } from "./run.ts";
@@ -29,7 +29,9 @@ export const QUICK_BUDGET_MS = 3 * 60_000;
 export interface StudyOptions {
   /** Link specs (profiles or key=value lists), or `loopback`. Default {@link STUDY_LINKS}. */
   links?: string[];
-  /** Transports. Default every available one. */
+  /** Implementation family of every row. Default `native` (or `SBILAB_STACK`). */
+  stack?: StackName;
+  /** Transports. Default every available one on the stack. */
   transports?: TransportName[];
   /** UE concurrency levels. Default {@link STUDY_UES} ({@link QUICK_UES} with `quick`). */
   ues?: number[];
@@ -102,14 +104,16 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       "lab study crosses emulated links and needs root (CAP_NET_ADMIN); run it as root or use --links loopback",
     );
   }
-  const { availableTransports } = await import("../transports/mod.ts");
-  const transports = options.transports ?? await availableTransports();
+  const { availableTransports, resolveStack } = await import("../transports/mod.ts");
+  const stack = resolveStack(options.stack);
+  const transports = options.transports ?? await availableTransports(stack);
   const warmupMs = quick ? 300 : 1000;
   const progress = options.onProgress ?? (() => {});
   const start = Date.now();
   const rows: ResultRow[] = [];
   const notes: string[] = [];
   const linkRecords: LinkRecord[] = [];
+  const connections: NonNullable<BenchRun["connections"]> = {};
   let lastSampleMs = 0;
   const rttOf = (s: (typeof specs)[number]) => (s.spec ? configuredRttMs(s.spec) : 0);
   for (const [i, s] of specs.entries()) {
@@ -129,6 +133,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     lastSampleMs = sampleMs;
     const bench = {
       scenario: "flows" as const,
+      stack,
       transports,
       concurrency: ues,
       flows,
@@ -162,6 +167,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     if (run.config.link) linkRecords.push(run.config.link);
     else linkRecords.push(loopbackRecord());
     for (const r of run.rows) rows.push({ ...r, id: `${s.text}/${r.id}`, link: s.text });
+    for (const [t, c] of Object.entries(run.connections ?? {})) connections[t] ??= c;
     for (const n of run.notes) {
       const note = `${s.text}: ${n}`;
       if (!notes.includes(note)) notes.push(note);
@@ -181,6 +187,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     durationMs: elapsedMs,
     config: {
       scenario: "flows",
+      stack,
       transports,
       sizes: [256],
       warmupMs,
@@ -199,6 +206,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     },
     rows,
     notes,
+    ...(Object.keys(connections).length ? { connections } : {}),
     study: {
       links: linkRecords,
       budgetMs,

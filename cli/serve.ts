@@ -4,6 +4,7 @@ import { createHandler, DEFAULT_MAX_BODY_BYTES } from "../handler/mod.ts";
 import {
   createServer,
   parseTransports,
+  DEFAULT_SERVER_LIMITS,
   resolveStack,
   type SbiServer,
   type ServerOptions,
@@ -12,7 +13,6 @@ import {
 } from "../transports/mod.ts";
 import { connectionsWithin, raiseFdLimit } from "../transports/fd_limit.ts";
 import { ByteBudget } from "../transports/byte_budget.ts";
-import { DEFAULT_CONNECTION_LIMITS } from "../transports/h2/mod.ts";
 import {
   DEV_PKI_FILES,
   issueServerCertificate,
@@ -103,30 +103,28 @@ function bindError(err: unknown, host: string): unknown {
 }
 
 /**
- * The resource limits of one `lab serve` process. The soft fd limit is raised
- * to the hard limit first, and the connection cap defaults to what it leaves
- * after a reserve, shared by the TCP listeners.
+ * The resource limits of one `lab serve` process, the same fields for every
+ * stack and transport (see `ServerOptions`); the budgets are shared by all its
+ * servers. The soft fd limit is raised to the hard limit first, and the
+ * connection cap defaults to what it leaves after a reserve, shared by the TCP
+ * listeners.
  */
-function serveLimits(o: ServeOptions, transports: TransportName[]) {
+function serveLimits(o: ServeOptions, transports: TransportName[]): ServerOptions {
   const fd = raiseFdLimit();
   const tcpListeners = transports.filter((t) => t !== "h3").length;
-  const fits = fd ? connectionsWithin(fd, tcpListeners) : DEFAULT_CONNECTION_LIMITS.maxConnections;
+  const fits = fd ? connectionsWithin(fd, tcpListeners) : DEFAULT_SERVER_LIMITS.maxConnections;
   const maxConnections = o.maxConnections
     ? parsePositiveInt(o.maxConnections, "--max-connections")
-    : Math.min(DEFAULT_CONNECTION_LIMITS.maxConnections, fits);
+    : Math.min(DEFAULT_SERVER_LIMITS.maxConnections, fits);
   if (fd && maxConnections > fits) {
     console.error(
       `warning: --max-connections ${maxConnections} is more than the fd limit ${fd.soft} leaves (${fits})`,
     );
   }
-  const idleTimeoutMs = parsePositiveInt(o.idleTimeout, "--idle-timeout");
   return {
-    limits: {
-      maxConnections,
-      handshakeTimeoutMs: parsePositiveInt(o.handshakeTimeout, "--handshake-timeout"),
-      idleTimeoutMs,
-    },
-    idleTimeoutMs,
+    maxConnections,
+    handshakeTimeoutMs: parsePositiveInt(o.handshakeTimeout, "--handshake-timeout"),
+    idleTimeoutMs: parsePositiveInt(o.idleTimeout, "--idle-timeout"),
     stallTimeoutMs: parsePositiveInt(o.stallTimeout, "--stall-timeout"),
     bodyBudget: new ByteBudget(parsePositiveInt(o.maxInflightBodies, "--max-inflight-bodies")),
     responseBudget: new ByteBudget(
@@ -166,9 +164,17 @@ export function registerServeCommand(program: Command): void {
       "--max-connections <n>",
       "TCP connections per h2 listener (default 4096, or what the fd limit leaves)",
     )
-    .option("--handshake-timeout <ms>", "h2: first request due within this after connect", "10000")
+    .option(
+      "--handshake-timeout <ms>",
+      "h2: TLS, preface and SETTINGS due within this after connect (deno stack: the first request)",
+      "10000",
+    )
     .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)", "60000")
-    .option("--stall-timeout <ms>", "h2: reset a response the peer has not read for this", "30000")
+    .option(
+      "--stall-timeout <ms>",
+      "h2: reset a response the peer has not read for this (deno stack: its connection)",
+      "30000",
+    )
     .option(
       "--max-inflight-bodies <bytes>",
       "request-body bytes held at once (then 503)",
@@ -176,7 +182,7 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       "--max-queued-responses <bytes>",
-      "h2: response bytes queued for slow readers, per process",
+      "h2: response bytes queued for slow readers, per process (native stack: per connection)",
       "67108864",
     )
     .action(async (o: ServeOptions) => {
@@ -232,7 +238,7 @@ export function registerServeCommand(program: Command): void {
             ...limits,
             onError: (err: unknown) =>
               console.error(`${t}: ${String((err as Error)?.message ?? err).split("\n")[0]}`),
-          } as ServerOptions;
+          };
           if (t === "h3") options.maxUdpPayload = h3MaxUdpPayload;
           const server = await createServer(t, handler, options).catch((err) => {
             throw bindError(err, o.host);

@@ -8,6 +8,7 @@
  * connection end and close it cleanly; the listener keeps serving.
  */
 import { libc } from "../libc.ts";
+import { DEFAULT_SERVER_LIMITS, type ServerOptions } from "../types.ts";
 import { tcpSockets } from "./nodelay.ts";
 
 /** Connection limits of one listener. */
@@ -20,12 +21,21 @@ export interface ConnectionLimits {
   idleTimeoutMs?: number;
 }
 
-/** Defaults of {@linkcode ConnectionLimits}. */
+/** Defaults of {@linkcode ConnectionLimits}: the servers' shared defaults. */
 export const DEFAULT_CONNECTION_LIMITS: Required<ConnectionLimits> = {
-  maxConnections: 4096,
-  handshakeTimeoutMs: 10_000,
-  idleTimeoutMs: 60_000,
+  maxConnections: DEFAULT_SERVER_LIMITS.maxConnections,
+  handshakeTimeoutMs: DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
+  idleTimeoutMs: DEFAULT_SERVER_LIMITS.idleTimeoutMs,
 };
+
+/** The connection limits a server's options ask for (unset fields take the defaults). */
+export function connectionLimits(options: ServerOptions): Required<ConnectionLimits> {
+  return {
+    maxConnections: options.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
+    handshakeTimeoutMs: options.handshakeTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.handshakeTimeoutMs,
+    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.idleTimeoutMs,
+  };
+}
 
 /** Why the guard closed connections, counted. */
 export interface GuardCounts {

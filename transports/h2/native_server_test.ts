@@ -236,7 +236,7 @@ Deno.test({
     "native h2c server closes 500 idle connections by its settings and idle timeouts while serving a normal client",
   ignore,
   fn: async () => {
-    const s = await start({ settingsTimeoutMs: 400, idleTimeoutMs: 600 });
+    const s = await start({ handshakeTimeoutMs: 400, idleTimeoutMs: 600 });
     try {
       const silent = await Promise.all(
         Array.from({ length: 450 }, () => RawH2Client.open(s.server.port, { preface: false })),
