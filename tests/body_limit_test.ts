@@ -116,3 +116,63 @@ for (const stack of STACKS) {
     }
   });
 }
+
+Deno.test("native h2c answers 503 while bodies still arrive once they pass the budget, and serves the first", async () => {
+  const budget = new ByteBudget(32 * 1024);
+  const pki = await testPki();
+  const { createNativeH2cServer } = await import("../transports/h2/native_server.ts");
+  const { H2_STAT } = await import("../transports/h2/server_ffi.ts");
+  const server = await createNativeH2cServer(createHandler({ maxBodyBytes: 1024 * 1024 }), {
+    tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+    bodyBudget: budget,
+    maxBodyBytes: 1024 * 1024,
+  });
+  const http = Deno.createHttpClient({ http1: false, http2: true });
+  const held = Promise.withResolvers<void>();
+  // A body without a length: 24 KiB now, the end only when `release` resolves.
+  const upload = (release: Promise<void>) =>
+    new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new Uint8Array(24 * 1024).fill(1));
+      },
+      async pull(c) {
+        await release;
+        c.close();
+      },
+    });
+  const send = (body: ReadableStream<Uint8Array>) =>
+    fetch(`${server.url}/nbench/v1/echo`, {
+      method: "POST",
+      body,
+      client: http,
+      headers: { "content-type": "application/octet-stream" },
+      signal: AbortSignal.timeout(10_000),
+    });
+  try {
+    const first = send(upload(held.promise));
+    // Bounded: the first 24 KiB reach the module within 5 s.
+    const deadline = Date.now() + 5000;
+    while (server.stat(H2_STAT.BUFFERED) < 24 * 1024 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(server.stat(H2_STAT.BUFFERED), 24 * 1024);
+    const never = Promise.withResolvers<void>();
+    const second = await send(upload(never.promise));
+    assert.equal(second.status, 503, "answered before its upload ended");
+    assert.deepEqual(
+      new Uint8Array(await second.arrayBuffer()),
+      overloaded(`Request bodies in flight exceed ${budget.limit} bytes`).body,
+    );
+    never.resolve();
+    held.resolve();
+    const ok = await first;
+    assert.equal(ok.status, 200);
+    assert.equal((await ok.arrayBuffer()).byteLength, 24 * 1024);
+    assert.equal(server.stat(H2_STAT.BUFFERED), 0, "every counted byte was given back");
+    assert.equal(budget.used, 0);
+  } finally {
+    held.resolve();
+    http.close();
+    await server.close();
+  }
+});

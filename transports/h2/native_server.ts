@@ -25,11 +25,13 @@
  * Limits: the shared ones of {@linkcode ServerOptions} (body limit,
  * handshake, idle and stall timeouts, queued response bytes) run in the shim
  * (see {@linkcode H2ServerLimitOptions}), the handshake timeout counting from
- * accept through the TLS handshake to the peer's preface and SETTINGS; the
- * server adds the connection cap, the process-wide budget of request-body
- * bytes (a body that does not fit is answered 503), a stall timeout on TCP
- * writes and an accept loop that backs off on errors such as EMFILE and keeps
- * serving.
+ * accept through the TLS handshake to the peer's preface and SETTINGS. The
+ * request-body budget is held twice: the shim counts the bodies its
+ * connections buffer as they arrive (a declared length whole) against the
+ * budget's limit, and a complete body is taken from the shared budget while
+ * the handler holds it; a body that does not fit is answered 503. The server
+ * adds the connection cap, a stall timeout on TCP writes and an accept loop
+ * that backs off on errors such as EMFILE and keeps serving.
  */
 import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
 import {
@@ -51,6 +53,7 @@ import {
   H2ServerConn,
   type H2ServerLimitOptions,
   H2ServerLimits,
+  MESSAGE_OVER_BUDGET,
   MESSAGE_TOO_LARGE,
 } from "./server_ffi.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
@@ -225,7 +228,7 @@ class Connection {
       return;
     }
     const budget = server.bodyBudget;
-    if (body.length > 0 && !budget.take(body.length)) {
+    if (code === MESSAGE_OVER_BUDGET || (body.length > 0 && !budget.take(body.length))) {
       this.respond(streamId, overloaded(new BodyBudgetError(budget.limit).message));
       return;
     }
@@ -447,7 +450,10 @@ class NativeH2cServer implements NativeH2Server {
         await new Promise((r) => setTimeout(r, backoff));
         continue;
       }
-      if (this.#conns.size >= (this.#options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections) || this.#stopping) {
+      if (
+        this.#conns.size >=
+          (this.#options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections) || this.#stopping
+      ) {
         try {
           sock.close();
         } catch {
@@ -599,6 +605,8 @@ async function start(
       settingsTimeoutMs: options.handshakeTimeoutMs ?? DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
       stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_SERVER_LIMITS.stallTimeoutMs,
       maxQueuedBytes: options.maxQueuedBytes ?? options.responseBudget?.limit,
+      maxBufferedBodyBytes: options.maxBufferedBodyBytes ??
+        (options.bodyBudget ?? defaultBodyBudget).limit,
     });
   } catch (err) {
     tlsConfig?.close();

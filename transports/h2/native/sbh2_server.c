@@ -26,7 +26,7 @@
 #pragma weak nghttp2_option_set_max_continuations
 #pragma weak nghttp2_option_set_stream_reset_rate_limit
 
-#define NOPT 12
+#define NOPT 13
 
 static const uint64_t DEFAULTS[NOPT] = {
     0,
@@ -41,11 +41,13 @@ static const uint64_t DEFAULTS[NOPT] = {
     8,             /* MAX_CONTINUATIONS */
     64ull << 20,   /* MAX_QUEUED */
     10000,         /* STALL_TIMEOUT_MS */
+    256ull << 20,  /* MAX_BUFFERED */
 };
 
 struct sbh2_server {
   int refs;
   uint64_t opt[NOPT];
+  uint64_t buffered; /* request body bytes counted by all connections (SBH2_OPT_MAX_BUFFERED) */
 };
 
 struct sstream {
@@ -56,12 +58,13 @@ struct sstream {
   size_t hdrs_len, hdrs_cap, list_size;
   uint8_t *body; /* request body */
   size_t body_len, body_cap;
+  uint64_t counted; /* bytes of it counted in srv->buffered */
   const uint8_t *rsp; /* response body: rsp_own, or the caller's lent bytes */
   uint8_t *rsp_own;
   size_t rsp_len, rsp_off;
   uint32_t token;
   unsigned queued : 1, msg : 1, delivered : 1, responded : 1, closed : 1, too_large : 1, refused : 1,
-      remote_closed : 1;
+      remote_closed : 1, over_budget : 1, declared : 1;
 };
 
 struct released {
@@ -102,13 +105,30 @@ static void set_err(struct sbh2_sconn *c, const char *msg) { sbh2_set_err(c->err
 
 /* ---- streams and events ---- */
 
+/* Counts n more body bytes of s against the server's buffer budget; returns 0 (nothing counted) when they do not fit. */
+static int count_body(struct sbh2_sconn *c, struct sstream *s, uint64_t n) {
+  if (c->srv->buffered + n > c->srv->opt[SBH2_OPT_MAX_BUFFERED]) return 0;
+  c->srv->buffered += n;
+  s->counted += n;
+  return 1;
+}
+
+/* Frees the request body of s and gives its counted bytes back. */
+static void drop_body(struct sbh2_sconn *c, struct sstream *s) {
+  c->srv->buffered -= s->counted;
+  s->counted = 0;
+  free(s->body);
+  s->body = NULL;
+  s->body_len = s->body_cap = 0;
+}
+
 static void stream_free(struct sbh2_sconn *c, struct sstream *s) {
   if (s->prev) s->prev->next = s->next;
   else c->streams = s->next;
   if (s->next) s->next->prev = s->prev;
   c->nstreams--;
+  drop_body(c, s);
   free(s->hdrs);
-  free(s->body);
   free(s->rsp_own);
   free(s);
 }
@@ -245,12 +265,17 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     reset_stream(c, s, NGHTTP2_ENHANCE_YOUR_CALM);
     return 0;
   }
-  if (namelen == 14 && memcmp(name, "content-length", 14) == 0 && s->body_cap == 0) {
+  if (namelen == 14 && memcmp(name, "content-length", 14) == 0 && s->body_cap == 0 && !s->over_budget) {
     uint64_t n = 0;
     for (size_t i = 0; i < valuelen && i < 19; i++) n = n * 10 + (uint64_t)(value[i] - '0');
-    /* reserve the whole body once; nghttp2 already checked the value is a number */
-    if (n > 0 && n <= c->max_body && grow(&s->body, &s->body_cap, (size_t)n) != 0) {
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    /* count and reserve the whole body once; nghttp2 already checked the value is a number */
+    if (n > 0 && n <= c->max_body) {
+      if (!count_body(c, s, n)) {
+        s->over_budget = 1; /* delivered once its header block is complete (on_frame_recv) */
+      } else {
+        s->declared = 1;
+        if (grow(&s->body, &s->body_cap, (size_t)n) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      }
     }
   }
   if (grow(&s->hdrs, &s->hdrs_cap, s->hdrs_len + SBWIRE_FIELD_PREFIX_LEN + namelen + valuelen) != 0) {
@@ -265,13 +290,18 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
   (void)flags;
   struct sbh2_sconn *c = user_data;
   struct sstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
-  if (!s || s->refused || s->too_large) return 0;
+  if (!s || s->refused || s->too_large || s->over_budget) return 0;
   if (s->body_len + len > c->max_body) {
     /* deliver now, without the body: the caller answers 413 and the rest of the upload is dropped */
     s->too_large = 1;
-    free(s->body);
-    s->body = NULL;
-    s->body_len = s->body_cap = 0;
+    drop_body(c, s);
+    queue_message(c, s);
+    return 0;
+  }
+  if (!s->declared && !count_body(c, s, len)) {
+    /* the server buffers enough bodies already: the caller answers 503, the rest is dropped */
+    s->over_budget = 1;
+    drop_body(c, s);
     queue_message(c, s);
     return 0;
   }
@@ -296,14 +326,17 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
   struct sbh2_sconn *c = user_data;
   switch (frame->hd.type) {
   case NGHTTP2_HEADERS:
-  case NGHTTP2_DATA:
+  case NGHTTP2_DATA: {
+    struct sstream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+    if (!s) return 0;
     if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
-      struct sstream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-      if (!s) return 0;
       s->remote_closed = 1;
       queue_message(c, s);
+    } else if (s->over_budget) {
+      queue_message(c, s); /* its declared length did not fit: answered before the upload */
     }
     return 0;
+  }
   case NGHTTP2_SETTINGS:
     if (frame->hd.flags & NGHTTP2_FLAG_ACK) c->settings_acked = 1;
     else c->got_settings = 1;
@@ -328,8 +361,8 @@ static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, v
     return 0;
   }
   struct sstream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-  /* answered before the upload ended (413): stop the rest of it (RFC 9113 §8.1) */
-  if (s && s->too_large && !s->remote_closed) {
+  /* answered before the upload ended (413, 503): stop the rest of it (RFC 9113 §8.1) */
+  if (s && (s->too_large || s->over_budget) && !s->remote_closed) {
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
     (void)c;
   }
@@ -490,8 +523,8 @@ int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
         return SBH2_ERR_BUFFER_TOO_SHORT;
       }
       uint8_t *p = buf + n;
-      sbwire_put_event(p, SBWIRE_EV_MESSAGE, 0, s->id, s->too_large ? SBH2_MESSAGE_TOO_LARGE : 0, (uint32_t)hl,
-                       (uint32_t)bl);
+      uint32_t code = s->too_large ? SBH2_MESSAGE_TOO_LARGE : s->over_budget ? SBH2_MESSAGE_OVER_BUDGET : 0;
+      sbwire_put_event(p, SBWIRE_EV_MESSAGE, 0, s->id, code, (uint32_t)hl, (uint32_t)bl);
       if (hl) memcpy(p + SBWIRE_EVENT_HEADER_LEN, s->hdrs, hl);
       if (bl) memcpy(p + SBWIRE_EVENT_HEADER_LEN + hl, s->body, bl);
       n += need;
@@ -503,9 +536,9 @@ int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
     c->nqueued--;
     s->queued = 0;
     free(s->hdrs);
-    free(s->body);
-    s->hdrs = s->body = NULL;
-    s->hdrs_len = s->hdrs_cap = s->body_len = s->body_cap = 0;
+    s->hdrs = NULL;
+    s->hdrs_len = s->hdrs_cap = 0;
+    drop_body(c, s); /* the caller holds its copy now */
     if (s->closed) stream_free(c, s);
   }
   while (c->rhead) {
@@ -673,6 +706,8 @@ int64_t sbh2_sconn_stat(sbh2_sconn *c, int stat) {
     return (int64_t)c->queued;
   case SBH2_STAT_STREAMS:
     return c->nstreams;
+  case SBH2_STAT_BUFFERED:
+    return (int64_t)c->srv->buffered;
   default:
     return SBH2_ERR_INVALID;
   }
