@@ -236,7 +236,8 @@ Deno.test({
     "native h2c server closes 500 idle connections by its settings and idle timeouts while serving a normal client",
   ignore,
   fn: async () => {
-    const s = await start({ settingsTimeoutMs: 400, idleTimeoutMs: 600 });
+    // generous timers: on a loaded machine a preface can wait a few hundred ms to be read
+    const s = await start({ settingsTimeoutMs: 1000, idleTimeoutMs: 1200 });
     try {
       const silent = await Promise.all(
         Array.from({ length: 450 }, () => RawH2Client.open(s.server.port, { preface: false })),
@@ -247,13 +248,13 @@ Deno.test({
       const all = [...silent, ...quiet];
       const started = performance.now();
       // the normal client keeps working (bounded: 100 requests at most)
-      for (let i = 0; i < 100 && all.some((c) => !c.closedByServer); i++) {
+      for (let i = 0; i < 200 && all.some((c) => !c.closedByServer); i++) {
         await assertServes(s.client);
         await new Promise((r) => setTimeout(r, 20));
       }
-      await Promise.all(all.map((c) => c.closed(5000)));
+      await Promise.all(all.map((c) => c.closed(8000)));
       const took = performance.now() - started;
-      assert.ok(took < 4000, `closing took ${took.toFixed(0)} ms`);
+      assert.ok(took < 6000, `closing took ${took.toFixed(0)} ms`);
       for (const c of silent) assert.equal(c.frames.some((f) => f.type === FRAME.GOAWAY), false);
       for (const c of quiet) assert.equal(c.goawayCode, H2_CODE.NO_ERROR);
       assert.equal(s.server.connectionCount, 1);
