@@ -258,16 +258,15 @@ export function decodeResponseBlock(block: Uint8Array): ResponseHead {
   return { status, headers };
 }
 
-/**
- * Decodes a request header block and its body into an `SbiRequest`; throws
- * `SyntaxError` when the block is truncated or lacks `:method` or a `:path`
- * starting with "/".
- */
-export function decodeRequestBlock(block: Uint8Array, body: Uint8Array): SbiRequest {
+/** Builds an `SbiRequest` from the fields `visit` hands over; throws `SyntaxError` without `:method` or a `:path` starting with "/". */
+function buildRequest(
+  visit: (field: (name: string, value: string) => void) => void,
+  body: Uint8Array,
+): SbiRequest {
   const headers: SbiHeaders = {};
   let method = "";
   let target = "";
-  eachField(block, (name, value) => {
+  visit((name, value) => {
     if (name === ":method") method = value;
     else if (name === ":path") target = value;
     else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
@@ -283,4 +282,20 @@ export function decodeRequestBlock(block: Uint8Array, body: Uint8Array): SbiRequ
     headers,
     body,
   };
+}
+
+/**
+ * Decodes a request header block and its body into an `SbiRequest`; throws
+ * `SyntaxError` when the block is truncated or lacks `:method` or a `:path`
+ * starting with "/". Repeated fields are joined with ", ".
+ */
+export function decodeRequestBlock(block: Uint8Array, body: Uint8Array): SbiRequest {
+  return buildRequest((field) => eachField(block, field), body);
+}
+
+/** The same as {@linkcode decodeRequestBlock} for fields already decoded into a list. */
+export function requestFromHeaderList(list: HeaderList, body: Uint8Array): SbiRequest {
+  return buildRequest((field) => {
+    for (const [name, value] of list) field(name, value);
+  }, body);
 }
