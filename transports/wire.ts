@@ -58,8 +58,12 @@ export function readEventRecord(view: DataView, offset: number): EventRecord {
   };
 }
 
-/** Connection-specific fields HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2), and ones writers set themselves. */
-const DROPPED = new Set([
+/**
+ * Fields a writer never copies from the caller: the connection-specific ones
+ * HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2), `host` (the
+ * authority travels as `:authority`) and `content-length` (set from the body).
+ */
+export const DROPPED_FIELDS: ReadonlySet<string> = new Set([
   "connection",
   "keep-alive",
   "proxy-connection",
@@ -126,7 +130,7 @@ export class HeaderBlockWriter {
   fields(headers: Record<string, string>): void {
     for (const name in headers) {
       const lower = name.toLowerCase();
-      if (DROPPED.has(lower) || lower.charCodeAt(0) === 0x3a) continue;
+      if (DROPPED_FIELDS.has(lower) || lower.charCodeAt(0) === 0x3a) continue;
       if (lower === "te" && headers[name].toLowerCase() !== "trailers") continue;
       this.field(lower, headers[name]);
     }

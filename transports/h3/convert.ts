@@ -3,22 +3,12 @@
  */
 import type { SbiHeaders, SbiRequest, SbiResponse } from "../../handler/types.ts";
 import type { ClientResponse } from "../types.ts";
-import { type HeaderList, requestFromHeaderList } from "../wire.ts";
-
-/** Connection-specific fields HTTP/3 forbids (RFC 9114 §4.2). */
-const FORBIDDEN = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "upgrade",
-  "host",
-]);
+import { DROPPED_FIELDS, type HeaderList, requestFromHeaderList } from "../wire.ts";
 
 function fields(headers: Record<string, string>, out: HeaderList): void {
   for (const [k, v] of Object.entries(headers)) {
     const name = k.toLowerCase();
-    if (FORBIDDEN.has(name) || name.startsWith(":") || name === "content-length") continue;
+    if (DROPPED_FIELDS.has(name) || name.startsWith(":")) continue;
     out.push([name, v]);
   }
 }
