@@ -112,7 +112,7 @@ class Connection {
         const n = await this.#sock.read(this.#in);
         if (n === null || this.finished) break;
         const ready = this.#h2.recv(this.#in, n);
-        if (ready > 0) this.#h2.poll(this.#server.poller, this.#onEvent);
+        if (ready > 0) this.#h2.poll(this.#server.poller, this.#onEvent, ready);
         // output may wait (responses of synchronous handlers join it in one write)
         this.scheduleFlush();
         if (ready < 0) break; // the shim closes; the flush above drains its GOAWAY, if any
