@@ -79,8 +79,12 @@ class Connection {
   #flushQueued = false;
   #dirty = false;
   #writing: Promise<void> | undefined;
-  /** When the running write started (performance.now()), for the stall check. */
-  writeStarted = 0;
+  /** Sweeps that saw the same write still running, for the stall check. */
+  writeSweeps = 0;
+  /** A write is running. */
+  get writing(): boolean {
+    return this.#writing !== undefined;
+  }
   finished = false;
   #reading: Promise<void>;
   #onEvent = this.#event.bind(this);
@@ -199,6 +203,7 @@ class Connection {
     const out = pool.take();
     const n = this.#h2.send(out);
     if (n > 0) {
+      this.writeSweeps = 0;
       this.#writing = this.#writeLoop(out, n);
       return;
     }
@@ -209,10 +214,11 @@ class Connection {
   async #writeLoop(out: Uint8Array<ArrayBuffer>, n: number): Promise<void> {
     try {
       while (n > 0 && !this.finished) {
-        this.writeStarted = performance.now();
         let off = 0;
-        while (off < n) off += await this.#sock.write(out.subarray(off, n));
-        this.writeStarted = 0;
+        while (off < n) {
+          off += await this.#sock.write(out.subarray(off, n));
+          this.writeSweeps = 0;
+        }
         this.#dirty = false;
         n = this.finished ? 0 : this.#h2.send(out);
       }
@@ -220,7 +226,6 @@ class Connection {
     } catch {
       this.finish(); // the peer went away
     } finally {
-      this.writeStarted = 0;
       this.#server.pool.give(out);
       this.#writing = undefined;
       if (this.#dirty && !this.finished) {
@@ -405,9 +410,8 @@ class NativeH2cServer implements NativeH2Server {
 
   /** Runs every connection's timers; closes connections whose writes stalled. */
   #runSweep(): void {
-    const now = performance.now();
     for (const c of [...this.#conns]) {
-      if (c.writeStarted && now - c.writeStarted > this.#stallMs) {
+      if (c.writing && ++c.writeSweeps * this.#sweepMs > this.#stallMs) {
         c.finish(); // the peer stopped reading from TCP
         continue;
       }
