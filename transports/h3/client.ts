@@ -27,6 +27,7 @@ import {
   H3ClientConn,
   H3Config,
   type H3CongestionControl,
+  type H3DatagramStats,
   type H3Event,
   H3Socket,
 } from "./ffi.ts";
@@ -42,11 +43,17 @@ export interface H3ClientOptions extends ClientOptions {
   /** Idle timeout of the QUIC connection in ms. Default 30000. */
   idleTimeoutMs?: number;
   /**
-   * Largest UDP payload to send, when the path MTU is known (Ethernet: 1452).
-   * Default: 16384 towards a loopback peer (its MTU is 64 KiB, as TCP's MSS
-   * there), else start at 1200 and probe up to 1452 (PMTUD).
+   * Largest UDP payload to send, for a path MTU you know (1200..65527; 16384
+   * on loopback, 1452 on Ethernet). Used once the server's max_udp_payload_size
+   * is known, never above it; a report should name it. Default: standard QUIC,
+   * 1200-byte datagrams and path MTU discovery up to 1444.
    */
   maxUdpPayload?: number;
+  /**
+   * The max_udp_payload_size advertised to the server; larger datagrams are
+   * dropped unread. Default 65527.
+   */
+  maxRecvUdpPayload?: number;
   /**
    * Congestion controller of each QUIC connection. Default "host": the same
    * kind as the host's TCP (net.ipv4.tcp_congestion_control: bbr, reno, else
@@ -81,6 +88,7 @@ class Session {
   /** No new requests: closed, failed or told to go away. */
   unusable = false;
   #dead = false;
+  #lastStats: H3DatagramStats | null = null;
 
   constructor(sock: H3Socket, conn: H3ClientConn) {
     this.#sock = sock;
@@ -273,6 +281,11 @@ class Session {
     return this.#conn.streamCount();
   }
 
+  /** Datagram counters of this connection; after close, its last figures. */
+  stats(): H3DatagramStats | null {
+    return this.#conn.stats() ?? this.#lastStats;
+  }
+
   /** Closes gracefully: CONNECTION_CLOSE with H3_NO_ERROR, then frees everything. */
   async close(): Promise<void> {
     if (!this.#dead) {
@@ -280,6 +293,7 @@ class Session {
       this.#fail(new TransportError("Client is closed"));
     }
     await this.#reading;
+    this.#lastStats = this.#conn.stats();
     this.#conn.close();
   }
 }
@@ -303,8 +317,18 @@ async function resolveHost(host: string): Promise<string> {
   throw new TransportError(`Cannot resolve ${h}`);
 }
 
-class H3Client implements SbiClient {
+/** The HTTP/3 client's extras beyond the shared contract. */
+export interface H3SbiClient extends SbiClient {
+  /** The explicit datagram size asked for (`maxUdpPayload`), or undefined for standard PMTUD. */
+  readonly maxUdpPayload: number | undefined;
+  /** Datagram counters of the current (or last) connection, null before the first. */
+  datagramStats(): H3DatagramStats | null;
+}
+
+class H3Client implements H3SbiClient {
   readonly transport = "h3" as const;
+  readonly maxUdpPayload: number | undefined;
+  #lastSession: Session | undefined;
   #origin: URL;
   #options: H3ClientOptions;
   #sym: Sbh3Symbols;
@@ -318,6 +342,7 @@ class H3Client implements SbiClient {
     this.#options = options;
     this.#sym = sym;
     this.#tls = tls;
+    this.maxUdpPayload = options.maxUdpPayload;
   }
 
   async #connect(): Promise<Session> {
@@ -344,6 +369,7 @@ class H3Client implements SbiClient {
         idleTimeoutMs: this.#options.idleTimeoutMs,
         maxBodyBytes: this.#options.maxBodyBytes,
         maxUdpPayload: this.#options.maxUdpPayload,
+        maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
         congestionControl: this.#options.congestionControl,
       });
       conn = new H3ClientConn(this.#sym, config, {
@@ -373,7 +399,7 @@ class H3Client implements SbiClient {
     if (old) void old.close();
     this.#connecting = this.#connect();
     try {
-      this.#session = await this.#connecting;
+      this.#session = this.#lastSession = await this.#connecting;
       return this.#session;
     } finally {
       this.#connecting = undefined;
@@ -396,6 +422,10 @@ class H3Client implements SbiClient {
     return await session.request(list, body, timeoutMs);
   }
 
+  datagramStats(): H3DatagramStats | null {
+    return this.#lastSession?.stats() ?? null;
+  }
+
   /** Request streams the current connection's shim state still holds (for tests and diagnostics). */
   get openStreams(): number {
     return this.#session?.streamCount ?? 0;
@@ -415,7 +445,7 @@ class H3Client implements SbiClient {
 export async function createH3Client(
   origin: string,
   options: H3ClientOptions = {},
-): Promise<SbiClient> {
+): Promise<H3SbiClient> {
   const url = parseOrigin(origin, ["https:"]);
   const tls = await resolveTls(options.tls ?? {});
   const lib = await loadH3Library();

@@ -64,6 +64,50 @@ export interface H3Event {
   body: Uint8Array;
 }
 
+/** Datagram counters of one connection, or totals of a server (enum sbh3_stat). */
+export interface H3DatagramStats {
+  /** Datagrams sent and their bytes. */
+  datagramsSent: number;
+  bytesSent: number;
+  /** Largest UDP payload sent. */
+  largestSent: number;
+  /** Datagrams received (and accepted) and their bytes. */
+  datagramsReceived: number;
+  bytesReceived: number;
+  /** Largest UDP payload received. */
+  largestReceived: number;
+  /** Received datagrams dropped for exceeding the advertised max_udp_payload_size. */
+  oversizeDropped: number;
+  /** The path's current largest payload (PMTUD result or the explicit size); 0 for server totals. */
+  pathMaxPayload: number;
+  /** The peer's max_udp_payload_size; 0 until known, and for server totals. */
+  peerMaxPayload: number;
+}
+
+const STAT_FIELDS: (keyof H3DatagramStats)[] = [
+  "datagramsSent",
+  "bytesSent",
+  "largestSent",
+  "datagramsReceived",
+  "bytesReceived",
+  "largestReceived",
+  "oversizeDropped",
+  "pathMaxPayload",
+  "peerMaxPayload",
+];
+
+/** Reads the counters through `read(out, n)` (an sbh3_*_stats call); null when it fails. */
+function readStats(
+  read: (out: BigUint64Array<ArrayBuffer>, n: bigint) => number,
+): H3DatagramStats | null {
+  const out = new BigUint64Array(STAT_FIELDS.length);
+  const n = read(out, BigInt(out.length));
+  if (n < 0) return null;
+  const stats = {} as H3DatagramStats;
+  STAT_FIELDS.forEach((k, i) => (stats[k] = i < n ? Number(out[i]) : 0));
+  return stats;
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -125,8 +169,14 @@ export interface H3ConfigOptions {
   idleTimeoutMs?: number;
   /** Largest body accepted per stream. Default 64 MiB. */
   maxBodyBytes?: number;
-  /** Largest UDP payload sent (a known path MTU). Default: 16384 to a loopback peer, else PMTUD 1200..1452. */
+  /**
+   * Largest UDP payload sent, for a path MTU the caller knows (1200..65527), used once the
+   * peer's max_udp_payload_size is known and never above it. Default: 1200 bytes, then path
+   * MTU discovery up to 1444.
+   */
   maxUdpPayload?: number;
+  /** The max_udp_payload_size advertised to the peer; larger datagrams are dropped. Default 65527. */
+  maxRecvUdpPayload?: number;
   /** Congestion controller. Default "host": the kind the host's TCP uses (bbr, reno, else cubic). */
   congestionControl?: H3CongestionControl;
 }
@@ -175,6 +225,12 @@ export class H3Config {
           "set_max_udp_payload",
         );
       }
+      if (options.maxRecvUdpPayload !== undefined) {
+        check(
+          sym.sbh3_config_set_max_recv_udp_payload(ptr, options.maxRecvUdpPayload),
+          "set_max_recv_udp_payload",
+        );
+      }
       if (options.congestionControl !== undefined) {
         const code = CC_CODES[options.congestionControl];
         if (code === undefined) {
@@ -189,6 +245,11 @@ export class H3Config {
       this.close();
       throw err;
     }
+  }
+
+  /** The explicit send size (`maxUdpPayload`), or 0 when path MTU discovery applies. */
+  get maxUdpPayload(): number {
+    return check(this.#sym.sbh3_config_get_max_udp_payload(this.pointer), "get_max_udp_payload");
   }
 
   /** The native handle, for constructors in this folder. */
@@ -337,6 +398,12 @@ export class H3ClientConn {
       (first ?? EMPTY) as Uint8Array<ArrayBuffer>,
       BigInt(first ? first.length : 0),
     );
+  }
+
+  /** Datagram counters and path sizes of this connection (null once freed). */
+  stats(): H3DatagramStats | null {
+    if (this.#ptr === null) return null;
+    return readStats((out, n) => this.#sym.sbh3_conn_stats(this.#ptr, out, n));
   }
 
   /** Request streams the shim still holds state for (0 once freed). */
@@ -500,6 +567,12 @@ export class H3ServerEndpoint {
   /** Request streams not yet closed. */
   openStreams(): number {
     return this.#ptr === null ? 0 : this.#sym.sbh3_server_open_streams(this.#ptr);
+  }
+
+  /** Counters of connection `connId`, or with 0 totals over every connection so far; null when unknown. */
+  stats(connId = 0): H3DatagramStats | null {
+    if (this.#ptr === null) return null;
+    return readStats((out, n) => this.#sym.sbh3_server_stats(this.#ptr, connId, out, n));
   }
 
   /** Connections held, including closing ones. */

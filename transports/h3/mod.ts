@@ -1,7 +1,8 @@
 /**
  * HTTP/3 over QUIC for sbilab: a native shim on ngtcp2 + nghttp3 + GnuTLS
- * (native/sbh3.c) loaded with `Deno.dlopen`, and a server and client that
- * implement the shared transport contracts. The shim owns QUIC and HTTP/3
+ * (native/*.c, one file per role, API in native/sbh3.h) loaded with
+ * `Deno.dlopen`, and a server and client that implement the shared transport
+ * contracts. The shim owns QUIC and HTTP/3
  * state; TypeScript owns the UDP socket (a `Deno.DatagramConn`, so readiness
  * comes from Deno's reactor on the main thread) and the timers (one
  * `setTimeout`). Each wake-up awaits one datagram through Deno, then one
@@ -11,9 +12,9 @@
 import { shimVersion } from "./ffi.ts";
 import { loadH3Library } from "./loader.ts";
 
-export { createH3Server, type H3ServerOptions } from "./server.ts";
-export { createH3Client, type H3ClientOptions } from "./client.ts";
-export { H3_ERR, type H3CongestionControl, H3Error } from "./ffi.ts";
+export { createH3Server, type H3SbiServer, type H3ServerOptions } from "./server.ts";
+export { createH3Client, type H3ClientOptions, type H3SbiClient } from "./client.ts";
+export { H3_ERR, type H3CongestionControl, type H3DatagramStats, H3Error } from "./ffi.ts";
 export { EMBEDDED_LIBRARY_URL, H3LoadError } from "./loader.ts";
 
 /** Versions of the shim and the libraries it runs on. */

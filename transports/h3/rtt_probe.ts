@@ -1,15 +1,17 @@
 /**
  * Round-trip probe: warm GET over one reused connection, a new stream per
- * request, h3 (at 16 KiB datagrams, the loopback default, and at 1452-byte
- * datagrams, Ethernet-sized) against h2 over TLS, all in one process with the
- * rounds interleaved so drift on a shared machine hits every transport alike.
+ * request, h3 (by default: 1200-byte datagrams and PMTUD; with an explicit
+ * 16 KiB datagram size for loopback; at 1452 bytes, Ethernet-sized) against
+ * h2 over TLS, all in one process with the rounds interleaved so drift on a
+ * shared machine hits every transport alike.
  * Prints medians and ratios; asserts nothing (a benchmark report, not a test).
  *
- * Usage: deno run -A --unstable-net transports/h3/rtt_probe.ts [requests=2000] [sizes=256,16384] [udp=16384,1452]
+ * Usage: deno run -A --unstable-net transports/h3/rtt_probe.ts [requests=2000] [sizes=256,16384] [udp=0,16384,1452]
+ * (udp 0: the default, 1200-byte datagrams and path MTU discovery)
  */
 import { createHandler } from "../../handler/mod.ts";
 import { createDevPki } from "../pki.ts";
-import { createH2Client, createH2TlsServer } from "../h2/mod.ts";
+import { createH2TlsServer, createNativeH2Client } from "../h2/mod.ts";
 import type { SbiClient, SbiServer } from "../types.ts";
 import { createH3Client, createH3Server } from "./mod.ts";
 
@@ -33,7 +35,9 @@ async function sample(client: SbiClient, size: number, n: number, out: number[])
 if (import.meta.main) {
   const n = Number(Deno.args[0] ?? 2000);
   const sizes = (Deno.args[1] ?? "256,16384").split(",").map(Number);
-  const udp = Deno.args[2] === "none" ? [] : (Deno.args[2] ?? "16384,1452").split(",").map(Number);
+  const udp = Deno.args[2] === "none"
+    ? []
+    : (Deno.args[2] ?? "0,16384,1452").split(",").map(Number);
   const rounds = 10;
   const pki = await createDevPki();
   const tls = { cert: pki.serverCertPem, key: pki.serverKeyPem };
@@ -43,12 +47,13 @@ if (import.meta.main) {
   try {
     const h2s = await createH2TlsServer(handler, { tls });
     servers.push(h2s);
-    clients.push(["h2-tls", await createH2Client(h2s.url, { tls: { ca: pki.caCertPem } })]);
+    clients.push(["h2-tls", await createNativeH2Client(h2s.url, { tls: { ca: pki.caCertPem } })]);
     for (const mtu of udp) {
-      const s = await createH3Server(handler, { tls, maxUdpPayload: mtu });
+      const maxUdpPayload = mtu || undefined;
+      const s = await createH3Server(handler, { tls, maxUdpPayload });
       servers.push(s);
-      const c = await createH3Client(s.url, { tls: { ca: pki.caCertPem }, maxUdpPayload: mtu });
-      clients.push([`h3@${mtu}`, c]);
+      const c = await createH3Client(s.url, { tls: { ca: pki.caCertPem }, maxUdpPayload });
+      clients.push([`h3@${mtu || "pmtud"}`, c]);
     }
     for (const size of sizes) {
       const samples = clients.map(() => [] as number[]);

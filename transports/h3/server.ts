@@ -13,11 +13,12 @@ import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { transportProblem } from "../problem_response.ts";
+import { systemFailure, unreadableRequest } from "../../handler/problem.ts";
 import {
   H3_EVENT,
   H3Config,
   type H3CongestionControl,
+  type H3DatagramStats,
   type H3Event,
   H3ServerEndpoint,
   H3Socket,
@@ -32,11 +33,14 @@ export interface H3ServerOptions extends ServerOptions {
   /** Largest request body accepted; a larger one resets the stream. Default 32 MiB. */
   maxBodyBytes?: number;
   /**
-   * Largest UDP payload to send, when the path MTU is known (Ethernet: 1452).
-   * Default: 16384 towards a loopback peer (its MTU is 64 KiB, as TCP's MSS
-   * there), else start at 1200 and probe up to 1452 (PMTUD).
+   * Largest UDP payload to send, for a path MTU you know (1200..65527; 16384
+   * on loopback, 1452 on Ethernet). Used once the client's max_udp_payload_size
+   * is known, never above it; a report should name it. Default: standard QUIC,
+   * 1200-byte datagrams and path MTU discovery up to 1444.
    */
   maxUdpPayload?: number;
+  /** The max_udp_payload_size advertised to clients; larger datagrams are dropped. Default 65527. */
+  maxRecvUdpPayload?: number;
   /**
    * Congestion controller of each QUIC connection. Default "host": the same
    * kind as the host's TCP (net.ipv4.tcp_congestion_control: bbr, reno, else
@@ -53,8 +57,17 @@ function urlHost(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
 }
 
-class H3Server implements SbiServer {
+/** The HTTP/3 server's extras beyond the shared contract. */
+export interface H3SbiServer extends SbiServer {
+  /** The explicit datagram size in force (`maxUdpPayload`), or undefined for standard PMTUD. */
+  readonly maxUdpPayload: number | undefined;
+  /** Datagram counters over every connection so far (largest sent and received, drops). */
+  datagramStats(): H3DatagramStats | null;
+}
+
+class H3Server implements H3SbiServer {
   readonly transport = "h3" as const;
+  readonly maxUdpPayload: number | undefined;
   readonly hostname: string;
   readonly port: number;
   readonly url: string;
@@ -79,12 +92,14 @@ class H3Server implements SbiServer {
     ep: H3ServerEndpoint,
     handler: SbiHandler,
     options: H3ServerOptions,
+    maxUdpPayload: number,
   ) {
     this.#sock = sock;
     this.#ep = ep;
     this.#handler = handler;
     this.#options = options;
     this.hostname = hostname;
+    this.maxUdpPayload = maxUdpPayload || undefined;
     this.port = sock.port;
     this.url = `https://${urlHost(hostname)}:${sock.port}`;
     this.#reading = this.#readLoop();
@@ -130,14 +145,14 @@ class H3Server implements SbiServer {
         request = toSbiRequest(e.headers, e.body);
       } catch (err) {
         this.#options.onError?.(err);
-        response = transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT");
+        response = unreadableRequest();
       }
       if (request) {
         try {
           response = await this.#handler(request);
         } catch (err) {
           this.#options.onError?.(err);
-          response = transportProblem(500, "Internal error", "SYSTEM_FAILURE");
+          response = systemFailure();
         }
       }
       if (!this.#stopped && response) {
@@ -183,6 +198,10 @@ class H3Server implements SbiServer {
     return this.#received;
   }
 
+  datagramStats(): H3DatagramStats | null {
+    return this.#ep.stats();
+  }
+
   /** Request streams not yet closed, over all connections (for tests and diagnostics). */
   get openStreams(): number {
     return this.#ep.openStreams();
@@ -223,7 +242,7 @@ class H3Server implements SbiServer {
 export async function createH3Server(
   handler: SbiHandler,
   options: H3ServerOptions = {},
-): Promise<SbiServer> {
+): Promise<H3SbiServer> {
   if (!options.tls?.cert || !options.tls?.key) {
     throw new TypeError("The h3 server needs tls.cert and tls.key");
   }
@@ -244,10 +263,11 @@ export async function createH3Server(
       idleTimeoutMs: options.idleTimeoutMs,
       maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
       maxUdpPayload: options.maxUdpPayload,
+      maxRecvUdpPayload: options.maxRecvUdpPayload,
       congestionControl: options.congestionControl,
     });
     const ep = new H3ServerEndpoint(lib.symbols, config, hostname, sock.port);
-    return new H3Server(sock, hostname, ep, handler, options);
+    return new H3Server(sock, hostname, ep, handler, options, config.maxUdpPayload);
   } catch (err) {
     sock.close();
     throw err;

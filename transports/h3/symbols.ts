@@ -27,6 +27,10 @@ export const SYMBOLS = {
   sbh3_config_set_idle_timeout: { parameters: ["pointer", "u32"], result: "i32" },
   // int sbh3_config_set_max_udp_payload(sbh3_config *cfg, uint32_t bytes);
   sbh3_config_set_max_udp_payload: { parameters: ["pointer", "u32"], result: "i32" },
+  // int sbh3_config_get_max_udp_payload(const sbh3_config *cfg);
+  sbh3_config_get_max_udp_payload: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes);
+  sbh3_config_set_max_recv_udp_payload: { parameters: ["pointer", "u32"], result: "i32" },
   // int sbh3_config_set_cc(sbh3_config *cfg, int algo);
   sbh3_config_set_cc: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
@@ -63,6 +67,8 @@ export const SYMBOLS = {
   sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_stream_count(sbh3_conn *conn);
   sbh3_conn_stream_count: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
+  sbh3_conn_stats: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
 
   // sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);
   sbh3_server_new: { parameters: ["pointer", "buffer", "u16"], result: "pointer" },
@@ -95,6 +101,8 @@ export const SYMBOLS = {
   sbh3_server_open_streams: { parameters: ["pointer"], result: "i32" },
   // int sbh3_server_conn_count(sbh3_server *srv);
   sbh3_server_conn_count: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t n);
+  sbh3_server_stats: { parameters: ["pointer", "u32", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u, const uint8_t *data, size_t len);
   sbh3_conn_io: { parameters: ["pointer", "pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,

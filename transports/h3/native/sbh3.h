@@ -92,6 +92,25 @@ enum sbh3_cc {
   SBH3_CC_BBR2 = 4,
 };
 
+/* Counters of sbh3_conn_stats / sbh3_server_stats, as u64 in this order. */
+enum sbh3_stat {
+  SBH3_STAT_DGRAMS_SENT = 0,
+  SBH3_STAT_BYTES_SENT = 1,
+  /* Largest UDP payload sent so far. */
+  SBH3_STAT_MAX_DGRAM_SENT = 2,
+  SBH3_STAT_DGRAMS_RECV = 3,
+  SBH3_STAT_BYTES_RECV = 4,
+  /* Largest UDP payload received (and accepted) so far. */
+  SBH3_STAT_MAX_DGRAM_RECV = 5,
+  /* Received datagrams dropped because they exceeded the advertised max_udp_payload_size. */
+  SBH3_STAT_DGRAMS_OVERSIZE = 6,
+  /* The path's current largest payload: PMTUD's result, or the explicit size (0 for server totals). */
+  SBH3_STAT_PATH_MAX_PAYLOAD = 7,
+  /* The peer's max_udp_payload_size transport parameter (0 until known, and for server totals). */
+  SBH3_STAT_PEER_MAX_PAYLOAD = 8,
+  SBH3_STAT_COUNT = 9,
+};
+
 typedef struct sbh3_config sbh3_config;
 typedef struct sbh3_conn sbh3_conn;
 typedef struct sbh3_server sbh3_server;
@@ -112,8 +131,12 @@ int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len);
 int sbh3_config_set_verify(sbh3_config *cfg, int mode);
 /* Sets the idle timeout in ms (default 30000). */
 int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms);
-/* Sets the largest UDP payload sent, for a known path MTU (1200..65527; default: 16384 to a loopback peer, else PMTUD up to 1452). */
+/* Sends datagrams up to this size (a path MTU the caller knows, 1200..65527) once the peer's limit is known; default 0: 1200, then PMTUD up to 1444. */
 int sbh3_config_set_max_udp_payload(sbh3_config *cfg, uint32_t bytes);
+/* Returns the explicit send size set above, or 0 when the default (PMTUD) applies. */
+int sbh3_config_get_max_udp_payload(const sbh3_config *cfg);
+/* Advertises max_udp_payload_size (1200..65527, default 65527) and drops received datagrams above it. */
+int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes);
 /* Sets the congestion controller (enum sbh3_cc; default HOST: the same kind as the host's TCP). */
 int sbh3_config_set_cc(sbh3_config *cfg, int algo);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
@@ -144,6 +167,8 @@ int sbh3_conn_close(sbh3_conn *conn);
 int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Returns the number of request streams the connection still holds state for. */
 int sbh3_conn_stream_count(sbh3_conn *conn);
+/* Copies up to n counters (enum sbh3_stat) into out; returns how many. */
+int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
 
 /* Creates a server endpoint bound (by the caller) to local_ip:local_port. */
 sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);
@@ -170,6 +195,8 @@ int sbh3_server_close_all(sbh3_server *srv);
 int sbh3_server_open_streams(sbh3_server *srv);
 /* Returns the number of connections held (including closing ones). */
 int sbh3_server_conn_count(sbh3_server *srv);
+/* Copies up to n counters of connection conn_id (0: totals over every connection so far) into out. */
+int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t n);
 
 /*
  * Batched I/O on the caller's socket: the caller opens a nonblocking UDP

@@ -1,0 +1,158 @@
+/* sbh3 client: starting a connection, submitting requests, reading responses. */
+#define _GNU_SOURCE
+#include "sbh3_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gnutls/gnutls.h>
+
+int sbh3_version(uint8_t *buf, size_t cap) {
+  if (!buf) return SBH3_ERR_INVALID;
+  int n = snprintf((char *)buf, cap, "sbh3/%s ngtcp2/%s nghttp3/%s gnutls/%s", SBH3_VERSION,
+                   ngtcp2_version(0)->version_str, nghttp3_version(0)->version_str, gnutls_check_version(NULL));
+  if (n < 0) return SBH3_ERR_INTERNAL;
+  if ((size_t)n >= cap) return SBH3_ERR_BUFFER_TOO_SHORT;
+  return n;
+}
+
+sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const char *local_ip, uint16_t local_port,
+                                const char *remote_ip, uint16_t remote_port) {
+  if (!cfg || cfg->is_server) return NULL;
+  sbh3_conn *c = conn_alloc(cfg);
+  if (!c) return NULL;
+  if (parse_addr(&c->ps.local_addrbuf, &c->ps.path.local.addrlen, local_ip, local_port) != 0 ||
+      parse_addr(&c->ps.remote_addrbuf, &c->ps.path.remote.addrlen, remote_ip, remote_port) != 0) {
+    conn_destroy(c);
+    return NULL;
+  }
+  ngtcp2_cid scid, dcid;
+  scid.datalen = 17;
+  rand_bytes(scid.data, scid.datalen);
+  dcid.datalen = 18;
+  rand_bytes(dcid.data, dcid.datalen);
+  ngtcp2_callbacks cb;
+  fill_callbacks(&cb, 0);
+  ngtcp2_settings settings;
+  ngtcp2_transport_params params;
+  fill_settings(&settings, &params, cfg);
+  if (ngtcp2_conn_client_new(&c->qc, &dcid, &scid, &c->ps.path, NGTCP2_PROTO_VER_V1, &cb, &settings, &params, NULL,
+                             c) != 0) {
+    conn_destroy(c);
+    return NULL;
+  }
+  if (tls_init(c, server_name) != 0) {
+    conn_destroy(c);
+    return NULL;
+  }
+  return c;
+}
+
+void sbh3_conn_free(sbh3_conn *conn) {
+  if (!conn || conn->srv) return;
+  conn_destroy(conn);
+}
+
+int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
+  if (!c || !data || c->srv) return SBH3_ERR_INVALID;
+  if (c->closed) return SBH3_ERR_CLOSED;
+  int rv = conn_read(c, &c->ps.path, data, len, now_ns());
+  if (rv != 0) {
+    conn_fail(c, rv);
+    return map_liberr(rv);
+  }
+  return 0;
+}
+
+int sbh3_conn_send(sbh3_conn *c, uint8_t *out, size_t cap) {
+  if (!c || !out || c->srv) return SBH3_ERR_INVALID;
+  return conn_write(c, out, cap, now_ns());
+}
+
+int sbh3_conn_timeout_ms(sbh3_conn *c) {
+  if (!c) return SBH3_ERR_INVALID;
+  return deadline_to_ms(conn_deadline(c));
+}
+
+int sbh3_conn_on_timeout(sbh3_conn *c) {
+  if (!c || c->srv) return SBH3_ERR_INVALID;
+  if (c->closed) return SBH3_ERR_CLOSED;
+  conn_expire(c, now_ns());
+  return c->closed ? SBH3_ERR_CLOSED : 0;
+}
+
+int64_t sbh3_conn_request(sbh3_conn *c, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body, size_t body_len) {
+  if (!c || c->srv || !hdrs || (body_len && !body)) return SBH3_ERR_INVALID;
+  if (c->closed || c->goaway) return SBH3_ERR_CLOSED;
+  if (!c->hc) return SBH3_ERR_STREAM_BLOCKED;
+  nghttp3_nv *nv;
+  size_t n;
+  int rv = parse_headers(hdrs, hdrs_len, &nv, &n);
+  if (rv != 0) return rv == -2 ? SBH3_ERR_NOMEM : SBH3_ERR_INVALID;
+  int64_t sid;
+  rv = ngtcp2_conn_open_bidi_stream(c->qc, &sid, NULL);
+  if (rv != 0) {
+    free(nv);
+    return rv == NGTCP2_ERR_STREAM_ID_BLOCKED ? SBH3_ERR_STREAM_BLOCKED : SBH3_ERR_INTERNAL;
+  }
+  stream_t *s = stream_new(c, sid);
+  if (!s || copy_body(s, body, body_len) != 0) {
+    free(nv);
+    if (s) stream_free(c, s);
+    ngtcp2_conn_shutdown_stream(c->qc, sid, NGHTTP3_H3_INTERNAL_ERROR);
+    return SBH3_ERR_NOMEM;
+  }
+  nghttp3_data_reader dr = {.read_data = h3_read_body};
+  rv = nghttp3_conn_submit_request(c->hc, sid, nv, n, body_len ? &dr : NULL, s);
+  free(nv);
+  if (rv != 0) {
+    stream_free(c, s);
+    ngtcp2_conn_shutdown_stream(c->qc, sid, NGHTTP3_H3_INTERNAL_ERROR);
+    return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBH3_ERR_INVALID : SBH3_ERR_INTERNAL;
+  }
+  return sid;
+}
+
+int sbh3_conn_cancel(sbh3_conn *c, int64_t stream_id) {
+  if (!c) return SBH3_ERR_INVALID;
+  if (c->closed) return SBH3_ERR_CLOSED;
+  stream_t *s = stream_find(c, stream_id);
+  if (!s) return SBH3_ERR_NOT_FOUND;
+  s->done = 1; /* the caller gave up on it: no RESET event */
+  if (ngtcp2_conn_shutdown_stream(c->qc, stream_id, NGHTTP3_H3_REQUEST_CANCELLED) != 0) return SBH3_ERR_NOT_FOUND;
+  return 0;
+}
+
+int sbh3_conn_poll(sbh3_conn *c, uint8_t *buf, size_t cap) {
+  if (!c || !buf || cap < 8) return SBH3_ERR_INVALID;
+  return evq_poll(c->q, buf, cap);
+}
+
+
+int sbh3_conn_close(sbh3_conn *c) {
+  if (!c) return SBH3_ERR_INVALID;
+  if (c->closed) return SBH3_ERR_CLOSED;
+  close_locally(c, "Connection closed locally");
+  return 0;
+}
+
+int sbh3_conn_error(sbh3_conn *c, uint8_t *buf, size_t cap) {
+  if (!c || !buf || cap == 0) return SBH3_ERR_INVALID;
+  size_t n = strlen(c->errmsg);
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, c->errmsg, n);
+  buf[n] = 0;
+  return (int)n;
+}
+
+int sbh3_conn_stream_count(sbh3_conn *c) {
+  if (!c) return SBH3_ERR_INVALID;
+  return c->nstreams;
+}
+
+
+int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
+  if (!c) return SBH3_ERR_INVALID;
+  return stats_copy(c->st, c, out, n);
+}

@@ -1,0 +1,208 @@
+/*
+ * sbh3 internals shared by its source files (not part of the API; see sbh3.h): the connection,
+ * server and configuration structures and the helpers each role calls. Nothing here leaves the
+ * shared object (hidden visibility).
+ */
+#ifndef SBH3_INT_H
+#define SBH3_INT_H
+
+#include "sbh3.h"
+
+#include <nghttp3/nghttp3.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <gnutls/gnutls.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+#define SCID_LEN 18
+#define MAX_CIDS 16
+#define MAX_PKT 1452
+#define MAX_UDP 65527
+#define STATELESS_QUEUE 32
+#define STATELESS_PER_SEC 64
+#define MAX_CONNS 1024
+#define ERRMSG_LEN 256
+/* Internal reason passed to conn_fail for a close we started ourselves. */
+#define LOCAL_CLOSE 1
+
+typedef struct {
+  uint8_t *p;
+  size_t len, cap;
+} buf_t;
+
+typedef struct event {
+  struct event *next;
+  uint32_t type, conn_id;
+  int64_t stream_id, code;
+  buf_t hdr, body;
+} event_t;
+
+typedef struct {
+  event_t *head, *tail;
+} evq_t;
+
+struct sbh3_config {
+  int refs;
+  int is_server;
+  int verify;
+  int has_cert;
+  gnutls_certificate_credentials_t cred;
+  uint32_t idle_ms;
+  uint64_t max_body;
+  uint32_t max_udp_payload;      /* explicit send size (0: start at 1200 and discover the path MTU) */
+  uint32_t max_recv_udp_payload; /* advertised max_udp_payload_size; larger datagrams are dropped */
+  int cc;                        /* enum sbh3_cc */
+};
+
+typedef struct stream {
+  struct stream *prev, *next;
+  int64_t id;
+  buf_t hdr, body;   /* received message, moved into an event when complete */
+  uint8_t *out;      /* body being sent, kept until the stream closes */
+  size_t out_len;
+  int done;          /* message event posted */
+  int aborted;       /* body too large: the rest is dropped */
+} stream_t;
+
+struct sbh3_conn {
+  sbh3_config *cfg;
+  sbh3_server *srv;
+  struct sbh3_conn *next;
+  uint32_t id;
+  ngtcp2_conn *qc;
+  nghttp3_conn *hc;
+  gnutls_session_t tls;
+  ngtcp2_crypto_conn_ref ref;
+  ngtcp2_path_storage ps;
+  ngtcp2_connection_close_error ccerr;
+  evq_t own_q;
+  evq_t *q;
+  stream_t *streams;
+  int nstreams;
+  int closed;
+  int goaway;
+  int close_pending;
+  uint8_t close_pkt[MAX_PKT];
+  size_t close_len;
+  uint64_t close_deadline;
+  size_t burst;      /* datagrams written in this pass */
+  size_t burst_max;  /* this pass's budget, set by its first datagram */
+  uint64_t paced_at; /* when the last pass stopped at its budget (0: it ran out of data or window) */
+  uint64_t pace_due; /* when that pass's pacing allowed the next one */
+  ngtcp2_cid cids[MAX_CIDS];
+  size_t ncids;
+  uint64_t st[SBH3_STAT_COUNT]; /* counters of enum sbh3_stat (the path fields are read live) */
+  char errmsg[ERRMSG_LEN];
+  char *server_name; /* kept for the session's lifetime: GnuTLS may refer to it */
+};
+
+typedef struct {
+  uint8_t data[MAX_PKT];
+  size_t len;
+  ngtcp2_sockaddr_union addr;
+} stateless_pkt_t;
+
+struct sbh3_server {
+  sbh3_config *cfg;
+  ngtcp2_sockaddr_union local;
+  ngtcp2_socklen local_len;
+  sbh3_conn *conns;
+  sbh3_conn *cursor;
+  size_t nconns;
+  uint32_t next_id;
+  evq_t q;
+  stateless_pkt_t sq[STATELESS_QUEUE];
+  size_t sq_head, sq_count;
+  uint64_t sr_window;
+  uint32_t sr_count;
+  uint8_t secret[32];
+  int shutting_down;
+  uint64_t st[SBH3_STAT_COUNT]; /* counters over every connection so far */
+};
+
+/* ---- common.c ---- */
+
+/* Grows b so that extra more bytes fit; 0 or -1. */
+HIDDEN int buf_reserve(buf_t *b, size_t extra);
+/* Appends n bytes; 0 or -1. */
+HIDDEN int buf_append(buf_t *b, const void *data, size_t n);
+/* Frees b's bytes and empties it. */
+HIDDEN void buf_free(buf_t *b);
+/* Monotonic clock in ns. */
+HIDDEN uint64_t now_ns(void);
+/* Parses IP text and a port into *su; 0 or -1. */
+HIDDEN int parse_addr(ngtcp2_sockaddr_union *su, ngtcp2_socklen *len, const char *ip, uint16_t port);
+/* Fills dest with random bytes. */
+HIDDEN void rand_bytes(uint8_t *dest, size_t len);
+/* Queues an event; NULL when out of memory. */
+HIDDEN event_t *evq_push(evq_t *q, uint32_t type, uint32_t conn_id, int64_t stream_id, int64_t code);
+/* Frees every queued event. */
+HIDDEN void evq_clear(evq_t *q);
+/* Writes the oldest event into out (wire layout in sbh3.h); its length, DONE or BUFFER_TOO_SHORT. */
+HIDDEN int evq_poll(evq_t *q, uint8_t *out, size_t cap);
+/* Drops one reference to cfg, freeing it with the last. */
+HIDDEN void config_unref(sbh3_config *cfg);
+/* ngtcp2's controller for enum sbh3_cc (HOST resolved from the kernel's TCP setting). */
+HIDDEN ngtcp2_cc_algo cc_algo(int cc);
+/* Parses a flat header block into a new nv array pointing into p; 0, -1 (malformed) or -2 (memory). */
+HIDDEN int parse_headers(const uint8_t *p, size_t len, nghttp3_nv **pnv, size_t *pn);
+/* Milliseconds from now until deadline (ns), or SBH3_ERR_DONE for none. */
+HIDDEN int deadline_to_ms(uint64_t deadline);
+
+/* ---- conn.c ---- */
+
+/* Records why c closed (the first reason wins). */
+HIDDEN void set_err(sbh3_conn *c, const char *fmt, const char *detail);
+/* Counts a datagram of n bytes in the SENT or RECV counters of c and its server. */
+HIDDEN void conn_count(sbh3_conn *c, int base, size_t n);
+/* The request stream with this id, or NULL. */
+HIDDEN stream_t *stream_find(sbh3_conn *c, int64_t id);
+/* Adds a request stream; NULL when out of memory. */
+HIDDEN stream_t *stream_new(sbh3_conn *c, int64_t id);
+/* Unlinks and frees a request stream. */
+HIDDEN void stream_free(sbh3_conn *c, stream_t *s);
+/* Remembers a connection id that routes to c (server). */
+HIDDEN void cid_add(sbh3_conn *c, const ngtcp2_cid *cid);
+/* sbh3_error for an ngtcp2 error. */
+HIDDEN int map_liberr(int rv);
+/* Marks c closed for reason rv, prepares CONNECTION_CLOSE when one is due, posts CLOSED. */
+HIDDEN void conn_fail(sbh3_conn *c, int rv);
+/* Closes c with H3_NO_ERROR (an application close once established). */
+HIDDEN void close_locally(sbh3_conn *c, const char *why);
+/* ngtcp2 callbacks for a client or a server connection. */
+HIDDEN void fill_callbacks(ngtcp2_callbacks *cb, int is_server);
+/* ngtcp2 settings and local transport parameters from cfg. */
+HIDDEN void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_config *cfg);
+/* Creates c's TLS session (server_name: client only); 0 or -1. */
+HIDDEN int tls_init(sbh3_conn *c, const char *server_name);
+/* Allocates a connection holding a reference to cfg. */
+HIDDEN sbh3_conn *conn_alloc(sbh3_config *cfg);
+/* Frees c, its streams and its sessions. */
+HIDDEN void conn_destroy(sbh3_conn *c);
+/* Feeds one received datagram to c; returns ngtcp2's result. */
+HIDDEN int conn_read(sbh3_conn *c, const ngtcp2_path *path, const uint8_t *data, size_t len, uint64_t now);
+/* Writes c's next datagram into out; its length, SBH3_ERR_DONE or an error. */
+HIDDEN int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now);
+/* When c's next timer is due (ns), UINT64_MAX for none. */
+HIDDEN uint64_t conn_deadline(sbh3_conn *c);
+/* Runs c's expired timers. */
+HIDDEN void conn_expire(sbh3_conn *c, uint64_t now);
+/* Copies a body to send into the stream. */
+HIDDEN int copy_body(stream_t *s, const uint8_t *body, size_t len);
+/* nghttp3 data reader over a stream's copied body. */
+HIDDEN nghttp3_ssize h3_read_body(nghttp3_conn *hc, int64_t stream_id, nghttp3_vec *vec, size_t veccnt,
+                                  uint32_t *pflags, void *user_data, void *stream_user_data);
+/* Copies counters (with c's live path fields when c is given) into out; how many. */
+HIDDEN int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t *out, size_t n);
+
+/* ---- server.c ---- */
+
+/* Feeds one datagram from a socket address to the server; see sbh3_server_recv. */
+HIDDEN int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,
+                            ngtcp2_socklen fromlen);
+/* Writes the server's next datagram into out and its destination into *to; length or DONE. */
+HIDDEN int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
+                        uint32_t *conn_id);
+
+#endif /* SBH3_INT_H */

@@ -1,0 +1,366 @@
+/* sbh3 server: one endpoint that demultiplexes datagrams to the connections it accepts. */
+#define _GNU_SOURCE
+#include "sbh3_int.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Writes u32 conn_id, u16 port, IP text + NUL into meta. */
+static int write_meta(uint8_t *meta, size_t cap, uint32_t conn_id, const ngtcp2_sockaddr *sa) {
+  char ip[INET6_ADDRSTRLEN];
+  uint16_t port;
+  if (sa->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+    inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+    port = ntohs(in6->sin6_port);
+  } else {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+    inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+    port = ntohs(in->sin_port);
+  }
+  size_t iplen = strlen(ip);
+  if (cap < 6 + iplen + 1) return -1;
+  memcpy(meta, &conn_id, 4);
+  memcpy(meta + 4, &port, 2);
+  memcpy(meta + 6, ip, iplen + 1);
+  return 0;
+}
+
+sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port) {
+  if (!cfg || !cfg->is_server || !cfg->has_cert) return NULL;
+  sbh3_server *srv = calloc(1, sizeof(*srv));
+  if (!srv) return NULL;
+  if (parse_addr(&srv->local, &srv->local_len, local_ip, local_port) != 0) {
+    free(srv);
+    return NULL;
+  }
+  srv->cfg = cfg;
+  cfg->refs++;
+  srv->next_id = 1;
+  rand_bytes(srv->secret, sizeof(srv->secret));
+  return srv;
+}
+
+/* Removes c from the server's list (the caller frees it). */
+static void server_unlink(sbh3_server *srv, sbh3_conn *c) {
+  sbh3_conn **pp = &srv->conns;
+  while (*pp && *pp != c) pp = &(*pp)->next;
+  if (*pp) *pp = c->next;
+  if (srv->cursor == c) srv->cursor = c->next;
+  srv->nconns--;
+}
+
+void sbh3_server_free(sbh3_server *srv) {
+  if (!srv) return;
+  while (srv->conns) {
+    sbh3_conn *c = srv->conns;
+    srv->conns = c->next;
+    conn_destroy(c);
+  }
+  evq_clear(&srv->q);
+  config_unref(srv->cfg);
+  free(srv);
+}
+
+/* The connection a destination connection id routes to, or NULL. */
+static sbh3_conn *server_find(sbh3_server *srv, const uint8_t *dcid, size_t dcidlen) {
+  for (sbh3_conn *c = srv->conns; c; c = c->next)
+    for (size_t i = 0; i < c->ncids; i++)
+      if (c->cids[i].datalen == dcidlen && memcmp(c->cids[i].data, dcid, dcidlen) == 0) return c;
+  return NULL;
+}
+
+/* The connection with this id, or NULL. */
+static sbh3_conn *server_find_id(sbh3_server *srv, uint32_t id) {
+  for (sbh3_conn *c = srv->conns; c; c = c->next)
+    if (c->id == id) return c;
+  return NULL;
+}
+
+/* Token bucket for packets sent without a connection (version negotiation, stateless reset). */
+static int stateless_allowed(sbh3_server *srv) {
+  uint64_t now = now_ns();
+  if (now - srv->sr_window >= NGTCP2_SECONDS) {
+    srv->sr_window = now;
+    srv->sr_count = 0;
+  }
+  if (srv->sr_count >= STATELESS_PER_SEC || srv->sq_count >= STATELESS_QUEUE) return 0;
+  srv->sr_count++;
+  return 1;
+}
+
+/* The next free slot of the stateless queue, addressed to `to`. */
+static stateless_pkt_t *stateless_slot(sbh3_server *srv, const ngtcp2_sockaddr_union *to) {
+  stateless_pkt_t *p = &srv->sq[(srv->sq_head + srv->sq_count) % STATELESS_QUEUE];
+  p->addr = *to;
+  return p;
+}
+
+/* Queues a Version Negotiation packet for an unsupported version. */
+static void send_version_negotiation(sbh3_server *srv, const ngtcp2_version_cid *vc, const ngtcp2_sockaddr_union *to) {
+  if (!stateless_allowed(srv)) return;
+  stateless_pkt_t *p = stateless_slot(srv, to);
+  uint32_t sv[2] = {0x1a2a3a4au, NGTCP2_PROTO_VER_V1};
+  uint8_t r;
+  rand_bytes(&r, 1);
+  ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(p->data, sizeof(p->data), r, vc->scid, vc->scidlen, vc->dcid,
+                                                        vc->dcidlen, sv, 2);
+  if (n <= 0) return;
+  p->len = (size_t)n;
+  srv->sq_count++;
+}
+
+/* Queues a stateless reset for a short-header packet of an unknown connection. */
+static void send_stateless_reset(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *to) {
+  /* Short header: 1 byte, then our DCID. Answer only with something smaller than what came in. */
+  if (len < 1 + SCID_LEN + 22 || !stateless_allowed(srv)) return;
+  ngtcp2_cid cid;
+  ngtcp2_cid_init(&cid, data + 1, SCID_LEN);
+  uint8_t token[NGTCP2_STATELESS_RESET_TOKENLEN];
+  if (ngtcp2_crypto_generate_stateless_reset_token(token, srv->secret, sizeof(srv->secret), &cid) != 0) return;
+  size_t total = len - 1 < 43 ? len - 1 : 43;
+  size_t randlen = total - 1 - NGTCP2_STATELESS_RESET_TOKENLEN;
+  uint8_t rnd[64];
+  rand_bytes(rnd, randlen);
+  stateless_pkt_t *p = stateless_slot(srv, to);
+  ngtcp2_ssize n = ngtcp2_pkt_write_stateless_reset(p->data, sizeof(p->data), token, rnd, randlen);
+  if (n <= 0) return;
+  p->len = (size_t)n;
+  srv->sq_count++;
+}
+
+/* Creates the server connection for a client's first Initial. */
+static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_sockaddr_union *from,
+                                ngtcp2_socklen fromlen) {
+  sbh3_conn *c = conn_alloc(srv->cfg);
+  if (!c) return NULL;
+  c->srv = srv;
+  c->q = &srv->q;
+  c->id = srv->next_id++;
+  if (srv->next_id == 0) srv->next_id = 1;
+  memcpy(&c->ps.local_addrbuf, &srv->local, sizeof(srv->local));
+  c->ps.path.local.addrlen = srv->local_len;
+  memcpy(&c->ps.remote_addrbuf, from, sizeof(*from));
+  c->ps.path.remote.addrlen = fromlen;
+  ngtcp2_cid scid;
+  scid.datalen = SCID_LEN;
+  rand_bytes(scid.data, scid.datalen);
+  ngtcp2_callbacks cb;
+  fill_callbacks(&cb, 1);
+  ngtcp2_settings settings;
+  ngtcp2_transport_params params;
+  fill_settings(&settings, &params, srv->cfg);
+  settings.token = hd->token;
+  params.original_dcid = hd->dcid;
+  params.stateless_reset_token_present = 1;
+  if (ngtcp2_crypto_generate_stateless_reset_token(params.stateless_reset_token, srv->secret, sizeof(srv->secret),
+                                                   &scid) != 0 ||
+      ngtcp2_conn_server_new(&c->qc, &hd->scid, &scid, &c->ps.path, hd->version, &cb, &settings, &params, NULL, c) !=
+          0 ||
+      tls_init(c, NULL) != 0) {
+    conn_destroy(c);
+    return NULL;
+  }
+  cid_add(c, &scid);
+  cid_add(c, &hd->dcid);
+  c->next = srv->conns;
+  srv->conns = c;
+  srv->nconns++;
+  return c;
+}
+
+/* Feeds one datagram from a socket address; see sbh3_server_recv. */
+int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *fromp,
+                            ngtcp2_socklen fromlen) {
+  ngtcp2_sockaddr_union from = *fromp;
+  if (len == 0) return SBH3_ERR_PROTO;
+  if (len > srv->cfg->max_recv_udp_payload) {
+    srv->st[SBH3_STAT_DGRAMS_OVERSIZE]++;
+    return SBH3_ERR_DONE;
+  }
+  ngtcp2_version_cid vc;
+  int rv = ngtcp2_pkt_decode_version_cid(&vc, data, len, SCID_LEN);
+  if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
+    if (len >= NGTCP2_MAX_UDP_PAYLOAD_SIZE) send_version_negotiation(srv, &vc, &from);
+    return SBH3_ERR_DONE;
+  }
+  if (rv != 0) return SBH3_ERR_PROTO;
+  sbh3_conn *c = server_find(srv, vc.dcid, vc.dcidlen);
+  int fresh = 0;
+  if (!c) {
+    ngtcp2_pkt_hd hd;
+    if (ngtcp2_accept(&hd, data, len) != 0) {
+      if (!(data[0] & 0x80)) send_stateless_reset(srv, data, len, &from);
+      return SBH3_ERR_PROTO;
+    }
+    if (srv->shutting_down || srv->nconns >= MAX_CONNS) return SBH3_ERR_CLOSED;
+    c = server_accept(srv, &hd, &from, fromlen);
+    if (!c) return SBH3_ERR_NOMEM;
+    fresh = 1;
+  }
+  if (c->closed) return SBH3_ERR_CLOSED;
+  ngtcp2_path path = c->ps.path;
+  path.remote.addr = (ngtcp2_sockaddr *)&from;
+  path.remote.addrlen = fromlen;
+  rv = conn_read(c, &path, data, len, now_ns());
+  if (rv != 0) {
+    if (fresh) {
+      /* The first packet did not make a connection: forget it without a trace. */
+      server_unlink(srv, c);
+      conn_destroy(c);
+      return SBH3_ERR_PROTO;
+    }
+    conn_fail(c, rv);
+    return map_liberr(rv);
+  }
+  memcpy(&c->ps.remote_addrbuf, &from, sizeof(from));
+  c->ps.path.remote.addrlen = fromlen;
+  return (int)c->id;
+}
+
+int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const char *from_ip, uint16_t from_port) {
+  if (!srv || !data) return SBH3_ERR_INVALID;
+  ngtcp2_sockaddr_union from;
+  ngtcp2_socklen fromlen;
+  if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBH3_ERR_INVALID;
+  return server_recv_from(srv, data, len, &from, fromlen);
+}
+
+/* Writes the next datagram of any connection into out, its destination into *to; returns length or DONE. */
+int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
+                        uint32_t *conn_id) {
+  if (srv->sq_count) {
+    stateless_pkt_t *p = &srv->sq[srv->sq_head];
+    if (cap < p->len) return SBH3_ERR_BUFFER_TOO_SHORT;
+    memcpy(out, p->data, p->len);
+    *to = &p->addr;
+    *conn_id = 0;
+    srv->sq_head = (srv->sq_head + 1) % STATELESS_QUEUE;
+    srv->sq_count--;
+    return (int)p->len;
+  }
+  for (size_t i = 0; i < srv->nconns; i++) {
+    if (!srv->cursor) srv->cursor = srv->conns;
+    sbh3_conn *c = srv->cursor;
+    if (!c) break;
+    int n = conn_write(c, out, cap, now);
+    if (n > 0) {
+      *to = &c->ps.remote_addrbuf;
+      *conn_id = c->id;
+      return n;
+    }
+    if (n != SBH3_ERR_DONE) return n;
+    srv->cursor = c->next;
+  }
+  return SBH3_ERR_DONE;
+}
+
+int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, size_t meta_cap) {
+  if (!srv || !out || !meta) return SBH3_ERR_INVALID;
+  if (meta_cap < 6 + INET6_ADDRSTRLEN) return SBH3_ERR_BUFFER_TOO_SHORT;
+  const ngtcp2_sockaddr_union *to;
+  uint32_t id;
+  int n = server_write(srv, out, cap, now_ns(), &to, &id);
+  if (n < 0) return n;
+  write_meta(meta, meta_cap, id, &to->sa);
+  return n;
+}
+
+int sbh3_server_timeout_ms(sbh3_server *srv) {
+  if (!srv) return SBH3_ERR_INVALID;
+  uint64_t min = UINT64_MAX;
+  for (sbh3_conn *c = srv->conns; c; c = c->next) {
+    uint64_t d = conn_deadline(c);
+    if (d < min) min = d;
+  }
+  return deadline_to_ms(min);
+}
+
+int sbh3_server_on_timeout(sbh3_server *srv) {
+  if (!srv) return SBH3_ERR_INVALID;
+  uint64_t now = now_ns();
+  sbh3_conn *c = srv->conns;
+  while (c) {
+    sbh3_conn *next = c->next;
+    conn_expire(c, now);
+    if (c->closed && !c->close_pending && c->close_deadline <= now) {
+      server_unlink(srv, c);
+      conn_destroy(c);
+    }
+    c = next;
+  }
+  return 0;
+}
+
+int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap) {
+  if (!srv || !buf || cap < 8) return SBH3_ERR_INVALID;
+  return evq_poll(&srv->q, buf, cap);
+}
+
+int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,
+                        const uint8_t *body, size_t body_len) {
+  if (!srv || !hdrs || (body_len && !body)) return SBH3_ERR_INVALID;
+  sbh3_conn *c = server_find_id(srv, conn_id);
+  if (!c) return SBH3_ERR_NOT_FOUND;
+  if (c->closed) return SBH3_ERR_CLOSED;
+  stream_t *s = stream_find(c, stream_id);
+  if (!s || !s->done || s->out) return SBH3_ERR_NOT_FOUND;
+  nghttp3_nv *nv;
+  size_t n;
+  int rv = parse_headers(hdrs, hdrs_len, &nv, &n);
+  if (rv != 0) return rv == -2 ? SBH3_ERR_NOMEM : SBH3_ERR_INVALID;
+  if (copy_body(s, body, body_len) != 0) {
+    free(nv);
+    return SBH3_ERR_NOMEM;
+  }
+  nghttp3_data_reader dr = {.read_data = h3_read_body};
+  rv = nghttp3_conn_submit_response(c->hc, stream_id, nv, n, body_len ? &dr : NULL);
+  free(nv);
+  if (rv != 0) {
+    free(s->out);
+    s->out = NULL;
+    s->out_len = 0;
+    return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBH3_ERR_INVALID : SBH3_ERR_INTERNAL;
+  }
+  return 0;
+}
+
+int sbh3_server_shutdown(sbh3_server *srv) {
+  if (!srv) return SBH3_ERR_INVALID;
+  srv->shutting_down = 1;
+  for (sbh3_conn *c = srv->conns; c; c = c->next)
+    if (c->hc && !c->closed) nghttp3_conn_submit_shutdown_notice(c->hc);
+  return 0;
+}
+
+int sbh3_server_close_all(sbh3_server *srv) {
+  if (!srv) return SBH3_ERR_INVALID;
+  srv->shutting_down = 1;
+  for (sbh3_conn *c = srv->conns; c; c = c->next) {
+    if (c->closed) continue;
+    close_locally(c, "Server closed");
+  }
+  return 0;
+}
+
+int sbh3_server_open_streams(sbh3_server *srv) {
+  if (!srv) return SBH3_ERR_INVALID;
+  int n = 0;
+  for (sbh3_conn *c = srv->conns; c; c = c->next)
+    if (!c->closed) n += c->nstreams;
+  return n;
+}
+
+int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t n) {
+  if (!srv) return SBH3_ERR_INVALID;
+  if (conn_id == 0) return stats_copy(srv->st, NULL, out, n);
+  sbh3_conn *c = server_find_id(srv, conn_id);
+  if (!c) return SBH3_ERR_NOT_FOUND;
+  return stats_copy(c->st, c, out, n);
+}
+
+int sbh3_server_conn_count(sbh3_server *srv) {
+  if (!srv) return SBH3_ERR_INVALID;
+  return (int)srv->nconns;
+}
