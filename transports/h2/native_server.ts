@@ -33,6 +33,7 @@ import type { SbiServer, ServerOptions } from "../types.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
 import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
 import { loadH2Library } from "./loader.ts";
+import { applyNoDelay } from "./nodelay.ts";
 import {
   H2_STAT,
   H2ServerConn,
@@ -587,6 +588,8 @@ async function start(
     }
     throw err;
   }
+  // accepted sockets inherit TCP_NODELAY from the listener; each is also set on accept
+  applyNoDelay({ listenPort: (listener.addr as Deno.NetAddr).port });
   return new NativeH2cServer(lib.symbols, limits, listener, hostname, handler, options, tlsConfig);
 }
 
