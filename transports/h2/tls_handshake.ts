@@ -53,7 +53,10 @@ export async function runTlsHandshake(
       await flushTls(sock, pump, io.out).catch(() => {});
       throw new TransportError(`${label} failed: ${tls.errorText()}`);
     }
-    if (rv < 0) throw new TransportError(`${label} failed: ${h2ErrorName(rv)}`);
+    // CLOSED after the last flight: the peer sent close_notify right behind it
+    if (rv < 0 && !(rv === H2_ERR.CLOSED && tls.established)) {
+      throw new TransportError(`${label} failed: ${h2ErrorName(rv)}`);
+    }
     await flushTls(sock, pump, io.out);
   }
 }
