@@ -166,7 +166,9 @@ async function expected(handler: SbiHandler, c: Case): Promise<Seen> {
 const targets: { transport: TransportName; stack?: "native" }[] = (await testTransports()).map((
   transport,
 ) => ({ transport }));
-if (H2_NATIVE_SKIP === null) targets.push({ transport: "h2c", stack: "native" });
+if (H2_NATIVE_SKIP === null) {
+  targets.push({ transport: "h2c", stack: "native" }, { transport: "h2-tls", stack: "native" });
+}
 
 for (const { transport, stack } of targets) {
   const label = stack ? `${transport} (${stack} server)` : transport;
