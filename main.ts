@@ -11,6 +11,7 @@ import { registerDoctorCommand } from "./cli/doctor.ts";
 import { registerBenchCommands, registerStudyCommand } from "./bench/cli.ts";
 import { registerLinkCommands } from "./linkemu/cli.ts";
 import { UsageError } from "./cli/args.ts";
+import { h2ClientKind } from "./transports/h2/mod.ts";
 
 /** Builds the command tree (exported for tests). */
 export function buildProgram(): Command {
@@ -44,11 +45,13 @@ function isCompiled(): boolean {
   return Deno.mainModule.includes("deno-compile");
 }
 
-/** `lab request -k` over h2 needs Deno's own flag: re-run under it once. */
+/** `lab request -k` over h2 with the fetch client needs Deno's own flag: re-run under it once. */
 async function maybeReexecInsecure(args: string[]): Promise<number | undefined> {
   if (args[0] !== "request" || Deno.env.get(INSECURE_ENV) === "1" || isCompiled()) return undefined;
   if (!args.includes("-k") && !args.includes("--insecure")) return undefined;
   if (args.includes("--h3")) return undefined;
+  // the native h2 client (GnuTLS in the module) skips verification itself
+  if ((await h2ClientKind().catch(() => "fetch")) === "native") return undefined;
   const main = new URL(import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
     args: [

@@ -2,6 +2,7 @@
 import { parseOrigin } from "../transports/origin.ts";
 import type { Command } from "commander";
 import { createClient, type TlsMaterial, type TransportName } from "../transports/mod.ts";
+import { h2ClientKind } from "../transports/h2/mod.ts";
 import { parseHeader, parsePositiveInt } from "./args.ts";
 
 interface RequestOptions {
@@ -82,7 +83,10 @@ export function registerRequestCommand(program: Command): void {
             throw new TypeError(`Cannot read ${f}`);
           }
         }
-        if (o.insecure && transport !== "h3" && Deno.env.get(INSECURE_ENV) !== "1") {
+        if (
+          o.insecure && transport !== "h3" && Deno.env.get(INSECURE_ENV) !== "1" &&
+          (await h2ClientKind()) === "fetch"
+        ) {
           throw new TypeError(
             "-k over h2 needs the runtime flag: run with deno run --unsafely-ignore-certificate-errors, or pass --ca",
           );
