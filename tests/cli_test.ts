@@ -349,3 +349,75 @@ Deno.test("deno task compile refuses a DENORT_BIN that does not exist with one l
     /error: DENORT_BIN points to \/nonexistent\/denort/,
   );
 });
+
+Deno.test("lab load drives lab serve over h2c and h3 with matching counts and saves JSON", async () => {
+  const state = await Deno.makeTempDir();
+  const srv = await startServe([
+    "--transports",
+    "h2c,h3",
+    "--h2c-port",
+    "0",
+    "--tls-port",
+    "0",
+    "--state-dir",
+    state,
+  ]);
+  try {
+    const path = "/nbench/v1/payload?size=256";
+    for (
+      const [name, extra] of [["h2c", []], ["h3", ["--h3", "--ca", `${state}/ca.pem`]]] as const
+    ) {
+      const url = srv.urls[name].replace("localhost", "127.0.0.1") + path;
+      const json = `${state}/${name}.json`;
+      const r = await lab([
+        "load",
+        url,
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "-m",
+        "4",
+        ...extra,
+        "--json",
+        json,
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      const out = dec.decode(r.stdout);
+      assert.match(out, /300 sent, 300 completed, 0 errors/);
+      assert.match(out, /status codes: 300 × 200/);
+      assert.match(out, /latency histogram/);
+      const saved = JSON.parse(await Deno.readTextFile(json));
+      assert.equal(saved.engine, "native");
+      assert.equal(saved.result.protocol, name === "h3" ? "h3" : "h2");
+      assert.equal(saved.result.sent, 300);
+      assert.equal(saved.result.latency.count, 300);
+      assert.equal(saved.result.bodyBytesIn, 300 * 256);
+    }
+  } finally {
+    await srv.stop();
+    await Deno.remove(state, { recursive: true });
+  }
+});
+
+Deno.test("lab load: argument errors exit 2 and a refused connection exits 1, each with one line", async () => {
+  const port = freePort();
+  for (
+    const [args, pattern] of [
+      [["load", "not a url", "-n", "5"], /Invalid URL/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "-D", "1s"], /either -n/],
+      [["load", `http://127.0.0.1:${port}/`], /either -n/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "0"], /-n must be/],
+      [["load", `http://127.0.0.1:${port}/`, "-D", "soon"], /-D must be a duration/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "--h3"], /needs an https/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "--rate", "-3"], /--rate/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "-d", "@/nonexistent"], /Cannot read/],
+    ] as const
+  ) {
+    const r = await lab([...args]);
+    assertOneLineError(r, pattern, 2);
+  }
+  const r = await lab(["load", `http://127.0.0.1:${port}/`, "-n", "5"]);
+  assertOneLineError(r, /refused.*partial/i, 1);
+  assert.match(dec.decode(r.stdout), /^PARTIAL: /);
+});

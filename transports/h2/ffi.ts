@@ -245,6 +245,18 @@ export class H2Conn {
 }
 
 /** Reads the shim and nghttp2 versions, for example `sbh2/0.1.0 nghttp2/1.52.0`. */
+/** The module's library versions, parsed from {@linkcode sbh2Version} (cached per process). */
+export function sbh2Versions(sym: Sbh2Symbols): { sbh2: string; nghttp2: string; gnutls: string } {
+  if (!versions) {
+    const text = sbh2Version(sym);
+    const pick = (name: string) => new RegExp(`${name}/(\\S+)`).exec(text)?.[1] ?? "unknown";
+    versions = { sbh2: pick("sbh2"), nghttp2: pick("nghttp2"), gnutls: pick("gnutls") };
+  }
+  return versions;
+}
+let versions: { sbh2: string; nghttp2: string; gnutls: string } | undefined;
+
+/** The module's version text, `sbh2/x nghttp2/x gnutls/x`. */
 export function sbh2Version(sym: Sbh2Symbols): string {
   const b = new Uint8Array(128);
   const n = sym.sbh2_version(b, b.length);

@@ -29,12 +29,13 @@ import {
   type ClientOptions,
   type ClientRequest,
   type ClientResponse,
+  type ConnectionInfo,
   type SbiClient,
   TimeoutError,
   TransportError,
   type TransportName,
 } from "../types.ts";
-import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName } from "./ffi.ts";
+import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
 import { decodeResponseBlock, RequestBlockWriter } from "../wire.ts";
 import { loadH2Library } from "./loader.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
@@ -64,7 +65,7 @@ export interface NativeH2Client extends SbiClient {
    * none is open). Rejects with `TransportError` when the connection fails and
    * with `TypeError` on h2c.
    */
-  connectionInfo(): Promise<TlsConnectionInfo>;
+  tlsInfo(): Promise<TlsConnectionInfo>;
   /**
    * h2 over TLS: the RFC 5705 exporter of the current connection (connecting
    * first if none is open); see {@linkcode KeyingMaterialExporter}.
@@ -531,8 +532,29 @@ class Client implements NativeH2Client {
     return await this.#sessionFor();
   }
 
-  async connectionInfo(): Promise<TlsConnectionInfo> {
+  async tlsInfo(): Promise<TlsConnectionInfo> {
     return (await this.#tlsSession()).tlsInfo()!;
+  }
+
+  /** What the open connection runs on (libraries, negotiated TLS), for reports; undefined before one opens. */
+  connectionInfo(): ConnectionInfo | undefined {
+    const s = this.#session;
+    if (!s) return undefined;
+    const v = sbh2Versions(this.#sym);
+    const tls = s.tlsInfo();
+    return {
+      stack: "native",
+      implementation: `nghttp2 ${v.nghttp2}`,
+      tls: tls
+        ? {
+          library: `GnuTLS ${v.gnutls}`,
+          version: tls.version,
+          suite: tls.cipherSuite,
+          group: tls.group,
+          resumed: tls.resumed,
+        }
+        : undefined,
+    };
   }
 
   async exportKeyingMaterial(

@@ -104,7 +104,7 @@ Deno.test({
       });
       try {
         const ours = await client.exportKeyingMaterial(N32, undefined, 64);
-        const info = await client.connectionInfo();
+        const info = await client.tlsInfo();
         const out = await srv.waitFor(/Keying material: [0-9A-Fa-f]+/);
         const theirs = out.match(/Keying material: ([0-9A-Fa-f]+)/)![1].toLowerCase();
         assert.equal(hex(ours), theirs);
@@ -138,7 +138,7 @@ Deno.test({
     try {
       const first = await open(pki.caCertPem);
       assert.equal((await first.request({ path: PATH })).body.length, 64);
-      const full = await first.connectionInfo();
+      const full = await first.tlsInfo();
       await first.close();
       assert.equal(full.resumed, false);
       assert.equal(cache.size, 1, "no ticket kept after the first connection");
@@ -147,7 +147,7 @@ Deno.test({
       const r = await second.request({ path: PATH });
       assert.equal(r.status, 200);
       assert.equal(r.body.length, 64);
-      const resumed = await second.connectionInfo();
+      const resumed = await second.tlsInfo();
       await second.close();
       assert.equal(resumed.resumed, true, "the second connection did not resume");
       assert.ok(
@@ -159,7 +159,7 @@ Deno.test({
       const other = await createDevPki({ caName: "other CA" });
       const third = await open(`${pki.caCertPem}${other.caCertPem}`);
       await third.request({ path: PATH });
-      assert.equal((await third.connectionInfo()).resumed, false);
+      assert.equal((await third.tlsInfo()).resumed, false);
       await third.close();
 
       const noResume = await createNativeH2Client(server.url, {
@@ -168,7 +168,7 @@ Deno.test({
         resumption: false,
       });
       await noResume.request({ path: PATH });
-      assert.equal((await noResume.connectionInfo()).resumed, false);
+      assert.equal((await noResume.tlsInfo()).resumed, false);
       await noResume.close();
     } finally {
       await server.close();
@@ -208,7 +208,7 @@ Deno.test({
         tls: { ca: named.caCertPem, serverName: "nrf.example.org" },
       });
       assert.equal((await byName.request({ path: PATH })).status, 200);
-      assert.equal((await byName.connectionInfo()).peerSubject, "CN=nrf.example.org");
+      assert.equal((await byName.tlsInfo()).peerSubject, "CN=nrf.example.org");
       await byName.close();
       const byHost = await createNativeH2Client(nrf.url, { tls: { ca: named.caCertPem } });
       await assert.rejects(byHost.request({ path: PATH }), /does not match/);
@@ -226,7 +226,7 @@ Deno.test({
   fn: async () => {
     const c = await createNativeH2Client("http://127.0.0.1:9");
     try {
-      await assert.rejects(c.connectionInfo(), TypeError);
+      await assert.rejects(c.tlsInfo(), TypeError);
       await assert.rejects(c.exportKeyingMaterial(N32, undefined, 64), TypeError);
     } finally {
       await c.close();
