@@ -110,7 +110,7 @@ Deno.test({
       assert.equal(r.status, 200);
       assert.equal(r.body.length, 64);
       const { conn: sc, n32 } = await seen;
-      const ci = await c1.connectionInfo();
+      const ci = await c1.tlsInfo();
       const si = sc.info();
       for (const info of [ci, si]) {
         assert.equal(info.version, "TLS1.3");
@@ -201,7 +201,7 @@ Deno.test({
     const connect = async (url: string) => {
       const c = await createNativeH2Client(url, { tls: CLIENT_CERT, ticketCache: cache });
       const r = await c.request({ path: "/whoami" });
-      const info = await c.connectionInfo();
+      const info = await c.tlsInfo();
       await c.close();
       return { subject: new TextDecoder().decode(r.body), info };
     };
