@@ -53,7 +53,7 @@ function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp
   assert.doesNotMatch(r.stderr, /\s+at\s|Stack backtrace/);
 }
 
-Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls", async () => {
+Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls (verified, -k, and refused without the CA)", async () => {
   const state = await Deno.makeTempDir();
   const srv = await startServe([
     "--transports",
@@ -84,6 +84,18 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
     assert.match(text, /^HTTP\/2 200\r\n/);
     assert.match(text, /content-type: application\/json/);
     assert.ok(text.endsWith(dec.decode(want)));
+    // -k skips verification in the native client itself; without --ca the dev CA is unknown
+    const insecure = await lab([
+      "request",
+      "-k",
+      `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`,
+    ]);
+    assert.equal(insecure.code, 0, insecure.stderr);
+    assert.deepEqual(insecure.stdout, want);
+    assertOneLineError(
+      await lab(["request", `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`]),
+      /^error: h2-tls request to .* failed: TLS handshake failed: .*(issuer|trusted)/,
+    );
     const post = await lab([
       "request",
       "-X",
