@@ -40,7 +40,15 @@ export class H3Error extends Error {
 }
 
 /** Event types (enum sbh3_event_type). */
-export const H3_EVENT = { CONNECTED: 1, MESSAGE: 2, RESET: 3, CLOSED: 4, GOAWAY: 5 } as const;
+export const H3_EVENT = {
+  CONNECTED: 1,
+  MESSAGE: 2,
+  RESET: 3,
+  CLOSED: 4,
+  GOAWAY: 5,
+  /** Server: a request body passed the limit; headers only, reading stopped; answer 413. */
+  TOO_LARGE: 6,
+} as const;
 
 /** One event polled from a connection or server. */
 export interface H3Event {
@@ -76,6 +84,8 @@ export interface H3DatagramStats {
   pathMaxPayload: number;
   /** The peer's max_udp_payload_size; 0 until known, and for server totals. */
   peerMaxPayload: number;
+  /** Response body bytes held now for open streams. */
+  queuedBytes: number;
 }
 
 const STAT_FIELDS: (keyof H3DatagramStats)[] = [
@@ -88,6 +98,7 @@ const STAT_FIELDS: (keyof H3DatagramStats)[] = [
   "oversizeDropped",
   "pathMaxPayload",
   "peerMaxPayload",
+  "queuedBytes",
 ];
 
 /** Reads the counters through `read(out, n)` (an sbh3_*_stats call); null when it fails. */
@@ -175,6 +186,13 @@ export interface H3ConfigOptions {
   maxRecvUdpPayload?: number;
   /** Congestion controller. Default "host": the kind the host's TCP uses (bbr, reno, else cubic). */
   congestionControl?: H3CongestionControl;
+  /** Handshake timeout in ms. Default 5000. */
+  handshakeTimeoutMs?: number;
+  /**
+   * Server: response body bytes held per connection and per endpoint, and how long held bytes
+   * may go without an ACK before the connection is closed. Default 64 MiB, 256 MiB, 30000 ms.
+   */
+  sendQueue?: { connBytes: number; totalBytes: number; stallMs: number };
 }
 
 /** Congestion controllers of the HTTP/3 module; "host" follows net.ipv4.tcp_congestion_control. */
@@ -233,6 +251,19 @@ export class H3Config {
           throw new TypeError(`Unknown congestion controller "${options.congestionControl}"`);
         }
         check(sym.sbh3_config_set_cc(ptr, code), "set_cc");
+      }
+      if (options.handshakeTimeoutMs !== undefined) {
+        check(
+          sym.sbh3_config_set_handshake_timeout(ptr, options.handshakeTimeoutMs),
+          "set_handshake_timeout",
+        );
+      }
+      if (options.sendQueue !== undefined) {
+        const q = options.sendQueue;
+        check(
+          sym.sbh3_config_set_send_queue(ptr, BigInt(q.connBytes), BigInt(q.totalBytes), q.stallMs),
+          "set_send_queue",
+        );
       }
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");

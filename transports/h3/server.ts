@@ -10,11 +10,14 @@
  * re-armed only when the next deadline moves earlier.
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
-import type { SbiHandler } from "../../handler/types.ts";
+import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
+import { problemResponse } from "../../handler/problem.ts";
+import type { HeaderList } from "./header_block.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { transportProblem } from "../problem_response.ts";
 import {
+  H3_ERR,
   H3_EVENT,
   H3Config,
   type H3CongestionControl,
@@ -26,12 +29,34 @@ import {
 import { loadH3Library } from "./loader.ts";
 import { responseHeaderList, toSbiRequest } from "./convert.ts";
 
+const DEFAULT_MAX_BODY = 32 * 1024 * 1024;
+
 /** Extra options of the HTTP/3 server. */
 export interface H3ServerOptions extends ServerOptions {
   /** Idle timeout of each QUIC connection in ms. Default 30000. */
   idleTimeoutMs?: number;
-  /** Largest request body accepted; a larger one resets the stream. Default 32 MiB. */
+  /**
+   * Largest request body accepted. A larger one is answered with the handler's
+   * 413 ProblemDetails as soon as it passes the limit (reading stops with
+   * STOP_SENDING H3_NO_ERROR) and the stream ends cleanly. Default 32 MiB.
+   */
   maxBodyBytes?: number;
+  /** Handshake timeout in ms. Default 5000. */
+  handshakeTimeoutMs?: number;
+  /**
+   * Response body bytes held for one connection (default 64 MiB) and for the
+   * whole server (default 256 MiB). A response that does not fit waits, in
+   * order, until earlier ones are delivered; the first of a connection always
+   * fits.
+   */
+  maxQueuedBytesPerConnection?: number;
+  maxQueuedBytes?: number;
+  /**
+   * A connection whose held response bytes see no acknowledgement for this
+   * long (a peer that keeps its flow-control window closed) is closed with
+   * H3_EXCESSIVE_LOAD. Default 30000 ms.
+   */
+  sendStallTimeoutMs?: number;
   /**
    * Largest UDP payload to send, for a path MTU you know (1200..65527; 16384
    * on loopback, 1452 on Ethernet). Used once the client's max_udp_payload_size
@@ -53,6 +78,21 @@ export interface H3ServerOptions extends ServerOptions {
   onError?: (err: unknown) => void;
 }
 
+/** A response that waits for room in the server's send queue. */
+interface Blocked {
+  streamId: number;
+  headers: HeaderList;
+  body: Uint8Array;
+}
+
+/** The 413 for a body over `limit`: the handler's problem builder, the handler's own words. */
+function bodyTooLargeResponse(limit: number): SbiResponse {
+  return problemResponse(413, {
+    cause: "PAYLOAD_TOO_LARGE",
+    detail: `Request body exceeds ${limit} bytes`,
+  });
+}
+
 function urlHost(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
 }
@@ -61,8 +101,12 @@ function urlHost(hostname: string): string {
 export interface H3SbiServer extends SbiServer {
   /** The explicit datagram size in force (`maxUdpPayload`), or undefined for standard PMTUD. */
   readonly maxUdpPayload: number | undefined;
-  /** Datagram counters over every connection so far (largest sent and received, drops). */
+  /** Datagram counters over every connection so far (largest sent and received, drops, queued bytes). */
   datagramStats(): H3DatagramStats | null;
+  /** Connections held, including closing ones. */
+  readonly connectionCount: number;
+  /** Request streams not yet closed, over all connections. */
+  readonly openStreams: number;
 }
 
 class H3Server implements H3SbiServer {
@@ -85,6 +129,8 @@ class H3Server implements H3SbiServer {
   #closing: Promise<void> | undefined;
   #stopped = false;
   #received = 0;
+  #blocked = new Map<number, Blocked[]>();
+  #maxBody: number;
 
   constructor(
     sock: H3Socket,
@@ -99,6 +145,7 @@ class H3Server implements H3SbiServer {
     this.#handler = handler;
     this.#options = options;
     this.hostname = hostname;
+    this.#maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     this.maxUdpPayload = maxUdpPayload || undefined;
     this.port = sock.port;
     this.url = `https://${urlHost(hostname)}:${sock.port}`;
@@ -131,8 +178,14 @@ class H3Server implements H3SbiServer {
     }
     for (let e: H3Event | null; (e = this.#ep.poll());) {
       if (e.type === H3_EVENT.MESSAGE) void this.#dispatch(e);
-      else if (e.type === H3_EVENT.CLOSED) this.#ep.forget(e.connId);
+      else if (e.type === H3_EVENT.TOO_LARGE) {
+        this.#send(e.connId, e.streamId, bodyTooLargeResponse(this.#maxBody));
+      } else if (e.type === H3_EVENT.CLOSED) {
+        this.#ep.forget(e.connId);
+        this.#blocked.delete(e.connId);
+      }
     }
+    if (this.#blocked.size && this.#retryBlocked()) this.#scheduleFlush();
     this.#arm();
   }
 
@@ -155,15 +208,42 @@ class H3Server implements H3SbiServer {
           response = transportProblem(500, "Internal error", "SYSTEM_FAILURE");
         }
       }
-      if (!this.#stopped && response) {
-        // A negative result means the stream or connection went away meanwhile.
-        this.#ep.respond(e.connId, e.streamId, responseHeaderList(response), response.body);
-        this.#scheduleFlush();
-      }
+      if (!this.#stopped && response) this.#send(e.connId, e.streamId, response);
     } finally {
       this.#inflight--;
       this.#idle?.();
     }
+  }
+
+  /** Hands a response to the shim, or queues it behind the connection's waiting ones when there is no room. */
+  #send(connId: number, streamId: number, response: SbiResponse): void {
+    const item = { streamId, headers: responseHeaderList(response), body: response.body };
+    const waiting = this.#blocked.get(connId);
+    if (waiting) {
+      waiting.push(item);
+      return;
+    }
+    // Other negative results mean the stream or connection went away meanwhile.
+    const rc = this.#ep.respond(connId, streamId, item.headers, item.body);
+    if (rc === H3_ERR.STREAM_BLOCKED) this.#blocked.set(connId, [item]);
+    else this.#scheduleFlush();
+  }
+
+  /** Offers waiting responses again, oldest first per connection; true when any went out. */
+  #retryBlocked(): boolean {
+    let sent = false;
+    for (const [connId, waiting] of this.#blocked) {
+      while (waiting.length) {
+        const b = waiting[0];
+        if (this.#ep.respond(connId, b.streamId, b.headers, b.body) === H3_ERR.STREAM_BLOCKED) {
+          break;
+        }
+        waiting.shift();
+        sent = true;
+      }
+      if (!waiting.length) this.#blocked.delete(connId);
+    }
+    return sent;
   }
 
   #scheduleFlush(): void {
@@ -254,6 +334,7 @@ export async function createH3Server(
   const hostname = options.hostname ?? "127.0.0.1";
   // Throws H3Error (SOCKET) when the address is in use or not local.
   const sock = new H3Socket(lib.symbols, hostname, options.port ?? 0);
+  const totalQueued = options.maxQueuedBytes ?? 256 * 1024 * 1024;
   try {
     using config = new H3Config(lib.symbols, true, {
       certPem: tls.certPem,
@@ -261,7 +342,13 @@ export async function createH3Server(
       caPem: tls.caPem,
       verifyPeer: tls.requireClientCert,
       idleTimeoutMs: options.idleTimeoutMs,
-      maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
+      maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY,
+      handshakeTimeoutMs: options.handshakeTimeoutMs,
+      sendQueue: {
+        connBytes: Math.min(options.maxQueuedBytesPerConnection ?? 64 * 1024 * 1024, totalQueued),
+        totalBytes: totalQueued,
+        stallMs: options.sendStallTimeoutMs ?? 30_000,
+      },
       maxUdpPayload: options.maxUdpPayload,
       maxRecvUdpPayload: options.maxRecvUdpPayload,
       congestionControl: options.congestionControl,

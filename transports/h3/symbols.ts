@@ -31,6 +31,10 @@ export const SYMBOLS = {
   sbh3_config_get_max_udp_payload: { parameters: ["pointer"], result: "i32" },
   // int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes);
   sbh3_config_set_max_recv_udp_payload: { parameters: ["pointer", "u32"], result: "i32" },
+  // int sbh3_config_set_handshake_timeout(sbh3_config *cfg, uint32_t ms);
+  sbh3_config_set_handshake_timeout: { parameters: ["pointer", "u32"], result: "i32" },
+  // int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t total_bytes, uint32_t stall_ms);
+  sbh3_config_set_send_queue: { parameters: ["pointer", "u64", "u64", "u32"], result: "i32" },
   // int sbh3_config_set_cc(sbh3_config *cfg, int algo);
   sbh3_config_set_cc: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);

@@ -133,7 +133,7 @@ int sbh3_conn_poll(sbh3_conn *c, uint8_t *buf, size_t cap) {
 int sbh3_conn_close(sbh3_conn *c) {
   if (!c) return SBH3_ERR_INVALID;
   if (c->closed) return SBH3_ERR_CLOSED;
-  close_locally(c, "Connection closed locally");
+  close_locally(c, NGHTTP3_H3_NO_ERROR, "Connection closed locally");
   return 0;
 }
 
@@ -154,5 +154,5 @@ int sbh3_conn_stream_count(sbh3_conn *c) {
 
 int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
   if (!c) return SBH3_ERR_INVALID;
-  return stats_copy(c->st, c, out, n);
+  return stats_copy(c->st, c, c->queued, out, n);
 }

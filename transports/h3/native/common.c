@@ -132,6 +132,10 @@ sbh3_config *sbh3_config_new(int is_server) {
   cfg->max_body = 64ull << 20;
   cfg->max_udp_payload = 0;
   cfg->max_recv_udp_payload = MAX_UDP;
+  cfg->handshake_ms = 5000;
+  cfg->max_conn_queued = 64ull << 20;
+  cfg->max_total_queued = 256ull << 20;
+  cfg->stall_ms = 30000;
   return cfg;
 }
 
@@ -186,6 +190,20 @@ int sbh3_config_get_max_udp_payload(const sbh3_config *cfg) {
 int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes) {
   if (!cfg || bytes < 1200 || bytes > MAX_UDP) return SBH3_ERR_INVALID;
   cfg->max_recv_udp_payload = bytes;
+  return 0;
+}
+
+int sbh3_config_set_handshake_timeout(sbh3_config *cfg, uint32_t ms) {
+  if (!cfg || ms == 0) return SBH3_ERR_INVALID;
+  cfg->handshake_ms = ms;
+  return 0;
+}
+
+int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t total_bytes, uint32_t stall_ms) {
+  if (!cfg || conn_bytes == 0 || total_bytes < conn_bytes || stall_ms == 0) return SBH3_ERR_INVALID;
+  cfg->max_conn_queued = conn_bytes;
+  cfg->max_total_queued = total_bytes;
+  cfg->stall_ms = stall_ms;
   return 0;
 }
 

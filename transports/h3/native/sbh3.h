@@ -74,6 +74,8 @@ enum sbh3_event_type {
   SBH3_EV_CLOSED = 4,
   /* The peer sent GOAWAY: open no new streams on this connection. */
   SBH3_EV_GOAWAY = 5,
+  /* Server: a request body passed max_body; headers only. Reading stopped (STOP_SENDING, H3_NO_ERROR); answer it (413). */
+  SBH3_EV_TOO_LARGE = 6,
 };
 
 enum sbh3_verify {
@@ -108,7 +110,9 @@ enum sbh3_stat {
   SBH3_STAT_PATH_MAX_PAYLOAD = 7,
   /* The peer's max_udp_payload_size transport parameter (0 until known, and for server totals). */
   SBH3_STAT_PEER_MAX_PAYLOAD = 8,
-  SBH3_STAT_COUNT = 9,
+  /* Response body bytes held now for open streams (see sbh3_config_set_send_queue). */
+  SBH3_STAT_QUEUED_BYTES = 9,
+  SBH3_STAT_COUNT = 10,
 };
 
 typedef struct sbh3_config sbh3_config;
@@ -139,6 +143,10 @@ int sbh3_config_get_max_udp_payload(const sbh3_config *cfg);
 int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes);
 /* Sets the congestion controller (enum sbh3_cc; default HOST: the same kind as the host's TCP). */
 int sbh3_config_set_cc(sbh3_config *cfg, int algo);
+/* Sets the handshake timeout in ms (default 5000). */
+int sbh3_config_set_handshake_timeout(sbh3_config *cfg, uint32_t ms);
+/* Server: bytes of response bodies held per connection and per endpoint (default 64 MiB, 256 MiB), and a stall period in ms: a connection holding bytes that gets under 16 KiB acknowledged in one period is closed with H3_EXCESSIVE_LOAD (default 30000). */
+int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t total_bytes, uint32_t stall_ms);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
 
@@ -184,7 +192,7 @@ int sbh3_server_timeout_ms(sbh3_server *srv);
 int sbh3_server_on_timeout(sbh3_server *srv);
 /* Writes the next event of any connection into buf; returns its length or SBH3_ERR_DONE. */
 int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap);
-/* Sends a response on a request stream (header block + body, copied). */
+/* Sends a response on a request stream (header block + body, copied); SBH3_ERR_STREAM_BLOCKED: the send queue is full, retry after sbh3_server_io. */
 int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,
                         const uint8_t *body, size_t body_len);
 /* Refuses new connections and sends GOAWAY on existing ones. */

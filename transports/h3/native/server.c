@@ -306,6 +306,10 @@ int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, c
   if (c->closed) return SBH3_ERR_CLOSED;
   stream_t *s = stream_find(c, stream_id);
   if (!s || !s->done || s->out) return SBH3_ERR_NOT_FOUND;
+  /* Room in the send queues (one body is always let in, however large, when its queue is empty). */
+  if (body_len && ((c->queued && c->queued + body_len > srv->cfg->max_conn_queued) ||
+                   (srv->queued && srv->queued + body_len > srv->cfg->max_total_queued)))
+    return SBH3_ERR_STREAM_BLOCKED;
   nghttp3_nv *nv;
   size_t n;
   int rv = parse_headers(hdrs, hdrs_len, &nv, &n);
@@ -323,6 +327,14 @@ int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, c
     s->out_len = 0;
     return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBH3_ERR_INVALID : SBH3_ERR_INTERNAL;
   }
+  if (body_len) {
+    if (!c->queued) {
+      c->progress_at = now_ns();
+      c->acked = 0;
+    }
+    c->queued += body_len;
+    srv->queued += body_len;
+  }
   return 0;
 }
 
@@ -339,7 +351,7 @@ int sbh3_server_close_all(sbh3_server *srv) {
   srv->shutting_down = 1;
   for (sbh3_conn *c = srv->conns; c; c = c->next) {
     if (c->closed) continue;
-    close_locally(c, "Server closed");
+    close_locally(c, NGHTTP3_H3_NO_ERROR, "Server closed");
   }
   return 0;
 }
@@ -354,10 +366,10 @@ int sbh3_server_open_streams(sbh3_server *srv) {
 
 int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t n) {
   if (!srv) return SBH3_ERR_INVALID;
-  if (conn_id == 0) return stats_copy(srv->st, NULL, out, n);
+  if (conn_id == 0) return stats_copy(srv->st, NULL, srv->queued, out, n);
   sbh3_conn *c = server_find_id(srv, conn_id);
   if (!c) return SBH3_ERR_NOT_FOUND;
-  return stats_copy(c->st, c, out, n);
+  return stats_copy(c->st, c, c->queued, out, n);
 }
 
 int sbh3_server_conn_count(sbh3_server *srv) {
