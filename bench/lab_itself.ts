@@ -1,19 +1,27 @@
 /**
- * `peers` (the lab measuring itself): our h2c client and `h2load` against the
- * same `nghttpd`, at 1 and 64 streams in flight on one connection, in one
- * run. Each row is split into windows; a sample is the time per completed
+ * `peers` (the lab measuring itself): our h2c client, the native load engine
+ * and `h2load` against the same `nghttpd` (on the server CPU), at 1 and 64
+ * streams in flight on one connection and at 8 connections × 64 streams
+ * (native engine and h2load only), in one run. Each row is split into windows; a sample is the time per completed
  * request in one window (1 / throughput), so every row gets a median and a
  * bootstrap CI the same way. A raw `fetch` row (same HTTP client as ours,
  * without the SBI headers and timeout) separates the cost of the runtime's
  * HTTP stack from the cost of our client layer.
  */
 import { Recorder } from "./recorder.ts";
+import { onServerCpu, placement } from "./affinity.ts";
+import { runLoad } from "../transports/load/mod.ts";
+import type { EngineName } from "./schema.ts";
 import { sampleOperation, type SamplingPlan } from "./sampler.ts";
 import type { ResultRow } from "./schema.ts";
 import { makeRow, type ScenarioContext } from "./scenarios/context.ts";
 
-/** Stream levels compared with h2load. */
-export const PEER_STREAMS = [1, 64];
+/** Connections × streams compared with h2load (the SBI client and fetch rows: one connection only). */
+export const PEER_SHAPES = [
+  { connections: 1, streams: 1 },
+  { connections: 1, streams: 64 },
+  { connections: 8, streams: 64 },
+];
 
 /** Raised when a peer tool is missing or misbehaves. */
 export class PeerError extends Error {
@@ -82,8 +90,14 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   const docs = await Deno.makeTempDir({ prefix: "sbilab-peers-" });
   await Deno.writeFile(`${docs}/payload`, new Uint8Array(size).fill(0x61));
   const port = freePort();
-  const nghttpd = new Deno.Command("nghttpd", {
-    args: ["--no-tls", "-d", docs, String(port)],
+  const [cmd, cmdArgs] = onServerCpu(await placement(), "nghttpd", [
+    "--no-tls",
+    "-d",
+    docs,
+    String(port),
+  ]);
+  const nghttpd = new Deno.Command(cmd, {
+    args: cmdArgs,
     stdout: "null",
     stderr: "null",
     stdin: "null",
@@ -111,34 +125,74 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
       }
     };
     try {
-      for (const streams of PEER_STREAMS) {
-        for (const [name, op] of [["sbilab client", ours], ["Deno fetch", plain]] as const) {
-          const rec = new Recorder();
-          let errors = 0;
-          for (let w = 0; w < windows; w++) {
-            const plan: SamplingPlan = {
-              warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
-              sampleMs: windowMs,
-            };
-            const r = await sampleOperation(op, plan, streams, {
-              clock: ctx.clock,
-              signal: ctx.signal,
-              onProgress: (f) => ctx.onProgress(`${name} ${streams} streams`, (w + f) / windows),
-            });
-            errors += r.errors;
-            rec.record((r.elapsedMs * 1e6) / r.samples.count);
+      const ratios: string[] = [];
+      for (const { connections, streams } of PEER_SHAPES) {
+        const shape = { connections, streams };
+        if (connections === 1) {
+          for (const [name, op] of [["sbilab client", ours], ["Deno fetch", plain]] as const) {
+            const rec = new Recorder();
+            let errors = 0;
+            for (let w = 0; w < windows; w++) {
+              const plan: SamplingPlan = {
+                warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
+                sampleMs: windowMs,
+              };
+              const r = await sampleOperation(op, plan, streams, {
+                clock: ctx.clock,
+                signal: ctx.signal,
+                onProgress: (f) => ctx.onProgress(`${name} ${streams} streams`, (w + f) / windows),
+              });
+              errors += r.errors;
+              rec.record((r.elapsedMs * 1e6) / r.samples.count);
+            }
+            const engine = name === "sbilab client" ? "sbi" : "peer";
+            rows.push(peerRow(name, engine, shape, size, rec, errors));
+            ctx.onRow(rows.at(-1)!);
           }
-          rows.push(peerRow(name, streams, size, rec, errors));
-          ctx.onRow(rows.at(-1)!);
         }
+        const native = new Recorder();
+        let nativeErrors = 0;
+        for (let w = 0; w < windows; w++) {
+          ctx.onProgress(`native engine ${connections}×${streams}`, w / windows);
+          const r = await runLoad({
+            protocol: "h2",
+            host: "127.0.0.1",
+            port,
+            headers: [
+              [":method", "GET"],
+              [":scheme", "http"],
+              [":authority", `127.0.0.1:${port}`],
+              [":path", "/payload"],
+            ],
+            connections,
+            streams,
+            durationMs: windowMs,
+            warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
+          }, { signal: ctx.signal });
+          nativeErrors += r.errors;
+          if (r.completed < 1) {
+            throw new PeerError(`the native engine completed no request: ${r.error}`);
+          }
+          native.record(1e9 / r.reqPerSec);
+        }
+        const nativeRow = peerRow(
+          "sbilab native engine",
+          "native",
+          shape,
+          size,
+          native,
+          nativeErrors,
+        );
+        rows.push(nativeRow);
+        ctx.onRow(nativeRow);
         const rec = new Recorder();
         let failed = 0;
         for (let w = 0; w < windows; w++) {
-          ctx.onProgress(`h2load ${streams} streams`, w / windows);
+          ctx.onProgress(`h2load ${connections}×${streams}`, w / windows);
           const warm = w === 0 ? Math.max(100, Math.round(ctx.plan.warmupMs)) : 0;
           const args = [
             "-c",
-            "1",
+            String(connections),
             "-t",
             "1",
             "-m",
@@ -157,9 +211,20 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
           }
           rec.record(1e9 / s.reqPerSec);
         }
-        rows.push(peerRow("h2load", streams, size, rec, failed));
-        ctx.onRow(rows.at(-1)!);
+        const h2loadRow = peerRow("h2load", "peer", shape, size, rec, failed);
+        rows.push(h2loadRow);
+        ctx.onRow(h2loadRow);
+        ratios.push(
+          `${connections}×${streams}: ${
+            (nativeRow.requestsPerSecond! / h2loadRow.requestsPerSecond!).toFixed(2)
+          }×`,
+        );
       }
+      ctx.notes.push(
+        `Native engine ÷ h2load req/s (medians of ${windows} windows each, same nghttpd): ${
+          ratios.join(", ")
+        }.`,
+      );
     } finally {
       await client.close();
       raw.close();
@@ -178,20 +243,24 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
 
 function peerRow(
   name: string,
-  streams: number,
+  engine: EngineName,
+  shape: { connections: number; streams: number },
   size: number,
   rec: Recorder,
   errors: number,
 ): ResultRow {
+  const { connections, streams } = shape;
+  const key = connections === 1 ? String(streams) : `${connections}x${streams}`;
   const row = makeRow({
-    id: `peers/${name.replace(/\s+/g, "-")}/${size}/${streams}`,
+    id: `peers/${name.replace(/\s+/g, "-")}/${size}/${key}`,
     scenario: "peers",
     transport: name,
-    label: `GET ${size} B from nghttpd, ${streams} stream${
-      streams > 1 ? "s" : ""
-    } in flight (time per request)`,
+    engine,
+    label: `GET ${size} B from nghttpd, ${
+      connections === 1 ? "" : `${connections} connections × `
+    }${streams} stream${streams > 1 ? "s" : ""} in flight (time per request)`,
     sizeBytes: size,
-    concurrency: streams,
+    concurrency: connections * streams,
     errors,
   }, rec.finish());
   row.requestsPerSecond = 1e9 / row.estimate.median;

@@ -24,12 +24,16 @@ export {
   timerSleep,
 } from "./handler.ts";
 export {
+  bodyTooLarge,
+  overloaded,
   PROBLEM_JSON,
   problemDetails,
   ProblemError,
   type ProblemInit,
   problemResponse,
   statusTitle,
+  systemFailure,
+  unreadableRequest,
 } from "./problem.ts";
 export {
   buildPayload,
@@ -41,6 +45,9 @@ export {
 export {
   createMemoryNfProfileStore,
   createNrf,
+  DEFAULT_MAX_INSTANCES,
+  DEFAULT_MAX_JSON_DEPTH,
+  DEFAULT_MAX_PROFILE_BYTES,
   mediaType,
   NF_INSTANCES_PATH,
   type NfProfile,
@@ -49,6 +56,7 @@ export {
   type NrfOptions,
   parseJsonBody,
 } from "./nrf.ts";
+export { exceedsJsonDepth, jsonValueDepth } from "./json_depth.ts";
 export {
   applyJsonPatch,
   jsonEqual,
@@ -64,3 +72,12 @@ export {
   multipartBoundary,
   parseMultipart,
 } from "./multipart.ts";
+export {
+  createUeRegistry,
+  mockNfRoutes,
+  NAS_TYPE,
+  NF_APIS,
+  NGAP_TYPE,
+  simulatedResStar,
+  type UeRegistry,
+} from "./nf/mod.ts";

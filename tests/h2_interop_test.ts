@@ -15,6 +15,7 @@ import {
   testPki,
   waitForPort,
 } from "./support.ts";
+import { H2_NATIVE_SKIP } from "../transports/h2/_test_util.ts";
 
 const PAYLOAD = "/nbench/v1/payload?size=16384";
 
@@ -22,12 +23,16 @@ async function expectedPayload(size: number): Promise<Uint8Array> {
   return (await directCall(createHandler(), "GET", `/nbench/v1/payload?size=${size}`)).body;
 }
 
-for (const transport of ["h2c", "h2-tls"] as const) {
+const NATIVE_SKIP = H2_NATIVE_SKIP !== null;
+
+for (
+  const [transport, stack] of [["h2c", "deno"], ["h2-tls", "deno"], ["h2c", "native"]] as const
+) {
   Deno.test({
-    name: `nghttp fetches the handler's exact bytes from our ${transport} server`,
-    ignore: needsTool("nghttp", "nghttp2-client"),
+    name: `nghttp fetches the handler's exact bytes from our ${transport} server (${stack} stack)`,
+    ignore: needsTool("nghttp", "nghttp2-client") || (stack === "native" && NATIVE_SKIP),
     fn: async () => {
-      const pair = await startPair(transport);
+      const pair = await startPair(transport, { stack });
       try {
         const r = await runTool("nghttp", [`${pair.server.url}${PAYLOAD}`]);
         assert.equal(r.code, 0, r.stderr);
@@ -39,34 +44,37 @@ for (const transport of ["h2c", "h2-tls"] as const) {
   });
 }
 
-Deno.test({
-  name: "curl --http2-prior-knowledge gets the exact bytes and an HTTP/2 response from h2c",
-  ignore: needsTool("curl", "curl"),
-  fn: async () => {
-    const pair = await startPair("h2c");
-    try {
-      const r = await runTool("curl", [
-        "-sS",
-        "--http2-prior-knowledge",
-        "-o",
-        "-",
-        "-w",
-        "\n%{http_version} %{http_code}",
-        `${pair.server.url}/nbench/v1/payload?size=256`,
-      ]);
-      assert.equal(r.code, 0, r.stderr);
-      const text = new TextDecoder().decode(r.stdout);
-      const [body, trailer] = [
-        text.slice(0, text.lastIndexOf("\n")),
-        text.slice(text.lastIndexOf("\n") + 1),
-      ];
-      assert.equal(trailer, "2 200");
-      assert.equal(body, new TextDecoder().decode(await expectedPayload(256)));
-    } finally {
-      await pair.close();
-    }
-  },
-});
+for (const stack of ["deno", "native"] as const) {
+  Deno.test({
+    name:
+      `curl --http2-prior-knowledge gets the exact bytes and an HTTP/2 response from h2c (${stack} stack)`,
+    ignore: needsTool("curl", "curl") || (stack === "native" && NATIVE_SKIP),
+    fn: async () => {
+      const pair = await startPair("h2c", { stack });
+      try {
+        const r = await runTool("curl", [
+          "-sS",
+          "--http2-prior-knowledge",
+          "-o",
+          "-",
+          "-w",
+          "\n%{http_version} %{http_code}",
+          `${pair.server.url}/nbench/v1/payload?size=256`,
+        ]);
+        assert.equal(r.code, 0, r.stderr);
+        const text = new TextDecoder().decode(r.stdout);
+        const [body, trailer] = [
+          text.slice(0, text.lastIndexOf("\n")),
+          text.slice(text.lastIndexOf("\n") + 1),
+        ];
+        assert.equal(trailer, "2 200");
+        assert.equal(body, new TextDecoder().decode(await expectedPayload(256)));
+      } finally {
+        await pair.close();
+      }
+    },
+  });
+}
 
 Deno.test({
   name: "curl verifies our h2-tls server against the dev CA and negotiates h2",
@@ -195,6 +203,37 @@ for (const transport of ["h2c", "h2-tls"] as const) {
   });
 }
 
+for (const streams of [1, 64]) {
+  Deno.test({
+    name:
+      `h2load completes 2000 requests at ${streams} concurrent streams against the native h2c server`,
+    ignore: needsTool("h2load", "nghttp2-client") || NATIVE_SKIP,
+    fn: async () => {
+      const pair = await startPair("h2c", { stack: "native" });
+      try {
+        const r = await runTool("h2load", [
+          "-n",
+          "2000",
+          "-c",
+          "2",
+          "-m",
+          String(streams),
+          `${pair.server.url}/nbench/v1/payload?size=256`,
+        ], 60_000);
+        const text = new TextDecoder().decode(r.stdout);
+        const s = h2loadSummary(text);
+        assert.equal(s.succeeded, 2000, text);
+        assert.equal(s.twoxx, 2000, text);
+        // the server is still healthy for our own client afterwards
+        const after = await pair.client.request({ path: PAYLOAD });
+        assert.deepEqual(after.body, await expectedPayload(16384));
+      } finally {
+        await pair.close();
+      }
+    },
+  });
+}
+
 Deno.test("our h2-tls client and server keep 16 KiB round trips clear of the Nagle stall (median of 200 < 10 ms)", async () => {
   const pair = await startPair("h2-tls");
   try {
@@ -223,6 +262,23 @@ Deno.test("our h2-tls client and server keep 16 KiB round trips clear of the Nag
   } finally {
     await pair.close();
   }
+});
+
+Deno.test({
+  name: "TCP_NODELAY is set on every socket the native h2c server accepts",
+  ignore: NATIVE_SKIP,
+  fn: async () => {
+    const { tcpSocketsNoDelay } = await import("../transports/h2/nodelay.ts");
+    const pair = await startPair("h2c", { stack: "native" });
+    try {
+      await pair.client.request({ path: "/nbench/v1/payload?size=10" });
+      const accepted = tcpSocketsNoDelay({ localPort: pair.server.port });
+      assert.ok(accepted.length >= 1);
+      for (const s of accepted) assert.equal(s.noDelay, true, `fd ${s.fd}`);
+    } finally {
+      await pair.close();
+    }
+  },
 });
 
 Deno.test("TCP_NODELAY is set on the h2 listener, the accepted socket and the client socket", async () => {

@@ -91,7 +91,7 @@ Deno.test({
       tls: await serverTls(),
       maxQueuedBytesPerConnection: 32 * MiB,
       maxQueuedBytes: 64 * MiB,
-      sendStallTimeoutMs: 1500,
+      stallTimeoutMs: 1500,
     });
     const rss0 = Deno.memoryUsage().rss;
     const uris = Array.from(

@@ -5,9 +5,11 @@
  * state evolves the same way everywhere.
  */
 import assert from "node:assert/strict";
-import { createHandler } from "../handler/mod.ts";
+import { createHandler, systemFailure } from "../handler/mod.ts";
 import type { SbiHandler, SbiResponse } from "../handler/types.ts";
+import type { TransportName } from "../transports/mod.ts";
 import { directCall, startPair, testTransports } from "./support.ts";
+import { H2_NATIVE_SKIP } from "../transports/h2/_test_util.ts";
 
 const enc = new TextEncoder();
 
@@ -156,23 +158,21 @@ async function expected(handler: SbiHandler, c: Case): Promise<Seen> {
   try {
     r = await directCall(handler, c.method, c.path, c.headers, c.body);
   } catch {
-    r = {
-      status: 500,
-      headers: { "content-type": "application/problem+json" },
-      body: enc.encode(
-        JSON.stringify({ title: "Internal error", status: 500, cause: "SYSTEM_FAILURE" }),
-      ),
-    };
+    r = systemFailure();
   }
   return pick(r);
 }
 
-const transports = await testTransports();
+const targets: { transport: TransportName; stack?: "native" }[] = (await testTransports()).map((
+  transport,
+) => ({ transport }));
+if (H2_NATIVE_SKIP === null) targets.push({ transport: "h2c", stack: "native" });
 
-for (const transport of transports) {
-  Deno.test(`${transport} returns the handler's exact bytes for every parity case`, async () => {
+for (const { transport, stack } of targets) {
+  const label = stack ? `${transport} (${stack} server)` : transport;
+  Deno.test(`${label} returns the handler's exact bytes for every parity case`, async () => {
     const direct = freshHandler();
-    const pair = await startPair(transport, { handler: freshHandler(), timeoutMs: 20_000 });
+    const pair = await startPair(transport, { handler: freshHandler(), timeoutMs: 20_000, stack });
     try {
       for (const c of CASES) {
         const want = await expected(direct, c);

@@ -11,7 +11,12 @@ import {
   type TransportName,
   TRANSPORTS,
 } from "./types.ts";
-import { createH2Client, createH2cServer, createH2TlsServer } from "./h2/mod.ts";
+import {
+  createH2Client,
+  createH2cServer,
+  createH2TlsServer,
+  createNativeH2cServer,
+} from "./h2/mod.ts";
 
 export * from "./types.ts";
 export * from "./tls.ts";
@@ -41,6 +46,10 @@ export async function createServer(
 ): Promise<SbiServer> {
   switch (transport) {
     case "h2c":
+      if (options.stack === "native") return await createNativeH2cServer(handler, options);
+      if (options.stack !== undefined && options.stack !== "deno") {
+        throw new RangeError(`Unknown stack ${options.stack} (choose native or deno)`);
+      }
       return await createH2cServer(handler, options);
     case "h2-tls":
       return await createH2TlsServer(handler, options);

@@ -19,6 +19,17 @@ export interface ServerOptions {
   port?: number;
   /** Certificate, key and (for mTLS) CA. Required for h2-tls and h3. */
   tls?: TlsMaterial;
+  /**
+   * h2c only: which server implementation. `deno` is `Deno.serve`; `native`
+   * is nghttp2 through FFI (transports/h2/native_server.ts). Default `deno`.
+   */
+  stack?: "native" | "deno";
+  /**
+   * Largest request body; a larger one gets the handler's 413 (`bodyTooLarge`)
+   * as soon as the transport sees it. Give the handler the same number.
+   * Default the handler's `DEFAULT_MAX_BODY_BYTES`.
+   */
+  maxBodyBytes?: number;
 }
 
 /** A running server. */

@@ -113,3 +113,220 @@ export function frameRelay(
   });
   return { ...server, frames, changed: () => wake.promise };
 }
+
+/** HTTP/2 frame flags used by the raw client. */
+export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4 };
+
+/** HTTP/2 error codes (RFC 9113 §7) the tests look for. */
+export const H2_CODE = { NO_ERROR: 0, PROTOCOL_ERROR: 1, CANCEL: 8, ENHANCE_YOUR_CALM: 0xb };
+
+/** Builds one frame. */
+export function frame(
+  type: number,
+  flags: number,
+  streamId: number,
+  payload: Uint8Array = new Uint8Array(0),
+): Uint8Array {
+  const f = new Uint8Array(9 + payload.length);
+  const v = new DataView(f.buffer);
+  v.setUint32(0, payload.length << 8);
+  f[3] = type;
+  f[4] = flags;
+  v.setUint32(5, streamId & 0x7fffffff);
+  f.set(payload, 9);
+  return f;
+}
+
+/** A SETTINGS frame with the given (id, value) pairs. */
+export function settingsFrame(entries: [number, number][] = []): Uint8Array {
+  const p = new Uint8Array(6 * entries.length);
+  const v = new DataView(p.buffer);
+  entries.forEach(([id, value], i) => {
+    v.setUint16(6 * i, id);
+    v.setUint32(6 * i + 2, value);
+  });
+  return frame(FRAME.SETTINGS, 0, 0, p);
+}
+
+/** An RST_STREAM frame. */
+export function rstFrame(streamId: number, code: number): Uint8Array {
+  const p = new Uint8Array(4);
+  new DataView(p.buffer).setUint32(0, code);
+  return frame(FRAME.RST_STREAM, 0, streamId, p);
+}
+
+/** An HPACK string length: 7-bit prefix integer, no Huffman (RFC 7541 §5.1). */
+function hpackLength(n: number): number[] {
+  if (n < 127) return [n];
+  const out = [127];
+  n -= 127;
+  while (n >= 128) {
+    out.push((n & 0x7f) | 0x80);
+    n >>>= 7;
+  }
+  out.push(n);
+  return out;
+}
+
+/** HPACK literal field without indexing, new name, no Huffman. */
+export function hpackLiteral(name: string, value: string): number[] {
+  const enc = new TextEncoder();
+  return [
+    0,
+    ...hpackLength(name.length),
+    ...enc.encode(name),
+    ...hpackLength(value.length),
+    ...enc.encode(value),
+  ];
+}
+
+/** An HPACK request header block: GET (or `method`), http, `path`, authority localhost. */
+export function requestBlock(
+  path: string,
+  method = "GET",
+  extra: [string, string][] = [],
+): number[] {
+  return [
+    ...hpackLiteral(":method", method),
+    0x86, // :scheme http (static table 6)
+    ...hpackLiteral(":path", path),
+    ...hpackLiteral(":authority", "localhost"),
+    ...extra.flatMap(([n, v]) => hpackLiteral(n, v)),
+  ];
+}
+
+/** A received frame. */
+export interface RawFrame {
+  type: number;
+  flags: number;
+  streamId: number;
+  payload: Uint8Array;
+}
+
+/**
+ * A hand-driven HTTP/2 client connection for misbehaving on purpose: writes
+ * raw bytes, records every frame the server sends, ACKs the server's SETTINGS
+ * (unless told not to) and notes when the server closes the connection.
+ */
+export class RawH2Client {
+  readonly frames: RawFrame[] = [];
+  #conn: Deno.TcpConn;
+  #ended = Promise.withResolvers<void>();
+  #wake = Promise.withResolvers<void>();
+  closedByServer = false;
+  readonly done: Promise<void>;
+
+  private constructor(conn: Deno.TcpConn, ackSettings: boolean) {
+    this.#conn = conn;
+    this.done = this.#read(ackSettings);
+  }
+
+  /** Connects; sends the preface and `settings` unless `preface` is false. */
+  static async open(
+    port: number,
+    options: { preface?: boolean; settings?: [number, number][]; ackSettings?: boolean } = {},
+  ): Promise<RawH2Client> {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const c = new RawH2Client(conn, options.ackSettings ?? true);
+    if (options.preface ?? true) {
+      await c.write(new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
+      await c.write(settingsFrame(options.settings ?? []));
+    }
+    return c;
+  }
+
+  async #read(ackSettings: boolean): Promise<void> {
+    let buf = new Uint8Array(0);
+    const chunk = new Uint8Array(65536);
+    try {
+      for (;;) {
+        const n = await this.#conn.read(chunk);
+        if (n === null) {
+          this.closedByServer = true;
+          break;
+        }
+        const next = new Uint8Array(buf.length + n);
+        next.set(buf);
+        next.set(chunk.subarray(0, n), buf.length);
+        buf = next;
+        while (buf.length >= 9) {
+          const len = (buf[0] << 16) | (buf[1] << 8) | buf[2];
+          if (buf.length < 9 + len) break;
+          const f: RawFrame = {
+            type: buf[3],
+            flags: buf[4],
+            streamId: new DataView(buf.buffer, buf.byteOffset + 5).getUint32(0) & 0x7fffffff,
+            payload: buf.slice(9, 9 + len),
+          };
+          this.frames.push(f);
+          if (ackSettings && f.type === FRAME.SETTINGS && !(f.flags & FLAG.ACK)) {
+            await this.write(frame(FRAME.SETTINGS, FLAG.ACK, 0)).catch(() => {});
+          }
+          buf = buf.subarray(9 + len);
+        }
+        this.#wake.resolve();
+        this.#wake = Promise.withResolvers<void>();
+      }
+    } catch {
+      this.closedByServer = true; // reset
+    } finally {
+      this.#wake.resolve();
+      this.#ended.resolve();
+    }
+  }
+
+  /** Writes raw bytes; false when the server already closed. */
+  async write(bytes: Uint8Array): Promise<boolean> {
+    try {
+      let off = 0;
+      while (off < bytes.length) off += await this.#conn.write(bytes.subarray(off));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Error code of the server's GOAWAY, if it sent one. */
+  get goawayCode(): number | undefined {
+    const g = this.frames.find((f) => f.type === FRAME.GOAWAY);
+    return g ? new DataView(g.payload.buffer).getUint32(4) : undefined;
+  }
+
+  /** Resolves once `done()` holds or the connection ended; rejects after `timeoutMs`. */
+  async until(done: () => boolean, timeoutMs = 5000): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    while (!done()) {
+      if (this.closedByServer) return;
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error("timed out waiting for the server");
+      let t: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        this.#wake.promise,
+        new Promise((r) => t = setTimeout(r, left)),
+      ]);
+      clearTimeout(t);
+    }
+  }
+
+  /** Waits for the server to close the connection; rejects after `timeoutMs`. */
+  async closed(timeoutMs = 5000): Promise<void> {
+    let t: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      this.#ended.promise,
+      new Promise((_, reject) =>
+        t = setTimeout(() => reject(new Error("server did not close the connection")), timeoutMs)
+      ),
+    ]);
+    clearTimeout(t);
+  }
+
+  /** Closes our side and waits for the reader. */
+  async close(): Promise<void> {
+    try {
+      this.#conn.close();
+    } catch {
+      // already closed
+    }
+    await this.done;
+  }
+}

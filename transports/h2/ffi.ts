@@ -5,6 +5,7 @@
  * numbers from {@linkcode H2_ERR}; `DONE` becomes 0 or "no event".
  */
 import type { Sbh2Symbols } from "./symbols.ts";
+import { EVENT_HEADER_LEN, WIRE_EVENT } from "../wire.ts";
 
 /** Error codes of the shim (enum sbh2_error). */
 export const H2_ERR = {
@@ -19,7 +20,7 @@ export const H2_ERR = {
 } as const;
 
 /** Event types (enum sbh2_event_type). */
-export const H2_EVENT = { MESSAGE: 2, RESET: 3, CLOSED: 4, GOAWAY: 5 } as const;
+export const H2_EVENT = WIRE_EVENT;
 
 const CODE_NAMES: Record<number, string> = Object.fromEntries(
   Object.entries(H2_ERR).map(([k, v]) => [v, k]),
@@ -52,16 +53,75 @@ export interface H2ConnOptions {
   maxBodyBytes?: number;
 }
 
-const EVENT_HEADER = 32;
 const POLL_BUFFER = 256 * 1024;
 const decoder = new TextDecoder();
+
+/**
+ * Polls events into a reused buffer and hands each to a handler. An event
+ * larger than the buffer is polled into a buffer of its own, so its body is
+ * handed over without a copy (`bodyOwned`). One poller can serve many
+ * connections: it is used synchronously.
+ */
+export class EventPoller {
+  #buf = new Uint8Array(POLL_BUFFER);
+  #view = new DataView(this.#buf.buffer);
+
+  /** Calls `poll` (a shim poll bound to one session) until `expected` events were handed over or none is left. */
+  poll(
+    poll: (buf: Uint8Array<ArrayBuffer>, cap: number) => number,
+    handler: H2EventHandler,
+    expected = Infinity,
+  ): number {
+    let count = 0;
+    while (count < expected) {
+      const n = poll(this.#buf, this.#buf.length);
+      if (n === H2_ERR.DONE || n === H2_ERR.CLOSED) break;
+      if (n === H2_ERR.BUFFER_TOO_SHORT) {
+        const own = new Uint8Array(Number(this.#view.getBigUint64(0, true)));
+        const m = poll(own, own.length);
+        if (m < 0) throw new RangeError(`HTTP/2 poll failed: ${h2ErrorName(m)}`);
+        count += this.#dispatch(own, m, handler, true);
+        continue;
+      }
+      if (n < 0) throw new RangeError(`HTTP/2 poll failed: ${h2ErrorName(n)}`);
+      count += this.#dispatch(this.#buf, n, handler, false);
+    }
+    return count;
+  }
+
+  #dispatch(buf: Uint8Array, length: number, handler: H2EventHandler, owned: boolean): number {
+    const v = buf === this.#buf ? this.#view : new DataView(buf.buffer, buf.byteOffset, length);
+    let off = 0;
+    let count = 0;
+    while (off < length) {
+      const type = v.getUint32(off, true);
+      const streamId = v.getInt32(off + 8, true);
+      const code = v.getInt32(off + 16, true);
+      const hl = v.getUint32(off + 24, true);
+      const bl = v.getUint32(off + 28, true);
+      const hs = off + EVENT_HEADER_LEN;
+      handler(
+        type,
+        streamId,
+        code,
+        buf.subarray(hs, hs + hl),
+        buf.subarray(hs + hl, hs + hl + bl),
+        owned,
+      );
+      off = hs + hl + bl;
+      count++;
+    }
+    return count;
+  }
+}
 
 /** One HTTP/2 client session: bytes in, bytes out, requests and events. */
 export class H2Conn {
   #sym: Sbh2Symbols;
   #ptr: Deno.PointerValue;
-  #buf = new Uint8Array(POLL_BUFFER);
-  #view = new DataView(this.#buf.buffer);
+  #events = new EventPoller();
+  #poll = (b: Uint8Array<ArrayBuffer>, cap: number) =>
+    this.#ptr === null ? H2_ERR.CLOSED : this.#sym.sbh2_conn_poll(this.#ptr, b, cap);
 
   constructor(sym: Sbh2Symbols, options: H2ConnOptions = {}) {
     this.#sym = sym;
@@ -116,49 +176,8 @@ export class H2Conn {
    * count {@linkcode recv} returned) or none is left; returns how many.
    */
   poll(handler: H2EventHandler, expected = Infinity): number {
-    let count = 0;
-    while (this.#ptr !== null && count < expected) {
-      const n = this.#sym.sbh2_conn_poll(this.#ptr, this.#buf, this.#buf.length);
-      if (n === H2_ERR.DONE) break;
-      if (n === H2_ERR.BUFFER_TOO_SHORT) {
-        // One event larger than the shared buffer (a big body): poll it into
-        // a buffer of its own, so the body is handed over without a copy.
-        const need = Number(this.#view.getBigUint64(0, true));
-        const own = new Uint8Array(need);
-        const m = this.#sym.sbh2_conn_poll(this.#ptr, own, own.length);
-        if (m < 0) throw new RangeError(`HTTP/2 poll failed: ${h2ErrorName(m)}`);
-        count += this.#dispatch(own, m, handler, true);
-        continue;
-      }
-      if (n < 0) throw new RangeError(`HTTP/2 poll failed: ${h2ErrorName(n)}`);
-      count += this.#dispatch(this.#buf, n, handler, false);
-    }
-    return count;
-  }
-
-  #dispatch(buf: Uint8Array, length: number, handler: H2EventHandler, owned: boolean): number {
-    const v = buf === this.#buf ? this.#view : new DataView(buf.buffer, buf.byteOffset, length);
-    let off = 0;
-    let count = 0;
-    while (off < length) {
-      const type = v.getUint32(off, true);
-      const streamId = v.getInt32(off + 8, true);
-      const code = v.getInt32(off + 16, true);
-      const hl = v.getUint32(off + 24, true);
-      const bl = v.getUint32(off + 28, true);
-      const hs = off + EVENT_HEADER;
-      handler(
-        type,
-        streamId,
-        code,
-        buf.subarray(hs, hs + hl),
-        buf.subarray(hs + hl, hs + hl + bl),
-        owned,
-      );
-      off = hs + hl + bl;
-      count++;
-    }
-    return count;
+    if (this.#ptr === null) return 0;
+    return this.#events.poll(this.#poll, handler, expected);
   }
 
   /** Starts a graceful close (GOAWAY); drain {@linkcode send} afterwards. */

@@ -26,7 +26,7 @@ if (skip) console.log(`skipping h2 leak check: ${skip}`);
 
 Deno.test({
   name:
-    "sbh2 shim frees everything after requests, cancels before and after sending, garbage input, a graceful close and a free with streams in flight (valgrind)",
+    "sbh2 shim (client and server sides) frees everything after requests, cancels, lent and copied bodies, a 413, garbage input, a CONTINUATION flood, rapid resets, a graceful close and a free with streams in flight (valgrind)",
   ignore: skip !== null,
   fn: async () => {
     const dir = await Deno.makeTempDir();
@@ -41,6 +41,7 @@ Deno.test({
           exe,
           `${ROOT}/transports/h2/native/leakcheck.c`,
           `${ROOT}/transports/h2/native/sbh2.c`,
+          `${ROOT}/transports/h2/native/sbh2_server.c`,
           "-lnghttp2",
         ],
         stderr: "piped",
@@ -62,6 +63,7 @@ Deno.test({
       const stderr = new TextDecoder().decode(out.stderr);
       assert.equal(out.code, 0, stdout + stderr.slice(0, 4000));
       assert.match(stdout, /^ok: 25 answered, .*garbage closed.*close closed; bad 0/);
+      assert.match(stdout, /\nserver ok: \d+ served, 1 too large, 11 released; bad 0/);
       assert.doesNotMatch(stderr, /definitely lost|Invalid (read|write)/);
     } finally {
       await Deno.remove(dir, { recursive: true });

@@ -25,7 +25,7 @@ import {
   type TransportName,
 } from "../types.ts";
 import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName } from "./ffi.ts";
-import { decodeResponseBlock, RequestBlockWriter } from "./header_block.ts";
+import { decodeResponseBlock, RequestBlockWriter } from "../wire.ts";
 import { loadH2Library } from "./loader.ts";
 import { applyNoDelay } from "./nodelay.ts";
 import type { Sbh2Symbols } from "./symbols.ts";

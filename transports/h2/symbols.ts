@@ -31,6 +31,36 @@ export const SYMBOLS = {
   sbh2_conn_error: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
   // int sbh2_conn_stream_count(sbh2_conn *conn);
   sbh2_conn_stream_count: { parameters: ["pointer"], result: "i32" },
+  // ---- server side (native/sbh2_server.h) ----
+  // sbh2_server *sbh2_server_new(void);
+  sbh2_server_new: { parameters: [], result: "pointer" },
+  // void sbh2_server_free(sbh2_server *srv);
+  sbh2_server_free: { parameters: ["pointer"], result: "void" },
+  // int sbh2_server_set(sbh2_server *srv, int option, uint64_t value);
+  sbh2_server_set: { parameters: ["pointer", "i32", "u64"], result: "i32" },
+  // sbh2_sconn *sbh2_sconn_new(sbh2_server *srv);
+  sbh2_sconn_new: { parameters: ["pointer"], result: "pointer" },
+  // void sbh2_sconn_free(sbh2_sconn *conn);
+  sbh2_sconn_free: { parameters: ["pointer"], result: "void" },
+  // int sbh2_sconn_recv(sbh2_sconn *conn, const uint8_t *data, uint32_t len);
+  sbh2_sconn_recv: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_sconn_poll(sbh2_sconn *conn, uint8_t *buf, uint32_t cap);
+  sbh2_sconn_poll: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_sconn_respond(sbh2_sconn *conn, int32_t stream_id, const uint8_t *hdrs, uint32_t hdrs_len, const uint8_t *body, uint32_t body_len, uint32_t token);
+  sbh2_sconn_respond: {
+    parameters: ["pointer", "i32", "buffer", "u32", "buffer", "u32", "u32"],
+    result: "i32",
+  },
+  // int sbh2_sconn_send(sbh2_sconn *conn, uint8_t *out, uint32_t cap);
+  sbh2_sconn_send: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_sconn_tick(sbh2_sconn *conn);
+  sbh2_sconn_tick: { parameters: ["pointer"], result: "i32" },
+  // int sbh2_sconn_shutdown(sbh2_sconn *conn);
+  sbh2_sconn_shutdown: { parameters: ["pointer"], result: "i32" },
+  // int64_t sbh2_sconn_stat(sbh2_sconn *conn, int stat);
+  sbh2_sconn_stat: { parameters: ["pointer", "i32"], result: "i64" },
+  // int sbh2_sconn_error(sbh2_sconn *conn, uint8_t *buf, uint32_t cap);
+  sbh2_sconn_error: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** The opened library's symbols. */

@@ -31,7 +31,7 @@ import {
   type H3Event,
   H3Socket,
 } from "./ffi.ts";
-import type { HeaderList } from "./header_block.ts";
+import type { HeaderList } from "../wire.ts";
 import { loadH3Library } from "./loader.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
 import { requestHeaderList, toClientResponse } from "./convert.ts";

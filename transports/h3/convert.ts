@@ -3,7 +3,7 @@
  */
 import type { SbiHeaders, SbiRequest, SbiResponse } from "../../handler/types.ts";
 import type { ClientResponse } from "../types.ts";
-import type { HeaderList } from "./header_block.ts";
+import type { HeaderList } from "../wire.ts";
 
 /** Connection-specific fields HTTP/3 forbids (RFC 9114 §4.2). */
 const FORBIDDEN = new Set([

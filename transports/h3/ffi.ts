@@ -5,7 +5,14 @@
  * {@linkcode H3Error}; `DONE` becomes `null` or `false`.
  */
 import type { Sbh3Symbols } from "./symbols.ts";
-import { decodeHeaderBlock, encodeHeaderBlock, type HeaderList } from "./header_block.ts";
+import {
+  decodeHeaderBlock,
+  encodeHeaderBlock,
+  EVENT_HEADER_LEN,
+  type HeaderList,
+  readEventRecord,
+  WIRE_EVENT,
+} from "../wire.ts";
 
 /** Error codes of the shim (enum sbh3_error). */
 export const H3_ERR = {
@@ -39,16 +46,8 @@ export class H3Error extends Error {
   }
 }
 
-/** Event types (enum sbh3_event_type). */
-export const H3_EVENT = {
-  CONNECTED: 1,
-  MESSAGE: 2,
-  RESET: 3,
-  CLOSED: 4,
-  GOAWAY: 5,
-  /** Server: a request body passed the limit; headers only, reading stopped; answer 413. */
-  TOO_LARGE: 6,
-} as const;
+/** Event types (enum sbh3_event_type: the shared wire's, transports/native/sbwire.h). */
+export const H3_EVENT = WIRE_EVENT;
 
 /** One event polled from a connection or server. */
 export interface H3Event {
@@ -115,7 +114,6 @@ function readStats(
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const EVENT_HEADER = 32;
 
 function cstr(s: string): Uint8Array<ArrayBuffer> {
   const b = new Uint8Array(s.length * 3 + 1);
@@ -147,16 +145,15 @@ class EventReader {
         continue;
       }
       check(n, "poll");
-      const v = this.#view;
-      const hl = v.getUint32(24, true);
-      const bl = v.getUint32(28, true);
+      const r = readEventRecord(this.#view, 0);
+      const hs = EVENT_HEADER_LEN, he = hs + r.headerLength;
       return {
-        type: v.getUint32(0, true),
-        connId: v.getUint32(4, true),
-        streamId: Number(v.getBigInt64(8, true)),
-        code: Number(v.getBigInt64(16, true)),
-        headers: hl ? decodeHeaderBlock(this.#buf.subarray(EVENT_HEADER, EVENT_HEADER + hl)) : [],
-        body: this.#buf.slice(EVENT_HEADER + hl, EVENT_HEADER + hl + bl),
+        type: r.type,
+        connId: r.connId,
+        streamId: r.streamId,
+        code: r.code,
+        headers: r.headerLength ? decodeHeaderBlock(this.#buf.subarray(hs, he)) : [],
+        body: this.#buf.slice(he, he + r.bodyLength),
       };
     }
   }

@@ -11,11 +11,11 @@
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
-import { problemResponse } from "../../handler/problem.ts";
-import type { HeaderList } from "./header_block.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
+import type { HeaderList } from "../wire.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { transportProblem } from "../problem_response.ts";
+import { bodyTooLarge, systemFailure, unreadableRequest } from "../../handler/problem.ts";
 import {
   H3_ERR,
   H3_EVENT,
@@ -29,8 +29,6 @@ import {
 import { loadH3Library } from "./loader.ts";
 import { responseHeaderList, toSbiRequest } from "./convert.ts";
 
-const DEFAULT_MAX_BODY = 32 * 1024 * 1024;
-
 /** Extra options of the HTTP/3 server. */
 export interface H3ServerOptions extends ServerOptions {
   /** Idle timeout of each QUIC connection in ms. Default 30000. */
@@ -38,7 +36,8 @@ export interface H3ServerOptions extends ServerOptions {
   /**
    * Largest request body accepted. A larger one is answered with the handler's
    * 413 ProblemDetails as soon as it passes the limit (reading stops with
-   * STOP_SENDING H3_NO_ERROR) and the stream ends cleanly. Default 32 MiB.
+   * STOP_SENDING H3_NO_ERROR) and the stream ends cleanly. Default the
+   * handler's `DEFAULT_MAX_BODY_BYTES`.
    */
   maxBodyBytes?: number;
   /** Handshake timeout in ms. Default 5000. */
@@ -56,7 +55,7 @@ export interface H3ServerOptions extends ServerOptions {
    * long (a peer that keeps its flow-control window closed) is closed with
    * H3_EXCESSIVE_LOAD. Default 30000 ms.
    */
-  sendStallTimeoutMs?: number;
+  stallTimeoutMs?: number;
   /**
    * Largest UDP payload to send, for a path MTU you know (1200..65527; 16384
    * on loopback, 1452 on Ethernet). Used once the client's max_udp_payload_size
@@ -83,14 +82,6 @@ interface Blocked {
   streamId: number;
   headers: HeaderList;
   body: Uint8Array;
-}
-
-/** The 413 for a body over `limit`: the handler's problem builder, the handler's own words. */
-function bodyTooLargeResponse(limit: number): SbiResponse {
-  return problemResponse(413, {
-    cause: "PAYLOAD_TOO_LARGE",
-    detail: `Request body exceeds ${limit} bytes`,
-  });
 }
 
 function urlHost(hostname: string): string {
@@ -145,7 +136,7 @@ class H3Server implements H3SbiServer {
     this.#handler = handler;
     this.#options = options;
     this.hostname = hostname;
-    this.#maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
+    this.#maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.maxUdpPayload = maxUdpPayload || undefined;
     this.port = sock.port;
     this.url = `https://${urlHost(hostname)}:${sock.port}`;
@@ -179,7 +170,7 @@ class H3Server implements H3SbiServer {
     for (let e: H3Event | null; (e = this.#ep.poll());) {
       if (e.type === H3_EVENT.MESSAGE) void this.#dispatch(e);
       else if (e.type === H3_EVENT.TOO_LARGE) {
-        this.#send(e.connId, e.streamId, bodyTooLargeResponse(this.#maxBody));
+        this.#send(e.connId, e.streamId, bodyTooLarge(this.#maxBody));
       } else if (e.type === H3_EVENT.CLOSED) {
         this.#ep.forget(e.connId);
         this.#blocked.delete(e.connId);
@@ -198,14 +189,14 @@ class H3Server implements H3SbiServer {
         request = toSbiRequest(e.headers, e.body);
       } catch (err) {
         this.#options.onError?.(err);
-        response = transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT");
+        response = unreadableRequest();
       }
       if (request) {
         try {
           response = await this.#handler(request);
         } catch (err) {
           this.#options.onError?.(err);
-          response = transportProblem(500, "Internal error", "SYSTEM_FAILURE");
+          response = systemFailure();
         }
       }
       if (!this.#stopped && response) this.#send(e.connId, e.streamId, response);
@@ -342,12 +333,12 @@ export async function createH3Server(
       caPem: tls.caPem,
       verifyPeer: tls.requireClientCert,
       idleTimeoutMs: options.idleTimeoutMs,
-      maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY,
+      maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       handshakeTimeoutMs: options.handshakeTimeoutMs,
       sendQueue: {
         connBytes: Math.min(options.maxQueuedBytesPerConnection ?? 64 * 1024 * 1024, totalQueued),
         totalBytes: totalQueued,
-        stallMs: options.sendStallTimeoutMs ?? 30_000,
+        stallMs: options.stallTimeoutMs ?? 30_000,
       },
       maxUdpPayload: options.maxUdpPayload,
       maxRecvUdpPayload: options.maxRecvUdpPayload,

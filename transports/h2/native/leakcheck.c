@@ -1,10 +1,12 @@
 /*
  * Leak check driver for the sbh2 shim: the client talks to an in-memory
- * nghttp2 server session (no sockets). Run under valgrind by
- * transports/h2/leakcheck_test.ts. Prints one summary line; exits 1 on a
- * wrong answer.
+ * nghttp2 server session, then to the shim's own server session (no
+ * sockets). Run under valgrind by transports/h2/leakcheck_test.ts. Prints
+ * one summary line per side; exits 1 on a wrong answer.
  */
+#define _GNU_SOURCE /* memmem */
 #include "sbh2.h"
+#include "sbh2_server.h"
 
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
@@ -180,6 +182,191 @@ static uint8_t *block(const char *method, const char *path, size_t *len) {
   return b;
 }
 
+/* ---- the shim's server side against the shim's client ---- */
+
+static uint8_t wire2[1 << 20];
+static const uint8_t lent_body[20000] = {'L'};
+
+/* Moves bytes both ways between the shim's client and server until both are quiet. */
+static void pump2(sbh2_conn *c, sbh2_sconn *s, int rounds) {
+  for (int i = 0; i < rounds; i++) {
+    int moved = 0, n;
+    while ((n = sbh2_conn_send(c, wire, sizeof wire)) > 0) {
+      sbh2_sconn_recv(s, wire, (uint32_t)n);
+      moved = 1;
+    }
+    while ((n = sbh2_sconn_send(s, wire2, sizeof wire2)) > 0) {
+      sbh2_conn_recv(c, wire2, (uint32_t)n);
+      moved = 1;
+    }
+    if (!moved) break;
+  }
+}
+
+static int served, too_large, released;
+
+/* Answers every polled request: 413 when flagged, a lent body for /lend, else the request body or 1000 bytes. */
+static void serve(sbh2_sconn *s) {
+  uint32_t cap = 4096;
+  uint8_t *buf = malloc(cap);
+  static uint8_t thousand[1000];
+  memset(thousand, 'x', sizeof thousand);
+  uint8_t ok[256];
+  for (;;) {
+    int n = sbh2_sconn_poll(s, buf, cap);
+    if (n == SBH2_ERR_DONE) break;
+    if (n == SBH2_ERR_BUFFER_TOO_SHORT) {
+      uint64_t need;
+      memcpy(&need, buf, 8);
+      cap = (uint32_t)need;
+      buf = realloc(buf, cap);
+      continue;
+    }
+    if (n < 0) {
+      bad++;
+      break;
+    }
+    for (int off = 0; off < n;) {
+      uint32_t type = sbwire_get_u32(buf + off), hlen = sbwire_get_u32(buf + off + 24);
+      uint32_t blen = sbwire_get_u32(buf + off + 28);
+      int32_t id = (int32_t)sbwire_get_u32(buf + off + 8);
+      uint32_t code = sbwire_get_u32(buf + off + 16);
+      const uint8_t *hb = buf + off + 32, *body = hb + hlen;
+      if (type == SBH2_EV_RELEASED) {
+        released++;
+      } else if (type == SBH2_EV_MESSAGE) {
+        const char *status = code == SBH2_MESSAGE_TOO_LARGE ? "413" : "200";
+        if (code == SBH2_MESSAGE_TOO_LARGE) too_large++;
+        const char *f[][2] = {{":status", status}, {"content-type", "application/octet-stream"}};
+        size_t hl = 0;
+        for (int i = 0; i < 2; i++) {
+          hl += sbwire_put_field(ok + hl, (const uint8_t *)f[i][0], strlen(f[i][0]), (const uint8_t *)f[i][1],
+                                 strlen(f[i][1]));
+        }
+        int lend = memmem(hb, hlen, "/lend", 5) != NULL;
+        int rv = lend ? sbh2_sconn_respond(s, id, ok, (uint32_t)hl, lent_body, sizeof lent_body, (uint32_t)id)
+                 : blen ? sbh2_sconn_respond(s, id, ok, (uint32_t)hl, body, blen, 0)
+                        : sbh2_sconn_respond(s, id, ok, (uint32_t)hl, thousand, sizeof thousand, 0);
+        if (rv == 0) served++;
+      }
+      off += 32 + (int)hlen + (int)blen;
+    }
+  }
+  free(buf);
+}
+
+/* Exercises the server session; returns the number of requests answered. */
+static int server_checks(void) {
+  size_t gl, ll, pl;
+  uint8_t *get = block("GET", "/g", &gl);
+  uint8_t *lend = block("GET", "/lend", &ll);
+  uint8_t *post = block("POST", "/p", &pl);
+  size_t big = 100000;
+  uint8_t *body = malloc(big);
+  memset(body, 'b', big);
+  sbh2_server *srv = sbh2_server_new();
+  sbh2_server_set(srv, SBH2_OPT_MAX_BODY, 50000);
+  if (sbh2_server_set(srv, 999, 1) != SBH2_ERR_INVALID) bad++;
+
+  /* 1. copied and lent bodies, a 413, a client cancel after the responses started */
+  sbh2_conn *c = sbh2_conn_new(16u << 20, 0);
+  sbh2_sconn *s = sbh2_sconn_new(srv);
+  for (int i = 0; i < 10; i++) sbh2_conn_request(c, get, (uint32_t)gl, NULL, 0);
+  for (int i = 0; i < 10; i++) sbh2_conn_request(c, lend, (uint32_t)ll, NULL, 0);
+  sbh2_conn_request(c, post, (uint32_t)pl, body, 20000);
+  sbh2_conn_request(c, post, (uint32_t)pl, body, (uint32_t)big); /* over the limit: 413 */
+  int32_t gone = sbh2_conn_request(c, lend, (uint32_t)ll, NULL, 0);
+  for (int i = 0; i < 20; i++) {
+    pump2(c, s, 1);
+    serve(s);
+    if (i == 1) sbh2_conn_cancel(c, gone);
+  }
+  pump2(c, s, 100);
+  serve(s);
+  drain(c, 0);
+  if (sbh2_sconn_tick(s) < 0) bad++;
+  if (sbh2_sconn_stat(s, SBH2_STAT_QUEUED_BYTES) != 0) bad++;
+  /* 2. free with lent and copied responses in flight and an unpolled request */
+  for (int i = 0; i < 3; i++) sbh2_conn_request(c, lend, (uint32_t)ll, NULL, 0);
+  sbh2_conn_request(c, post, (uint32_t)pl, body, 30000);
+  pump2(c, s, 1);
+  serve(s);
+  sbh2_conn_request(c, get, (uint32_t)gl, NULL, 0);
+  int n = sbh2_conn_send(c, wire, sizeof wire);
+  if (n > 0) sbh2_sconn_recv(s, wire, (uint32_t)n);
+  sbh2_sconn_free(s);
+  sbh2_conn_free(c);
+
+  /* 3. junk instead of a preface */
+  s = sbh2_sconn_new(srv);
+  const char *junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  if (sbh2_sconn_recv(s, (const uint8_t *)junk, (uint32_t)strlen(junk)) >= 0) bad++;
+  if (sbh2_sconn_send(s, wire2, sizeof wire2) != SBH2_ERR_CLOSED) bad++;
+  sbh2_sconn_free(s);
+
+  /* 4. a CONTINUATION flood: GOAWAY, then CLOSED */
+  s = sbh2_sconn_new(srv);
+  uint8_t flood[4096];
+  size_t fl = 24;
+  memcpy(flood, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+  const uint8_t settings[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+  memcpy(flood + fl, settings, 9);
+  fl += 9;
+  const uint8_t headers[9 + 4] = {0, 0, 4, 1, 0, 0, 0, 0, 1, 0x82, 0x86, 0x84, 0x41};
+  memcpy(flood + fl, headers, sizeof headers);
+  fl += sizeof headers;
+  for (int i = 0; i < 20; i++) {
+    const uint8_t cont[9 + 2] = {0, 0, 2, 9, 0, 0, 0, 0, 1, 0x01, 'a'};
+    memcpy(flood + fl, cont, sizeof cont);
+    fl += sizeof cont;
+  }
+  if (sbh2_sconn_recv(s, flood, (uint32_t)fl) >= 0) bad++;
+  int goaway = sbh2_sconn_send(s, wire2, sizeof wire2) > 0;
+  if (!goaway || sbh2_sconn_send(s, wire2, sizeof wire2) != SBH2_ERR_CLOSED) bad++;
+  sbh2_sconn_free(s);
+
+  /* 5. graceful shutdown with a request in flight */
+  c = sbh2_conn_new(65535, 0);
+  s = sbh2_sconn_new(srv);
+  sbh2_conn_request(c, get, (uint32_t)gl, NULL, 0);
+  pump2(c, s, 10);
+  sbh2_sconn_shutdown(s);
+  pump2(c, s, 10);
+  serve(s);
+  pump2(c, s, 10);
+  drain(c, 0);
+  if (sbh2_sconn_send(s, wire2, sizeof wire2) != SBH2_ERR_CLOSED) bad++;
+  sbh2_sconn_free(s);
+  sbh2_conn_free(c);
+
+  /* 6. rapid resets: each request is cancelled once its HEADERS went out */
+  sbh2_server_set(srv, SBH2_OPT_MAX_RESETS, 10);
+  c = sbh2_conn_new(65535, 0);
+  s = sbh2_sconn_new(srv);
+  sbh2_server_free(srv); /* the connection keeps the limits alive */
+  for (int i = 0; i < 50; i++) {
+    int32_t id = sbh2_conn_request(c, get, (uint32_t)gl, NULL, 0);
+    if (id < 0) break;
+    pump2(c, s, 1);
+    sbh2_conn_cancel(c, id);
+    pump2(c, s, 1);
+  }
+  serve(s);
+  int reset_closed = sbh2_sconn_send(s, wire2, sizeof wire2) == SBH2_ERR_CLOSED;
+  if (!reset_closed || sbh2_sconn_stat(s, SBH2_STAT_PEER_RESETS) < 10) bad++;
+  drain(c, 0);
+  sbh2_sconn_free(s);
+  sbh2_conn_free(c);
+  sbh2_sconn_free(NULL);
+  sbh2_server_free(NULL);
+
+  free(get);
+  free(lend);
+  free(post);
+  free(body);
+  return served;
+}
+
 int main(void) {
   size_t hl;
   uint8_t *get = block("GET", "/g", &hl);
@@ -245,5 +432,8 @@ int main(void) {
   free(body);
   printf("ok: %d answered, %d resets; garbage %s (rv %d, %d-byte reason); close %s; bad %d\n", answered, resets,
          garbage_closed ? "closed" : "NOT closed", rv, el, graceful_closed ? "closed" : "NOT closed", bad);
-  return bad || answered != 25 || !garbage_closed || !graceful_closed ? 1 : 0;
+  int client_bad = bad || answered != 25 || !garbage_closed || !graceful_closed;
+  int srv_served = server_checks();
+  printf("server ok: %d served, %d too large, %d released; bad %d\n", srv_served, too_large, released, bad);
+  return client_bad || bad || srv_served < 27 || too_large != 1 || released != 11 ? 1 : 0;
 }

@@ -8,6 +8,7 @@
  * A stream is freed once nghttp2 closed it and its event (if any) was polled.
  */
 #include "sbh2.h"
+#include "sbh2_common.h"
 
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
@@ -55,23 +56,8 @@ struct sbh2_conn {
 
 /* ---- small helpers ---- */
 
-static void set_err(struct sbh2_conn *c, const char *msg) {
-  if (c->err[0] == 0) snprintf(c->err, sizeof c->err, "%s", msg);
-}
+static void set_err(struct sbh2_conn *c, const char *msg) { sbh2_set_err(c->err, sizeof c->err, msg); }
 
-static int grow(uint8_t **buf, size_t *cap, size_t need) {
-  if (need <= *cap) return 0;
-  size_t n = *cap ? *cap : 256;
-  while (n < need) n *= 2;
-  uint8_t *p = realloc(*buf, n);
-  if (!p) return -1;
-  *buf = p;
-  *cap = n;
-  return 0;
-}
-
-static void put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
 static void stream_free(struct sbh2_conn *c, struct stream *s) {
   if (s->prev) s->prev->next = s->next;
@@ -150,12 +136,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
   if (grow(&s->hdrs, &s->hdrs_cap, s->hdrs_len + 8 + namelen + valuelen) != 0) {
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
-  uint8_t *p = s->hdrs + s->hdrs_len;
-  put_u32(p, (uint32_t)namelen);
-  put_u32(p + 4, (uint32_t)valuelen);
-  memcpy(p + 8, name, namelen);
-  memcpy(p + 8 + namelen, value, valuelen);
-  s->hdrs_len += 8 + namelen + valuelen;
+  s->hdrs_len += sbwire_put_field(s->hdrs + s->hdrs_len, name, namelen, value, valuelen);
   return 0;
 }
 
@@ -356,31 +337,11 @@ int sbh2_conn_send(sbh2_conn *c, uint8_t *out, uint32_t cap) {
 int32_t sbh2_conn_request(sbh2_conn *c, const uint8_t *hdrs, uint32_t hdrs_len, const uint8_t *body, uint32_t body_len) {
   if (!c || (!hdrs && hdrs_len) || (!body && body_len)) return SBH2_ERR_INVALID;
   if (c->closed_queued || c->closing || c->goaway_recv) return SBH2_ERR_CLOSED;
-  /* count the fields, then point nghttp2 at them (it copies names and values) */
-  size_t nfields = 0;
-  for (size_t off = 0; off < hdrs_len; nfields++) {
-    uint32_t nl, vl;
-    if (hdrs_len - off < 8) return SBH2_ERR_INVALID;
-    memcpy(&nl, hdrs + off, 4);
-    memcpy(&vl, hdrs + off + 4, 4);
-    if ((uint64_t)nl + vl > hdrs_len - off - 8) return SBH2_ERR_INVALID;
-    off += 8 + (size_t)nl + vl;
-  }
+  /* point nghttp2 at the fields (it copies names and values) */
   nghttp2_nv stack_nv[32];
-  nghttp2_nv *nv = nfields <= 32 ? stack_nv : malloc(nfields * sizeof *nv);
-  if (!nv) return SBH2_ERR_NOMEM;
-  size_t off = 0;
-  for (size_t i = 0; i < nfields; i++) {
-    uint32_t nl, vl;
-    memcpy(&nl, hdrs + off, 4);
-    memcpy(&vl, hdrs + off + 4, 4);
-    nv[i].name = (uint8_t *)hdrs + off + 8;
-    nv[i].namelen = nl;
-    nv[i].value = (uint8_t *)hdrs + off + 8 + nl;
-    nv[i].valuelen = vl;
-    nv[i].flags = NGHTTP2_NV_FLAG_NONE;
-    off += 8 + (size_t)nl + vl;
-  }
+  size_t nfields;
+  nghttp2_nv *nv = sbh2_block_to_nv(hdrs, hdrs_len, stack_nv, 32, &nfields);
+  if (!nv) return nfields ? SBH2_ERR_NOMEM : SBH2_ERR_INVALID;
   struct stream *s = calloc(1, sizeof *s);
   int32_t rv = SBH2_ERR_NOMEM;
   if (!s) goto out;
@@ -443,16 +404,11 @@ int sbh2_conn_poll(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
     if (!s->cancelled) {
       if (need > cap - n) {
         if (n > 0) return (int)n;
-        if (cap >= 8) put_u64(buf, need);
+        if (cap >= 8) sbwire_put_u64(buf, need);
         return SBH2_ERR_BUFFER_TOO_SHORT;
       }
       uint8_t *p = buf + n;
-      put_u32(p, (uint32_t)s->ev_type);
-      put_u32(p + 4, 0);
-      put_u64(p + 8, (uint64_t)(int64_t)s->id);
-      put_u64(p + 16, (uint64_t)s->ev_code);
-      put_u32(p + 24, (uint32_t)hl);
-      put_u32(p + 28, (uint32_t)bl);
+      sbwire_put_event(p, (uint32_t)s->ev_type, 0, s->id, s->ev_code, (uint32_t)hl, (uint32_t)bl);
       if (hl) memcpy(p + 32, s->hdrs, hl);
       if (bl) memcpy(p + 32 + hl, s->body, bl);
       n += need;
@@ -472,14 +428,10 @@ int sbh2_conn_poll(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
     struct conn_event *e = c->chead;
     if (SBH2_EVENT_HEADER_LEN > cap - n) {
       if (n > 0) return (int)n;
-      if (cap >= 8) put_u64(buf, SBH2_EVENT_HEADER_LEN);
+      if (cap >= 8) sbwire_put_u64(buf, SBH2_EVENT_HEADER_LEN);
       return SBH2_ERR_BUFFER_TOO_SHORT;
     }
-    uint8_t *p = buf + n;
-    memset(p, 0, SBH2_EVENT_HEADER_LEN);
-    put_u32(p, (uint32_t)e->type);
-    put_u64(p + 8, (uint64_t)e->stream_id);
-    put_u64(p + 16, (uint64_t)e->code);
+    sbwire_put_event(buf + n, (uint32_t)e->type, 0, e->stream_id, e->code, 0, 0);
     n += SBH2_EVENT_HEADER_LEN;
     c->chead = e->next;
     if (!c->chead) c->ctail = NULL;
@@ -499,10 +451,7 @@ int sbh2_conn_close(sbh2_conn *c) {
 
 int sbh2_conn_error(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
   if (!c || !buf) return SBH2_ERR_INVALID;
-  size_t n = strlen(c->err);
-  if (n > cap) n = cap;
-  memcpy(buf, c->err, n);
-  return (int)n;
+  return sbh2_copy_text(c->err, buf, cap);
 }
 
 int sbh2_conn_stream_count(sbh2_conn *c) {

@@ -13,20 +13,21 @@
  * Lengths and capacities are uint32_t: no single buffer, body or event
  * reaches 4 GiB, and 32-bit arguments cross Deno's FFI without BigInt.
  *
- * Headers cross the boundary as one flat block: for each field, a u32 name
- * length, a u32 value length (native byte order), then the name and value
- * bytes. Pseudo-headers (":method", ":status", ...) travel in the same block.
+ * Headers cross the boundary as one flat block and events as 32-byte
+ * records with their payload, in the format transports/native/sbwire.h
+ * defines for both native modules (little-endian). The client's conn_id
+ * field is 0. One poll writes as many whole events as fit, back to back.
  *
- * An event written by sbh2_conn_poll is a 32-byte record followed by its payload:
- *   u32 type, u32 reserved, i64 stream_id, i64 code, u32 header_len, u32 body_len,
- *   header block (header_len bytes), body (body_len bytes).
- * One poll writes as many whole events as fit, back to back.
+ * The server side (one nghttp2 server session per accepted connection) is
+ * declared in sbh2_server.h.
  */
 #ifndef SBH2_H
 #define SBH2_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "../../native/sbwire.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,7 +37,7 @@ extern "C" {
 #define SBH2_VERSION "0.1.0"
 
 /* Size of the fixed part of an event record. */
-#define SBH2_EVENT_HEADER_LEN 32
+#define SBH2_EVENT_HEADER_LEN SBWIRE_EVENT_HEADER_LEN
 
 enum sbh2_error {
   /* Nothing more to do right now; not a failure. */
@@ -58,14 +59,16 @@ enum sbh2_error {
 };
 
 enum sbh2_event_type {
-  /* A complete response: headers and body. */
-  SBH2_EV_MESSAGE = 2,
+  /* A complete response (client) or request (server): headers and body. */
+  SBH2_EV_MESSAGE = SBWIRE_EV_MESSAGE,
   /* The stream ended before its response completed; code = HTTP/2 error code. */
-  SBH2_EV_RESET = 3,
+  SBH2_EV_RESET = SBWIRE_EV_RESET,
   /* The connection can carry nothing more; code = sbh2_error; see sbh2_conn_error. */
-  SBH2_EV_CLOSED = 4,
+  SBH2_EV_CLOSED = SBWIRE_EV_CLOSED,
   /* The peer sent GOAWAY: open no new streams; code = last stream id it will process. */
-  SBH2_EV_GOAWAY = 5,
+  SBH2_EV_GOAWAY = SBWIRE_EV_GOAWAY,
+  /* Server: a lent response body is no longer referenced; code = the caller's token. */
+  SBH2_EV_RELEASED = SBWIRE_EV_RELEASED,
 };
 
 typedef struct sbh2_conn sbh2_conn;

@@ -259,11 +259,8 @@ static int h3_recv_header(nghttp3_conn *hc, int64_t stream_id, int32_t token, ng
   if (!s) return 0;
   nghttp3_vec n = nghttp3_rcbuf_get_buf(name), v = nghttp3_rcbuf_get_buf(value);
   uint32_t nl = (uint32_t)n.len, vl = (uint32_t)v.len;
-  if (buf_reserve(&s->hdr, 8 + nl + vl) != 0) return NGHTTP3_ERR_NOMEM;
-  buf_append(&s->hdr, &nl, 4);
-  buf_append(&s->hdr, &vl, 4);
-  buf_append(&s->hdr, n.base, nl);
-  buf_append(&s->hdr, v.base, vl);
+  if (buf_reserve(&s->hdr, SBWIRE_FIELD_PREFIX_LEN + nl + vl) != 0) return NGHTTP3_ERR_NOMEM;
+  s->hdr.len += sbwire_put_field(s->hdr.p + s->hdr.len, n.base, nl, v.base, vl);
   if (token == NGHTTP3_QPACK_TOKEN_CONTENT_LENGTH && vl < 20) {
     char tmp[24];
     memcpy(tmp, v.base, vl);

@@ -10,19 +10,18 @@
  * SBH3_ERR_DONE means "nothing more to do" and is not a failure. Every _new
  * returns NULL on failure and every _free accepts NULL.
  *
- * Headers cross the boundary as one flat block: for each field, a u32 name
- * length, a u32 value length (native byte order), then the name and value
- * bytes. Pseudo-headers (":method", ":status", ...) travel in the same block.
- *
- * An event written by *_poll is a 32-byte record followed by its payload:
- *   u32 type, u32 conn_id, i64 stream_id, i64 code, u32 header_len, u32 body_len,
- *   header block (header_len bytes), body (body_len bytes).
+ * Headers cross the boundary as one flat block and events as 32-byte records
+ * with their payload, in the format transports/native/sbwire.h defines for
+ * both native modules (little-endian). Pseudo-headers (":method", ":status",
+ * ...) travel in the same block. One poll writes one event.
  */
 #ifndef SBH3_H
 #define SBH3_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "../../native/sbwire.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +31,7 @@ extern "C" {
 #define SBH3_VERSION "0.1.0"
 
 /* Size of the fixed part of an event record. */
-#define SBH3_EVENT_HEADER_LEN 32
+#define SBH3_EVENT_HEADER_LEN SBWIRE_EVENT_HEADER_LEN
 
 enum sbh3_error {
   /* Nothing more to do right now; not a failure. */
@@ -65,17 +64,17 @@ enum sbh3_error {
 
 enum sbh3_event_type {
   /* Handshake completed (client side). */
-  SBH3_EV_CONNECTED = 1,
+  SBH3_EV_CONNECTED = SBWIRE_EV_CONNECTED,
   /* A complete request (server) or response (client): headers and body. */
-  SBH3_EV_MESSAGE = 2,
+  SBH3_EV_MESSAGE = SBWIRE_EV_MESSAGE,
   /* The peer reset a stream before its message completed; code = app error. */
-  SBH3_EV_RESET = 3,
+  SBH3_EV_RESET = SBWIRE_EV_RESET,
   /* The connection closed; code = sbh3_error; see sbh3_conn_error for text. */
-  SBH3_EV_CLOSED = 4,
+  SBH3_EV_CLOSED = SBWIRE_EV_CLOSED,
   /* The peer sent GOAWAY: open no new streams on this connection. */
-  SBH3_EV_GOAWAY = 5,
+  SBH3_EV_GOAWAY = SBWIRE_EV_GOAWAY,
   /* Server: a request body passed max_body; headers only. Reading stopped (STOP_SENDING, H3_NO_ERROR); answer it (413). */
-  SBH3_EV_TOO_LARGE = 6,
+  SBH3_EV_TOO_LARGE = SBWIRE_EV_TOO_LARGE,
 };
 
 enum sbh3_verify {

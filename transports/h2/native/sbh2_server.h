@@ -1,0 +1,113 @@
+/*
+ * sbh2 server side: one nghttp2 server session per accepted connection.
+ *
+ * Bring your own I/O, as the client: the caller owns the socket (or a TLS
+ * layer in front of it), feeds the bytes it read with sbh2_sconn_recv, polls
+ * complete requests as events (transports/native/sbwire.h), answers them with
+ * sbh2_sconn_respond and writes what sbh2_sconn_send produces. Many requests
+ * per recv and many responses per send; nothing here calls back into the
+ * caller and nothing touches a socket.
+ *
+ * Response bodies are written by nghttp2's no-copy path: DATA frames are
+ * built straight into the caller's output buffer from the body. A body is
+ * either copied once at respond (token 0) or lent: the caller keeps it alive
+ * and unchanged until a RELEASED event carrying its token.
+ *
+ * Limits (enum sbh2_option, each with a default): concurrent streams, header
+ * list size, CONTINUATION frames, request body size (the request still
+ * arrives, as a MESSAGE whose code is 413 and whose body is empty, so the
+ * caller answers it), peer stream resets (rapid reset), response bytes queued
+ * while the peer's window is closed, and the settings, idle and stall timers.
+ * Timers run when the caller calls sbh2_sconn_tick; the clock is
+ * CLOCK_MONOTONIC.
+ *
+ * Return values follow sbh2.h: a count (>= 0) or a negative enum sbh2_error.
+ */
+#ifndef SBH2_SERVER_H
+#define SBH2_SERVER_H
+
+#include "sbh2.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The code of a MESSAGE event whose request body exceeded SBH2_OPT_MAX_BODY (body dropped). */
+#define SBH2_MESSAGE_TOO_LARGE 413
+
+enum sbh2_option {
+  /* SETTINGS_MAX_CONCURRENT_STREAMS; default 100. */
+  SBH2_OPT_MAX_STREAMS = 1,
+  /* Largest request header list (RFC 9113 size: name + value + 32 per field), bytes; default 16384. */
+  SBH2_OPT_MAX_HEADER_LIST = 2,
+  /* Largest request body, bytes; default 32 MiB. */
+  SBH2_OPT_MAX_BODY = 3,
+  /* Receive window of each stream, bytes (the connection's is 16 times that, at most 2^31-1); default 1 MiB. */
+  SBH2_OPT_WINDOW = 4,
+  /* Close a connection without open streams after this long without input, ms; default 60000. */
+  SBH2_OPT_IDLE_TIMEOUT_MS = 5,
+  /* Close a connection whose preface and SETTINGS (or ACK of ours) are this late, ms; default 10000. */
+  SBH2_OPT_SETTINGS_TIMEOUT_MS = 6,
+  /* Peer stream resets allowed in a burst before GOAWAY ENHANCE_YOUR_CALM; default 200. */
+  SBH2_OPT_MAX_RESETS = 7,
+  /* Peer stream resets forgiven per second (refill of the burst); default 50. */
+  SBH2_OPT_RESET_RATE = 8,
+  /* CONTINUATION frames allowed after one HEADERS frame; default 8. */
+  SBH2_OPT_MAX_CONTINUATIONS = 9,
+  /* Response body bytes queued per connection; a response beyond it is reset (ENHANCE_YOUR_CALM); default 64 MiB. */
+  SBH2_OPT_MAX_QUEUED = 10,
+  /* Reset streams whose queued response made no progress for this long, ms; default 10000. */
+  SBH2_OPT_STALL_TIMEOUT_MS = 11,
+};
+
+/* Counters of one connection (sbh2_sconn_stat). */
+enum sbh2_stat {
+  /* Requests delivered as MESSAGE events. */
+  SBH2_STAT_REQUESTS = 1,
+  /* Streams the peer reset. */
+  SBH2_STAT_PEER_RESETS = 2,
+  /* Streams this side reset (limits, stalls, queue cap). */
+  SBH2_STAT_LOCAL_RESETS = 3,
+  /* Response body bytes queued and not yet written. */
+  SBH2_STAT_QUEUED_BYTES = 4,
+  /* Streams held (open, or with an unpolled event). */
+  SBH2_STAT_STREAMS = 5,
+};
+
+typedef struct sbh2_server sbh2_server;
+typedef struct sbh2_sconn sbh2_sconn;
+
+/* Creates the limits shared by a server's connections, all at their defaults. */
+sbh2_server *sbh2_server_new(void);
+/* Drops the caller's reference; connections keep theirs. */
+void sbh2_server_free(sbh2_server *srv);
+/* Sets one enum sbh2_option for connections created afterwards; SBH2_ERR_INVALID for an unknown option or 0. */
+int sbh2_server_set(sbh2_server *srv, int option, uint64_t value);
+
+/* Starts a server session for one accepted connection (server SETTINGS queued). */
+sbh2_sconn *sbh2_sconn_new(sbh2_server *srv);
+/* Frees the session, its streams and lent references (no RELEASED events follow). */
+void sbh2_sconn_free(sbh2_sconn *conn);
+/* Feeds received bytes; returns the number of events ready to poll, or an error (then send drains and reports CLOSED). */
+int sbh2_sconn_recv(sbh2_sconn *conn, const uint8_t *data, uint32_t len);
+/* Writes every ready event that fits into buf; returns the bytes written or SBH2_ERR_DONE. */
+int sbh2_sconn_poll(sbh2_sconn *conn, uint8_t *buf, uint32_t cap);
+/* Answers a request: header block copied; body copied when token is 0, else lent until RELEASED with token. */
+int sbh2_sconn_respond(sbh2_sconn *conn, int32_t stream_id, const uint8_t *hdrs, uint32_t hdrs_len,
+                       const uint8_t *body, uint32_t body_len, uint32_t token);
+/* Writes pending output into out (cap >= 16 KiB + 9); returns its length, DONE when idle, CLOSED when finished. */
+int sbh2_sconn_send(sbh2_sconn *conn, uint8_t *out, uint32_t cap);
+/* Runs the settings, idle and stall timers; returns ms until the next is due, or CLOSED when finished. */
+int sbh2_sconn_tick(sbh2_sconn *conn);
+/* Starts a graceful close: GOAWAY NO_ERROR, in-flight streams finish, then send reports CLOSED. */
+int sbh2_sconn_shutdown(sbh2_sconn *conn);
+/* Returns one enum sbh2_stat counter. */
+int64_t sbh2_sconn_stat(sbh2_sconn *conn, int stat);
+/* Writes why the connection closed (text) into buf; returns its length. */
+int sbh2_sconn_error(sbh2_sconn *conn, uint8_t *buf, uint32_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBH2_SERVER_H */

@@ -1,0 +1,495 @@
+/**
+ * The native h2c server: nghttp2 (through the sbh2 shim, native/sbh2_server.c)
+ * owns the HTTP/2 state, TypeScript owns the listening socket and each
+ * connection's readiness, and the shared handler answers. Built like the h3
+ * server: bytes cross in batches, requests arrive as events and leave as
+ * responses through the one wire format (../wire.ts).
+ *
+ * Per connection, each wake-up is one `read()` into the connection's buffer,
+ * one `recv()` that feeds all of it, one `poll()` that hands over every
+ * complete request, one handler call per request, and one `send()` + one
+ * `write()` for every response that is ready in the same turn of the event
+ * loop. Response bodies of 4 KiB or more are lent to the shim, not copied:
+ * the connection keeps them alive until the shim releases them.
+ *
+ * The I/O shape leaves room for TLS between the socket and the session:
+ * read → [decrypt] → recv … send → [encrypt] → write.
+ *
+ * Limits come from the shim (see {@linkcode H2ServerLimitOptions}); the
+ * server adds a connection cap, a write stall timeout and an accept loop that
+ * backs off on errors such as EMFILE and keeps serving.
+ */
+import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
+import { bodyTooLarge, systemFailure, unreadableRequest } from "../../handler/problem.ts";
+import type { SbiServer, ServerOptions } from "../types.ts";
+import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
+import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
+import { loadH2Library } from "./loader.ts";
+import {
+  H2_STAT,
+  H2ServerConn,
+  type H2ServerLimitOptions,
+  H2ServerLimits,
+  MESSAGE_TOO_LARGE,
+} from "./server_ffi.ts";
+import type { Sbh2Symbols } from "./symbols.ts";
+
+/** Options of the native h2c server. */
+export interface NativeH2ServerOptions extends ServerOptions, H2ServerLimitOptions {
+  /** Connections served at once; more are closed on accept. Default 10000. */
+  maxConnections?: number;
+  /** How long `close()` waits for in-flight requests before closing connections, ms. Default 2000. */
+  drainMs?: number;
+  /** Called with errors the transport swallowed (handler failures, accept errors). Default no-op. */
+  onError?: (err: unknown) => void;
+}
+
+const DEFAULT_MAX_BODY = 32 * 1024 * 1024;
+const DEFAULT_STALL_MS = 10_000;
+const READ_BUFFER = 64 * 1024;
+const WRITE_BUFFER = 256 * 1024;
+/** Bodies from this size on are lent to the shim instead of copied. */
+const LEND_MIN = 4096;
+
+function urlHost(hostname: string): string {
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
+}
+
+/** Output buffers shared by the connections: only one with a write in flight holds one. */
+class BufferPool {
+  #free: Uint8Array<ArrayBuffer>[] = [];
+  take(): Uint8Array<ArrayBuffer> {
+    return this.#free.pop() ?? new Uint8Array(WRITE_BUFFER);
+  }
+  give(b: Uint8Array<ArrayBuffer>): void {
+    if (this.#free.length < 64) this.#free.push(b);
+  }
+}
+
+/** One accepted TCP connection and its HTTP/2 session. */
+class Connection {
+  #server: NativeH2cServer;
+  #sock: Deno.TcpConn;
+  #h2: H2ServerConn;
+  #in = new Uint8Array(READ_BUFFER);
+  /** Lent response bodies by token, kept alive until the shim releases them. */
+  #lent = new Map<number, Uint8Array>();
+  #nextToken = 1;
+  #flushQueued = false;
+  #dirty = false;
+  #writing: Promise<void> | undefined;
+  /** When the running write started (performance.now()), for the stall check. */
+  writeStarted = 0;
+  finished = false;
+  #reading: Promise<void>;
+  #onEvent = this.#event.bind(this);
+  #scheduled = () => {
+    this.#flushQueued = false;
+    this.flush();
+  };
+
+  constructor(server: NativeH2cServer, sock: Deno.TcpConn, h2: H2ServerConn) {
+    this.#server = server;
+    this.#sock = sock;
+    this.#h2 = h2;
+    this.#reading = this.#readLoop();
+    this.flush(); // server SETTINGS
+  }
+
+  get session(): H2ServerConn {
+    return this.#h2;
+  }
+
+  /** Ends when the socket reaches EOF or fails, or the connection finished. */
+  get reading(): Promise<void> {
+    return this.#reading;
+  }
+
+  async #readLoop(): Promise<void> {
+    try {
+      while (!this.finished) {
+        const n = await this.#sock.read(this.#in);
+        if (n === null || this.finished) break;
+        const ready = this.#h2.recv(this.#in, n);
+        if (ready > 0) this.#h2.poll(this.#server.poller, this.#onEvent);
+        // output may wait (responses of synchronous handlers join it in one write)
+        this.scheduleFlush();
+        if (ready < 0) break; // the shim closes; the flush above drains its GOAWAY, if any
+      }
+    } catch {
+      // reset by the peer, or closed by finish()
+    }
+    if (!this.finished) {
+      // EOF or a protocol error: write what the shim still has (GOAWAY), then close
+      this.flush();
+      await this.#writing;
+      this.finish();
+    }
+  }
+
+  #event(
+    type: number,
+    streamId: number,
+    code: number,
+    block: Uint8Array,
+    body: Uint8Array,
+    owned: boolean,
+  ): void {
+    if (type === H2_EVENT.RELEASED) {
+      this.#lent.delete(code);
+      return;
+    }
+    if (type !== H2_EVENT.MESSAGE) return;
+    const server = this.#server;
+    if (code === MESSAGE_TOO_LARGE) {
+      this.respond(streamId, bodyTooLarge(server.maxBodyBytes));
+      return;
+    }
+    let request;
+    try {
+      request = decodeRequestBlock(block, owned ? body : body.slice());
+    } catch (err) {
+      server.onError(err);
+      this.respond(streamId, unreadableRequest());
+      return;
+    }
+    server.run(this, streamId, request);
+  }
+
+  /** Hands a response to the shim; the write follows in this turn of the event loop. */
+  respond(streamId: number, response: SbiResponse): void {
+    if (this.finished) return;
+    const w = this.#server.writer;
+    let length;
+    try {
+      length = w.encode(response);
+    } catch (err) {
+      // a header value the wire cannot carry: the handler's fault, answered as one
+      this.#server.onError(err);
+      response = systemFailure();
+      length = w.encode(response);
+    }
+    const body = response.body;
+    let token = 0;
+    if (body.length >= LEND_MIN && body.buffer instanceof ArrayBuffer && !body.buffer.resizable) {
+      token = this.#nextToken;
+      this.#nextToken = this.#nextToken === 0xffffffff ? 1 : this.#nextToken + 1;
+      this.#lent.set(token, body);
+    }
+    const rc = this.#h2.respond(streamId, w.buffer, length, body, token);
+    if (rc !== 0 && token) this.#lent.delete(token);
+    this.scheduleFlush();
+  }
+
+  scheduleFlush(): void {
+    if (this.#flushQueued || this.finished) return;
+    this.#flushQueued = true;
+    queueMicrotask(this.#scheduled);
+  }
+
+  /** Writes all pending output: one write per pass, passes repeat while output remains. */
+  flush(): void {
+    if (this.finished) return;
+    if (this.#writing) {
+      this.#dirty = true; // the running write loop pulls it
+      return;
+    }
+    const pool = this.#server.pool;
+    const out = pool.take();
+    const n = this.#h2.send(out);
+    if (n > 0) {
+      this.#writing = this.#writeLoop(out, n);
+      return;
+    }
+    pool.give(out);
+    if (n === H2_ERR.CLOSED) this.finish();
+  }
+
+  async #writeLoop(out: Uint8Array<ArrayBuffer>, n: number): Promise<void> {
+    try {
+      while (n > 0 && !this.finished) {
+        this.writeStarted = performance.now();
+        let off = 0;
+        while (off < n) off += await this.#sock.write(out.subarray(off, n));
+        this.writeStarted = 0;
+        this.#dirty = false;
+        n = this.finished ? 0 : this.#h2.send(out);
+      }
+      if (n === H2_ERR.CLOSED) this.finish();
+    } catch {
+      this.finish(); // the peer went away
+    } finally {
+      this.writeStarted = 0;
+      this.#server.pool.give(out);
+      this.#writing = undefined;
+      if (this.#dirty && !this.finished) {
+        this.#dirty = false;
+        this.flush();
+      }
+    }
+  }
+
+  /** Starts a graceful close (GOAWAY); in-flight streams finish first. */
+  shutdown(): void {
+    this.#h2.shutdown();
+    this.flush();
+  }
+
+  /** Closes the socket and frees the session. Idempotent. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    try {
+      this.#sock.close();
+    } catch {
+      // already closed
+    }
+    this.#h2.close();
+    this.#lent.clear();
+    this.#server.forget(this);
+  }
+}
+
+/** The native h2c server, with counters for tests and diagnostics. */
+export interface NativeH2Server extends SbiServer {
+  /** Connections open now. */
+  readonly connectionCount: number;
+  /** Accept errors survived so far. */
+  readonly acceptErrors: number;
+  /** Sums one shim counter (`H2_STAT` in server_ffi.ts) over open connections. */
+  stat(which: number): number;
+}
+
+class NativeH2cServer implements NativeH2Server {
+  readonly transport = "h2c" as const;
+  readonly hostname: string;
+  readonly port: number;
+  readonly url: string;
+  readonly maxBodyBytes: number;
+  readonly poller = new EventPoller();
+  readonly writer = new ResponseBlockWriter();
+  readonly pool = new BufferPool();
+  #sym: Sbh2Symbols;
+  #limits: H2ServerLimits;
+  #listener: Deno.TcpListener;
+  #handler: SbiHandler;
+  #options: NativeH2ServerOptions;
+  #conns = new Set<Connection>();
+  #inflight = 0;
+  #idle: (() => void) | undefined;
+  #accepting: Promise<void>;
+  #sweep: ReturnType<typeof setTimeout> | undefined;
+  #sweepMs: number;
+  #stallMs: number;
+  #stopping = false;
+  #closing: Promise<void> | undefined;
+  #acceptErrors = 0;
+
+  constructor(
+    sym: Sbh2Symbols,
+    limits: H2ServerLimits,
+    listener: Deno.TcpListener,
+    hostname: string,
+    handler: SbiHandler,
+    options: NativeH2ServerOptions,
+  ) {
+    this.#sym = sym;
+    this.#limits = limits;
+    this.#listener = listener;
+    this.#handler = handler;
+    this.#options = options;
+    this.hostname = hostname;
+    this.port = (listener.addr as Deno.NetAddr).port;
+    this.url = `http://${urlHost(hostname)}:${this.port}`;
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
+    this.#stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_MS;
+    // the shim's timers are checked this often: a quarter of the shortest, within 20 ms .. 1 s
+    const shortest = Math.min(
+      options.idleTimeoutMs ?? 60_000,
+      options.settingsTimeoutMs ?? 10_000,
+      this.#stallMs,
+    );
+    this.#sweepMs = Math.min(1000, Math.max(20, Math.floor(shortest / 4)));
+    this.#accepting = this.#acceptLoop();
+  }
+
+  onError(err: unknown): void {
+    try {
+      this.#options.onError?.(err);
+    } catch {
+      // a failing hook must not stop the server
+    }
+  }
+
+  async #acceptLoop(): Promise<void> {
+    let backoff = 0;
+    // Bounded by close(): closing the listener ends the pending accept.
+    while (!this.#stopping) {
+      let sock: Deno.TcpConn;
+      try {
+        sock = await this.#listener.accept();
+        backoff = 0;
+      } catch (err) {
+        if (this.#stopping || err instanceof Deno.errors.BadResource) break;
+        // EMFILE, ENFILE, ENOMEM, ECONNABORTED: report, wait a little, keep serving
+        this.#acceptErrors++;
+        this.onError(err);
+        backoff = Math.min(backoff ? backoff * 2 : 5, 1000);
+        await new Promise((r) => setTimeout(r, backoff));
+        continue;
+      }
+      if (this.#conns.size >= (this.#options.maxConnections ?? 10_000) || this.#stopping) {
+        try {
+          sock.close();
+        } catch {
+          // already closed
+        }
+        continue;
+      }
+      try {
+        sock.setNoDelay(true);
+      } catch {
+        // the peer is already gone; the first read says so
+      }
+      let h2;
+      try {
+        h2 = new H2ServerConn(this.#sym, this.#limits);
+      } catch (err) {
+        this.onError(err);
+        sock.close();
+        continue;
+      }
+      this.#conns.add(new Connection(this, sock, h2));
+      this.#armSweep();
+    }
+  }
+
+  /** Runs the handler for one request and responds; never throws. */
+  run(conn: Connection, streamId: number, request: Parameters<SbiHandler>[0]): void {
+    this.#inflight++;
+    let answer: Promise<SbiResponse>;
+    try {
+      answer = this.#handler(request);
+    } catch (err) {
+      answer = Promise.reject(err);
+    }
+    answer.then(
+      (response) => this.#done(conn, streamId, response),
+      (err) => {
+        this.onError(err);
+        this.#done(conn, streamId, systemFailure());
+      },
+    );
+  }
+
+  #done(conn: Connection, streamId: number, response: SbiResponse): void {
+    this.#inflight--;
+    conn.respond(streamId, response);
+    if (this.#inflight === 0) this.#idle?.();
+  }
+
+  forget(conn: Connection): void {
+    this.#conns.delete(conn);
+    if (this.#conns.size === 0) this.#idle?.();
+  }
+
+  #armSweep(): void {
+    if (this.#sweep !== undefined || this.#conns.size === 0) return;
+    this.#sweep = setTimeout(() => {
+      this.#sweep = undefined;
+      this.#runSweep();
+      this.#armSweep();
+    }, this.#sweepMs);
+  }
+
+  /** Runs every connection's timers; closes connections whose writes stalled. */
+  #runSweep(): void {
+    const now = performance.now();
+    for (const c of [...this.#conns]) {
+      if (c.writeStarted && now - c.writeStarted > this.#stallMs) {
+        c.finish(); // the peer stopped reading from TCP
+        continue;
+      }
+      if (c.session.tick() === H2_ERR.CLOSED) {
+        c.finish();
+        continue;
+      }
+      c.flush();
+    }
+  }
+
+  /** Connections open now (for tests and diagnostics). */
+  get connectionCount(): number {
+    return this.#conns.size;
+  }
+
+  /** Accept errors survived so far (for tests and diagnostics). */
+  get acceptErrors(): number {
+    return this.#acceptErrors;
+  }
+
+  /** Sums one shim counter ({@linkcode H2_STAT}) over open connections (for tests and diagnostics). */
+  stat(which: number): number {
+    let n = 0;
+    for (const c of this.#conns) n += c.session.stat(which);
+    return n;
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.#stopping = true;
+    try {
+      this.#listener.close();
+    } catch {
+      // already closed
+    }
+    await this.#accepting;
+    for (const c of this.#conns) c.shutdown();
+    const deadline = performance.now() + (this.#options.drainMs ?? 2000);
+    while ((this.#inflight > 0 || this.#conns.size > 0) && performance.now() < deadline) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      this.#idle = resolve;
+      const t = setTimeout(resolve, 20);
+      await promise;
+      clearTimeout(t);
+      this.#idle = undefined;
+      for (const c of this.#conns) if (c.session.stat(H2_STAT.STREAMS) === 0) c.flush();
+    }
+    const left = [...this.#conns];
+    for (const c of left) c.finish();
+    await Promise.all(left.map((c) => c.reading));
+    clearTimeout(this.#sweep);
+    this.#sweep = undefined;
+    this.#limits.close();
+  }
+}
+
+/**
+ * Starts the native h2c server (prior knowledge) around `handler`; throws
+ * `H2LoadError` when the native library is missing and `AddrInUse` when the
+ * port is taken.
+ */
+export async function createNativeH2cServer(
+  handler: SbiHandler,
+  options: NativeH2ServerOptions = {},
+): Promise<NativeH2Server> {
+  const lib = await loadH2Library();
+  const limits = new H2ServerLimits(lib.symbols, options);
+  const hostname = options.hostname ?? "127.0.0.1";
+  const port = options.port ?? 0;
+  let listener: Deno.TcpListener;
+  try {
+    listener = Deno.listen({ hostname, port, transport: "tcp" });
+  } catch (err) {
+    limits.close();
+    if (err instanceof Deno.errors.AddrInUse) {
+      throw new Deno.errors.AddrInUse(`Port ${port} on ${hostname} is already in use (h2c)`);
+    }
+    throw err;
+  }
+  return new NativeH2cServer(lib.symbols, limits, listener, hostname, handler, options);
+}

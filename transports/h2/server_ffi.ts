@@ -1,0 +1,209 @@
+/**
+ * Safe wrappers over the sbh2 server symbols (native/sbh2_server.h):
+ * {@linkcode H2ServerLimits} owns the limits shared by a server's connections
+ * and {@linkcode H2ServerConn} one connection's nghttp2 server session. Each
+ * owns its handle in a `#private` field; `close()` is idempotent and frees
+ * it, and `Symbol.dispose` calls `close()`. Negative return codes are numbers
+ * from {@linkcode H2_ERR}.
+ */
+import type { Sbh2Symbols } from "./symbols.ts";
+import { type EventPoller, H2_ERR, h2ErrorName, type H2EventHandler } from "./ffi.ts";
+
+/** Limits of the native HTTP/2 server (enum sbh2_option); each has a default in the shim. */
+export interface H2ServerLimitOptions {
+  /** SETTINGS_MAX_CONCURRENT_STREAMS. Default 100. */
+  maxConcurrentStreams?: number;
+  /** Largest request header list (name + value + 32 bytes per field). Default 16384. */
+  maxHeaderListBytes?: number;
+  /** Largest request body; a larger one is answered 413. Default 32 MiB. */
+  maxBodyBytes?: number;
+  /** Receive window of each stream (the connection's is 16 times that). Default 1 MiB. */
+  windowBytes?: number;
+  /** Close a connection without open streams after this long without input, ms. Default 60000. */
+  idleTimeoutMs?: number;
+  /** Close a connection whose preface and SETTINGS (or ACK of ours) are this late, ms. Default 10000. */
+  settingsTimeoutMs?: number;
+  /** Peer stream resets allowed in a burst before GOAWAY ENHANCE_YOUR_CALM. Default 200. */
+  maxResets?: number;
+  /** Peer stream resets forgiven per second. Default 50. */
+  resetsPerSecond?: number;
+  /** CONTINUATION frames allowed after one HEADERS frame. Default 8. */
+  maxContinuations?: number;
+  /** Response body bytes queued per connection while the peer's window is closed. Default 64 MiB. */
+  maxQueuedBytes?: number;
+  /** Reset streams whose queued response made no progress for this long, ms. Default 10000. */
+  stallTimeoutMs?: number;
+}
+
+const OPTION_CODES: Record<keyof H2ServerLimitOptions, number> = {
+  maxConcurrentStreams: 1,
+  maxHeaderListBytes: 2,
+  maxBodyBytes: 3,
+  windowBytes: 4,
+  idleTimeoutMs: 5,
+  settingsTimeoutMs: 6,
+  maxResets: 7,
+  resetsPerSecond: 8,
+  maxContinuations: 9,
+  maxQueuedBytes: 10,
+  stallTimeoutMs: 11,
+};
+
+/** Counters of one connection (enum sbh2_stat). */
+export const H2_STAT = {
+  REQUESTS: 1,
+  PEER_RESETS: 2,
+  LOCAL_RESETS: 3,
+  QUEUED_BYTES: 4,
+  STREAMS: 5,
+} as const;
+
+/** Event code of a request whose body exceeded `maxBodyBytes` (its body is dropped). */
+export const MESSAGE_TOO_LARGE = 413;
+
+const decoder = new TextDecoder();
+const EMPTY = new Uint8Array(1);
+
+/** The limits every connection of one server starts with. */
+export class H2ServerLimits {
+  #sym: Sbh2Symbols;
+  #ptr: Deno.PointerValue;
+
+  /** Throws `RangeError` for a value the shim refuses (0, negative, out of range). */
+  constructor(sym: Sbh2Symbols, options: H2ServerLimitOptions = {}) {
+    this.#sym = sym;
+    const ptr = sym.sbh2_server_new();
+    if (ptr === null) throw new RangeError("Cannot create HTTP/2 server limits");
+    this.#ptr = ptr;
+    for (const [name, code] of Object.entries(OPTION_CODES)) {
+      const value = options[name as keyof H2ServerLimitOptions];
+      if (value === undefined) continue;
+      if (
+        !Number.isSafeInteger(value) || value <= 0 ||
+        sym.sbh2_server_set(ptr, code, BigInt(value)) < 0
+      ) {
+        this.close();
+        throw new RangeError(`Invalid ${name}: ${value}`);
+      }
+    }
+  }
+
+  /** The native handle, for {@linkcode H2ServerConn}. */
+  get pointer(): Deno.PointerValue {
+    if (this.#ptr === null) throw new RangeError("HTTP/2 server limits are freed");
+    return this.#ptr;
+  }
+
+  /** Drops this reference; connections keep their own. Idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh2_server_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** One accepted connection's HTTP/2 server session: bytes in, events, responses, bytes out. */
+export class H2ServerConn {
+  #sym: Sbh2Symbols;
+  #ptr: Deno.PointerValue;
+  #poll = (b: Uint8Array<ArrayBuffer>, cap: number) =>
+    this.#ptr === null ? H2_ERR.CLOSED : this.#sym.sbh2_sconn_poll(this.#ptr, b, cap);
+
+  constructor(sym: Sbh2Symbols, limits: H2ServerLimits) {
+    this.#sym = sym;
+    const ptr = sym.sbh2_sconn_new(limits.pointer);
+    if (ptr === null) throw new RangeError("Cannot create an HTTP/2 server session");
+    this.#ptr = ptr;
+  }
+
+  /** False once freed. */
+  get open(): boolean {
+    return this.#ptr !== null;
+  }
+
+  /** Feeds received bytes; returns the number of events ready, or a negative code. */
+  recv(data: Uint8Array<ArrayBuffer>, length: number): number {
+    if (this.#ptr === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_sconn_recv(this.#ptr, data, length);
+  }
+
+  /** Hands every ready event to `handler` through `poller`; returns how many. */
+  poll(poller: EventPoller, handler: H2EventHandler): number {
+    return this.#ptr === null ? 0 : poller.poll(this.#poll, handler);
+  }
+
+  /**
+   * Answers stream `streamId` with the first `blockLength` bytes of `block`
+   * and `body`: copied when `token` is 0, else lent until a RELEASED event
+   * with `token`. Returns 0 or a negative code (the stream is gone, or it was
+   * reset because the peer reads nothing); then nothing is lent.
+   */
+  respond(
+    streamId: number,
+    block: Uint8Array<ArrayBuffer>,
+    blockLength: number,
+    body: Uint8Array,
+    token: number,
+  ): number {
+    if (this.#ptr === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_sconn_respond(
+      this.#ptr,
+      streamId,
+      block,
+      blockLength,
+      (body.length ? body : EMPTY) as Uint8Array<ArrayBuffer>,
+      body.length,
+      token,
+    );
+  }
+
+  /** Writes pending output into `out`; returns its length, or DONE / CLOSED (finished: close the socket). */
+  send(out: Uint8Array<ArrayBuffer>): number {
+    if (this.#ptr === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_sconn_send(this.#ptr, out, out.length);
+  }
+
+  /** Runs the shim's timers; returns ms until the next is due, or CLOSED when the connection is finished. */
+  tick(): number {
+    if (this.#ptr === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_sconn_tick(this.#ptr);
+  }
+
+  /** Starts a graceful close (GOAWAY NO_ERROR); in-flight streams finish, then send reports CLOSED. */
+  shutdown(): void {
+    if (this.#ptr !== null) this.#sym.sbh2_sconn_shutdown(this.#ptr);
+  }
+
+  /** One counter from {@linkcode H2_STAT} (0 once freed). */
+  stat(which: number): number {
+    if (this.#ptr === null) return 0;
+    const v = Number(this.#sym.sbh2_sconn_stat(this.#ptr, which));
+    if (v < 0) throw new RangeError(`HTTP/2 stat failed: ${h2ErrorName(v)}`);
+    return v;
+  }
+
+  /** Why the connection closed, as text (empty while open). */
+  errorText(): string {
+    if (this.#ptr === null) return "";
+    const b = new Uint8Array(256);
+    const n = this.#sym.sbh2_sconn_error(this.#ptr, b, b.length);
+    return n > 0 ? decoder.decode(b.subarray(0, n)) : "";
+  }
+
+  /** Frees the session (lent bodies are no longer referenced afterwards). Idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh2_sconn_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}

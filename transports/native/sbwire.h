@@ -1,0 +1,118 @@
+/*
+ * sbwire: the one wire format the native modules (sbh2, sbh3) and their
+ * TypeScript side (transports/wire.ts) exchange through FFI buffers.
+ *
+ * Byte order: every integer is LITTLE-ENDIAN, written and read byte by byte
+ * by the helpers below, whatever the host's order (on x86-64 and arm64 the
+ * compiler turns them into plain loads and stores). TypeScript reads them
+ * with DataView(..., true).
+ *
+ * Header block: the fields of one HTTP message, pseudo-headers first, back to
+ * back; each field is
+ *   u32 name_len, u32 value_len, name bytes, value bytes.
+ * Names are lower-case; names and values are byte strings (a TypeScript
+ * string crosses as Latin-1, one byte per character).
+ *
+ * Event record: one polled event is a 32-byte record, then its payload:
+ *   offset 0  u32 type       (enum sbwire_event_type)
+ *   offset 4  u32 conn_id    (server connection id where the module has one, else 0)
+ *   offset 8  i64 stream_id  (-1 for connection events)
+ *   offset 16 i64 code       (per type: HTTP/2 or HTTP/3 error code, module error, status)
+ *   offset 24 u32 header_len
+ *   offset 28 u32 body_len
+ *   then header_len bytes of header block and body_len bytes of body.
+ * One poll writes as many whole records as fit, back to back. When even the
+ * first does not fit, the module writes the size it needs as a u64 at offset
+ * 0 and returns its BUFFER_TOO_SHORT code.
+ */
+#ifndef SBWIRE_H
+#define SBWIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Size of the fixed part of an event record. */
+#define SBWIRE_EVENT_HEADER_LEN 32
+/* Size of the length prefix of one header field. */
+#define SBWIRE_FIELD_PREFIX_LEN 8
+
+enum sbwire_event_type {
+  /* Handshake completed (client side). */
+  SBWIRE_EV_CONNECTED = 1,
+  /* A complete request (server) or response (client): headers and body. */
+  SBWIRE_EV_MESSAGE = 2,
+  /* The stream ended before its message completed; code = protocol error code. */
+  SBWIRE_EV_RESET = 3,
+  /* The connection can carry nothing more; code = the module's error code. */
+  SBWIRE_EV_CLOSED = 4,
+  /* The peer sent GOAWAY: open no new streams. */
+  SBWIRE_EV_GOAWAY = 5,
+  /* A response body the caller lent (not copied) is no longer referenced; code = the caller's token. */
+  SBWIRE_EV_RELEASED = 6,
+  /* Server: a request body passed the limit; headers only, reading stopped; the caller answers (413). */
+  SBWIRE_EV_TOO_LARGE = 7,
+};
+
+/* Writes v little-endian at p. */
+static inline void sbwire_put_u32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  p[2] = (uint8_t)(v >> 16);
+  p[3] = (uint8_t)(v >> 24);
+}
+
+/* Writes v little-endian at p. */
+static inline void sbwire_put_u64(uint8_t *p, uint64_t v) {
+  sbwire_put_u32(p, (uint32_t)v);
+  sbwire_put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Reads a little-endian u32 at p. */
+static inline uint32_t sbwire_get_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Writes the fixed 32-byte part of an event record at p. */
+static inline void sbwire_put_event(uint8_t *p, uint32_t type, uint32_t conn_id, int64_t stream_id, int64_t code,
+                                    uint32_t header_len, uint32_t body_len) {
+  sbwire_put_u32(p, type);
+  sbwire_put_u32(p + 4, conn_id);
+  sbwire_put_u64(p + 8, (uint64_t)stream_id);
+  sbwire_put_u64(p + 16, (uint64_t)code);
+  sbwire_put_u32(p + 24, header_len);
+  sbwire_put_u32(p + 28, body_len);
+}
+
+/* Appends one field at p (room for SBWIRE_FIELD_PREFIX_LEN + nl + vl bytes); returns the bytes written. */
+static inline size_t sbwire_put_field(uint8_t *p, const uint8_t *name, size_t nl, const uint8_t *value, size_t vl) {
+  sbwire_put_u32(p, (uint32_t)nl);
+  sbwire_put_u32(p + 4, (uint32_t)vl);
+  memcpy(p + SBWIRE_FIELD_PREFIX_LEN, name, nl);
+  memcpy(p + SBWIRE_FIELD_PREFIX_LEN + nl, value, vl);
+  return SBWIRE_FIELD_PREFIX_LEN + nl + vl;
+}
+
+/* Counts the fields of a header block; returns -1 when it is truncated. */
+static inline long sbwire_count_fields(const uint8_t *b, size_t len) {
+  long n = 0;
+  for (size_t off = 0; off < len; n++) {
+    if (len - off < SBWIRE_FIELD_PREFIX_LEN) return -1;
+    uint64_t nl = sbwire_get_u32(b + off), vl = sbwire_get_u32(b + off + 4);
+    if (nl + vl > len - off - SBWIRE_FIELD_PREFIX_LEN) return -1;
+    off += SBWIRE_FIELD_PREFIX_LEN + (size_t)(nl + vl);
+  }
+  return n;
+}
+
+/* Reads the field at *off of a block already checked by sbwire_count_fields and advances *off. */
+static inline void sbwire_next_field(const uint8_t *b, size_t *off, const uint8_t **name, size_t *nl,
+                                     const uint8_t **value, size_t *vl) {
+  *nl = sbwire_get_u32(b + *off);
+  *vl = sbwire_get_u32(b + *off + 4);
+  *name = b + *off + SBWIRE_FIELD_PREFIX_LEN;
+  *value = *name + *nl;
+  *off += SBWIRE_FIELD_PREFIX_LEN + *nl + *vl;
+}
+
+#endif /* SBWIRE_H */
