@@ -85,6 +85,12 @@ export interface H3DatagramStats {
   peerMaxPayload: number;
   /** Response body bytes held now for open streams. */
   queuedBytes: number;
+  /** Retry packets sent (server) or received (client). */
+  retries: number;
+  /** NEW_TOKEN tokens issued (server) or received (client). */
+  newTokens: number;
+  /** 1-RTT key updates by either side. */
+  keyUpdates: number;
 }
 
 const STAT_FIELDS: (keyof H3DatagramStats)[] = [
@@ -98,6 +104,9 @@ const STAT_FIELDS: (keyof H3DatagramStats)[] = [
   "pathMaxPayload",
   "peerMaxPayload",
   "queuedBytes",
+  "retries",
+  "newTokens",
+  "keyUpdates",
 ];
 
 /** Reads the counters through `read(out, n)` (an sbh3_*_stats call); null when it fails. */
@@ -190,6 +199,8 @@ export interface H3ConfigOptions {
    * may go without an ACK before the connection is closed. Default 64 MiB, 256 MiB, 30000 ms.
    */
   sendQueue?: { connBytes: number; totalBytes: number; stallMs: number };
+  /** Server: validate new client addresses with Retry and hand out NEW_TOKEN. Default false. */
+  retry?: boolean;
 }
 
 /** Congestion controllers of the HTTP/3 module; "host" follows net.ipv4.tcp_congestion_control. */
@@ -262,6 +273,7 @@ export class H3Config {
           "set_send_queue",
         );
       }
+      if (options.retry) check(sym.sbh3_config_set_retry(ptr, 1), "set_retry");
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");
       }
@@ -422,6 +434,14 @@ export class H3ClientConn {
       (first ?? EMPTY) as Uint8Array<ArrayBuffer>,
       BigInt(first ? first.length : 0),
     );
+  }
+
+  /** Starts a 1-RTT key update; false when not allowed yet (handshake unconfirmed, last update unacknowledged). */
+  updateKey(): boolean {
+    const rc = this.#sym.sbh3_conn_update_key(this.#live());
+    if (rc === H3_ERR.STREAM_BLOCKED) return false;
+    check(rc, "update_key");
+    return true;
   }
 
   /** Datagram counters and path sizes of this connection (null once freed). */

@@ -43,6 +43,14 @@ export interface H3ServerOptions extends ServerOptions {
   /** Handshake timeout in ms. Default 5000. */
   handshakeTimeoutMs?: number;
   /**
+   * Validate every new client address with a Retry (RFC 9000 §8.1) and give
+   * each client a NEW_TOKEN that skips the Retry next time. Tokens are bound
+   * to the client's address and expire (Retry 10 s, NEW_TOKEN 1 h); the key
+   * that seals them changes every hour. Costs one round trip per new client
+   * without a token. Default false.
+   */
+  retry?: boolean;
+  /**
    * Response body bytes held for one connection (default 64 MiB) and for the
    * whole server (default 256 MiB). A response that does not fit waits, in
    * order, until earlier ones are delivered; the first of a connection always
@@ -335,6 +343,7 @@ export async function createH3Server(
       idleTimeoutMs: options.idleTimeoutMs,
       maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       handshakeTimeoutMs: options.handshakeTimeoutMs,
+      retry: options.retry,
       sendQueue: {
         connBytes: Math.min(options.maxQueuedBytesPerConnection ?? 64 * 1024 * 1024, totalQueued),
         totalBytes: totalQueued,

@@ -8,6 +8,8 @@
 
 #include <gnutls/gnutls.h>
 
+void (*client_params_hook)(ngtcp2_transport_params *params);
+
 int sbh3_version(uint8_t *buf, size_t cap) {
   if (!buf) return SBH3_ERR_INVALID;
   int n = snprintf((char *)buf, cap, "sbh3/%s ngtcp2/%s nghttp3/%s gnutls/%s", SBH3_VERSION,
@@ -37,6 +39,7 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
   fill_settings(&settings, &params, cfg);
+  if (client_params_hook) client_params_hook(&params);
   if (ngtcp2_conn_client_new(&c->qc, &dcid, &scid, &c->ps.path, NGTCP2_PROTO_VER_V1, &cb, &settings, &params, NULL,
                              c) != 0) {
     conn_destroy(c);
@@ -151,6 +154,17 @@ int sbh3_conn_stream_count(sbh3_conn *c) {
   return c->nstreams;
 }
 
+
+int sbh3_conn_update_key(sbh3_conn *c) {
+  if (!c) return SBH3_ERR_INVALID;
+  if (c->closed) return SBH3_ERR_CLOSED;
+  int rv = ngtcp2_conn_initiate_key_update(c->qc, now_ns());
+  if (rv == 0) {
+    c->own_update = 1;
+    c->st[SBH3_STAT_KEY_UPDATES]++;
+  }
+  return rv == 0 ? 0 : rv == NGTCP2_ERR_INVALID_STATE ? SBH3_ERR_STREAM_BLOCKED : SBH3_ERR_INTERNAL;
+}
 
 int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
   if (!c) return SBH3_ERR_INVALID;

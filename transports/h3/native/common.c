@@ -202,6 +202,12 @@ int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t t
   return 0;
 }
 
+int sbh3_config_set_retry(sbh3_config *cfg, int on) {
+  if (!cfg || !cfg->is_server) return SBH3_ERR_INVALID;
+  cfg->retry = on ? 1 : 0;
+  return 0;
+}
+
 int sbh3_config_set_cc(sbh3_config *cfg, int algo) {
   if (!cfg || algo < SBH3_CC_HOST || algo > SBH3_CC_BBR2) return SBH3_ERR_INVALID;
   cfg->cc = algo;

@@ -468,6 +468,35 @@ static void q_rand(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx) {
   rand_bytes(dest, len);
 }
 
+/* ngtcp2: a Retry came (client); counted, then the library's handler. */
+static int q_recv_retry(ngtcp2_conn *qc, const ngtcp2_pkt_hd *hd, void *user_data) {
+  ((sbh3_conn *)user_data)->st[SBH3_STAT_RETRIES]++;
+  return ngtcp2_crypto_recv_retry_cb(qc, hd, user_data);
+}
+
+/* ngtcp2: a NEW_TOKEN came (client); counted (the client does not keep it). */
+static int q_recv_new_token(ngtcp2_conn *qc, const ngtcp2_vec *token, void *user_data) {
+  (void)qc;
+  (void)token;
+  ((sbh3_conn *)user_data)->st[SBH3_STAT_NEW_TOKENS]++;
+  return 0;
+}
+
+/* ngtcp2: derive the next 1-RTT keys (once ahead at the start, then up to a PTO after each key update); counts the peer's updates. */
+static int q_update_key(ngtcp2_conn *qc, uint8_t *rx_secret, uint8_t *tx_secret, ngtcp2_crypto_aead_ctx *rx_aead_ctx,
+                        uint8_t *rx_iv, ngtcp2_crypto_aead_ctx *tx_aead_ctx, uint8_t *tx_iv,
+                        const uint8_t *current_rx_secret, const uint8_t *current_tx_secret, size_t secretlen,
+                        void *user_data) {
+  sbh3_conn *c = user_data;
+  if (c->key_derivations++ > 0 && !c->own_update) {
+    c->st[SBH3_STAT_KEY_UPDATES]++; /* the peer's update (ours is counted when started) */
+    if (c->srv) c->srv->st[SBH3_STAT_KEY_UPDATES]++;
+  }
+  c->own_update = 0;
+  return ngtcp2_crypto_update_key_cb(qc, rx_secret, tx_secret, rx_aead_ctx, rx_iv, tx_aead_ctx, tx_iv,
+                                     current_rx_secret, current_tx_secret, secretlen, user_data);
+}
+
 /* ngtcp2: a new connection id and its stateless reset token. */
 static int q_get_new_connection_id(ngtcp2_conn *qc, ngtcp2_cid *cid, uint8_t *token, size_t cidlen,
                                    void *user_data) {
@@ -490,11 +519,12 @@ static int q_remove_connection_id(ngtcp2_conn *qc, const ngtcp2_cid *cid, void *
   return 0;
 }
 
-/* ngtcp2: the handshake completed (client: post CONNECTED). */
+/* ngtcp2: the handshake completed (client: post CONNECTED; server: a NEW_TOKEN when it validates addresses). */
 static int q_handshake_completed(ngtcp2_conn *qc, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
   if (!c->srv) evq_push(c->q, SBH3_EV_CONNECTED, c->id, -1, 0);
+  else if (c->cfg->retry) server_new_token(c);
   return 0;
 }
 
@@ -519,7 +549,8 @@ void fill_callbacks(ngtcp2_callbacks *cb, int is_server) {
     cb->remove_connection_id = q_remove_connection_id;
   } else {
     cb->client_initial = ngtcp2_crypto_client_initial_cb;
-    cb->recv_retry = ngtcp2_crypto_recv_retry_cb;
+    cb->recv_retry = q_recv_retry;
+    cb->recv_new_token = q_recv_new_token;
     cb->recv_rx_key = q_recv_rx_key;
   }
   cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
@@ -532,7 +563,7 @@ void fill_callbacks(ngtcp2_callbacks *cb, int is_server) {
   cb->stream_close = q_stream_close;
   cb->rand = q_rand;
   cb->get_new_connection_id = q_get_new_connection_id;
-  cb->update_key = ngtcp2_crypto_update_key_cb;
+  cb->update_key = q_update_key;
   cb->stream_reset = q_stream_reset;
   cb->extend_max_stream_data = q_extend_max_stream_data;
   cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;

@@ -111,7 +111,13 @@ enum sbh3_stat {
   SBH3_STAT_PEER_MAX_PAYLOAD = 8,
   /* Response body bytes held now for open streams (see sbh3_config_set_send_queue). */
   SBH3_STAT_QUEUED_BYTES = 9,
-  SBH3_STAT_COUNT = 10,
+  /* Retry packets sent (server) or received (client). */
+  SBH3_STAT_RETRIES = 10,
+  /* NEW_TOKEN tokens issued (server) or received (client). */
+  SBH3_STAT_NEW_TOKENS = 11,
+  /* 1-RTT key updates: ours when started, the peer's up to a PTO after it (when the next keys are derived). */
+  SBH3_STAT_KEY_UPDATES = 12,
+  SBH3_STAT_COUNT = 13,
 };
 
 typedef struct sbh3_config sbh3_config;
@@ -146,6 +152,8 @@ int sbh3_config_set_cc(sbh3_config *cfg, int algo);
 int sbh3_config_set_handshake_timeout(sbh3_config *cfg, uint32_t ms);
 /* Server: bytes of response bodies held per connection and per endpoint (default 64 MiB, 256 MiB), and a stall period in ms: a connection holding bytes that gets under 16 KiB acknowledged in one period is closed with H3_EXCESSIVE_LOAD (default 30000). */
 int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t total_bytes, uint32_t stall_ms);
+/* Server: validate every new client address with a Retry first, and give each client a NEW_TOKEN that skips it next time (tokens bound to the client's address, Retry 10 s, NEW_TOKEN 1 h, keys rotated hourly). Default off. */
+int sbh3_config_set_retry(sbh3_config *cfg, int on);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
 
@@ -176,6 +184,8 @@ int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
 int sbh3_conn_stream_count(sbh3_conn *conn);
 /* Copies up to n counters (enum sbh3_stat) into out; returns how many. */
 int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
+/* Starts a 1-RTT key update; SBH3_ERR_STREAM_BLOCKED: not allowed yet (handshake unconfirmed, or the last update unacknowledged). */
+int sbh3_conn_update_key(sbh3_conn *conn);
 
 /* Creates a server endpoint bound (by the caller) to local_ip:local_port. */
 sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);

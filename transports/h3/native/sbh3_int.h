@@ -27,6 +27,10 @@
 #define LOCAL_CLOSE 1
 /* Stream bytes a connection holding queued response bytes must get acknowledged per stall period. */
 #define STALL_MIN_ACKED 16384
+/* Lifetimes of Retry tokens and NEW_TOKEN tokens, and how often the key that seals them changes. */
+#define RETRY_TOKEN_TTL (10 * NGTCP2_SECONDS)
+#define REGULAR_TOKEN_TTL (3600 * NGTCP2_SECONDS)
+#define TOKEN_KEY_TTL (3600 * NGTCP2_SECONDS)
 
 typedef struct {
   uint8_t *p;
@@ -58,6 +62,7 @@ struct sbh3_config {
   uint64_t max_conn_queued;      /* response body bytes queued per connection */
   uint64_t max_total_queued;     /* response body bytes queued per server endpoint */
   uint32_t stall_ms;             /* a connection whose queued bytes see no ACK this long is closed */
+  int retry;                     /* server: validate addresses with Retry, hand out NEW_TOKEN */
   int cc;                        /* enum sbh3_cc */
 };
 
@@ -103,6 +108,8 @@ struct sbh3_conn {
   uint64_t queued;              /* response body bytes held for this connection's open streams */
   uint64_t progress_at;         /* start of the current stall period (see conn_expire) */
   uint64_t acked;               /* stream bytes acknowledged in the current stall period */
+  int key_derivations;          /* update_key calls: the first prepares the keys, each later one follows an update */
+  int own_update;               /* we started the last key update (already counted) */
   char errmsg[ERRMSG_LEN];
   char *server_name; /* kept for the session's lifetime: GnuTLS may refer to it */
 };
@@ -127,6 +134,8 @@ struct sbh3_server {
   uint64_t sr_window;
   uint32_t sr_count;
   uint8_t secret[32];
+  uint8_t token_keys[2][32]; /* Retry and NEW_TOKEN keys: current, previous */
+  uint64_t token_key_at;     /* when the current key was made */
   int shutting_down;
   uint64_t st[SBH3_STAT_COUNT]; /* counters over every connection so far */
   uint64_t queued;              /* response body bytes held over all connections */
@@ -207,11 +216,18 @@ HIDDEN nghttp3_ssize h3_read_body(nghttp3_conn *hc, int64_t stream_id, nghttp3_v
 /* Copies counters (with c's live path fields when c is given) into out; how many. */
 HIDDEN int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t queued, uint64_t *out, size_t n);
 
+/* ---- client.c ---- */
+
+/* Test drivers only (never set in the library): edits a new client's transport parameters, to send invalid ones. */
+HIDDEN extern void (*client_params_hook)(ngtcp2_transport_params *params);
+
 /* ---- server.c ---- */
 
 /* Feeds one datagram from a socket address to the server; see sbh3_server_recv. */
 HIDDEN int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,
                             ngtcp2_socklen fromlen);
+/* Queues a NEW_TOKEN for c's client (a token bound to its address, for a later connection). */
+HIDDEN void server_new_token(sbh3_conn *c);
 /* Writes the server's next datagram into out and its destination into *to; length or DONE. */
 HIDDEN int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
                         uint32_t *conn_id);
