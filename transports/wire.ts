@@ -193,7 +193,7 @@ export function encodeHeaderBlock(headers: HeaderList): Uint8Array<ArrayBuffer> 
  */
 const interned = new Map<number, string>();
 const INTERN_MAX_LEN = 96;
-const INTERN_MAX_ENTRIES = 4096;
+const INTERN_MAX_ENTRIES = 512;
 
 function latin1(b: Uint8Array, start: number, end: number): string {
   const len = end - start;
