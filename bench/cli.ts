@@ -3,7 +3,7 @@
  * only parts of `bench/` that write to the console.
  */
 import type { Command } from "commander";
-import type { TransportName } from "../transports/types.ts";
+import { parseStack, type StackName, type TransportName } from "../transports/types.ts";
 import { engineFor, runBench } from "./run.ts";
 import { parseRun, type ScenarioName, SCENARIOS } from "./schema.ts";
 import { parseSize } from "./units.ts";
@@ -15,6 +15,7 @@ import { renderCharts } from "./charts.ts";
 import { linkContextFromEnv, runBenchAcrossLink } from "./across_link.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
 import { UsageError } from "../cli/args.ts";
+import type { LinkBackend } from "../linkemu/link.ts";
 
 function list(text: string, what: string): string[] {
   const items = text.split(",").map((s) => s.trim()).filter(Boolean);
@@ -41,6 +42,8 @@ function integer(text: string, what: string, min: number): number {
 /** Options as commander hands them over. */
 interface BenchFlags {
   scenario: string;
+  stack?: string;
+  mtu?: string;
   transports?: string;
   sizes?: string;
   warmup?: string;
@@ -73,6 +76,14 @@ async function bench(flags: BenchFlags): Promise<void> {
     throw new UsageError(
       `Unknown scenario ${flags.scenario} (choose from ${SCENARIOS.join(", ")})`,
     );
+  }
+  let stack: StackName | undefined;
+  if (flags.stack !== undefined) {
+    try {
+      stack = parseStack(flags.stack);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
   }
   try {
     engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined);
@@ -118,10 +129,23 @@ async function bench(flags: BenchFlags): Promise<void> {
     }
   }
   if (
-    flags.linkBackend !== undefined && flags.linkBackend !== "relay" &&
-    flags.linkBackend !== "netem"
+    flags.linkBackend !== undefined &&
+    !["relay", "netem", "veth"].includes(flags.linkBackend)
   ) {
-    throw new UsageError(`Invalid --link-backend ${flags.linkBackend} (use relay or netem)`);
+    throw new UsageError(`Invalid --link-backend ${flags.linkBackend} (use relay, netem or veth)`);
+  }
+  let mtu: number | undefined;
+  if (flags.mtu !== undefined) {
+    mtu = integer(flags.mtu, "--mtu", 1280);
+    if (mtu > 65535) throw new UsageError(`Invalid --mtu ${flags.mtu} (need 1280 … 65535)`);
+    if (flags.target) throw new UsageError("--mtu and --target exclude each other");
+    if (flags.inProcess) throw new UsageError("--mtu and --in-process exclude each other");
+    if (link === undefined) {
+      // A plain veth pair: nothing but the MTU differs from loopback.
+      link = parseLinkSpec("lan");
+      flags.linkBackend ??= "veth";
+      flags.link = "lan";
+    }
   }
   const controller = new AbortController();
   const onSignal = () => controller.abort();
@@ -130,6 +154,7 @@ async function bench(flags: BenchFlags): Promise<void> {
   try {
     const options = {
       scenario: flags.scenario as ScenarioName,
+      stack,
       transports,
       sizes,
       warmupMs: flags.warmup !== undefined ? number(flags.warmup, "--warmup", 0) * 1000 : undefined,
@@ -159,7 +184,8 @@ async function bench(flags: BenchFlags): Promise<void> {
       ? await runBenchAcrossLink(link, {
         ...options,
         specText: flags.link,
-        backend: (flags.linkBackend ?? "relay") as "relay" | "netem",
+        backend: (flags.linkBackend ?? "relay") as LinkBackend,
+        mtu,
       })
       : await runBench({ ...options, ...linkContextFromEnv() });
     progress.stop();
@@ -234,6 +260,10 @@ export function registerBenchCommands(program: Command): void {
     .command("bench")
     .description("benchmark the transports against the machine's floors")
     .option("--scenario <name>", `one of ${SCENARIOS.join(", ")}`, "rtt")
+    .option(
+      "--stack <stack>",
+      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch, h2 only)",
+    )
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
     .option("--warmup <seconds>", "warm-up per row (default 3, quick 0.3)")
@@ -266,7 +296,11 @@ export function registerBenchCommands(program: Command): void {
     )
     .option(
       "--link-backend <backend>",
-      "how the link's namespaces are joined: relay (default) or netem",
+      "how the link's namespaces are joined: relay (default), netem, or veth (no impairment)",
+    )
+    .option(
+      "--mtu <bytes>",
+      "run across two namespaces with this MTU (alone: a plain veth pair, e.g. 1500); needs root",
     )
     .option("--no-floors", "skip the floor measurements")
     .option("--no-charts", "do not print ASCII charts")

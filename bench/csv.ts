@@ -6,6 +6,7 @@ import { isFlowRow, studyVerdict } from "./verdict.ts";
 const COLUMNS = [
   "id",
   "scenario",
+  "stack",
   "transport",
   "engine",
   "label",
@@ -67,6 +68,7 @@ export function renderCsv(run: BenchRun): string {
       [
         r.id,
         r.scenario,
+        r.stack,
         r.transport,
         r.engine ?? "sbi",
         r.label,

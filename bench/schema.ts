@@ -5,6 +5,7 @@
  * Durations are nanoseconds; sizes are bytes.
  */
 import type { Estimate } from "./stats.ts";
+import type { ConnectionInfo, StackName } from "../transports/types.ts";
 import type { SampleSet } from "./recorder.ts";
 
 /**
@@ -16,6 +17,9 @@ import type { SampleSet } from "./recorder.ts";
  * / `stack`, and `BenchRun.study` for runs made by `lab study`.
  * the `capacity`
  * scenario, `RunConfig.engine`, `RunConfig.p99BoundMs` and `ResultRow.engine`.
+ * and the
+ * stack: `RunConfig.stack`, `ResultRow.stack` and `BenchRun.connections`
+ * (a file without them ran h2 on the deno stack's server).
  */
 export const SCHEMA_VERSION = "sbilab-bench/1";
 
@@ -88,8 +92,10 @@ export interface LinkRecord {
   spec: string;
   /** The spec with every value spelled out. */
   resolved: string;
-  /** `relay` (TUN relay) or `netem`. */
-  backend: "relay" | "netem";
+  /** `relay` (TUN relay), `netem`, or `veth` (a plain veth pair). */
+  backend: "relay" | "netem" | "veth";
+  /** MTU of both ends, when set (`--mtu`). */
+  mtu?: number;
   /** Configured round-trip delay (ms). */
   rttMs: number;
   /** Client → server and server → client. */
@@ -154,8 +160,8 @@ export interface ResultRow {
   step?: string;
   /** The emulated link the row crossed (its spec), in runs that cross several. */
   link?: string;
-  /** Which client/server stack carried the row (`deno` unless a run says otherwise). */
-  stack?: string;
+  /** Implementation family the row ran on (see `StackName`; absent: a run saved before stacks). */
+  stack?: StackName;
 }
 
 /** Environment of the run. */
@@ -177,6 +183,8 @@ export interface Environment {
 /** The configuration the run used (after defaults). */
 export interface RunConfig {
   scenario: ScenarioName;
+  /** Implementation family of servers and clients. */
+  stack?: StackName;
   transports: string[];
   sizes: number[];
   warmupMs: number;
@@ -232,6 +240,8 @@ export interface BenchRun {
   /** Floors measured in the same run, or why they were skipped. */
   floors: { rows: FloorRow[]; skipped?: string };
   rows: ResultRow[];
+  /** What each transport's connection ran on: libraries, TLS suite and group, packet sizes. */
+  connections?: Partial<Record<string, ConnectionInfo>>;
   /** Things the reader must know (skips, caveats), one sentence each. */
   notes: string[];
   /** Present when the run is a `lab study` matrix. */

@@ -4,6 +4,7 @@ import { createHandler, DEFAULT_MAX_BODY_BYTES } from "../handler/mod.ts";
 import {
   createServer,
   parseTransports,
+  resolveStack,
   type SbiServer,
   type ServerOptions,
   type TlsMaterial,
@@ -23,6 +24,7 @@ import { listeningLine } from "./listening.ts";
 import { asUsage, parsePort, parsePositiveInt, UsageError } from "./args.ts";
 
 interface ServeOptions {
+  stack?: string;
   transports: string;
   host: string;
   h2cPort: string;
@@ -137,6 +139,10 @@ function serveLimits(o: ServeOptions, transports: TransportName[]) {
 export function registerServeCommand(program: Command): void {
   program.command("serve")
     .description("serve the SBI handler on h2c, h2 over TLS and h3")
+    .option(
+      "--stack <stack>",
+      "native (nghttp2/ngtcp2, GnuTLS; default) or deno (Deno.serve, h2 only)",
+    )
     .option("--transports <list>", "comma-separated: h2c,h2-tls,h3", "h2c,h2-tls")
     .option("--host <host>", "address to bind", "127.0.0.1")
     .option("--h2c-port <port>", "h2c TCP port (0 = any)", "7777")
@@ -182,6 +188,7 @@ export function registerServeCommand(program: Command): void {
       "67108864",
     )
     .action(async (o: ServeOptions) => {
+      const stack = asUsage(() => resolveStack(o.stack));
       const transports = asUsage(() => parseTransports(o.transports));
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
@@ -229,6 +236,7 @@ export function registerServeCommand(program: Command): void {
             handshakeTimeoutMs?: number;
             maxQueuedBytes?: number;
           } = {
+            stack,
             hostname: o.host,
             port,
             tls,

@@ -10,6 +10,8 @@ import {
   createServer,
   type SbiClient,
   type SbiServer,
+  type StackName,
+  STACKS,
   type TransportName,
 } from "../transports/mod.ts";
 import { createDevPki, type DevPki } from "../transports/pki.ts";
@@ -44,17 +46,34 @@ export function needsTool(tool: string, pkg: string): boolean {
 }
 
 /** Transports to run cross-transport tests on; in CI a missing h3 is an error, not a skip. */
-export async function testTransports(): Promise<TransportName[]> {
-  const available = await availableTransports();
-  if (!available.includes("h3")) {
-    if (Deno.env.get("CI")) {
-      throw new Error("h3 transport unavailable in CI (native module failed to build)");
+export async function testTransports(stack: StackName = "native"): Promise<TransportName[]> {
+  const available = await availableTransports(stack);
+  if (stack === "native") {
+    const missing = [
+      ...(available.includes("h2c")
+        ? []
+        : ["h2 (apt-get install libnghttp2-dev libgnutls28-dev gcc)"]),
+      ...(available.includes("h3") ? [] : [
+        "h3 (apt-get install libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)",
+      ]),
+    ];
+    if (missing.length && Deno.env.get("CI")) {
+      throw new Error(`Native transports unavailable in CI: ${missing.join(", ")}`);
     }
-    console.warn(
-      "skipping h3: native module unavailable (apt-get install libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)",
-    );
+    if (missing.length) {
+      console.warn(`skipping native ${missing.join(" and ")}: module unavailable`);
+    }
   }
   return available;
+}
+
+/** Every (stack, transport) pair usable here: the native stack's, then the deno stack's. */
+export async function testTargets(): Promise<{ stack: StackName; transport: TransportName }[]> {
+  const out: { stack: StackName; transport: TransportName }[] = [];
+  for (const stack of STACKS) {
+    for (const transport of await testTransports(stack)) out.push({ stack, transport });
+  }
+  return out;
 }
 
 /** A server and a client for one transport. */
@@ -72,8 +91,8 @@ export async function startPair(
     handler?: SbiHandler;
     handlerOptions?: HandlerOptions;
     timeoutMs?: number;
-    /** Server implementation (h2c only), see `ServerOptions.stack`. Default `deno`. */
-    stack?: "native" | "deno";
+    /** Stack of server and client. Default `native`. */
+    stack?: StackName;
   } = {},
 ): Promise<Pair> {
   const pki = await testPki();
@@ -83,6 +102,7 @@ export async function startPair(
     stack: options.stack,
   });
   const client = await createClient(transport, server.url, {
+    stack: options.stack,
     tls: { ca: pki.caCertPem },
     timeoutMs: options.timeoutMs,
   });
