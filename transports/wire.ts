@@ -28,6 +28,8 @@ export const WIRE_EVENT = {
   CLOSED: 4,
   GOAWAY: 5,
   RELEASED: 6,
+  /** Server: a request body passed the limit; headers only, reading stopped; answer 413. */
+  TOO_LARGE: 7,
 } as const;
 
 /** The fixed part of one event record. */
@@ -195,7 +197,7 @@ export function encodeHeaderBlock(headers: HeaderList): Uint8Array<ArrayBuffer> 
  */
 const interned = new Map<number, string>();
 const INTERN_MAX_LEN = 96;
-const INTERN_MAX_ENTRIES = 4096;
+const INTERN_MAX_ENTRIES = 512;
 
 function latin1(b: Uint8Array, start: number, end: number): string {
   const len = end - start;
