@@ -442,6 +442,18 @@ static uint64_t next_deadline(sbl_worker *w, uint64_t now) {
   return d;
 }
 
+/* epoll_pwait2 (ns timeout, Linux 5.11) or, where it is missing (older kernels, valgrind), epoll_wait rounded up to ms. */
+static int wait_events(int ep, struct epoll_event *evs, int max, const struct timespec *ts) {
+  static int no_pwait2;
+  if (!__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
+    int n = epoll_pwait2(ep, evs, max, ts, NULL);
+    if (n >= 0 || errno != ENOSYS) return n;
+    __atomic_store_n(&no_pwait2, 1, __ATOMIC_RELAXED);
+  }
+  long ms = ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000;
+  return epoll_wait(ep, evs, max, (int)ms);
+}
+
 static void *worker_main(void *arg) {
   sbl_worker *w = arg;
   sbl_engine *e = w->e;
@@ -477,7 +489,7 @@ static void *worker_main(void *arg) {
     now = sbl_now();
     uint64_t wait = d > now + SPIN_NS ? d - now - SPIN_NS / 2 : 0;
     struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull), .tv_nsec = (long)(wait % 1000000000ull)};
-    int n = epoll_pwait2(w->ep, evs, 256, &ts, NULL);
+    int n = wait_events(w->ep, evs, 256, &ts);
     if (n < 0 && errno != EINTR) {
       log_err(w, "epoll failed");
       break;
