@@ -9,13 +9,7 @@ import { formatBytes } from "../units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
-import {
-  nativeExtra,
-  nativePlan,
-  nativeSampleSet,
-  nativeSkipNote,
-  runNative,
-} from "../native_load.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
 
 /** Default concurrent streams. */
 export const DEFAULT_STREAMS = 16;
@@ -84,19 +78,15 @@ async function nativeRows(ctx: ScenarioContext, streams: number): Promise<Result
         `${transport} ${formatBytes(size)} × ${streams} (native)`,
         plan,
       );
-      const row = makeRow({
+      const row = nativeRow({
         id: `hol/native/${transport}/${size}/${streams}`,
         scenario: "hol",
         transport,
-        engine: "native",
         label: `GET ${formatBytes(size)}, ${streams} streams on one connection (native engine)`,
         sizeBytes: size,
         concurrency: streams,
         floor: ctx.config.link ? undefined : floorFor(transport),
-        requestsPerSecond: run.result.reqPerSec,
-        errors: run.result.errors,
-        extra: nativeExtra(run),
-      }, nativeSampleSet(run.result, "corrected"));
+      }, run);
       ctx.onRow(row);
       rows.push(row);
       if (ctx.signal?.aborted) return rows;
