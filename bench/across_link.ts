@@ -13,7 +13,7 @@
  */
 import { openLink } from "../linkemu/link.ts";
 import { configuredRttMs, formatLinkSpec, type LinkSpec } from "../linkemu/link_spec.ts";
-import type { RelayStats } from "../linkemu/link.ts";
+import type { LinkBackend, RelayStats } from "../linkemu/link.ts";
 import { DEV_PKI_FILES } from "../transports/pki.ts";
 import type { TransportName } from "../transports/types.ts";
 import { collectEnvironment } from "./environment.ts";
@@ -37,8 +37,10 @@ const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 export interface AcrossLinkOptions extends BenchOptions {
   /** The spec as the user wrote it (recorded as is). Default: the formatted spec. */
   specText?: string;
-  /** `relay` or `netem`. Default `relay`. */
-  backend?: "relay" | "netem";
+  /** `relay`, `netem` or `veth` (plain veth, no impairment). Default `relay`. */
+  backend?: LinkBackend;
+  /** MTU of both ends of the link, in bytes. Default: the backend's (1500). */
+  mtu?: number;
   /** How to start `lab` (argv prefix). Default: this Deno running the repository's `main.ts`. */
   lab?: string[];
   /** Kill a per-transport child after this many ms. Default 900000 (15 min). */
@@ -49,7 +51,8 @@ export interface AcrossLinkOptions extends BenchOptions {
 export function linkRecord(
   spec: LinkSpec,
   specText: string,
-  backend: "relay" | "netem",
+  backend: LinkBackend,
+  mtu?: number,
 ): LinkRecord {
   const dir = (d: LinkSpec["up"]) => ({
     delayMs: d.delayMs,
@@ -65,6 +68,7 @@ export function linkRecord(
     spec: specText,
     resolved: formatLinkSpec(spec),
     backend,
+    mtu,
     rttMs: configuredRttMs(spec),
     up: dir(spec.up),
     down: dir(spec.down),
@@ -149,6 +153,7 @@ export function childArgs(
     "--transports",
     transport,
   ];
+  if (options.stack) args.push("--stack", options.stack);
   if (ca) args.push("--ca", ca);
   if (options.sizes) args.push("--sizes", options.sizes.join(","));
   if (options.warmupMs !== undefined) args.push("--warmup", String(options.warmupMs / 1000));
@@ -158,6 +163,7 @@ export function childArgs(
   if (options.rate !== undefined) args.push("--rate", String(options.rate));
   if (options.concurrency) args.push("--concurrency", options.concurrency.join(","));
   if (options.streams !== undefined) args.push("--streams", String(options.streams));
+  if (options.flows) args.push("--flows", options.flows.join(","));
   if (options.engine) args.push("--engine", options.engine);
   if (options.p99BoundMs !== undefined) args.push("--p99", String(options.p99BoundMs));
   args.push("--no-floors", "--no-charts", "--json", json);
@@ -191,14 +197,15 @@ export async function runBenchAcrossLink(
   const wallStart = Date.now();
   const backend = options.backend ?? "relay";
   const specText = options.specText ?? formatLinkSpec(spec);
-  const record = linkRecord(spec, specText, backend);
+  const record = linkRecord(spec, specText, backend, options.mtu);
   if (options.scenario === "migration" && backend !== "relay") {
     throw new RangeError(
       "The migration scenario needs --link-backend relay (it rebinds the client's port)",
     );
   }
-  const { availableTransports } = await import("../transports/mod.ts");
-  const transports = options.transports ?? await availableTransports();
+  const { availableTransports, resolveStack } = await import("../transports/mod.ts");
+  const stack = resolveStack(options.stack);
+  const transports = options.transports ?? await availableTransports(stack);
   const lab = options.lab ?? defaultLab();
   const progress = options.onProgress ?? (() => {});
   const notes: string[] = [];
@@ -216,9 +223,11 @@ export async function runBenchAcrossLink(
   let counters: LinkRecord["counters"];
   try {
     progress(`opening link ${specText}`, 0);
-    await using link = await openLink(spec, { backend });
+    await using link = await openLink(spec, { backend, mtu: options.mtu });
     const serveArgs = [
       "serve",
+      "--stack",
+      stack,
       "--transports",
       transports.join(","),
       "--host",
@@ -273,6 +282,8 @@ export async function runBenchAcrossLink(
   if (runs.length === 0) throw firstError ?? new Error("No transport was measured across the link");
   if (options.signal?.aborted) notes.push("The run was interrupted; rows may be incomplete.");
   const base = runs[0];
+  const connections: BenchRun["connections"] = {};
+  for (const r of runs) Object.assign(connections, r.connections ?? {});
   return {
     schema: SCHEMA_VERSION,
     startedAt: new Date(wallStart).toISOString(),
@@ -292,6 +303,7 @@ export async function runBenchAcrossLink(
         `(configured RTT ${record.rttMs} ms); lab link selftest --link ${specText} measures the link itself.`,
     },
     rows,
+    connections,
     notes,
   };
 }

@@ -1,8 +1,11 @@
 /** The Markdown report, shaped like a short study; a pure function of a run. */
+import { stackLines } from "./stack_report.ts";
 import { findFloor } from "./floors.ts";
 import { floorMultiple, medianWithCi } from "./table.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import type { BenchRun, ResultRow } from "./schema.ts";
+import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
+import { verdictTable } from "./verdict_table.ts";
 import { formatBitRate, formatBytes, formatDuration, formatMultiple, formatRate } from "./units.ts";
 
 /** Observations computed from the numbers, one sentence each. */
@@ -99,22 +102,50 @@ export function observations(run: BenchRun): string[] {
       );
     }
   }
-  const peers = run.rows.filter((r) => r.scenario === "peers");
+  out.push(...peerObservations(run.rows.filter((r) => r.scenario === "peers")));
+  out.push(...linkObservations(run));
+  return out;
+}
+
+/** The two ratios the peers scenario exists for, per stream level. */
+function peerObservations(peers: ResultRow[]): string[] {
+  const out: string[] = [];
+  const find = (tool: string, server: string, streams: number | undefined) =>
+    peers.find((r) =>
+      r.transport === tool && r.concurrency === streams && r.label.includes(`from ${server},`)
+    );
   for (const streams of new Set(peers.map((r) => r.concurrency))) {
-    const h2load = peers.find((r) => r.transport === "h2load" && r.concurrency === streams);
-    for (const r of peers.filter((p) => p.transport !== "h2load" && p.concurrency === streams)) {
-      if (h2load) {
-        out.push(
-          `At ${streams} stream${streams === 1 ? "" : "s"}, ${r.transport} reaches ${
-            formatRate(r.requestsPerSecond!)
-          } = ${formatMultiple(r.requestsPerSecond! / h2load.requestsPerSecond!)} h2load's ${
-            formatRate(h2load.requestsPerSecond!)
-          } against the same nghttpd.`,
-        );
-      }
+    const s = `${streams} stream${streams === 1 ? "" : "s"}`;
+    const ref = find("h2load", "nghttpd", streams);
+    const oursUnderH2load = peers.find((r) =>
+      r.transport === "h2load" && r.concurrency === streams && !r.label.includes("from nghttpd,")
+    );
+    if (ref && oursUnderH2load) {
+      out.push(
+        `Under h2load at ${s}, our h2c server serves ${
+          formatRate(oursUnderH2load.requestsPerSecond!)
+        } = ${
+          formatMultiple(oursUnderH2load.requestsPerSecond! / ref.requestsPerSecond!)
+        } nghttpd's ${formatRate(ref.requestsPerSecond!)}.`,
+      );
+    }
+    for (const h2load of [ref, oursUnderH2load]) {
+      if (!h2load) continue;
+      const server = h2load.label.slice(
+        h2load.label.indexOf("from ") + 5,
+        h2load.label.indexOf(","),
+      );
+      const ours = find("sbilab client", server, streams);
+      if (!ours) continue;
+      out.push(
+        `At ${s} against ${server}, our client takes ${
+          formatDuration(ours.estimate.median)
+        } per request, ${formatMultiple(ours.estimate.median / h2load.estimate.median)} h2load's ${
+          formatDuration(h2load.estimate.median)
+        }.`,
+      );
     }
   }
-  out.push(...linkObservations(run));
   return out;
 }
 
@@ -127,7 +158,10 @@ export function renderMarkdown(run: BenchRun): string {
   const c = run.config;
   const env = run.environment;
   const lines: string[] = [];
-  lines.push(`# sbilab benchmark: ${c.scenario}`, "");
+  lines.push(
+    run.study ? "# sbilab study: SBI call flows across links" : `# sbilab benchmark: ${c.scenario}`,
+    "",
+  );
   lines.push(
     `Run ${run.startedAt}, ${(run.durationMs / 1000).toFixed(1)} s; server ${
       c.serverMode === "target"
@@ -143,10 +177,26 @@ export function renderMarkdown(run: BenchRun): string {
       (c.delayMs ? `; handler delay ${c.delayMs} ms` : "") + ".",
     "",
   );
+  lines.push("## Stack", "", "```", ...stackLines(run), "```", "");
+  if (run.study || run.rows.some(isFlowRow)) {
+    const v = studyVerdict(run);
+    const t = verdictTable(v);
+    lines.push("## Verdict", "", `**${v.summary}**`, "", `Rule: ${ruleText(v.rule)}`, "");
+    lines.push(cellRow(t.header), cellRow(t.header.map(() => "---")), ...t.body.map(cellRow), "");
+    if (run.study) {
+      lines.push(
+        `The matrix took ${(run.study.elapsedMs / 1000).toFixed(0)} s of a ${
+          (run.study.budgetMs / 1000).toFixed(0)
+        } s budget, sampling each row for ${(run.study.sampleMs / 1000).toFixed(1)} s.`,
+        "",
+      );
+    }
+  }
   lines.push("## Results", "");
   lines.push(
     cellRow([
       "transport",
+      "stack",
       "what one sample times",
       "median [95 % CI]",
       "p90",
@@ -157,11 +207,13 @@ export function renderMarkdown(run: BenchRun): string {
       "n",
     ]),
   );
-  lines.push(cellRow(Array(9).fill("---")));
-  for (const r of run.rows) {
+  lines.push(cellRow(Array(10).fill("---")));
+  const stepRows = run.rows.filter((r) => r.step !== undefined);
+  for (const r of run.rows.filter((r) => r.step === undefined)) {
     const m = floorMultiple(run, r);
     lines.push(cellRow([
-      r.transport,
+      r.link ? `${r.transport} (${r.link})` : r.transport,
+      r.stack ?? "–",
       r.label,
       medianWithCi(r),
       formatDuration(r.estimate.p90),
@@ -175,6 +227,22 @@ export function renderMarkdown(run: BenchRun): string {
         : "–",
       String(r.estimate.n),
     ]));
+  }
+  if (stepRows.length) {
+    lines.push("", "### Per-step latency", "");
+    lines.push(cellRow(["transport", "flow", "step", "median [95 % CI]", "p99", "n", "failed"]));
+    lines.push(cellRow(Array(7).fill("---")));
+    for (const r of stepRows) {
+      lines.push(cellRow([
+        r.link ? `${r.transport} (${r.link})` : r.transport,
+        `${r.flow}${r.concurrency ? `, ${r.concurrency} UEs` : ""}`,
+        r.label,
+        medianWithCi(r),
+        formatDuration(r.estimate.p99),
+        String(r.estimate.n),
+        String(r.errors),
+      ]));
+    }
   }
   for (
     const [title, t] of [["Per-request latency percentiles", percentileTable(run)], [

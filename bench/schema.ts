@@ -5,14 +5,21 @@
  * Durations are nanoseconds; sizes are bytes.
  */
 import type { Estimate } from "./stats.ts";
+import type { ConnectionInfo, StackName } from "../transports/types.ts";
 import type { SampleSet } from "./recorder.ts";
 
 /**
  * Schema identifier written into every run. Bump on any incompatible change.
  * Compatible additions since the first runs were saved (all optional, so
  * older files still read): the `hol` and `migration` scenarios,
- * `RunConfig.streams`, `RunConfig.link` and `ResultRow.extra` figures; the `capacity`
+ * `RunConfig.streams`, `RunConfig.link` and `ResultRow.extra` figures; the
+ * `flows` scenario with `RunConfig.flows`, `ResultRow.flow` / `step` / `link`
+ * / `stack`, and `BenchRun.study` for runs made by `lab study`.
+ * the `capacity`
  * scenario, `RunConfig.engine`, `RunConfig.p99BoundMs` and `ResultRow.engine`.
+ * and the
+ * stack: `RunConfig.stack`, `ResultRow.stack` and `BenchRun.connections`
+ * (a file without them ran h2 on the deno stack's server).
  */
 export const SCHEMA_VERSION = "sbilab-bench/1";
 
@@ -26,6 +33,7 @@ export type ScenarioName =
   | "peers"
   | "hol"
   | "migration"
+  | "flows"
   | "capacity";
 
 /** Every scenario, in help order. */
@@ -38,6 +46,7 @@ export const SCENARIOS: readonly ScenarioName[] = [
   "peers",
   "hol",
   "migration",
+  "flows",
   "capacity",
 ];
 
@@ -83,8 +92,10 @@ export interface LinkRecord {
   spec: string;
   /** The spec with every value spelled out. */
   resolved: string;
-  /** `relay` (TUN relay) or `netem`. */
-  backend: "relay" | "netem";
+  /** `relay` (TUN relay), `netem`, or `veth` (a plain veth pair). */
+  backend: "relay" | "netem" | "veth";
+  /** MTU of both ends, when set (`--mtu`). */
+  mtu?: number;
   /** Configured round-trip delay (ms). */
   rttMs: number;
   /** Client → server and server → client. */
@@ -143,6 +154,14 @@ export interface ResultRow {
   errors: number;
   /** Extra named figures (e.g. `uncorrectedMedian`), all numbers. */
   extra?: Record<string, number>;
+  /** `flows`: the call flow the row times (`registration`, `warm-get`, …). */
+  flow?: string;
+  /** `flows`: the step the row times, when it is a per-step row. */
+  step?: string;
+  /** The emulated link the row crossed (its spec), in runs that cross several. */
+  link?: string;
+  /** Implementation family the row ran on (see `StackName`; absent: a run saved before stacks). */
+  stack?: StackName;
 }
 
 /** Environment of the run. */
@@ -164,6 +183,8 @@ export interface Environment {
 /** The configuration the run used (after defaults). */
 export interface RunConfig {
   scenario: ScenarioName;
+  /** Implementation family of servers and clients. */
+  stack?: StackName;
   transports: string[];
   sizes: number[];
   warmupMs: number;
@@ -185,10 +206,26 @@ export interface RunConfig {
   streams?: number;
   /** The emulated link the run crossed, when it ran with `--link`. */
   link?: LinkRecord;
+  /** `flows`: the streams measured (`journey`, `warm-get`). */
+  flows?: string[];
   /** What sent the requests of the scenario's rows. */
   engine?: EngineName;
   /** p99 bound of the `capacity` scenario (ms). */
   p99BoundMs?: number;
+}
+
+/** What `lab study` adds to its run: the links crossed, the budget and the verdict rule. */
+export interface StudyRecord {
+  /** Every link crossed, in report order (counters included). */
+  links: LinkRecord[];
+  /** The time budget (ms) and whether the run kept it. */
+  budgetMs: number;
+  /** Wall time the matrix took (ms). */
+  elapsedMs: number;
+  /** Per-row sampling time chosen to fit the budget (ms). */
+  sampleMs: number;
+  /** The verdict rule's parameters. */
+  rule: { minReduction: number; level: number; resamples: number; minSamples: number };
 }
 
 /** A complete benchmark run. */
@@ -203,8 +240,12 @@ export interface BenchRun {
   /** Floors measured in the same run, or why they were skipped. */
   floors: { rows: FloorRow[]; skipped?: string };
   rows: ResultRow[];
+  /** What each transport's connection ran on: libraries, TLS suite and group, packet sizes. */
+  connections?: Partial<Record<string, ConnectionInfo>>;
   /** Things the reader must know (skips, caveats), one sentence each. */
   notes: string[];
+  /** Present when the run is a `lab study` matrix. */
+  study?: StudyRecord;
 }
 
 /** Parses and checks a saved run; throws `SyntaxError` with a one-line message. */

@@ -4,7 +4,7 @@
  */
 import { onServerCpu, placement } from "./affinity.ts";
 import type { TlsMaterial } from "../transports/tls.ts";
-import type { SbiServer, TransportName } from "../transports/types.ts";
+import type { SbiServer, StackName, TransportName } from "../transports/types.ts";
 
 /** Endpoints to benchmark and how to trust them. */
 export interface Endpoints {
@@ -33,6 +33,8 @@ const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
 /** Options for {@linkcode startServers}. */
 export interface StartOptions {
+  /** Implementation family. Default `native`. */
+  stack?: StackName;
   /** Handler delay in ms passed to the server. Default 0. */
   delayMs?: number;
   /** Start in this process instead of spawning `lab serve`. Default false. */
@@ -46,12 +48,17 @@ export async function startServers(
   transports: TransportName[],
   options: StartOptions = {},
 ): Promise<Endpoints> {
+  const stack = options.stack ?? "native";
   return options.inProcess
-    ? await startInProcess(transports, options.delayMs ?? 0)
-    : await startProcess(transports, options.delayMs ?? 0, options.startTimeoutS ?? 60);
+    ? await startInProcess(transports, stack, options.delayMs ?? 0)
+    : await startProcess(transports, stack, options.delayMs ?? 0, options.startTimeoutS ?? 60);
 }
 
-async function startInProcess(transports: TransportName[], delayMs: number): Promise<Endpoints> {
+async function startInProcess(
+  transports: TransportName[],
+  stack: StackName,
+  delayMs: number,
+): Promise<Endpoints> {
   const { createHandler } = await import("../handler/mod.ts");
   const { createServer } = await import("../transports/mod.ts");
   const { createDevPki } = await import("../transports/pki.ts");
@@ -62,6 +69,7 @@ async function startInProcess(transports: TransportName[], delayMs: number): Pro
   try {
     for (const t of transports) {
       const s = await createServer(t, handler, {
+        stack,
         hostname: "127.0.0.1",
         port: 0,
         tls: t === "h2c" ? undefined : { cert: pki.serverCertPem, key: pki.serverKeyPem },
@@ -92,6 +100,7 @@ const LISTENING = /^(h2c|h2-tls|h3) listening on (\S+)$/;
 
 async function startProcess(
   transports: TransportName[],
+  stack: StackName,
   delayMs: number,
   timeoutS: number,
 ): Promise<Endpoints> {
@@ -102,6 +111,8 @@ async function startProcess(
     "--unstable-net",
     `${ROOT}/main.ts`,
     "serve",
+    "--stack",
+    stack,
     "--transports",
     transports.join(","),
     "--host",

@@ -79,9 +79,9 @@ export async function doctorReport(): Promise<[string, string][]> {
   ]);
   try {
     const h2 = await import("../transports/h2/mod.ts");
-    rows.push(["h2 client", await h2.h2ClientInfo()]);
+    rows.push(["h2 module", await h2.h2ModuleInfo()]);
   } catch (err) {
-    rows.push(["h2 client", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
+    rows.push(["h2 module", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
   }
   try {
     const h3 = await import("../transports/h3/mod.ts");

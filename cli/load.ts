@@ -1,6 +1,6 @@
 /** `lab load`: h2load-style load from the native engines (h2c and h3), with h2load's and oha's flags. */
 import type { Command } from "commander";
-import { runAction, UsageError } from "../bench/cli.ts";
+import { UsageError } from "./args.ts";
 import {
   formatProgressLine,
   renderLatencyHistogram,
@@ -62,7 +62,7 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-async function load(urlText: string, f: LoadFlags): Promise<number> {
+async function load(urlText: string, f: LoadFlags): Promise<void> {
   if ((f.requests === undefined) === (f.duration === undefined)) {
     throw new UsageError("Give either -n N or -D DURATION");
   }
@@ -175,10 +175,9 @@ async function load(urlText: string, f: LoadFlags): Promise<number> {
     console.error(`wrote ${f.json}`);
   }
   if (result.partial) {
-    console.error(`error: ${result.error ?? "the run was stopped"} (partial results)`);
-    return 1;
+    // main.ts prints this one line and exits 1; the summary above is the partial result.
+    throw new Error(`${result.error ?? "the run was stopped"} (partial results)`);
   }
-  return 0;
 }
 
 /** Adds `load`. */
@@ -204,6 +203,6 @@ export function registerLoadCommand(program: Command): void {
     .option("--json <file>", "save the run record as JSON")
     .option("--no-progress", "no live progress line")
     .action(async (url: string, flags: LoadFlags) => {
-      await runAction(() => load(url, flags));
+      await load(url, flags);
     });
 }

@@ -11,6 +11,7 @@ export type {
   ProblemDetails,
   SbiHandler,
   SbiHeaders,
+  SbiPeer,
   SbiRequest,
   SbiResponse,
 } from "./types.ts";
@@ -24,13 +25,16 @@ export {
   timerSleep,
 } from "./handler.ts";
 export {
-  payloadTooLarge,
+  bodyTooLarge,
+  overloaded,
   PROBLEM_JSON,
   problemDetails,
   ProblemError,
   type ProblemInit,
   problemResponse,
   statusTitle,
+  systemFailure,
+  unreadableRequest,
 } from "./problem.ts";
 export {
   buildPayload,
@@ -42,6 +46,9 @@ export {
 export {
   createMemoryNfProfileStore,
   createNrf,
+  DEFAULT_MAX_INSTANCES,
+  DEFAULT_MAX_JSON_DEPTH,
+  DEFAULT_MAX_PROFILE_BYTES,
   mediaType,
   NF_INSTANCES_PATH,
   type NfProfile,
@@ -50,6 +57,7 @@ export {
   type NrfOptions,
   parseJsonBody,
 } from "./nrf.ts";
+export { exceedsJsonDepth, jsonValueDepth } from "./json_depth.ts";
 export {
   applyJsonPatch,
   jsonEqual,
@@ -65,3 +73,12 @@ export {
   multipartBoundary,
   parseMultipart,
 } from "./multipart.ts";
+export {
+  createUeRegistry,
+  mockNfRoutes,
+  NAS_TYPE,
+  NF_APIS,
+  NGAP_TYPE,
+  simulatedResStar,
+  type UeRegistry,
+} from "./nf/mod.ts";

@@ -10,9 +10,12 @@ import {
   createServer,
   type SbiClient,
   type SbiServer,
+  type StackName,
+  STACKS,
   type TransportName,
 } from "../transports/mod.ts";
 import { createDevPki, type DevPki } from "../transports/pki.ts";
+import { readListening } from "../cli/listening.ts";
 
 /** Repository root. */
 export const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
@@ -43,17 +46,34 @@ export function needsTool(tool: string, pkg: string): boolean {
 }
 
 /** Transports to run cross-transport tests on; in CI a missing h3 is an error, not a skip. */
-export async function testTransports(): Promise<TransportName[]> {
-  const available = await availableTransports();
-  if (!available.includes("h3")) {
-    if (Deno.env.get("CI")) {
-      throw new Error("h3 transport unavailable in CI (native module failed to build)");
+export async function testTransports(stack: StackName = "native"): Promise<TransportName[]> {
+  const available = await availableTransports(stack);
+  if (stack === "native") {
+    const missing = [
+      ...(available.includes("h2c")
+        ? []
+        : ["h2 (apt-get install libnghttp2-dev libgnutls28-dev gcc)"]),
+      ...(available.includes("h3") ? [] : [
+        "h3 (apt-get install libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)",
+      ]),
+    ];
+    if (missing.length && Deno.env.get("CI")) {
+      throw new Error(`Native transports unavailable in CI: ${missing.join(", ")}`);
     }
-    console.warn(
-      "skipping h3: native module unavailable (apt-get install libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)",
-    );
+    if (missing.length) {
+      console.warn(`skipping native ${missing.join(" and ")}: module unavailable`);
+    }
   }
   return available;
+}
+
+/** Every (stack, transport) pair usable here: the native stack's, then the deno stack's. */
+export async function testTargets(): Promise<{ stack: StackName; transport: TransportName }[]> {
+  const out: { stack: StackName; transport: TransportName }[] = [];
+  for (const stack of STACKS) {
+    for (const transport of await testTransports(stack)) out.push({ stack, transport });
+  }
+  return out;
 }
 
 /** A server and a client for one transport. */
@@ -71,8 +91,8 @@ export async function startPair(
     handler?: SbiHandler;
     handlerOptions?: HandlerOptions;
     timeoutMs?: number;
-    /** Server implementation (h2c only), see `ServerOptions.stack`. Default `deno`. */
-    stack?: "native" | "deno";
+    /** Stack of server and client. Default `native`. */
+    stack?: StackName;
   } = {},
 ): Promise<Pair> {
   const pki = await testPki();
@@ -82,6 +102,7 @@ export async function startPair(
     stack: options.stack,
   });
   const client = await createClient(transport, server.url, {
+    stack: options.stack,
     tls: { ca: pki.caCertPem },
     timeoutMs: options.timeoutMs,
   });
@@ -148,4 +169,102 @@ export function directCall(
   const lower: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) lower[k.toLowerCase()] = v;
   return handler({ method, path: url.pathname, query: url.searchParams, headers: lower, body });
+}
+
+/** A `lab serve` child process. */
+export interface LabServe {
+  /** Listener URLs by transport. */
+  urls: Partial<Record<TransportName, string>>;
+  /** The server's process id (for its RSS). */
+  pid: number;
+  /** The dev PKI folder (its `ca.pem` signs the server). */
+  stateDir: string;
+  /** Resolves with the exit status once the process ended. */
+  status: Promise<Deno.CommandStatus>;
+  /** Whether the process still runs. */
+  running(): boolean;
+  /** Everything the server wrote to stderr so far (complete after `stop`). */
+  stderr(): string;
+  /** SIGTERM (SIGKILL after 5 s), waits, removes the PKI folder; returns the exit status. */
+  stop(): Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Starts `lab serve` with `args` in a child process (under `ulimit -n` when
+ * `nofile` is given) and waits for its listening lines; bounded by 30 s.
+ */
+export async function startLabServe(
+  args: string[],
+  options: { nofile?: number } = {},
+): Promise<LabServe> {
+  const stateDir = await Deno.makeTempDir({ prefix: "sbilab-test-" });
+  const lab = [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
+  const all = [...lab, "serve", "--state-dir", stateDir, ...args];
+  const [cmd, cmdArgs] = options.nofile === undefined
+    ? [all[0], all.slice(1)]
+    : ["sh", ["-c", `ulimit -n ${options.nofile} && exec "$@"`, "sh", ...all]];
+  const child = new Deno.Command(cmd, {
+    args: cmdArgs,
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  let running = true;
+  const status = child.status.finally(() => (running = false));
+  let err = "";
+  const stderrDone = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
+    new WritableStream({ write: (c) => void (err += c) }),
+  ).catch(() => {});
+  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
+  const stop = async () => {
+    if (running) {
+      child.kill("SIGTERM");
+      const killer = setTimeout(() => running && child.kill("SIGKILL"), 5000);
+      await status;
+      clearTimeout(killer);
+    }
+    await stderrDone;
+    await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+    return await status;
+  };
+  let urls;
+  try {
+    urls = await readListening(child.stdout, want as TransportName[]);
+  } catch (e) {
+    await stop();
+    throw new Error(`${(e as Error).message}: ${err.trim()}`);
+  }
+  return {
+    urls,
+    pid: child.pid,
+    stateDir,
+    status,
+    running: () => running,
+    stderr: () => err,
+    stop,
+  };
+}
+
+/** Resident set size of a process in bytes, from /proc. */
+export function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+  if (!m) throw new Error(`No VmRSS for ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+/** Runs the `lab` CLI as a user would (stdin closed), killed after `timeoutMs`. */
+export async function runLab(
+  args: string[],
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`, ...args],
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const out = await child.output();
+  clearTimeout(timer);
+  return { code: out.code, stdout: out.stdout, stderr: new TextDecoder().decode(out.stderr) };
 }

@@ -21,8 +21,14 @@ export interface ScenarioContext {
   config: RunConfig;
   /** Sentences for the report (skips, caveats). */
   notes: string[];
-  /** Opens a client (one connection) for a transport. */
-  openClient(transport: TransportName): Promise<SbiClient>;
+  /**
+   * Opens a client (one connection) for a transport: to its endpoint, or to
+   * `options.origin`; `options.nfType` names the sender in `User-Agent`.
+   */
+  openClient(
+    transport: TransportName,
+    options?: { origin?: string; nfType?: string },
+  ): Promise<SbiClient>;
   /** Reports progress of the current row (label, 0…1). */
   onProgress(label: string, fraction: number): void;
   /** Reports a finished row. */

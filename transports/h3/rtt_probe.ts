@@ -11,7 +11,7 @@
  */
 import { createHandler } from "../../handler/mod.ts";
 import { createDevPki } from "../pki.ts";
-import { createH2Client, createH2TlsServer } from "../h2/mod.ts";
+import { createH2TlsServer, createNativeH2Client } from "../h2/mod.ts";
 import type { SbiClient, SbiServer } from "../types.ts";
 import { createH3Client, createH3Server } from "./mod.ts";
 
@@ -47,7 +47,7 @@ if (import.meta.main) {
   try {
     const h2s = await createH2TlsServer(handler, { tls });
     servers.push(h2s);
-    clients.push(["h2-tls", await createH2Client(h2s.url, { tls: { ca: pki.caCertPem } })]);
+    clients.push(["h2-tls", await createNativeH2Client(h2s.url, { tls: { ca: pki.caCertPem } })]);
     for (const mtu of udp) {
       const maxUdpPayload = mtu || undefined;
       const s = await createH3Server(handler, { tls, maxUdpPayload });

@@ -13,7 +13,7 @@ import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { transportProblem } from "../problem_response.ts";
+import { systemFailure, unreadableRequest } from "../../handler/problem.ts";
 import {
   H3_EVENT,
   H3Config,
@@ -145,14 +145,14 @@ class H3Server implements H3SbiServer {
         request = toSbiRequest(e.headers, e.body);
       } catch (err) {
         this.#options.onError?.(err);
-        response = transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT");
+        response = unreadableRequest();
       }
       if (request) {
         try {
           response = await this.#handler(request);
         } catch (err) {
           this.#options.onError?.(err);
-          response = transportProblem(500, "Internal error", "SYSTEM_FAILURE");
+          response = systemFailure();
         }
       }
       if (!this.#stopped && response) {
