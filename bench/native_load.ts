@@ -22,7 +22,7 @@ import { makeRow, type ScenarioContext } from "./scenarios/context.ts";
 export type Engine = "native" | "sbi";
 
 /** Transports the native engines can load today. */
-export const NATIVE_TRANSPORTS: readonly TransportName[] = ["h2c", "h3"];
+export const NATIVE_TRANSPORTS: readonly TransportName[] = ["h2c", "h2-tls", "h3"];
 
 /** Quantiles kept as a row's stand-in for raw samples (the engine keeps only a histogram). */
 const QUANTILES = 1000;

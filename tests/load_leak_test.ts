@@ -1,6 +1,7 @@
 /**
  * C-level leak check of the native load engines under valgrind against real
- * servers: the h2 engine against nghttpd (and a refused port), the h3 engine
+ * servers: the h2 engine against nghttpd over h2c (and a refused port) and
+ * over TLS (verified, and with a CA that does not match), the h3 engine
  * against ngtcp2's gtlsserver (verified, and with a CA that does not match).
  * The driver is transports/native/sbl_load_check.c.
  */
@@ -65,6 +66,43 @@ Deno.test({
       server.kill("SIGTERM");
       await server.status;
       await Deno.remove(docs, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "h2 load engine over TLS frees everything after a run against nghttpd and a TLS failure (valgrind)",
+  ignore: noValgrind || needsTool("nghttpd", "nghttp2-server"),
+  fn: async () => {
+    const dir = await Deno.makeTempDir();
+    const other = await Deno.makeTempDir();
+    await writeDevPki(dir);
+    await writeDevPki(other);
+    await Deno.writeFile(`${dir}/f`, new Uint8Array(256).fill(0x61));
+    const port = freePort();
+    const server = new Deno.Command("nghttpd", {
+      args: ["-d", dir, String(port), `${dir}/server-key.pem`, `${dir}/server.pem`],
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    try {
+      await waitForPort(port);
+      const args = ["h2tls", "127.0.0.1", String(port), "/f", "300", "2", "8"];
+      const ok = await check([...args, `${dir}/ca.pem`]);
+      assertClean(ok);
+      assert.match(ok.stdout, /^sent 300 completed 300 errors 0 status200 300 partial 0/);
+      const untrusted = await check([...args, `${other}/ca.pem`]);
+      assertClean(untrusted);
+      assert.match(
+        untrusted.stdout,
+        /^sent 0 completed 0 errors 0 status200 0 partial 1 error .*TLS/,
+      );
+    } finally {
+      server.kill("SIGTERM");
+      await server.status;
+      await Deno.remove(dir, { recursive: true });
+      await Deno.remove(other, { recursive: true });
     }
   },
 });

@@ -1,8 +1,8 @@
 /*
  * sbl_load_check: runs one load engine plan from the command line, for the
  * leak check (valgrind) of the engines against real servers:
- *   sbilab_load_check h2|h3 IP PORT PATH REQUESTS CONNS STREAMS [CA_PEM_FILE]
- * h3 without a CA file does not verify the server. Prints one line:
+ *   sbilab_load_check h2|h2tls|h3 IP PORT PATH REQUESTS CONNS STREAMS [CA_PEM_FILE]
+ * h2tls and h3 without a CA file do not verify the server. Prints one line:
  *   "sent N completed N errors N status200 N partial 0|1".
  */
 #include "sbl_load.h"
@@ -35,17 +35,17 @@ static uint8_t *read_file(const char *path, size_t *len) {
 /* Builds the plan, runs it to the end, prints the counts and frees everything. */
 int main(int argc, char **argv) {
   if (argc < 8) {
-    fprintf(stderr, "usage: %s h2|h3 IP PORT PATH REQUESTS CONNS STREAMS [CA_PEM_FILE]\n", argv[0]);
+    fprintf(stderr, "usage: %s h2|h2tls|h3 IP PORT PATH REQUESTS CONNS STREAMS [CA_PEM_FILE]\n", argv[0]);
     return 2;
   }
-  int h3 = strcmp(argv[1], "h3") == 0;
+  int h3 = strcmp(argv[1], "h3") == 0, h2tls = strcmp(argv[1], "h2tls") == 0, tls = h3 || h2tls;
   size_t ca_len = 0;
   uint8_t *ca = argc > 8 ? read_file(argv[8], &ca_len) : NULL;
   char authority[300];
   snprintf(authority, sizeof authority, "%s:%s", argv[2], argv[3]);
   uint8_t hdrs[1024];
   size_t hl = 0;
-  const char *fields[][2] = {{":method", "GET"}, {":scheme", h3 ? "https" : "http"}, {":authority", authority},
+  const char *fields[][2] = {{":method", "GET"}, {":scheme", tls ? "https" : "http"}, {":authority", authority},
                              {":path", argv[4]}};
   for (int i = 0; i < 4; i++)
     hl += sbwire_put_field(hdrs + hl, (const uint8_t *)fields[i][0], strlen(fields[i][0]),
@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
   uint8_t *plan = calloc(1, cap);
   if (!plan) return 1;
   sbwire_put_u32(plan, SBL_PLAN_MAGIC);
-  sbwire_put_u32(plan + 4, h3 && !ca ? SBL_PLAN_INSECURE : 0);
+  sbwire_put_u32(plan + 4, (h2tls ? SBL_PLAN_TLS : 0) | (tls && !ca ? SBL_PLAN_INSECURE : 0));
   sbwire_put_u32(plan + 8, (uint32_t)atoi(argv[6]));
   sbwire_put_u32(plan + 12, (uint32_t)atoi(argv[7]));
   sbwire_put_u32(plan + 16, 1);
