@@ -270,3 +270,26 @@ Deno.test("h2 engine: a server that closes mid-run gives a partial result", asyn
     await server.close();
   }
 });
+
+Deno.test("an open-loop backlog behind a stalled server is given up one timeout after the schedule", async () => {
+  const { server } = await countingServer("h2c", { handlerOptions: { delayMs: 1500 } });
+  try {
+    const t0 = performance.now();
+    const r = await runLoad({
+      ...await target(server, PAYLOAD),
+      durationMs: 300,
+      rate: 200,
+      streams: 2,
+      timeoutMs: 400,
+    });
+    const took = performance.now() - t0;
+    assertEquals(r.partial, true);
+    assertEquals(r.completed, 0);
+    assertEquals(r.sent, r.errors);
+    assert(r.errorsByKind.timeout >= 2, JSON.stringify(r.errorsByKind));
+    assert(r.sent < 60, `sent ${r.sent} of 60 intended`);
+    assert(took < 1500, `took ${took} ms`);
+  } finally {
+    await server.close();
+  }
+});
