@@ -173,7 +173,10 @@ function medianChart(run: BenchRun): ChartSpec[] {
       },
       options: {
         indexAxis: "y",
-        scales: { x: { type: "logarithmic", title: { display: true, text: "time" } } },
+        scales: {
+          x: { type: "logarithmic", title: { display: true, text: "time" } },
+          y: { ticks: { autoSkip: false } },
+        },
       },
     },
   }];
@@ -442,9 +445,15 @@ ${formatDurationSource()}
     config.options.scales = config.options.scales || {};
     spec.durationAxes.forEach(function (axis) {
       var scale = config.options.scales[axis] = config.options.scales[axis] || {};
+      var log = scale.type === "logarithmic";
       scale.ticks = Object.assign({}, scale.ticks, {
-        maxTicksLimit: 8,
-        callback: function (v) { return formatDuration(Number(v)); }
+        callback: function (v) {
+          var x = Number(v);
+          if (!log) return formatDuration(x);
+          // Label 1, 2 and 5 of each decade only, so labels never overlap.
+          var mantissa = Math.round(x / Math.pow(10, Math.floor(Math.log10(x))) * 1000) / 1000;
+          return mantissa === 1 || mantissa === 2 || mantissa === 5 ? formatDuration(x) : "";
+        }
       });
     });
     config.options.plugins.tooltip = {
