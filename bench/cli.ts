@@ -375,7 +375,7 @@ export function registerStudyCommand(program: Command): void {
     .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 3m)")
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
-    .option("--ues <list>", "UE concurrency levels (default 4,32; quick 8)")
+    .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")
     .option("--flows <list>", "streams: journey,warm-get (default both)")
     .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
     .action(async (flags: StudyFlags) => {

@@ -346,9 +346,9 @@ export function renderHtml(run: BenchRun, lib: ChartLibrary): string {
   parts.push(
     `<p class="meta">Run ${esc(run.startedAt)}, ${(run.durationMs / 1000).toFixed(1)} s` +
       (run.study
-        ? ` (budget ${(run.study.budgetMs / 1000).toFixed(0)} s, ${
-          (run.study.sampleMs / 1000).toFixed(1)
-        } s sampling per row)`
+        ? ` (budget ${
+          (run.study.budgetMs / 1000).toFixed(0)
+        } s, ${run.study.samples} UE arrivals per row)`
         : "") +
       `; transports ${esc(run.config.transports.join(", "))}; ${
         esc(env.cpuModel)

@@ -157,7 +157,9 @@ export function renderMarkdown(run: BenchRun): string {
       lines.push(
         `The matrix took ${(run.study.elapsedMs / 1000).toFixed(0)} s of a ${
           (run.study.budgetMs / 1000).toFixed(0)
-        } s budget, sampling each row for ${(run.study.sampleMs / 1000).toFixed(1)} s.`,
+        } s budget, with ${run.study.samples} UE arrivals per row (at most ${
+          (run.study.sampleMs / 1000).toFixed(1)
+        } s each).`,
         "",
       );
     }
