@@ -20,8 +20,9 @@ export function directPool(handler: SbiHandler): ConnectionPool {
   return { client: () => Promise.resolve(client) };
 }
 
-/** Deterministic ids: `prefix-0001`, `prefix-0002`, … */
-export function counterIds(prefix = "id"): () => string {
+/** Deterministic UUIDs: `00000000-0000-4000-8000-000000000001`, `…0002`, … (`tag` sets the first group). */
+export function counterIds(tag = 0): () => string {
   let n = 0;
-  return () => `${prefix}-${String(++n).padStart(4, "0")}`;
+  const head = tag.toString(16).padStart(8, "0");
+  return () => `${head}-0000-4000-8000-${(++n).toString(16).padStart(12, "0")}`;
 }

@@ -47,7 +47,7 @@ async function journeyOver(pool: ConnectionPool) {
       location: r.headers["location"],
       body: r.body,
     });
-  const nf = await registerNfs(pool, counterIds("nf"));
+  const nf = await registerNfs(pool, counterIds(0xf));
   const discovery = new DiscoveryCache();
   const outcomes = [];
   for (let ue = 0; ue < 2; ue++) {
@@ -73,7 +73,10 @@ Deno.test("the UE journey runs every step against the handler, discovering once 
   );
   const create = record.find((r) => r.step === "smf.create-sm-context")!;
   assert.equal(create.status, 201);
-  assert.match(create.location!, /^\/nsmf-pdusession\/v1\/sm-contexts\/id-\d{4}$/);
+  assert.match(
+    create.location!,
+    /^\/nsmf-pdusession\/v1\/sm-contexts\/00000000-0000-4000-8000-[0-9a-f]{12}$/,
+  );
   const activate = record.find((r) => r.step === "smf.update-activate")!;
   assert.match(activate.contentType!, /^multipart\/related; boundary=/);
 });
@@ -81,7 +84,7 @@ Deno.test("the UE journey runs every step against the handler, discovering once 
 Deno.test("a flow whose step fails is reported failed with that step and its cause", async () => {
   const handler = createHandler({ newId: counterIds() });
   const pool = directPool(handler);
-  const nf = await registerNfs(pool, counterIds("nf"));
+  const nf = await registerNfs(pool, counterIds(0xf));
   // No registration first: the UDM refuses the SMF's sm-data get.
   const o = await runFlow(PDU_SESSION, { ...nf, ...ueVars(7) }, { pool });
   assert.equal(o.ok, false);
