@@ -30,7 +30,7 @@ import {
   ueVars,
 } from "../flows/runner.ts";
 import { makeRow, type ScenarioContext } from "./context.ts";
-import { formatRate } from "../units.ts";
+import { formatDuration, formatRate } from "../units.ts";
 
 /** The streams `flows` can measure. */
 export const FLOW_STREAMS = ["journey", "warm-get"] as const;
@@ -47,7 +47,7 @@ const STEP_RETRIES = 1;
  * box more saturates the client and server processes, and the rows would time
  * the machine's queues rather than the transports.
  */
-export const MAX_DEFAULT_REQUEST_RATE = 1000;
+export const MAX_DEFAULT_REQUEST_RATE = 500;
 
 const NF_SERVICES: [NfType, string][] = [
   ["AMF", "namf-comm"],
@@ -243,6 +243,14 @@ async function measureTransport(
         const r = await run(t, ctx.plan.sampleMs, ctx.plan.samples);
         ctx.onProgress(label, 1);
         const perSecond = r.started / (r.elapsedMs / 1000);
+        if (r.waitedForSlot > 0.05 * r.started) {
+          ctx.notes.push(
+            `${transport} ${stream} at ${ues} UEs: ${r.waitedForSlot} of ${r.started} arrivals ` +
+              `waited for a free UE slot (mean lag ${formatDuration(r.meanLagMs * 1e6)}), so ` +
+              "these flow times include queueing on this machine, not only the transport " +
+              "(a lower --rate or a bigger box avoids it).",
+          );
+        }
         for (const flow of flows) {
           const times = t.flowTimes.get(flow.name);
           const failed = t.failed.get(flow.name) ?? 0;
