@@ -423,7 +423,7 @@ h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1
 .meta { color: #555; } .verdict { font-size: 16px; font-weight: 600; } .rule { color: #444; }
 table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right; } th { background: #f4f4f4; }
-td:first-child, th:first-child { text-align: left; }
+td:first-child, th:first-child, #verdict td:last-child { text-align: left; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 16px; }
 figure.chart { margin: 0; border: 1px solid #eee; padding: 8px; } figure.wide { grid-column: 1 / -1; }
 figcaption { font-weight: 600; margin-bottom: 4px; }
