@@ -255,7 +255,7 @@ export function registerBenchCommands(program: Command): void {
       "how the link's namespaces are joined: relay (default) or netem",
     )
     .option("--no-floors", "skip the floor measurements")
-    .option("--no-charts", "do not print ASCII charts")
+    .option("--no-charts", "do not print the terminal bar charts")
     .option("--json <file>", "save the run as JSON (re-render with lab report)")
     .option("--md <file>", "write a Markdown report")
     .option("--csv <file>", "write the rows as CSV")
@@ -273,7 +273,7 @@ export function registerBenchCommands(program: Command): void {
     .option("--md <file>", "write a Markdown report of A")
     .option("--csv <file>", "write A's rows as CSV")
     .option("--html <file>", "write A as a self-contained HTML report with charts")
-    .option("--no-charts", "do not print ASCII charts")
+    .option("--no-charts", "do not print the terminal bar charts")
     .action(async (a: string, b: string | undefined, flags) => {
       await report(a, b, flags);
     });
