@@ -227,6 +227,9 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
   let summary: string;
   if (out.length === 0) {
     summary = "No flow cells were measured, so there is no verdict.";
+  } else if (noData === out.length) {
+    summary = `None of the ${out.length} cells has flow times for both HTTP/3 and HTTP/2, ` +
+      "so there is no verdict.";
   } else if (material === 0) {
     summary = `HTTP/3 has no material advantage in any of the ${out.length} cells` +
       (noData ? ` (${noData} without data for one side)` : "") +
