@@ -372,7 +372,7 @@ export function registerStudyCommand(program: Command): void {
       "run the follow-up study: call flows × links × transports × UE concurrency, with a verdict (needs root for links)",
     )
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
-    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 3m)")
+    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")

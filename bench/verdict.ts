@@ -12,6 +12,7 @@
  */
 import { compareQuantiles, type Interval } from "./stats.ts";
 import type { BenchRun, ResultRow } from "./schema.ts";
+import { JOURNEY } from "./flows/definitions.ts";
 
 /** Parameters of the rule. */
 export interface VerdictRule {
@@ -165,7 +166,7 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
   // A study plans its cells; one where no transport completed flows is still judged (no-data).
   if (run.study) {
     const flows = (run.config.flows ?? []).flatMap((s) =>
-      s === "journey" ? ["registration", "pdu-session", "service-request"] : [s]
+      s === "journey" ? JOURNEY.map((f) => f.name) : [s]
     );
     for (const link of run.study.links) {
       for (const ues of run.config.concurrency ?? []) {

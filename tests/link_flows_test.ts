@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { runBenchAcrossLink } from "../bench/across_link.ts";
-import { PDU_SESSION, REGISTRATION, SERVICE_REQUEST } from "../bench/flows/definitions.ts";
+import { JOURNEY } from "../bench/flows/definitions.ts";
 import { parseRun } from "../bench/schema.ts";
 import { parseLinkSpec } from "../linkemu/mod.ts";
 import { LINK_SKIP } from "../linkemu/_test_util.ts";
@@ -30,9 +30,8 @@ Deno.test({
       }),
     ));
     assert.equal(run.config.link?.rttMs, 5);
-    const flows = [REGISTRATION, PDU_SESSION, SERVICE_REQUEST];
     for (const transport of ["h2c", "h3"]) {
-      for (const flow of flows) {
+      for (const flow of JOURNEY) {
         const row = run.rows.find((r) =>
           r.transport === transport && r.flow === flow.name && r.step === undefined
         );
