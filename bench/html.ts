@@ -106,7 +106,7 @@ function cells(run: BenchRun): Map<string, ResultRow[]> {
 function cdfCharts(run: BenchRun): ChartSpec[] {
   const specs: ChartSpec[] = [];
   for (const [title, rows] of cells(run)) {
-    if (specs.length >= 32) break;
+    if (specs.length >= 48) break;
     specs.push({
       id: `cdf-${specs.length}`,
       title: `Latency CDF: ${title}`,
