@@ -42,6 +42,24 @@ export function n2SmBytes(kind: string, pduSessionId: number, length: number): U
   return out;
 }
 
+/** A 200 SmContextUpdatedData with `fields` and one N2 SM information part of `length` bytes. */
+function n2Answer(
+  sm: SmContext,
+  fields: Record<string, unknown>,
+  n2SmInfoType: string,
+  length: number,
+) {
+  return multipartResponse(200, {
+    ...fields,
+    n2SmInfo: { contentId: "n2-sm-info" },
+    n2SmInfoType,
+  }, [{
+    contentId: "n2-sm-info",
+    contentType: NGAP_TYPE,
+    body: n2SmBytes(n2SmInfoType, sm.pduSessionId, length),
+  }]);
+}
+
 function outOfOrder(detail: string): ProblemError {
   return new ProblemError(400, { cause: "UNSPECIFIED_MSG_FAILURE", detail });
 }
@@ -63,11 +81,6 @@ export function smfRoutes(ctx: NfContext): NfRoute[] {
     hoState: unknown,
     n2Type: unknown,
   ) {
-    const n2 = (type: string, length: number) => ({
-      contentId: "n2-sm-info",
-      contentType: NGAP_TYPE,
-      body: n2SmBytes(type, sm.pduSessionId, length),
-    });
     if (hoState === "PREPARING" && n2Type === "HANDOVER_REQUIRED") {
       referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
       if (body.json.targetId === undefined) {
@@ -81,11 +94,7 @@ export function smfRoutes(ctx: NfContext): NfRoute[] {
         throw outOfOrder(`Handover preparation for SM context in state ${sm.state}`);
       }
       sm.state = "HO_PREPARING";
-      return multipartResponse(200, {
-        hoState: "PREPARING",
-        n2SmInfo: { contentId: "n2-sm-info" },
-        n2SmInfoType: "PDU_RES_SETUP_REQ",
-      }, [n2("ho-setup-req", 48)]);
+      return n2Answer(sm, { hoState: "PREPARING" }, "PDU_RES_SETUP_REQ", 48);
     }
     if (hoState === "PREPARED" && n2Type === "HANDOVER_REQ_ACK") {
       referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
@@ -96,11 +105,7 @@ export function smfRoutes(ctx: NfContext): NfRoute[] {
         );
       }
       sm.state = "HO_PREPARED";
-      return multipartResponse(200, {
-        hoState: "PREPARED",
-        n2SmInfo: { contentId: "n2-sm-info" },
-        n2SmInfoType: "HANDOVER_CMD",
-      }, [n2("ho-cmd", 32)]);
+      return n2Answer(sm, { hoState: "PREPARED" }, "HANDOVER_CMD", 32);
     }
     if (hoState === "COMPLETED") {
       if (sm.state === "ACTIVATED") return jsonResponse(200, { hoState: "COMPLETED" });
@@ -199,15 +204,7 @@ export function smfRoutes(ctx: NfContext): NfRoute[] {
             );
           }
           sm.state = "ACTIVATING";
-          return multipartResponse(200, {
-            upCnxState: "ACTIVATING",
-            n2SmInfo: { contentId: "n2-sm-info" },
-            n2SmInfoType: "PDU_RES_SETUP_REQ",
-          }, [{
-            contentId: "n2-sm-info",
-            contentType: NGAP_TYPE,
-            body: n2SmBytes("setup-req", sm.pduSessionId, 48),
-          }]);
+          return n2Answer(sm, { upCnxState: "ACTIVATING" }, "PDU_RES_SETUP_REQ", 48);
         }
         throw new ProblemError(400, {
           cause: "MANDATORY_IE_INCORRECT",
