@@ -11,6 +11,7 @@ import { Recorder } from "./recorder.ts";
 import { sampleOperation, type SamplingPlan } from "./sampler.ts";
 import type { ResultRow } from "./schema.ts";
 import { makeRow, type ScenarioContext } from "./scenarios/context.ts";
+import { findTool, freePort, waitForPort } from "../transports/host.ts";
 
 /** Stream levels compared with h2load. */
 export const PEER_STREAMS = [1, 64];
@@ -21,40 +22,6 @@ export class PeerError extends Error {
     super(message, options);
     this.name = "PeerError";
   }
-}
-
-async function which(tool: string): Promise<boolean> {
-  try {
-    const out = await new Deno.Command(tool, {
-      args: ["--version"],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    return out.success;
-  } catch {
-    return false;
-  }
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      const c = await Deno.connect({ hostname: "127.0.0.1", port });
-      c.close();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new PeerError(`nghttpd did not listen on port ${port} within ${timeoutMs} ms`);
 }
 
 /** Parses h2load's summary; returns req/s and succeeded requests. */
@@ -72,8 +39,8 @@ export function parseH2loadOutput(
 /** The peers scenario (see the module comment). */
 export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   const missing = [];
-  if (!(await which("nghttpd"))) missing.push("nghttpd (apt-get install nghttp2-server)");
-  if (!(await which("h2load"))) missing.push("h2load (apt-get install nghttp2-client)");
+  if (!findTool("nghttpd")) missing.push("nghttpd (apt-get install nghttp2-server)");
+  if (!findTool("h2load")) missing.push("h2load (apt-get install nghttp2-client)");
   if (missing.length) {
     ctx.notes.push(`The peers comparison was skipped: missing ${missing.join(" and ")}.`);
     return [];
@@ -93,7 +60,9 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   const windows = ctx.config.quick ? 3 : 5;
   const windowMs = Math.max(200, ctx.plan.sampleMs / windows);
   try {
-    await waitForPort(port, 10_000);
+    await waitForPort(port, 10_000).catch((err) => {
+      throw new PeerError(`nghttpd did not listen: ${err.message}`, { cause: err });
+    });
     const { createClient } = await import("../transports/mod.ts");
     const client = await createClient("h2c", url, { timeoutMs: 10_000 });
     const raw = Deno.createHttpClient({ http1: false, http2: true });

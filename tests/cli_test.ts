@@ -6,6 +6,8 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { directCall, freePort, ROOT } from "./support.ts";
+import { readListening } from "../cli/listening.ts";
+import type { TransportName } from "../transports/mod.ts";
 
 const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
@@ -32,23 +34,15 @@ async function startServe(args: string[]) {
     stderr: "piped",
     stdin: "null",
   }).spawn();
-  const urls: Record<string, string> = {};
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",").length;
-  const deadline = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  while (Object.keys(urls).length < want) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    for (const m of buf.matchAll(/^(\S+) listening on (\S+)$/gm)) urls[m[1]] = m[2];
-  }
-  clearTimeout(deadline);
-  reader.releaseLock();
+  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
+  const urls = await readListening(child.stdout, want as TransportName[]).catch(async (err) => {
+    child.kill("SIGKILL");
+    await child.status;
+    throw err;
+  }) as Record<string, string>;
   const stop = async () => {
     child.kill("SIGTERM");
     const status = await child.status;
-    await child.stdout.cancel().catch(() => {});
     await child.stderr.cancel().catch(() => {});
     return status;
   };

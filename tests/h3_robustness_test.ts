@@ -2,7 +2,7 @@
  * HTTP/3 under bad input and long use: garbage and truncated datagrams at the
  * server port, and many sequential requests on one connection.
  *
- * Memory is measured in a child process (transports/h3/_memory_probe.ts) so it
+ * Memory is measured in a child process (tests/fixtures/h3_memory_probe.ts) so it
  * reflects this workload alone: `deno test` runs every module in one process,
  * whose resident size also holds other modules' garbage. Each reading follows a
  * full GC. Three figures are bounded over the last half of the run, where a
@@ -14,12 +14,12 @@
  * with the allocation rate while the heap in use stays flat.
  */
 import assert from "node:assert/strict";
-import type { MemoryReading, MemoryReport } from "../transports/h3/_memory_probe.ts";
+import type { MemoryReading, MemoryReport } from "./fixtures/h3_memory_probe.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 
 const ignore = H3_SKIP !== null;
 const MiB = 1024 * 1024;
-const PROBE = new URL("../transports/h3/_memory_probe.ts", import.meta.url).pathname;
+const PROBE = new URL("./fixtures/h3_memory_probe.ts", import.meta.url).pathname;
 
 async function probe(mode: string, n: number): Promise<MemoryReport> {
   const out = await new Deno.Command(Deno.execPath(), {

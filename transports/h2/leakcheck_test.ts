@@ -4,7 +4,7 @@
  * compiled here (it is a test program, not a build artefact).
  */
 import assert from "node:assert/strict";
-import { ROOT } from "../../scripts/build_native.ts";
+import { ROOT } from "../host.ts";
 
 async function have(cmd: string, args: string[]): Promise<boolean> {
   try {

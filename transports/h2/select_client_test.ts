@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { h2ClientKind } from "./select_client.ts";
 import { H2_NATIVE_SKIP } from "./_test_util.ts";
-import { ROOT } from "../../scripts/build_native.ts";
+import { ROOT } from "../host.ts";
 
 Deno.test("h2 client choice follows the option, then SBILAB_H2_CLIENT, then the library", async () => {
   const saved = Deno.env.get("SBILAB_H2_CLIENT");
