@@ -3,13 +3,26 @@ import { h2ClientKind } from "./select_client.ts";
 import { H2_NATIVE_SKIP } from "./_test_util.ts";
 import { ROOT } from "../host.ts";
 
-Deno.test("h2 client choice follows the option, then SBILAB_H2_CLIENT, then the library", async () => {
+Deno.test({
+  name: "h2 client choice is native by default where the library loads",
+  ignore: H2_NATIVE_SKIP !== null,
+  fn: async () => {
+    const saved = Deno.env.get("SBILAB_H2_CLIENT");
+    try {
+      Deno.env.delete("SBILAB_H2_CLIENT");
+      assert.equal(await h2ClientKind({}), "native");
+    } finally {
+      if (saved !== undefined) Deno.env.set("SBILAB_H2_CLIENT", saved);
+    }
+  },
+});
+
+Deno.test("h2 client choice follows the option, then SBILAB_H2_CLIENT", async () => {
   const saved = Deno.env.get("SBILAB_H2_CLIENT");
   try {
     Deno.env.delete("SBILAB_H2_CLIENT");
     assert.equal(await h2ClientKind({ h2Client: "fetch" }), "fetch");
     assert.equal(await h2ClientKind({ h2Client: "native" }), "native");
-    assert.equal(await h2ClientKind({}), H2_NATIVE_SKIP === null ? "native" : "fetch");
     Deno.env.set("SBILAB_H2_CLIENT", "fetch");
     assert.equal(await h2ClientKind({}), "fetch");
     assert.equal(await h2ClientKind({ h2Client: "native" }), "native");
