@@ -16,6 +16,8 @@ export interface Endpoints {
   tls?: TlsMaterial;
   /** How the servers run. */
   mode: "process" | "in-process" | "target";
+  /** Process id of the `lab serve` child (process mode only). */
+  pid?: number;
   /** Stops whatever was started. Idempotent. */
   close(): Promise<void>;
 }
@@ -27,8 +29,6 @@ export class ServerSetupError extends Error {
     this.name = "ServerSetupError";
   }
 }
-
-/** Repository root (this file lives in `bench/`). */
 
 /** Options for {@linkcode startServers}. */
 export interface StartOptions {
@@ -190,7 +190,13 @@ async function startProcess(
       while (!(await stdout.read()).done) { /* discard */ }
     } catch { /* closed */ }
   })();
-  return { urls, tls: { ca: { path: `${stateDir}/ca.pem` } }, mode: "process", close };
+  return {
+    urls,
+    tls: { ca: { path: `${stateDir}/ca.pem` } },
+    mode: "process",
+    pid: child.pid,
+    close,
+  };
 }
 
 /** Options for {@linkcode targetEndpoints}. */

@@ -207,6 +207,8 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
     ["bench with a bad number", ["bench", "--samples", "x"], /--samples/, 2],
     ["report of a missing file", ["report", "/nonexistent/run.json"], /Cannot read/, 2],
     ["link with a bad spec", ["link", "selftest", "--link", "wam"], /wam/, 2],
+    ["soak with an unknown attack", ["soak", "--attacks", "bogus"], /Unknown attack bogus/, 2],
+    ["soak with a bad time", ["soak", "--time", "soon"], /--time/, 2],
     ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/, 2],
   ];
   for (const [name, args, pattern, code] of cases) {
