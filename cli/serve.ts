@@ -3,8 +3,8 @@ import type { Command } from "commander";
 import { createHandler, DEFAULT_MAX_BODY_BYTES } from "../handler/mod.ts";
 import {
   createServer,
-  parseTransports,
   DEFAULT_SERVER_LIMITS,
+  parseTransports,
   resolveStack,
   type SbiServer,
   type ServerOptions,
@@ -166,13 +166,13 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       "--handshake-timeout <ms>",
-      "h2: TLS, preface and SETTINGS due within this after connect (deno stack: the first request)",
+      "h2: TLS, preface and SETTINGS due within this after connect (deno stack: the first request); h3: QUIC handshake",
       "10000",
     )
     .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)", "60000")
     .option(
       "--stall-timeout <ms>",
-      "h2: reset a response the peer has not read for this (deno stack: its connection)",
+      "h2: reset a response the peer has not read for this (deno stack: its connection); h3: close its connection",
       "30000",
     )
     .option(
@@ -182,7 +182,7 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       "--max-queued-responses <bytes>",
-      "h2: response bytes queued for slow readers, per process (native stack: per connection)",
+      "response bytes queued for slow readers, per process (native h2: per connection; h3 holds its own as much)",
       "67108864",
     )
     .action(async (o: ServeOptions) => {
@@ -229,7 +229,11 @@ export function registerServeCommand(program: Command): void {
       try {
         for (const t of transports) {
           const port = t === "h2c" ? h2cPort : tlsPort;
-          const options: ServerOptions & { maxUdpPayload?: number } = {
+          const options: ServerOptions & {
+            maxUdpPayload?: number;
+            handshakeTimeoutMs?: number;
+            maxQueuedBytes?: number;
+          } = {
             stack,
             hostname: o.host,
             port,

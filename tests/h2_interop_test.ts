@@ -296,7 +296,12 @@ for (const stack of ["native", "deno"] as const) {
           const client = tcpSocketsNoDelay({ remotePort: pair.server.port });
           assert.equal(listener.length, 1);
           assert.ok(accepted.length >= 1 && client.length >= 1);
-          for (const [role, list] of [["listener", listener], ["accepted", accepted], ["client", client]] as const) {
+          for (
+            const [role, list] of [["listener", listener], ["accepted", accepted], [
+              "client",
+              client,
+            ]] as const
+          ) {
             for (const s of list) assert.equal(s.noDelay, true, `${role} fd ${s.fd}`);
           }
         } finally {
