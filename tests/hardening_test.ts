@@ -43,6 +43,21 @@ async function servesWithin(
   throw new Error(`${transport} did not serve within ${ms} ms: ${last}`);
 }
 
+/** `lab serve` on `stack` with `transports` on free ports, and `extra` options. */
+function serveArgs(stack: string, transports: string, extra: string[]): string[] {
+  return [
+    "--stack",
+    stack,
+    "--transports",
+    transports,
+    "--h2c-port",
+    "0",
+    "--tls-port",
+    "0",
+    ...extra,
+  ];
+}
+
 function port(url: string): number {
   return Number(new URL(url).port);
 }
@@ -129,20 +144,15 @@ for (const stack of STACKS) {
     sanitizeResources: false,
     fn: async () => {
       // A connection cap above what 256 descriptors hold, so accepting does fail.
-      const srv = await startLabServe([
-        "--stack",
-        stack,
-        "--transports",
-        available.join(","),
-        "--h2c-port",
-        "0",
-        "--tls-port",
-        "0",
-        "--max-connections",
-        "1000",
-        "--handshake-timeout",
-        "1500",
-      ], { nofile: 256 });
+      const srv = await startLabServe(
+        serveArgs(stack, available.join(","), [
+          "--max-connections",
+          "1000",
+          "--handshake-timeout",
+          "1500",
+        ]),
+        { nofile: 256 },
+      );
       const held: Deno.Conn[] = [];
       try {
         const target = port(srv.urls.h2c!);
@@ -181,20 +191,14 @@ for (const stack of STACKS) {
       `lab serve closes connections that never start a request or go idle within the timeouts (${stack} stack)`,
     sanitizeResources: false,
     fn: async (t) => {
-      const srv = await startLabServe([
-        "--stack",
-        stack,
-        "--transports",
-        "h2c,h2-tls",
-        "--h2c-port",
-        "0",
-        "--tls-port",
-        "0",
-        "--handshake-timeout",
-        "1000",
-        "--idle-timeout",
-        "1000",
-      ]);
+      const srv = await startLabServe(
+        serveArgs(stack, "h2c,h2-tls", [
+          "--handshake-timeout",
+          "1000",
+          "--idle-timeout",
+          "1000",
+        ]),
+      );
       const plain = { hostname: "127.0.0.1", port: port(srv.urls.h2c!) };
       const tls = { hostname: "127.0.0.1", port: port(srv.urls["h2-tls"]!) };
       const ca = await Deno.readTextFile(`${srv.stateDir}/ca.pem`);
@@ -272,16 +276,7 @@ for (const stack of STACKS) {
       `an h2c client with window 0 asking 16 MiB on 200 streams stays under 256 MiB of server RSS and is cut off after the stall timeout (${stack} stack)`,
     sanitizeResources: false,
     fn: async () => {
-      const srv = await startLabServe([
-        "--stack",
-        stack,
-        "--transports",
-        "h2c",
-        "--h2c-port",
-        "0",
-        "--stall-timeout",
-        "2000",
-      ]);
+      const srv = await startLabServe(serveArgs(stack, "h2c", ["--stall-timeout", "2000"]));
       const target = port(srv.urls.h2c!);
       let conn: Deno.Conn | undefined;
       try {
