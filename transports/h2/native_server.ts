@@ -41,10 +41,9 @@ import {
   unreadableRequest,
 } from "../../handler/problem.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
-import { type ByteBudget, defaultBodyBudget } from "../byte_budget.ts";
+import { BodyBudgetError, type ByteBudget, defaultBodyBudget } from "../byte_budget.ts";
 import { resolveTls, type TlsConnection } from "../tls.ts";
 import { DEFAULT_SERVER_LIMITS, type SbiServer, type ServerOptions } from "../types.ts";
-import { BodyBudgetError } from "./convert.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
 import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
 import { loadH2Library } from "./loader.ts";

@@ -15,7 +15,13 @@ import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
 import type { HeaderList } from "../wire.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { bodyTooLarge, systemFailure, unreadableRequest } from "../../handler/problem.ts";
+import {
+  bodyTooLarge,
+  overloaded,
+  systemFailure,
+  unreadableRequest,
+} from "../../handler/problem.ts";
+import { BodyBudgetError, defaultBodyBudget } from "../byte_budget.ts";
 import {
   H3_ERR,
   H3_EVENT,
@@ -190,14 +196,21 @@ class H3Server implements H3SbiServer {
 
   async #dispatch(e: H3Event): Promise<void> {
     this.#inflight++;
+    const budget = this.#options.bodyBudget ?? defaultBodyBudget;
+    const held = e.body.length > 0 && budget.take(e.body.length) ? e.body.length : 0;
     let response;
     try {
       let request;
-      try {
-        request = toSbiRequest(e.headers, e.body);
-      } catch (err) {
-        this.#options.onError?.(err);
-        response = unreadableRequest();
+      if (e.body.length > 0 && held === 0) {
+        // the process holds as many request-body bytes as its budget allows
+        response = overloaded(new BodyBudgetError(budget.limit).message);
+      } else {
+        try {
+          request = toSbiRequest(e.headers, e.body);
+        } catch (err) {
+          this.#options.onError?.(err);
+          response = unreadableRequest();
+        }
       }
       if (request) {
         try {
@@ -209,6 +222,7 @@ class H3Server implements H3SbiServer {
       }
       if (!this.#stopped && response) this.#send(e.connId, e.streamId, response);
     } finally {
+      budget.release(held);
       this.#inflight--;
       this.#idle?.();
     }
