@@ -303,7 +303,7 @@ export function registerBenchCommands(program: Command): void {
       "run across two namespaces with this MTU (alone: a plain veth pair, e.g. 1500); needs root",
     )
     .option("--no-floors", "skip the floor measurements")
-    .option("--no-charts", "do not print ASCII charts")
+    .option("--no-charts", "do not print the terminal bar charts")
     .option("--json <file>", "save the run as JSON (re-render with lab report)")
     .option("--md <file>", "write a Markdown report")
     .option("--csv <file>", "write the rows as CSV")
@@ -321,7 +321,7 @@ export function registerBenchCommands(program: Command): void {
     .option("--md <file>", "write a Markdown report of A")
     .option("--csv <file>", "write A's rows as CSV")
     .option("--html <file>", "write A as a self-contained HTML report with charts")
-    .option("--no-charts", "do not print ASCII charts")
+    .option("--no-charts", "do not print the terminal bar charts")
     .action(async (a: string, b: string | undefined, flags) => {
       await report(a, b, flags);
     });
@@ -420,10 +420,10 @@ export function registerStudyCommand(program: Command): void {
       "run the follow-up study: call flows × links × transports × UE concurrency, with a verdict (needs root for links)",
     )
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
-    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 3m)")
+    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
-    .option("--ues <list>", "UE concurrency levels (default 4,32; quick 8)")
+    .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")
     .option("--flows <list>", "streams: journey,warm-get (default both)")
     .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
     .action(async (flags: StudyFlags) => {

@@ -350,11 +350,11 @@ Deno.test("deno task compile refuses a DENORT_BIN that does not exist with one l
   );
 });
 
-Deno.test("lab load drives lab serve over h2c and h3 with matching counts and saves JSON", async () => {
+Deno.test("lab load drives lab serve over h2c, h2-TLS and h3 with matching counts and saves JSON", async () => {
   const state = await Deno.makeTempDir();
   const srv = await startServe([
     "--transports",
-    "h2c,h3",
+    "h2c,h2-tls,h3",
     "--h2c-port",
     "0",
     "--tls-port",
@@ -365,7 +365,11 @@ Deno.test("lab load drives lab serve over h2c and h3 with matching counts and sa
   try {
     const path = "/nbench/v1/payload?size=256";
     for (
-      const [name, extra] of [["h2c", []], ["h3", ["--h3", "--ca", `${state}/ca.pem`]]] as const
+      const [name, extra] of [
+        ["h2c", []],
+        ["h2-tls", ["--ca", `${state}/ca.pem`]],
+        ["h3", ["--h3", "--ca", `${state}/ca.pem`]],
+      ] as const
     ) {
       const url = srv.urls[name].replace("localhost", "127.0.0.1") + path;
       const json = `${state}/${name}.json`;
