@@ -144,7 +144,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
       { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
     ],
-  },  // The h3 interop probe: a client that misbehaves on purpose (transports/h3/interop/).
+  }, // The h3 interop probe: a client that misbehaves on purpose (transports/h3/interop/).
   h3_probe: {
     output: "sbilab_h3_probe",
     kind: "exe",
@@ -156,5 +156,4 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
     ],
   },
-
 };
