@@ -74,6 +74,7 @@ static void set_err(sbh2_tls *t, const char *fmt, ...) {
   while (n > 0 && (t->err[n - 1] == ' ' || t->err[n - 1] == '.')) t->err[--n] = 0;
 }
 
+/* Grows a buffer to hold need bytes (doubling); returns 0 or -1. */
 static int grow(uint8_t **buf, size_t *cap, size_t need) {
   if (need <= *cap) return 0;
   size_t n = *cap ? *cap : 4096;
@@ -135,6 +136,7 @@ static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *data, size_t size) {
   return (ssize_t)done;
 }
 
+/* GnuTLS writes ciphertext: appended to the output buffer. */
 static ssize_t tls_push(gnutls_transport_ptr_t ptr, const void *data, size_t size) {
   sbh2_tls *t = ptr;
   if (t->out_off == t->out_len) t->out_off = t->out_len = 0;
@@ -183,6 +185,7 @@ sbh2_tls_config *sbh2_tls_config_new(int is_server) {
   return cfg;
 }
 
+/* Drops one reference; the last one wipes the ticket key and frees everything. */
 static void config_unref(sbh2_tls_config *cfg) {
   if (!cfg || --cfg->refs > 0) return;
   if (cfg->ticket_key.data) {
@@ -434,6 +437,7 @@ int sbh2_tls_state(sbh2_tls *t) {
   return st;
 }
 
+/* Copies text into buf (truncated to cap); returns the length written. */
 static int put_text(const char *s, size_t len, uint8_t *buf, uint32_t cap) {
   if (len > cap) len = cap;
   memcpy(buf, s, len);
