@@ -338,7 +338,9 @@ export class RawH2Client {
 }
 
 /** Null when `openssl` is installed, else why the OpenSSL interop tests are skipped. */
-export const OPENSSL_SKIP: string | null = findTool("openssl") ? null : "apt-get install -y openssl";
+export const OPENSSL_SKIP: string | null = findTool("openssl")
+  ? null
+  : "apt-get install -y openssl";
 
 if (OPENSSL_SKIP) console.log(`skipping OpenSSL interop tests: ${OPENSSL_SKIP}`);
 
