@@ -60,6 +60,14 @@ export interface H3ClientOptions extends ClientOptions {
    * cubic), so h3 and h2 cross a lossy link under like controllers.
    */
   congestionControl?: H3CongestionControl;
+  /**
+   * ECN (RFC 9000 §13.4): mark datagrams ECT(0) while QUIC's validation of
+   * the path allows it and report the marks received in ACKs. The first
+   * datagram of each wake-up is read through Deno, which hides its TOS byte:
+   * it counts as unmarked, so a peer that checks our counts strictly may
+   * stop marking. Default true.
+   */
+  ecn?: boolean;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
 }
@@ -380,6 +388,7 @@ class H3Client implements H3SbiClient {
         maxBodyBytes: this.#options.maxBodyBytes,
         maxUdpPayload: this.#options.maxUdpPayload,
         maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
+        ecn: this.#options.ecn,
         congestionControl: this.#options.congestionControl,
       });
       conn = new H3ClientConn(this.#sym, config, {

@@ -89,8 +89,12 @@ export interface H3DatagramStats {
   retries: number;
   /** NEW_TOKEN tokens issued (server) or received (client). */
   newTokens: number;
-  /** 1-RTT key updates by either side. */
+  /** 1-RTT key updates: ours when started, the peer's up to a PTO after it. */
   keyUpdates: number;
+  /** Datagrams sent with an ECN codepoint (ngtcp2 marks 10 while it validates the path, all once validated). */
+  ecnSent: number;
+  /** Datagrams received with an ECN codepoint and reported to QUIC. */
+  ecnReceived: number;
 }
 
 const STAT_FIELDS: (keyof H3DatagramStats)[] = [
@@ -107,6 +111,8 @@ const STAT_FIELDS: (keyof H3DatagramStats)[] = [
   "retries",
   "newTokens",
   "keyUpdates",
+  "ecnSent",
+  "ecnReceived",
 ];
 
 /** Reads the counters through `read(out, n)` (an sbh3_*_stats call); null when it fails. */
@@ -201,6 +207,8 @@ export interface H3ConfigOptions {
   sendQueue?: { connBytes: number; totalBytes: number; stallMs: number };
   /** Server: validate new client addresses with Retry and hand out NEW_TOKEN. Default false. */
   retry?: boolean;
+  /** ECN: mark datagrams as QUIC's validation allows and report the marks received. Default true. */
+  ecn?: boolean;
 }
 
 /** Congestion controllers of the HTTP/3 module; "host" follows net.ipv4.tcp_congestion_control. */
@@ -274,6 +282,7 @@ export class H3Config {
         );
       }
       if (options.retry) check(sym.sbh3_config_set_retry(ptr, 1), "set_retry");
+      if (options.ecn === false) check(sym.sbh3_config_set_ecn(ptr, 0), "set_ecn");
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");
       }

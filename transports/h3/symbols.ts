@@ -37,6 +37,8 @@ export const SYMBOLS = {
   sbh3_config_set_send_queue: { parameters: ["pointer", "u64", "u64", "u32"], result: "i32" },
   // int sbh3_config_set_retry(sbh3_config *cfg, int on);
   sbh3_config_set_retry: { parameters: ["pointer", "i32"], result: "i32" },
+  // int sbh3_config_set_ecn(sbh3_config *cfg, int on);
+  sbh3_config_set_ecn: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_cc(sbh3_config *cfg, int algo);
   sbh3_config_set_cc: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);

@@ -60,7 +60,7 @@ void sbh3_conn_free(sbh3_conn *conn) {
 int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
   if (!c || !data || c->srv) return SBH3_ERR_INVALID;
   if (c->closed) return SBH3_ERR_CLOSED;
-  int rv = conn_read(c, &c->ps.path, data, len, now_ns());
+  int rv = conn_read(c, &c->ps.path, data, len, NGTCP2_ECN_NOT_ECT, now_ns());
   if (rv != 0) {
     conn_fail(c, rv);
     return map_liberr(rv);
@@ -70,7 +70,7 @@ int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
 
 int sbh3_conn_send(sbh3_conn *c, uint8_t *out, size_t cap) {
   if (!c || !out || c->srv) return SBH3_ERR_INVALID;
-  return conn_write(c, out, cap, now_ns());
+  return conn_write(c, out, cap, now_ns(), NULL);
 }
 
 int sbh3_conn_timeout_ms(sbh3_conn *c) {

@@ -208,6 +208,12 @@ int sbh3_config_set_retry(sbh3_config *cfg, int on) {
   return 0;
 }
 
+int sbh3_config_set_ecn(sbh3_config *cfg, int on) {
+  if (!cfg) return SBH3_ERR_INVALID;
+  cfg->no_ecn = on ? 0 : 1;
+  return 0;
+}
+
 int sbh3_config_set_cc(sbh3_config *cfg, int algo) {
   if (!cfg || algo < SBH3_CC_HOST || algo > SBH3_CC_BBR2) return SBH3_ERR_INVALID;
   cfg->cc = algo;
