@@ -139,6 +139,38 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "h3 client presents the server's NEW_TOKEN on its next connection, and the server accepts it without a Retry",
+  ignore,
+  fn: async () => {
+    const server = await ourServer({ retry: true, idleTimeoutMs: 300 });
+    const client = await createH3Client(server.url, {
+      tls: { ca: (await testPki()).caCertPem },
+      idleTimeoutMs: 300,
+    });
+    try {
+      await client.request({ path: "/nbench/v1/payload?size=10" });
+      assert.equal(client.datagramStats()!.retries, 1);
+      assert.equal(client.datagramStats()!.newTokens, 1);
+      // Bounded wait for both sides to drop the idle connection.
+      const end = performance.now() + 3000;
+      while (server.connectionCount > 0 && performance.now() < end) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(server.connectionCount, 0);
+      await new Promise((r) => setTimeout(r, 100)); // the client's own idle timer, just after the server's
+      const res = await client.request({ path: "/nbench/v1/payload?size=20" });
+      assert.equal(res.body.length, 20);
+      assert.equal(client.datagramStats()!.retries, 0, "the new connection went through a Retry");
+      assert.equal(server.datagramStats()!.retries, 1);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
   name: "gtlsclient passes our server's Retry and receives a NEW_TOKEN",
   ignore: noGtlsClient,
   fn: async () => {

@@ -97,6 +97,7 @@ class Session {
   unusable = false;
   #dead = false;
   #lastStats: H3DatagramStats | null = null;
+  #lastToken: Uint8Array | null = null;
 
   constructor(sock: H3Socket, conn: H3ClientConn) {
     this.#sock = sock;
@@ -297,6 +298,11 @@ class Session {
     return ok;
   }
 
+  /** The last NEW_TOKEN the server gave this connection (kept after close), or null. */
+  token(): Uint8Array | null {
+    return this.#conn.token() ?? this.#lastToken;
+  }
+
   /** Datagram counters of this connection; after close, its last figures. */
   stats(): H3DatagramStats | null {
     return this.#conn.stats() ?? this.#lastStats;
@@ -310,6 +316,7 @@ class Session {
     }
     await this.#reading;
     this.#lastStats = this.#conn.stats();
+    this.#lastToken = this.#conn.token() ?? this.#lastToken;
     this.#conn.close();
   }
 }
@@ -389,6 +396,7 @@ class H3Client implements H3SbiClient {
         maxUdpPayload: this.#options.maxUdpPayload,
         maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
         ecn: this.#options.ecn,
+        token: this.#lastSession?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
       });
       conn = new H3ClientConn(this.#sym, config, {

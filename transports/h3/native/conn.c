@@ -475,12 +475,13 @@ static int q_recv_retry(ngtcp2_conn *qc, const ngtcp2_pkt_hd *hd, void *user_dat
   return ngtcp2_crypto_recv_retry_cb(qc, hd, user_data);
 }
 
-/* ngtcp2: a NEW_TOKEN came (client); counted (the client does not keep it). */
+/* ngtcp2: a NEW_TOKEN came (client); kept (the last one) for sbh3_conn_token, and counted. */
 static int q_recv_new_token(ngtcp2_conn *qc, const ngtcp2_vec *token, void *user_data) {
   (void)qc;
-  (void)token;
-  ((sbh3_conn *)user_data)->st[SBH3_STAT_NEW_TOKENS]++;
-  return 0;
+  sbh3_conn *c = user_data;
+  c->st[SBH3_STAT_NEW_TOKENS]++;
+  c->token.len = 0;
+  return buf_append(&c->token, token->base, token->len) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
 }
 
 /* ngtcp2: derive the next 1-RTT keys (once ahead at the start, then up to a PTO after each key update); counts the peer's updates. */
@@ -652,6 +653,7 @@ void conn_destroy(sbh3_conn *c) {
   ngtcp2_conn_del(c->qc);
   if (c->tls) gnutls_deinit(c->tls);
   free(c->server_name);
+  buf_free(&c->token);
   evq_clear(&c->own_q);
   config_unref(c->cfg);
   free(c);

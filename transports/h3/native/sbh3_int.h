@@ -64,6 +64,7 @@ struct sbh3_config {
   uint32_t stall_ms;             /* a connection whose queued bytes see no ACK this long is closed */
   int retry;                     /* server: validate addresses with Retry, hand out NEW_TOKEN */
   int no_ecn;                    /* neither mark datagrams nor report the marks received */
+  buf_t token;                   /* client: a NEW_TOKEN to present in the first Initial */
   int cc;                        /* enum sbh3_cc */
 };
 
@@ -111,6 +112,7 @@ struct sbh3_conn {
   uint64_t acked;               /* stream bytes acknowledged in the current stall period */
   int key_derivations;          /* update_key calls: the first prepares the keys, each later one follows an update */
   int own_update;               /* we started the last key update (already counted) */
+  buf_t token;                  /* client: the last NEW_TOKEN received */
   char errmsg[ERRMSG_LEN];
   char *server_name; /* kept for the session's lifetime: GnuTLS may refer to it */
 };
