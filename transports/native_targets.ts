@@ -28,6 +28,7 @@ const H3_SOURCES = ["common", "conn", "client", "server", "udp"].map((f) =>
 const H3_HEADERS = [
   "transports/h3/native/sbh3.h",
   "transports/h3/native/sbh3_int.h",
+  "transports/native/sbwire.h",
   "transports/native/sb_tls.h",
 ];
 
@@ -138,6 +139,17 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     sources: ["transports/h3/native/leakcheck.c", ...H3_SOURCES],
     deps: H3_HEADERS,
     cflags: ["-O0"],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    requires: [
+      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
+      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
+    ],
+  }, // The h3 interop probe: a client that misbehaves on purpose (transports/h3/interop/).
+  h3_probe: {
+    output: "sbilab_h3_probe",
+    kind: "exe",
+    sources: ["transports/h3/native/probe.c", ...H3_SOURCES],
+    deps: H3_HEADERS,
     libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
     requires: [
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
