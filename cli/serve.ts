@@ -37,6 +37,7 @@ interface ServeOptions {
   delayMs?: string;
   maxBody?: string;
   h3MaxUdpPayload?: string;
+  h3Retry?: boolean;
   nrfMaxInstances?: string;
   nrfMaxProfile?: string;
   maxJsonDepth?: string;
@@ -152,6 +153,7 @@ export function registerServeCommand(program: Command): void {
     .option("--state-dir <dir>", "where the dev PKI lives (default ~/.local/state/sbilab)")
     .option("--delay-ms <ms>", "delay every /nbench answer by this much", "0")
     .option("--max-body <bytes>", "largest request body, on every transport (then 413)")
+    .option("--h3-retry", "h3: validate client addresses with Retry, then NEW_TOKEN")
     .option(
       "--h3-max-udp-payload <bytes>",
       "h3: send datagrams up to this size (a path MTU you know, 1200-65527) instead of 1200 B + PMTUD",
@@ -233,6 +235,7 @@ export function registerServeCommand(program: Command): void {
             maxUdpPayload?: number;
             handshakeTimeoutMs?: number;
             maxQueuedBytes?: number;
+            retry?: boolean;
           } = {
             stack,
             hostname: o.host,
@@ -243,7 +246,10 @@ export function registerServeCommand(program: Command): void {
             onError: (err: unknown) =>
               console.error(`${t}: ${String((err as Error)?.message ?? err).split("\n")[0]}`),
           };
-          if (t === "h3") options.maxUdpPayload = h3MaxUdpPayload;
+          if (t === "h3") {
+            options.maxUdpPayload = h3MaxUdpPayload;
+            options.retry = o.h3Retry ?? false;
+          }
           const server = await createServer(t, handler, options).catch((err) => {
             throw bindError(err, o.host);
           });

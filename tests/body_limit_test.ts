@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { bodyTooLarge, createHandler, overloaded } from "../handler/mod.ts";
 import { createClient, createServer, type TransportName } from "../transports/mod.ts";
 import { ByteBudget } from "../transports/byte_budget.ts";
-import { testPki, testTargets, testTransports } from "./support.ts";
+import { echoPost, testPki, testTargets, testTransports } from "./support.ts";
 
 const LIMIT = 4096;
 const OWN: TransportName[] = await testTransports();
@@ -34,31 +34,22 @@ async function pair(transport: TransportName, extra: Record<string, unknown> = {
   };
 }
 
-function post(body: Uint8Array) {
-  return {
-    method: "POST",
-    path: "/nbench/v1/echo",
-    headers: { "content-type": "application/octet-stream" },
-    body,
-  };
-}
-
 for (const transport of OWN) {
   Deno.test(`${transport} answers every body over the limit with the handler's own 413 bytes`, async () => {
     const want = bodyTooLarge(LIMIT);
     const p = await pair(transport);
     try {
-      const ok = await p.client.request(post(new Uint8Array(LIMIT)));
+      const ok = await p.client.request(echoPost(new Uint8Array(LIMIT)));
       assert.equal(ok.status, 200);
       assert.equal(ok.body.length, LIMIT);
       for (const size of [LIMIT + 1, 64 * 1024, 4 * 1024 * 1024]) {
-        const res = await p.client.request(post(new Uint8Array(size)));
+        const res = await p.client.request(echoPost(new Uint8Array(size)));
         assert.equal(res.status, 413, `${size} bytes`);
         assert.equal(res.headers["content-type"], "application/problem+json");
         assert.deepEqual(res.body, want.body, `${size} bytes`);
       }
       // The connection still serves after refusing bodies.
-      assert.equal((await p.client.request(post(new Uint8Array(10)))).status, 200);
+      assert.equal((await p.client.request(echoPost(new Uint8Array(10)))).status, 200);
     } finally {
       await p.close();
     }
@@ -99,14 +90,14 @@ for (const { stack, transport } of await testTargets()) {
     const budget = new ByteBudget(32 * 1024);
     const p = await pair(transport, { stack, bodyBudget: budget, maxBodyBytes: 1024 * 1024 });
     try {
-      const res = await p.client.request(post(new Uint8Array(100 * 1024)));
+      const res = await p.client.request(echoPost(new Uint8Array(100 * 1024)));
       assert.equal(res.status, 503);
       assert.deepEqual(
         res.body,
         overloaded(`Request bodies in flight exceed ${budget.limit} bytes`).body,
       );
       assert.equal(budget.used, 0, "a refused body gives its bytes back");
-      const small = await p.client.request(post(new Uint8Array(1000)));
+      const small = await p.client.request(echoPost(new Uint8Array(1000)));
       assert.equal(small.status, 200);
       assert.equal(budget.used, 0, "a served body gives its bytes back");
       assert.ok(budget.peak <= budget.limit);

@@ -89,6 +89,7 @@ export class ConnectionGuard {
   /** Requests in flight and whether one ever started, by the peer's port. */
   #requests = new Map<number, { inflight: number; started: boolean }>();
   #reserve: Deno.FsFile | undefined;
+  #toClose = new Set<number>();
   #onError: (err: unknown) => void;
 
   constructor(
@@ -126,22 +127,30 @@ export class ConnectionGuard {
     if (r && r.inflight > 0) r.inflight--;
   }
 
-  /** Closes the connection from the peer at `remotePort` now (a stalled response); returns whether found. */
-  closePeer(remotePort: number): boolean {
-    let sockets;
-    try {
-      sockets = this.#list();
-    } catch (err) {
-      this.#onError(err);
-      return false;
-    }
-    const s = sockets.find((s) =>
-      !s.listening && s.localPort === this.#port && s.remotePort === remotePort
-    );
-    if (!s) return false;
-    libc().shutdown(s.fd, SHUT_RDWR);
-    this.counts.stalled++;
-    return true;
+  /**
+   * Closes the connection from the peer at `remotePort` (a stalled response).
+   * Requests are batched: one listing of the process's sockets serves every
+   * peer asked for in the same turn, however many of its streams stalled.
+   */
+  closePeer(remotePort: number): void {
+    this.#toClose.add(remotePort);
+    if (this.#toClose.size > 1) return;
+    queueMicrotask(() => {
+      const peers = this.#toClose;
+      this.#toClose = new Set();
+      let sockets;
+      try {
+        sockets = this.#list();
+      } catch (err) {
+        this.#onError(err);
+        return;
+      }
+      for (const s of sockets) {
+        if (s.listening || s.localPort !== this.#port || !peers.has(s.remotePort!)) continue;
+        libc().shutdown(s.fd, SHUT_RDWR);
+        this.counts.stalled++;
+      }
+    });
   }
 
   #list() {

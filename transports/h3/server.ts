@@ -46,6 +46,14 @@ export interface H3ServerOptions extends ServerOptions {
    * handler's `DEFAULT_MAX_BODY_BYTES`.
    */
   maxBodyBytes?: number;
+  /**
+   * ECN (RFC 9000 §13.4): mark datagrams ECT(0) while QUIC's validation of
+   * the path allows it and report the marks received in ACKs. The first
+   * datagram of each wake-up is read through Deno, which hides its TOS byte:
+   * it counts as unmarked, so a peer that checks our counts strictly may
+   * stop marking. Default true.
+   */
+  ecn?: boolean;
   /** Handshake timeout in ms. Default 5000. */
   handshakeTimeoutMs?: number;
   /**
@@ -358,6 +366,7 @@ export async function createH3Server(
       maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       handshakeTimeoutMs: options.handshakeTimeoutMs,
       retry: options.retry,
+      ecn: options.ecn,
       sendQueue: {
         connBytes: Math.min(options.maxQueuedBytesPerConnection ?? 64 * 1024 * 1024, totalQueued),
         totalBytes: totalQueued,
