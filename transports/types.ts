@@ -112,8 +112,10 @@ export interface ServerOptions {
   bodyBudget?: ByteBudget;
   /**
    * Response bytes queued while peers do not read. On the deno stack the
-   * budget is shared by its servers; the native h2 server caps each
-   * connection at the budget's limit (a response past it is reset). Default
+   * budget is shared by its servers (a large response waits for room); the
+   * native h2 and h3 servers each cap what they queue at the budget's limit
+   * (h2 resets a response past it while its peer's window is closed, h3 makes
+   * it wait), besides their own cap per connection. Default
    * `defaultResponseBudget` (64 MiB).
    */
   responseBudget?: ByteBudget;

@@ -63,7 +63,8 @@ import { runTlsHandshake } from "./tls_handshake.ts";
 /**
  * Options of the native h2 servers: the shared {@linkcode ServerOptions} and
  * the shim's own limits (its settings timeout is `handshakeTimeoutMs`, its
- * queued-bytes cap defaults to the response budget's limit).
+ * server-wide cap on queued response bytes defaults to the response budget's
+ * limit).
  */
 export interface NativeH2ServerOptions
   extends ServerOptions, Omit<H2ServerLimitOptions, "settingsTimeoutMs"> {
@@ -607,7 +608,7 @@ async function start(
       idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
       settingsTimeoutMs: options.handshakeTimeoutMs ?? DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
       stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_SERVER_LIMITS.stallTimeoutMs,
-      maxQueuedBytes: options.maxQueuedBytes ?? options.responseBudget?.limit,
+      maxServerQueuedBytes: options.maxServerQueuedBytes ?? options.responseBudget?.limit,
       maxBufferedBodyBytes: options.maxBufferedBodyBytes ??
         (options.bodyBudget ?? defaultBodyBudget).limit,
     });
