@@ -81,8 +81,9 @@ export interface RowPlan {
 
 /**
  * Picks the largest number of flows per row whose estimated time fits nine
- * tenths of the remaining budget. A row takes `samples / rate` (its default arrival rate on
- * that link) capped at `sampleMs`, plus its warm-up and the flows still in
+ * tenths of the remaining budget. A row takes `samples / rate` (its default
+ * arrival rate on that link; five times the samples for the warm GET) capped
+ * at `sampleMs`, plus its warm-up and the flows still in
  * flight when arrivals stop (about one journey); each link adds its fixed
  * costs. When even the smallest target does not fit, rows get that target
  * and a cap that shares out what is left (at least `minMs`).
