@@ -13,7 +13,7 @@
  */
 import { openLink } from "../linkemu/link.ts";
 import { configuredRttMs, formatLinkSpec, type LinkSpec } from "../linkemu/link_spec.ts";
-import type { RelayStats } from "../linkemu/link.ts";
+import type { LinkBackend, RelayStats } from "../linkemu/link.ts";
 import { DEV_PKI_FILES } from "../transports/pki.ts";
 import type { TransportName } from "../transports/types.ts";
 import { collectEnvironment } from "./environment.ts";
@@ -25,20 +25,22 @@ import {
   type ResultRow,
   SCHEMA_VERSION,
 } from "./schema.ts";
+import { ROOT } from "../transports/host.ts";
+import { readListening } from "../cli/listening.ts";
 
 /** Environment variable holding the JSON link record a child run crosses. */
 export const LINK_RECORD_ENV = "SBILAB_LINK_RECORD";
 /** Environment variable holding the link relay's pid (for `migration`). */
 export const LINK_RELAY_PID_ENV = "SBILAB_LINK_RELAY_PID";
 
-const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
-
 /** Options of {@linkcode runBenchAcrossLink}: those of `runBench` plus the link's. */
 export interface AcrossLinkOptions extends BenchOptions {
   /** The spec as the user wrote it (recorded as is). Default: the formatted spec. */
   specText?: string;
-  /** `relay` or `netem`. Default `relay`. */
-  backend?: "relay" | "netem";
+  /** `relay`, `netem` or `veth` (plain veth, no impairment). Default `relay`. */
+  backend?: LinkBackend;
+  /** MTU of both ends of the link, in bytes. Default: the backend's (1500). */
+  mtu?: number;
   /** How to start `lab` (argv prefix). Default: this Deno running the repository's `main.ts`. */
   lab?: string[];
   /** Kill a per-transport child after this many ms. Default 900000 (15 min). */
@@ -49,7 +51,8 @@ export interface AcrossLinkOptions extends BenchOptions {
 export function linkRecord(
   spec: LinkSpec,
   specText: string,
-  backend: "relay" | "netem",
+  backend: LinkBackend,
+  mtu?: number,
 ): LinkRecord {
   const dir = (d: LinkSpec["up"]) => ({
     delayMs: d.delayMs,
@@ -65,6 +68,7 @@ export function linkRecord(
     spec: specText,
     resolved: formatLinkSpec(spec),
     backend,
+    mtu,
     rttMs: configuredRttMs(spec),
     up: dir(spec.up),
     down: dir(spec.down),
@@ -97,41 +101,6 @@ function defaultLab(): string[] {
   return [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
 }
 
-/** Reads `<t> listening on <url>` lines until every transport has one; bounded by `ms`. */
-async function readListeners(
-  stream: ReadableStream<Uint8Array>,
-  transports: TransportName[],
-  ms: number,
-): Promise<Record<string, string>> {
-  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  const urls: Record<string, string> = {};
-  let buf = "";
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)));
-  try {
-    while (!transports.every((t) => urls[t])) {
-      const next = await Promise.race([reader.read(), timeout]);
-      if (!next || next.done) {
-        const missing = transports.filter((t) => !urls[t]).join(", ");
-        throw new Error(
-          `lab serve in the link's server namespace did not report ${missing} listening`,
-        );
-      }
-      buf += next.value;
-      for (const m of buf.matchAll(/^(\S+) listening on (\S+)/gm)) urls[m[1]] = m[2];
-    }
-    return urls;
-  } finally {
-    clearTimeout(timer);
-    // Keep draining so the server never blocks on a full pipe.
-    (async () => {
-      try {
-        while (!(await reader.read()).done) { /* discard */ }
-      } catch { /* server gone */ }
-    })();
-  }
-}
-
 /** The `lab bench` arguments a child gets for the options the user gave. */
 export function childArgs(
   options: BenchOptions,
@@ -149,6 +118,7 @@ export function childArgs(
     "--transports",
     transport,
   ];
+  if (options.stack) args.push("--stack", options.stack);
   if (ca) args.push("--ca", ca);
   if (options.sizes) args.push("--sizes", options.sizes.join(","));
   if (options.warmupMs !== undefined) args.push("--warmup", String(options.warmupMs / 1000));
@@ -159,6 +129,8 @@ export function childArgs(
   if (options.concurrency) args.push("--concurrency", options.concurrency.join(","));
   if (options.streams !== undefined) args.push("--streams", String(options.streams));
   if (options.flows) args.push("--flows", options.flows.join(","));
+  if (options.engine) args.push("--engine", options.engine);
+  if (options.p99BoundMs !== undefined) args.push("--p99", String(options.p99BoundMs));
   args.push("--no-floors", "--no-charts", "--json", json);
   return args;
 }
@@ -190,14 +162,15 @@ export async function runBenchAcrossLink(
   const wallStart = Date.now();
   const backend = options.backend ?? "relay";
   const specText = options.specText ?? formatLinkSpec(spec);
-  const record = linkRecord(spec, specText, backend);
+  const record = linkRecord(spec, specText, backend, options.mtu);
   if (options.scenario === "migration" && backend !== "relay") {
     throw new RangeError(
       "The migration scenario needs --link-backend relay (it rebinds the client's port)",
     );
   }
-  const { availableTransports } = await import("../transports/mod.ts");
-  const transports = options.transports ?? await availableTransports();
+  const { availableTransports, resolveStack } = await import("../transports/mod.ts");
+  const stack = resolveStack(options.stack);
+  const transports = options.transports ?? await availableTransports(stack);
   const lab = options.lab ?? defaultLab();
   const progress = options.onProgress ?? (() => {});
   const notes: string[] = [];
@@ -215,9 +188,11 @@ export async function runBenchAcrossLink(
   let counters: LinkRecord["counters"];
   try {
     progress(`opening link ${specText}`, 0);
-    await using link = await openLink(spec, { backend });
+    await using link = await openLink(spec, { backend, mtu: options.mtu });
     const serveArgs = [
       "serve",
+      "--stack",
+      stack,
       "--transports",
       transports.join(","),
       "--host",
@@ -231,7 +206,9 @@ export async function runBenchAcrossLink(
     ];
     if (options.delayMs) serveArgs.push("--delay-ms", String(options.delayMs));
     const server = link.exec("server", [...lab, ...serveArgs], { stdout: "piped", stderr: "null" });
-    const urls = await readListeners(server.stdout, transports, 60_000);
+    const urls = await readListening(server.stdout, transports, 60_000).catch((err) => {
+      throw new Error(`In the link's server namespace: ${err.message}`, { cause: err });
+    });
     const env: Record<string, string> = { [LINK_RECORD_ENV]: JSON.stringify(record) };
     if (link.relayPid) env[LINK_RELAY_PID_ENV] = String(link.relayPid);
     for (const [i, transport] of transports.entries()) {
@@ -241,7 +218,7 @@ export async function runBenchAcrossLink(
       const ca = transport === "h2c" ? undefined : `${tmp}/${DEV_PKI_FILES.ca}`;
       const child = link.exec("client", [
         ...lab,
-        ...childArgs(options, transport, urls[transport], json, ca),
+        ...childArgs(options, transport, urls[transport]!, json, ca),
       ], {
         env,
         stdout: "null",
@@ -272,6 +249,8 @@ export async function runBenchAcrossLink(
   if (runs.length === 0) throw firstError ?? new Error("No transport was measured across the link");
   if (options.signal?.aborted) notes.push("The run was interrupted; rows may be incomplete.");
   const base = runs[0];
+  const connections: BenchRun["connections"] = {};
+  for (const r of runs) Object.assign(connections, r.connections ?? {});
   return {
     schema: SCHEMA_VERSION,
     startedAt: new Date(wallStart).toISOString(),
@@ -291,6 +270,7 @@ export async function runBenchAcrossLink(
         `(configured RTT ${record.rttMs} ms); lab link selftest --link ${specText} measures the link itself.`,
     },
     rows,
+    connections,
     notes,
   };
 }

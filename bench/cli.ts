@@ -3,8 +3,8 @@
  * only parts of `bench/` that write to the console.
  */
 import type { Command } from "commander";
-import type { TransportName } from "../transports/types.ts";
-import { runBench } from "./run.ts";
+import { parseStack, type StackName, type TransportName } from "../transports/types.ts";
+import { engineFor, runBench } from "./run.ts";
 import { parseRun, type ScenarioName, SCENARIOS } from "./schema.ts";
 import { parseSize } from "./units.ts";
 import { createProgress } from "./progress.ts";
@@ -15,6 +15,10 @@ import { renderCharts } from "./charts.ts";
 import { linkContextFromEnv, runBenchAcrossLink } from "./across_link.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
 import { UsageError } from "../cli/args.ts";
+import type { LinkBackend } from "../linkemu/link.ts";
+import { runSoak } from "./soak.ts";
+import { renderSoakInterval, renderSoakSummary } from "./soak_report.ts";
+import { type AttackName, ATTACKS } from "./attackers.ts";
 
 function list(text: string, what: string): string[] {
   const items = text.split(",").map((s) => s.trim()).filter(Boolean);
@@ -41,6 +45,8 @@ function integer(text: string, what: string, min: number): number {
 /** Options as commander hands them over. */
 interface BenchFlags {
   scenario: string;
+  stack?: string;
+  mtu?: string;
   transports?: string;
   sizes?: string;
   warmup?: string;
@@ -56,6 +62,8 @@ interface BenchFlags {
   concurrency?: string;
   streams?: string;
   flows?: string;
+  engine?: string;
+  p99?: string;
   link?: string;
   linkBackend?: string;
   floors?: boolean;
@@ -71,6 +79,19 @@ async function bench(flags: BenchFlags): Promise<void> {
     throw new UsageError(
       `Unknown scenario ${flags.scenario} (choose from ${SCENARIOS.join(", ")})`,
     );
+  }
+  let stack: StackName | undefined;
+  if (flags.stack !== undefined) {
+    try {
+      stack = parseStack(flags.stack);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  try {
+    engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
   let transports: TransportName[] | undefined;
   if (flags.transports) {
@@ -111,10 +132,23 @@ async function bench(flags: BenchFlags): Promise<void> {
     }
   }
   if (
-    flags.linkBackend !== undefined && flags.linkBackend !== "relay" &&
-    flags.linkBackend !== "netem"
+    flags.linkBackend !== undefined &&
+    !["relay", "netem", "veth"].includes(flags.linkBackend)
   ) {
-    throw new UsageError(`Invalid --link-backend ${flags.linkBackend} (use relay or netem)`);
+    throw new UsageError(`Invalid --link-backend ${flags.linkBackend} (use relay, netem or veth)`);
+  }
+  let mtu: number | undefined;
+  if (flags.mtu !== undefined) {
+    mtu = integer(flags.mtu, "--mtu", 1280);
+    if (mtu > 65535) throw new UsageError(`Invalid --mtu ${flags.mtu} (need 1280 … 65535)`);
+    if (flags.target) throw new UsageError("--mtu and --target exclude each other");
+    if (flags.inProcess) throw new UsageError("--mtu and --in-process exclude each other");
+    if (link === undefined) {
+      // A plain veth pair: nothing but the MTU differs from loopback.
+      link = parseLinkSpec("lan");
+      flags.linkBackend ??= "veth";
+      flags.link = "lan";
+    }
   }
   const controller = new AbortController();
   const onSignal = () => controller.abort();
@@ -123,6 +157,7 @@ async function bench(flags: BenchFlags): Promise<void> {
   try {
     const options = {
       scenario: flags.scenario as ScenarioName,
+      stack,
       transports,
       sizes,
       warmupMs: flags.warmup !== undefined ? number(flags.warmup, "--warmup", 0) * 1000 : undefined,
@@ -142,6 +177,8 @@ async function bench(flags: BenchFlags): Promise<void> {
         : undefined,
       streams: flags.streams !== undefined ? integer(flags.streams, "--streams", 1) : undefined,
       flows: flags.flows !== undefined ? list(flags.flows, "flow stream") : undefined,
+      engine: flags.engine as "native" | "sbi" | undefined,
+      p99BoundMs: flags.p99 !== undefined ? number(flags.p99, "--p99", 0.001) : undefined,
       skipFloors: flags.floors === false,
       onProgress: progress.update,
       signal: controller.signal,
@@ -150,7 +187,8 @@ async function bench(flags: BenchFlags): Promise<void> {
       ? await runBenchAcrossLink(link, {
         ...options,
         specText: flags.link,
-        backend: (flags.linkBackend ?? "relay") as "relay" | "netem",
+        backend: (flags.linkBackend ?? "relay") as LinkBackend,
+        mtu,
       })
       : await runBench({ ...options, ...linkContextFromEnv() });
     progress.stop();
@@ -219,12 +257,67 @@ async function report(
   }
 }
 
+/** Options of `lab soak` as commander hands them over. */
+interface SoakFlags {
+  time: string;
+  transports?: string;
+  rate: string;
+  interval: string;
+  attacks: string;
+  json?: string;
+}
+
+async function soak(flags: SoakFlags): Promise<void> {
+  const durationMs = number(flags.time, "--time", 1) * 1000;
+  const rate = number(flags.rate, "--rate", 1);
+  const intervalMs = number(flags.interval, "--interval", 0.1) * 1000;
+  const { availableTransports, parseTransports } = await import("../transports/mod.ts");
+  let transports: TransportName[];
+  try {
+    transports = flags.transports ? parseTransports(flags.transports) : await availableTransports();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const attacks = flags.attacks === "none" ? [] : list(flags.attacks, "attack");
+  for (const a of attacks) {
+    if (!(ATTACKS as readonly string[]).includes(a)) {
+      throw new UsageError(`Unknown attack ${a} (choose from ${ATTACKS.join(", ")}, or none)`);
+    }
+  }
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  Deno.addSignalListener("SIGINT", onSignal);
+  try {
+    const report = await runSoak({
+      transports,
+      durationMs,
+      intervalMs,
+      rate,
+      attacks: attacks as AttackName[],
+      signal: controller.signal,
+      onInterval: (i) => console.log(renderSoakInterval(i, intervalMs)),
+    });
+    console.log(`\n${renderSoakSummary(report)}`);
+    if (flags.json) {
+      await Deno.writeTextFile(flags.json, JSON.stringify(report, null, 2) + "\n");
+      console.error(`wrote ${flags.json}`);
+    }
+    if (!report.serverAlive) throw new Error("lab serve exited during the soak");
+  } finally {
+    Deno.removeSignalListener("SIGINT", onSignal);
+  }
+}
+
 /** Adds `bench` and `report` to the program. Bad input throws {@linkcode UsageError}. */
 export function registerBenchCommands(program: Command): void {
   program
     .command("bench")
     .description("benchmark the transports against the machine's floors")
     .option("--scenario <name>", `one of ${SCENARIOS.join(", ")}`, "rtt")
+    .option(
+      "--stack <stack>",
+      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch, h2 only)",
+    )
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
     .option("--warmup <seconds>", "warm-up per row (default 3, quick 0.3)")
@@ -247,12 +340,21 @@ export function registerBenchCommands(program: Command): void {
     .option("--flows <list>", "streams for --scenario flows: journey,warm-get (default both)")
     .option("--streams <n>", "concurrent streams on one connection for --scenario hol (default 16)")
     .option(
+      "--engine <engine>",
+      "native (load engine in C; default for concurrency, rate, bulk, capacity) or sbi (SBI client)",
+    )
+    .option("--p99 <ms>", "p99 bound for --scenario capacity (default 10)")
+    .option(
       "--link <spec>",
       "run across an emulated link: a profile (lan, wan, lossy, …) or key=value list; needs root",
     )
     .option(
       "--link-backend <backend>",
-      "how the link's namespaces are joined: relay (default) or netem",
+      "how the link's namespaces are joined: relay (default), netem, or veth (no impairment)",
+    )
+    .option(
+      "--mtu <bytes>",
+      "run across two namespaces with this MTU (alone: a plain veth pair, e.g. 1500); needs root",
     )
     .option("--no-floors", "skip the floor measurements")
     .option("--no-charts", "do not print the terminal bar charts")
@@ -262,6 +364,20 @@ export function registerBenchCommands(program: Command): void {
     .option("--html <file>", "write a self-contained HTML report with charts")
     .action(async (flags: BenchFlags) => {
       await bench(flags);
+    });
+  program
+    .command("soak")
+    .description(
+      "steady load on every transport while attackers run beside it; rate, errors, latency and server RSS over time",
+    )
+    .option("--time <seconds>", "how long to run", "60")
+    .option("--transports <list>", "comma-separated transports (default: every available one)")
+    .option("--rate <req/s>", "steady requests per second on each transport", "200")
+    .option("--interval <seconds>", "reporting interval", "1")
+    .option("--attacks <list>", `${ATTACKS.join(",")}, or none`, ATTACKS.join(","))
+    .option("--json <file>", "save the report as JSON")
+    .action(async (flags: SoakFlags) => {
+      await soak(flags);
     });
   program
     .command("report")

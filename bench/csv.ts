@@ -6,7 +6,9 @@ import { isFlowRow, studyVerdict } from "./verdict.ts";
 const COLUMNS = [
   "id",
   "scenario",
+  "stack",
   "transport",
+  "engine",
   "label",
   "size_bytes",
   "concurrency",
@@ -66,7 +68,9 @@ export function renderCsv(run: BenchRun): string {
       [
         r.id,
         r.scenario,
+        r.stack,
         r.transport,
+        r.engine ?? "sbi",
         r.label,
         r.sizeBytes,
         r.concurrency,

@@ -1,19 +1,30 @@
 /**
- * `peers` (the lab measuring itself): our h2c client and `h2load` against the
- * same `nghttpd`, at 1 and 64 streams in flight on one connection, in one
- * run. Each row is split into windows; a sample is the time per completed
- * request in one window (1 / throughput), so every row gets a median and a
- * bootstrap CI the same way. A raw `fetch` row (same HTTP client as ours,
- * without the SBI headers and timeout) separates the cost of the runtime's
- * HTTP stack from the cost of our client layer.
+ * `peers` (the lab measuring itself): `h2load`, the native load engine and
+ * our SBI client, each against `nghttpd` and against our own h2c server (on
+ * the run's stack), at 1 and 64 streams in flight on one connection and at
+ * 8 connections × 64 streams (the SBI client: one connection only), in one
+ * run. h2load against both servers says how our server compares with a C
+ * server; the engine and the client against h2load on the same server say
+ * how much our load side adds. Servers sit on the peer CPU, the clients on
+ * the measuring one. Each row is split into windows; a sample is the time
+ * per completed request in one window (1 / throughput), so every row gets a
+ * median and a bootstrap CI the same way.
  */
 import { Recorder } from "./recorder.ts";
+import { onServerCpu, placement } from "./affinity.ts";
+import { runLoad } from "../transports/load/mod.ts";
+import type { EngineName } from "./schema.ts";
 import { sampleOperation, type SamplingPlan } from "./sampler.ts";
 import type { ResultRow } from "./schema.ts";
-import { makeRow, type ScenarioContext } from "./scenarios/context.ts";
+import { makeRow, payloadPath, type ScenarioContext } from "./scenarios/context.ts";
+import { findTool, freePort, waitForPort } from "../transports/host.ts";
 
-/** Stream levels compared with h2load. */
-export const PEER_STREAMS = [1, 64];
+/** Connections × streams compared with h2load (the SBI client and fetch rows: one connection only). */
+export const PEER_SHAPES = [
+  { connections: 1, streams: 1 },
+  { connections: 1, streams: 64 },
+  { connections: 8, streams: 64 },
+];
 
 /** Raised when a peer tool is missing or misbehaves. */
 export class PeerError extends Error {
@@ -21,40 +32,6 @@ export class PeerError extends Error {
     super(message, options);
     this.name = "PeerError";
   }
-}
-
-async function which(tool: string): Promise<boolean> {
-  try {
-    const out = await new Deno.Command(tool, {
-      args: ["--version"],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    return out.success;
-  } catch {
-    return false;
-  }
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      const c = await Deno.connect({ hostname: "127.0.0.1", port });
-      c.close();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new PeerError(`nghttpd did not listen on port ${port} within ${timeoutMs} ms`);
 }
 
 /** Parses h2load's summary; returns req/s and succeeded requests. */
@@ -69,11 +46,18 @@ export function parseH2loadOutput(
   return { reqPerSec: Number(fin[1]), succeeded: Number(req[1]), failed: Number(req[2]) };
 }
 
+/** One server the peers scenario loads, and the path of its GET. */
+interface PeerTarget {
+  name: string;
+  port: number;
+  path: string;
+}
+
 /** The peers scenario (see the module comment). */
 export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   const missing = [];
-  if (!(await which("nghttpd"))) missing.push("nghttpd (apt-get install nghttp2-server)");
-  if (!(await which("h2load"))) missing.push("h2load (apt-get install nghttp2-client)");
+  if (!findTool("nghttpd")) missing.push("nghttpd (apt-get install nghttp2-server)");
+  if (!findTool("h2load")) missing.push("h2load (apt-get install nghttp2-client)");
   if (missing.length) {
     ctx.notes.push(`The peers comparison was skipped: missing ${missing.join(" and ")}.`);
     return [];
@@ -82,37 +66,45 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   const docs = await Deno.makeTempDir({ prefix: "sbilab-peers-" });
   await Deno.writeFile(`${docs}/payload`, new Uint8Array(size).fill(0x61));
   const port = freePort();
-  const nghttpd = new Deno.Command("nghttpd", {
-    args: ["--no-tls", "-d", docs, String(port)],
+  const [cmd, cmdArgs] = onServerCpu(await placement(), "nghttpd", [
+    "--no-tls",
+    "-d",
+    docs,
+    String(port),
+  ]);
+  const nghttpd = new Deno.Command(cmd, {
+    args: cmdArgs,
     stdout: "null",
     stderr: "null",
     stdin: "null",
   }).spawn();
-  const url = `http://127.0.0.1:${port}`;
+  const targets: PeerTarget[] = [{ name: "nghttpd", port, path: "/payload" }];
+  const ours = ctx.endpoints.urls.h2c;
+  if (ours) {
+    targets.push({
+      name: `sbilab h2c (${ctx.config.stack ?? "native"} stack)`,
+      port: Number(new URL(ours).port),
+      path: payloadPath(size),
+    });
+  }
   const rows: ResultRow[] = [];
   const windows = ctx.config.quick ? 3 : 5;
   const windowMs = Math.max(200, ctx.plan.sampleMs / windows);
   try {
     await waitForPort(port, 10_000);
-    const { createClient } = await import("../transports/mod.ts");
-    const client = await createClient("h2c", url, { timeoutMs: 10_000 });
-    const raw = Deno.createHttpClient({ http1: false, http2: true });
-    const ours = async () => {
-      const r = await client.request({ path: "/payload" });
-      if (r.status !== 200 || r.body.length !== size) {
-        throw new PeerError(`nghttpd answered ${r.status}`);
-      }
-    };
-    const plain = async () => {
-      const r = await fetch(`${url}/payload`, { client: raw });
-      const b = await r.arrayBuffer();
-      if (r.status !== 200 || b.byteLength !== size) {
-        throw new PeerError(`nghttpd answered ${r.status}`);
-      }
-    };
-    try {
-      for (const streams of PEER_STREAMS) {
-        for (const [name, op] of [["sbilab client", ours], ["Deno fetch", plain]] as const) {
+    for (const target of targets) {
+      const origin = `http://127.0.0.1:${target.port}`;
+      const client = await ctx.openClient("h2c", { origin });
+      const sbi = async () => {
+        const r = await client.request({ path: target.path });
+        if (r.status !== 200 || r.body.length !== size) {
+          throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
+        }
+      };
+      const ratios: string[] = [];
+      for (const shape of PEER_SHAPES) {
+        const { connections, streams } = shape;
+        if (connections === 1) {
           const rec = new Recorder();
           let errors = 0;
           for (let w = 0; w < windows; w++) {
@@ -120,49 +112,68 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
               warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
               sampleMs: windowMs,
             };
-            const r = await sampleOperation(op, plan, streams, {
+            const r = await sampleOperation(sbi, plan, streams, {
               clock: ctx.clock,
               signal: ctx.signal,
-              onProgress: (f) => ctx.onProgress(`${name} ${streams} streams`, (w + f) / windows),
+              onProgress: (f) =>
+                ctx.onProgress(`sbilab client → ${target.name}, ${streams}`, (w + f) / windows),
             });
             errors += r.errors;
             rec.record((r.elapsedMs * 1e6) / r.samples.count);
           }
-          rows.push(peerRow(name, streams, size, rec, errors));
+          rows.push(peerRow("sbilab client", "sbi", target.name, shape, size, rec, errors));
           ctx.onRow(rows.at(-1)!);
         }
-        const rec = new Recorder();
-        let failed = 0;
+        const native = new Recorder();
+        let nativeErrors = 0;
         for (let w = 0; w < windows; w++) {
-          ctx.onProgress(`h2load ${streams} streams`, w / windows);
-          const warm = w === 0 ? Math.max(100, Math.round(ctx.plan.warmupMs)) : 0;
-          const args = [
-            "-c",
-            "1",
-            "-t",
-            "1",
-            "-m",
-            String(streams),
-            "-D",
-            `${Math.round(windowMs)}ms`,
-          ];
-          if (warm) args.push(`--warm-up-time=${warm}ms`);
-          args.push(`${url}/payload`);
-          const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" })
-            .output();
-          const s = parseH2loadOutput(new TextDecoder().decode(out.stdout));
-          failed += s.failed;
-          if (s.succeeded < 1 || s.reqPerSec <= 0) {
-            throw new PeerError("h2load completed no request");
+          ctx.onProgress(`native engine → ${target.name}, ${connections}×${streams}`, w / windows);
+          const r = await runLoad({
+            protocol: "h2",
+            host: "127.0.0.1",
+            port: target.port,
+            headers: [
+              [":method", "GET"],
+              [":scheme", "http"],
+              [":authority", `127.0.0.1:${target.port}`],
+              [":path", target.path],
+            ],
+            connections,
+            streams,
+            durationMs: windowMs,
+            warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
+          }, { signal: ctx.signal });
+          nativeErrors += r.errors;
+          if (r.completed < 1) {
+            throw new PeerError(`the native engine completed no request: ${r.error}`);
           }
-          rec.record(1e9 / s.reqPerSec);
+          native.record(1e9 / r.reqPerSec);
         }
-        rows.push(peerRow("h2load", streams, size, rec, failed));
-        ctx.onRow(rows.at(-1)!);
+        const nativeRow = peerRow(
+          "sbilab native engine",
+          "native",
+          target.name,
+          shape,
+          size,
+          native,
+          nativeErrors,
+        );
+        rows.push(nativeRow);
+        ctx.onRow(nativeRow);
+        const h2loadRow = await h2loadPeerRow(ctx, target, shape, size, windows, windowMs);
+        rows.push(h2loadRow);
+        ctx.onRow(h2loadRow);
+        ratios.push(
+          `${connections}×${streams}: ${
+            (nativeRow.requestsPerSecond! / h2loadRow.requestsPerSecond!).toFixed(2)
+          }×`,
+        );
       }
-    } finally {
-      await client.close();
-      raw.close();
+      ctx.notes.push(
+        `Native engine ÷ h2load req/s against ${target.name} (medians of ${windows} windows each): ${
+          ratios.join(", ")
+        }.`,
+      );
     }
   } finally {
     try {
@@ -176,22 +187,69 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   return rows;
 }
 
+/** h2load against `target` with one shape, in `windows` windows. */
+async function h2loadPeerRow(
+  ctx: ScenarioContext,
+  target: PeerTarget,
+  shape: { connections: number; streams: number },
+  size: number,
+  windows: number,
+  windowMs: number,
+): Promise<ResultRow> {
+  const rec = new Recorder();
+  let failed = 0;
+  for (let w = 0; w < windows; w++) {
+    ctx.onProgress(`h2load → ${target.name}, ${shape.connections}×${shape.streams}`, w / windows);
+    const warm = w === 0 ? Math.max(100, Math.round(ctx.plan.warmupMs)) : 0;
+    const args = [
+      "-c",
+      String(shape.connections),
+      "-t",
+      "1",
+      "-m",
+      String(shape.streams),
+      "-D",
+      `${Math.round(windowMs)}ms`,
+    ];
+    if (warm) args.push(`--warm-up-time=${warm}ms`);
+    args.push(`http://127.0.0.1:${target.port}${target.path}`);
+    const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" })
+      .output();
+    const s = parseH2loadOutput(new TextDecoder().decode(out.stdout));
+    failed += s.failed;
+    if (s.succeeded < 1 || s.reqPerSec <= 0) {
+      throw new PeerError(`h2load completed no request against ${target.name}`);
+    }
+    rec.record(1e9 / s.reqPerSec);
+  }
+  return peerRow("h2load", "peer", target.name, shape, size, rec, failed);
+}
+
+function slug(text: string): string {
+  return text.replace(/[^a-z0-9]+/gi, "-").replace(/-$/, "");
+}
+
 function peerRow(
   name: string,
-  streams: number,
+  engine: EngineName,
+  server: string,
+  shape: { connections: number; streams: number },
   size: number,
   rec: Recorder,
   errors: number,
 ): ResultRow {
+  const { connections, streams } = shape;
+  const key = connections === 1 ? String(streams) : `${connections}x${streams}`;
   const row = makeRow({
-    id: `peers/${name.replace(/\s+/g, "-")}/${size}/${streams}`,
+    id: `peers/${slug(name)}/${slug(server)}/${size}/${key}`,
     scenario: "peers",
     transport: name,
-    label: `GET ${size} B from nghttpd, ${streams} stream${
-      streams > 1 ? "s" : ""
-    } in flight (time per request)`,
+    engine,
+    label: `GET ${size} B from ${server}, ${
+      connections === 1 ? "" : `${connections} connections × `
+    }${streams} stream${streams > 1 ? "s" : ""} in flight (time per request)`,
     sizeBytes: size,
-    concurrency: streams,
+    concurrency: connections * streams,
     errors,
   }, rec.finish());
   row.requestsPerSecond = 1e9 / row.estimate.median;

@@ -28,7 +28,8 @@ export function linkLines(run: BenchRun): string[] {
   const l = run.config.link;
   if (!l) return [];
   const lines = [
-    `link ${l.spec} = ${l.resolved} · ${l.backend} backend · configured RTT ${l.rttMs} ms` +
+    `link ${l.spec} = ${l.resolved} · ${l.backend} backend` +
+    (l.mtu !== undefined ? ` · MTU ${l.mtu} B` : "") + ` · configured RTT ${l.rttMs} ms` +
     (l.blackhole ? ` · blackhole ${l.blackhole.onMs} ms on / ${l.blackhole.offMs} ms off` : ""),
     `  up (client → server):   ${direction(l.up)}`,
     `  down (server → client): ${direction(l.down)}`,

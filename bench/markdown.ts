@@ -1,4 +1,5 @@
 /** The Markdown report, shaped like a short study; a pure function of a run. */
+import { stackLines } from "./stack_report.ts";
 import { findFloor } from "./floors.ts";
 import { floorMultiple, medianWithCi } from "./table.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
@@ -101,22 +102,50 @@ export function observations(run: BenchRun): string[] {
       );
     }
   }
-  const peers = run.rows.filter((r) => r.scenario === "peers");
+  out.push(...peerObservations(run.rows.filter((r) => r.scenario === "peers")));
+  out.push(...linkObservations(run));
+  return out;
+}
+
+/** The two ratios the peers scenario exists for, per stream level. */
+function peerObservations(peers: ResultRow[]): string[] {
+  const out: string[] = [];
+  const find = (tool: string, server: string, streams: number | undefined) =>
+    peers.find((r) =>
+      r.transport === tool && r.concurrency === streams && r.label.includes(`from ${server},`)
+    );
   for (const streams of new Set(peers.map((r) => r.concurrency))) {
-    const h2load = peers.find((r) => r.transport === "h2load" && r.concurrency === streams);
-    for (const r of peers.filter((p) => p.transport !== "h2load" && p.concurrency === streams)) {
-      if (h2load) {
-        out.push(
-          `At ${streams} stream${streams === 1 ? "" : "s"}, ${r.transport} reaches ${
-            formatRate(r.requestsPerSecond!)
-          } = ${formatMultiple(r.requestsPerSecond! / h2load.requestsPerSecond!)} h2load's ${
-            formatRate(h2load.requestsPerSecond!)
-          } against the same nghttpd.`,
-        );
-      }
+    const s = `${streams} stream${streams === 1 ? "" : "s"}`;
+    const ref = find("h2load", "nghttpd", streams);
+    const oursUnderH2load = peers.find((r) =>
+      r.transport === "h2load" && r.concurrency === streams && !r.label.includes("from nghttpd,")
+    );
+    if (ref && oursUnderH2load) {
+      out.push(
+        `Under h2load at ${s}, our h2c server serves ${
+          formatRate(oursUnderH2load.requestsPerSecond!)
+        } = ${
+          formatMultiple(oursUnderH2load.requestsPerSecond! / ref.requestsPerSecond!)
+        } nghttpd's ${formatRate(ref.requestsPerSecond!)}.`,
+      );
+    }
+    for (const h2load of [ref, oursUnderH2load]) {
+      if (!h2load) continue;
+      const server = h2load.label.slice(
+        h2load.label.indexOf("from ") + 5,
+        h2load.label.indexOf(","),
+      );
+      const ours = find("sbilab client", server, streams);
+      if (!ours) continue;
+      out.push(
+        `At ${s} against ${server}, our client takes ${
+          formatDuration(ours.estimate.median)
+        } per request, ${formatMultiple(ours.estimate.median / h2load.estimate.median)} h2load's ${
+          formatDuration(h2load.estimate.median)
+        }.`,
+      );
     }
   }
-  out.push(...linkObservations(run));
   return out;
 }
 
@@ -148,6 +177,7 @@ export function renderMarkdown(run: BenchRun): string {
       (c.delayMs ? `; handler delay ${c.delayMs} ms` : "") + ".",
     "",
   );
+  lines.push("## Stack", "", "```", ...stackLines(run), "```", "");
   if (run.study || run.rows.some(isFlowRow)) {
     const v = studyVerdict(run);
     const t = verdictTable(v);
@@ -168,6 +198,7 @@ export function renderMarkdown(run: BenchRun): string {
   lines.push(
     cellRow([
       "transport",
+      "stack",
       "what one sample times",
       "median [95 % CI]",
       "p90",
@@ -178,12 +209,13 @@ export function renderMarkdown(run: BenchRun): string {
       "n",
     ]),
   );
-  lines.push(cellRow(Array(9).fill("---")));
+  lines.push(cellRow(Array(10).fill("---")));
   const stepRows = run.rows.filter((r) => r.step !== undefined);
   for (const r of run.rows.filter((r) => r.step === undefined)) {
     const m = floorMultiple(run, r);
     lines.push(cellRow([
       r.link ? `${r.transport} (${r.link})` : r.transport,
+      r.stack ?? "–",
       r.label,
       medianWithCi(r),
       formatDuration(r.estimate.p90),

@@ -4,7 +4,13 @@
  * It never writes to the console; progress and rows go to callbacks.
  */
 import { describePlacement, enablePlacement, placement } from "./affinity.ts";
-import type { SbiClient, TransportName } from "../transports/types.ts";
+import {
+  type ConnectionInfo,
+  type SbiClient,
+  type StackName,
+  type TransportName,
+} from "../transports/types.ts";
+import { resolveStack } from "../transports/stack.ts";
 import { collectEnvironment } from "./environment.ts";
 import { FloorError, MAX_FLOOR_BYTES, measureKernelFloor, measureRuntimeFloor } from "./floors.ts";
 import { type Clock, defaultClock, type SamplingPlan } from "./sampler.ts";
@@ -28,12 +34,16 @@ import { peersScenario } from "./lab_itself.ts";
 import { DEFAULT_STREAMS, holScenario } from "./scenarios/hol.ts";
 import { migrationScenario } from "./scenarios/migration.ts";
 import { DEFAULT_UES, FLOW_STREAMS, flowsScenario } from "./scenarios/flows.ts";
+import { capacityScenario, DEFAULT_P99_BOUND_MS } from "./scenarios/capacity.ts";
+import type { EngineName } from "./schema.ts";
 
 /** Options of {@linkcode runBench}. */
 export interface BenchOptions {
   /** Scenario. Default `rtt`. */
   scenario?: ScenarioName;
-  /** Transports. Default every available one (or the target's). */
+  /** Implementation family of servers and clients. Default `native` (or `SBILAB_STACK`). */
+  stack?: StackName;
+  /** Transports. Default every available one on the stack (or the target's). */
   transports?: TransportName[];
   /** Body sizes in bytes. Default [256, 16384]. */
   sizes?: number[];
@@ -67,6 +77,12 @@ export interface BenchOptions {
   link?: LinkRecord;
   /** Moves the client to a new source port (the link's NAT rebinding); `migration` needs it. */
   rebind?: () => Promise<void>;
+  /** What sends the requests: `native` (the load engine in the transport's C module; the
+   * default for concurrency, rate, bulk and capacity) or `sbi` (the full SBI client; the default
+   * and the only choice for the other scenarios). */
+  engine?: "native" | "sbi";
+  /** p99 bound of the `capacity` scenario in ms. Default 10. */
+  p99BoundMs?: number;
   /** Skip the floors. Default false. */
   skipFloors?: boolean;
   /** Clock. Default `performance.now`. */
@@ -94,7 +110,35 @@ const SCENARIO_FUNCTIONS: Record<ScenarioName, Scenario> = {
   hol: holScenario,
   migration: migrationScenario,
   flows: flowsScenario,
+  capacity: capacityScenario,
 };
+
+/** Scenarios the native engine drives (its default there); the others use the SBI client. */
+export const NATIVE_SCENARIOS: readonly ScenarioName[] = [
+  "concurrency",
+  "rate",
+  "bulk",
+  "capacity",
+];
+
+/** Scenarios that also run on the native engine when asked (`--engine native`). */
+const NATIVE_OPTIONAL: readonly ScenarioName[] = ["hol"];
+
+/** The engine a scenario uses: the one asked for, else its default; throws `RangeError` when unsupported. */
+export function engineFor(scenario: ScenarioName, asked?: EngineName): "native" | "sbi" {
+  const native = NATIVE_SCENARIOS.includes(scenario);
+  const engine = asked ?? (native ? "native" : "sbi");
+  if (engine === "native" && !native && !NATIVE_OPTIONAL.includes(scenario)) {
+    throw new RangeError(`--scenario ${scenario} runs on the SBI client only (use --engine sbi)`);
+  }
+  if (engine === "sbi" && scenario === "capacity") {
+    throw new RangeError("--scenario capacity needs the native engine");
+  }
+  if (engine !== "native" && engine !== "sbi") {
+    throw new RangeError(`Unknown engine ${engine} (use native or sbi)`);
+  }
+  return engine;
+}
 
 function positive(name: string, v: number | undefined, integer = false): void {
   if (v === undefined) return;
@@ -125,6 +169,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       throw new RangeError(`Unknown flow stream ${f} (choose from ${FLOW_STREAMS.join(", ")})`);
     }
   }
+  const engine = engineFor(scenario, options.engine);
+  if (options.p99BoundMs !== undefined && !(options.p99BoundMs > 0)) {
+    throw new RangeError(`p99 bound must be > 0 ms, got ${options.p99BoundMs}`);
+  }
   if (options.rate !== undefined && !(options.rate > 0)) {
     throw new RangeError(`rate must be > 0, got ${options.rate}`);
   }
@@ -142,32 +190,34 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       : options.sampleMs ?? (quick ? 700 : 5000),
     samples: options.samples,
   };
+  const stack = resolveStack(options.stack);
   const { availableTransports } = await import("../transports/mod.ts");
+  const available = await availableTransports(stack);
   let transports: TransportName[];
   if (options.transports) {
     transports = options.transports;
   } else if (options.target) {
-    const h3 = (await availableTransports()).includes("h3");
-    transports = options.target.startsWith("https:")
-      ? (h3 ? ["h2-tls", "h3"] : ["h2-tls"])
-      : ["h2c"];
+    transports = (options.target.startsWith("https:") ? ["h2-tls", "h3"] : ["h2c"])
+      .filter((t) => available.includes(t as TransportName)) as TransportName[];
   } else {
-    transports = await availableTransports();
+    transports = available;
   }
   const notes: string[] = [];
-  if (!options.transports && !options.target && !transports.includes("h3")) {
-    const { loadH3Library } = await import("../transports/h3/loader.ts");
-    const why = await loadH3Library().then(
-      () => "",
-      (err) => `: ${(err as Error).message.split("\n")[0]}`,
-    );
+  if (stack === "deno" && transports.includes("h3")) {
+    throw new RangeError("The deno stack has no h3 (use --stack native, or leave h3 out)");
+  }
+  if (stack === "deno") {
     notes.push(
-      `h3 was not measured: its native module is not available${why}. Install its packages with: sudo bash scripts/setup_system.sh`,
+      "Stack deno: Deno.serve and fetch on rustls for h2 (a reference: what a Deno-based NF runs); it has no h3.",
     );
+  }
+  if (!options.transports && stack === "native" && available.length < 3) {
+    notes.push(await missingNativeNote(available));
   }
   const serverMode = options.target ? "target" : options.inProcess ? "in-process" : "process";
   const config: RunConfig = {
     scenario,
+    stack,
     transports: scenario === "peers" ? ["h2c"] : transports,
     sizes,
     warmupMs: plan.warmupMs,
@@ -186,17 +236,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     flows: scenario === "flows" ? options.flows ?? [...FLOW_STREAMS] : options.flows,
     streams: scenario === "hol" ? options.streams ?? DEFAULT_STREAMS : options.streams,
     link: options.link,
+    engine,
+    ...(scenario === "capacity" ? { p99BoundMs: options.p99BoundMs ?? DEFAULT_P99_BOUND_MS } : {}),
   };
   const environment = await collectEnvironment();
-  if (transports.some((t) => t === "h2c" || t === "h2-tls")) {
-    const { h2ClientInfo } = await import("../transports/h2/mod.ts");
-    const info = await h2ClientInfo();
-    notes.push(
-      info.startsWith("fetch")
-        ? `h2 client: ${info}. Install its packages with: sudo bash scripts/setup_system.sh`
-        : `h2 client: ${info}.`,
-    );
-  }
   enablePlacement(serverMode === "process");
   if (serverMode === "process") {
     notes.push(`CPU placement: ${describePlacement(await placement())}.`);
@@ -248,19 +291,19 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
 
   let endpoints: Endpoints | undefined;
   const clients: SbiClient[] = [];
+  const connections: Partial<Record<TransportName, ConnectionInfo>> = {};
   const rows: ResultRow[] = [];
   try {
-    if (scenario !== "peers") {
-      endpoints = options.target
-        ? targetEndpoints(options.target, transports, {
-          caFile: options.caFile,
-          insecure: options.insecure,
-        })
-        : await startServers(transports, {
-          delayMs: options.delayMs,
-          inProcess: options.inProcess,
-        });
-    }
+    endpoints = options.target
+      ? targetEndpoints(options.target, transports, {
+        caFile: options.caFile,
+        insecure: options.insecure,
+      })
+      : await startServers(scenario === "peers" ? ["h2c"] : transports, {
+        stack,
+        delayMs: options.delayMs,
+        inProcess: options.inProcess,
+      });
     const { createClient } = await import("../transports/mod.ts");
     const ctx: ScenarioContext = {
       endpoints: endpoints ?? { urls: {}, mode: "in-process", close: async () => {} },
@@ -270,10 +313,11 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       clock,
       config,
       notes,
-      async openClient(t, nfType) {
-        const url = endpoints?.urls[t];
+      async openClient(t, { origin, nfType } = {}) {
+        const url = origin ?? endpoints?.urls[t];
         if (!url) throw new RangeError(`No endpoint for transport ${t}`);
         const c = await createClient(t, url, {
+          stack,
           tls: t === "h2c" ? undefined : endpoints!.tls,
           timeoutMs: 10_000,
           nfType,
@@ -288,10 +332,26 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     };
     rows.push(...await SCENARIO_FUNCTIONS[scenario](ctx));
   } finally {
+    for (const c of clients) {
+      const info = c.connectionInfo?.();
+      if (info && !connections[c.transport]) connections[c.transport] = info;
+    }
     await Promise.allSettled(clients.map((c) => c.close()));
     await endpoints?.close();
   }
   if (options.signal?.aborted) notes.push("The run was interrupted; rows may be incomplete.");
+  const suites = new Set(
+    Object.values(connections).filter((i) => i?.tls?.suite).map((i) =>
+      `${i!.tls!.suite}/${i!.tls!.group}`
+    ),
+  );
+  if (suites.size > 1) {
+    notes.push(
+      `The TLS transports negotiated different suites or groups (${
+        [...suites].join(", ")
+      }): their rows do not compare like with like.`,
+    );
+  }
   return {
     schema: SCHEMA_VERSION,
     startedAt: new Date(wallStart).toISOString(),
@@ -299,7 +359,28 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     config,
     environment,
     floors: { rows: floors, skipped: floorsSkipped },
-    rows,
+    rows: rows.map((r) => ({ ...r, stack, id: `${stack}/${r.id}` })),
+    connections,
     notes,
   };
+}
+
+/** Why a native-stack run lacks a transport, with the command that fixes it. */
+async function missingNativeNote(available: TransportName[]): Promise<string> {
+  const missing: string[] = [];
+  if (!available.includes("h2c")) {
+    const { h2ModuleInfo } = await import("../transports/h2/mod.ts");
+    missing.push(`h2 (${await h2ModuleInfo()})`);
+  }
+  if (!available.includes("h3")) {
+    const { loadH3Library } = await import("../transports/h3/loader.ts");
+    const why = await loadH3Library().then(
+      () => "not available",
+      (err) => (err as Error).message.split("\n")[0],
+    );
+    missing.push(`h3 (${why})`);
+  }
+  return `Not measured: ${
+    missing.join("; ")
+  }. Install the native modules' packages with: sudo bash scripts/setup_system.sh`;
 }

@@ -5,6 +5,7 @@
  * Durations are nanoseconds; sizes are bytes.
  */
 import type { Estimate } from "./stats.ts";
+import type { ConnectionInfo, StackName } from "../transports/types.ts";
 import type { SampleSet } from "./recorder.ts";
 
 /**
@@ -14,6 +15,11 @@ import type { SampleSet } from "./recorder.ts";
  * `RunConfig.streams`, `RunConfig.link` and `ResultRow.extra` figures; the
  * `flows` scenario with `RunConfig.flows`, `ResultRow.flow` / `step` / `link`
  * / `stack`, and `BenchRun.study` for runs made by `lab study`.
+ * the `capacity`
+ * scenario, `RunConfig.engine`, `RunConfig.p99BoundMs` and `ResultRow.engine`.
+ * and the
+ * stack: `RunConfig.stack`, `ResultRow.stack` and `BenchRun.connections`
+ * (a file without them ran h2 on the deno stack's server).
  */
 export const SCHEMA_VERSION = "sbilab-bench/1";
 
@@ -27,7 +33,8 @@ export type ScenarioName =
   | "peers"
   | "hol"
   | "migration"
-  | "flows";
+  | "flows"
+  | "capacity";
 
 /** Every scenario, in help order. */
 export const SCENARIOS: readonly ScenarioName[] = [
@@ -40,7 +47,12 @@ export const SCENARIOS: readonly ScenarioName[] = [
   "hol",
   "migration",
   "flows",
+  "capacity",
 ];
+
+/** What sent a row's requests: the native load engine inside the transport's C module, the
+ * full SBI client (the study's per-request path), or an outside tool (`peer`, e.g. h2load). */
+export type EngineName = "native" | "sbi" | "peer";
 
 /** One direction of an emulated link as configured (see `linkemu/link_spec.ts`). */
 export interface LinkDirectionRecord {
@@ -80,8 +92,10 @@ export interface LinkRecord {
   spec: string;
   /** The spec with every value spelled out. */
   resolved: string;
-  /** `relay` (TUN relay) or `netem`. */
-  backend: "relay" | "netem";
+  /** `relay` (TUN relay), `netem`, or `veth` (a plain veth pair). */
+  backend: "relay" | "netem" | "veth";
+  /** MTU of both ends, when set (`--mtu`). */
+  mtu?: number;
   /** Configured round-trip delay (ms). */
   rttMs: number;
   /** Client → server and server → client. */
@@ -118,6 +132,8 @@ export interface ResultRow {
   scenario: ScenarioName;
   /** Transport or peer measured (`h2c`, `h2-tls`, `h3`, `h2load`, …). */
   transport: string;
+  /** What sent the requests (absent in runs saved before engines were named: `sbi`). */
+  engine?: EngineName;
   /** What one sample times, in words (e.g. `GET 256 B, warm connection`). */
   label: string;
   /** Body size in bytes the row moves per request, when meaningful. */
@@ -144,8 +160,8 @@ export interface ResultRow {
   step?: string;
   /** The emulated link the row crossed (its spec), in runs that cross several. */
   link?: string;
-  /** Which client/server stack carried the row (`deno` unless a run says otherwise). */
-  stack?: string;
+  /** Implementation family the row ran on (see `StackName`; absent: a run saved before stacks). */
+  stack?: StackName;
 }
 
 /** Environment of the run. */
@@ -167,6 +183,8 @@ export interface Environment {
 /** The configuration the run used (after defaults). */
 export interface RunConfig {
   scenario: ScenarioName;
+  /** Implementation family of servers and clients. */
+  stack?: StackName;
   transports: string[];
   sizes: number[];
   warmupMs: number;
@@ -190,6 +208,10 @@ export interface RunConfig {
   link?: LinkRecord;
   /** `flows`: the streams measured (`journey`, `warm-get`). */
   flows?: string[];
+  /** What sent the requests of the scenario's rows. */
+  engine?: EngineName;
+  /** p99 bound of the `capacity` scenario (ms). */
+  p99BoundMs?: number;
 }
 
 /** What `lab study` adds to its run: the links crossed, the budget and the verdict rule. */
@@ -220,6 +242,8 @@ export interface BenchRun {
   /** Floors measured in the same run, or why they were skipped. */
   floors: { rows: FloorRow[]; skipped?: string };
   rows: ResultRow[];
+  /** What each transport's connection ran on: libraries, TLS suite and group, packet sizes. */
+  connections?: Partial<Record<string, ConnectionInfo>>;
   /** Things the reader must know (skips, caveats), one sentence each. */
   notes: string[];
   /** Present when the run is a `lab study` matrix. */

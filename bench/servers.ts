@@ -4,7 +4,9 @@
  */
 import { onServerCpu, placement } from "./affinity.ts";
 import type { TlsMaterial } from "../transports/tls.ts";
-import type { SbiServer, TransportName } from "../transports/types.ts";
+import type { SbiServer, StackName, TransportName } from "../transports/types.ts";
+import { ROOT } from "../transports/host.ts";
+import { parseListeningLine } from "../cli/listening.ts";
 
 /** Endpoints to benchmark and how to trust them. */
 export interface Endpoints {
@@ -14,6 +16,8 @@ export interface Endpoints {
   tls?: TlsMaterial;
   /** How the servers run. */
   mode: "process" | "in-process" | "target";
+  /** Process id of the server when it runs in its own process (for its CPU use). */
+  pid?: number;
   /** Stops whatever was started. Idempotent. */
   close(): Promise<void>;
 }
@@ -26,11 +30,10 @@ export class ServerSetupError extends Error {
   }
 }
 
-/** Repository root (this file lives in `bench/`). */
-const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
-
 /** Options for {@linkcode startServers}. */
 export interface StartOptions {
+  /** Implementation family. Default `native`. */
+  stack?: StackName;
   /** Handler delay in ms passed to the server. Default 0. */
   delayMs?: number;
   /** Start in this process instead of spawning `lab serve`. Default false. */
@@ -44,12 +47,17 @@ export async function startServers(
   transports: TransportName[],
   options: StartOptions = {},
 ): Promise<Endpoints> {
+  const stack = options.stack ?? "native";
   return options.inProcess
-    ? await startInProcess(transports, options.delayMs ?? 0)
-    : await startProcess(transports, options.delayMs ?? 0, options.startTimeoutS ?? 60);
+    ? await startInProcess(transports, stack, options.delayMs ?? 0)
+    : await startProcess(transports, stack, options.delayMs ?? 0, options.startTimeoutS ?? 60);
 }
 
-async function startInProcess(transports: TransportName[], delayMs: number): Promise<Endpoints> {
+async function startInProcess(
+  transports: TransportName[],
+  stack: StackName,
+  delayMs: number,
+): Promise<Endpoints> {
   const { createHandler } = await import("../handler/mod.ts");
   const { createServer } = await import("../transports/mod.ts");
   const { createDevPki } = await import("../transports/pki.ts");
@@ -60,6 +68,7 @@ async function startInProcess(transports: TransportName[], delayMs: number): Pro
   try {
     for (const t of transports) {
       const s = await createServer(t, handler, {
+        stack,
         hostname: "127.0.0.1",
         port: 0,
         tls: t === "h2c" ? undefined : { cert: pki.serverCertPem, key: pki.serverKeyPem },
@@ -86,10 +95,9 @@ async function startInProcess(transports: TransportName[], delayMs: number): Pro
   };
 }
 
-const LISTENING = /^(h2c|h2-tls|h3) listening on (\S+)$/;
-
 async function startProcess(
   transports: TransportName[],
+  stack: StackName,
   delayMs: number,
   timeoutS: number,
 ): Promise<Endpoints> {
@@ -100,6 +108,8 @@ async function startProcess(
     "--unstable-net",
     `${ROOT}/main.ts`,
     "serve",
+    "--stack",
+    stack,
     "--transports",
     transports.join(","),
     "--host",
@@ -177,8 +187,8 @@ async function startProcess(
       const lines = buffered.split("\n");
       buffered = lines.pop() ?? "";
       for (const line of lines) {
-        const m = LISTENING.exec(line.trim());
-        if (m) urls[m[1] as TransportName] = m[2];
+        const parsed = parseListeningLine(line);
+        if (parsed) urls[parsed[0]] = parsed[1];
       }
     }
   } catch (err) {
@@ -191,7 +201,13 @@ async function startProcess(
       while (!(await stdout.read()).done) { /* discard */ }
     } catch { /* closed */ }
   })();
-  return { urls, tls: { ca: { path: `${stateDir}/ca.pem` } }, mode: "process", close };
+  return {
+    urls,
+    tls: { ca: { path: `${stateDir}/ca.pem` } },
+    mode: "process",
+    pid: child.pid,
+    close,
+  };
 }
 
 /** Options for {@linkcode targetEndpoints}. */

@@ -13,6 +13,7 @@ import {
   formatRate,
 } from "./units.ts";
 import { linkLines, migrationTable, percentileTable } from "./link_report.ts";
+import { stackLines } from "./stack_report.ts";
 
 /** Lays out rows of cells as aligned columns (first column left, others right). */
 export function layoutColumns(header: string[], body: string[][]): string {
@@ -81,6 +82,7 @@ export function renderRows(run: BenchRun): string {
     const m = floorMultiple(run, r);
     return [
       r.link ? `${r.transport} · ${r.link}` : r.transport,
+      r.stack ?? "–",
       r.label,
       medianWithCi(r),
       formatDuration(r.estimate.p99),
@@ -94,6 +96,7 @@ export function renderRows(run: BenchRun): string {
   return layoutColumns(
     [
       "transport",
+      "stack",
       "what one sample times",
       "median [95 % CI]",
       "p99",
@@ -126,7 +129,7 @@ export function renderTable(run: BenchRun): string {
     } s)`
     : `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
       (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
-  const parts = [head];
+  const parts = [head, ...stackLines(run)];
   if (run.rows.some((r) => r.step !== undefined)) {
     parts.push("Per-step latency rows are in the Markdown (--md) and HTML (--html) reports.");
   }

@@ -1,17 +1,6 @@
 /** `lab doctor`: what this machine offers sbilab. */
 import type { Command } from "commander";
-
-async function which(cmd: string): Promise<string | undefined> {
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":").concat(["/usr/sbin", "/sbin"])) {
-    try {
-      const st = await Deno.stat(`${dir}/${cmd}`);
-      if (st.isFile) return `${dir}/${cmd}`;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+import { findTool } from "../transports/host.ts";
 
 function libVersion(lib: string, fn: string): string | undefined {
   try {
@@ -79,9 +68,9 @@ export async function doctorReport(): Promise<[string, string][]> {
   ]);
   try {
     const h2 = await import("../transports/h2/mod.ts");
-    rows.push(["h2 client", await h2.h2ClientInfo()]);
+    rows.push(["h2 module", await h2.h2ModuleInfo()]);
   } catch (err) {
-    rows.push(["h2 client", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
+    rows.push(["h2 module", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
   }
   try {
     const h3 = await import("../transports/h3/mod.ts");
@@ -106,7 +95,7 @@ export async function doctorReport(): Promise<[string, string][]> {
     ["tc", "iproute2"],
   ];
   for (const [tool, pkg] of tools) {
-    const path = await which(tool);
+    const path = findTool(tool);
     rows.push([tool, path ?? `missing (apt-get install ${pkg})`]);
   }
   rows.push([

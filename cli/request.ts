@@ -1,10 +1,17 @@
 /** `lab request`: one request like curl, over h2c, h2 over TLS or h3. */
 import { parseOrigin } from "../transports/origin.ts";
 import type { Command } from "commander";
-import { createClient, type TlsMaterial, type TransportName } from "../transports/mod.ts";
+import {
+  createClient,
+  parseStack,
+  resolveStack,
+  type TlsMaterial,
+  type TransportName,
+} from "../transports/mod.ts";
 import { parseHeader, parsePositiveInt } from "./args.ts";
 
 interface RequestOptions {
+  stack?: string;
   request?: string;
   header: string[];
   data?: string;
@@ -58,9 +65,11 @@ export function registerRequestCommand(program: Command): void {
     .option("--timeout <ms>", "per-request timeout", "5000")
     .option("-i, --include", "print status and headers before the body")
     .option("--h3", "use HTTP/3 over QUIC (https:// only)")
+    .option("--stack <stack>", "native (nghttp2/ngtcp2, GnuTLS; default) or deno (fetch, h2 only)")
     .option("--nf-type <type>", "NF type in User-Agent", "SMF")
     .action(async (urlText: string, o: RequestOptions) => {
       const url = parseOrigin(urlText);
+      const stack = resolveStack(o.stack === undefined ? undefined : parseStack(o.stack));
       if (o.h3 && url.protocol !== "https:") throw new TypeError("--h3 needs an https:// URL");
       const transport: TransportName = o.h3 ? "h3" : url.protocol === "https:" ? "h2-tls" : "h2c";
       const timeoutMs = parsePositiveInt(o.timeout, "--timeout");
@@ -82,7 +91,7 @@ export function registerRequestCommand(program: Command): void {
             throw new TypeError(`Cannot read ${f}`);
           }
         }
-        if (o.insecure && transport !== "h3" && Deno.env.get(INSECURE_ENV) !== "1") {
+        if (o.insecure && stack === "deno" && Deno.env.get(INSECURE_ENV) !== "1") {
           throw new TypeError(
             "-k over h2 needs the runtime flag: run with deno run --unsafely-ignore-certificate-errors, or pass --ca",
           );
@@ -91,10 +100,11 @@ export function registerRequestCommand(program: Command): void {
           ca: o.ca ? { path: o.ca } : undefined,
           cert: o.cert ? { path: o.cert } : undefined,
           key: o.key ? { path: o.key } : undefined,
-          insecure: (o.insecure && transport === "h3") ?? false,
+          insecure: o.insecure ?? false,
         };
       }
       const client = await createClient(transport, url.origin, {
+        stack,
         tls,
         nfType: o.nfType,
         timeoutMs,

@@ -4,6 +4,7 @@ import { createHandler, DEFAULT_MAX_BODY_BYTES } from "../handler/mod.ts";
 import {
   createServer,
   parseTransports,
+  resolveStack,
   type SbiServer,
   type ServerOptions,
   type TlsMaterial,
@@ -23,6 +24,7 @@ import { listeningLine } from "./listening.ts";
 import { asUsage, parsePort, parsePositiveInt, UsageError } from "./args.ts";
 
 interface ServeOptions {
+  stack?: string;
   transports: string;
   host: string;
   h2cPort: string;
@@ -137,6 +139,10 @@ function serveLimits(o: ServeOptions, transports: TransportName[]) {
 export function registerServeCommand(program: Command): void {
   program.command("serve")
     .description("serve the SBI handler on h2c, h2 over TLS and h3")
+    .option(
+      "--stack <stack>",
+      "native (nghttp2/ngtcp2, GnuTLS; default) or deno (Deno.serve, h2 only)",
+    )
     .option("--transports <list>", "comma-separated: h2c,h2-tls,h3", "h2c,h2-tls")
     .option("--host <host>", "address to bind", "127.0.0.1")
     .option("--h2c-port <port>", "h2c TCP port (0 = any)", "7777")
@@ -160,9 +166,17 @@ export function registerServeCommand(program: Command): void {
       "--max-connections <n>",
       "TCP connections per h2 listener (default 4096, or what the fd limit leaves)",
     )
-    .option("--handshake-timeout <ms>", "h2: first request due within this after connect", "10000")
+    .option(
+      "--handshake-timeout <ms>",
+      "h2: first request due within this after connect; h3: QUIC handshake",
+      "10000",
+    )
     .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)", "60000")
-    .option("--stall-timeout <ms>", "h2: reset a response the peer has not read for this", "30000")
+    .option(
+      "--stall-timeout <ms>",
+      "h2: reset a response the peer has not read for this; h3: close its connection",
+      "30000",
+    )
     .option(
       "--max-inflight-bodies <bytes>",
       "request-body bytes held at once (then 503)",
@@ -170,10 +184,11 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       "--max-queued-responses <bytes>",
-      "h2: response bytes queued for slow readers, per process",
+      "response bytes queued for slow readers, per process (h3 holds its own as much)",
       "67108864",
     )
     .action(async (o: ServeOptions) => {
+      const stack = asUsage(() => resolveStack(o.stack));
       const transports = asUsage(() => parseTransports(o.transports));
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
@@ -216,7 +231,12 @@ export function registerServeCommand(program: Command): void {
       try {
         for (const t of transports) {
           const port = t === "h2c" ? h2cPort : tlsPort;
-          const options: ServerOptions & { maxUdpPayload?: number } = {
+          const options: ServerOptions & {
+            maxUdpPayload?: number;
+            handshakeTimeoutMs?: number;
+            maxQueuedBytes?: number;
+          } = {
+            stack,
             hostname: o.host,
             port,
             tls,
@@ -225,7 +245,12 @@ export function registerServeCommand(program: Command): void {
             onError: (err: unknown) =>
               console.error(`${t}: ${String((err as Error)?.message ?? err).split("\n")[0]}`),
           } as ServerOptions;
-          if (t === "h3") options.maxUdpPayload = h3MaxUdpPayload;
+          if (t === "h3") {
+            // The QUIC handshake timeout and the h3 module's own cap on queued response bytes.
+            options.maxUdpPayload = h3MaxUdpPayload;
+            options.handshakeTimeoutMs = limits.limits.handshakeTimeoutMs;
+            options.maxQueuedBytes = limits.responseBudget.limit;
+          }
           const server = await createServer(t, handler, options).catch((err) => {
             throw bindError(err, o.host);
           });

@@ -28,6 +28,18 @@ export interface SbiRequest {
   body: Uint8Array;
   /** Parsed parts when the body is `multipart/related`, else undefined. */
   parts?: MultipartPart[];
+  /** Who sent it, as the transport authenticated the peer (undefined when it did not). */
+  peer?: SbiPeer;
+}
+
+/**
+ * The sender of a request as the transport authenticated it, for example by
+ * mutual TLS. It comes from the connection, never from a header, so a client
+ * cannot claim another identity by sending one.
+ */
+export interface SbiPeer {
+  /** Subject (RFC 4514, e.g. `CN=smf1.example`) of the client certificate verified under mutual TLS. */
+  subject?: string;
 }
 
 /** A response as the handler produces it. */

@@ -17,7 +17,7 @@ export interface LinkState {
   /** Link id (also in every name). */
   id: string;
   /** `relay` or `netem`. */
-  backend: "relay" | "netem";
+  backend: "relay" | "netem" | "veth";
   /** Process that opened the link, with its start time (guards pid reuse). */
   ownerPid: number;
   /** Start time of the owner in clock ticks since boot. */

@@ -1,11 +1,13 @@
 /**
  * An emulated link: two network namespaces (client and server side) joined
- * either by the userspace TUN relay (default) or by a veth pair shaped with
- * `tc netem` (where the kernel has it).
+ * either by the userspace TUN relay (default), by a veth pair shaped with
+ * `tc netem` (where the kernel has it), or by a plain veth pair (`veth`: no
+ * impairment at all, for runs where only the MTU should differ from
+ * loopback).
  *
  * @module
  */
-import { ensureBuilt } from "../scripts/build_native.ts";
+import { ensureBuilt } from "../transports/native_build.ts";
 import {
   DEFAULT_STATE_DIR,
   DEV_PREFIX,
@@ -25,7 +27,7 @@ import type { LinkSpec } from "./link_spec.ts";
 import { netemQdiscArgs, requireNetem } from "./netem.ts";
 
 /** How the two namespaces are joined. */
-export type LinkBackend = "relay" | "netem";
+export type LinkBackend = "relay" | "netem" | "veth";
 
 /** Which end of the link. */
 export type LinkSide = "client" | "server";
@@ -66,8 +68,10 @@ export interface RelayStats {
 
 /** Options for {@link openLink}. */
 export interface OpenLinkOptions {
-  /** `relay` (userspace TUN relay) or `netem` (veth + tc netem). Default `relay`. */
+  /** `relay` (userspace TUN relay), `netem` (veth + tc netem) or `veth` (plain). Default `relay`. */
   backend?: LinkBackend;
+  /** MTU of both devices in bytes (1280…65535). Default: the kernel's (1500). */
+  mtu?: number;
   /** Link id: 1–8 lowercase letters or digits, part of every name. Default: 6 random hex digits. */
   id?: string;
   /** Seed of the relay's random decisions. Default: the spec's `seed`, else 1. */
@@ -318,9 +322,17 @@ class LinkImpl implements Link {
   #relay: RelayProcess | undefined;
   #children = new Set<Deno.ChildProcess>();
   #closing: Promise<RelayStats | undefined> | undefined;
+  #mtu: number | undefined;
   #resolveClosed!: (s: RelayStats | undefined) => void;
 
-  constructor(spec: LinkSpec, backend: LinkBackend, state: LinkState, stateDir: string) {
+  constructor(
+    spec: LinkSpec,
+    backend: LinkBackend,
+    state: LinkState,
+    stateDir: string,
+    mtu?: number,
+  ) {
+    this.#mtu = mtu;
     this.spec = spec;
     this.backend = backend;
     this.id = state.id;
@@ -390,6 +402,9 @@ class LinkImpl implements Link {
       ]
     ) {
       await run("ip", ["-n", ns, "link", "set", "lo", "up"]);
+      if (this.#mtu !== undefined) {
+        await run("ip", ["-n", ns, "link", "set", "dev", dev, "mtu", String(this.#mtu)]);
+      }
       await run("ip", ["-n", ns, "addr", "add", `${addr}/30`, "dev", dev]);
       await run("ip", ["-n", ns, "link", "set", dev, "up"]);
     }
@@ -513,6 +528,14 @@ function pickOctet(id: string, used: Set<number>): number {
   throw new Error("No free 169.254.x.0/30 pair: run lab link cleanup");
 }
 
+/** True when `spec` asks for no delay, loss, rate limit, reordering, duplication or blackhole. */
+function impairmentFree(spec: LinkSpec): boolean {
+  const quiet = (d: LinkSpec["up"]) =>
+    d.delayMs === 0 && d.jitterMs === 0 && d.loss === 0 && d.rateBps === 0 && d.reorder === 0 &&
+    d.dup === 0;
+  return quiet(spec.up) && quiet(spec.down) && !spec.blackhole;
+}
+
 /**
  * Opens an emulated link: two fresh namespaces joined as `spec` describes.
  * Needs root. Everything it creates is named with the `sbilab-`/`sbl-`
@@ -525,8 +548,19 @@ function pickOctet(id: string, used: Set<number>): number {
 export async function openLink(spec: LinkSpec, options: OpenLinkOptions = {}): Promise<Link> {
   requireNetAdmin();
   const backend = options.backend ?? "relay";
-  if (backend !== "relay" && backend !== "netem") {
-    throw new RangeError(`Unknown link backend "${backend}" (known: relay, netem)`);
+  if (backend !== "relay" && backend !== "netem" && backend !== "veth") {
+    throw new RangeError(`Unknown link backend "${backend}" (known: relay, netem, veth)`);
+  }
+  if (backend === "veth" && !impairmentFree(spec)) {
+    throw new RangeError("The veth backend emulates no delay, loss or rate: use relay or netem");
+  }
+  if (
+    options.mtu !== undefined &&
+    !(Number.isInteger(options.mtu) && options.mtu >= 1280 && options.mtu <= 65535)
+  ) {
+    throw new RangeError(
+      `Link MTU must be a whole number of bytes in 1280…65535, got ${options.mtu}`,
+    );
   }
   const id = options.id ?? randomId();
   if (!/^[a-z0-9]{1,8}$/.test(id)) {
@@ -548,7 +582,7 @@ export async function openLink(spec: LinkSpec, options: OpenLinkOptions = {}): P
     octet: pickOctet(id, new Set(states.map((s) => s.octet))),
     createdAt: new Date().toISOString(),
   };
-  const link = new LinkImpl(spec, backend, state, stateDir);
+  const link = new LinkImpl(spec, backend, state, stateDir, options.mtu);
   if (options.autoCleanup ?? true) track(link);
   try {
     await link.setUp(options.seed ?? spec.seed ?? 1);

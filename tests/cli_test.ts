@@ -7,6 +7,8 @@ import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { h3Available } from "../transports/h3/mod.ts";
 import { directCall, freePort, needsTool, ROOT, runLab, runTool } from "./support.ts";
+import { readListening } from "../cli/listening.ts";
+import type { TransportName } from "../transports/mod.ts";
 
 const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
@@ -22,23 +24,15 @@ async function startServe(args: string[]) {
     stderr: "piped",
     stdin: "null",
   }).spawn();
-  const urls: Record<string, string> = {};
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",").length;
-  const deadline = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  while (Object.keys(urls).length < want) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    for (const m of buf.matchAll(/^(\S+) listening on (\S+)$/gm)) urls[m[1]] = m[2];
-  }
-  clearTimeout(deadline);
-  reader.releaseLock();
+  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
+  const urls = await readListening(child.stdout, want as TransportName[]).catch(async (err) => {
+    child.kill("SIGKILL");
+    await child.status;
+    throw err;
+  }) as Record<string, string>;
   const stop = async () => {
     child.kill("SIGTERM");
     const status = await child.status;
-    await child.stdout.cancel().catch(() => {});
     await child.stderr.cancel().catch(() => {});
     return status;
   };
@@ -53,7 +47,7 @@ function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp
   assert.doesNotMatch(r.stderr, /\s+at\s|Stack backtrace/);
 }
 
-Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls", async () => {
+Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls (verified, -k, and refused without the CA)", async () => {
   const state = await Deno.makeTempDir();
   const srv = await startServe([
     "--transports",
@@ -84,6 +78,18 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
     assert.match(text, /^HTTP\/2 200\r\n/);
     assert.match(text, /content-type: application\/json/);
     assert.ok(text.endsWith(dec.decode(want)));
+    // -k skips verification in the native client itself; without --ca the dev CA is unknown
+    const insecure = await lab([
+      "request",
+      "-k",
+      `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`,
+    ]);
+    assert.equal(insecure.code, 0, insecure.stderr);
+    assert.deepEqual(insecure.stdout, want);
+    assertOneLineError(
+      await lab(["request", `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`]),
+      /^error: h2-tls request to .* failed: TLS handshake failed: .*(issuer|trusted)/,
+    );
     const post = await lab([
       "request",
       "-X",
@@ -245,6 +251,8 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
       /error: --h3-max-udp-payload must be 1200-65527, got 1000/,
       2,
     ],
+    ["soak with an unknown attack", ["soak", "--attacks", "bogus"], /Unknown attack bogus/, 2],
+    ["soak with a bad time", ["soak", "--time", "soon"], /--time/, 2],
     ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/, 2],
   ];
   for (const [name, args, pattern, code] of cases) {
@@ -336,4 +344,80 @@ Deno.test("deno task compile refuses a DENORT_BIN that does not exist with one l
     { code: out.code, stderr: dec.decode(out.stderr) },
     /error: DENORT_BIN points to \/nonexistent\/denort/,
   );
+});
+
+Deno.test("lab load drives lab serve over h2c, h2-TLS and h3 with matching counts and saves JSON", async () => {
+  const state = await Deno.makeTempDir();
+  const srv = await startServe([
+    "--transports",
+    "h2c,h2-tls,h3",
+    "--h2c-port",
+    "0",
+    "--tls-port",
+    "0",
+    "--state-dir",
+    state,
+  ]);
+  try {
+    const path = "/nbench/v1/payload?size=256";
+    for (
+      const [name, extra] of [
+        ["h2c", []],
+        ["h2-tls", ["--ca", `${state}/ca.pem`]],
+        ["h3", ["--h3", "--ca", `${state}/ca.pem`]],
+      ] as const
+    ) {
+      const url = srv.urls[name].replace("localhost", "127.0.0.1") + path;
+      const json = `${state}/${name}.json`;
+      const r = await lab([
+        "load",
+        url,
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "-m",
+        "4",
+        ...extra,
+        "--json",
+        json,
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      const out = dec.decode(r.stdout);
+      assert.match(out, /300 sent, 300 completed, 0 errors/);
+      assert.match(out, /status codes: 300 × 200/);
+      assert.match(out, /latency histogram/);
+      const saved = JSON.parse(await Deno.readTextFile(json));
+      assert.equal(saved.engine, "native");
+      assert.equal(saved.result.protocol, name === "h3" ? "h3" : "h2");
+      assert.equal(saved.result.sent, 300);
+      assert.equal(saved.result.latency.count, 300);
+      assert.equal(saved.result.bodyBytesIn, 300 * 256);
+    }
+  } finally {
+    await srv.stop();
+    await Deno.remove(state, { recursive: true });
+  }
+});
+
+Deno.test("lab load: argument errors exit 2 and a refused connection exits 1, each with one line", async () => {
+  const port = freePort();
+  for (
+    const [args, pattern] of [
+      [["load", "not a url", "-n", "5"], /Invalid URL/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "-D", "1s"], /either -n/],
+      [["load", `http://127.0.0.1:${port}/`], /either -n/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "0"], /-n must be/],
+      [["load", `http://127.0.0.1:${port}/`, "-D", "soon"], /-D must be a duration/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "--h3"], /needs an https/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "--rate", "-3"], /--rate/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "-d", "@/nonexistent"], /Cannot read/],
+    ] as const
+  ) {
+    const r = await lab([...args]);
+    assertOneLineError(r, pattern, 2);
+  }
+  const r = await lab(["load", `http://127.0.0.1:${port}/`, "-n", "5"]);
+  assertOneLineError(r, /refused.*partial/i, 1);
+  assert.match(dec.decode(r.stdout), /^PARTIAL: /);
 });

@@ -7,9 +7,7 @@
 import assert from "node:assert/strict";
 import { createHandler, systemFailure } from "../handler/mod.ts";
 import type { SbiHandler, SbiResponse } from "../handler/types.ts";
-import type { TransportName } from "../transports/mod.ts";
-import { directCall, startPair, testTransports } from "./support.ts";
-import { H2_NATIVE_SKIP } from "../transports/h2/_test_util.ts";
+import { directCall, startPair, testTargets } from "./support.ts";
 
 const enc = new TextEncoder();
 
@@ -163,13 +161,8 @@ async function expected(handler: SbiHandler, c: Case): Promise<Seen> {
   return pick(r);
 }
 
-const targets: { transport: TransportName; stack?: "native" }[] = (await testTransports()).map((
-  transport,
-) => ({ transport }));
-if (H2_NATIVE_SKIP === null) targets.push({ transport: "h2c", stack: "native" });
-
-for (const { transport, stack } of targets) {
-  const label = stack ? `${transport} (${stack} server)` : transport;
+for (const { transport, stack } of await testTargets()) {
+  const label = `${transport} on the ${stack} stack`;
   Deno.test(`${label} returns the handler's exact bytes for every parity case`, async () => {
     const direct = freshHandler();
     const pair = await startPair(transport, { handler: freshHandler(), timeoutMs: 20_000, stack });

@@ -10,30 +10,20 @@ import {
   createServer,
   type SbiClient,
   type SbiServer,
+  type StackName,
+  STACKS,
   type TransportName,
 } from "../transports/mod.ts";
 import { createDevPki, type DevPki } from "../transports/pki.ts";
 import { readListening } from "../cli/listening.ts";
+import { findTool, ROOT } from "../transports/host.ts";
 
-/** Repository root. */
-export const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+export { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../transports/host.ts";
 
 let pkiPromise: Promise<DevPki> | undefined;
 /** One dev PKI shared by every test in the process. */
 export function testPki(): Promise<DevPki> {
   return pkiPromise ??= createDevPki();
-}
-
-/** Finds an executable on PATH (and the sbin folders). */
-export function findTool(name: string): string | undefined {
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":").concat(["/usr/sbin", "/sbin"])) {
-    try {
-      if (Deno.statSync(`${dir}/${name}`).isFile) return `${dir}/${name}`;
-    } catch {
-      // not in this folder
-    }
-  }
-  return undefined;
 }
 
 /** `ignore` flag for a test needing `tool`; prints which Debian package to install when missing. */
@@ -44,17 +34,34 @@ export function needsTool(tool: string, pkg: string): boolean {
 }
 
 /** Transports to run cross-transport tests on; in CI a missing h3 is an error, not a skip. */
-export async function testTransports(): Promise<TransportName[]> {
-  const available = await availableTransports();
-  if (!available.includes("h3")) {
-    if (Deno.env.get("CI")) {
-      throw new Error("h3 transport unavailable in CI (native module failed to build)");
+export async function testTransports(stack: StackName = "native"): Promise<TransportName[]> {
+  const available = await availableTransports(stack);
+  if (stack === "native") {
+    const missing = [
+      ...(available.includes("h2c")
+        ? []
+        : ["h2 (apt-get install libnghttp2-dev libgnutls28-dev gcc)"]),
+      ...(available.includes("h3") ? [] : [
+        "h3 (apt-get install libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)",
+      ]),
+    ];
+    if (missing.length && Deno.env.get("CI")) {
+      throw new Error(`Native transports unavailable in CI: ${missing.join(", ")}`);
     }
-    console.warn(
-      "skipping h3: native module unavailable (apt-get install libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)",
-    );
+    if (missing.length) {
+      console.warn(`skipping native ${missing.join(" and ")}: module unavailable`);
+    }
   }
   return available;
+}
+
+/** Every (stack, transport) pair usable here: the native stack's, then the deno stack's. */
+export async function testTargets(): Promise<{ stack: StackName; transport: TransportName }[]> {
+  const out: { stack: StackName; transport: TransportName }[] = [];
+  for (const stack of STACKS) {
+    for (const transport of await testTransports(stack)) out.push({ stack, transport });
+  }
+  return out;
 }
 
 /** A server and a client for one transport. */
@@ -72,8 +79,8 @@ export async function startPair(
     handler?: SbiHandler;
     handlerOptions?: HandlerOptions;
     timeoutMs?: number;
-    /** Server implementation (h2c only), see `ServerOptions.stack`. Default `deno`. */
-    stack?: "native" | "deno";
+    /** Stack of server and client. Default `native`. */
+    stack?: StackName;
   } = {},
 ): Promise<Pair> {
   const pki = await testPki();
@@ -83,6 +90,7 @@ export async function startPair(
     stack: options.stack,
   });
   const client = await createClient(transport, server.url, {
+    stack: options.stack,
     tls: { ca: pki.caCertPem },
     timeoutMs: options.timeoutMs,
   });
@@ -95,29 +103,6 @@ export async function startPair(
       await server.close();
     },
   };
-}
-
-/** A free TCP port on loopback (bound then released). */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-/** Waits until a TCP port accepts connections, bounded by `timeoutMs`. */
-export async function waitForPort(port: number, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      const c = await Deno.connect({ hostname: "127.0.0.1", port });
-      c.close();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
 }
 
 /** Runs a command to completion with a time bound; returns exit code and output. */

@@ -1,6 +1,7 @@
 /**
- * Every transport behind one pair of factories. h3 is loaded lazily because
- * it needs the native module; h2c and h2-tls are always there.
+ * Every transport behind one pair of factories, on either stack (see
+ * `StackName`): `native` (nghttp2 / ngtcp2 modules through FFI, GnuTLS) or
+ * `deno` (`Deno.serve` and `fetch`, h2 only). Native modules load lazily.
  */
 import type { SbiHandler } from "../handler/types.ts";
 import {
@@ -8,15 +9,14 @@ import {
   type SbiClient,
   type SbiServer,
   type ServerOptions,
+  type StackName,
+  stackTransports,
   type TransportName,
   TRANSPORTS,
 } from "./types.ts";
-import {
-  createH2Client,
-  createH2cServer,
-  createH2TlsServer,
-  createNativeH2cServer,
-} from "./h2/mod.ts";
+import { resolveStack } from "./stack.ts";
+
+export { resolveStack, STACK_ENV } from "./stack.ts";
 
 export * from "./types.ts";
 export * from "./tls.ts";
@@ -33,52 +33,64 @@ export function parseTransports(list: string): TransportName[] {
   return [...new Set(names)] as TransportName[];
 }
 
-// deno-lint-ignore no-explicit-any
-async function h3(): Promise<any> {
-  return await import("./h3/mod.ts");
+function unsupported(transport: TransportName, stack: StackName): never {
+  throw new RangeError(
+    `The ${stack} stack has no ${transport} (it has ${stackTransports(stack).join(", ")})`,
+  );
 }
 
-/** Starts a server for `transport` around `handler`. */
+/** Starts a server for `transport` around `handler`, on `options.stack` (default native). */
 export async function createServer(
   transport: TransportName,
   handler: SbiHandler,
   options: ServerOptions = {},
 ): Promise<SbiServer> {
-  switch (transport) {
-    case "h2c":
-      if (options.stack === "native") return await createNativeH2cServer(handler, options);
-      if (options.stack !== undefined && options.stack !== "deno") {
-        throw new RangeError(`Unknown stack ${options.stack} (choose native or deno)`);
-      }
-      return await createH2cServer(handler, options);
-    case "h2-tls":
-      return await createH2TlsServer(handler, options);
-    case "h3":
-      return await (await h3()).createH3Server(handler, options);
+  const stack = resolveStack(options.stack);
+  if (stack === "deno") {
+    const h2 = await import("./h2/server.ts");
+    if (transport === "h2c") return await h2.createH2cServer(handler, options);
+    if (transport === "h2-tls") return await h2.createH2TlsServer(handler, options);
+    unsupported(transport, stack);
   }
+  if (transport === "h3") {
+    return await (await import("./h3/mod.ts")).createH3Server(handler, options);
+  }
+  const native = await import("./h2/native_server.ts");
+  return transport === "h2c"
+    ? await native.createNativeH2cServer(handler, options)
+    : await native.createNativeH2TlsServer(handler, options);
 }
 
-/** Creates a client for `transport` bound to `origin`. */
+/** Creates a client for `transport` bound to `origin`, on `options.stack` (default native). */
 export async function createClient(
   transport: TransportName,
   origin: string,
   options: ClientOptions = {},
 ): Promise<SbiClient> {
-  switch (transport) {
-    case "h2c":
-    case "h2-tls":
-      return await createH2Client(origin, options);
-    case "h3":
-      return await (await h3()).createH3Client(origin, options);
+  const stack = resolveStack(options.stack);
+  if (stack === "deno") {
+    if (transport === "h3") unsupported(transport, stack);
+    return await (await import("./h2/client.ts")).createFetchH2Client(origin, options);
   }
+  if (transport === "h3") {
+    return await (await import("./h3/mod.ts")).createH3Client(origin, options);
+  }
+  return await (await import("./h2/native_client.ts")).createNativeH2Client(origin, options);
 }
 
-/** Transports usable on this machine: h3 only when its native module loads. */
-export async function availableTransports(): Promise<TransportName[]> {
-  const out: TransportName[] = ["h2c", "h2-tls"];
+/**
+ * Transports of `stack` usable on this machine: on the native stack, h2
+ * needs the h2 module and h3 the h3 module.
+ */
+export async function availableTransports(stack?: StackName): Promise<TransportName[]> {
+  const s = resolveStack(stack);
+  if (s === "deno") return [...stackTransports(s)];
+  const out: TransportName[] = [];
+  const { h2NativeAvailable } = await import("./h2/loader.ts");
+  if (await h2NativeAvailable()) out.push("h2c", "h2-tls");
   try {
-    const mod = await h3();
-    if (typeof mod.h3Available !== "function" || await mod.h3Available()) out.push("h3");
+    const mod = await import("./h3/mod.ts");
+    if (await mod.h3Available()) out.push("h3");
   } catch {
     // h3 not built or not present
   }

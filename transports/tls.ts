@@ -107,3 +107,38 @@ export async function resolveTls(material: TlsMaterial): Promise<ResolvedTls> {
     serverName: material.serverName,
   };
 }
+
+/** What one TLS connection negotiated, as the native stack reports it. */
+export interface TlsConnectionInfo {
+  /** Protocol version, for example `TLS1.3`. */
+  version: string;
+  /** Cipher suite, for example `TLS_AES_128_GCM_SHA256`. */
+  cipherSuite: string;
+  /** Key-exchange group, for example `SECP256R1`. */
+  group: string;
+  /** Negotiated ALPN protocol (`h2` or `h3`). */
+  alpn: string;
+  /** True when the handshake resumed an earlier session (a ticket was accepted). */
+  resumed: boolean;
+  /** Subject (RFC 4514) of the peer's certificate: the server's for a client, the client's under mTLS. */
+  peerSubject?: string;
+  /** Ciphertext bytes of the handshake, each way. */
+  handshakeBytes: { sent: number; received: number };
+}
+
+/** The RFC 5705 / RFC 8446 §7.5 keying-material exporter of one TLS connection. */
+export interface KeyingMaterialExporter {
+  /**
+   * Derives `length` bytes for `label` and `context` (absent and empty are the
+   * same in TLS 1.3). Throws `RangeError` once the connection is gone.
+   */
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array;
+}
+
+/** One server-side TLS connection, as a server's `onTls` hook sees it. */
+export interface TlsConnection extends KeyingMaterialExporter {
+  /** The client's address. */
+  readonly remoteAddr: { hostname: string; port: number };
+  /** What the handshake negotiated (throws `RangeError` once the connection closed). */
+  info(): TlsConnectionInfo;
+}

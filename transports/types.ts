@@ -11,6 +11,55 @@ export type TransportName = "h2c" | "h2-tls" | "h3";
 /** Every transport name, in report order. */
 export const TRANSPORTS: readonly TransportName[] = ["h2c", "h2-tls", "h3"];
 
+/**
+ * The implementation family under a transport. `native`: h2 on nghttp2 and
+ * h3 on ngtcp2 + nghttp3, TLS from GnuTLS in both, each a small C module
+ * driven through FFI with the same I/O shape (the matched stack every
+ * comparison runs on by default). `deno`: `Deno.serve` and `fetch` on
+ * rustls for h2 (what a Deno-based NF would run), kept as a reference; it
+ * has no h3.
+ */
+export type StackName = "native" | "deno";
+
+/** Every stack, default first. */
+export const STACKS: readonly StackName[] = ["native", "deno"];
+
+/** The transports a stack implements. */
+export function stackTransports(stack: StackName): readonly TransportName[] {
+  return stack === "deno" ? ["h2c", "h2-tls"] : TRANSPORTS;
+}
+
+/** Parses a stack name; throws `RangeError` naming the choices. */
+export function parseStack(text: string): StackName {
+  if ((STACKS as readonly string[]).includes(text)) return text as StackName;
+  throw new RangeError(`Unknown stack ${text} (choose from ${STACKS.join(", ")})`);
+}
+
+/** What a connection ran on, as a report names it. */
+export interface ConnectionInfo {
+  /** The stack. */
+  stack: StackName;
+  /** Libraries and versions, e.g. `nghttp2 1.52.0` or `ngtcp2 0.12.1, nghttp3 0.8.0`. */
+  implementation: string;
+  /** Negotiated TLS, when the connection is over TLS and the stack exposes it. */
+  tls?: {
+    /** TLS library and version, e.g. `GnuTLS 3.7.9` or `rustls`. */
+    library: string;
+    /** Protocol version, e.g. `TLS1.3`; undefined when the runtime does not expose it. */
+    version?: string;
+    /** Cipher suite, e.g. `TLS_AES_128_GCM_SHA256`. */
+    suite?: string;
+    /** Key-exchange group, e.g. `X25519`. */
+    group?: string;
+    /** Whether the session was resumed. */
+    resumed?: boolean;
+  };
+  /** Largest UDP payload sent on the connection so far (QUIC), in bytes. */
+  maxDatagramBytes?: number;
+  /** TCP maximum segment size of the connection, in bytes. */
+  tcpMssBytes?: number;
+}
+
 /** Options for starting a server. */
 export interface ServerOptions {
   /** Address to bind. Default `127.0.0.1`. */
@@ -19,11 +68,8 @@ export interface ServerOptions {
   port?: number;
   /** Certificate, key and (for mTLS) CA. Required for h2-tls and h3. */
   tls?: TlsMaterial;
-  /**
-   * h2c only: which server implementation. `deno` is `Deno.serve`; `native`
-   * is nghttp2 through FFI (transports/h2/native_server.ts). Default `deno`.
-   */
-  stack?: "native" | "deno";
+  /** Implementation family. Default `native`. */
+  stack?: StackName;
   /**
    * Largest request body; a larger one gets the handler's 413 (`bodyTooLarge`)
    * as soon as the transport sees it. Give the handler the same number.
@@ -58,12 +104,11 @@ export interface ClientOptions {
   /** Default per-request timeout in ms. Default 5000. */
   timeoutMs?: number;
   /**
-   * HTTP/2 only (h2c, h2-tls): which client implementation to use. `native`
-   * is nghttp2 through FFI (transports/h2/native_client.ts), `fetch` is
-   * Deno's `fetch`. Default: the `SBILAB_H2_CLIENT` environment variable if
-   * set, else `native` when its library loads, else `fetch`.
+   * Implementation family. `native`: nghttp2 (h2) or ngtcp2 (h3) through
+   * FFI; `deno`: Deno's `fetch` (h2 only). Default `native`, or the
+   * `SBILAB_STACK` environment variable when set.
    */
-  h2Client?: "native" | "fetch";
+  stack?: StackName;
 }
 
 /** One request through a client. */
@@ -98,6 +143,8 @@ export interface SbiClient {
   request(request: ClientRequest): Promise<ClientResponse>;
   /** Closes the connection. Idempotent. */
   close(): Promise<void>;
+  /** What the current connection runs on (after a request), when known. */
+  connectionInfo?(): ConnectionInfo | undefined;
 }
 
 /** Creates a client for one transport and origin (`http://h:p` or `https://h:p`). */

@@ -11,7 +11,7 @@
  */
 import { Recorder } from "../recorder.ts";
 import type { ResultRow } from "../schema.ts";
-import type { SbiClient, TransportName } from "../../transports/types.ts";
+import type { SbiClient, StackName, TransportName } from "../../transports/types.ts";
 import { runArrivals } from "../flows/arrivals.ts";
 import {
   type FlowDefinition,
@@ -151,7 +151,7 @@ export async function flowsScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   const streams = ctx.config.flows ?? [...FLOW_STREAMS];
   const rttMs = ctx.config.link?.rttMs ?? 0;
   // The servers are Deno.serve (h2) and the h3 module whatever the server mode.
-  const stack = "deno";
+  const stack: StackName = ctx.config.stack ?? "native";
   const rows: ResultRow[] = [];
   for (const transport of ctx.transports) {
     rows.push(...await measureTransport(ctx, transport, levels, streams, rttMs, stack));
@@ -170,14 +170,14 @@ async function measureTransport(
   levels: number[],
   streams: string[],
   rttMs: number,
-  stack: string,
+  stack: StackName,
 ): Promise<ResultRow[]> {
   const clients = new Map<string, Promise<SbiClient>>();
   const pool: ConnectionPool = {
     client(from, to) {
       const key = `${from}/${to}`;
       let c = clients.get(key);
-      if (!c) clients.set(key, c = ctx.openClient(transport, from));
+      if (!c) clients.set(key, c = ctx.openClient(transport, { nfType: from }));
       return c;
     },
   };

@@ -11,6 +11,7 @@ import {
   type ClientOptions,
   type ClientRequest,
   type ClientResponse,
+  type ConnectionInfo,
   type SbiClient,
   TimeoutError,
   TransportError,
@@ -38,6 +39,15 @@ class H2Client implements SbiClient {
     this.#client = client;
     this.#options = options;
     this.#port = Number(origin.port || (origin.protocol === "https:" ? 443 : 80));
+  }
+
+  /** Deno's fetch does not expose the negotiated suite or group, nor the socket. */
+  connectionInfo(): ConnectionInfo {
+    return {
+      stack: "deno",
+      implementation: `Deno fetch (Deno ${Deno.version.deno})`,
+      tls: this.transport === "h2-tls" ? { library: "rustls (Deno)" } : undefined,
+    };
   }
 
   async request(req: ClientRequest): Promise<ClientResponse> {

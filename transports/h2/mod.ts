@@ -1,8 +1,7 @@
 /**
  * HTTP/2 transports: h2c (prior knowledge, the TS 29.500 production path) and
- * h2 over TLS. Servers on `Deno.serve`, and a native h2c server on nghttp2
- * through FFI; clients on nghttp2 through FFI (native, the default) or on
- * `fetch` (fallback).
+ * h2 over TLS, on two stacks: native (nghttp2 through FFI, servers and
+ * clients; the default) and deno (`Deno.serve` and `fetch`, the reference).
  */
 export {
   createH2cServer,
@@ -15,27 +14,30 @@ export {
   DEFAULT_CONNECTION_LIMITS,
   type GuardCounts,
 } from "./conn_guard.ts";
-export { createH2Client, type H2ClientKind, h2ClientKind } from "./select_client.ts";
 export { createFetchH2Client } from "./client.ts";
-export { createNativeH2Client, type NativeH2ClientOptions } from "./native_client.ts";
+export {
+  createNativeH2Client,
+  type NativeH2Client,
+  type NativeH2ClientOptions,
+} from "./native_client.ts";
+export { sharedTicketCache, TicketCache } from "./ticket_cache.ts";
 export {
   createNativeH2cServer,
+  createNativeH2TlsServer,
   type NativeH2Server,
   type NativeH2ServerOptions,
 } from "./native_server.ts";
 export { EMBEDDED_H2_LIBRARY_URL, H2LoadError, h2NativeAvailable } from "./loader.ts";
 export { applyNoDelay, tcpSocketsNoDelay } from "./nodelay.ts";
 
-/** Which h2 client this process uses, with versions or the reason it fell back (for `lab doctor`). */
-export async function h2ClientInfo(): Promise<string> {
+/** The native h2 module's versions and path, or why it does not load (for `lab doctor`). */
+export async function h2ModuleInfo(): Promise<string> {
   const { loadH2Library } = await import("./loader.ts");
   const { sbh2Version } = await import("./ffi.ts");
-  const { h2ClientKind } = await import("./select_client.ts");
-  const kind = await h2ClientKind();
   try {
     const lib = await loadH2Library();
-    return `${kind} client; ${sbh2Version(lib.symbols)} at ${lib.path}`;
+    return `${sbh2Version(lib.symbols)} at ${lib.path}`;
   } catch (err) {
-    return `${kind} client; native module unavailable: ${(err as Error).message.split("\n")[0]}`;
+    return `unavailable: ${(err as Error).message.split("\n")[0]}`;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The native h2c server: nghttp2 (through the sbh2 shim, native/sbh2_server.c)
+ * The native HTTP/2 server, h2c and h2 over TLS: nghttp2 (through the sbh2 shim, native/sbh2_server.c)
  * owns the HTTP/2 state, TypeScript owns the listening socket and each
  * connection's readiness, and the shared handler answers. Built like the h3
  * server: bytes cross in batches, requests arrive as events and leave as
@@ -12,19 +12,28 @@
  * loop. Response bodies of 4 KiB or more are lent to the shim, not copied:
  * the connection keeps them alive until the shim releases them.
  *
- * The I/O shape leaves room for TLS between the socket and the session:
- * read → [decrypt] → recv … send → [encrypt] → write.
+ * Over TLS the same shape holds with GnuTLS inside the module
+ * (native/sbh2_tls.c, the library and settings h3 uses): read → recv that
+ * decrypts straight into the session … send that encrypts the session's
+ * output → write; no plaintext crosses into JavaScript. After the handshake
+ * the `onTls` hook sees each connection (peer address, what it negotiated,
+ * its keying-material exporter); under mutual TLS every request carries the
+ * verified client certificate's subject as `peer`. TLS 1.3 session tickets
+ * are sealed with keys GnuTLS derives from a random master key per server
+ * and rotates every ticket lifetime.
  *
  * Limits come from the shim (see {@linkcode H2ServerLimitOptions}); the
  * server adds a connection cap, a write stall timeout and an accept loop that
  * backs off on errors such as EMFILE and keeps serving.
  */
-import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
+import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
 import { bodyTooLarge, systemFailure, unreadableRequest } from "../../handler/problem.ts";
+import { resolveTls, type TlsConnection } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
 import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
 import { loadH2Library } from "./loader.ts";
+import { applyNoDelay } from "./nodelay.ts";
 import {
   H2_STAT,
   H2ServerConn,
@@ -33,6 +42,8 @@ import {
   MESSAGE_TOO_LARGE,
 } from "./server_ffi.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
+import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
+import { runTlsHandshake } from "./tls_handshake.ts";
 
 /** Options of the native h2c server. */
 export interface NativeH2ServerOptions extends ServerOptions, H2ServerLimitOptions {
@@ -42,10 +53,19 @@ export interface NativeH2ServerOptions extends ServerOptions, H2ServerLimitOptio
   drainMs?: number;
   /** Called with errors the transport swallowed (handler failures, accept errors). Default no-op. */
   onError?: (err: unknown) => void;
+  /** h2 over TLS: lifetime of TLS 1.3 session tickets (and of each ticket key), s; 0 sends none. Default 3600. */
+  ticketLifetimeSeconds?: number;
+  /**
+   * h2 over TLS: called once per connection after its handshake, with the
+   * peer's address, what was negotiated and the connection's exporter (which
+   * throws `RangeError` once the connection closed). Default none.
+   */
+  onTls?: (conn: TlsConnection) => void;
 }
 
 const DEFAULT_MAX_BODY = 32 * 1024 * 1024;
 const DEFAULT_STALL_MS = 10_000;
+const DEFAULT_TICKET_LIFETIME_S = 3600;
 const READ_BUFFER = 64 * 1024;
 const WRITE_BUFFER = 256 * 1024;
 /** Bodies from this size on are lent to the shim instead of copied. */
@@ -66,11 +86,15 @@ class BufferPool {
   }
 }
 
-/** One accepted TCP connection and its HTTP/2 session. */
+/** One accepted TCP connection (with TLS inside the module, or not) and its HTTP/2 session. */
 class Connection {
   #server: NativeH2cServer;
   #sock: Deno.TcpConn;
   #h2: H2ServerConn;
+  #tls: H2Tls | undefined;
+  /** No output but the handshake's until it completes. */
+  #handshaking: boolean;
+  #peer: SbiPeer | undefined;
   #in = new Uint8Array(READ_BUFFER);
   /** Lent response bodies by token, kept alive until the shim releases them. */
   #lent = new Map<number, Uint8Array>();
@@ -78,8 +102,12 @@ class Connection {
   #flushQueued = false;
   #dirty = false;
   #writing: Promise<void> | undefined;
-  /** When the running write started (performance.now()), for the stall check. */
-  writeStarted = 0;
+  /** Sweeps that saw the same write still running, for the stall check. */
+  writeSweeps = 0;
+  /** A write is running. */
+  get writing(): boolean {
+    return this.#writing !== undefined;
+  }
   finished = false;
   #reading: Promise<void>;
   #onEvent = this.#event.bind(this);
@@ -88,12 +116,48 @@ class Connection {
     this.flush();
   };
 
-  constructor(server: NativeH2cServer, sock: Deno.TcpConn, h2: H2ServerConn) {
+  constructor(server: NativeH2cServer, sock: Deno.TcpConn, h2: H2ServerConn, tls?: H2Tls) {
     this.#server = server;
     this.#sock = sock;
     this.#h2 = h2;
+    this.#tls = tls;
+    this.#handshaking = tls !== undefined;
     this.#reading = this.#readLoop();
-    this.flush(); // server SETTINGS
+    if (!tls) this.flush(); // server SETTINGS (over TLS: after the handshake)
+  }
+
+  /** Pulls pending output (encrypted over TLS) into `out`. */
+  #pull(out: Uint8Array<ArrayBuffer>): number {
+    return this.#tls ? this.#h2.sendTls(this.#tls, out) : this.#h2.send(out);
+  }
+
+  /** Runs the TLS handshake, then shows the connection to the `onTls` hook; false when it failed. */
+  async #handshake(tls: H2Tls): Promise<boolean> {
+    const addr = this.#sock.remoteAddr as Deno.NetAddr;
+    const out = this.#server.pool.take();
+    const pump = {
+      recv: (d: Uint8Array, n: number) => this.#h2.recvTls(tls, d as Uint8Array<ArrayBuffer>, n),
+      send: (o: Uint8Array) => this.#h2.sendTls(tls, o as Uint8Array<ArrayBuffer>),
+    };
+    try {
+      const label = `h2-tls connection from ${addr.hostname}:${addr.port}`;
+      await runTlsHandshake(this.#sock, tls, pump, label, { in: this.#in, out });
+    } catch (err) {
+      if (!this.finished) this.#server.onError(err);
+      return false;
+    } finally {
+      this.#server.pool.give(out);
+    }
+    const subject = tls.peerSubject();
+    if (subject !== undefined) this.#peer = { subject };
+    this.#handshaking = false;
+    this.#server.tlsEstablished({
+      remoteAddr: { hostname: addr.hostname, port: addr.port },
+      info: () => tls.info(),
+      exportKeyingMaterial: (label, context, length) =>
+        tls.exportKeyingMaterial(label, context, length),
+    });
+    return true;
   }
 
   get session(): H2ServerConn {
@@ -107,11 +171,18 @@ class Connection {
 
   async #readLoop(): Promise<void> {
     try {
+      if (this.#tls && !(await this.#handshake(this.#tls))) {
+        this.finish();
+        return;
+      }
+      this.scheduleFlush(); // over TLS: server SETTINGS and answers to what came with the handshake
       while (!this.finished) {
         const n = await this.#sock.read(this.#in);
         if (n === null || this.finished) break;
-        const ready = this.#h2.recv(this.#in, n);
-        if (ready > 0) this.#h2.poll(this.#server.poller, this.#onEvent);
+        const ready = this.#tls
+          ? this.#h2.recvTls(this.#tls, this.#in, n)
+          : this.#h2.recv(this.#in, n);
+        if (ready > 0) this.#h2.poll(this.#server.poller, this.#onEvent, ready);
         // output may wait (responses of synchronous handlers join it in one write)
         this.scheduleFlush();
         if (ready < 0) break; // the shim closes; the flush above drains its GOAWAY, if any
@@ -153,6 +224,7 @@ class Connection {
       this.respond(streamId, unreadableRequest());
       return;
     }
+    if (this.#peer) request.peer = this.#peer;
     server.run(this, streamId, request);
   }
 
@@ -189,15 +261,16 @@ class Connection {
 
   /** Writes all pending output: one write per pass, passes repeat while output remains. */
   flush(): void {
-    if (this.finished) return;
+    if (this.finished || this.#handshaking) return;
     if (this.#writing) {
       this.#dirty = true; // the running write loop pulls it
       return;
     }
     const pool = this.#server.pool;
     const out = pool.take();
-    const n = this.#h2.send(out);
+    const n = this.#pull(out);
     if (n > 0) {
+      this.writeSweeps = 0;
       this.#writing = this.#writeLoop(out, n);
       return;
     }
@@ -208,18 +281,18 @@ class Connection {
   async #writeLoop(out: Uint8Array<ArrayBuffer>, n: number): Promise<void> {
     try {
       while (n > 0 && !this.finished) {
-        this.writeStarted = performance.now();
         let off = 0;
-        while (off < n) off += await this.#sock.write(out.subarray(off, n));
-        this.writeStarted = 0;
+        while (off < n) {
+          off += await this.#sock.write(out.subarray(off, n));
+          this.writeSweeps = 0;
+        }
         this.#dirty = false;
-        n = this.finished ? 0 : this.#h2.send(out);
+        n = this.finished ? 0 : this.#pull(out);
       }
       if (n === H2_ERR.CLOSED) this.finish();
     } catch {
       this.finish(); // the peer went away
     } finally {
-      this.writeStarted = 0;
       this.#server.pool.give(out);
       this.#writing = undefined;
       if (this.#dirty && !this.finished) {
@@ -245,6 +318,7 @@ class Connection {
       // already closed
     }
     this.#h2.close();
+    this.#tls?.close();
     this.#lent.clear();
     this.#server.forget(this);
   }
@@ -260,8 +334,9 @@ export interface NativeH2Server extends SbiServer {
   stat(which: number): number;
 }
 
+/** The server behind both factories: h2c, or h2 over TLS when it has a TLS configuration. */
 class NativeH2cServer implements NativeH2Server {
-  readonly transport = "h2c" as const;
+  readonly transport: "h2c" | "h2-tls";
   readonly hostname: string;
   readonly port: number;
   readonly url: string;
@@ -284,6 +359,7 @@ class NativeH2cServer implements NativeH2Server {
   #stopping = false;
   #closing: Promise<void> | undefined;
   #acceptErrors = 0;
+  #tlsConfig: H2TlsConfig | undefined;
 
   constructor(
     sym: Sbh2Symbols,
@@ -292,7 +368,10 @@ class NativeH2cServer implements NativeH2Server {
     hostname: string,
     handler: SbiHandler,
     options: NativeH2ServerOptions,
+    tlsConfig?: H2TlsConfig,
   ) {
+    this.transport = tlsConfig ? "h2-tls" : "h2c";
+    this.#tlsConfig = tlsConfig;
     this.#sym = sym;
     this.#limits = limits;
     this.#listener = listener;
@@ -300,7 +379,7 @@ class NativeH2cServer implements NativeH2Server {
     this.#options = options;
     this.hostname = hostname;
     this.port = (listener.addr as Deno.NetAddr).port;
-    this.url = `http://${urlHost(hostname)}:${this.port}`;
+    this.url = `${tlsConfig ? "https" : "http"}://${urlHost(hostname)}:${this.port}`;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     this.#stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_MS;
     // the shim's timers are checked this often: a quarter of the shortest, within 20 ms .. 1 s
@@ -318,6 +397,15 @@ class NativeH2cServer implements NativeH2Server {
       this.#options.onError?.(err);
     } catch {
       // a failing hook must not stop the server
+    }
+  }
+
+  /** Shows a connection whose TLS handshake completed to the `onTls` hook. */
+  tlsEstablished(conn: TlsConnection): void {
+    try {
+      this.#options.onTls?.(conn);
+    } catch (err) {
+      this.onError(err); // a failing hook must not stop the connection
     }
   }
 
@@ -351,15 +439,18 @@ class NativeH2cServer implements NativeH2Server {
       } catch {
         // the peer is already gone; the first read says so
       }
-      let h2;
+      let h2: H2ServerConn | undefined;
+      let tls: H2Tls | undefined;
       try {
         h2 = new H2ServerConn(this.#sym, this.#limits);
+        if (this.#tlsConfig) tls = new H2Tls(this.#sym, this.#tlsConfig);
       } catch (err) {
         this.onError(err);
+        h2?.close();
         sock.close();
         continue;
       }
-      this.#conns.add(new Connection(this, sock, h2));
+      this.#conns.add(new Connection(this, sock, h2, tls));
       this.#armSweep();
     }
   }
@@ -404,9 +495,8 @@ class NativeH2cServer implements NativeH2Server {
 
   /** Runs every connection's timers; closes connections whose writes stalled. */
   #runSweep(): void {
-    const now = performance.now();
     for (const c of [...this.#conns]) {
-      if (c.writeStarted && now - c.writeStarted > this.#stallMs) {
+      if (c.writing && ++c.writeSweeps * this.#sweepMs > this.#stallMs) {
         c.finish(); // the peer stopped reading from TCP
         continue;
       }
@@ -465,20 +555,24 @@ class NativeH2cServer implements NativeH2Server {
     clearTimeout(this.#sweep);
     this.#sweep = undefined;
     this.#limits.close();
+    this.#tlsConfig?.close();
   }
 }
 
-/**
- * Starts the native h2c server (prior knowledge) around `handler`; throws
- * `H2LoadError` when the native library is missing and `AddrInUse` when the
- * port is taken.
- */
-export async function createNativeH2cServer(
+async function start(
   handler: SbiHandler,
-  options: NativeH2ServerOptions = {},
+  options: NativeH2ServerOptions,
+  tls?: (sym: Sbh2Symbols) => H2TlsConfig,
 ): Promise<NativeH2Server> {
   const lib = await loadH2Library();
-  const limits = new H2ServerLimits(lib.symbols, options);
+  const tlsConfig = tls?.(lib.symbols);
+  let limits: H2ServerLimits;
+  try {
+    limits = new H2ServerLimits(lib.symbols, options);
+  } catch (err) {
+    tlsConfig?.close();
+    throw err;
+  }
   const hostname = options.hostname ?? "127.0.0.1";
   const port = options.port ?? 0;
   let listener: Deno.TcpListener;
@@ -486,10 +580,49 @@ export async function createNativeH2cServer(
     listener = Deno.listen({ hostname, port, transport: "tcp" });
   } catch (err) {
     limits.close();
+    tlsConfig?.close();
     if (err instanceof Deno.errors.AddrInUse) {
-      throw new Deno.errors.AddrInUse(`Port ${port} on ${hostname} is already in use (h2c)`);
+      throw new Deno.errors.AddrInUse(
+        `Port ${port} on ${hostname} is already in use (${tls ? "h2-tls" : "h2c"})`,
+      );
     }
     throw err;
   }
-  return new NativeH2cServer(lib.symbols, limits, listener, hostname, handler, options);
+  // accepted sockets inherit TCP_NODELAY from the listener; each is also set on accept
+  applyNoDelay({ listenPort: (listener.addr as Deno.NetAddr).port });
+  return new NativeH2cServer(lib.symbols, limits, listener, hostname, handler, options, tlsConfig);
+}
+
+/**
+ * Starts the native h2c server (prior knowledge) around `handler`; throws
+ * `H2LoadError` when the native library is missing and `AddrInUse` when the
+ * port is taken.
+ */
+export function createNativeH2cServer(
+  handler: SbiHandler,
+  options: NativeH2ServerOptions = {},
+): Promise<NativeH2Server> {
+  return start(handler, options);
+}
+
+/**
+ * Starts the native HTTP/2 server over TLS (ALPN h2 only, TLS 1.3 on GnuTLS,
+ * mutual TLS when `tls.requireClientCert`) around `handler`. Throws
+ * `TypeError` without a certificate and key (or without a CA under mTLS),
+ * `H2LoadError` when the native library is missing and `AddrInUse` when the
+ * port is taken.
+ */
+export async function createNativeH2TlsServer(
+  handler: SbiHandler,
+  options: NativeH2ServerOptions = {},
+): Promise<NativeH2Server> {
+  if (!options.tls) throw new TypeError("h2-tls needs a certificate and key (tls option)");
+  const material = await resolveTls(options.tls);
+  if (!material.certPem || !material.keyPem) {
+    throw new TypeError("h2-tls needs both a certificate and a key");
+  }
+  return await start(handler, options, (sym) =>
+    H2TlsConfig.create(sym, material, "server", {
+      ticketLifetimeSeconds: options.ticketLifetimeSeconds ?? DEFAULT_TICKET_LIFETIME_S,
+    }));
 }

@@ -281,6 +281,14 @@ class Session {
     return this.#conn.streamCount();
   }
 
+  /** Starts a 1-RTT key update on this connection; false when not allowed yet or closed. */
+  updateKey(): boolean {
+    if (this.#dead) return false;
+    const ok = this.#conn.updateKey();
+    if (ok) this.#flush();
+    return ok;
+  }
+
   /** Datagram counters of this connection; after close, its last figures. */
   stats(): H3DatagramStats | null {
     return this.#conn.stats() ?? this.#lastStats;
@@ -323,6 +331,8 @@ export interface H3SbiClient extends SbiClient {
   readonly maxUdpPayload: number | undefined;
   /** Datagram counters of the current (or last) connection, null before the first. */
   datagramStats(): H3DatagramStats | null;
+  /** Starts a 1-RTT key update on the current connection; false when there is none or it is not allowed yet. */
+  updateKey(): boolean;
 }
 
 class H3Client implements H3SbiClient {
@@ -424,6 +434,10 @@ class H3Client implements H3SbiClient {
 
   datagramStats(): H3DatagramStats | null {
     return this.#lastSession?.stats() ?? null;
+  }
+
+  updateKey(): boolean {
+    return this.#session?.updateKey() ?? false;
   }
 
   /** Request streams the current connection's shim state still holds (for tests and diagnostics). */

@@ -50,6 +50,8 @@ enum sbwire_event_type {
   SBWIRE_EV_GOAWAY = 5,
   /* A response body the caller lent (not copied) is no longer referenced; code = the caller's token. */
   SBWIRE_EV_RELEASED = 6,
+  /* Server: a request body passed the limit; headers only, reading stopped; the caller answers (413). */
+  SBWIRE_EV_TOO_LARGE = 7,
 };
 
 /* Writes v little-endian at p. */

@@ -1,12 +1,15 @@
 /*
  * Leak check driver for the sbh2 shim: the client talks to an in-memory
  * nghttp2 server session, then to the shim's own server session (no
- * sockets). Run under valgrind by transports/h2/leakcheck_test.ts. Prints
- * one summary line per side; exits 1 on a wrong answer.
+ * sockets), then both through the TLS layer (sbh2_tls.c; arguments: PEM
+ * files of the CA, server cert and key, client cert and key). Run under
+ * valgrind by transports/h2/leakcheck_test.ts. Prints one summary line per
+ * part; exits 1 on a wrong answer.
  */
 #define _GNU_SOURCE /* memmem */
 #include "sbh2.h"
 #include "sbh2_server.h"
+#include "sbh2_tls.h"
 
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
@@ -367,7 +370,198 @@ static int server_checks(void) {
   return served;
 }
 
-int main(void) {
+/* ---- TLS ---- */
+
+static uint8_t plain[1 << 16];
+
+static uint8_t *slurp(const char *path, uint32_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  uint8_t *b = malloc(1 << 16);
+  size_t n = fread(b, 1, (1 << 16) - 1, f);
+  fclose(f);
+  b[n] = 0;
+  *len = (uint32_t)n;
+  return b;
+}
+
+/* Moves ciphertext from one TLS session to the other; returns plaintext bytes the receiver produced. */
+static int tls_move(sbh2_tls *from, sbh2_tls *to) {
+  int got = 0, n;
+  while ((n = sbh2_tls_send(from, NULL, 0, wire, sizeof wire)) > 0) {
+    int r = sbh2_tls_recv(to, wire, (uint32_t)n, plain, sizeof plain);
+    while (r > 0) {
+      got += r;
+      r = sbh2_tls_recv(to, NULL, 0, plain, sizeof plain);
+    }
+  }
+  return got;
+}
+
+/* Runs a record-level handshake between two sessions; returns 1 when both are established. */
+static int tls_handshake(sbh2_tls *c, sbh2_tls *s) {
+  for (int i = 0; i < 20; i++) {
+    tls_move(c, s);
+    tls_move(s, c);
+    if ((sbh2_tls_state(c) & SBH2_TLS_ESTABLISHED) && (sbh2_tls_state(s) & SBH2_TLS_ESTABLISHED)) return 1;
+    if ((sbh2_tls_state(c) | sbh2_tls_state(s)) & SBH2_TLS_FAILED) return 0;
+  }
+  return 0;
+}
+
+/* HTTP/2 client (combined TLS paths) against the in-memory nghttp2 server behind a TLS server session. */
+static int pump_tls(sbh2_conn *c, sbh2_tls *ct, sbh2_tls *st, nghttp2_session *s, int rounds) {
+  int ready = 0;
+  for (int i = 0; i < rounds; i++) {
+    int moved = 0, n;
+    while ((n = sbh2_conn_send_tls(c, ct, wire, sizeof wire)) > 0) {
+      int r = sbh2_tls_recv(st, wire, (uint32_t)n, plain, sizeof plain);
+      while (r > 0) {
+        nghttp2_session_mem_recv(s, plain, (size_t)r);
+        r = sbh2_tls_recv(st, NULL, 0, plain, sizeof plain);
+      }
+      moved = 1;
+    }
+    const uint8_t *p;
+    ssize_t k;
+    while ((sbh2_tls_state(st) & SBH2_TLS_ESTABLISHED) && (k = nghttp2_session_mem_send(s, &p)) > 0) {
+      int m = sbh2_tls_send(st, p, (uint32_t)k, wire, sizeof wire);
+      while (m > 0) {
+        int r = sbh2_conn_recv_tls(c, ct, wire, (uint32_t)m);
+        if (r >= 0) ready = r;
+        m = sbh2_tls_send(st, NULL, 0, wire, sizeof wire);
+      }
+      moved = 1;
+    }
+    while ((n = sbh2_tls_send(st, NULL, 0, wire, sizeof wire)) > 0) {
+      int r = sbh2_conn_recv_tls(c, ct, wire, (uint32_t)n);
+      if (r >= 0) ready = r;
+      moved = 1;
+    }
+    if (!moved) break;
+  }
+  return ready;
+}
+
+/* Full and resumed mTLS sessions, the combined HTTP/2 path, failures and early frees; returns wrong answers. */
+static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *post, size_t pl, const uint8_t *body,
+                    size_t big) {
+  int wrong = 0;
+  uint32_t cal, scl, skl, ccl, ckl;
+  uint8_t *ca = slurp(pem[0], &cal), *sc = slurp(pem[1], &scl), *sk = slurp(pem[2], &skl);
+  uint8_t *cc = slurp(pem[3], &ccl), *ck = slurp(pem[4], &ckl);
+  if (!ca || !sc || !sk || !cc || !ck) {
+    printf("tls: cannot read the PEM files\n");
+    return 1;
+  }
+  sbh2_tls_config *scfg = sbh2_tls_config_new(1), *ccfg = sbh2_tls_config_new(0), *anon = sbh2_tls_config_new(0);
+  sbh2_tls_config_set_cert(scfg, sc, scl, sk, skl);
+  sbh2_tls_config_add_ca(scfg, ca, cal);
+  sbh2_tls_config_set_verify(scfg, SBH2_TLS_VERIFY_PEER);
+  sbh2_tls_config_set_tickets(scfg, 60);
+  sbh2_tls_config_set_cert(ccfg, cc, ccl, ck, ckl);
+  sbh2_tls_config_add_ca(ccfg, ca, cal);
+  sbh2_tls_config_add_ca(anon, ca, cal);
+
+  /* 1. full mTLS handshake, HTTP/2 through the combined paths, exporter, ticket, close_notify */
+  sbh2_tls *ct = sbh2_tls_new(ccfg, "localhost", NULL, 0);
+  sbh2_tls *st = sbh2_tls_new(scfg, NULL, NULL, 0);
+  sbh2_conn *c = sbh2_conn_new(16u << 20, 0);
+  nghttp2_session *s = server_new();
+  int before = messages;
+  for (int i = 0; i < 20; i++) sbh2_conn_request(c, get, (uint32_t)hl, NULL, 0);
+  for (int i = 0; i < 2; i++) sbh2_conn_request(c, post, (uint32_t)pl, body, (uint32_t)big);
+  pump_tls(c, ct, st, s, 1000);
+  drain(c, big);
+  int answered = messages - before;
+  uint8_t a[64], b[64], subject[256], ticket[8192];
+  if (sbh2_tls_export(ct, (const uint8_t *)"EXPORTER_3GPP_N32_MASTER", 24, NULL, 0, a, 64) != 64) wrong++;
+  if (sbh2_tls_export(st, (const uint8_t *)"EXPORTER_3GPP_N32_MASTER", 24, NULL, 0, b, 64) != 64) wrong++;
+  int same = memcmp(a, b, 64) == 0;
+  int sl = sbh2_tls_info(st, SBH2_TLS_INFO_PEER_SUBJECT, subject, sizeof subject);
+  if (sl <= 0) wrong++;
+  int tl = sbh2_tls_ticket(ct, ticket, sizeof ticket);
+  sbh2_tls_close(ct);
+  tls_move(ct, st);
+  int peer_closed = (sbh2_tls_state(st) & SBH2_TLS_PEER_CLOSED) != 0;
+  sbh2_conn_free(c);
+  server_free(s);
+  sbh2_tls_free(ct);
+  sbh2_tls_free(st);
+
+  /* 1b. the shim's own server session behind TLS: combined paths on both sides, then a graceful close */
+  sbh2_server *srv = sbh2_server_new();
+  ct = sbh2_tls_new(ccfg, "localhost", NULL, 0);
+  st = sbh2_tls_new(scfg, NULL, NULL, 0);
+  c = sbh2_conn_new(16u << 20, 0);
+  sbh2_sconn *ss = sbh2_sconn_new(srv);
+  before = messages;
+  for (int i = 0; i < 10; i++) sbh2_conn_request(c, get, (uint32_t)hl, NULL, 0);
+  sbh2_conn_request(c, post, (uint32_t)pl, body, 20000);
+  int finished = 0;
+  for (int i = 0; i < 200 && !finished; i++) {
+    int k;
+    while ((k = sbh2_conn_send_tls(c, ct, wire, sizeof wire)) > 0) sbh2_sconn_recv_tls(ss, st, wire, (uint32_t)k);
+    serve(ss);
+    if (i == 50) sbh2_sconn_shutdown(ss);
+    while ((k = sbh2_sconn_send_tls(ss, st, wire2, sizeof wire2)) > 0) sbh2_conn_recv_tls(c, ct, wire2, (uint32_t)k);
+    if (k == SBH2_ERR_CLOSED) finished = 1;
+  }
+  drain(c, 0);
+  int served_tls = messages - before;
+  int server_closed = finished && (sbh2_tls_state(ct) & SBH2_TLS_PEER_CLOSED);
+  sbh2_conn_free(c);
+  sbh2_sconn_free(ss);
+  sbh2_server_free(srv);
+  sbh2_tls_free(ct);
+  sbh2_tls_free(st);
+
+  /* 2. resumed with that ticket; the caller's config references go first (sessions keep theirs) */
+  ct = sbh2_tls_new(ccfg, "localhost", tl > 0 ? ticket : NULL, tl > 0 ? (uint32_t)tl : 0);
+  st = sbh2_tls_new(scfg, NULL, NULL, 0);
+  sbh2_tls_config_free(ccfg);
+  int resumed = tls_handshake(ct, st) && (sbh2_tls_state(ct) & SBH2_TLS_RESUMED) && (sbh2_tls_state(st) & SBH2_TLS_RESUMED);
+  sbh2_tls_free(ct);
+  sbh2_tls_free(st);
+
+  /* 3. a client without a certificate is refused */
+  ct = sbh2_tls_new(anon, "localhost", NULL, 0);
+  st = sbh2_tls_new(scfg, NULL, NULL, 0);
+  tls_handshake(ct, st);
+  tls_move(ct, st);
+  int refused = (sbh2_tls_state(st) & SBH2_TLS_FAILED) != 0;
+  uint8_t err[256];
+  int el = sbh2_tls_error(st, err, sizeof err);
+  sbh2_tls_free(ct);
+  sbh2_tls_free(st);
+
+  /* 4. garbage instead of a ClientHello; 5. frees in the middle of a handshake */
+  st = sbh2_tls_new(scfg, NULL, NULL, 0);
+  const char *junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  int jr = sbh2_tls_recv(st, (const uint8_t *)junk, (uint32_t)strlen(junk), plain, sizeof plain);
+  sbh2_tls_send(st, NULL, 0, wire, sizeof wire);
+  sbh2_tls_free(st);
+  ct = sbh2_tls_new(anon, "localhost", NULL, 0);
+  st = sbh2_tls_new(scfg, NULL, NULL, 0);
+  tls_move(ct, st);
+  sbh2_tls_free(ct);
+  sbh2_tls_free(st);
+  sbh2_tls_free(NULL);
+  sbh2_tls_config_free(anon);
+  sbh2_tls_config_free(scfg);
+  sbh2_tls_config_free(NULL);
+  free(ca);
+  free(sc);
+  free(sk);
+  free(cc);
+  free(ck);
+  printf("tls: %d answered; shim server %d answered, %s; exporter %s; subject %.*s; ticket %d B; close_notify %s; resumed %s; anon %s (%.*s); junk %d; bad %d\n",
+         answered, served_tls, server_closed ? "closed" : "NOT closed", same ? "same" : "DIFFERENT", sl > 0 ? sl : 0, subject, tl, peer_closed ? "seen" : "LOST",
+         resumed ? "yes" : "NO", refused ? "refused" : "ACCEPTED", el > 0 ? el : 0, err, jr, wrong);
+  return wrong || answered != 22 || served_tls != 11 || !server_closed || !same || tl <= 0 || !peer_closed || !resumed || !refused || jr != SBH2_ERR_TLS;
+}
+
+int main(int argc, char **argv) {
   size_t hl;
   uint8_t *get = block("GET", "/g", &hl);
   size_t pl;
@@ -427,13 +621,15 @@ int main(void) {
   server_free(s);
   sbh2_conn_free(NULL);
 
-  free(get);
-  free(post);
-  free(body);
   printf("ok: %d answered, %d resets; garbage %s (rv %d, %d-byte reason); close %s; bad %d\n", answered, resets,
          garbage_closed ? "closed" : "NOT closed", rv, el, graceful_closed ? "closed" : "NOT closed", bad);
   int client_bad = bad || answered != 25 || !garbage_closed || !graceful_closed;
   int srv_served = server_checks();
   printf("server ok: %d served, %d too large, %d released; bad %d\n", srv_served, too_large, released, bad);
-  return client_bad || bad || srv_served < 27 || too_large != 1 || released != 11 ? 1 : 0;
+  int tls_wrong = argc >= 6 ? tls_part(argv + 1, get, hl, post, pl, body, big) : 0;
+  if (argc < 6) printf("tls: skipped (no PEM files given)\n");
+  free(get);
+  free(post);
+  free(body);
+  return client_bad || bad || tls_wrong || srv_served < 27 || too_large != 1 || released != 11 ? 1 : 0;
 }
