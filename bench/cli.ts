@@ -397,6 +397,7 @@ export function registerBenchCommands(program: Command): void {
 
 interface StudyFlags {
   quick?: boolean;
+  stack?: string;
   budget?: string;
   links?: string;
   transports?: string;
@@ -413,7 +414,9 @@ async function study(flags: StudyFlags): Promise<number> {
   let budgetMs: number | undefined;
   let links: string[] | undefined;
   let transports: TransportName[] | undefined;
+  let stack: StackName | undefined;
   try {
+    if (flags.stack !== undefined) stack = parseStack(flags.stack);
     if (flags.budget !== undefined) budgetMs = parseBudget(flags.budget);
     if (flags.links !== undefined) {
       links = list(flags.links, "link");
@@ -447,6 +450,7 @@ async function study(flags: StudyFlags): Promise<number> {
   try {
     const run = await runStudy({
       quick: flags.quick,
+      stack,
       budgetMs,
       links: links ?? STUDY_LINKS,
       transports,
@@ -488,6 +492,7 @@ export function registerStudyCommand(program: Command): void {
       "run the follow-up study: call flows × links × transports × UE concurrency, with a verdict (needs root for links)",
     )
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
+    .option("--stack <stack>", "native (default: nghttp2 and ngtcp2, the matched stacks) or deno")
     .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")

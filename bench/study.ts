@@ -8,7 +8,8 @@
  */
 import { configuredRttMs, parseLinkSpec } from "../linkemu/link_spec.ts";
 import { hasNetAdmin } from "../linkemu/mod.ts";
-import type { TransportName } from "../transports/types.ts";
+import type { StackName, TransportName } from "../transports/types.ts";
+import { resolveStack } from "../transports/stack.ts";
 import { runBenchAcrossLink } from "./across_link.ts";
 import { collectEnvironment } from "./environment.ts";
 import { runBench } from "./run.ts";
@@ -35,7 +36,9 @@ export const QUICK_BUDGET_MS = 4 * 60_000;
 export interface StudyOptions {
   /** Link specs (profiles or key=value lists), or `loopback`. Default {@link STUDY_LINKS}. */
   links?: string[];
-  /** Transports. Default every available one. */
+  /** Stack of servers and clients. Default `SBILAB_STACK`, else `native` (the matched stacks). */
+  stack?: StackName;
+  /** Transports. Default every available one on the stack. */
   transports?: TransportName[];
   /** UE concurrency levels. Default {@link STUDY_UES} ({@link QUICK_UES} with `quick`). */
   ues?: number[];
@@ -149,7 +152,8 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     );
   }
   const { availableTransports } = await import("../transports/mod.ts");
-  const transports = options.transports ?? await availableTransports();
+  const stack = resolveStack(options.stack);
+  const transports = options.transports ?? await availableTransports(stack);
   const warmupMs = quick ? 300 : 1000;
   const progress = options.onProgress ?? (() => {});
   const start = Date.now();
@@ -177,6 +181,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     lastPlan = plan;
     const bench = {
       scenario: "flows" as const,
+      stack,
       transports,
       concurrency: ues,
       flows,
@@ -230,6 +235,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     durationMs: elapsedMs,
     config: {
       scenario: "flows",
+      stack,
       transports,
       sizes: [256],
       warmupMs,

@@ -65,9 +65,12 @@ Deno.test("lab study on loopback writes JSON, Markdown, CSV and HTML with one ve
     assert.match(md, /^\| loopback \| warm-get \| 2 \|/m);
     const csv = (await Deno.readTextFile(`${out}/study.csv`)).trim().split("\n");
     const header = csv[0].split(",");
-    const verdictCol = header.indexOf("cell_verdict");
-    assert.ok(verdictCol > 0);
-    const flowLines = csv.slice(1).filter((l) => /^loopback\/flows\/[^/]+\/warm-get\/2,/.test(l));
+    assert.deepEqual(header.slice(-2), ["cell_verdict", "cell_h3_p99_reduction"]);
+    const flowLines = csv.slice(1).filter((l) =>
+      /^loopback\/(?:[a-z]+\/)?flows\/[^/]+\/warm-get\/2,/.test(l)
+    );
+    // The last two columns: the cell's verdict and HTTP/3's p99 reduction.
+    for (const l of flowLines) assert.match(l, /,(material|not-material|no-data),[^,]*$/);
     assert.equal(flowLines.length, run.config.transports.length);
     const html = await Deno.readTextFile(`${out}/study.html`);
     assert.match(html, /<canvas id="bars-0"/);
