@@ -26,8 +26,15 @@
  * server adds a connection cap, a write stall timeout and an accept loop that
  * backs off on errors such as EMFILE and keeps serving.
  */
-import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
-import { bodyTooLarge, systemFailure, unreadableRequest } from "../../handler/problem.ts";
+import type { SbiHandler, SbiPeer, SbiRequest, SbiResponse } from "../../handler/types.ts";
+import {
+  bodyTooLarge,
+  overloaded,
+  systemFailure,
+  unreadableRequest,
+} from "../../handler/problem.ts";
+import { type ByteBudget, defaultBodyBudget } from "../byte_budget.ts";
+import type { ConnectionLimits } from "./conn_guard.ts";
 import { resolveTls, type TlsConnection } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
@@ -47,8 +54,21 @@ import { runTlsHandshake } from "./tls_handshake.ts";
 
 /** Options of the native h2c server. */
 export interface NativeH2ServerOptions extends ServerOptions, H2ServerLimitOptions {
-  /** Connections served at once; more are closed on accept. Default 10000. */
+  /** Connections served at once; more are closed on accept. Default `limits.maxConnections`, else 10000. */
   maxConnections?: number;
+  /**
+   * The limits `lab serve` gives every h2 server: used where the fields
+   * above are not set (`handshakeTimeoutMs` as `settingsTimeoutMs`). Default none.
+   */
+  limits?: ConnectionLimits;
+  /**
+   * Request-body bytes handed to handlers at once by this process (shared
+   * with the deno stack's servers); a request past it gets 503 NF_CONGESTION.
+   * Default {@linkcode defaultBodyBudget}.
+   */
+  bodyBudget?: ByteBudget;
+  /** Its `limit` is used as `maxQueuedBytes` (per connection here) when that is not set. Default none. */
+  responseBudget?: ByteBudget;
   /** How long `close()` waits for in-flight requests before closing connections, ms. Default 2000. */
   drainMs?: number;
   /** Called with errors the transport swallowed (handler failures, accept errors). Default no-op. */
@@ -225,6 +245,11 @@ class Connection {
       return;
     }
     if (this.#peer) request.peer = this.#peer;
+    const budget = server.bodyBudget;
+    if (!budget.take(request.body.length)) {
+      this.respond(streamId, overloaded(`Request bodies in flight exceed ${budget.limit} bytes`));
+      return;
+    }
     server.run(this, streamId, request);
   }
 
@@ -341,6 +366,8 @@ class NativeH2cServer implements NativeH2Server {
   readonly port: number;
   readonly url: string;
   readonly maxBodyBytes: number;
+  readonly bodyBudget: ByteBudget;
+  #maxConnections: number;
   readonly poller = new EventPoller();
   readonly writer = new ResponseBlockWriter();
   readonly pool = new BufferPool();
@@ -381,6 +408,8 @@ class NativeH2cServer implements NativeH2Server {
     this.port = (listener.addr as Deno.NetAddr).port;
     this.url = `${tlsConfig ? "https" : "http"}://${urlHost(hostname)}:${this.port}`;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
+    this.bodyBudget = options.bodyBudget ?? defaultBodyBudget;
+    this.#maxConnections = options.maxConnections ?? 10_000;
     this.#stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_MS;
     // the shim's timers are checked this often: a quarter of the shortest, within 20 ms .. 1 s
     const shortest = Math.min(
@@ -421,12 +450,13 @@ class NativeH2cServer implements NativeH2Server {
         if (this.#stopping || err instanceof Deno.errors.BadResource) break;
         // EMFILE, ENFILE, ENOMEM, ECONNABORTED: report, wait a little, keep serving
         this.#acceptErrors++;
-        this.onError(err);
+        const msg = err instanceof Error ? err.message : String(err);
+        this.onError(new Error(`Accepting connections failed: ${msg}`, { cause: err }));
         backoff = Math.min(backoff ? backoff * 2 : 5, 1000);
         await new Promise((r) => setTimeout(r, backoff));
         continue;
       }
-      if (this.#conns.size >= (this.#options.maxConnections ?? 10_000) || this.#stopping) {
+      if (this.#conns.size >= this.#maxConnections || this.#stopping) {
         try {
           sock.close();
         } catch {
@@ -456,7 +486,7 @@ class NativeH2cServer implements NativeH2Server {
   }
 
   /** Runs the handler for one request and responds; never throws. */
-  run(conn: Connection, streamId: number, request: Parameters<SbiHandler>[0]): void {
+  run(conn: Connection, streamId: number, request: SbiRequest): void {
     this.#inflight++;
     let answer: Promise<SbiResponse>;
     try {
@@ -465,16 +495,17 @@ class NativeH2cServer implements NativeH2Server {
       answer = Promise.reject(err);
     }
     answer.then(
-      (response) => this.#done(conn, streamId, response),
+      (response) => this.#done(conn, streamId, request, response),
       (err) => {
         this.onError(err);
-        this.#done(conn, streamId, systemFailure());
+        this.#done(conn, streamId, request, systemFailure());
       },
     );
   }
 
-  #done(conn: Connection, streamId: number, response: SbiResponse): void {
+  #done(conn: Connection, streamId: number, request: SbiRequest, response: SbiResponse): void {
     this.#inflight--;
+    this.bodyBudget.release(request.body.length);
     conn.respond(streamId, response);
     if (this.#inflight === 0) this.#idle?.();
   }
@@ -559,11 +590,24 @@ class NativeH2cServer implements NativeH2Server {
   }
 }
 
+/** Fills the native limits from the shared ones (`limits`, `responseBudget`) where they are not set. */
+function withSharedLimits(options: NativeH2ServerOptions): NativeH2ServerOptions {
+  const shared = options.limits ?? {};
+  return {
+    ...options,
+    maxConnections: options.maxConnections ?? shared.maxConnections,
+    settingsTimeoutMs: options.settingsTimeoutMs ?? shared.handshakeTimeoutMs,
+    idleTimeoutMs: options.idleTimeoutMs ?? shared.idleTimeoutMs,
+    maxQueuedBytes: options.maxQueuedBytes ?? options.responseBudget?.limit,
+  };
+}
+
 async function start(
   handler: SbiHandler,
-  options: NativeH2ServerOptions,
+  given: NativeH2ServerOptions,
   tls?: (sym: Sbh2Symbols) => H2TlsConfig,
 ): Promise<NativeH2Server> {
+  const options = withSharedLimits(given);
   const lib = await loadH2Library();
   const tlsConfig = tls?.(lib.symbols);
   let limits: H2ServerLimits;

@@ -31,7 +31,7 @@ export interface H2ServerLimitOptions {
   maxContinuations?: number;
   /** Response body bytes queued per connection while the peer's window is closed. Default 64 MiB. */
   maxQueuedBytes?: number;
-  /** Reset streams whose queued response made no progress for this long, ms. Default 10000. */
+  /** Queued responses that made no progress for this long, ms, are reset and the connection closed (GOAWAY ENHANCE_YOUR_CALM). Default 10000. */
   stallTimeoutMs?: number;
 }
 

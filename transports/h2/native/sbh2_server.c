@@ -605,10 +605,14 @@ int sbh2_sconn_tick(sbh2_sconn *c) {
   }
   if (c->queued > 0) {
     int64_t due = c->last_progress + c->stall_ms;
-    if (now >= due) {
+    if (now >= due && !c->input_dead) {
+      /* the peer read nothing for the whole stall time: drop what waits for it, then the connection */
       for (struct sstream *s = c->streams; s; s = s->next) {
         if (s->rsp && s->rsp_off < s->rsp_len) reset_stream(c, s, NGHTTP2_CANCEL);
       }
+      set_err(c, "The peer read no response data within the stall timeout");
+      nghttp2_session_terminate_session(c->session, NGHTTP2_ENHANCE_YOUR_CALM);
+      c->input_dead = 1;
       c->last_progress = now;
       due = now + c->stall_ms;
     }

@@ -56,7 +56,7 @@ enum sbh2_option {
   SBH2_OPT_MAX_CONTINUATIONS = 9,
   /* Response body bytes queued per connection; a response beyond it is reset (ENHANCE_YOUR_CALM); default 64 MiB. */
   SBH2_OPT_MAX_QUEUED = 10,
-  /* Reset streams whose queued response made no progress for this long, ms; default 10000. */
+  /* Queued responses that made no progress for this long, ms, are reset and the connection gets GOAWAY; default 10000. */
   SBH2_OPT_STALL_TIMEOUT_MS = 11,
 };
 
