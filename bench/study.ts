@@ -12,7 +12,12 @@ import type { StackName, TransportName } from "../transports/types.ts";
 import { runBenchAcrossLink } from "./across_link.ts";
 import { collectEnvironment } from "./environment.ts";
 import { runBench } from "./run.ts";
-import { defaultArrivalRate, FLOW_STREAMS, requestsPerUe } from "./scenarios/flows.ts";
+import {
+  defaultArrivalRate,
+  FLOW_STREAMS,
+  requestsPerUe,
+  WARM_GET_SAMPLE_FACTOR,
+} from "./scenarios/flows.ts";
 import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
 import { type BenchRun, type LinkRecord, type ResultRow, SCHEMA_VERSION } from "./schema.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
@@ -78,8 +83,9 @@ export interface RowPlan {
 
 /**
  * Picks the largest number of flows per row whose estimated time fits nine
- * tenths of the remaining budget. A row takes `samples / rate` (its default arrival rate on
- * that link) capped at `sampleMs`, plus its warm-up and the flows still in
+ * tenths of the remaining budget. A row takes `samples / rate` (its default
+ * arrival rate on that link; five times the samples for the warm GET) capped
+ * at `sampleMs`, plus its warm-up and the flows still in
  * flight when arrivals stop (about one journey); each link adds its fixed
  * costs. When even the smallest target does not fit, rows get that target
  * and a cap that shares out what is left (at least `minMs`).
@@ -95,7 +101,7 @@ export function planRows(p: {
   maxMs: number;
   maxSamples?: number;
 }): RowPlan {
-  const rows: { rate: number; tailMs: number }[] = [];
+  const rows: { rate: number; tailMs: number; factor: number }[] = [];
   let fixed = 0;
   for (const l of p.links) {
     fixed += linkOverheadMs(p.transports, l.loopback);
@@ -104,14 +110,16 @@ export function planRows(p: {
       for (const ues of p.ues) {
         const rate = defaultArrivalRate(ues, requests, l.rttMs, 5);
         const tailMs = requests * (l.rttMs + 5);
-        for (let t = 0; t < p.transports; t++) rows.push({ rate, tailMs });
+        const factor = stream === "journey" ? 1 : WARM_GET_SAMPLE_FACTOR;
+        for (let t = 0; t < p.transports; t++) rows.push({ rate, tailMs, factor });
       }
     }
   }
   const estimate = (samples: number, capMs: number) =>
     fixed +
     rows.reduce(
-      (ms, r) => ms + p.warmupMs + r.tailMs + Math.min(capMs, (samples / r.rate) * 1000),
+      (ms, r) =>
+        ms + p.warmupMs + r.tailMs + Math.min(capMs, ((samples * r.factor) / r.rate) * 1000),
       0,
     );
   for (const samples of SAMPLE_TARGETS.filter((n) => n <= (p.maxSamples ?? Infinity))) {
