@@ -26,7 +26,7 @@
 #define PLAIN_CAP (64 * 1024)
 #define ERR_LEN 256
 /* Largest ciphertext buffer a session keeps between calls. */
-#define KEEP_CAP (64 * 1024)
+#define KEEP_CAP (16 * 1024)
 
 struct sbh2_tls_config {
   int refs;
