@@ -29,6 +29,7 @@ import {
   type H3CongestionControl,
   type H3DatagramStats,
   type H3Event,
+  type H3QuicVersion,
   H3Socket,
 } from "./ffi.ts";
 import type { HeaderList } from "../wire.ts";
@@ -60,6 +61,12 @@ export interface H3ClientOptions extends ClientOptions {
    * cubic), so h3 and h2 cross a lossy link under like controllers.
    */
   congestionControl?: H3CongestionControl;
+  /**
+   * QUIC versions by preference, v1 among them: `["v2draft", "v1"]` moves a
+   * peer that offers the v2 draft to it (compatible version negotiation, RFC
+   * 9368). RFC 9369's v2 is not in ngtcp2 0.12.1. Default `["v1"]`.
+   */
+  quicVersions?: H3QuicVersion[];
   /**
    * ECN (RFC 9000 §13.4): mark datagrams ECT(0) while QUIC's validation of
    * the path allows it and report the marks received in ACKs. The first
@@ -396,6 +403,7 @@ class H3Client implements H3SbiClient {
         maxUdpPayload: this.#options.maxUdpPayload,
         maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
         ecn: this.#options.ecn,
+        quicVersions: this.#options.quicVersions,
         token: this.#lastSession?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
       });
