@@ -14,6 +14,8 @@ import {
   INVALID_TRANSPORT_PARAMETERS,
 } from "../transports/h3/interop/mod.ts";
 import { DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
+import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "../transports/h3/ffi.ts";
+import { loadH3Library } from "../transports/h3/loader.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { needsTool, runTool, testPki } from "./support.ts";
 
@@ -165,6 +167,58 @@ Deno.test({
       assert.equal(server.datagramStats()!.retries, 1);
     } finally {
       await client.close();
+      await server.close();
+    }
+  },
+});
+
+/**
+ * Connects one raw client from `localIp` (presenting `token` if given) and
+ * runs it until the handshake is done and a NEW_TOKEN came; resolves with its
+ * Retry count and that token.
+ */
+async function rawConnect(port: number, localIp: string, token?: Uint8Array) {
+  const { symbols } = await loadH3Library();
+  using sock = new H3Socket(symbols, localIp, 0);
+  sock.connect("127.0.0.1", port);
+  using config = new H3Config(symbols, false, { verifyPeer: false, token });
+  using conn = new H3ClientConn(symbols, config, {
+    serverName: "localhost",
+    localIp,
+    localPort: sock.port,
+    remoteIp: "127.0.0.1",
+    remotePort: port,
+  });
+  conn.io(sock);
+  // Bounded: 50 datagrams or 3 s, whichever comes first.
+  const end = performance.now() + 3000;
+  let connected = false;
+  for (let i = 0; i < 50 && performance.now() < end; i++) {
+    const got = await Promise.race([
+      sock.receive(),
+      new Promise<null>((r) => setTimeout(() => r(null), Math.max(1, end - performance.now()))),
+    ]);
+    if (!got) break;
+    conn.io(sock, got[0]);
+    for (let e; (e = conn.poll());) connected ||= e.type === H3_EVENT.CONNECTED;
+    const newToken = conn.token();
+    if (connected && newToken) return { retries: conn.stats()!.retries, token: newToken };
+  }
+  throw new Error(`no handshake and NEW_TOKEN from ${localIp}`);
+}
+
+Deno.test({
+  name:
+    "h3 server's NEW_TOKEN is bound to the client's address: it spares the Retry from 127.0.0.1, not from 127.0.0.2",
+  ignore,
+  fn: async () => {
+    const server = await ourServer({ retry: true, hostname: "0.0.0.0" });
+    try {
+      const first = await rawConnect(server.port, "127.0.0.1");
+      assert.equal(first.retries, 1);
+      assert.equal((await rawConnect(server.port, "127.0.0.1", first.token)).retries, 0);
+      assert.equal((await rawConnect(server.port, "127.0.0.2", first.token)).retries, 1);
+    } finally {
       await server.close();
     }
   },
