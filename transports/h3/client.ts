@@ -17,6 +17,7 @@ import {
   type ClientOptions,
   type ClientRequest,
   type ClientResponse,
+  type ConnectionInfo,
   type SbiClient,
   TimeoutError,
   TransportError,
@@ -31,6 +32,7 @@ import {
   type H3Event,
   type H3QuicVersion,
   H3Socket,
+  shimVersion,
 } from "./ffi.ts";
 import type { HeaderList } from "../wire.ts";
 import { loadH3Library } from "./loader.ts";
@@ -105,6 +107,7 @@ class Session {
   #dead = false;
   #lastStats: H3DatagramStats | null = null;
   #lastToken: Uint8Array | null = null;
+  #lastTls: { version: string; suite: string; group: string } | null = null;
 
   constructor(sock: H3Socket, conn: H3ClientConn) {
     this.#sock = sock;
@@ -305,6 +308,11 @@ class Session {
     return ok;
   }
 
+  /** The negotiated TLS version, suite and group (null before the handshake or once freed). */
+  tlsInfo(): { version: string; suite: string; group: string } | null {
+    return this.#dead ? this.#lastTls : (this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls);
+  }
+
   /** The last NEW_TOKEN the server gave this connection (kept after close), or null. */
   token(): Uint8Array | null {
     return this.#conn.token() ?? this.#lastToken;
@@ -463,6 +471,27 @@ class H3Client implements H3SbiClient {
 
   updateKey(): boolean {
     return this.#session?.updateKey() ?? false;
+  }
+
+  connectionInfo(): ConnectionInfo | undefined {
+    const s = this.#lastSession;
+    if (!s) return undefined;
+    const v = Object.fromEntries(
+      shimVersion(this.#sym).split(" ").map((p) => p.split("/") as [string, string]),
+    );
+    const tls = s.tlsInfo();
+    const st = s.stats();
+    return {
+      stack: "native",
+      implementation: `ngtcp2 ${v.ngtcp2}, nghttp3 ${v.nghttp3}`,
+      tls: {
+        library: `GnuTLS ${v.gnutls}`,
+        version: tls?.version,
+        suite: tls?.suite,
+        group: tls?.group,
+      },
+      maxDatagramBytes: st ? Math.max(st.largestSent, st.largestReceived) : undefined,
+    };
   }
 
   /** Request streams the current connection's shim state still holds (for tests and diagnostics). */

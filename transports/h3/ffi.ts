@@ -479,6 +479,18 @@ export class H3ClientConn {
     );
   }
 
+  /** The negotiated TLS version, suite and group, or null before the handshake. */
+  tlsInfo(): { version: string; suite: string; group: string } | null {
+    if (this.#ptr === null) return null;
+    const b = new Uint8Array(128);
+    const text = (kind: number) => {
+      const n = this.#sym.sbh3_conn_tls_info(this.#ptr, kind, b, BigInt(b.length));
+      return n > 0 ? decoder.decode(b.subarray(0, n)) : "";
+    };
+    const version = text(1);
+    return version ? { version, suite: text(2), group: text(3) } : null;
+  }
+
   /** The last NEW_TOKEN the server gave this connection, or null. */
   token(): Uint8Array | null {
     if (this.#ptr === null) return null;

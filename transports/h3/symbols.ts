@@ -79,6 +79,8 @@ export const SYMBOLS = {
   sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_stream_count(sbh3_conn *conn);
   sbh3_conn_stream_count: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
+  sbh3_conn_tls_info: { parameters: ["pointer", "i32", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_token(sbh3_conn *conn, uint8_t *buf, size_t cap);
   sbh3_conn_token: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_update_key(sbh3_conn *conn);

@@ -126,6 +126,16 @@ enum sbh3_stat {
   SBH3_STAT_COUNT = 16,
 };
 
+/* What sbh3_conn_tls_info reports about the negotiated TLS (numbered as the h2 module's). */
+enum sbh3_tls_info {
+  /* Protocol version, e.g. "TLS1.3". */
+  SBH3_TLS_INFO_VERSION = 1,
+  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
+  SBH3_TLS_INFO_SUITE = 2,
+  /* Key-exchange group, e.g. "SECP256R1". */
+  SBH3_TLS_INFO_GROUP = 3,
+};
+
 typedef struct sbh3_config sbh3_config;
 typedef struct sbh3_conn sbh3_conn;
 typedef struct sbh3_server sbh3_server;
@@ -196,6 +206,8 @@ int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
 int sbh3_conn_stream_count(sbh3_conn *conn);
 /* Copies up to n counters (enum sbh3_stat) into out; returns how many. */
 int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
+/* Writes the negotiated TLS detail (enum sbh3_tls_info) as text into buf; its length, 0 before the handshake. */
+int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
 /* Client: copies the last NEW_TOKEN the server gave into buf; its length, SBH3_ERR_DONE when none. */
 int sbh3_conn_token(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Starts a 1-RTT key update; SBH3_ERR_STREAM_BLOCKED: not allowed yet (handshake unconfirmed, or the last update unacknowledged). */
