@@ -310,7 +310,7 @@ class Session {
 
   /** The negotiated TLS version, suite and group (null before the handshake or once freed). */
   tlsInfo(): { version: string; suite: string; group: string } | null {
-    return this.#dead ? this.#lastTls : (this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls);
+    return (this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls);
   }
 
   /** The last NEW_TOKEN the server gave this connection (kept after close), or null. */
@@ -332,6 +332,7 @@ class Session {
     await this.#reading;
     this.#lastStats = this.#conn.stats();
     this.#lastToken = this.#conn.token() ?? this.#lastToken;
+    this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls;
     this.#conn.close();
   }
 }
