@@ -149,6 +149,38 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "lab serve --h3-retry answers gtlsclient's first Initial with a Retry, then serves it",
+  ignore: needsTool("gtlsclient", "ngtcp2-client") || !(await h3Available()),
+  fn: async () => {
+    const state = await Deno.makeTempDir();
+    const srv = await startServe([
+      "--transports",
+      "h3",
+      "--tls-port",
+      "0",
+      "--h3-retry",
+      "--state-dir",
+      state,
+    ]);
+    try {
+      const url = new URL(srv.urls["h3"]);
+      const r = await runTool("gtlsclient", [
+        "--exit-on-all-streams-close",
+        "--timeout=10s",
+        url.hostname,
+        url.port,
+        `${url.origin}/nbench/v1/payload?size=100`,
+      ]);
+      assert.equal(r.code, 0, r.stderr.slice(-2000));
+      assert.match(r.stderr, /pkt rx .*type=Retry/);
+    } finally {
+      await srv.stop();
+      await Deno.remove(state, { recursive: true });
+    }
+  },
+});
+
 Deno.test("lab request reads a body from @FILE and keeps binary bytes intact", async () => {
   const state = await Deno.makeTempDir();
   const srv = await startServe(["--transports", "h2c", "--h2c-port", "0", "--state-dir", state]);

@@ -55,7 +55,7 @@ export interface ConnectionInfo {
     /** Whether the session was resumed. */
     resumed?: boolean;
   };
-  /** Largest UDP payload sent on the connection so far (QUIC), in bytes. */
+  /** Largest UDP payload on the connection so far, either direction (QUIC), in bytes. */
   maxDatagramBytes?: number;
   /** TCP maximum segment size of the connection, in bytes. */
   tcpMssBytes?: number;

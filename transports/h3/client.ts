@@ -17,6 +17,7 @@ import {
   type ClientOptions,
   type ClientRequest,
   type ClientResponse,
+  type ConnectionInfo,
   type SbiClient,
   TimeoutError,
   TransportError,
@@ -29,7 +30,9 @@ import {
   type H3CongestionControl,
   type H3DatagramStats,
   type H3Event,
+  type H3QuicVersion,
   H3Socket,
+  shimVersion,
 } from "./ffi.ts";
 import type { HeaderList } from "../wire.ts";
 import { loadH3Library } from "./loader.ts";
@@ -60,6 +63,12 @@ export interface H3ClientOptions extends ClientOptions {
    * cubic), so h3 and h2 cross a lossy link under like controllers.
    */
   congestionControl?: H3CongestionControl;
+  /**
+   * QUIC versions by preference, v1 among them: `["v2draft", "v1"]` moves a
+   * peer that offers the v2 draft to it (compatible version negotiation, RFC
+   * 9368). RFC 9369's v2 is not in ngtcp2 0.12.1. Default `["v1"]`.
+   */
+  quicVersions?: H3QuicVersion[];
   /**
    * ECN (RFC 9000 §13.4): mark datagrams ECT(0) while QUIC's validation of
    * the path allows it and report the marks received in ACKs. The first
@@ -98,6 +107,7 @@ class Session {
   #dead = false;
   #lastStats: H3DatagramStats | null = null;
   #lastToken: Uint8Array | null = null;
+  #lastTls: { version: string; suite: string; group: string } | null = null;
 
   constructor(sock: H3Socket, conn: H3ClientConn) {
     this.#sock = sock;
@@ -298,6 +308,11 @@ class Session {
     return ok;
   }
 
+  /** The negotiated TLS version, suite and group (null before the handshake or once freed). */
+  tlsInfo(): { version: string; suite: string; group: string } | null {
+    return (this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls);
+  }
+
   /** The last NEW_TOKEN the server gave this connection (kept after close), or null. */
   token(): Uint8Array | null {
     return this.#conn.token() ?? this.#lastToken;
@@ -317,6 +332,7 @@ class Session {
     await this.#reading;
     this.#lastStats = this.#conn.stats();
     this.#lastToken = this.#conn.token() ?? this.#lastToken;
+    this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls;
     this.#conn.close();
   }
 }
@@ -396,6 +412,7 @@ class H3Client implements H3SbiClient {
         maxUdpPayload: this.#options.maxUdpPayload,
         maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
         ecn: this.#options.ecn,
+        quicVersions: this.#options.quicVersions,
         token: this.#lastSession?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
       });
@@ -455,6 +472,27 @@ class H3Client implements H3SbiClient {
 
   updateKey(): boolean {
     return this.#session?.updateKey() ?? false;
+  }
+
+  connectionInfo(): ConnectionInfo | undefined {
+    const s = this.#lastSession;
+    if (!s) return undefined;
+    const v = Object.fromEntries(
+      shimVersion(this.#sym).split(" ").map((p) => p.split("/") as [string, string]),
+    );
+    const tls = s.tlsInfo();
+    const st = s.stats();
+    return {
+      stack: "native",
+      implementation: `ngtcp2 ${v.ngtcp2}, nghttp3 ${v.nghttp3}`,
+      tls: {
+        library: `GnuTLS ${v.gnutls}`,
+        version: tls?.version,
+        suite: tls?.suite,
+        group: tls?.group,
+      },
+      maxDatagramBytes: st ? Math.max(st.largestSent, st.largestReceived) : undefined,
+    };
   }
 
   /** Request streams the current connection's shim state still holds (for tests and diagnostics). */

@@ -29,6 +29,7 @@ import {
   type H3CongestionControl,
   type H3DatagramStats,
   type H3Event,
+  type H3QuicVersion,
   H3ServerEndpoint,
   H3Socket,
 } from "./ffi.ts";
@@ -46,6 +47,12 @@ export interface H3ServerOptions extends ServerOptions {
    * handler's `DEFAULT_MAX_BODY_BYTES`.
    */
   maxBodyBytes?: number;
+  /**
+   * QUIC versions by preference, v1 among them: `["v2draft", "v1"]` moves a
+   * peer that offers the v2 draft to it (compatible version negotiation, RFC
+   * 9368). RFC 9369's v2 is not in ngtcp2 0.12.1. Default `["v1"]`.
+   */
+  quicVersions?: H3QuicVersion[];
   /**
    * ECN (RFC 9000 §13.4): mark datagrams ECT(0) while QUIC's validation of
    * the path allows it and report the marks received in ACKs. The first
@@ -366,6 +373,7 @@ export async function createH3Server(
       maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       handshakeTimeoutMs: options.handshakeTimeoutMs,
       retry: options.retry,
+      quicVersions: options.quicVersions,
       ecn: options.ecn,
       sendQueue: {
         connBytes: Math.min(options.maxQueuedBytesPerConnection ?? 64 * 1024 * 1024, totalQueued),

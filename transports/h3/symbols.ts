@@ -39,6 +39,8 @@ export const SYMBOLS = {
   sbh3_config_set_retry: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_token(sbh3_config *cfg, const uint8_t *token, size_t len);
   sbh3_config_set_token: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_config_set_versions(sbh3_config *cfg, const uint32_t *versions, size_t n);
+  sbh3_config_set_versions: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_config_set_ecn(sbh3_config *cfg, int on);
   sbh3_config_set_ecn: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_cc(sbh3_config *cfg, int algo);
@@ -77,6 +79,8 @@ export const SYMBOLS = {
   sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_stream_count(sbh3_conn *conn);
   sbh3_conn_stream_count: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
+  sbh3_conn_tls_info: { parameters: ["pointer", "i32", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_token(sbh3_conn *conn, uint8_t *buf, size_t cap);
   sbh3_conn_token: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_update_key(sbh3_conn *conn);

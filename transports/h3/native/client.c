@@ -156,6 +156,22 @@ int sbh3_conn_stream_count(sbh3_conn *c) {
 }
 
 
+int sbh3_conn_tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
+  if (!c || !buf) return SBH3_ERR_INVALID;
+  if (!c->tls || !ngtcp2_conn_get_handshake_completed(c->qc)) return 0;
+  const char *s;
+  switch (kind) {
+  case SBH3_TLS_INFO_VERSION: s = gnutls_protocol_get_name(gnutls_protocol_get_version(c->tls)); break;
+  case SBH3_TLS_INFO_SUITE: s = gnutls_ciphersuite_get(c->tls); break;
+  case SBH3_TLS_INFO_GROUP: s = gnutls_group_get_name(gnutls_group_get(c->tls)); break;
+  default: return SBH3_ERR_INVALID;
+  }
+  size_t n = s ? strlen(s) : 0;
+  if (n > cap) n = cap;
+  if (n) memcpy(buf, s, n);
+  return (int)n;
+}
+
 int sbh3_conn_token(sbh3_conn *c, uint8_t *buf, size_t cap) {
   if (!c || !buf) return SBH3_ERR_INVALID;
   if (!c->token.len) return SBH3_ERR_DONE;
