@@ -6,9 +6,15 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { h3Available } from "../transports/h3/mod.ts";
-import { directCall, freePort, needsTool, ROOT, runLab, runTool } from "./support.ts";
-import { readListening } from "../cli/listening.ts";
-import type { TransportName } from "../transports/mod.ts";
+import {
+  directCall,
+  freePort,
+  needsTool,
+  ROOT,
+  runLab,
+  runTool,
+  startLabServe,
+} from "./support.ts";
 
 const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
@@ -18,25 +24,8 @@ const lab = runLab;
 
 /** Starts `lab serve` and resolves with its listener URLs once they are printed. */
 async function startServe(args: string[]) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--quiet", MAIN, "serve", ...args],
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
-  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
-  const urls = await readListening(child.stdout, want as TransportName[]).catch(async (err) => {
-    child.kill("SIGKILL");
-    await child.status;
-    throw err;
-  }) as Record<string, string>;
-  const stop = async () => {
-    child.kill("SIGTERM");
-    const status = await child.status;
-    await child.stderr.cancel().catch(() => {});
-    return status;
-  };
-  return { urls, stop };
+  const srv = await startLabServe(args);
+  return { urls: srv.urls as Record<string, string>, stop: srv.stop };
 }
 
 function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp, code = 1) {

@@ -437,7 +437,8 @@ Deno.test({
     "native h2c server survives running out of file descriptors (EMFILE on accept) and serves again",
   ignore,
   fn: async () => {
-    const probe = new URL("./_serve_probe.ts", import.meta.url).pathname;
+    const probe =
+      new URL("../../tests/fixtures/h2_native_serve_probe.ts", import.meta.url).pathname;
     // a hard limit of 96 descriptors: the runtime keeps a few dozen, the rest go to clients
     const child = new Deno.Command("bash", {
       args: ["-c", `ulimit -n 96 && exec "${Deno.execPath()}" run -A "${probe}"`],
