@@ -38,10 +38,10 @@ const PLANS: Record<string, { spec: string; sizes: number[]; connections: number
       what: "2 MiB with 2 % loss both ways",
     },
     blackhole: {
-      spec: "rate=20mbit,blackhole=500ms/2s",
-      sizes: [4 * MiB],
+      spec: "rate=10mbit,blackhole=5s/2s",
+      sizes: [8 * MiB],
       connections: 1,
-      what: "4 MiB at 20 Mbit/s through a 2 s blackhole 500 ms in",
+      what: "8 MiB at 10 Mbit/s through the runner's blackhole (5 s on, 2 s off)",
     },
     "rebind-port": {
       spec: "rate=20mbit",

@@ -334,8 +334,11 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
           return row(name, {
             passed: ours && server,
             detail:
-              `client marked ${st.ecnSent}/${st.datagramsSent} (validated by the server), received ${st.ecnReceived} marked` +
-              (theirs ? `; server marked ${theirs.ecnSent}/${theirs.datagramsSent}` : ""),
+              `client marked ${st.ecnSent}/${st.datagramsSent}, received ${st.ecnReceived} marked` +
+              (theirs ? `; server marked ${theirs.ecnSent}/${theirs.datagramsSent}` : "") +
+              (ours && server
+                ? " (marking went on: the peer's ACK_ECN counts validated it)"
+                : " (marking stopped after the 10 test datagrams: the peer's ACK_ECN counts failed validation)"),
           });
         } finally {
           await client.close();
@@ -415,7 +418,9 @@ async function clientCase(ctx: Ctx, name: string): Promise<MatrixRow> {
         "unsupported: gtlsclient 0.12.1 cannot send invalid transport parameters (server mode runs them with a probe)",
     };
   }
-  if (LINK_CASES.has(name)) {
+  // rebind-port runs across the link's NAT: gtlsclient 0.12.1's own --nat-rebinding stalls
+  // against gtlsserver too.
+  if (LINK_CASES.has(name) || name === "rebind-port") {
     const skip = linkSkipReason();
     if (skip) return { name, status: "unsupported", reason: `skipped: ${skip}` };
     return await runLinkCase(name, {
@@ -480,26 +485,21 @@ async function clientCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       }
       case "chacha20": {
         const flags = ["--no-quic-dump", "--no-http-dump", `--ciphers=${CHACHA20_ONLY}`];
-        const res = await runGtlsClient(peer.host, peer.port, [url(MiB)], { flags });
-        const suite = /Negotiated cipher suite is (\S+)/.exec(res.stderr)?.[1] ??
-          (await runGtlsClient(peer.host, peer.port, [url(1)], { flags: flags.slice(0, 3) }))
-            .stderr.match(/Negotiated cipher suite is (\S+)/)?.[1];
-        const r = sizesOk(res, [MiB]);
+        const res = await runGtlsClient(peer.host, peer.port, [url(64 * 1024)], { flags });
+        const suite = /Negotiated cipher suite is (\S+)/.exec(res.stderr)?.[1];
+        const r = sizesOk(res, [64 * 1024]);
         return row(name, {
           passed: r.passed && /CHACHA20/.test(suite ?? ""),
           detail: `${r.detail} with ${suite ?? "an unreported suite"}`,
         });
       }
-      case "rebind-port":
       case "connectionmigration": {
         const flags = ["-q", "--change-local-addr=50ms"];
-        if (name === "rebind-port") flags.push("--nat-rebinding");
         const r = sizesOk(await run([8 * MiB], flags), [8 * MiB]);
         return row(name, {
           ...r,
-          detail: `${r.detail}; gtlsclient moved to a new port 50 ms after the handshake ${
-            name === "rebind-port" ? "without" : "with"
-          } path validation`,
+          detail:
+            `${r.detail}; gtlsclient moved to a new port 50 ms after the handshake and validated the path`,
         });
       }
       case "versionnegotiation": {

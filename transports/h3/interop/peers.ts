@@ -115,7 +115,7 @@ export async function startGtlsServer(pki: DevPki, extra: string[] = []): Promis
 /** What one gtlsclient run left behind. */
 export interface GtlsClientRun {
   code: number;
-  /** The last 4 KiB of stderr. */
+  /** Its stderr. */
   stderr: string;
   /** Sizes of the downloaded files by name. */
   files: Map<string, number>;
@@ -156,7 +156,7 @@ export async function runGtlsClient(
     for await (const e of Deno.readDir(dir)) {
       files.set(e.name, (await Deno.stat(`${dir}/${e.name}`)).size);
     }
-    const stderr = new TextDecoder().decode(out.stderr.slice(-4096));
+    const stderr = new TextDecoder().decode(out.stderr);
     return { code: out.code, stderr, files };
   } finally {
     await Deno.remove(dir, { recursive: true });
