@@ -79,6 +79,8 @@ export interface H3ClientOptions extends ClientOptions {
   ecn?: boolean;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
+  /** Time a QUIC handshake may take before the connection fails, in ms. Default 5000. */
+  handshakeTimeoutMs?: number;
 }
 
 interface Pending {
@@ -415,6 +417,7 @@ class H3Client implements H3SbiClient {
         quicVersions: this.#options.quicVersions,
         token: this.#lastSession?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
+        handshakeTimeoutMs: this.#options.handshakeTimeoutMs,
       });
       conn = new H3ClientConn(this.#sym, config, {
         serverName: this.#tls.serverName ?? stripBrackets(this.#origin.hostname),

@@ -10,7 +10,12 @@ const [origin, planText] = Deno.args;
 const plan = JSON.parse(planText) as { paths: string[]; sizes: number[]; connections: number };
 
 async function once(c: number): Promise<string | undefined> {
-  const client = await createH3Client(origin, { tls: { insecure: true }, timeoutMs: 30_000 });
+  // 30 % loss both ways can take several PTO rounds, each twice the last: allow 20 s, not 5 s.
+  const client = await createH3Client(origin, {
+    tls: { insecure: true },
+    timeoutMs: 30_000,
+    handshakeTimeoutMs: 20_000,
+  });
   try {
     const res = await Promise.all(plan.paths.map((path) => client.request({ path })));
     const got = res.map((r) => r.body.length);

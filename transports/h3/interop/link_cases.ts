@@ -21,6 +21,8 @@ export const LINK_CASES: ReadonlySet<string> = new Set([
 
 const MiB = 1024 * 1024;
 const PORT = 4433;
+/** Handshake timeout on both sides: 30 % loss both ways can take several PTO rounds, each twice the last. */
+const HANDSHAKE_TIMEOUT_S = 20;
 
 /** The link each case needs and what crosses it (transfers kept short for CI). */
 const PLANS: Record<string, { spec: string; sizes: number[]; connections: number; what: string }> =
@@ -104,12 +106,22 @@ export async function runLinkCase(name: string, o: LinkCaseOptions): Promise<Mat
         cert,
         "--key",
         key,
+        "--handshake-timeout",
+        String(HANDSHAKE_TIMEOUT_S * 1000),
       ], { stdin: "null", stdout: "piped", stderr: "null", signal });
       await readListening(server.stdout, ["h3"]);
     } else {
       const exe = findTool("gtlsserver");
       if (!exe) throw new Error("gtlsserver not found: apt-get install ngtcp2-server");
-      link.exec("server", [exe, "-q", link.serverAddr, String(PORT), key, cert], {
+      link.exec("server", [
+        exe,
+        "-q",
+        `--handshake-timeout=${HANDSHAKE_TIMEOUT_S}s`,
+        link.serverAddr,
+        String(PORT),
+        key,
+        cert,
+      ], {
         stdin: "null",
         stdout: "null",
         stderr: "null",
@@ -203,6 +215,7 @@ async function gtlsclientIn(
     const out = await link.exec("client", [
       exe,
       "-q",
+      `--handshake-timeout=${HANDSHAKE_TIMEOUT_S}s`,
       "--exit-on-all-streams-close",
       "--download",
       dir,
