@@ -11,6 +11,7 @@ export type {
   ProblemDetails,
   SbiHandler,
   SbiHeaders,
+  SbiPeer,
   SbiRequest,
   SbiResponse,
 } from "./types.ts";

@@ -28,6 +28,17 @@ export interface SbiRequest {
   body: Uint8Array;
   /** Parsed parts when the body is `multipart/related`, else undefined. */
   parts?: MultipartPart[];
+  /**
+   * Who the transport authenticated, set by the transport from the TLS
+   * session (never from a header); undefined on h2c or without mutual TLS.
+   */
+  peer?: SbiPeer;
+}
+
+/** The authenticated client of a request. */
+export interface SbiPeer {
+  /** RFC 4514 subject of the client certificate verified under mutual TLS. */
+  subject: string;
 }
 
 /** A response as the handler produces it. */

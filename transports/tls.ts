@@ -107,3 +107,23 @@ export async function resolveTls(material: TlsMaterial): Promise<ResolvedTls> {
     serverName: material.serverName,
   };
 }
+
+/** What one TLS connection negotiated, as the native stack reports it. */
+export interface TlsConnectionInfo {
+  /** Protocol version, for example `TLS1.3`. */
+  version: string;
+  /** Cipher suite, for example `TLS_AES_128_GCM_SHA256`. */
+  cipherSuite: string;
+  /** Key-exchange group, for example `SECP256R1`. */
+  group: string;
+  /** Negotiated ALPN protocol (`h2` or `h3`). */
+  alpn: string;
+  /** True when the handshake resumed an earlier session (a ticket was accepted). */
+  resumed: boolean;
+  /** Subject (RFC 4514) of the peer's certificate: the server's for a client, the client's under mTLS. */
+  peerSubject?: string;
+  /** Ciphertext bytes of the handshake, each way. */
+  handshakeBytes: { sent: number; received: number };
+  /** 0-RTT: `accepted` or `rejected` when the client sent early data, else `none`. */
+  earlyData?: "none" | "accepted" | "rejected";
+}

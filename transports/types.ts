@@ -3,7 +3,7 @@
  * material type. Adding a transport never touches the handler.
  */
 import type { SbiHandler, SbiHeaders } from "../handler/types.ts";
-import type { TlsMaterial } from "./tls.ts";
+import type { TlsConnectionInfo, TlsMaterial } from "./tls.ts";
 
 /** The transports sbilab knows. */
 export type TransportName = "h2c" | "h2-tls" | "h3";
@@ -53,6 +53,8 @@ export interface ConnectionInfo {
     group?: string;
     /** Whether the session was resumed. */
     resumed?: boolean;
+    /** 0-RTT: `accepted` or `rejected` when early data was sent, else `none`. */
+    earlyData?: "none" | "accepted" | "rejected";
   };
   /** Largest UDP payload sent on the connection so far (QUIC), in bytes. */
   maxDatagramBytes?: number;
@@ -70,6 +72,25 @@ export interface ServerOptions {
   tls?: TlsMaterial;
   /** Implementation family. Default `native`. */
   stack?: StackName;
+  /**
+   * Called once per TLS connection when its handshake completes (native
+   * stack), with the peer, what was negotiated and the connection's exporter.
+   * Default none.
+   */
+  onTlsConnection?: (conn: AcceptedTlsConnection) => void;
+}
+
+/** A TLS connection a server accepted, as {@linkcode ServerOptions.onTlsConnection} sees it. */
+export interface AcceptedTlsConnection {
+  /** The client's address and port. */
+  remote: { hostname: string; port: number };
+  /** What the handshake negotiated. */
+  tls: TlsConnectionInfo;
+  /**
+   * RFC 5705 / RFC 8446 §7.5 exporter of this connection; throws `RangeError`
+   * once the connection is gone.
+   */
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array;
 }
 
 /** A running server. */

@@ -11,12 +11,13 @@
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
 import { parseOrigin } from "../origin.ts";
-import { type ResolvedTls, resolveTls } from "../tls.ts";
+import { type ResolvedTls, resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
   type ClientOptions,
   type ClientRequest,
   type ClientResponse,
+  type ConnectionInfo,
   type SbiClient,
   TimeoutError,
   TransportError,
@@ -24,13 +25,16 @@ import {
 import {
   H3_ERR,
   H3_EVENT,
+  H3_TLS_STATE,
   H3ClientConn,
   H3Config,
   type H3CongestionControl,
   type H3DatagramStats,
   type H3Event,
   H3Socket,
+  shimVersion,
 } from "./ffi.ts";
+import { sharedTicketCache, type TicketCache } from "../h2/ticket_cache.ts";
 import type { HeaderList } from "../wire.ts";
 import { loadH3Library } from "./loader.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
@@ -62,7 +66,19 @@ export interface H3ClientOptions extends ClientOptions {
   congestionControl?: H3CongestionControl;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
+  /** Offer a saved session ticket and keep new ones (TLS 1.3 resumption). Default true. */
+  resumption?: boolean;
+  /**
+   * When resuming, send safe requests (GET, HEAD, OPTIONS) in 0-RTT, before
+   * the handshake completes; other methods always wait for it. Default true.
+   */
+  earlyData?: boolean;
+  /** Where tickets are kept. Default: one cache shared by the process's native clients. */
+  ticketCache?: TicketCache;
 }
+
+/** Methods a client may send in 0-RTT: safe, so a replay changes nothing (RFC 8470 §4.1, RFC 9110 §9.2.1). */
+const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 interface Pending {
   resolve(r: ClientResponse): void;
@@ -70,6 +86,7 @@ interface Pending {
 }
 
 interface Queued extends Pending {
+  method: string;
   headers: HeaderList;
   body: Uint8Array;
   onStream(id: number): void;
@@ -79,7 +96,10 @@ interface Queued extends Pending {
 class Session {
   #sock: H3Socket;
   #conn: H3ClientConn;
-  #pending = new Map<number, Pending>();
+  #onTicket: (ticket: Uint8Array) => void;
+  #connected = false;
+  #lastTls: TlsConnectionInfo | null = null;
+  #pending = new Map<number, Queued>();
   #queued: Queued[] = [];
   #timer = new DeadlineTimer(() => {
     if (!this.#dead) this.#process();
@@ -90,14 +110,20 @@ class Session {
   #dead = false;
   #lastStats: H3DatagramStats | null = null;
 
-  constructor(sock: H3Socket, conn: H3ClientConn) {
+  constructor(sock: H3Socket, conn: H3ClientConn, onTicket: (ticket: Uint8Array) => void) {
     this.#sock = sock;
     this.#conn = conn;
+    this.#onTicket = onTicket;
     this.#flush();
     this.#reading = this.#readLoop();
   }
 
-  request(headers: HeaderList, body: Uint8Array, timeoutMs: number): Promise<ClientResponse> {
+  request(
+    method: string,
+    headers: HeaderList,
+    body: Uint8Array,
+    timeoutMs: number,
+  ): Promise<ClientResponse> {
     const { promise, resolve, reject } = Promise.withResolvers<ClientResponse>();
     let streamId = -1;
     let settled = false;
@@ -116,6 +142,7 @@ class Session {
       reject(new TimeoutError(timeoutMs));
     }, timeoutMs);
     const entry: Queued = {
+      method,
       headers,
       body,
       onStream: (id) => (streamId = id),
@@ -138,22 +165,29 @@ class Session {
     return promise;
   }
 
-  /** Opens streams for queued requests while the connection allows. */
+  /**
+   * Opens streams for queued requests while the connection allows. Before
+   * the handshake completes (0-RTT) only safe methods go; the rest wait.
+   */
   #submit(): void {
-    while (this.#queued.length && !this.#dead) {
-      const q = this.#queued[0];
+    for (let i = 0; i < this.#queued.length && !this.#dead;) {
+      const q = this.#queued[i];
+      if (!this.#connected && !EARLY_METHODS.has(q.method)) {
+        i++;
+        continue;
+      }
       let id: number;
       try {
         id = this.#conn.request(q.headers, q.body);
       } catch (err) {
-        this.#queued.shift();
+        this.#queued.splice(i, 1);
         q.reject(
           new TransportError(`HTTP/3 request rejected: ${(err as Error).message}`, { cause: err }),
         );
         continue;
       }
       if (id < 0) return;
-      this.#queued.shift();
+      this.#queued.splice(i, 1);
       q.onStream(id);
       this.#pending.set(id, q);
     }
@@ -202,6 +236,10 @@ class Session {
 
   #drainEvents(): void {
     for (let e: H3Event | null; !this.#dead && (e = this.#conn.poll());) this.#onEvent(e);
+    if (this.#conn.tlsState() & H3_TLS_STATE.TICKET) {
+      const t = this.#conn.takeTicket();
+      if (t) this.#onTicket(t);
+    }
   }
 
   #process(first?: Uint8Array): void {
@@ -245,6 +283,19 @@ class Session {
       case H3_EVENT.GOAWAY:
         this.unusable = true;
         return;
+      case H3_EVENT.CONNECTED:
+        this.#connected = true;
+        this.#lastTls = this.#conn.tlsInfo();
+        this.#submit();
+        return;
+      case H3_EVENT.EARLY_REJECTED: {
+        // The server refused 0-RTT: what went early is gone; send it again, in order.
+        const again = [...this.#pending.values()];
+        this.#pending.clear();
+        for (const q of again) q.onStream(-1);
+        this.#queued.unshift(...again);
+        return;
+      }
       case H3_EVENT.CLOSED: {
         const text = this.#conn.errorText() || "Connection closed";
         const prefix = e.code === H3_ERR.TLS
@@ -286,6 +337,17 @@ class Session {
     return this.#conn.stats() ?? this.#lastStats;
   }
 
+  /** What the handshake negotiated (kept after close); null before it completed. */
+  tlsInfo(): TlsConnectionInfo | null {
+    return this.#dead ? this.#lastTls : (this.#conn.tlsInfo() ?? this.#lastTls);
+  }
+
+  /** The exporter of this connection; throws `RangeError` when it is not established or closed. */
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
+    if (this.#dead) throw new RangeError("The HTTP/3 connection is closed");
+    return this.#conn.exportKeyingMaterial(label, context, length);
+  }
+
   /** Closes gracefully: CONNECTION_CLOSE with H3_NO_ERROR, then frees everything. */
   async close(): Promise<void> {
     if (!this.#dead) {
@@ -323,6 +385,16 @@ export interface H3SbiClient extends SbiClient {
   readonly maxUdpPayload: number | undefined;
   /** Datagram counters of the current (or last) connection, null before the first. */
   datagramStats(): H3DatagramStats | null;
+  /** What the current (or last) connection's handshake negotiated; null before the first. */
+  tlsInfo(): TlsConnectionInfo | null;
+  /** Stack, libraries, TLS and datagram size of the current (or last) connection. */
+  connectionInfo(): ConnectionInfo | undefined;
+  /**
+   * RFC 5705 / RFC 8446 §7.5 exporter of the current connection (see
+   * `n32MasterKey` for the N32 master key); throws `RangeError` when no
+   * connection is established.
+   */
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array;
 }
 
 class H3Client implements H3SbiClient {
@@ -336,6 +408,9 @@ class H3Client implements H3SbiClient {
   #session: Session | undefined;
   #connecting: Promise<Session> | undefined;
   #closed = false;
+  #tickets: TicketCache | undefined;
+  #ticketKey: string;
+  #versions: string;
 
   constructor(origin: URL, options: H3ClientOptions, sym: Sbh3Symbols, tls: ResolvedTls) {
     this.#origin = origin;
@@ -343,6 +418,19 @@ class H3Client implements H3SbiClient {
     this.#sym = sym;
     this.#tls = tls;
     this.maxUdpPayload = options.maxUdpPayload;
+    this.#tickets = options.resumption === false
+      ? undefined
+      : options.ticketCache ?? sharedTicketCache;
+    // A ticket is only offered where the same trust and identity obtained it.
+    this.#ticketKey = [
+      "h3",
+      origin.origin,
+      tls.serverName ?? "",
+      tls.insecure,
+      ...tls.caPem,
+      tls.certPem ?? "",
+    ].join("\n");
+    this.#versions = shimVersion(sym);
   }
 
   async #connect(): Promise<Session> {
@@ -371,6 +459,7 @@ class H3Client implements H3SbiClient {
         maxUdpPayload: this.#options.maxUdpPayload,
         maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
         congestionControl: this.#options.congestionControl,
+        earlyData: this.#options.earlyData !== false,
       });
       conn = new H3ClientConn(this.#sym, config, {
         serverName: this.#tls.serverName ?? stripBrackets(this.#origin.hostname),
@@ -379,6 +468,14 @@ class H3Client implements H3SbiClient {
         remoteIp,
         remotePort,
       });
+      const ticket = this.#tickets?.take(this.#ticketKey);
+      if (ticket) {
+        try {
+          conn.resume(ticket);
+        } catch {
+          // a ticket GnuTLS refuses (corrupt, other format) only costs the resumption
+        }
+      }
     } catch (err) {
       sock?.close();
       throw new TransportError(
@@ -388,7 +485,8 @@ class H3Client implements H3SbiClient {
         },
       );
     }
-    return new Session(sock, conn);
+    const cache = this.#tickets, key = this.#ticketKey;
+    return new Session(sock, conn, (t) => cache?.put(key, t));
   }
 
   async #sessionFor(): Promise<Session> {
@@ -419,11 +517,46 @@ class H3Client implements H3SbiClient {
       body.length,
     );
     const session = await this.#sessionFor();
-    return await session.request(list, body, timeoutMs);
+    return await session.request(req.method?.toUpperCase() ?? "GET", list, body, timeoutMs);
   }
 
   datagramStats(): H3DatagramStats | null {
     return this.#lastSession?.stats() ?? null;
+  }
+
+  tlsInfo(): TlsConnectionInfo | null {
+    return this.#lastSession?.tlsInfo() ?? null;
+  }
+
+  connectionInfo(): ConnectionInfo | undefined {
+    const session = this.#lastSession;
+    if (!session) return undefined;
+    const v = Object.fromEntries(this.#versions.split(" ").map((p) => p.split("/")));
+    const tls = session.tlsInfo();
+    const stats = session.stats();
+    return {
+      stack: "native",
+      implementation: `ngtcp2 ${v.ngtcp2}, nghttp3 ${v.nghttp3}`,
+      tls: {
+        library: `GnuTLS ${v.gnutls}`,
+        ...(tls
+          ? {
+            version: tls.version,
+            suite: tls.cipherSuite,
+            group: tls.group,
+            resumed: tls.resumed,
+            earlyData: tls.earlyData,
+          }
+          : {}),
+      },
+      ...(stats ? { maxDatagramBytes: stats.largestSent } : {}),
+    };
+  }
+
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
+    const session = this.#session;
+    if (!session) throw new RangeError("No HTTP/3 connection is open");
+    return session.exportKeyingMaterial(label, context, length);
   }
 
   /** Request streams the current connection's shim state still holds (for tests and diagnostics). */

@@ -16,6 +16,7 @@ import type { SbiServer, ServerOptions } from "../types.ts";
 import { transportProblem } from "../problem_response.ts";
 import {
   H3_EVENT,
+  H3_MSG_EARLY,
   H3Config,
   type H3CongestionControl,
   type H3DatagramStats,
@@ -51,7 +52,25 @@ export interface H3ServerOptions extends ServerOptions {
   drainMs?: number;
   /** Called with errors the transport swallowed. Default no-op. */
   onError?: (err: unknown) => void;
+  /**
+   * Lifetime of the TLS 1.3 session tickets sent (one per connection), in
+   * seconds; the ticket keys rotate with the same period (GnuTLS derives them
+   * from one master key per server). 0 sends none. Default 3600.
+   */
+  ticketLifetimeSeconds?: number;
+  /**
+   * Accept 0-RTT from resuming clients. A request that arrived in 0-RTT with
+   * a method that is not safe (anything but GET, HEAD, OPTIONS) is answered
+   * 425 Too Early (RFC 8470) without running the handler. Never under mutual
+   * TLS (the client certificate only comes with the handshake). Default true.
+   */
+  earlyData?: boolean;
+  /** How long a 0-RTT ClientHello is remembered to refuse its replay, in ms. Default 10000. */
+  antiReplayWindowMs?: number;
 }
+
+/** Methods served from 0-RTT; others get 425 Too Early (RFC 8470 §5.2). */
+const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 function urlHost(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
@@ -63,6 +82,8 @@ export interface H3SbiServer extends SbiServer {
   readonly maxUdpPayload: number | undefined;
   /** Datagram counters over every connection so far (largest sent and received, drops). */
   datagramStats(): H3DatagramStats | null;
+  /** Requests that arrived in 0-RTT so far, and how many of them were answered 425 Too Early. */
+  earlyRequests(): { received: number; tooEarly: number };
 }
 
 class H3Server implements H3SbiServer {
@@ -85,6 +106,9 @@ class H3Server implements H3SbiServer {
   #closing: Promise<void> | undefined;
   #stopped = false;
   #received = 0;
+  #early = { received: 0, tooEarly: 0 };
+  /** Client certificate subject per connection id (mutual TLS). */
+  #subjects = new Map<number, string>();
 
   constructor(
     sock: H3Socket,
@@ -131,9 +155,33 @@ class H3Server implements H3SbiServer {
     }
     for (let e: H3Event | null; (e = this.#ep.poll());) {
       if (e.type === H3_EVENT.MESSAGE) void this.#dispatch(e);
-      else if (e.type === H3_EVENT.CLOSED) this.#ep.forget(e.connId);
+      else if (e.type === H3_EVENT.CONNECTED) this.#onConnected(e.connId);
+      else if (e.type === H3_EVENT.CLOSED) {
+        this.#ep.forget(e.connId);
+        this.#subjects.delete(e.connId);
+      }
     }
     this.#arm();
+  }
+
+  /** A handshake completed: remember the client's subject and tell `onTlsConnection`. */
+  #onConnected(connId: number): void {
+    const tls = this.#ep.tlsInfo(connId);
+    if (!tls) return;
+    if (tls.peerSubject) this.#subjects.set(connId, tls.peerSubject);
+    const hook = this.#options.onTlsConnection;
+    const remote = this.#ep.peer(connId);
+    if (!hook || !remote) return;
+    try {
+      hook({
+        remote: { hostname: remote.hostname, port: remote.port },
+        tls,
+        exportKeyingMaterial: (label, context, length) =>
+          this.#ep.exportKeyingMaterial(connId, label, context, length),
+      });
+    } catch (err) {
+      this.#options.onError?.(err);
+    }
   }
 
   async #dispatch(e: H3Event): Promise<void> {
@@ -147,7 +195,18 @@ class H3Server implements H3SbiServer {
         this.#options.onError?.(err);
         response = transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT");
       }
+      if (request && e.code & H3_MSG_EARLY) {
+        this.#early.received++;
+        if (!EARLY_METHODS.has(request.method)) {
+          // Replayable: never run it. The client retries after the handshake (RFC 8470 §5.2).
+          this.#early.tooEarly++;
+          response = transportProblem(425, "Too Early", "TOO_EARLY");
+          request = undefined;
+        }
+      }
       if (request) {
+        const subject = this.#subjects.get(e.connId);
+        if (subject) request.peer = { subject };
         try {
           response = await this.#handler(request);
         } catch (err) {
@@ -200,6 +259,10 @@ class H3Server implements H3SbiServer {
 
   datagramStats(): H3DatagramStats | null {
     return this.#ep.stats();
+  }
+
+  earlyRequests(): { received: number; tooEarly: number } {
+    return { ...this.#early };
   }
 
   /** Request streams not yet closed, over all connections (for tests and diagnostics). */
@@ -265,6 +328,9 @@ export async function createH3Server(
       maxUdpPayload: options.maxUdpPayload,
       maxRecvUdpPayload: options.maxRecvUdpPayload,
       congestionControl: options.congestionControl,
+      ticketLifetimeSeconds: options.ticketLifetimeSeconds ?? 3600,
+      earlyData: options.earlyData !== false && !tls.requireClientCert,
+      antiReplayWindowMs: options.antiReplayWindowMs,
     });
     const ep = new H3ServerEndpoint(lib.symbols, config, hostname, sock.port);
     return new H3Server(sock, hostname, ep, handler, options, config.maxUdpPayload);

@@ -1,0 +1,235 @@
+/**
+ * TLS on h3 beyond the handshake: the exporter (both ends agree), what the
+ * connection negotiated, session tickets and resumption, 0-RTT with 425 Too
+ * Early and anti-replay, and the client certificate's subject for the handler.
+ */
+import assert from "node:assert/strict";
+import { createHandler } from "../../handler/mod.ts";
+import type { SbiHandler, SbiRequest } from "../../handler/types.ts";
+import { createDevPki, type DevPki } from "../pki.ts";
+import { n32MasterKey } from "../n32.ts";
+import type { AcceptedTlsConnection } from "../types.ts";
+import { TicketCache } from "../h2/ticket_cache.ts";
+import { createH3Client, createH3Server, type H3ServerOptions } from "./mod.ts";
+import { H3_SKIP } from "./_test_util.ts";
+
+const ignore = H3_SKIP !== null;
+const pki: DevPki = ignore ? ({} as DevPki) : await createDevPki();
+const serverTls = () => ({ cert: pki.serverCertPem, key: pki.serverKeyPem });
+const trust = () => ({ ca: pki.caCertPem });
+const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+
+/** A handler that counts the requests it ran. */
+function counting(): { handler: SbiHandler; calls: SbiRequest[] } {
+  const inner = createHandler();
+  const calls: SbiRequest[] = [];
+  return {
+    calls,
+    handler: (req) => {
+      calls.push(req);
+      return inner(req);
+    },
+  };
+}
+
+/** Starts a server whose accepted TLS connections arrive, in order, on the returned queue. */
+async function serverWithConnections(
+  handler: SbiHandler,
+  options: H3ServerOptions = {},
+) {
+  const accepted: AcceptedTlsConnection[] = [];
+  let wake: (() => void) | undefined;
+  const server = await createH3Server(handler, {
+    tls: serverTls(),
+    ...options,
+    onTlsConnection: (c) => {
+      accepted.push(c);
+      wake?.();
+    },
+  });
+  /** Resolves with the n-th accepted connection (0-based) once its handshake completed. */
+  const nth = async (n: number): Promise<AcceptedTlsConnection> => {
+    while (accepted.length <= n) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      wake = resolve;
+      await promise;
+    }
+    return accepted[n];
+  };
+  return { server, nth, accepted };
+}
+
+Deno.test({
+  name:
+    "h3 client and server export the same keying material; label, context and connection change it",
+  ignore,
+  fn: async () => {
+    const { server, nth } = await serverWithConnections(createHandler());
+    const a = await createH3Client(server.url, { tls: trust(), resumption: false });
+    const b = await createH3Client(server.url, { tls: trust(), resumption: false });
+    try {
+      assert.equal((await a.request({ path: "/nbench/v1/payload?size=8" })).status, 200);
+      const sa = await nth(0);
+      const ctx = new TextEncoder().encode("ctx");
+      const clientKey = a.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64);
+      assert.equal(clientKey.length, 64);
+      assert.deepEqual(
+        sa.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64),
+        clientKey,
+      );
+      assert.deepEqual(await n32MasterKey(a), clientKey);
+      assert.deepEqual(await n32MasterKey(sa), clientKey);
+      // Context and label change the output; both ends still agree.
+      const withCtx = a.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", ctx, 64);
+      assert.notEqual(hex(withCtx), hex(clientKey));
+      assert.deepEqual(sa.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", ctx, 64), withCtx);
+      const other = a.exportKeyingMaterial("EXPORTER-sbilab-test", undefined, 64);
+      assert.notEqual(hex(other), hex(clientKey));
+      // Another connection, other bytes.
+      assert.equal((await b.request({ path: "/nbench/v1/payload?size=8" })).status, 200);
+      const sb = await nth(1);
+      const bKey = b.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64);
+      assert.deepEqual(sb.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64), bKey);
+      assert.notEqual(hex(bKey), hex(clientKey));
+      // The server saw the client's address.
+      assert.equal(sa.remote.hostname, "127.0.0.1");
+      assert.ok(sa.remote.port > 0);
+      assert.throws(() => a.exportKeyingMaterial("", undefined, 64), RangeError);
+      assert.throws(() => a.exportKeyingMaterial("x", undefined, 0), RangeError);
+    } finally {
+      await a.close();
+      await b.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "h3 client reports version, suite, group and datagram size in connectionInfo",
+  ignore,
+  fn: async () => {
+    const server = await createH3Server(createHandler(), { tls: serverTls() });
+    const client = await createH3Client(server.url, { tls: trust(), resumption: false });
+    try {
+      assert.equal(client.connectionInfo(), undefined);
+      await client.request({ path: "/nbench/v1/payload?size=4000" });
+      const info = client.connectionInfo()!;
+      assert.equal(info.stack, "native");
+      assert.match(info.implementation, /^ngtcp2 \d+\.\d+\.\d+, nghttp3 \d+\.\d+\.\d+$/);
+      assert.match(info.tls!.library, /^GnuTLS \d+\.\d+/);
+      assert.equal(info.tls!.version, "TLS1.3");
+      assert.equal(info.tls!.suite, "TLS_AES_128_GCM_SHA256");
+      assert.ok(info.tls!.group, "a key-exchange group is named");
+      assert.equal(info.tls!.resumed, false);
+      assert.ok(info.maxDatagramBytes! >= 1200, `largest datagram ${info.maxDatagramBytes}`);
+      const tls = client.tlsInfo()!;
+      assert.equal(tls.alpn, "h3");
+      assert.match(tls.peerSubject!, /CN=/);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "h3 second connection resumes with the ticket of the first and sees fewer handshake bytes",
+  ignore,
+  fn: async () => {
+    const { server, nth } = await serverWithConnections(createHandler(), { earlyData: false });
+    const cache = new TicketCache();
+    try {
+      const first = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      await first.request({ path: "/nbench/v1/payload?size=8" });
+      await first.close();
+      assert.equal(cache.size, 1, "the first connection left a ticket");
+      const full = first.tlsInfo()!;
+      assert.equal(full.resumed, false);
+
+      const second = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      await second.request({ path: "/nbench/v1/payload?size=8" });
+      const resumed = second.tlsInfo()!;
+      assert.equal(resumed.resumed, true);
+      assert.equal(second.connectionInfo()!.tls!.resumed, true);
+      assert.equal((await nth(1)).tls.resumed, true, "the server saw a resumption too");
+      // No certificate chain on a resumption: far fewer handshake bytes from the server.
+      assert.ok(
+        resumed.handshakeBytes.received * 2 < full.handshakeBytes.received,
+        `received ${resumed.handshakeBytes.received} B resumed vs ${full.handshakeBytes.received} B full`,
+      );
+      // The exporter still agrees on a resumed connection.
+      assert.deepEqual(
+        (await nth(1)).exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 32),
+        second.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 32),
+      );
+      await second.close();
+    } finally {
+      await server.close();
+    }
+  },
+});
+
+/** A cache that offers one given ticket to every connection and records what it is given. */
+class FixedTicket extends TicketCache {
+  given: Uint8Array[] = [];
+  #ticket: Uint8Array | undefined;
+  constructor(ticket?: Uint8Array) {
+    super();
+    this.#ticket = ticket;
+  }
+  override take(): Uint8Array | undefined {
+    return this.#ticket;
+  }
+  override put(_key: string, ticket: Uint8Array): void {
+    this.given.push(ticket);
+  }
+}
+
+Deno.test({
+  name: "h3 ticket from another server, or resumption switched off, gives a full handshake",
+  ignore,
+  fn: async () => {
+    const a = await createH3Server(createHandler(), { tls: serverTls() });
+    const b = await createH3Server(createHandler(), { tls: serverTls() });
+    try {
+      const fromA = new FixedTicket();
+      const ca = await createH3Client(a.url, { tls: trust(), ticketCache: fromA });
+      await ca.request({ path: "/nbench/v1/payload?size=8" });
+      await ca.close();
+      assert.equal(fromA.given.length, 1, "A sent one ticket");
+
+      // The same ticket resumes at A (so it is a good one) ...
+      const again = await createH3Client(a.url, {
+        tls: trust(),
+        ticketCache: new FixedTicket(fromA.given[0]),
+      });
+      await again.request({ path: "/nbench/v1/payload?size=8" });
+      assert.equal(again.tlsInfo()!.resumed, true);
+      await again.close();
+
+      // ... but B cannot decrypt it: full handshake, and the early GET is sent again.
+      const cb = await createH3Client(b.url, {
+        tls: trust(),
+        ticketCache: new FixedTicket(fromA.given[0]),
+      });
+      const res = await cb.request({ path: "/nbench/v1/payload?size=8" });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.length, 8);
+      assert.equal(cb.tlsInfo()!.resumed, false);
+      assert.equal(cb.tlsInfo()!.earlyData, "rejected");
+      await cb.close();
+
+      const off = await createH3Client(a.url, {
+        tls: trust(),
+        resumption: false,
+        ticketCache: new FixedTicket(fromA.given[0]),
+      });
+      await off.request({ path: "/nbench/v1/payload?size=8" });
+      assert.equal(off.tlsInfo()!.resumed, false);
+      await off.close();
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  },
+});
