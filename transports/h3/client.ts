@@ -97,6 +97,8 @@ class Session {
   #sock: H3Socket;
   #conn: H3ClientConn;
   #onTicket: (ticket: Uint8Array) => void;
+  #offered: Uint8Array | undefined;
+  #gotTicket = false;
   #connected = false;
   #lastTls: TlsConnectionInfo | null = null;
   #pending = new Map<number, Queued>();
@@ -110,10 +112,22 @@ class Session {
   #dead = false;
   #lastStats: H3DatagramStats | null = null;
 
-  constructor(sock: H3Socket, conn: H3ClientConn, onTicket: (ticket: Uint8Array) => void) {
+  /**
+   * `offered`: the ticket this connection resumes with, if any. A new ticket
+   * from the server goes to `onTicket`; a connection that resumed but ends
+   * before its new ticket arrived (0-RTT answers come a round trip before
+   * it) hands the offered one back, so the next connection still resumes.
+   */
+  constructor(
+    sock: H3Socket,
+    conn: H3ClientConn,
+    onTicket: (ticket: Uint8Array) => void,
+    offered?: Uint8Array,
+  ) {
     this.#sock = sock;
     this.#conn = conn;
     this.#onTicket = onTicket;
+    this.#offered = offered;
     this.#flush();
     this.#reading = this.#readLoop();
   }
@@ -238,7 +252,10 @@ class Session {
     for (let e: H3Event | null; !this.#dead && (e = this.#conn.poll());) this.#onEvent(e);
     if (this.#conn.tlsState() & H3_TLS_STATE.TICKET) {
       const t = this.#conn.takeTicket();
-      if (t) this.#onTicket(t);
+      if (t) {
+        this.#gotTicket = true;
+        this.#onTicket(t);
+      }
     }
   }
 
@@ -314,6 +331,8 @@ class Session {
     this.unusable = true;
     // Send a pending CONNECTION_CLOSE, if any, before going quiet.
     this.#io();
+    this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls;
+    if (!this.#gotTicket && this.#offered && this.#lastTls?.resumed) this.#onTicket(this.#offered);
     this.#dead = true;
     for (const p of this.#pending.values()) p.reject(err);
     for (const q of this.#queued) q.reject(err);
@@ -446,6 +465,7 @@ class H3Client implements H3SbiClient {
       : "0.0.0.0";
     let sock: H3Socket | undefined;
     let conn: H3ClientConn | undefined;
+    let ticket: Uint8Array | undefined;
     try {
       sock = new H3Socket(this.#sym, localIp, 0);
       sock.connect(remoteIp, remotePort);
@@ -468,12 +488,13 @@ class H3Client implements H3SbiClient {
         remoteIp,
         remotePort,
       });
-      const ticket = this.#tickets?.take(this.#ticketKey);
+      ticket = this.#tickets?.take(this.#ticketKey);
       if (ticket) {
         try {
           conn.resume(ticket);
         } catch {
           // a ticket GnuTLS refuses (corrupt, other format) only costs the resumption
+          ticket = undefined;
         }
       }
     } catch (err) {
@@ -486,7 +507,7 @@ class H3Client implements H3SbiClient {
       );
     }
     const cache = this.#tickets, key = this.#ticketKey;
-    return new Session(sock, conn, (t) => cache?.put(key, t));
+    return new Session(sock, conn, (t) => cache?.put(key, t), ticket);
   }
 
   async #sessionFor(): Promise<Session> {

@@ -10,7 +10,7 @@ import { createDevPki, type DevPki } from "../pki.ts";
 import { n32MasterKey } from "../n32.ts";
 import type { AcceptedTlsConnection } from "../types.ts";
 import { TicketCache } from "../h2/ticket_cache.ts";
-import { createH3Client, createH3Server, type H3ServerOptions } from "./mod.ts";
+import { createH3Client, createH3Server, type H3SbiServer, type H3ServerOptions } from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
 
 const ignore = H3_SKIP !== null;
@@ -230,6 +230,210 @@ Deno.test({
     } finally {
       await a.close();
       await b.close();
+    }
+  },
+});
+
+/** Resolves once `cond()` holds, checking every 5 ms for at most `ms`; throws otherwise. */
+async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+Deno.test({
+  name: "h3 GET on a resumed connection goes in 0-RTT and is answered; 0-RTT off on either side sends it after the handshake",
+  ignore,
+  fn: async () => {
+    const { handler, calls } = counting();
+    const server = await createH3Server(handler, { tls: serverTls() });
+    const noEarly = await createH3Server(handler, { tls: serverTls(), earlyData: false });
+    try {
+      const cache = new TicketCache();
+      const first = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      await first.request({ path: "/nbench/v1/payload?size=8" });
+      await first.close();
+      assert.equal(first.tlsInfo()!.earlyData, "none");
+
+      const second = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      const res = await second.request({ path: "/nbench/v1/payload?size=300" });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.length, 300);
+      assert.equal(second.tlsInfo()!.earlyData, "accepted");
+      assert.equal(second.connectionInfo()!.tls!.earlyData, "accepted");
+      assert.deepEqual(server.earlyRequests(), { received: 1, tooEarly: 0 });
+      await second.close();
+
+      // Client switched off: resumes, sends nothing early.
+      const third = await createH3Client(server.url, {
+        tls: trust(),
+        ticketCache: cache,
+        earlyData: false,
+      });
+      await third.request({ path: "/nbench/v1/payload?size=8" });
+      assert.equal(third.tlsInfo()!.resumed, true);
+      assert.equal(third.tlsInfo()!.earlyData, "none");
+      assert.equal(server.earlyRequests().received, 1);
+      await third.close();
+
+      // Server switched off: the client tries, the server refuses, the GET is sent again.
+      const offCache = new TicketCache();
+      const warm = await createH3Client(noEarly.url, { tls: trust(), ticketCache: offCache });
+      await warm.request({ path: "/nbench/v1/payload?size=8" });
+      await warm.close();
+      const before = calls.length;
+      const refused = await createH3Client(noEarly.url, { tls: trust(), ticketCache: offCache });
+      const again = await refused.request({ path: "/nbench/v1/payload?size=8" });
+      assert.equal(again.status, 200);
+      assert.equal(refused.tlsInfo()!.resumed, true);
+      assert.notEqual(refused.tlsInfo()!.earlyData, "accepted");
+      assert.equal(calls.length, before + 1, "the GET ran once");
+      assert.deepEqual(noEarly.earlyRequests(), { received: 0, tooEarly: 0 });
+      await refused.close();
+    } finally {
+      await server.close();
+      await noEarly.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "h3 client holds a PUT until the handshake completes even when resuming with 0-RTT",
+  ignore,
+  fn: async () => {
+    const { handler, calls } = counting();
+    const server = await createH3Server(handler, { tls: serverTls() });
+    try {
+      const cache = new TicketCache();
+      const first = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      await first.request({ path: "/nbench/v1/payload?size=8" });
+      await first.close();
+      const second = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      const body = new TextEncoder().encode(
+        JSON.stringify({ nfInstanceId: "p1", nfType: "AMF", nfStatus: "REGISTERED" }),
+      );
+      const [put, get] = await Promise.all([
+        second.request({
+          method: "PUT",
+          path: "/nnrf-nfm/v1/nf-instances/p1",
+          headers: { "content-type": "application/json" },
+          body,
+        }),
+        second.request({ path: "/nbench/v1/payload?size=8" }),
+      ]);
+      assert.equal(put.status, 201);
+      assert.equal(get.status, 200);
+      assert.equal(second.tlsInfo()!.earlyData, "accepted");
+      // Only the GET arrived early; the PUT ran once, after the handshake.
+      assert.deepEqual(server.earlyRequests(), { received: 1, tooEarly: 0 });
+      assert.equal(calls.filter((c) => c.method === "PUT").length, 1);
+      await second.close();
+    } finally {
+      await server.close();
+    }
+  },
+});
+
+/** A UDP relay between one client and a server that records the client's first flight. */
+class Relay {
+  #down: Deno.DatagramConn;
+  #up: Deno.DatagramConn;
+  #server: Deno.NetAddr;
+  #client: Deno.NetAddr | undefined;
+  #done: Promise<void[]>;
+  /** Client datagrams of its first flight: long-header Initial and 0-RTT packets to the first DCID. */
+  flight: Uint8Array[] = [];
+  #dcid: string | undefined;
+
+  constructor(serverPort: number) {
+    this.#server = { transport: "udp", hostname: "127.0.0.1", port: serverPort };
+    this.#down = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+    this.#up = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+    this.#done = Promise.all([this.#pumpDown(), this.#pumpUp()]);
+  }
+
+  get port(): number {
+    return (this.#down.addr as Deno.NetAddr).port;
+  }
+
+  async #pumpDown(): Promise<void> {
+    for await (const [data, from] of this.#down) {
+      this.#client = from as Deno.NetAddr;
+      this.#record(data);
+      await this.#up.send(data, this.#server);
+    }
+  }
+
+  async #pumpUp(): Promise<void> {
+    for await (const [data] of this.#up) {
+      if (this.#client) await this.#down.send(data, this.#client);
+    }
+  }
+
+  #record(d: Uint8Array): void {
+    const type = (d[0] & 0x30) >> 4;
+    if (!(d[0] & 0x80) || (type !== 0 && type !== 1)) return;
+    const dcid = hex(d.subarray(6, 6 + d[5]));
+    this.#dcid ??= dcid;
+    if (dcid === this.#dcid) this.flight.push(d.slice());
+  }
+
+  /** Sends the recorded flight to the server again, from the relay's server-side socket. */
+  async replay(): Promise<void> {
+    for (const d of this.flight) await this.#up.send(d, this.#server);
+  }
+
+  async close(): Promise<void> {
+    this.#down.close();
+    this.#up.close();
+    await this.#done.catch(() => {});
+  }
+}
+
+Deno.test({
+  name: "h3 server refuses a replayed 0-RTT flight: the early GET does not run twice",
+  ignore,
+  fn: async () => {
+    const { handler, calls } = counting();
+    const server = await createH3Server(handler, { tls: serverTls() }) as H3SbiServer & {
+      connectionCount: number;
+      datagramsReceived: number;
+    };
+    const relay = new Relay(server.port);
+    try {
+      const rec = new FixedTicket();
+      const first = await createH3Client(server.url, { tls: trust(), ticketCache: rec });
+      await first.request({ path: "/nbench/v1/payload?size=8" });
+      await first.close();
+      // Tickets are kept per origin: offer the server's ticket on the relay's origin.
+      const early = await createH3Client(`https://127.0.0.1:${relay.port}`, {
+        tls: trust(),
+        ticketCache: new FixedTicket(rec.given[0]),
+      });
+      await early.request({ path: "/nbench/v1/payload?size=9" });
+      assert.equal(early.tlsInfo()!.earlyData, "accepted");
+      await early.close();
+      assert.equal(server.earlyRequests().received, 1);
+      const ran = calls.filter((c) => c.query.get("size") === "9").length;
+      assert.equal(ran, 1);
+      assert.ok(relay.flight.length >= 2, `recorded ${relay.flight.length} datagrams`);
+
+      // Once the server forgot the connection, the same datagrams start a new one.
+      await until(() => server.connectionCount === 0, "the server to drop the connections");
+      const seen = server.datagramsReceived;
+      await relay.replay();
+      await until(
+        () => server.datagramsReceived >= seen + relay.flight.length,
+        "the replayed datagrams",
+      );
+      assert.equal(server.connectionCount, 1, "the replay reached the TLS handshake");
+      assert.equal(server.earlyRequests().received, 1, "its early data was refused");
+      assert.equal(calls.filter((c) => c.query.get("size") === "9").length, 1);
+    } finally {
+      await relay.close();
+      await server.close();
     }
   },
 });
