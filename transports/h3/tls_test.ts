@@ -244,7 +244,8 @@ async function until(cond: () => boolean, what: string, ms = 5000): Promise<void
 }
 
 Deno.test({
-  name: "h3 GET on a resumed connection goes in 0-RTT and is answered; 0-RTT off on either side sends it after the handshake",
+  name:
+    "h3 GET on a resumed connection goes in 0-RTT and is answered; 0-RTT off on either side sends it after the handshake",
   ignore,
   fn: async () => {
     const { handler, calls } = counting();
