@@ -1,14 +1,17 @@
 /**
  * `lab`: the sbilab command line. Parses arguments, dispatches one command,
- * and maps every error to one line on stderr and a non-zero exit.
+ * and maps every error to one line on stderr and an exit status: this is the
+ * only place that chooses one (see {@linkcode exitCodeFor}).
  */
 import { Command, CommanderError } from "commander";
 import { registerServeCommand } from "./cli/serve.ts";
 import { INSECURE_ENV, registerRequestCommand } from "./cli/request.ts";
 import { registerCertsCommand } from "./cli/certs.ts";
 import { registerDoctorCommand } from "./cli/doctor.ts";
-import { registerBenchCommands } from "./bench/cli.ts";
+import { registerBenchCommands, registerStudyCommand } from "./bench/cli.ts";
+import { registerLoadCommand } from "./cli/load.ts";
 import { registerLinkCommands } from "./linkemu/cli.ts";
+import { UsageError } from "./cli/args.ts";
 
 /** Builds the command tree (exported for tests). */
 export function buildProgram(): Command {
@@ -22,8 +25,21 @@ export function buildProgram(): Command {
   registerCertsCommand(program);
   registerDoctorCommand(program);
   registerBenchCommands(program);
+  registerStudyCommand(program);
+  registerLoadCommand(program);
   registerLinkCommands(program);
   return program;
+}
+
+/**
+ * The exit status for an error a command threw: 0 for commander's help and
+ * version, 2 for usage errors (commander's own and {@linkcode UsageError}),
+ * 1 for everything else.
+ */
+export function exitCodeFor(err: unknown): number {
+  if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+  if (err instanceof UsageError) return 2;
+  return 1;
 }
 
 function isCompiled(): boolean {
@@ -61,12 +77,11 @@ if (import.meta.main) {
     if (code !== undefined) Deno.exit(code);
     await buildProgram().parseAsync(args, { from: "user" });
   } catch (err) {
-    if (err instanceof CommanderError) {
-      // commander already printed its message (help, version or a usage error)
-      Deno.exit(err.exitCode === 0 ? 0 : 2);
+    // commander already printed its own message (help, version or a usage error)
+    if (!(err instanceof CommanderError)) {
+      const msg = err instanceof Error ? err.message : String(err);
+      console.error(`error: ${msg.split("\n")[0]}`);
     }
-    const msg = err instanceof Error ? err.message : String(err);
-    console.error(`error: ${msg.split("\n")[0]}`);
-    Deno.exit(1);
+    Deno.exit(exitCodeFor(err));
   }
 }

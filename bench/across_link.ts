@@ -163,6 +163,9 @@ export function childArgs(
   if (options.rate !== undefined) args.push("--rate", String(options.rate));
   if (options.concurrency) args.push("--concurrency", options.concurrency.join(","));
   if (options.streams !== undefined) args.push("--streams", String(options.streams));
+  if (options.flows) args.push("--flows", options.flows.join(","));
+  if (options.engine) args.push("--engine", options.engine);
+  if (options.p99BoundMs !== undefined) args.push("--p99", String(options.p99BoundMs));
   args.push("--no-floors", "--no-charts", "--json", json);
   return args;
 }

@@ -4,7 +4,7 @@
  */
 import type { Command } from "commander";
 import { parseStack, type StackName, type TransportName } from "../transports/types.ts";
-import { runBench } from "./run.ts";
+import { engineFor, runBench } from "./run.ts";
 import { parseRun, type ScenarioName, SCENARIOS } from "./schema.ts";
 import { parseSize } from "./units.ts";
 import { createProgress } from "./progress.ts";
@@ -14,15 +14,8 @@ import { renderTable } from "./table.ts";
 import { renderCharts } from "./charts.ts";
 import { linkContextFromEnv, runBenchAcrossLink } from "./across_link.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
+import { UsageError } from "../cli/args.ts";
 import type { LinkBackend } from "../linkemu/link.ts";
-
-/** Raised for bad command-line input; the CLI prints its message and exits 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
-  }
-}
 
 function list(text: string, what: string): string[] {
   const items = text.split(",").map((s) => s.trim()).filter(Boolean);
@@ -65,12 +58,16 @@ interface BenchFlags {
   rate?: string;
   concurrency?: string;
   streams?: string;
+  flows?: string;
+  engine?: string;
+  p99?: string;
   link?: string;
   linkBackend?: string;
   floors?: boolean;
   json?: string;
   md?: string;
   csv?: string;
+  html?: string;
   charts?: boolean;
 }
 
@@ -87,6 +84,11 @@ async function bench(flags: BenchFlags): Promise<void> {
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
+  }
+  try {
+    engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
   let transports: TransportName[] | undefined;
   if (flags.transports) {
@@ -171,6 +173,9 @@ async function bench(flags: BenchFlags): Promise<void> {
         )
         : undefined,
       streams: flags.streams !== undefined ? integer(flags.streams, "--streams", 1) : undefined,
+      flows: flags.flows !== undefined ? list(flags.flows, "flow stream") : undefined,
+      engine: flags.engine as "native" | "sbi" | undefined,
+      p99BoundMs: flags.p99 !== undefined ? number(flags.p99, "--p99", 0.001) : undefined,
       skipFloors: flags.floors === false,
       onProgress: progress.update,
       signal: controller.signal,
@@ -189,7 +194,12 @@ async function bench(flags: BenchFlags): Promise<void> {
       const charts = renderCharts(run);
       if (charts) console.log(`\n${charts}`);
     }
-    const written = await writeReports(run, { json: flags.json, md: flags.md, csv: flags.csv });
+    const written = await writeReports(run, {
+      json: flags.json,
+      md: flags.md,
+      csv: flags.csv,
+      html: flags.html,
+    });
     for (const w of written) console.error(`wrote ${w}`);
   } finally {
     progress.stop();
@@ -219,9 +229,10 @@ async function report(
     threshold: string;
     md?: string;
     csv?: string;
+    html?: string;
     charts?: boolean;
   },
-): Promise<number> {
+): Promise<void> {
   const base = await readRun(a);
   if (!b) {
     console.log(renderTable(base));
@@ -229,26 +240,21 @@ async function report(
       const charts = renderCharts(base);
       if (charts) console.log(`\n${charts}`);
     }
-    const written = await writeReports(base, { md: flags.md, csv: flags.csv });
+    const written = await writeReports(base, { md: flags.md, csv: flags.csv, html: flags.html });
     for (const w of written) console.error(`wrote ${w}`);
-    return 0;
+    return;
   }
   const threshold = number(flags.threshold, "--threshold", 0) / 100;
   const cand = await readRun(b);
   const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
   console.log(renderComparison(cmp));
-  if (flags.failOnRegression && cmp.rows.some((r) => r.verdict === "regressed")) {
-    console.error(
-      `error: ${
-        cmp.rows.filter((r) => r.verdict === "regressed").length
-      } row(s) regressed beyond ${flags.threshold} %`,
-    );
-    return 1;
+  const regressed = cmp.rows.filter((r) => r.verdict === "regressed").length;
+  if (flags.failOnRegression && regressed > 0) {
+    throw new Error(`${regressed} row(s) regressed beyond ${flags.threshold} %`);
   }
-  return 0;
 }
 
-/** Adds `bench` and `report` to the program. Errors become one line on stderr and exit codes 1/2. */
+/** Adds `bench` and `report` to the program. Bad input throws {@linkcode UsageError}. */
 export function registerBenchCommands(program: Command): void {
   program
     .command("bench")
@@ -269,12 +275,21 @@ export function registerBenchCommands(program: Command): void {
     .option("--ca <file>", "CA certificate to trust for an https target")
     .option("-k, --insecure", "do not verify an https target's certificate")
     .option("--delay-ms <ms>", "handler delay passed to the server", undefined)
-    .option("--rate <req/s>", "open-loop rate for --scenario rate (default 1000)")
+    .option(
+      "--rate <per-s>",
+      "open-loop rate: req/s for --scenario rate (default 1000), UE arrivals/s for flows (default: half the UE slots busy)",
+    )
     .option(
       "--concurrency <list>",
-      "in-flight levels for --scenario concurrency (default 1,8,64,256)",
+      "in-flight levels for --scenario concurrency (default 1,8,64,256); UEs in flight for flows (default 8)",
     )
+    .option("--flows <list>", "streams for --scenario flows: journey,warm-get (default both)")
     .option("--streams <n>", "concurrent streams on one connection for --scenario hol (default 16)")
+    .option(
+      "--engine <engine>",
+      "native (load engine in C; default for concurrency, rate, bulk, capacity) or sbi (SBI client)",
+    )
+    .option("--p99 <ms>", "p99 bound for --scenario capacity (default 10)")
     .option(
       "--link <spec>",
       "run across an emulated link: a profile (lan, wan, lossy, …) or key=value list; needs root",
@@ -292,8 +307,9 @@ export function registerBenchCommands(program: Command): void {
     .option("--json <file>", "save the run as JSON (re-render with lab report)")
     .option("--md <file>", "write a Markdown report")
     .option("--csv <file>", "write the rows as CSV")
+    .option("--html <file>", "write a self-contained HTML report with charts")
     .action(async (flags: BenchFlags) => {
-      await runAction(() => bench(flags).then(() => 0));
+      await bench(flags);
     });
   program
     .command("report")
@@ -304,22 +320,113 @@ export function registerBenchCommands(program: Command): void {
     .option("--threshold <percent>", "noise threshold in percent", "2")
     .option("--md <file>", "write a Markdown report of A")
     .option("--csv <file>", "write A's rows as CSV")
+    .option("--html <file>", "write A as a self-contained HTML report with charts")
     .option("--no-charts", "do not print ASCII charts")
     .action(async (a: string, b: string | undefined, flags) => {
-      await runAction(() => report(a, b, flags));
+      await report(a, b, flags);
     });
 }
 
-async function runAction(fn: () => Promise<number>): Promise<void> {
-  let code: number;
+interface StudyFlags {
+  quick?: boolean;
+  budget?: string;
+  links?: string;
+  transports?: string;
+  ues?: string;
+  flows?: string;
+  out: string;
+}
+
+async function study(flags: StudyFlags): Promise<number> {
+  const { parseBudget, runStudy, STUDY_LINKS } = await import("./study.ts");
+  const { studyVerdict } = await import("./verdict.ts");
+  const { verdictTable } = await import("./verdict_table.ts");
+  const { layoutColumns } = await import("./table.ts");
+  let budgetMs: number | undefined;
+  let links: string[] | undefined;
+  let transports: TransportName[] | undefined;
   try {
-    code = await fn();
+    if (flags.budget !== undefined) budgetMs = parseBudget(flags.budget);
+    if (flags.links !== undefined) {
+      links = list(flags.links, "link");
+      for (const l of links) if (l !== "loopback") parseLinkSpec(l);
+    }
+    if (flags.transports) {
+      const { parseTransports } = await import("../transports/mod.ts");
+      transports = parseTransports(flags.transports);
+    }
   } catch (err) {
-    const e = err as Error;
-    console.error(`error: ${e.message.split("\n")[0]}`);
-    code = err instanceof UsageError || err instanceof RangeError || err instanceof SyntaxError
-      ? 2
-      : 1;
+    throw new UsageError((err as Error).message);
   }
-  if (code !== 0) Deno.exit(code);
+  const ues = flags.ues
+    ? list(flags.ues, "UE concurrency").map((c) => integer(c, "UE concurrency", 1))
+    : undefined;
+  const flows = flags.flows ? list(flags.flows, "flow stream") : undefined;
+  for (const f of flows ?? []) {
+    if (f !== "journey" && f !== "warm-get") {
+      throw new UsageError(`Unknown flow stream ${f} (choose from journey, warm-get)`);
+    }
+  }
+  try {
+    await Deno.mkdir(flags.out, { recursive: true });
+  } catch (err) {
+    throw new Error(`Cannot create ${flags.out}: ${(err as Error).message}`);
+  }
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  Deno.addSignalListener("SIGINT", onSignal);
+  const progress = createProgress();
+  try {
+    const run = await runStudy({
+      quick: flags.quick,
+      budgetMs,
+      links: links ?? STUDY_LINKS,
+      transports,
+      ues,
+      flows,
+      onProgress: progress.update,
+      signal: controller.signal,
+    });
+    progress.stop();
+    const v = studyVerdict(run);
+    const t = verdictTable(v);
+    console.log(`Verdict: ${v.summary}\n`);
+    console.log(layoutColumns(t.header, t.body));
+    const base = `${flags.out.replace(/\/$/, "")}/study`;
+    const written = await writeReports(run, {
+      json: `${base}.json`,
+      md: `${base}.md`,
+      csv: `${base}.csv`,
+      html: `${base}.html`,
+    });
+    for (const w of written) console.error(`wrote ${w}`);
+    console.error(
+      `study took ${(run.durationMs / 1000).toFixed(0)} s of a ${
+        (run.study!.budgetMs / 1000).toFixed(0)
+      } s budget`,
+    );
+  } finally {
+    progress.stop();
+    Deno.removeSignalListener("SIGINT", onSignal);
+  }
+  return 0;
+}
+
+/** Adds `study` to the program. */
+export function registerStudyCommand(program: Command): void {
+  program
+    .command("study")
+    .description(
+      "run the follow-up study: call flows × links × transports × UE concurrency, with a verdict (needs root for links)",
+    )
+    .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
+    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 3m)")
+    .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
+    .option("--transports <list>", "comma-separated transports (default: every available one)")
+    .option("--ues <list>", "UE concurrency levels (default 4,32; quick 8)")
+    .option("--flows <list>", "streams: journey,warm-get (default both)")
+    .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
+    .action(async (flags: StudyFlags) => {
+      await study(flags);
+    });
 }

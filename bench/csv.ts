@@ -1,12 +1,14 @@
 /** CSV of the rows (one line per row, durations in ns), a pure function of a run. */
 import { floorMultiple } from "./table.ts";
-import type { BenchRun } from "./schema.ts";
+import type { BenchRun, ResultRow } from "./schema.ts";
+import { isFlowRow, studyVerdict } from "./verdict.ts";
 
 const COLUMNS = [
   "id",
   "scenario",
   "stack",
   "transport",
+  "engine",
   "label",
   "size_bytes",
   "concurrency",
@@ -30,6 +32,13 @@ const COLUMNS = [
   "errors",
   "outliers_mild",
   "outliers_severe",
+  "link",
+  "flow",
+  "step",
+  "failed",
+  "retries",
+  "cell_verdict",
+  "cell_h3_p99_reduction",
 ];
 
 function cell(v: unknown): string {
@@ -38,10 +47,22 @@ function cell(v: unknown): string {
   return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-/** Renders the rows as CSV with a header line. */
+/**
+ * Renders the rows as CSV with a header line. Flow-time rows carry their
+ * cell's verdict (material, not-material, no-data) and HTTP/3's p99 reduction.
+ */
 export function renderCsv(run: BenchRun): string {
   const lines = [COLUMNS.join(",")];
+  const linkOf = (r: ResultRow) => r.link ?? run.config.link?.spec ?? "loopback";
+  const verdict = run.rows.some(isFlowRow) ? studyVerdict(run) : undefined;
+  const cellOf = (r: ResultRow) =>
+    isFlowRow(r)
+      ? verdict?.cells.find((c) =>
+        c.link === linkOf(r) && c.flow === r.flow && c.ues === (r.concurrency ?? 1)
+      )
+      : undefined;
   for (const r of run.rows) {
+    const verdictCell = cellOf(r);
     const e = r.estimate;
     lines.push(
       [
@@ -49,6 +70,7 @@ export function renderCsv(run: BenchRun): string {
         r.scenario,
         r.stack,
         r.transport,
+        r.engine ?? "sbi",
         r.label,
         r.sizeBytes,
         r.concurrency,
@@ -72,6 +94,13 @@ export function renderCsv(run: BenchRun): string {
         r.errors,
         e.outliers.lowMild + e.outliers.highMild,
         e.outliers.lowSevere + e.outliers.highSevere,
+        r.scenario === "flows" ? linkOf(r) : r.link,
+        r.flow,
+        r.step,
+        r.extra?.failed,
+        r.extra?.retries,
+        verdictCell?.status,
+        verdictCell?.reduction,
       ].map(cell).join(","),
     );
   }

@@ -2,7 +2,7 @@
 import type { Environment } from "./schema.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
-const LIBRARIES = ["hdr-histogram-js", "asciichart", "cli-progress", "commander", "@peculiar/x509"];
+const LIBRARIES = ["hdr-histogram-js", "chart.js", "cli-progress", "commander", "@peculiar/x509"];
 
 async function text(path: string): Promise<string | undefined> {
   try {

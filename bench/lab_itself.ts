@@ -1,22 +1,29 @@
 /**
- * `peers` (the lab measuring itself): `h2load` and our h2c client, each
- * against `nghttpd` and against our own h2c server (on the run's stack), at
- * 1 and 64 streams in flight on one connection, in one run. h2load against
- * both servers says how our server compares with a C server; our client
- * against h2load on the same server says how much our client adds. Servers
- * sit on the peer CPU, the clients on the measuring one. Each row is split
- * into windows; a sample is the time per completed request in one window
- * (1 / throughput), so every row gets a median and a bootstrap CI the same
- * way.
+ * `peers` (the lab measuring itself): `h2load`, the native load engine and
+ * our SBI client, each against `nghttpd` and against our own h2c server (on
+ * the run's stack), at 1 and 64 streams in flight on one connection and at
+ * 8 connections × 64 streams (the SBI client: one connection only), in one
+ * run. h2load against both servers says how our server compares with a C
+ * server; the engine and the client against h2load on the same server say
+ * how much our load side adds. Servers sit on the peer CPU, the clients on
+ * the measuring one. Each row is split into windows; a sample is the time
+ * per completed request in one window (1 / throughput), so every row gets a
+ * median and a bootstrap CI the same way.
  */
 import { Recorder } from "./recorder.ts";
+import { onServerCpu, placement } from "./affinity.ts";
+import { runLoad } from "../transports/load/mod.ts";
+import type { EngineName } from "./schema.ts";
 import { sampleOperation, type SamplingPlan } from "./sampler.ts";
 import type { ResultRow } from "./schema.ts";
 import { makeRow, payloadPath, type ScenarioContext } from "./scenarios/context.ts";
-import { onServerCpu, placement } from "./affinity.ts";
 
-/** Stream levels compared with h2load. */
-export const PEER_STREAMS = [1, 64];
+/** Connections × streams compared with h2load (the SBI client and fetch rows: one connection only). */
+export const PEER_SHAPES = [
+  { connections: 1, streams: 1 },
+  { connections: 1, streams: 64 },
+  { connections: 8, streams: 64 },
+];
 
 /** Raised when a peer tool is missing or misbehaves. */
 export class PeerError extends Error {
@@ -72,10 +79,11 @@ export function parseH2loadOutput(
   return { reqPerSec: Number(fin[1]), succeeded: Number(req[1]), failed: Number(req[2]) };
 }
 
-/** One server the peers scenario loads: its name and the URL of a 256 B-class GET. */
+/** One server the peers scenario loads, and the path of its GET. */
 interface PeerTarget {
   name: string;
-  url: string;
+  port: number;
+  path: string;
 }
 
 /** The peers scenario (see the module comment). */
@@ -91,24 +99,25 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   const docs = await Deno.makeTempDir({ prefix: "sbilab-peers-" });
   await Deno.writeFile(`${docs}/payload`, new Uint8Array(size).fill(0x61));
   const port = freePort();
-  const [cmd, args] = onServerCpu(await placement(), "nghttpd", [
+  const [cmd, cmdArgs] = onServerCpu(await placement(), "nghttpd", [
     "--no-tls",
     "-d",
     docs,
     String(port),
   ]);
   const nghttpd = new Deno.Command(cmd, {
-    args,
+    args: cmdArgs,
     stdout: "null",
     stderr: "null",
     stdin: "null",
   }).spawn();
-  const targets: PeerTarget[] = [{ name: "nghttpd", url: `http://127.0.0.1:${port}/payload` }];
+  const targets: PeerTarget[] = [{ name: "nghttpd", port, path: "/payload" }];
   const ours = ctx.endpoints.urls.h2c;
   if (ours) {
     targets.push({
-      name: `sbilab h2c (${ctx.config.stack ?? "native"})`,
-      url: `${ours}${payloadPath(size)}`,
+      name: `sbilab h2c (${ctx.config.stack ?? "native"} stack)`,
+      port: Number(new URL(ours).port),
+      path: payloadPath(size),
     });
   }
   const rows: ResultRow[] = [];
@@ -117,40 +126,87 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   try {
     await waitForPort(port, 10_000);
     for (const target of targets) {
-      const origin = new URL(target.url).origin;
-      const path = target.url.slice(origin.length);
-      const client = await ctx.openClient("h2c", origin);
-      const op = async () => {
-        const r = await client.request({ path });
+      const origin = `http://127.0.0.1:${target.port}`;
+      const client = await ctx.openClient("h2c", { origin });
+      const sbi = async () => {
+        const r = await client.request({ path: target.path });
         if (r.status !== 200 || r.body.length !== size) {
           throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
         }
       };
-      for (const streams of PEER_STREAMS) {
-        const rec = new Recorder();
-        let errors = 0;
-        for (let w = 0; w < windows; w++) {
-          const plan: SamplingPlan = {
-            warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
-            sampleMs: windowMs,
-          };
-          const r = await sampleOperation(op, plan, streams, {
-            clock: ctx.clock,
-            signal: ctx.signal,
-            onProgress: (f) =>
-              ctx.onProgress(
-                `sbilab client → ${target.name}, ${streams} streams`,
-                (w + f) / windows,
-              ),
-          });
-          errors += r.errors;
-          rec.record((r.elapsedMs * 1e6) / r.samples.count);
+      const ratios: string[] = [];
+      for (const shape of PEER_SHAPES) {
+        const { connections, streams } = shape;
+        if (connections === 1) {
+          const rec = new Recorder();
+          let errors = 0;
+          for (let w = 0; w < windows; w++) {
+            const plan: SamplingPlan = {
+              warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
+              sampleMs: windowMs,
+            };
+            const r = await sampleOperation(sbi, plan, streams, {
+              clock: ctx.clock,
+              signal: ctx.signal,
+              onProgress: (f) =>
+                ctx.onProgress(`sbilab client → ${target.name}, ${streams}`, (w + f) / windows),
+            });
+            errors += r.errors;
+            rec.record((r.elapsedMs * 1e6) / r.samples.count);
+          }
+          rows.push(peerRow("sbilab client", "sbi", target.name, shape, size, rec, errors));
+          ctx.onRow(rows.at(-1)!);
         }
-        rows.push(peerRow("sbilab client", target.name, streams, size, rec, errors));
-        ctx.onRow(rows.at(-1)!);
-        rows.push(await h2loadRow(ctx, target, streams, size, windows, windowMs));
-        ctx.onRow(rows.at(-1)!);
+        const native = new Recorder();
+        let nativeErrors = 0;
+        for (let w = 0; w < windows; w++) {
+          ctx.onProgress(`native engine → ${target.name}, ${connections}×${streams}`, w / windows);
+          const r = await runLoad({
+            protocol: "h2",
+            host: "127.0.0.1",
+            port: target.port,
+            headers: [
+              [":method", "GET"],
+              [":scheme", "http"],
+              [":authority", `127.0.0.1:${target.port}`],
+              [":path", target.path],
+            ],
+            connections,
+            streams,
+            durationMs: windowMs,
+            warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
+          }, { signal: ctx.signal });
+          nativeErrors += r.errors;
+          if (r.completed < 1) {
+            throw new PeerError(`the native engine completed no request: ${r.error}`);
+          }
+          native.record(1e9 / r.reqPerSec);
+        }
+        const nativeRow = peerRow(
+          "sbilab native engine",
+          "native",
+          target.name,
+          shape,
+          size,
+          native,
+          nativeErrors,
+        );
+        rows.push(nativeRow);
+        ctx.onRow(nativeRow);
+        const h2loadRow = await h2loadPeerRow(ctx, target, shape, size, windows, windowMs);
+        rows.push(h2loadRow);
+        ctx.onRow(h2loadRow);
+        ratios.push(
+          `${connections}×${streams}: ${
+            (nativeRow.requestsPerSecond! / h2loadRow.requestsPerSecond!).toFixed(2)
+          }×`,
+        );
       }
+      ctx.notes.push(
+        `Native engine ÷ h2load req/s against ${target.name} (medians of ${windows} windows each): ${
+          ratios.join(", ")
+        }.`,
+      );
     }
   } finally {
     try {
@@ -164,11 +220,11 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   return rows;
 }
 
-/** h2load against `target` with `streams` in flight on one connection, in `windows` windows. */
-async function h2loadRow(
+/** h2load against `target` with one shape, in `windows` windows. */
+async function h2loadPeerRow(
   ctx: ScenarioContext,
   target: PeerTarget,
-  streams: number,
+  shape: { connections: number; streams: number },
   size: number,
   windows: number,
   windowMs: number,
@@ -176,11 +232,20 @@ async function h2loadRow(
   const rec = new Recorder();
   let failed = 0;
   for (let w = 0; w < windows; w++) {
-    ctx.onProgress(`h2load → ${target.name}, ${streams} streams`, w / windows);
+    ctx.onProgress(`h2load → ${target.name}, ${shape.connections}×${shape.streams}`, w / windows);
     const warm = w === 0 ? Math.max(100, Math.round(ctx.plan.warmupMs)) : 0;
-    const args = ["-c", "1", "-t", "1", "-m", String(streams), "-D", `${Math.round(windowMs)}ms`];
+    const args = [
+      "-c",
+      String(shape.connections),
+      "-t",
+      "1",
+      "-m",
+      String(shape.streams),
+      "-D",
+      `${Math.round(windowMs)}ms`,
+    ];
     if (warm) args.push(`--warm-up-time=${warm}ms`);
-    args.push(target.url);
+    args.push(`http://127.0.0.1:${target.port}${target.path}`);
     const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" })
       .output();
     const s = parseH2loadOutput(new TextDecoder().decode(out.stdout));
@@ -190,27 +255,34 @@ async function h2loadRow(
     }
     rec.record(1e9 / s.reqPerSec);
   }
-  return peerRow("h2load", target.name, streams, size, rec, failed);
+  return peerRow("h2load", "peer", target.name, shape, size, rec, failed);
+}
+
+function slug(text: string): string {
+  return text.replace(/[^a-z0-9]+/gi, "-").replace(/-$/, "");
 }
 
 function peerRow(
   name: string,
+  engine: EngineName,
   server: string,
-  streams: number,
+  shape: { connections: number; streams: number },
   size: number,
   rec: Recorder,
   errors: number,
 ): ResultRow {
-  const slug = (t: string) => t.replace(/[^a-z0-9]+/gi, "-").replace(/-$/, "");
+  const { connections, streams } = shape;
+  const key = connections === 1 ? String(streams) : `${connections}x${streams}`;
   const row = makeRow({
-    id: `peers/${slug(name)}/${slug(server)}/${size}/${streams}`,
+    id: `peers/${slug(name)}/${slug(server)}/${size}/${key}`,
     scenario: "peers",
     transport: name,
-    label: `GET ${size} B from ${server}, ${streams} stream${
-      streams > 1 ? "s" : ""
-    } in flight (time per request)`,
+    engine,
+    label: `GET ${size} B from ${server}, ${
+      connections === 1 ? "" : `${connections} connections × `
+    }${streams} stream${streams > 1 ? "s" : ""} in flight (time per request)`,
     sizeBytes: size,
-    concurrency: streams,
+    concurrency: connections * streams,
     errors,
   }, rec.finish());
   row.requestsPerSecond = 1e9 / row.estimate.median;

@@ -4,6 +4,8 @@ import { findFloor } from "./floors.ts";
 import { floorMultiple, medianWithCi } from "./table.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import type { BenchRun, ResultRow } from "./schema.ts";
+import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
+import { verdictTable } from "./verdict_table.ts";
 import { formatBitRate, formatBytes, formatDuration, formatMultiple, formatRate } from "./units.ts";
 
 /** Observations computed from the numbers, one sentence each. */
@@ -156,7 +158,10 @@ export function renderMarkdown(run: BenchRun): string {
   const c = run.config;
   const env = run.environment;
   const lines: string[] = [];
-  lines.push(`# sbilab benchmark: ${c.scenario}`, "");
+  lines.push(
+    run.study ? "# sbilab study: SBI call flows across links" : `# sbilab benchmark: ${c.scenario}`,
+    "",
+  );
   lines.push(
     `Run ${run.startedAt}, ${(run.durationMs / 1000).toFixed(1)} s; server ${
       c.serverMode === "target"
@@ -173,6 +178,20 @@ export function renderMarkdown(run: BenchRun): string {
     "",
   );
   lines.push("## Stack", "", "```", ...stackLines(run), "```", "");
+  if (run.study || run.rows.some(isFlowRow)) {
+    const v = studyVerdict(run);
+    const t = verdictTable(v);
+    lines.push("## Verdict", "", `**${v.summary}**`, "", `Rule: ${ruleText(v.rule)}`, "");
+    lines.push(cellRow(t.header), cellRow(t.header.map(() => "---")), ...t.body.map(cellRow), "");
+    if (run.study) {
+      lines.push(
+        `The matrix took ${(run.study.elapsedMs / 1000).toFixed(0)} s of a ${
+          (run.study.budgetMs / 1000).toFixed(0)
+        } s budget, sampling each row for ${(run.study.sampleMs / 1000).toFixed(1)} s.`,
+        "",
+      );
+    }
+  }
   lines.push("## Results", "");
   lines.push(
     cellRow([
@@ -189,10 +208,11 @@ export function renderMarkdown(run: BenchRun): string {
     ]),
   );
   lines.push(cellRow(Array(10).fill("---")));
-  for (const r of run.rows) {
+  const stepRows = run.rows.filter((r) => r.step !== undefined);
+  for (const r of run.rows.filter((r) => r.step === undefined)) {
     const m = floorMultiple(run, r);
     lines.push(cellRow([
-      r.transport,
+      r.link ? `${r.transport} (${r.link})` : r.transport,
       r.stack ?? "–",
       r.label,
       medianWithCi(r),
@@ -207,6 +227,22 @@ export function renderMarkdown(run: BenchRun): string {
         : "–",
       String(r.estimate.n),
     ]));
+  }
+  if (stepRows.length) {
+    lines.push("", "### Per-step latency", "");
+    lines.push(cellRow(["transport", "flow", "step", "median [95 % CI]", "p99", "n", "failed"]));
+    lines.push(cellRow(Array(7).fill("---")));
+    for (const r of stepRows) {
+      lines.push(cellRow([
+        r.link ? `${r.transport} (${r.link})` : r.transport,
+        `${r.flow}${r.concurrency ? `, ${r.concurrency} UEs` : ""}`,
+        r.label,
+        medianWithCi(r),
+        formatDuration(r.estimate.p99),
+        String(r.estimate.n),
+        String(r.errors),
+      ]));
+    }
   }
   for (
     const [title, t] of [["Per-request latency percentiles", percentileTable(run)], [

@@ -55,21 +55,28 @@ export interface ReportFiles {
   md?: string;
   /** CSV of the rows. */
   csv?: string;
+  /** Self-contained HTML report with charts. */
+  html?: string;
 }
 
-/** The file reporters for the given paths. */
-export function fileReporters(files: ReportFiles): Reporter[] {
+/** The file reporters for the given paths (the HTML one reads its chart library first). */
+export async function fileReporters(files: ReportFiles): Promise<Reporter[]> {
   const out: Reporter[] = [];
   if (files.json) out.push(fileReporter("JSON", files.json, serializeRun));
   if (files.md) out.push(fileReporter("Markdown", files.md, renderMarkdown));
   if (files.csv) out.push(fileReporter("CSV", files.csv, renderCsv));
+  if (files.html) {
+    const { loadChartLibrary, renderHtml } = await import("./html.ts");
+    const lib = await loadChartLibrary();
+    out.push(fileReporter("HTML", files.html, (run) => renderHtml(run, lib)));
+  }
   return out;
 }
 
 /** Runs every file reporter's finish hook; returns the paths written. */
 export async function writeReports(run: BenchRun, files: ReportFiles): Promise<string[]> {
   const written: string[] = [];
-  for (const r of fileReporters(files)) {
+  for (const r of await fileReporters(files)) {
     const p = await r.finish(run);
     if (p) written.push(p);
   }

@@ -33,6 +33,9 @@ import { rateScenario } from "./scenarios/rate.ts";
 import { peersScenario } from "./lab_itself.ts";
 import { DEFAULT_STREAMS, holScenario } from "./scenarios/hol.ts";
 import { migrationScenario } from "./scenarios/migration.ts";
+import { DEFAULT_UES, FLOW_STREAMS, flowsScenario } from "./scenarios/flows.ts";
+import { capacityScenario, DEFAULT_P99_BOUND_MS } from "./scenarios/capacity.ts";
+import type { EngineName } from "./schema.ts";
 
 /** Options of {@linkcode runBench}. */
 export interface BenchOptions {
@@ -68,10 +71,18 @@ export interface BenchOptions {
   concurrency?: number[];
   /** Concurrent streams on one connection for `hol`. Default 16. */
   streams?: number;
+  /** Streams `flows` measures (`journey`, `warm-get`). Default both. */
+  flows?: string[];
   /** The emulated link this run crosses (recorded in the run's config). Default none. */
   link?: LinkRecord;
   /** Moves the client to a new source port (the link's NAT rebinding); `migration` needs it. */
   rebind?: () => Promise<void>;
+  /** What sends the requests: `native` (the load engine in the transport's C module; the
+   * default for concurrency, rate, bulk and capacity) or `sbi` (the full SBI client; the default
+   * and the only choice for the other scenarios). */
+  engine?: "native" | "sbi";
+  /** p99 bound of the `capacity` scenario in ms. Default 10. */
+  p99BoundMs?: number;
   /** Skip the floors. Default false. */
   skipFloors?: boolean;
   /** Clock. Default `performance.now`. */
@@ -98,7 +109,33 @@ const SCENARIO_FUNCTIONS: Record<ScenarioName, Scenario> = {
   peers: peersScenario,
   hol: holScenario,
   migration: migrationScenario,
+  flows: flowsScenario,
+  capacity: capacityScenario,
 };
+
+/** Scenarios the native engine drives (its default there); the others use the SBI client. */
+export const NATIVE_SCENARIOS: readonly ScenarioName[] = [
+  "concurrency",
+  "rate",
+  "bulk",
+  "capacity",
+];
+
+/** The engine a scenario uses: the one asked for, else its default; throws `RangeError` when unsupported. */
+export function engineFor(scenario: ScenarioName, asked?: EngineName): "native" | "sbi" {
+  const native = NATIVE_SCENARIOS.includes(scenario);
+  const engine = asked ?? (native ? "native" : "sbi");
+  if (engine === "native" && !native) {
+    throw new RangeError(`--scenario ${scenario} runs on the SBI client only (use --engine sbi)`);
+  }
+  if (engine === "sbi" && scenario === "capacity") {
+    throw new RangeError("--scenario capacity needs the native engine");
+  }
+  if (engine !== "native" && engine !== "sbi") {
+    throw new RangeError(`Unknown engine ${engine} (use native or sbi)`);
+  }
+  return engine;
+}
 
 function positive(name: string, v: number | undefined, integer = false): void {
   if (v === undefined) return;
@@ -123,6 +160,15 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   }
   if (options.samples !== undefined && options.samples < 2) {
     throw new RangeError("samples must be at least 2");
+  }
+  for (const f of options.flows ?? []) {
+    if (!(FLOW_STREAMS as readonly string[]).includes(f)) {
+      throw new RangeError(`Unknown flow stream ${f} (choose from ${FLOW_STREAMS.join(", ")})`);
+    }
+  }
+  const engine = engineFor(scenario, options.engine);
+  if (options.p99BoundMs !== undefined && !(options.p99BoundMs > 0)) {
+    throw new RangeError(`p99 bound must be > 0 ms, got ${options.p99BoundMs}`);
   }
   if (options.rate !== undefined && !(options.rate > 0)) {
     throw new RangeError(`rate must be > 0, got ${options.rate}`);
@@ -181,9 +227,14 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     rate: scenario === "rate" ? options.rate ?? 1000 : options.rate,
     concurrency: scenario === "concurrency"
       ? options.concurrency ?? [1, 8, 64, 256]
+      : scenario === "flows"
+      ? options.concurrency ?? DEFAULT_UES
       : options.concurrency,
+    flows: scenario === "flows" ? options.flows ?? [...FLOW_STREAMS] : options.flows,
     streams: scenario === "hol" ? options.streams ?? DEFAULT_STREAMS : options.streams,
     link: options.link,
+    engine,
+    ...(scenario === "capacity" ? { p99BoundMs: options.p99BoundMs ?? DEFAULT_P99_BOUND_MS } : {}),
   };
   const environment = await collectEnvironment();
   enablePlacement(serverMode === "process");
@@ -259,13 +310,14 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       clock,
       config,
       notes,
-      async openClient(t, origin) {
+      async openClient(t, { origin, nfType } = {}) {
         const url = origin ?? endpoints?.urls[t];
         if (!url) throw new RangeError(`No endpoint for transport ${t}`);
         const c = await createClient(t, url, {
           stack,
           tls: t === "h2c" ? undefined : endpoints!.tls,
           timeoutMs: 10_000,
+          nfType,
         });
         clients.push(c);
         return c;

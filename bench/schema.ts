@@ -12,7 +12,12 @@ import type { SampleSet } from "./recorder.ts";
  * Schema identifier written into every run. Bump on any incompatible change.
  * Compatible additions since the first runs were saved (all optional, so
  * older files still read): the `hol` and `migration` scenarios,
- * `RunConfig.streams`, `RunConfig.link`, `ResultRow.extra` figures, and the
+ * `RunConfig.streams`, `RunConfig.link` and `ResultRow.extra` figures; the
+ * `flows` scenario with `RunConfig.flows`, `ResultRow.flow` / `step` / `link`
+ * / `stack`, and `BenchRun.study` for runs made by `lab study`.
+ * the `capacity`
+ * scenario, `RunConfig.engine`, `RunConfig.p99BoundMs` and `ResultRow.engine`.
+ * and the
  * stack: `RunConfig.stack`, `ResultRow.stack` and `BenchRun.connections`
  * (a file without them ran h2 on the deno stack's server).
  */
@@ -27,7 +32,9 @@ export type ScenarioName =
   | "rate"
   | "peers"
   | "hol"
-  | "migration";
+  | "migration"
+  | "flows"
+  | "capacity";
 
 /** Every scenario, in help order. */
 export const SCENARIOS: readonly ScenarioName[] = [
@@ -39,7 +46,13 @@ export const SCENARIOS: readonly ScenarioName[] = [
   "peers",
   "hol",
   "migration",
+  "flows",
+  "capacity",
 ];
+
+/** What sent a row's requests: the native load engine inside the transport's C module, the
+ * full SBI client (the study's per-request path), or an outside tool (`peer`, e.g. h2load). */
+export type EngineName = "native" | "sbi" | "peer";
 
 /** One direction of an emulated link as configured (see `linkemu/link_spec.ts`). */
 export interface LinkDirectionRecord {
@@ -119,8 +132,8 @@ export interface ResultRow {
   scenario: ScenarioName;
   /** Transport or peer measured (`h2c`, `h2-tls`, `h3`, `h2load`, …). */
   transport: string;
-  /** Implementation family the row ran on (see `StackName`). */
-  stack?: StackName;
+  /** What sent the requests (absent in runs saved before engines were named: `sbi`). */
+  engine?: EngineName;
   /** What one sample times, in words (e.g. `GET 256 B, warm connection`). */
   label: string;
   /** Body size in bytes the row moves per request, when meaningful. */
@@ -141,6 +154,14 @@ export interface ResultRow {
   errors: number;
   /** Extra named figures (e.g. `uncorrectedMedian`), all numbers. */
   extra?: Record<string, number>;
+  /** `flows`: the call flow the row times (`registration`, `warm-get`, …). */
+  flow?: string;
+  /** `flows`: the step the row times, when it is a per-step row. */
+  step?: string;
+  /** The emulated link the row crossed (its spec), in runs that cross several. */
+  link?: string;
+  /** Implementation family the row ran on (see `StackName`; absent: a run saved before stacks). */
+  stack?: StackName;
 }
 
 /** Environment of the run. */
@@ -185,6 +206,26 @@ export interface RunConfig {
   streams?: number;
   /** The emulated link the run crossed, when it ran with `--link`. */
   link?: LinkRecord;
+  /** `flows`: the streams measured (`journey`, `warm-get`). */
+  flows?: string[];
+  /** What sent the requests of the scenario's rows. */
+  engine?: EngineName;
+  /** p99 bound of the `capacity` scenario (ms). */
+  p99BoundMs?: number;
+}
+
+/** What `lab study` adds to its run: the links crossed, the budget and the verdict rule. */
+export interface StudyRecord {
+  /** Every link crossed, in report order (counters included). */
+  links: LinkRecord[];
+  /** The time budget (ms) and whether the run kept it. */
+  budgetMs: number;
+  /** Wall time the matrix took (ms). */
+  elapsedMs: number;
+  /** Per-row sampling time chosen to fit the budget (ms). */
+  sampleMs: number;
+  /** The verdict rule's parameters. */
+  rule: { minReduction: number; level: number; resamples: number; minSamples: number };
 }
 
 /** A complete benchmark run. */
@@ -203,6 +244,8 @@ export interface BenchRun {
   connections?: Partial<Record<string, ConnectionInfo>>;
   /** Things the reader must know (skips, caveats), one sentence each. */
   notes: string[];
+  /** Present when the run is a `lab study` matrix. */
+  study?: StudyRecord;
 }
 
 /** Parses and checks a saved run; throws `SyntaxError` with a one-line message. */

@@ -14,6 +14,8 @@ export interface Endpoints {
   tls?: TlsMaterial;
   /** How the servers run. */
   mode: "process" | "in-process" | "target";
+  /** Process id of the server when it runs in its own process (for its CPU use). */
+  pid?: number;
   /** Stops whatever was started. Idempotent. */
   close(): Promise<void>;
 }
@@ -202,7 +204,13 @@ async function startProcess(
       while (!(await stdout.read()).done) { /* discard */ }
     } catch { /* closed */ }
   })();
-  return { urls, tls: { ca: { path: `${stateDir}/ca.pem` } }, mode: "process", close };
+  return {
+    urls,
+    tls: { ca: { path: `${stateDir}/ca.pem` } },
+    mode: "process",
+    pid: child.pid,
+    close,
+  };
 }
 
 /** Options for {@linkcode targetEndpoints}. */

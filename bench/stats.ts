@@ -160,23 +160,34 @@ export function createRng(seed: number): () => number {
 }
 
 /**
- * Median of one bootstrap resample of ascending samples, in O(n): draws n
- * indices with replacement into a count table, then walks it to the middle rank(s).
+ * Type-7 quantile `p` of one bootstrap resample of ascending samples, in O(n):
+ * draws n indices with replacement into a count table, then walks it to the
+ * rank(s) the quantile interpolates between.
  */
-function resampleMedian(asc: Float64Array, counts: Uint32Array, rng: () => number): number {
+function resampleQuantile(
+  asc: Float64Array,
+  counts: Uint32Array,
+  rng: () => number,
+  p: number,
+): number {
   const n = asc.length;
   counts.fill(0);
   for (let i = 0; i < n; i++) counts[Math.floor(rng() * n)]++;
-  const loRank = Math.floor((n - 1) / 2);
-  const hiRank = Math.ceil((n - 1) / 2);
+  const h = (n - 1) * p;
+  const loRank = Math.floor(h);
+  const hiRank = Math.min(loRank + 1, n - 1);
   let seen = 0;
   let lo = NaN;
   for (let i = 0; i < n; i++) {
     seen += counts[i];
     if (Number.isNaN(lo) && seen > loRank) lo = asc[i];
-    if (seen > hiRank) return (lo + asc[i]) / 2;
+    if (seen > hiRank) return lo + (h - loRank) * (asc[i] - lo);
   }
   return lo;
+}
+
+function resampleMedian(asc: Float64Array, counts: Uint32Array, rng: () => number): number {
+  return resampleQuantile(asc, counts, rng, 0.5);
 }
 
 /** Bootstrap distribution of the median: `resamples` medians of resamples, ascending. */
@@ -237,6 +248,28 @@ export function estimate(samples: ArrayLike<number>, options: BootstrapOptions =
   };
 }
 
+/** Checked, sorted inputs of a two-sample bootstrap, with count tables and the seeded PRNG. */
+function twoSamples(
+  baseline: ArrayLike<number>,
+  candidate: ArrayLike<number>,
+  what: string,
+  options: BootstrapOptions,
+) {
+  check(baseline, 2, `${what} baseline`);
+  check(candidate, 2, `${what} candidate`);
+  const a = sorted(baseline);
+  const b = sorted(candidate);
+  return {
+    resamples: options.resamples ?? 1000,
+    level: options.level ?? 0.95,
+    rng: createRng(options.seed ?? 0x5b1),
+    a,
+    b,
+    ca: new Uint32Array(a.length),
+    cb: new Uint32Array(b.length),
+  };
+}
+
 /** Result of {@linkcode compareMedians}. */
 export interface MedianComparison {
   /** Median of the baseline. */
@@ -260,15 +293,12 @@ export function compareMedians(
   candidate: ArrayLike<number>,
   options: BootstrapOptions = {},
 ): MedianComparison {
-  check(baseline, 2, "compareMedians baseline");
-  check(candidate, 2, "compareMedians candidate");
-  const resamples = options.resamples ?? 1000;
-  const level = options.level ?? 0.95;
-  const rng = createRng(options.seed ?? 0x5b1);
-  const a = sorted(baseline);
-  const b = sorted(candidate);
-  const ca = new Uint32Array(a.length);
-  const cb = new Uint32Array(b.length);
+  const { resamples, level, rng, a, b, ca, cb } = twoSamples(
+    baseline,
+    candidate,
+    "compareMedians",
+    options,
+  );
   const ma = quantileSorted(a, 0.5);
   const mb = quantileSorted(b, 0.5);
   if (ma === 0) throw new RangeError("compareMedians needs a non-zero baseline median");
@@ -287,5 +317,58 @@ export function compareMedians(
     change,
     changeCi: { level, lower: quantileSorted(dist, alpha), upper: quantileSorted(dist, 1 - alpha) },
     pValue: Math.min(1, (2 * opposite) / resamples),
+  };
+}
+
+/** Result of {@linkcode compareQuantiles}. */
+export interface QuantileComparison {
+  /** Quantile of the baseline. */
+  baseline: number;
+  /** Quantile of the candidate. */
+  candidate: number;
+  /** candidate − baseline. */
+  difference: number;
+  /** Percentile-bootstrap confidence interval of the difference. */
+  differenceCi: Interval;
+}
+
+/**
+ * Bootstrap of the difference of one quantile (for example p99) between two
+ * sample sets: resamples each independently and reports candidate − baseline
+ * with its confidence interval.
+ */
+export function compareQuantiles(
+  baseline: ArrayLike<number>,
+  candidate: ArrayLike<number>,
+  p: number,
+  options: BootstrapOptions = {},
+): QuantileComparison {
+  if (!(p >= 0 && p <= 1)) throw new RangeError(`Quantile ${p} is outside [0, 1]`);
+  const { resamples, level, rng, a, b, ca, cb } = twoSamples(
+    baseline,
+    candidate,
+    "compareQuantiles",
+    options,
+  );
+  if (!(Number.isInteger(resamples) && resamples >= 10)) {
+    throw new RangeError(`Bootstrap needs an integer number of resamples ≥ 10, got ${resamples}`);
+  }
+  const qa = quantileSorted(a, p);
+  const qb = quantileSorted(b, p);
+  const dist = new Float64Array(resamples);
+  for (let i = 0; i < resamples; i++) {
+    dist[i] = resampleQuantile(b, cb, rng, p) - resampleQuantile(a, ca, rng, p);
+  }
+  dist.sort();
+  const alpha = (1 - level) / 2;
+  return {
+    baseline: qa,
+    candidate: qb,
+    difference: qb - qa,
+    differenceCi: {
+      level,
+      lower: quantileSorted(dist, alpha),
+      upper: quantileSorted(dist, 1 - alpha),
+    },
   };
 }

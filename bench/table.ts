@@ -74,13 +74,14 @@ export function renderFloors(run: BenchRun): string {
   ], body);
 }
 
-/** The result rows as a table. */
+/** The result rows as a table (per-step rows of `flows` are left to the Markdown and HTML reports). */
 export function renderRows(run: BenchRun): string {
   if (run.rows.length === 0) return "No rows were measured.";
-  const body = run.rows.map((r) => {
+  const rows = run.rows.filter((r) => r.step === undefined);
+  const body = rows.map((r) => {
     const m = floorMultiple(run, r);
     return [
-      r.transport,
+      r.link ? `${r.transport} · ${r.link}` : r.transport,
       r.stack ?? "–",
       r.label,
       medianWithCi(r),
@@ -120,10 +121,16 @@ export function renderTable(run: BenchRun): string {
     ? "own process"
     : "in process";
   const plan = c.samples ? `${c.samples} samples` : `${c.sampleMs} ms sampling`;
-  const head =
-    `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
-    (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
+  const head = run.study
+    ? `sbilab study · links ${run.study.links.map((l) => l.spec).join(", ")} · ${
+      c.transports.join(", ")
+    } · warm-up ${c.warmupMs} ms, ${(run.study.sampleMs / 1000).toFixed(1)} s sampling per row`
+    : `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
+      (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
   const parts = [head, ...stackLines(run)];
+  if (run.rows.some((r) => r.step !== undefined)) {
+    parts.push("Per-step latency rows are in the Markdown (--md) and HTML (--html) reports.");
+  }
   const link = linkLines(run);
   if (link.length) parts.push(...link);
   parts.push("", renderFloors(run), "", renderRows(run));

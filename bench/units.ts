@@ -99,3 +99,12 @@ export function formatDurationWithInterval(ns: number, lower: number, upper: num
   };
   return `${f(ns)} ${unit} [${f(lower)} – ${f(upper)}]`;
 }
+
+/**
+ * JavaScript source defining `formatDuration(ns)` for a page that must format
+ * durations itself (the HTML report's axes), taken from this module so the
+ * page and the reporters format alike.
+ */
+export function formatDurationSource(): string {
+  return `${sig.toString()}\n${formatDuration.toString()}`;
+}

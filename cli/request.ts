@@ -100,7 +100,7 @@ export function registerRequestCommand(program: Command): void {
           ca: o.ca ? { path: o.ca } : undefined,
           cert: o.cert ? { path: o.cert } : undefined,
           key: o.key ? { path: o.key } : undefined,
-          insecure: (o.insecure && transport === "h3") ?? false,
+          insecure: o.insecure ?? false,
         };
       }
       const client = await createClient(transport, url.origin, {

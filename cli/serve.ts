@@ -1,15 +1,18 @@
 /** `lab serve`: one handler behind every requested transport. */
 import type { Command } from "commander";
-import { createHandler } from "../handler/mod.ts";
+import { createHandler, DEFAULT_MAX_BODY_BYTES } from "../handler/mod.ts";
 import {
   createServer,
-  parseStack,
   parseTransports,
   resolveStack,
   type SbiServer,
   type ServerOptions,
   type TlsMaterial,
+  type TransportName,
 } from "../transports/mod.ts";
+import { connectionsWithin, raiseFdLimit } from "../transports/fd_limit.ts";
+import { ByteBudget } from "../transports/byte_budget.ts";
+import { DEFAULT_CONNECTION_LIMITS } from "../transports/h2/mod.ts";
 import {
   DEV_PKI_FILES,
   issueServerCertificate,
@@ -17,7 +20,8 @@ import {
   writeDevPki,
 } from "../transports/pki.ts";
 import { defaultStateDir } from "./state.ts";
-import { parsePort, parsePositiveInt } from "./args.ts";
+import { listeningLine } from "./listening.ts";
+import { asUsage, parsePort, parsePositiveInt, UsageError } from "./args.ts";
 
 interface ServeOptions {
   stack?: string;
@@ -33,6 +37,16 @@ interface ServeOptions {
   delayMs?: string;
   maxBody?: string;
   h3MaxUdpPayload?: string;
+  nrfMaxInstances?: string;
+  nrfMaxProfile?: string;
+  maxJsonDepth?: string;
+  nrfAnyId?: boolean;
+  maxConnections?: string;
+  handshakeTimeout: string;
+  idleTimeout: string;
+  stallTimeout: string;
+  maxInflightBodies: string;
+  maxQueuedResponses: string;
 }
 
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "0.0.0.0", "::"]);
@@ -80,6 +94,47 @@ async function serverTls(o: ServeOptions): Promise<TlsMaterial> {
   };
 }
 
+/** Names the address when `--host` is not one of this machine's. */
+function bindError(err: unknown, host: string): unknown {
+  if (err instanceof Deno.errors.AddrNotAvailable || /os error 99\b/.test(String(err))) {
+    return new UsageError(`--host ${host} is not an address of this machine`, { cause: err });
+  }
+  return err;
+}
+
+/**
+ * The resource limits of one `lab serve` process. The soft fd limit is raised
+ * to the hard limit first, and the connection cap defaults to what it leaves
+ * after a reserve, shared by the TCP listeners.
+ */
+function serveLimits(o: ServeOptions, transports: TransportName[]) {
+  const fd = raiseFdLimit();
+  const tcpListeners = transports.filter((t) => t !== "h3").length;
+  const fits = fd ? connectionsWithin(fd, tcpListeners) : DEFAULT_CONNECTION_LIMITS.maxConnections;
+  const maxConnections = o.maxConnections
+    ? parsePositiveInt(o.maxConnections, "--max-connections")
+    : Math.min(DEFAULT_CONNECTION_LIMITS.maxConnections, fits);
+  if (fd && maxConnections > fits) {
+    console.error(
+      `warning: --max-connections ${maxConnections} is more than the fd limit ${fd.soft} leaves (${fits})`,
+    );
+  }
+  const idleTimeoutMs = parsePositiveInt(o.idleTimeout, "--idle-timeout");
+  return {
+    limits: {
+      maxConnections,
+      handshakeTimeoutMs: parsePositiveInt(o.handshakeTimeout, "--handshake-timeout"),
+      idleTimeoutMs,
+    },
+    idleTimeoutMs,
+    stallTimeoutMs: parsePositiveInt(o.stallTimeout, "--stall-timeout"),
+    bodyBudget: new ByteBudget(parsePositiveInt(o.maxInflightBodies, "--max-inflight-bodies")),
+    responseBudget: new ByteBudget(
+      parsePositiveInt(o.maxQueuedResponses, "--max-queued-responses"),
+    ),
+  };
+}
+
 /** Adds `serve`. */
 export function registerServeCommand(program: Command): void {
   program.command("serve")
@@ -98,14 +153,35 @@ export function registerServeCommand(program: Command): void {
     .option("--mtls", "require client certificates")
     .option("--state-dir <dir>", "where the dev PKI lives (default ~/.local/state/sbilab)")
     .option("--delay-ms <ms>", "delay every /nbench answer by this much", "0")
-    .option("--max-body <bytes>", "largest request body the handler accepts")
+    .option("--max-body <bytes>", "largest request body, on every transport (then 413)")
     .option(
       "--h3-max-udp-payload <bytes>",
       "h3: send datagrams up to this size (a path MTU you know, 1200-65527) instead of 1200 B + PMTUD",
     )
+    .option("--nrf-max-instances <n>", "NF instances the NRF holds at most (then 403)", "4096")
+    .option("--nrf-max-profile <bytes>", "largest NFProfile in bytes (then 413)", "65536")
+    .option("--max-json-depth <n>", "deepest JSON nesting accepted (then 400)", "32")
+    .option("--nrf-any-id", "accept any nfInstanceId, not only a UUID")
+    .option(
+      "--max-connections <n>",
+      "TCP connections per h2 listener (default 4096, or what the fd limit leaves)",
+    )
+    .option("--handshake-timeout <ms>", "h2: first request due within this after connect", "10000")
+    .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)", "60000")
+    .option("--stall-timeout <ms>", "h2: reset a response the peer has not read for this", "30000")
+    .option(
+      "--max-inflight-bodies <bytes>",
+      "request-body bytes held at once (then 503)",
+      "268435456",
+    )
+    .option(
+      "--max-queued-responses <bytes>",
+      "h2: response bytes queued for slow readers, per process",
+      "67108864",
+    )
     .action(async (o: ServeOptions) => {
-      const stack = resolveStack(o.stack === undefined ? undefined : parseStack(o.stack));
-      const transports = parseTransports(o.transports);
+      const stack = asUsage(() => resolveStack(o.stack));
+      const transports = asUsage(() => parseTransports(o.transports));
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
       const delayMs = parsePositiveInt(o.delayMs ?? "0", "--delay-ms", true);
@@ -113,13 +189,25 @@ export function registerServeCommand(program: Command): void {
         ? undefined
         : parsePositiveInt(o.h3MaxUdpPayload, "--h3-max-udp-payload");
       if (h3MaxUdpPayload !== undefined && (h3MaxUdpPayload < 1200 || h3MaxUdpPayload > 65527)) {
-        throw new RangeError(`--h3-max-udp-payload must be 1200-65527, got ${h3MaxUdpPayload}`);
+        throw new UsageError(`--h3-max-udp-payload must be 1200-65527, got ${h3MaxUdpPayload}`);
       }
+      const limits = serveLimits(o, transports);
       const needsTls = transports.some((t) => t !== "h2c");
       const tls = needsTls ? await serverTls(o) : undefined;
+      // One body limit: the transports refuse a larger body as it streams in with the
+      // handler's own 413, and the handler checks the same number.
+      const maxBodyBytes = o.maxBody
+        ? parsePositiveInt(o.maxBody, "--max-body")
+        : DEFAULT_MAX_BODY_BYTES;
       const handler = createHandler({
         delayMs,
-        ...(o.maxBody ? { maxBodyBytes: parsePositiveInt(o.maxBody, "--max-body") } : {}),
+        maxBodyBytes,
+        nrf: {
+          maxInstances: parsePositiveInt(o.nrfMaxInstances ?? "4096", "--nrf-max-instances"),
+          maxProfileBytes: parsePositiveInt(o.nrfMaxProfile ?? "65536", "--nrf-max-profile"),
+          maxJsonDepth: parsePositiveInt(o.maxJsonDepth ?? "32", "--max-json-depth"),
+          anyInstanceId: o.nrfAnyId ?? false,
+        },
         onError: (err, req) =>
           console.error(
             `handler error on ${req.method} ${req.path}: ${(err as Error)?.message ?? err}`,
@@ -140,11 +228,17 @@ export function registerServeCommand(program: Command): void {
             hostname: o.host,
             port,
             tls,
-          };
+            maxBodyBytes,
+            ...limits,
+            onError: (err: unknown) =>
+              console.error(`${t}: ${String((err as Error)?.message ?? err).split("\n")[0]}`),
+          } as ServerOptions;
           if (t === "h3") options.maxUdpPayload = h3MaxUdpPayload;
-          const server = await createServer(t, handler, options);
+          const server = await createServer(t, handler, options).catch((err) => {
+            throw bindError(err, o.host);
+          });
           servers.push(server);
-          console.log(`${t} listening on ${server.url}`);
+          console.log(listeningLine(t, server.url));
           if (t === "h3") {
             console.error(
               h3MaxUdpPayload === undefined

@@ -1,12 +1,14 @@
 /**
  * The one SBI request handler every transport serves: benchmark routes, an
- * in-memory NRF, ProblemDetails errors, message priority and max response time.
+ * in-memory NRF, mock AUSF/UDM/PCF/SMF/AMF (`nf/`), ProblemDetails errors,
+ * message priority and max response time.
  */
 import { isMultipartRelated, parseMultipart } from "./multipart.ts";
-import { createNrf, type NfProfileStore } from "./nrf.ts";
+import { createNrf, type NfProfileStore, type NrfOptions } from "./nrf.ts";
 import { createPayloadCache, MAX_PAYLOAD_BYTES } from "./payload.ts";
-import { payloadTooLarge, ProblemError, problemResponse } from "./problem.ts";
+import { bodyTooLarge, ProblemError, problemResponse, systemFailure } from "./problem.ts";
 import type { SbiHandler, SbiRequest, SbiResponse } from "./types.ts";
+import { createUeRegistry, mockNfRoutes, NF_APIS } from "./nf/mod.ts";
 
 /** Default request body limit: the largest payload plus 64 KiB for framing and multipart. */
 export const DEFAULT_MAX_BODY_BYTES = MAX_PAYLOAD_BYTES + 64 * 1024;
@@ -42,6 +44,12 @@ export interface HandlerOptions {
   apiRoot?: string;
   /** Bytes of payload bodies kept in the size cache. Default 64 MiB. */
   payloadCacheBytes?: number;
+  /** NRF bounds and id rule (instances, profile size, JSON depth, UUID ids); see {@link NrfOptions}. Default the NRF's defaults. */
+  nrf?: Omit<NrfOptions, "store" | "validitySeconds" | "apiRoot">;
+  /** New resource ids of the mock NFs (authCtxId, smContextRef, …). Default `crypto.randomUUID`. */
+  newId?: () => string;
+  /** Entries the mock NFs keep per table (UEs, contexts) before forgetting the oldest. Default 100000. */
+  maxUeEntries?: number;
 }
 
 /** Default {@link Sleep}: a timer cleared when the signal aborts. */
@@ -76,6 +84,7 @@ const APIS: Readonly<Record<string, string>> = {
   "nbench": "v1",
   "nnrf-nfm": "v1",
   "nnrf-disc": "v1",
+  ...NF_APIS,
 };
 
 function route(path: string, methods: Record<string, RouteFn>): Route {
@@ -105,6 +114,12 @@ function pathParam(params: Record<string, string>, name: string): string {
       invalidParams: [{ param: `{${name}}`, reason: "invalid percent-encoding" }],
     });
   }
+}
+
+function decodeParams(params: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys(params)) out[name] = pathParam(params, name);
+  return out;
 }
 
 function parseSize(query: URLSearchParams): number {
@@ -165,6 +180,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
   const onError = options.onError ?? (() => {});
   const payloads = createPayloadCache({ maxBytes: options.payloadCacheBytes });
   const nrf = createNrf({
+    ...options.nrf,
     store: options.store,
     validitySeconds: options.validitySeconds,
     apiRoot: options.apiRoot,
@@ -193,6 +209,20 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
       DELETE: (req, p) => nrf.deregister(req, pathParam(p, "nfInstanceId")),
     }),
     route("/nnrf-disc/v1/nf-instances", { GET: (req) => nrf.discover(req) }),
+    ...mockNfRoutes({
+      newId: options.newId ?? (() => crypto.randomUUID()),
+      apiRoot: options.apiRoot ?? "",
+      ues: createUeRegistry({ maxEntries: options.maxUeEntries }),
+    }).map((r) =>
+      route(
+        r.path,
+        Object.fromEntries(
+          Object.entries(r.methods).map(([m, fn]) => [m, (req: SbiRequest, p) =>
+            fn(req, decodeParams(p))]
+          ),
+        ),
+      )
+    ),
   ];
 
   /**
@@ -204,7 +234,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
     request: SbiRequest,
     signal: AbortSignal,
   ): SbiResponse | Promise<SbiResponse> {
-    if (request.body.length > maxBodyBytes) throw payloadTooLarge(maxBodyBytes);
+    if (request.body.length > maxBodyBytes) return bodyTooLarge(maxBodyBytes);
     const segments = request.path.split("/").slice(1);
     const version = APIS[segments[0]];
     if (version !== undefined && segments[1] !== version) {
@@ -265,7 +295,7 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
     } catch {
       // A failing error hook must not turn a 500 into a dropped request.
     }
-    return problemResponse(500, { cause: "SYSTEM_FAILURE", detail: "Internal error" });
+    return systemFailure();
   }
 
   /** Runs dispatch and maps every exception to a response; never throws or rejects. */

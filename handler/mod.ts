@@ -25,13 +25,17 @@ export {
   timerSleep,
 } from "./handler.ts";
 export {
-  payloadTooLarge,
+  bodyTooLarge,
+  overloaded,
   PROBLEM_JSON,
   problemDetails,
   ProblemError,
   type ProblemInit,
   problemResponse,
   statusTitle,
+  systemFailure,
+  tooEarly,
+  unreadableRequest,
 } from "./problem.ts";
 export {
   buildPayload,
@@ -43,6 +47,9 @@ export {
 export {
   createMemoryNfProfileStore,
   createNrf,
+  DEFAULT_MAX_INSTANCES,
+  DEFAULT_MAX_JSON_DEPTH,
+  DEFAULT_MAX_PROFILE_BYTES,
   mediaType,
   NF_INSTANCES_PATH,
   type NfProfile,
@@ -51,6 +58,7 @@ export {
   type NrfOptions,
   parseJsonBody,
 } from "./nrf.ts";
+export { exceedsJsonDepth, jsonValueDepth } from "./json_depth.ts";
 export {
   applyJsonPatch,
   jsonEqual,
@@ -66,3 +74,12 @@ export {
   multipartBoundary,
   parseMultipart,
 } from "./multipart.ts";
+export {
+  createUeRegistry,
+  mockNfRoutes,
+  NAS_TYPE,
+  NF_APIS,
+  NGAP_TYPE,
+  simulatedResStar,
+  type UeRegistry,
+} from "./nf/mod.ts";

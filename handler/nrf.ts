@@ -3,6 +3,7 @@
  * `Nnrf_NFManagement` and look-up through `Nnrf_NFDiscovery`.
  */
 import { applyJsonPatch, JsonPatchConflictError, type JsonValue } from "./json_patch.ts";
+import { exceedsJsonDepth, jsonValueDepth } from "./json_depth.ts";
 import { ProblemError } from "./problem.ts";
 import type { InvalidParam, SbiRequest, SbiResponse } from "./types.ts";
 
@@ -28,6 +29,8 @@ export interface NfProfileStore {
   delete(nfInstanceId: string): boolean;
   /** Every registered profile, in any order. */
   list(): NfProfile[];
+  /** How many profiles are registered. */
+  size(): number;
 }
 
 /** Creates a store backed by a `Map`. */
@@ -38,6 +41,7 @@ export function createMemoryNfProfileStore(): NfProfileStore {
     set: (id, profile) => void profiles.set(id, profile),
     delete: (id) => profiles.delete(id),
     list: () => [...profiles.values()],
+    size: () => profiles.size,
   };
 }
 
@@ -52,7 +56,24 @@ export interface NrfOptions {
    * `http://127.0.0.1:7777`. Default `""`: path-absolute references.
    */
   apiRoot?: string;
+  /** Most NF instances registered at once; one more gets 403. Default {@link DEFAULT_MAX_INSTANCES}. */
+  maxInstances?: number;
+  /** Largest NFProfile in bytes of JSON, as sent or after a PATCH; larger gets 413. Default {@link DEFAULT_MAX_PROFILE_BYTES}. */
+  maxProfileBytes?: number;
+  /** Deepest nesting of objects and arrays in a request body or a patched profile; deeper gets 400. Default {@link DEFAULT_MAX_JSON_DEPTH}. */
+  maxJsonDepth?: number;
+  /** Accept any non-empty `{nfInstanceId}`, not only a UUID (a lab convenience). Default false. */
+  anyInstanceId?: boolean;
 }
+
+/** Default {@link NrfOptions.maxInstances}. */
+export const DEFAULT_MAX_INSTANCES = 4096;
+/** Default {@link NrfOptions.maxProfileBytes}: 64 KiB. */
+export const DEFAULT_MAX_PROFILE_BYTES = 64 * 1024;
+/** Default {@link NrfOptions.maxJsonDepth}. */
+export const DEFAULT_MAX_JSON_DEPTH = 32;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The NRF operations, each taking the request and the path's `{nfInstanceId}`. */
 export interface Nrf {
@@ -104,8 +125,19 @@ function requireMediaType(request: SbiRequest, expected: string): void {
   }
 }
 
-/** Parses a JSON body, turning any decoding failure into 400 `INVALID_MSG_FORMAT`. */
-export function parseJsonBody(body: Uint8Array): unknown {
+function tooDeep(maxDepth: number, what: string): ProblemError {
+  return new ProblemError(400, {
+    cause: "INVALID_MSG_FORMAT",
+    detail: `${what} nests deeper than ${maxDepth} levels`,
+  });
+}
+
+/**
+ * Parses a JSON body, turning any decoding failure into 400 `INVALID_MSG_FORMAT`.
+ * A body nested deeper than `maxDepth` is refused the same way before it is parsed.
+ */
+export function parseJsonBody(body: Uint8Array, maxDepth = DEFAULT_MAX_JSON_DEPTH): unknown {
+  if (exceedsJsonDepth(body, maxDepth)) throw tooDeep(maxDepth, "Body");
   try {
     return JSON.parse(decoder.decode(body));
   } catch (err) {
@@ -196,12 +228,39 @@ export function createNrf(options: NrfOptions = {}): Nrf {
   const store = options.store ?? createMemoryNfProfileStore();
   const validityPeriod = options.validitySeconds ?? 3600;
   const apiRoot = options.apiRoot ?? "";
+  const maxInstances = options.maxInstances ?? DEFAULT_MAX_INSTANCES;
+  const maxProfileBytes = options.maxProfileBytes ?? DEFAULT_MAX_PROFILE_BYTES;
+  const maxDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  const anyInstanceId = options.anyInstanceId ?? false;
+
+  function checkSize(bytes: number): void {
+    if (bytes > maxProfileBytes) {
+      throw new ProblemError(413, {
+        cause: "PAYLOAD_TOO_LARGE",
+        detail: `NFProfile exceeds ${maxProfileBytes} bytes`,
+      });
+    }
+  }
 
   return {
     register(request, nfInstanceId) {
       requireMediaType(request, JSON_TYPE);
-      const profile = checkProfile(parseJsonBody(request.body), nfInstanceId);
+      if (!anyInstanceId && !UUID.test(nfInstanceId)) {
+        throw new ProblemError(400, {
+          cause: "MANDATORY_IE_INCORRECT",
+          detail: "nfInstanceId must be a UUID",
+          invalidParams: [{ param: "{nfInstanceId}", reason: "must be a UUID" }],
+        });
+      }
+      checkSize(request.body.length);
+      const profile = checkProfile(parseJsonBody(request.body, maxDepth), nfInstanceId);
       const existed = store.get(nfInstanceId) !== undefined;
+      if (!existed && store.size() >= maxInstances) {
+        throw new ProblemError(403, {
+          cause: "INSUFFICIENT_RESOURCES",
+          detail: `The NRF holds its maximum of ${maxInstances} NF instances`,
+        });
+      }
       store.set(nfInstanceId, profile);
       if (existed) return json(200, profile);
       return json(201, profile, { location: instanceHref(apiRoot, nfInstanceId) });
@@ -217,7 +276,7 @@ export function createNrf(options: NrfOptions = {}): Nrf {
       requireMediaType(request, PATCH_TYPE);
       const current = store.get(nfInstanceId);
       if (current === undefined) throw notFound(nfInstanceId, request.path);
-      const patch = parseJsonBody(request.body);
+      const patch = parseJsonBody(request.body, maxDepth);
       let patched: JsonValue;
       try {
         patched = applyJsonPatch(current, patch);
@@ -241,9 +300,12 @@ export function createNrf(options: NrfOptions = {}): Nrf {
           invalidParams: [{ param: "/nfInstanceId", reason: "cannot be modified" }],
         });
       }
+      if (jsonValueDepth(patched) > maxDepth) throw tooDeep(maxDepth, "The patched NFProfile");
       const profile = checkProfile(patched, nfInstanceId);
+      const response = json(200, profile);
+      checkSize(response.body.length);
       store.set(nfInstanceId, profile);
-      return json(200, profile);
+      return response;
     },
 
     deregister(request, nfInstanceId) {

@@ -7,6 +7,12 @@ const JSON_CT = { "content-type": "application/json" };
 const PATCH_CT = { "content-type": "application/json-patch+json" };
 const BASE = "/nnrf-nfm/v1/nf-instances";
 
+/** A UUID that spells `name` (up to 6 bytes) in its last group, so ids sort as their names do. */
+function id(name: string): string {
+  const hex = [...new TextEncoder().encode(name)].map((b) => b.toString(16).padStart(2, "0"));
+  return `00000000-0000-4000-8000-${hex.join("").padEnd(12, "0")}`;
+}
+
 function profile(id: string, nfType: string, extra: Record<string, unknown> = {}) {
   return JSON.stringify({ nfInstanceId: id, nfType, nfStatus: "REGISTERED", ...extra });
 }
@@ -17,36 +23,36 @@ function register(h: SbiHandler, id: string, nfType: string, extra: Record<strin
 
 Deno.test("NRF lifecycle: PUT creates (201 + Location), PUT replaces (200), GET, DELETE, 404", async () => {
   const h = createHandler({ apiRoot: "http://nrf.test:7777" });
-  const created = await register(h, "id-1", "AMF");
+  const created = await register(h, id("id-1"), "AMF");
   assert.equal(created.status, 201);
-  assert.equal(created.headers.location, `http://nrf.test:7777${BASE}/id-1`);
+  assert.equal(created.headers.location, `http://nrf.test:7777${BASE}/${id("id-1")}`);
   assert.equal(created.headers["content-type"], "application/json");
-  assert.equal(text(created), profile("id-1", "AMF"));
+  assert.equal(text(created), profile(id("id-1"), "AMF"));
 
-  const replaced = await register(h, "id-1", "AMF", { priority: 5 });
+  const replaced = await register(h, id("id-1"), "AMF", { priority: 5 });
   assert.equal(replaced.status, 200);
   assert.equal(replaced.headers.location, undefined);
 
-  const got = await send(h, "GET", `${BASE}/id-1`);
+  const got = await send(h, "GET", `${BASE}/${id("id-1")}`);
   assert.equal(got.status, 200);
-  assert.deepEqual(json(got), JSON.parse(profile("id-1", "AMF", { priority: 5 })));
+  assert.deepEqual(json(got), JSON.parse(profile(id("id-1"), "AMF", { priority: 5 })));
 
-  const deleted = await send(h, "DELETE", `${BASE}/id-1`);
+  const deleted = await send(h, "DELETE", `${BASE}/${id("id-1")}`);
   assert.equal(deleted.status, 204);
   assert.equal(deleted.body.length, 0);
 
   for (const method of ["GET", "DELETE"]) {
-    const gone = await send(h, method, `${BASE}/id-1`);
+    const gone = await send(h, method, `${BASE}/${id("id-1")}`);
     assert.equal(gone.status, 404, method);
     assert.equal(gone.headers["content-type"], "application/problem+json");
-    assert.equal(json(gone).instance, `${BASE}/id-1`);
+    assert.equal(json(gone).instance, `${BASE}/${id("id-1")}`);
   }
 });
 
 Deno.test("NRF PUT without mandatory IEs is 400 MANDATORY_IE_MISSING naming each one", async () => {
   const h = createHandler();
-  const res = await send(h, "PUT", `${BASE}/x`, {
-    body: JSON.stringify({ nfInstanceId: "x" }),
+  const res = await send(h, "PUT", `${BASE}/${id("x")}`, {
+    body: JSON.stringify({ nfInstanceId: id("x") }),
     headers: JSON_CT,
   });
   assert.equal(res.status, 400);
@@ -56,12 +62,15 @@ Deno.test("NRF PUT without mandatory IEs is 400 MANDATORY_IE_MISSING naming each
     "/nfType",
     "/nfStatus",
   ]);
-  assert.equal((await send(h, "GET", `${BASE}/x`)).status, 404);
+  assert.equal((await send(h, "GET", `${BASE}/${id("x")}`)).status, 404);
 });
 
 Deno.test("NRF PUT with an nfInstanceId other than the path is 400 MANDATORY_IE_INCORRECT", async () => {
   const h = createHandler();
-  const res = await send(h, "PUT", `${BASE}/a`, { body: profile("b", "AMF"), headers: JSON_CT });
+  const res = await send(h, "PUT", `${BASE}/${id("a")}`, {
+    body: profile(id("b"), "AMF"),
+    headers: JSON_CT,
+  });
   assert.equal(res.status, 400);
   assert.equal(json(res).cause, "MANDATORY_IE_INCORRECT");
   assert.deepEqual(json(res).invalidParams, [
@@ -71,27 +80,30 @@ Deno.test("NRF PUT with an nfInstanceId other than the path is 400 MANDATORY_IE_
 
 Deno.test("NRF PUT rejects malformed JSON, non-objects and wrong content-types", async () => {
   const h = createHandler();
-  const bad = await send(h, "PUT", `${BASE}/a`, { body: '{"nfType":', headers: JSON_CT });
+  const bad = await send(h, "PUT", `${BASE}/${id("a")}`, { body: '{"nfType":', headers: JSON_CT });
   assert.equal(bad.status, 400);
   assert.equal(json(bad).cause, "INVALID_MSG_FORMAT");
 
-  const invalidUtf8 = await send(h, "PUT", `${BASE}/a`, {
+  const invalidUtf8 = await send(h, "PUT", `${BASE}/${id("a")}`, {
     body: new Uint8Array([0x22, 0xff, 0x22]),
     headers: JSON_CT,
   });
   assert.equal(json(invalidUtf8).cause, "INVALID_MSG_FORMAT");
 
-  const array = await send(h, "PUT", `${BASE}/a`, { body: "[]", headers: JSON_CT });
+  const array = await send(h, "PUT", `${BASE}/${id("a")}`, { body: "[]", headers: JSON_CT });
   assert.equal(array.status, 400);
   assert.equal(json(array).cause, "INVALID_MSG_FORMAT");
 
   for (const headers of [{}, { "content-type": "text/plain" }] as Record<string, string>[]) {
-    const res = await send(h, "PUT", `${BASE}/a`, { body: profile("a", "AMF"), headers });
+    const res = await send(h, "PUT", `${BASE}/${id("a")}`, {
+      body: profile(id("a"), "AMF"),
+      headers,
+    });
     assert.equal(res.status, 415);
     assert.equal(json(res).cause, "UNSUPPORTED_MEDIA_TYPE");
   }
-  const withCharset = await send(h, "PUT", `${BASE}/a`, {
-    body: profile("a", "AMF"),
+  const withCharset = await send(h, "PUT", `${BASE}/${id("a")}`, {
+    body: profile(id("a"), "AMF"),
     headers: { "content-type": "Application/JSON; charset=utf-8" },
   });
   assert.equal(withCharset.status, 201);
@@ -99,8 +111,8 @@ Deno.test("NRF PUT rejects malformed JSON, non-objects and wrong content-types",
 
 Deno.test("NRF PATCH applies a JSON Patch and returns the new profile", async () => {
   const h = createHandler();
-  await register(h, "p", "SMF", { nfServices: [] });
-  const res = await send(h, "PATCH", `${BASE}/p`, {
+  await register(h, id("p"), "SMF", { nfServices: [] });
+  const res = await send(h, "PATCH", `${BASE}/${id("p")}`, {
     headers: PATCH_CT,
     body: JSON.stringify([
       { op: "test", path: "/nfStatus", value: "REGISTERED" },
@@ -111,21 +123,21 @@ Deno.test("NRF PATCH applies a JSON Patch and returns the new profile", async ()
   });
   assert.equal(res.status, 200);
   const expected = {
-    nfInstanceId: "p",
+    nfInstanceId: id("p"),
     nfType: "SMF",
     nfStatus: "SUSPENDED",
     nfServices: [{ serviceName: "nsmf-pdusession" }],
     load: 40,
   };
   assert.deepEqual(json(res), expected);
-  assert.deepEqual(json(await send(h, "GET", `${BASE}/p`)), expected);
+  assert.deepEqual(json(await send(h, "GET", `${BASE}/${id("p")}`)), expected);
 });
 
 Deno.test("NRF PATCH errors: media type, malformed patch, conflict, id change, removed IE, unknown id", async () => {
   const h = createHandler();
-  await register(h, "p", "SMF");
-  const patch = (body: string, headers: Record<string, string> = PATCH_CT, id = "p") =>
-    send(h, "PATCH", `${BASE}/${id}`, { body, headers });
+  await register(h, id("p"), "SMF");
+  const patch = (body: string, headers: Record<string, string> = PATCH_CT, target = id("p")) =>
+    send(h, "PATCH", `${BASE}/${target}`, { body, headers });
 
   const wrongType = await patch("[]", JSON_CT);
   assert.equal(wrongType.status, 415);
@@ -150,30 +162,30 @@ Deno.test("NRF PATCH errors: media type, malformed patch, conflict, id change, r
   const removed = await patch('[{"op":"remove","path":"/nfType"}]');
   assert.deepEqual([removed.status, json(removed).cause], [400, "MANDATORY_IE_MISSING"]);
 
-  const unknown = await patch("[]", PATCH_CT, "nobody");
+  const unknown = await patch("[]", PATCH_CT, id("nobody"));
   assert.equal(unknown.status, 404);
 
   // None of the failed patches changed the stored profile.
-  assert.equal(text(await send(h, "GET", `${BASE}/p`)), profile("p", "SMF"));
+  assert.equal(text(await send(h, "GET", `${BASE}/${id("p")}`)), profile(id("p"), "SMF"));
 });
 
 Deno.test("NRF list returns a UriList of instance links, filterable by nf-type and limit", async () => {
   const h = createHandler();
-  await register(h, "c", "AMF");
-  await register(h, "a", "SMF");
-  await register(h, "b", "AMF");
+  await register(h, id("c"), "AMF");
+  await register(h, id("a"), "SMF");
+  await register(h, id("b"), "AMF");
   const all = await send(h, "GET", BASE);
   assert.equal(all.status, 200);
   assert.equal(all.headers["content-type"], "application/3gppHal+json");
   assert.equal(
     text(all),
-    `{"_links":{"self":{"href":"${BASE}"},"items":[{"href":"${BASE}/a"},` +
-      `{"href":"${BASE}/b"},{"href":"${BASE}/c"}]},"totalItemCount":3}`,
+    `{"_links":{"self":{"href":"${BASE}"},"items":[{"href":"${BASE}/${id("a")}"},` +
+      `{"href":"${BASE}/${id("b")}"},{"href":"${BASE}/${id("c")}"}]},"totalItemCount":3}`,
   );
   const amf = json(await send(h, "GET", `${BASE}?nf-type=AMF&limit=1`));
   assert.deepEqual(amf._links, {
     self: { href: `${BASE}?nf-type=AMF&limit=1` },
-    items: [{ href: `${BASE}/b` }],
+    items: [{ href: `${BASE}/${id("b")}` }],
   });
   assert.equal(amf.totalItemCount, 2);
   const badLimit = await send(h, "GET", `${BASE}?limit=0`);
@@ -185,12 +197,12 @@ Deno.test("NRF list returns a UriList of instance links, filterable by nf-type a
 
 Deno.test("discovery filters by target type, status and allowedNfTypes", async () => {
   const h = createHandler({ validitySeconds: 120 });
-  await register(h, "amf-2", "AMF");
-  await register(h, "amf-1", "AMF");
-  await register(h, "smf-1", "SMF");
-  await register(h, "amf-3", "AMF", { nfStatus: "SUSPENDED" });
-  await register(h, "amf-4", "AMF", { allowedNfTypes: ["NSSF"] });
-  await register(h, "amf-5", "AMF", { allowedNfTypes: ["SMF", "NSSF"] });
+  await register(h, id("amf-2"), "AMF");
+  await register(h, id("amf-1"), "AMF");
+  await register(h, id("smf-1"), "SMF");
+  await register(h, id("amf-3"), "AMF", { nfStatus: "SUSPENDED" });
+  await register(h, id("amf-4"), "AMF", { allowedNfTypes: ["NSSF"] });
+  await register(h, id("amf-5"), "AMF", { allowedNfTypes: ["SMF", "NSSF"] });
 
   const res = await send(
     h,
@@ -202,7 +214,7 @@ Deno.test("discovery filters by target type, status and allowedNfTypes", async (
   const body = json(res);
   assert.equal(body.validityPeriod, 120);
   const ids = (body.nfInstances as { nfInstanceId: string }[]).map((p) => p.nfInstanceId);
-  assert.deepEqual(ids, ["amf-1", "amf-2", "amf-5"]);
+  assert.deepEqual(ids, ["amf-1", "amf-2", "amf-5"].map(id));
 
   const limited = json(
     await send(
@@ -235,8 +247,8 @@ Deno.test("discovery without its mandatory query parameters names each missing o
   );
 });
 
-Deno.test("NRF instance ids are percent-decoded from the path and encoded in links", async () => {
-  const h = createHandler();
+Deno.test("NRF instance ids (relaxed to any string) are percent-decoded from the path and encoded in links", async () => {
+  const h = createHandler({ nrf: { anyInstanceId: true } });
   const res = await send(h, "PUT", `${BASE}/a%20b`, {
     body: profile("a b", "AMF"),
     headers: JSON_CT,
@@ -248,4 +260,75 @@ Deno.test("NRF instance ids are percent-decoded from the path and encoded in lin
   assert.deepEqual(json(bad).invalidParams, [
     { param: "{nfInstanceId}", reason: "invalid percent-encoding" },
   ]);
+});
+
+Deno.test("NRF PUT with an nfInstanceId that is not a UUID is 400 unless the lab option relaxes it", async () => {
+  const body = profile("amf-one", "AMF");
+  const strict = await send(createHandler(), "PUT", `${BASE}/amf-one`, { body, headers: JSON_CT });
+  assert.equal(strict.status, 400);
+  assert.equal(json(strict).cause, "MANDATORY_IE_INCORRECT");
+  assert.deepEqual(json(strict).invalidParams, [{
+    param: "{nfInstanceId}",
+    reason: "must be a UUID",
+  }]);
+  const relaxed = createHandler({ nrf: { anyInstanceId: true } });
+  assert.equal(
+    (await send(relaxed, "PUT", `${BASE}/amf-one`, { body, headers: JSON_CT })).status,
+    201,
+  );
+  const upper = id("UP").toUpperCase();
+  assert.equal((await register(createHandler(), upper, "AMF")).status, 201);
+});
+
+Deno.test("NRF refuses an instance beyond its maximum with 403 INSUFFICIENT_RESOURCES, replacing still works", async () => {
+  const h = createHandler({ nrf: { maxInstances: 3 } });
+  for (const n of ["n1", "n2", "n3"]) assert.equal((await register(h, id(n), "AMF")).status, 201);
+  const full = await register(h, id("n4"), "AMF");
+  assert.equal(full.status, 403);
+  assert.equal(full.headers["content-type"], "application/problem+json");
+  assert.equal(json(full).cause, "INSUFFICIENT_RESOURCES");
+  assert.equal((await send(h, "GET", `${BASE}/${id("n4")}`)).status, 404);
+  assert.equal((await register(h, id("n2"), "SMF")).status, 200, "replacing is not a new instance");
+  assert.equal((await send(h, "DELETE", `${BASE}/${id("n1")}`)).status, 204);
+  assert.equal((await register(h, id("n4"), "AMF")).status, 201, "a freed slot can be reused");
+});
+
+Deno.test("NRF refuses a profile larger than its maximum with 413, as sent or after a PATCH", async () => {
+  const h = createHandler({ nrf: { maxProfileBytes: 1024 } });
+  const big = await register(h, id("big"), "AMF", { pad: "x".repeat(2000) });
+  assert.equal(big.status, 413);
+  assert.equal(json(big).cause, "PAYLOAD_TOO_LARGE");
+  assert.equal((await send(h, "GET", `${BASE}/${id("big")}`)).status, 404);
+  assert.equal((await register(h, id("small"), "AMF")).status, 201);
+  const grow = await send(h, "PATCH", `${BASE}/${id("small")}`, {
+    headers: PATCH_CT,
+    body: JSON.stringify([{ op: "add", path: "/pad", value: "x".repeat(2000) }]),
+  });
+  assert.equal(grow.status, 413);
+  assert.equal(json(grow).cause, "PAYLOAD_TOO_LARGE");
+  assert.equal(text(await send(h, "GET", `${BASE}/${id("small")}`)), profile(id("small"), "AMF"));
+});
+
+Deno.test("NRF answers a body nested 5,000 deep with 400 INVALID_MSG_FORMAT, not a stack overflow", async () => {
+  const errors: unknown[] = [];
+  const h = createHandler({ onError: (err) => errors.push(err) });
+  const deep = "[".repeat(5000) + "]".repeat(5000);
+  const put = await send(h, "PUT", `${BASE}/${id("deep")}`, {
+    body: `{"nfInstanceId":"${id("deep")}","nfType":"AMF","nfStatus":"REGISTERED","x":${deep}}`,
+    headers: JSON_CT,
+  });
+  assert.deepEqual([put.status, json(put).cause], [400, "INVALID_MSG_FORMAT"]);
+  assert.match(json(put).detail as string, /deeper than 32/);
+  await register(h, id("p"), "SMF");
+  const patch = (body: string) =>
+    send(h, "PATCH", `${BASE}/${id("p")}`, { body, headers: PATCH_CT });
+  const deepValue = await patch(`[{"op":"add","path":"/x","value":${deep}}]`);
+  assert.deepEqual([deepValue.status, json(deepValue).cause], [400, "INVALID_MSG_FORMAT"]);
+  // Each patch is shallow, but together they would build a profile deeper than the limit.
+  const nest = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
+  assert.equal((await patch(`[{"op":"add","path":"/x","value":${nest(28)}}]`)).status, 200);
+  const deeper = await patch(`[{"op":"add","path":"/x${"/0".repeat(27)}/0","value":${nest(10)}}]`);
+  assert.deepEqual([deeper.status, json(deeper).cause], [400, "INVALID_MSG_FORMAT"]);
+  assert.match(json(deeper).detail as string, /patched NFProfile/);
+  assert.deepEqual(errors, []);
 });

@@ -16,6 +16,7 @@ const TITLES: Readonly<Record<number, string>> = {
   411: "Length Required",
   413: "Payload Too Large",
   415: "Unsupported Media Type",
+  425: "Too Early",
   429: "Too Many Requests",
   500: "Internal Server Error",
   501: "Not Implemented",
@@ -65,18 +66,6 @@ export class ProblemError extends Error {
   }
 }
 
-/**
- * The 413 for a request body over `maxBytes`: thrown by the handler, and
- * answered by a transport that stopped reading the body at its own limit, so
- * both give the same bytes.
- */
-export function payloadTooLarge(maxBytes: number): ProblemError {
-  return new ProblemError(413, {
-    cause: "PAYLOAD_TOO_LARGE",
-    detail: `Request body exceeds ${maxBytes} bytes`,
-  });
-}
-
 const encoder = new TextEncoder();
 
 /**
@@ -103,4 +92,44 @@ export function problemResponse(status: number, init: ProblemInit = {}): SbiResp
     headers: { ...init.headers, "content-type": PROBLEM_JSON },
     body: encoder.encode(JSON.stringify(problemDetails(status, init))),
   };
+}
+
+/**
+ * The one 413 answer for a request body over `limitBytes`, whoever notices it:
+ * the handler, or a transport while the body streams in. Equal limits give
+ * equal bytes on every transport.
+ */
+export function bodyTooLarge(limitBytes: number): SbiResponse {
+  return problemResponse(413, {
+    cause: "PAYLOAD_TOO_LARGE",
+    detail: `Request body exceeds ${limitBytes} bytes`,
+  });
+}
+
+/** The 400 a transport sends for a request it cannot turn into an SBI request. */
+export function unreadableRequest(): SbiResponse {
+  return problemResponse(400, { cause: "INVALID_MSG_FORMAT", detail: "Unreadable request" });
+}
+
+/** The 500 for an exception, with no details on the wire (the handler sends the same). */
+export function systemFailure(): SbiResponse {
+  return problemResponse(500, { cause: "SYSTEM_FAILURE", detail: "Internal error" });
+}
+
+/** The 503 for a request refused because the process is at a resource limit. */
+export function overloaded(detail: string): SbiResponse {
+  return problemResponse(503, { cause: "NF_CONGESTION", detail });
+}
+
+/**
+ * The 425 Too Early (RFC 8470 §5.2) for a request that arrived in TLS early
+ * data (0-RTT) and is not safe to run before the handshake completes: a
+ * replay of it would run it again. The client may send it again once the
+ * handshake is done. TS 29.500 defines no cause for 425; this one names it.
+ */
+export function tooEarly(): SbiResponse {
+  return problemResponse(425, {
+    cause: "TOO_EARLY",
+    detail: "Request received in early data; send it again after the handshake",
+  });
 }

@@ -28,17 +28,18 @@ export interface SbiRequest {
   body: Uint8Array;
   /** Parsed parts when the body is `multipart/related`, else undefined. */
   parts?: MultipartPart[];
-  /**
-   * Who the transport authenticated, set by the transport from the TLS
-   * session (never from a header); undefined on h2c or without mutual TLS.
-   */
+  /** Who sent it, as the transport authenticated the peer (undefined when it did not). */
   peer?: SbiPeer;
 }
 
-/** The authenticated client of a request. */
+/**
+ * The sender of a request as the transport authenticated it, for example by
+ * mutual TLS. It comes from the connection, never from a header, so a client
+ * cannot claim another identity by sending one.
+ */
 export interface SbiPeer {
-  /** RFC 4514 subject of the client certificate verified under mutual TLS. */
-  subject: string;
+  /** Subject (RFC 4514, e.g. `CN=smf1.example`) of the client certificate verified under mutual TLS. */
+  subject?: string;
 }
 
 /** A response as the handler produces it. */

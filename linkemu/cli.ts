@@ -1,10 +1,9 @@
 /**
  * `lab link …` commands: `selftest`, `up`, `cleanup`, `profiles`.
- * Runnable on its own for development: `deno run -A linkemu/cli.ts link selftest`.
  *
  * @module
  */
-import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { cleanupLinks } from "./cleanup.ts";
 import { type LinkBackend, openLink } from "./link.ts";
 import { formatLinkSpec, LINK_PROFILES, type LinkSpec, parseLinkSpec } from "./link_spec.ts";
@@ -76,7 +75,7 @@ export function registerLinkCommands(program: Command): void {
       });
       console.log(formatSelftestReport(report));
       if (o.json) await Deno.writeTextFile(o.json, JSON.stringify(report, null, 2) + "\n");
-      if (!report.passed) Deno.exitCode = 1;
+      if (!report.passed) throw new Error("Selftest failed: the link does not match its spec");
     });
 
   link.command("up")
@@ -124,16 +123,4 @@ export function registerLinkCommands(program: Command): void {
         console.log(`${name.padEnd(14)} ${formatLinkSpec(parseLinkSpec(name))}`);
       }
     });
-}
-
-if (import.meta.main) {
-  const program = new Command("lab").exitOverride();
-  registerLinkCommands(program);
-  try {
-    await program.parseAsync(Deno.args, { from: "user" });
-  } catch (err) {
-    if (err instanceof CommanderError) Deno.exit(err.exitCode === 0 ? 0 : 2);
-    console.error(`error: ${(err instanceof Error ? err.message : String(err)).split("\n")[0]}`);
-    Deno.exit(1);
-  }
 }

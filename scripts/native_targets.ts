@@ -25,7 +25,15 @@ export interface NativeTarget {
 const H3_SOURCES = ["common", "conn", "client", "server", "udp", "tls"].map((f) =>
   `transports/h3/native/${f}.c`
 );
-const H3_HEADERS = ["transports/h3/native/sbh3.h", "transports/h3/native/sbh3_int.h"];
+const H3_HEADERS = [
+  "transports/h3/native/sbh3.h",
+  "transports/h3/native/sbh3_int.h",
+  "transports/native/sb_tls.h",
+];
+
+/** The load engine's shared part, linked into the h2 and h3 modules (transports/load/). */
+const LOAD_SOURCES = ["transports/native/sbl_load.c", "transports/native/sbl_hist.c"];
+const LOAD_HEADERS = ["transports/native/sbl_load.h", "transports/native/sbl_hist.h"];
 
 /** Every native target, by name. */
 export const NATIVE_TARGETS: Record<string, NativeTarget> = {
@@ -52,9 +60,9 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   h3: {
     output: "libsbilab_h3.so",
     kind: "shared",
-    sources: H3_SOURCES,
-    deps: H3_HEADERS,
-    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    sources: [...H3_SOURCES, ...LOAD_SOURCES, "transports/h3/native/sbh3_load.c"],
+    deps: [...H3_HEADERS, ...LOAD_HEADERS],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", "-lpthread"],
     requires: [
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
       {
@@ -66,19 +74,39 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     ],
   },
   // HTTP/2 client and server: the sbh2 shim over nghttp2 (transports/h2/native_client.ts,
-  // transports/h2/native_server.ts).
+  // transports/h2/native_server.ts) and its TLS 1.3 record layer on GnuTLS
+  // (sbh2_tls.c), with the TLS settings shared with h3 (transports/native/sb_tls.h).
   h2: {
     output: "libsbilab_h2.so",
     kind: "shared",
-    sources: ["transports/h2/native/sbh2.c", "transports/h2/native/sbh2_server.c"],
+    sources: [
+      "transports/h2/native/sbh2.c",
+      "transports/h2/native/sbh2_server.c",
+      "transports/h2/native/sbh2_tls.c",
+      ...LOAD_SOURCES,
+      "transports/h2/native/sbh2_load.c",
+    ],
     deps: [
       "transports/h2/native/sbh2.h",
       "transports/h2/native/sbh2_server.h",
       "transports/h2/native/sbh2_common.h",
+      "transports/h2/native/sbh2_tls.h",
       "transports/native/sbwire.h",
+      "transports/native/sb_tls.h",
+      ...LOAD_HEADERS,
     ],
-    libs: ["-lnghttp2"],
-    requires: [{ header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" }],
+    libs: ["-lnghttp2", "-lgnutls", "-lpthread"],
+    requires: [
+      { header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" },
+      { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
+    ],
+  },
+  // Check driver for the load engines' histogram (transports/load/histogram_test.ts).
+  load_histcheck: {
+    output: "sbilab_load_histcheck",
+    kind: "exe",
+    sources: ["transports/native/sbl_hist_check.c", "transports/native/sbl_hist.c"],
+    deps: ["transports/native/sbl_hist.h"],
   },
   // Leak check driver for the h3 shim: a client and a server talking in memory.
   h3_leakcheck: {

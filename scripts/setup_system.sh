@@ -1,18 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages sbilab's native code and tests use. Needs root;
-# without root it prints the one apt-get line to run instead.
+# Installs the Debian packages listed in scripts/system_packages.txt. Needs
+# root; without root it prints the one apt-get line to run instead.
+# (`deno task test` and `deno task bench` do the same by themselves.)
 set -euo pipefail
+cd "$(dirname "$0")"
 
-PACKAGES=(
-  gcc make pkg-config                                   # native build
-  libngtcp2-dev libngtcp2-crypto-gnutls-dev             # QUIC (ngtcp2 0.12, GnuTLS crypto)
-  libnghttp3-dev libgnutls28-dev                        # HTTP/3 (nghttp3 0.8), TLS 1.3
-  libnghttp2-dev                                        # native HTTP/2 client (nghttp2 1.52)
-  nghttp2-client nghttp2-server curl                    # HTTP/2 peers: nghttp, h2load, nghttpd, curl
-  ngtcp2-client ngtcp2-server                           # HTTP/3 peers: gtlsclient, gtlsserver
-  valgrind                                              # leak check of the native shim
-  iproute2                                              # network namespaces for the link emulator
-)
+mapfile -t PACKAGES < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' system_packages.txt)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,23 +6,13 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { h3Available } from "../transports/h3/mod.ts";
-import { directCall, freePort, needsTool, ROOT, runTool } from "./support.ts";
+import { directCall, freePort, needsTool, ROOT, runLab, runTool } from "./support.ts";
 
 const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
+const NF_ID = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
 
-async function lab(args: string[], timeoutMs = 30_000) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--quiet", MAIN, ...args],
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
-  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-  const out = await child.output();
-  clearTimeout(timer);
-  return { code: out.code, stdout: out.stdout, stderr: dec.decode(out.stderr) };
-}
+const lab = runLab;
 
 /** Starts `lab serve` and resolves with its listener URLs once they are printed. */
 async function startServe(args: string[]) {
@@ -55,8 +45,8 @@ async function startServe(args: string[]) {
   return { urls, stop };
 }
 
-function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp) {
-  assert.notEqual(r.code, 0);
+function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp, code = 1) {
+  assert.equal(r.code, code, `exit status for:\n${r.stderr}`);
   const lines = r.stderr.trim().split("\n").filter((l) => !l.startsWith("(run lab --help"));
   assert.equal(lines.length, 1, `expected one line, got:\n${r.stderr}`);
   assert.match(lines[0], pattern);
@@ -101,14 +91,14 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
       "-H",
       "Content-Type: application/json",
       "-d",
-      '{"nfInstanceId":"a1","nfType":"AMF","nfStatus":"REGISTERED"}',
+      `{"nfInstanceId":"${NF_ID}","nfType":"AMF","nfStatus":"REGISTERED"}`,
       "-i",
-      `${srv.urls["h2c"]}/nnrf-nfm/v1/nf-instances/a1`,
+      `${srv.urls["h2c"]}/nnrf-nfm/v1/nf-instances/${NF_ID}`,
     ]);
     assert.equal(post.code, 0, post.stderr);
     assert.match(
       dec.decode(post.stdout),
-      /^HTTP\/2 201\r\n[\s\S]*location: \S*\/nnrf-nfm\/v1\/nf-instances\/a1/,
+      new RegExp(`^HTTP/2 201\r\n[\\s\\S]*location: \\S*/nnrf-nfm/v1/nf-instances/${NF_ID}`),
     );
   } finally {
     const status = await srv.stop();
@@ -186,48 +176,86 @@ Deno.test("lab serve refuses a port in use with one line", async () => {
   }
 });
 
-Deno.test("lab gives one clear line and a non-zero exit for bad input", async (t) => {
-  const cases: [string, string[], RegExp][] = [
-    ["bad URL", ["request", "not a url"], /error: Invalid URL/],
-    ["bad scheme", ["request", "ftp://x/"], /error: Unsupported scheme ftp:/],
+Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage errors", async (t) => {
+  const cases: [string, string[], RegExp, number][] = [
+    ["bad URL", ["request", "not a url"], /error: Invalid URL/, 1],
+    ["bad scheme", ["request", "ftp://x/"], /error: Unsupported scheme ftp:/, 1],
     [
       "unreachable host",
       ["request", "--timeout", "3000", `http://127.0.0.1:${freePort()}/x`],
       /error: h2c request .* failed/,
-    ],
-    [
-      "bad header",
-      ["request", "-H", "nocolon", "http://127.0.0.1:9/"],
-      /error: Header must look like/,
+      1,
     ],
     [
       "unreadable body file",
       ["request", "-d", "@/nonexistent/file", "http://127.0.0.1:9/"],
       /error: Cannot read \/nonexistent\/file/,
+      1,
     ],
-    ["unreadable cert", [
-      "serve",
-      "--transports",
-      "h2-tls",
-      "--tls-port",
-      "0",
-      "--cert",
-      "/nonexistent.pem",
-      "--key",
-      "/nonexistent.key",
-    ], /error: Cannot read \/nonexistent\.pem/],
-    ["unknown transport", ["serve", "--transports", "h4"], /error: Unknown transport h4/],
-    ["bad port", ["serve", "--h2c-port", "70000"], /error: --h2c-port must be a port/],
+    [
+      "unreadable cert",
+      [
+        "serve",
+        "--transports",
+        "h2-tls",
+        "--tls-port",
+        "0",
+        "--cert",
+        "/nonexistent.pem",
+        "--key",
+        "/nonexistent.key",
+      ],
+      /error: Cannot read \/nonexistent\.pem/,
+      1,
+    ],
+    [
+      "header without a colon",
+      ["request", "-H", "nocolon", "http://127.0.0.1:9/"],
+      /error: Header must look like/,
+      2,
+    ],
+    [
+      "header name with a space",
+      ["request", "-H", "bad header", "http://127.0.0.1:9/"],
+      /error: Header must look like 'Name: value', got 'bad header'/,
+      2,
+    ],
+    [
+      "timeout not a number",
+      ["request", "--timeout", "abc", "http://127.0.0.1:9/"],
+      /--timeout/,
+      2,
+    ],
+    ["unknown transport", ["serve", "--transports", "h4"], /error: Unknown transport h4/, 2],
+    ["bogus transport list", ["serve", "--transports", "bogus"], /Unknown transport bogus/, 2],
+    ["bad port", ["serve", "--h2c-port", "70000"], /error: --h2c-port must be a port/, 2],
+    [
+      "host not of this machine",
+      ["serve", "--transports", "h2c", "--h2c-port", "0", "--host", "192.0.2.1"],
+      /error: --host 192\.0\.2\.1 is not an address of this machine/,
+      2,
+    ],
+    ["bench with an unknown transport", ["bench", "--transports", "bogus"], /bogus/, 2],
+    ["bench with a bad number", ["bench", "--samples", "x"], /--samples/, 2],
+    ["report of a missing file", ["report", "/nonexistent/run.json"], /Cannot read/, 2],
+    ["link with a bad spec", ["link", "selftest", "--link", "wam"], /wam/, 2],
     [
       "h3 datagram size below QUIC's minimum",
       ["serve", "--transports", "h3", "--h3-max-udp-payload", "1000"],
       /error: --h3-max-udp-payload must be 1200-65527, got 1000/,
+      2,
     ],
-    ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/],
+    ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/, 2],
   ];
-  for (const [name, args, pattern] of cases) {
-    await t.step(name, async () => assertOneLineError(await lab(args), pattern));
+  for (const [name, args, pattern, code] of cases) {
+    await t.step(name, async () => assertOneLineError(await lab(args), pattern, code));
   }
+});
+
+Deno.test("lab link runs through main.ts and lists its profiles", async () => {
+  const r = await lab(["link", "profiles"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(dec.decode(r.stdout), /^wan\s+delay=25ms,loss=0\.1%$/m);
 });
 
 Deno.test("lab certs writes a CA, server and client certificate that lab serve can use", async () => {
@@ -308,4 +336,76 @@ Deno.test("deno task compile refuses a DENORT_BIN that does not exist with one l
     { code: out.code, stderr: dec.decode(out.stderr) },
     /error: DENORT_BIN points to \/nonexistent\/denort/,
   );
+});
+
+Deno.test("lab load drives lab serve over h2c and h3 with matching counts and saves JSON", async () => {
+  const state = await Deno.makeTempDir();
+  const srv = await startServe([
+    "--transports",
+    "h2c,h3",
+    "--h2c-port",
+    "0",
+    "--tls-port",
+    "0",
+    "--state-dir",
+    state,
+  ]);
+  try {
+    const path = "/nbench/v1/payload?size=256";
+    for (
+      const [name, extra] of [["h2c", []], ["h3", ["--h3", "--ca", `${state}/ca.pem`]]] as const
+    ) {
+      const url = srv.urls[name].replace("localhost", "127.0.0.1") + path;
+      const json = `${state}/${name}.json`;
+      const r = await lab([
+        "load",
+        url,
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "-m",
+        "4",
+        ...extra,
+        "--json",
+        json,
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      const out = dec.decode(r.stdout);
+      assert.match(out, /300 sent, 300 completed, 0 errors/);
+      assert.match(out, /status codes: 300 × 200/);
+      assert.match(out, /latency histogram/);
+      const saved = JSON.parse(await Deno.readTextFile(json));
+      assert.equal(saved.engine, "native");
+      assert.equal(saved.result.protocol, name === "h3" ? "h3" : "h2");
+      assert.equal(saved.result.sent, 300);
+      assert.equal(saved.result.latency.count, 300);
+      assert.equal(saved.result.bodyBytesIn, 300 * 256);
+    }
+  } finally {
+    await srv.stop();
+    await Deno.remove(state, { recursive: true });
+  }
+});
+
+Deno.test("lab load: argument errors exit 2 and a refused connection exits 1, each with one line", async () => {
+  const port = freePort();
+  for (
+    const [args, pattern] of [
+      [["load", "not a url", "-n", "5"], /Invalid URL/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "-D", "1s"], /either -n/],
+      [["load", `http://127.0.0.1:${port}/`], /either -n/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "0"], /-n must be/],
+      [["load", `http://127.0.0.1:${port}/`, "-D", "soon"], /-D must be a duration/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "--h3"], /needs an https/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "--rate", "-3"], /--rate/],
+      [["load", `http://127.0.0.1:${port}/`, "-n", "5", "-d", "@/nonexistent"], /Cannot read/],
+    ] as const
+  ) {
+    const r = await lab([...args]);
+    assertOneLineError(r, pattern, 2);
+  }
+  const r = await lab(["load", `http://127.0.0.1:${port}/`, "-n", "5"]);
+  assertOneLineError(r, /refused.*partial/i, 1);
+  assert.match(dec.decode(r.stdout), /^PARTIAL: /);
 });

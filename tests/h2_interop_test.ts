@@ -26,7 +26,12 @@ async function expectedPayload(size: number): Promise<Uint8Array> {
 const NATIVE_SKIP = H2_NATIVE_SKIP !== null;
 
 for (
-  const [transport, stack] of [["h2c", "deno"], ["h2-tls", "deno"], ["h2c", "native"]] as const
+  const [transport, stack] of [
+    ["h2c", "deno"],
+    ["h2-tls", "deno"],
+    ["h2c", "native"],
+    ["h2-tls", "native"],
+  ] as const
 ) {
   Deno.test({
     name: `nghttp fetches the handler's exact bytes from our ${transport} server (${stack} stack)`,
@@ -76,35 +81,37 @@ for (const stack of ["deno", "native"] as const) {
   });
 }
 
-Deno.test({
-  name: "curl verifies our h2-tls server against the dev CA and negotiates h2",
-  ignore: needsTool("curl", "curl"),
-  fn: async () => {
-    const pki = await testPki();
-    const dir = await Deno.makeTempDir();
-    const pair = await startPair("h2-tls");
-    try {
-      await Deno.writeTextFile(`${dir}/ca.pem`, pki.caCertPem);
-      const url = pair.server.url.replace("127.0.0.1", "localhost");
-      const r = await runTool("curl", [
-        "-sS",
-        "--http2",
-        "--cacert",
-        `${dir}/ca.pem`,
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_version} %{http_code}",
-        `${url}/nbench/v1/payload?size=256`,
-      ]);
-      assert.equal(r.code, 0, r.stderr);
-      assert.equal(new TextDecoder().decode(r.stdout), "2 200");
-    } finally {
-      await pair.close();
-      await Deno.remove(dir, { recursive: true });
-    }
-  },
-});
+for (const stack of ["deno", "native"] as const) {
+  Deno.test({
+    name: `curl verifies our h2-tls server against the dev CA and negotiates h2 (${stack} stack)`,
+    ignore: needsTool("curl", "curl") || (stack === "native" && NATIVE_SKIP),
+    fn: async () => {
+      const pki = await testPki();
+      const dir = await Deno.makeTempDir();
+      const pair = await startPair("h2-tls", { stack });
+      try {
+        await Deno.writeTextFile(`${dir}/ca.pem`, pki.caCertPem);
+        const url = pair.server.url.replace("127.0.0.1", "localhost");
+        const r = await runTool("curl", [
+          "-sS",
+          "--http2",
+          "--cacert",
+          `${dir}/ca.pem`,
+          "-o",
+          "/dev/null",
+          "-w",
+          "%{http_version} %{http_code}",
+          `${url}/nbench/v1/payload?size=256`,
+        ]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(new TextDecoder().decode(r.stdout), "2 200");
+      } finally {
+        await pair.close();
+        await Deno.remove(dir, { recursive: true });
+      }
+    },
+  });
+}
 
 async function withNghttpd(tls: boolean, fn: (origin: string, file: Uint8Array) => Promise<void>) {
   const pki = await testPki();
@@ -203,13 +210,15 @@ for (const transport of ["h2c", "h2-tls"] as const) {
   });
 }
 
-for (const streams of [1, 64]) {
+for (
+  const [transport, streams] of [["h2c", 1], ["h2c", 64], ["h2-tls", 1], ["h2-tls", 64]] as const
+) {
   Deno.test({
     name:
-      `h2load completes 2000 requests at ${streams} concurrent streams against the native h2c server`,
+      `h2load completes 2000 requests at ${streams} concurrent streams against the native ${transport} server`,
     ignore: needsTool("h2load", "nghttp2-client") || NATIVE_SKIP,
     fn: async () => {
-      const pair = await startPair("h2c", { stack: "native" });
+      const pair = await startPair(transport, { stack: "native" });
       try {
         const r = await runTool("h2load", [
           "-n",
@@ -234,52 +243,61 @@ for (const streams of [1, 64]) {
   });
 }
 
-Deno.test("our h2-tls client and server keep 16 KiB round trips clear of the Nagle stall (median of 200 < 10 ms)", async () => {
-  const pair = await startPair("h2-tls");
-  try {
-    const times: number[] = [];
-    for (let i = 0; i < 200; i++) {
-      const t0 = performance.now();
-      const r = await pair.client.request({ path: PAYLOAD });
-      times.push(performance.now() - t0);
-      assert.equal(r.body.length, 16384);
-    }
-    // also uploads: a POST of 16 KiB is headers + data written separately
-    for (let i = 0; i < 200; i++) {
-      const t0 = performance.now();
-      const r = await pair.client.request({
-        method: "POST",
-        path: "/nbench/v1/echo",
-        body: new Uint8Array(16384),
-        headers: { "content-type": "application/octet-stream" },
-      });
-      times.push(performance.now() - t0);
-      assert.equal(r.body.length, 16384);
-    }
-    times.sort((a, b) => a - b);
-    const median = times[times.length >> 1];
-    assert.ok(median < 10, `median ${median.toFixed(2)} ms suggests a Nagle stall`);
-  } finally {
-    await pair.close();
-  }
-});
+for (const stack of ["deno", "native"] as const) {
+  Deno.test({
+    name:
+      `our h2-tls client and server keep 16 KiB round trips clear of the Nagle stall (median of 200 < 10 ms, ${stack} stack)`,
+    ignore: stack === "native" && NATIVE_SKIP,
+    fn: async () => {
+      const pair = await startPair("h2-tls", { stack });
+      try {
+        const times: number[] = [];
+        for (let i = 0; i < 200; i++) {
+          const t0 = performance.now();
+          const r = await pair.client.request({ path: PAYLOAD });
+          times.push(performance.now() - t0);
+          assert.equal(r.body.length, 16384);
+        }
+        // also uploads: a POST of 16 KiB is headers + data written separately
+        for (let i = 0; i < 200; i++) {
+          const t0 = performance.now();
+          const r = await pair.client.request({
+            method: "POST",
+            path: "/nbench/v1/echo",
+            body: new Uint8Array(16384),
+            headers: { "content-type": "application/octet-stream" },
+          });
+          times.push(performance.now() - t0);
+          assert.equal(r.body.length, 16384);
+        }
+        times.sort((a, b) => a - b);
+        const median = times[times.length >> 1];
+        assert.ok(median < 10, `median ${median.toFixed(2)} ms suggests a Nagle stall`);
+      } finally {
+        await pair.close();
+      }
+    },
+  });
+}
 
-Deno.test({
-  name: "TCP_NODELAY is set on every socket the native h2c server accepts",
-  ignore: NATIVE_SKIP,
-  fn: async () => {
-    const { tcpSocketsNoDelay } = await import("../transports/h2/nodelay.ts");
-    const pair = await startPair("h2c", { stack: "native" });
-    try {
-      await pair.client.request({ path: "/nbench/v1/payload?size=10" });
-      const accepted = tcpSocketsNoDelay({ localPort: pair.server.port });
-      assert.ok(accepted.length >= 1);
-      for (const s of accepted) assert.equal(s.noDelay, true, `fd ${s.fd}`);
-    } finally {
-      await pair.close();
-    }
-  },
-});
+for (const transport of ["h2c", "h2-tls"] as const) {
+  Deno.test({
+    name: `TCP_NODELAY is set on every socket the native ${transport} server accepts`,
+    ignore: NATIVE_SKIP,
+    fn: async () => {
+      const { tcpSocketsNoDelay } = await import("../transports/h2/nodelay.ts");
+      const pair = await startPair(transport, { stack: "native" });
+      try {
+        await pair.client.request({ path: "/nbench/v1/payload?size=10" });
+        const accepted = tcpSocketsNoDelay({ localPort: pair.server.port });
+        assert.ok(accepted.length >= 1);
+        for (const s of accepted) assert.equal(s.noDelay, true, `fd ${s.fd}`);
+      } finally {
+        await pair.close();
+      }
+    },
+  });
+}
 
 Deno.test("TCP_NODELAY is set on the h2 listener, the accepted socket and the client socket", async () => {
   const { tcpSocketsNoDelay } = await import("../transports/h2/nodelay.ts");

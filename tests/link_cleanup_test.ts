@@ -10,7 +10,7 @@ import { cleanupLinks, openLink, parseLinkSpec } from "../linkemu/mod.ts";
 import { LineReader, LINK_SKIP } from "../linkemu/_test_util.ts";
 
 const ignore = LINK_SKIP !== null;
-const CLI = new URL("../linkemu/cli.ts", import.meta.url).pathname;
+const CLI = new URL("../main.ts", import.meta.url).pathname;
 const STATE_DIR = Deno.env.get("SBILAB_LINK_STATE_DIR") ?? "/run/sbilab/links";
 
 async function namespaces(): Promise<string[]> {

@@ -5,7 +5,7 @@
  * state evolves the same way everywhere.
  */
 import assert from "node:assert/strict";
-import { createHandler } from "../handler/mod.ts";
+import { createHandler, systemFailure } from "../handler/mod.ts";
 import type { SbiHandler, SbiResponse } from "../handler/types.ts";
 import { directCall, startPair, testTargets } from "./support.ts";
 
@@ -156,13 +156,7 @@ async function expected(handler: SbiHandler, c: Case): Promise<Seen> {
   try {
     r = await directCall(handler, c.method, c.path, c.headers, c.body);
   } catch {
-    r = {
-      status: 500,
-      headers: { "content-type": "application/problem+json" },
-      body: enc.encode(
-        JSON.stringify({ title: "Internal error", status: 500, cause: "SYSTEM_FAILURE" }),
-      ),
-    };
+    r = systemFailure();
   }
   return pick(r);
 }

@@ -15,6 +15,7 @@ import {
   type TransportName,
 } from "../transports/mod.ts";
 import { createDevPki, type DevPki } from "../transports/pki.ts";
+import { readListening } from "../cli/listening.ts";
 
 /** Repository root. */
 export const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
@@ -168,4 +169,102 @@ export function directCall(
   const lower: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) lower[k.toLowerCase()] = v;
   return handler({ method, path: url.pathname, query: url.searchParams, headers: lower, body });
+}
+
+/** A `lab serve` child process. */
+export interface LabServe {
+  /** Listener URLs by transport. */
+  urls: Partial<Record<TransportName, string>>;
+  /** The server's process id (for its RSS). */
+  pid: number;
+  /** The dev PKI folder (its `ca.pem` signs the server). */
+  stateDir: string;
+  /** Resolves with the exit status once the process ended. */
+  status: Promise<Deno.CommandStatus>;
+  /** Whether the process still runs. */
+  running(): boolean;
+  /** Everything the server wrote to stderr so far (complete after `stop`). */
+  stderr(): string;
+  /** SIGTERM (SIGKILL after 5 s), waits, removes the PKI folder; returns the exit status. */
+  stop(): Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Starts `lab serve` with `args` in a child process (under `ulimit -n` when
+ * `nofile` is given) and waits for its listening lines; bounded by 30 s.
+ */
+export async function startLabServe(
+  args: string[],
+  options: { nofile?: number } = {},
+): Promise<LabServe> {
+  const stateDir = await Deno.makeTempDir({ prefix: "sbilab-test-" });
+  const lab = [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
+  const all = [...lab, "serve", "--state-dir", stateDir, ...args];
+  const [cmd, cmdArgs] = options.nofile === undefined
+    ? [all[0], all.slice(1)]
+    : ["sh", ["-c", `ulimit -n ${options.nofile} && exec "$@"`, "sh", ...all]];
+  const child = new Deno.Command(cmd, {
+    args: cmdArgs,
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  let running = true;
+  const status = child.status.finally(() => (running = false));
+  let err = "";
+  const stderrDone = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
+    new WritableStream({ write: (c) => void (err += c) }),
+  ).catch(() => {});
+  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
+  const stop = async () => {
+    if (running) {
+      child.kill("SIGTERM");
+      const killer = setTimeout(() => running && child.kill("SIGKILL"), 5000);
+      await status;
+      clearTimeout(killer);
+    }
+    await stderrDone;
+    await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+    return await status;
+  };
+  let urls;
+  try {
+    urls = await readListening(child.stdout, want as TransportName[]);
+  } catch (e) {
+    await stop();
+    throw new Error(`${(e as Error).message}: ${err.trim()}`);
+  }
+  return {
+    urls,
+    pid: child.pid,
+    stateDir,
+    status,
+    running: () => running,
+    stderr: () => err,
+    stop,
+  };
+}
+
+/** Resident set size of a process in bytes, from /proc. */
+export function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+  if (!m) throw new Error(`No VmRSS for ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+/** Runs the `lab` CLI as a user would (stdin closed), killed after `timeoutMs`. */
+export async function runLab(
+  args: string[],
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`, ...args],
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const out = await child.output();
+  clearTimeout(timer);
+  return { code: out.code, stdout: out.stdout, stderr: new TextDecoder().decode(out.stderr) };
 }

@@ -18,18 +18,14 @@ export const N32_MASTER_LABEL = "EXPORTER_3GPP_N32_MASTER";
 /** Length of the N32 master key in octets. */
 export const N32_MASTER_LENGTH = 64;
 
-/** Something that can export keying material from its TLS session (a connection). */
-export interface KeyingMaterialExporter {
-  /** RFC 5705 / RFC 8446 §7.5 exporter; `context` undefined means no (= empty, in TLS 1.3) context. */
+/** The N32-f master key of a TLS connection (64 octets); a client's exporter may be async. */
+export async function n32MasterKey(conn: {
   exportKeyingMaterial(
     label: string,
     context: Uint8Array | undefined,
     length: number,
   ): Uint8Array | Promise<Uint8Array>;
-}
-
-/** The N32-f master key of a TLS connection (64 octets). */
-export async function n32MasterKey(conn: KeyingMaterialExporter): Promise<Uint8Array> {
+}): Promise<Uint8Array> {
   return await conn.exportKeyingMaterial(N32_MASTER_LABEL, new Uint8Array(0), N32_MASTER_LENGTH);
 }
 

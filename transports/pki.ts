@@ -74,14 +74,15 @@ async function issueLeaf(
   names: string[],
   usage: string,
   days: number,
+  notBefore = new Date(Date.now() - 60_000),
 ): Promise<LeafPem> {
   const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
     subject: `CN=${cn}`,
     issuer: ca.cert.subject,
-    notBefore: new Date(Date.now() - 60_000),
-    notAfter: new Date(Date.now() + days * 86_400_000),
+    notBefore,
+    notAfter: new Date(notBefore.getTime() + 60_000 + days * 86_400_000),
     publicKey: keys.publicKey,
     signingKey: ca.key,
     signingAlgorithm: ALG,
@@ -109,7 +110,12 @@ async function issueLeaf(
 export async function issueServerCertificate(
   ca: CaPem,
   names: string[],
-  options: { days?: number } = {},
+  options: {
+    /** Validity in days. Default 30. */
+    days?: number;
+    /** Start of validity. Default one minute ago (a past date with few days gives an expired certificate). */
+    notBefore?: Date;
+  } = {},
 ): Promise<LeafPem> {
   if (names.length === 0) throw new TypeError("A server certificate needs at least one name");
   const cert = new x509.X509Certificate(ca.caCertPem);
@@ -130,6 +136,7 @@ export async function issueServerCertificate(
     names,
     x509.ExtendedKeyUsage.serverAuth,
     options.days ?? 30,
+    options.notBefore,
   );
 }
 

@@ -127,3 +127,20 @@ export interface TlsConnectionInfo {
   /** 0-RTT: `accepted` or `rejected` when the client sent early data, else `none`. */
   earlyData?: "none" | "accepted" | "rejected";
 }
+
+/** The RFC 5705 / RFC 8446 §7.5 keying-material exporter of one TLS connection. */
+export interface KeyingMaterialExporter {
+  /**
+   * Derives `length` bytes for `label` and `context` (absent and empty are the
+   * same in TLS 1.3). Throws `RangeError` once the connection is gone.
+   */
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array;
+}
+
+/** One server-side TLS connection, as a server's `onTls` hook sees it. */
+export interface TlsConnection extends KeyingMaterialExporter {
+  /** The client's address. */
+  readonly remoteAddr: { hostname: string; port: number };
+  /** What the handshake negotiated (throws `RangeError` once the connection closed). */
+  info(): TlsConnectionInfo;
+}

@@ -3,7 +3,7 @@
  * material type. Adding a transport never touches the handler.
  */
 import type { SbiHandler, SbiHeaders } from "../handler/types.ts";
-import type { TlsConnectionInfo, TlsMaterial } from "./tls.ts";
+import type { TlsConnection, TlsMaterial } from "./tls.ts";
 
 /** The transports sbilab knows. */
 export type TransportName = "h2c" | "h2-tls" | "h3";
@@ -73,24 +73,25 @@ export interface ServerOptions {
   /** Implementation family. Default `native`. */
   stack?: StackName;
   /**
-   * Called once per TLS connection when its handshake completes (native
-   * stack), with the peer, what was negotiated and the connection's exporter.
-   * Default none.
+   * Largest request body; a larger one gets the handler's 413 (`bodyTooLarge`)
+   * as soon as the transport sees it. Give the handler the same number.
+   * Default the handler's `DEFAULT_MAX_BODY_BYTES`.
    */
-  onTlsConnection?: (conn: AcceptedTlsConnection) => void;
-}
-
-/** A TLS connection a server accepted, as {@linkcode ServerOptions.onTlsConnection} sees it. */
-export interface AcceptedTlsConnection {
-  /** The client's address and port. */
-  remote: { hostname: string; port: number };
-  /** What the handshake negotiated. */
-  tls: TlsConnectionInfo;
+  maxBodyBytes?: number;
   /**
-   * RFC 5705 / RFC 8446 §7.5 exporter of this connection; throws `RangeError`
-   * once the connection is gone.
+   * TLS transports, native stack: called once per connection after its
+   * handshake, with the peer's address, what was negotiated and the
+   * connection's exporter (which throws `RangeError` once the connection
+   * closed). Default none.
    */
-  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array;
+  onTls?: (conn: TlsConnection) => void;
+  /**
+   * TLS transports, native stack: lifetime of the TLS 1.3 session tickets sent
+   * (one per connection), in seconds; the ticket keys rotate with the same
+   * period (GnuTLS derives them from one master key per server). 0 sends none.
+   * Default 3600.
+   */
+  ticketLifetimeSeconds?: number;
 }
 
 /** A running server. */

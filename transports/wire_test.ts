@@ -96,3 +96,11 @@ Deno.test("event records are read little-endian at their offsets", () => {
     bodyLength: 20,
   });
 });
+
+Deno.test("repeated and nearly equal header values decode to their own strings", () => {
+  const values = ["application/json", "application/jsoN", "application/json", "", "a".repeat(200)];
+  for (let round = 0; round < 3; round++) {
+    const list: HeaderList = values.map((v, i) => [`x-${i}`, v]);
+    assert.deepEqual(decodeHeaderBlock(encodeHeaderBlock(list)), list);
+  }
+});

@@ -2,7 +2,14 @@
 import { formatBytes } from "../units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
-import { getPayload, makeRow, postEcho, type ScenarioContext } from "./context.ts";
+import { getPayload, makeRow, payloadPath, postEcho, type ScenarioContext } from "./context.ts";
+import {
+  nativeExtra,
+  nativePlan,
+  nativeSampleSet,
+  nativeSkipNote,
+  runNative,
+} from "../native_load.ts";
 
 /** Default bulk sizes. */
 export const BULK_SIZES = [1024 * 1024, 16 * 1024 * 1024];
@@ -20,6 +27,72 @@ const LINK_ROW_START_MS = 5_000;
  * goodput counts the uploaded bytes only.
  */
 export async function bulkScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
+  return ctx.config.engine === "native" ? await nativeRows(ctx) : await sbiRows(ctx);
+}
+
+async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
+  const sizes = ctx.sizes.filter((s) => s >= 64 * 1024);
+  const use = sizes.length ? sizes : BULK_SIZES;
+  const link = ctx.config.link;
+  ctx.notes.push(
+    "Bulk uploads POST to the echo route, which returns the body: each upload sample also downloads it.",
+  );
+  const rows: ResultRow[] = [];
+  transports: for (const transport of ctx.transports) {
+    for (const size of use) {
+      for (const direction of ["download", "upload"] as const) {
+        const plan = await nativePlan(ctx, transport, {
+          ...(direction === "download" ? { path: payloadPath(size) } : {
+            path: "/nbench/v1/echo",
+            body: new Uint8Array(size).fill(0x61),
+            headers: { "content-type": "application/octet-stream" },
+          }),
+          timeoutMs: link ? LINK_TRANSFER_CAP_MS : 120_000,
+          ...(link ? { warmupMs: 0, durationMs: LINK_ROW_START_MS } : {}),
+        });
+        if (!plan) {
+          ctx.notes.push(nativeSkipNote("bulk", transport));
+          continue transports;
+        }
+        const run = await runNative(
+          ctx,
+          `${transport} ${direction} ${formatBytes(size)} (native)`,
+          plan,
+        );
+        if (run.result.completed < 2) {
+          ctx.notes.push(
+            `bulk ${transport} ${direction} ${
+              formatBytes(size)
+            } (native): ${run.result.completed} ` +
+              `transfer(s) completed and ${run.result.errors} failed, too few for a row.`,
+          );
+          continue;
+        }
+        const row = makeRow({
+          id: `bulk/native/${transport}/${direction}/${size}`,
+          scenario: "bulk",
+          transport,
+          engine: "native",
+          label: direction === "download"
+            ? `GET ${formatBytes(size)} download (native engine)`
+            : `POST ${formatBytes(size)} upload, echoed back (native engine)`,
+          sizeBytes: size,
+          concurrency: 1,
+          errors: run.result.errors,
+          requestsPerSecond: run.result.reqPerSec,
+          extra: nativeExtra(run),
+        }, nativeSampleSet(run.result, "corrected"));
+        row.bytesPerSecond = size / (row.estimate.median / 1e9);
+        ctx.onRow(row);
+        rows.push(row);
+        if (ctx.signal?.aborted) return rows;
+      }
+    }
+  }
+  return rows;
+}
+
+async function sbiRows(ctx: ScenarioContext): Promise<ResultRow[]> {
   const sizes = ctx.sizes.filter((s) => s >= 64 * 1024);
   const use = sizes.length ? sizes : BULK_SIZES;
   ctx.notes.push(

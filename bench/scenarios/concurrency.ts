@@ -2,13 +2,72 @@
 import { formatBytes } from "../units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
-import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
+import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
+import {
+  nativeExtra,
+  nativePlan,
+  nativeSampleSet,
+  nativeSkipNote,
+  runNative,
+} from "../native_load.ts";
 
 /** Default in-flight levels. */
 export const DEFAULT_CONCURRENCY = [1, 8, 64, 256];
 
 /** Measures every transport × level at the first size. */
 export async function concurrencyScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
+  return ctx.config.engine === "native" ? await nativeRows(ctx) : await sbiRows(ctx);
+}
+
+async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
+  const levels = ctx.config.concurrency ?? DEFAULT_CONCURRENCY;
+  const size = ctx.sizes[0];
+  const rows: ResultRow[] = [];
+  for (const transport of ctx.transports) {
+    const cpu: string[] = [];
+    let serverBound = false;
+    for (const n of levels) {
+      const plan = await nativePlan(ctx, transport, { path: payloadPath(size), streams: n });
+      if (!plan) {
+        ctx.notes.push(nativeSkipNote("concurrency", transport));
+        break;
+      }
+      const run = await runNative(ctx, `${transport} ${n} in flight (native)`, plan);
+      const row = makeRow({
+        id: `concurrency/native/${transport}/${size}/${n}`,
+        scenario: "concurrency",
+        transport,
+        engine: "native",
+        label: `GET ${formatBytes(size)}, ${n} in flight on one connection (native engine)`,
+        sizeBytes: size,
+        concurrency: n,
+        floor: n === 1 ? floorFor(transport) : undefined,
+        requestsPerSecond: run.result.reqPerSec,
+        errors: run.result.errors,
+        extra: nativeExtra(run),
+      }, nativeSampleSet(run.result, "corrected"));
+      ctx.onRow(row);
+      rows.push(row);
+      cpu.push(`${n}: client ${share(run.clientCpu)}, server ${share(run.serverCpu)}`);
+      serverBound = run.serverCpu >= 0.9 && run.clientCpu < 0.9;
+      if (ctx.signal?.aborted) return rows;
+    }
+    if (cpu.length) {
+      ctx.notes.push(
+        `concurrency ${transport} (native engine), CPU per process (share of one core) by ` +
+          `requests in flight: ${cpu.join("; ")}.` +
+          (serverBound ? " At the highest level the server saturated, not the engine." : ""),
+      );
+    }
+  }
+  return rows;
+}
+
+function share(v: number): string {
+  return Number.isFinite(v) ? v.toFixed(2) : "–";
+}
+
+async function sbiRows(ctx: ScenarioContext): Promise<ResultRow[]> {
   const levels = ctx.config.concurrency ?? DEFAULT_CONCURRENCY;
   const size = ctx.sizes[0];
   const rows: ResultRow[] = [];

@@ -21,8 +21,14 @@ export interface ScenarioContext {
   config: RunConfig;
   /** Sentences for the report (skips, caveats). */
   notes: string[];
-  /** Opens a client (one connection) for a transport, to its endpoint or to `origin`. */
-  openClient(transport: TransportName, origin?: string): Promise<SbiClient>;
+  /**
+   * Opens a client (one connection) for a transport: to its endpoint, or to
+   * `options.origin`; `options.nfType` names the sender in `User-Agent`.
+   */
+  openClient(
+    transport: TransportName,
+    options?: { origin?: string; nfType?: string },
+  ): Promise<SbiClient>;
   /** Reports progress of the current row (label, 0…1). */
   onProgress(label: string, fraction: number): void;
   /** Reports a finished row. */
@@ -36,12 +42,18 @@ export interface ScenarioContext {
 /** A scenario: measures rows. */
 export type Scenario = (ctx: ScenarioContext) => Promise<ResultRow[]>;
 
-/** Builds a row from a sample set and the fields that identify it. */
+/** Builds a row from a sample set and the fields that identify it (engine default `sbi`). */
 export function makeRow(
   fields: Omit<ResultRow, "estimate" | "samples" | "errors"> & { errors?: number },
   samples: SampleSet,
 ): ResultRow {
-  return { ...fields, errors: fields.errors ?? 0, estimate: estimateSampleSet(samples), samples };
+  return {
+    ...fields,
+    engine: fields.engine ?? "sbi",
+    errors: fields.errors ?? 0,
+    estimate: estimateSampleSet(samples),
+    samples,
+  };
 }
 
 /** The floor kind matching a transport: UDP for h3, TCP otherwise. */

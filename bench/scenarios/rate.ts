@@ -2,10 +2,20 @@
 import { formatBytes } from "../units.ts";
 import { sampleOpenLoop } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
-import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
+import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
+import {
+  nativeExtra,
+  nativePlan,
+  nativeSampleSet,
+  nativeSkipNote,
+  runNative,
+} from "../native_load.ts";
 
 /** Default open-loop rate (req/s). */
 export const DEFAULT_RATE = 1000;
+
+/** Requests in flight the native engine allows per connection under an open-loop rate. */
+export const NATIVE_RATE_STREAMS = 256;
 
 /**
  * Two rows per transport: latency from each request's intended send time
@@ -13,17 +23,63 @@ export const DEFAULT_RATE = 1000;
  * tool would show).
  */
 export async function rateScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
+  return ctx.config.engine === "native" ? await nativeRows(ctx) : await sbiRows(ctx);
+}
+
+function label(size: number, rate: number, kind: "corrected" | "uncorrected"): string {
+  return `GET ${formatBytes(size)} at ${rate} req/s, ${
+    kind === "corrected" ? "from intended send" : "from actual send (uncorrected)"
+  }`;
+}
+
+async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
+  const rate = ctx.config.rate ?? DEFAULT_RATE;
+  const size = ctx.sizes[0];
+  const rows: ResultRow[] = [];
+  for (const transport of ctx.transports) {
+    const plan = await nativePlan(ctx, transport, {
+      path: payloadPath(size),
+      rate,
+      streams: NATIVE_RATE_STREAMS,
+    });
+    if (!plan) {
+      ctx.notes.push(nativeSkipNote("rate", transport));
+      continue;
+    }
+    const run = await runNative(ctx, `${transport} ${rate} req/s open loop (native)`, plan);
+    for (const kind of ["corrected", "uncorrected"] as const) {
+      const row = makeRow({
+        id: `rate/native/${transport}/${size}/${rate}/${kind}`,
+        scenario: "rate",
+        transport,
+        engine: "native",
+        label: `${label(size, rate, kind)} (native engine)`,
+        sizeBytes: size,
+        floor: floorFor(transport),
+        requestsPerSecond: run.result.reqPerSec,
+        errors: run.result.errors,
+        extra: { targetRate: rate, ...nativeExtra(run) },
+      }, nativeSampleSet(run.result, kind));
+      ctx.onRow(row);
+      rows.push(row);
+    }
+    if (ctx.signal?.aborted) break;
+  }
+  return rows;
+}
+
+async function sbiRows(ctx: ScenarioContext): Promise<ResultRow[]> {
   const rate = ctx.config.rate ?? DEFAULT_RATE;
   const size = ctx.sizes[0];
   const rows: ResultRow[] = [];
   for (const transport of ctx.transports) {
     const client = await ctx.openClient(transport);
     try {
-      const label = `${transport} ${rate} req/s open loop`;
+      const progressLabel = `${transport} ${rate} req/s open loop`;
       const r = await sampleOpenLoop(() => getPayload(client, size, 10_000), rate, ctx.plan, {
         clock: ctx.clock,
         signal: ctx.signal,
-        onProgress: (f) => ctx.onProgress(label, f),
+        onProgress: (f) => ctx.onProgress(progressLabel, f),
       });
       const achieved = r.completed / (r.elapsedMs / 1000);
       for (const kind of ["corrected", "uncorrected"] as const) {
@@ -31,9 +87,7 @@ export async function rateScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
           id: `rate/${transport}/${size}/${rate}/${kind}`,
           scenario: "rate",
           transport,
-          label: `GET ${formatBytes(size)} at ${rate} req/s, ${
-            kind === "corrected" ? "from intended send" : "from actual send (uncorrected)"
-          }`,
+          label: label(size, rate, kind),
           sizeBytes: size,
           floor: floorFor(transport),
           requestsPerSecond: achieved,

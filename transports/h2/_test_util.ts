@@ -8,7 +8,7 @@ import { h2NativeAvailable } from "./loader.ts";
 /** Null when the native client tests can run, else why they are skipped. */
 export const H2_NATIVE_SKIP: string | null = (await h2NativeAvailable())
   ? null
-  : "native h2 client unavailable: apt-get install -y libnghttp2-dev gcc";
+  : "native h2 module unavailable: apt-get install -y libnghttp2-dev libgnutls28-dev gcc";
 
 if (H2_NATIVE_SKIP) console.log(`skipping native h2 tests: ${H2_NATIVE_SKIP}`);
 

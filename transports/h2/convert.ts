@@ -3,6 +3,7 @@
  */
 import type { SbiHeaders, SbiRequest, SbiResponse } from "../../handler/types.ts";
 import type { ClientResponse } from "../types.ts";
+import type { ByteBudget } from "../byte_budget.ts";
 
 /** Lower-cases a `Headers` object into a plain record. */
 export function headersToRecord(headers: Headers): SbiHeaders {
@@ -21,10 +22,24 @@ export class BodyTooLargeError extends RangeError {
   }
 }
 
-/** Reads a stream into one buffer, stopping with {@linkcode BodyTooLargeError} past `limit`. */
+/** Raised when the process holds as many request-body bytes as its budget allows. */
+export class BodyBudgetError extends RangeError {
+  constructor(limit: number) {
+    super(`Request bodies in flight exceed ${limit} bytes`);
+    this.name = "BodyBudgetError";
+  }
+}
+
+/**
+ * Reads a stream into one buffer as it arrives, stopping with
+ * {@linkcode BodyTooLargeError} past `limit` and with {@linkcode BodyBudgetError}
+ * when `budget` has no room. The bytes of a returned body stay taken from
+ * `budget`: the caller releases `body.length` when it no longer holds it.
+ */
 export async function readBody(
   stream: ReadableStream<Uint8Array> | null,
   limit: number,
+  budget?: ByteBudget,
 ): Promise<Uint8Array> {
   if (!stream) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
@@ -34,13 +49,22 @@ export async function readBody(
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      total += value.length;
-      if (total > limit) {
+      let err: Error | undefined;
+      if (total + value.length > limit) err = new BodyTooLargeError(limit);
+      else if (budget && !budget.take(value.length)) err = new BodyBudgetError(budget.limit);
+      if (err) {
+        budget?.release(total);
         await reader.cancel().catch(() => {});
-        throw new BodyTooLargeError(limit);
+        throw err;
       }
+      total += value.length;
       chunks.push(value);
     }
+  } catch (err) {
+    if (!(err instanceof BodyTooLargeError || err instanceof BodyBudgetError)) {
+      budget?.release(total);
+    }
+    throw err;
   } finally {
     reader.releaseLock();
   }
@@ -54,15 +78,22 @@ export async function readBody(
   return body;
 }
 
-/** Converts a server-side `Request` into an `SbiRequest`. */
-export async function toSbiRequest(request: Request, maxBodyBytes: number): Promise<SbiRequest> {
+/**
+ * Converts a server-side `Request` into an `SbiRequest`, reading the body as
+ * {@linkcode readBody} does (the body's bytes stay taken from `budget`).
+ */
+export async function toSbiRequest(
+  request: Request,
+  maxBodyBytes: number,
+  budget?: ByteBudget,
+): Promise<SbiRequest> {
   const url = new URL(request.url);
   return {
     method: request.method.toUpperCase(),
     path: url.pathname,
     query: url.searchParams,
     headers: headersToRecord(request.headers),
-    body: await readBody(request.body, maxBodyBytes),
+    body: await readBody(request.body, maxBodyBytes, budget),
   };
 }
 

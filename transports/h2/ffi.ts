@@ -17,6 +17,7 @@ export const H2_ERR = {
   CLOSED: -6,
   NOT_FOUND: -7,
   INTERNAL: -8,
+  TLS: -9,
 } as const;
 
 /** Event types (enum sbh2_event_type). */
@@ -152,6 +153,38 @@ export class H2Conn {
   }
 
   /**
+   * Feeds received TLS ciphertext through `tls` straight into the session (no
+   * plaintext crosses into JavaScript); returns the number of events ready, 0
+   * while the handshake runs, or a negative code (`TLS`: see the session's
+   * error text).
+   */
+  recvTls(tls: { pointer: Deno.PointerValue }, data: Uint8Array, length = data.length): number {
+    if (this.#ptr === null || tls.pointer === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_conn_recv_tls(
+      this.#ptr,
+      tls.pointer,
+      data as Uint8Array<ArrayBuffer>,
+      length,
+    );
+  }
+
+  /**
+   * Writes TLS ciphertext into `out`: handshake records, then (once
+   * established) the session's pending output encrypted. Returns its length
+   * (0 when nothing is pending) or a negative code.
+   */
+  sendTls(tls: { pointer: Deno.PointerValue }, out: Uint8Array): number {
+    if (this.#ptr === null || tls.pointer === null) return 0;
+    const n = this.#sym.sbh2_conn_send_tls(
+      this.#ptr,
+      tls.pointer,
+      out as Uint8Array<ArrayBuffer>,
+      out.length,
+    );
+    return n === H2_ERR.DONE ? 0 : n;
+  }
+
+  /**
    * Submits a request whose header block is the first `blockLength` bytes of
    * `block`; returns the stream id or a negative code.
    */
@@ -212,6 +245,18 @@ export class H2Conn {
 }
 
 /** Reads the shim and nghttp2 versions, for example `sbh2/0.1.0 nghttp2/1.52.0`. */
+/** The module's library versions, parsed from {@linkcode sbh2Version} (cached per process). */
+export function sbh2Versions(sym: Sbh2Symbols): { sbh2: string; nghttp2: string; gnutls: string } {
+  if (!versions) {
+    const text = sbh2Version(sym);
+    const pick = (name: string) => new RegExp(`${name}/(\\S+)`).exec(text)?.[1] ?? "unknown";
+    versions = { sbh2: pick("sbh2"), nghttp2: pick("nghttp2"), gnutls: pick("gnutls") };
+  }
+  return versions;
+}
+let versions: { sbh2: string; nghttp2: string; gnutls: string } | undefined;
+
+/** The module's version text, `sbh2/x nghttp2/x gnutls/x`. */
 export function sbh2Version(sym: Sbh2Symbols): string {
   const b = new Uint8Array(128);
   const n = sym.sbh2_version(b, b.length);

@@ -1,10 +1,13 @@
 /**
  * C-level leak check of the sbh2 shim: native/leakcheck.c drives the client
- * against an in-memory nghttp2 server session, under valgrind. The driver is
- * compiled here (it is a test program, not a build artefact).
+ * against an in-memory nghttp2 server session and the shim's own server
+ * session, in clear and through the TLS layer (native/sbh2_tls.c), under
+ * valgrind. The driver is compiled here (it
+ * is a test program, not a build artefact).
  */
 import assert from "node:assert/strict";
 import { ROOT } from "../../scripts/build_native.ts";
+import { createDevPki } from "../pki.ts";
 
 async function have(cmd: string, args: string[]): Promise<boolean> {
   try {
@@ -16,17 +19,19 @@ async function have(cmd: string, args: string[]): Promise<boolean> {
 }
 
 const haveValgrind = await have("valgrind", ["--version"]);
-const haveHeaders = await Deno.stat("/usr/include/nghttp2/nghttp2.h").then(() => true, () => false);
+const haveHeader = (h: string) => Deno.stat(h).then(() => true, () => false);
 const skip = !haveValgrind
   ? "apt-get install -y valgrind"
-  : !haveHeaders
+  : !(await haveHeader("/usr/include/nghttp2/nghttp2.h"))
   ? "apt-get install -y libnghttp2-dev"
+  : !(await haveHeader("/usr/include/gnutls/gnutls.h"))
+  ? "apt-get install -y libgnutls28-dev"
   : null;
 if (skip) console.log(`skipping h2 leak check: ${skip}`);
 
 Deno.test({
   name:
-    "sbh2 shim frees everything after requests, cancels before and after sending, garbage input, a graceful close and a free with streams in flight (valgrind)",
+    "sbh2 shim (client and server sides, in clear and over TLS) frees everything after requests, cancels, lent and copied bodies, a 413, garbage input, a CONTINUATION flood, rapid resets, graceful closes, frees with streams in flight, full/resumed/refused TLS sessions and frees mid-handshake (valgrind)",
   ignore: skip !== null,
   fn: async () => {
     const dir = await Deno.makeTempDir();
@@ -41,11 +46,24 @@ Deno.test({
           exe,
           `${ROOT}/transports/h2/native/leakcheck.c`,
           `${ROOT}/transports/h2/native/sbh2.c`,
+          `${ROOT}/transports/h2/native/sbh2_tls.c`,
+          `${ROOT}/transports/h2/native/sbh2_server.c`,
           "-lnghttp2",
+          "-lgnutls",
         ],
         stderr: "piped",
       }).output();
       assert.equal(cc.code, 0, new TextDecoder().decode(cc.stderr));
+      const pki = await createDevPki();
+      const pem = [
+        pki.caCertPem,
+        pki.serverCertPem,
+        pki.serverKeyPem,
+        pki.clientCertPem,
+        pki.clientKeyPem,
+      ];
+      const files = pem.map((_, i) => `${dir}/${i}.pem`);
+      await Promise.all(pem.map((text, i) => Deno.writeTextFile(files[i], text)));
       const out = await new Deno.Command("valgrind", {
         args: [
           "-q",
@@ -53,6 +71,7 @@ Deno.test({
           "--errors-for-leak-kinds=definite,indirect,possible",
           "--error-exitcode=1",
           exe,
+          ...files,
         ],
         stdout: "piped",
         stderr: "piped",
@@ -62,6 +81,11 @@ Deno.test({
       const stderr = new TextDecoder().decode(out.stderr);
       assert.equal(out.code, 0, stdout + stderr.slice(0, 4000));
       assert.match(stdout, /^ok: 25 answered, .*garbage closed.*close closed; bad 0/);
+      assert.match(stdout, /^server ok: \d+ served, 1 too large, 11 released; bad 0$/m);
+      assert.match(
+        stdout,
+        /^tls: 22 answered; shim server 11 answered, closed; exporter same; subject CN=sbilab client; ticket \d+ B; close_notify seen; resumed yes; anon refused \(.+\); junk -9; bad 0$/m,
+      );
       assert.doesNotMatch(stderr, /definitely lost|Invalid (read|write)/);
     } finally {
       await Deno.remove(dir, { recursive: true });

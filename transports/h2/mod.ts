@@ -3,11 +3,27 @@
  * h2 over TLS, on two stacks: native (nghttp2 through FFI, servers and
  * clients; the default) and deno (`Deno.serve` and `fetch`, the reference).
  */
-export { createH2cServer, createH2TlsServer, type H2ServerOptions } from "./server.ts";
+export {
+  createH2cServer,
+  createH2TlsServer,
+  DEFAULT_STALL_TIMEOUT_MS,
+  type H2ServerOptions,
+} from "./server.ts";
+export {
+  type ConnectionLimits,
+  DEFAULT_CONNECTION_LIMITS,
+  type GuardCounts,
+} from "./conn_guard.ts";
 export { createFetchH2Client } from "./client.ts";
-export { createNativeH2Client, type NativeH2ClientOptions } from "./native_client.ts";
+export {
+  createNativeH2Client,
+  type NativeH2Client,
+  type NativeH2ClientOptions,
+} from "./native_client.ts";
+export { sharedTicketCache, TicketCache } from "./ticket_cache.ts";
 export {
   createNativeH2cServer,
+  createNativeH2TlsServer,
   type NativeH2Server,
   type NativeH2ServerOptions,
 } from "./native_server.ts";

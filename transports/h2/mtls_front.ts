@@ -7,6 +7,7 @@
  */
 import tls from "node:tls";
 import net from "node:net";
+import { type ConnectionLimits, DEFAULT_CONNECTION_LIMITS } from "./conn_guard.ts";
 
 /** Options for {@linkcode startMtlsFront}. */
 export interface MtlsFrontOptions {
@@ -22,6 +23,8 @@ export interface MtlsFrontOptions {
   caPem: string[];
   /** Port of the inner h2c server on 127.0.0.1. */
   innerPort: number;
+  /** Connection cap, handshake and idle timeouts, as on every h2 listener. Default {@linkcode DEFAULT_CONNECTION_LIMITS}. */
+  limits?: ConnectionLimits;
   /** Called with errors swallowed per connection. Default no-op. */
   onError?: (err: unknown) => void;
 }
@@ -31,7 +34,9 @@ export function startMtlsFront(
   options: MtlsFrontOptions,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...options.limits };
   const server = tls.createServer({
+    handshakeTimeout: limits.handshakeTimeoutMs,
     cert: options.certPem,
     key: options.keyPem,
     ca: options.caPem,
@@ -41,6 +46,8 @@ export function startMtlsFront(
     minVersion: "TLSv1.2",
   }, (client) => {
     client.setNoDelay(true);
+    // Idle in both directions for the idle timeout: close (the inner server sees the end too).
+    client.setTimeout(limits.idleTimeoutMs, () => client.destroy());
     const upstream = net.connect({ host: "127.0.0.1", port: options.innerPort });
     upstream.setNoDelay(true);
     sockets.add(client);
@@ -59,11 +66,14 @@ export function startMtlsFront(
     client.pipe(upstream);
     upstream.pipe(client);
   });
+  server.maxConnections = limits.maxConnections;
   server.on("tlsClientError", (err: Error) => options.onError?.(err));
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.hostname, () => {
       server.off("error", reject);
+      // Accept errors (EMFILE and the like) are reported; the server keeps listening.
+      server.on("error", (err: Error) => options.onError?.(err));
       const addr = server.address() as net.AddressInfo;
       resolve({
         port: addr.port,

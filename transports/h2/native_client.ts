@@ -1,34 +1,47 @@
 /**
  * The native HTTP/2 client: nghttp2 (through the sbh2 shim, native/sbh2.c)
  * owns the HTTP/2 state, TypeScript owns the socket. h2c speaks with prior
- * knowledge over `Deno.connect`; h2 over TLS uses `Deno.connectTls` with ALPN
- * h2 and refuses any other protocol. One connection per origin carries every
- * request (a new stream each).
+ * knowledge over `Deno.connect`; h2 over TLS runs GnuTLS inside the same
+ * module (native/sbh2_tls.c, the TLS library and settings of h3) over a
+ * plain `Deno.connect` socket with TCP_NODELAY, with ALPN h2 and no other
+ * protocol. One connection per origin carries every request (a new stream
+ * each). TLS 1.3 tickets are kept per origin in memory and offered on the
+ * next connection; the connection's keying-material exporter and what it
+ * negotiated are available through {@linkcode NativeH2Client}.
  *
  * Each wake-up of the read loop is one `read()` into a reused buffer, one
- * `recv()` that feeds all of it, one `poll()` that hands over every finished
- * response, and one send pass. Requests submitted in the same turn of the
+ * `recv()` that feeds all of it (over TLS: decrypted and fed in the same
+ * native call), one `poll()` that hands over every finished response, and
+ * one send pass. Requests submitted in the same turn of the
  * event loop leave in one `write()`. A timed-out request resets its stream
  * (RST_STREAM CANCEL). A failed or reset connection rejects its requests with
  * `TransportError`; the next request opens a new connection.
  */
 import { parseOrigin } from "../origin.ts";
-import { type ResolvedTls, resolveTls } from "../tls.ts";
+import {
+  type KeyingMaterialExporter,
+  type ResolvedTls,
+  resolveTls,
+  type TlsConnectionInfo,
+} from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
   type ClientOptions,
   type ClientRequest,
   type ClientResponse,
+  type ConnectionInfo,
   type SbiClient,
   TimeoutError,
   TransportError,
   type TransportName,
 } from "../types.ts";
-import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName } from "./ffi.ts";
+import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
 import { decodeResponseBlock, RequestBlockWriter } from "../wire.ts";
 import { loadH2Library } from "./loader.ts";
-import { applyNoDelay } from "./nodelay.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
+import { sharedTicketCache, type TicketCache } from "./ticket_cache.ts";
+import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
+import { runTlsHandshake } from "./tls_handshake.ts";
 
 const DEFAULT_TIMEOUT_MS = 5000;
 const IO_BUFFER = 256 * 1024;
@@ -39,6 +52,29 @@ export interface NativeH2ClientOptions extends ClientOptions {
   windowBytes?: number;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
+  /** h2 over TLS: offer a saved session ticket and keep new ones. Default true. */
+  resumption?: boolean;
+  /** Where tickets are kept. Default: one cache shared by the process's native h2 clients. */
+  ticketCache?: TicketCache;
+}
+
+/** The native h2 client: an {@linkcode SbiClient} that also shows its TLS connection. */
+export interface NativeH2Client extends SbiClient {
+  /**
+   * h2 over TLS: what the current connection negotiated (connecting first if
+   * none is open). Rejects with `TransportError` when the connection fails and
+   * with `TypeError` on h2c.
+   */
+  tlsInfo(): Promise<TlsConnectionInfo>;
+  /**
+   * h2 over TLS: the RFC 5705 exporter of the current connection (connecting
+   * first if none is open); see {@linkcode KeyingMaterialExporter}.
+   */
+  exportKeyingMaterial(
+    label: string,
+    context: Uint8Array | undefined,
+    length: number,
+  ): Promise<Uint8Array>;
 }
 
 interface Pending {
@@ -47,12 +83,12 @@ interface Pending {
   timer: ReturnType<typeof setTimeout>;
 }
 
-type Socket = Deno.TcpConn | Deno.TlsConn;
-
-/** One TCP or TLS connection and its HTTP/2 session. */
-class Session {
-  #sock: Socket;
+/** One TCP connection (with TLS inside the module, or not) and its HTTP/2 session. */
+class Session implements KeyingMaterialExporter {
+  #sock: Deno.TcpConn;
   #h2: H2Conn;
+  #tls: H2Tls | undefined;
+  #onTicket: ((ticket: Uint8Array) => void) | undefined;
   #label: string;
   #pending = new Map<number, Pending>();
   #in = new Uint8Array(IO_BUFFER);
@@ -72,12 +108,51 @@ class Session {
     this.#flush();
   };
 
-  constructor(sock: Socket, h2: H2Conn, label: string) {
+  constructor(
+    sock: Deno.TcpConn,
+    h2: H2Conn,
+    label: string,
+    tls?: H2Tls,
+    onTicket?: (ticket: Uint8Array) => void,
+  ) {
     this.#sock = sock;
     this.#h2 = h2;
     this.#label = label;
+    this.#tls = tls;
+    this.#onTicket = onTicket;
     this.#reading = this.#readLoop();
     this.#flush(); // client preface and SETTINGS
+  }
+
+  /** Pulls pending output (encrypted over TLS) into `out`; returns its length. */
+  #pull(out: Uint8Array): number {
+    if (!this.#tls) return this.#h2.send(out);
+    const n = this.#h2.sendTls(this.#tls, out);
+    if (n < 0) {
+      this.#fail(new TransportError(`${this.#label} failed: ${this.#tls.errorText()}`));
+      return 0;
+    }
+    return n;
+  }
+
+  /** What the TLS handshake negotiated (undefined on h2c). */
+  tlsInfo(): TlsConnectionInfo | undefined {
+    return this.#tls?.info();
+  }
+
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
+    if (!this.#tls || this.#dead) throw new RangeError("No TLS connection is open");
+    return this.#tls.exportKeyingMaterial(label, context, length);
+  }
+
+  /** Hands a ticket that arrived to the cache (once per connection). */
+  #checkTicket(): void {
+    if (!this.#onTicket || !(this.#tls!.state() & TLS_STATE.TICKET)) return;
+    const t = this.#tls!.takeTicket();
+    if (t) {
+      this.#onTicket(t);
+      this.#onTicket = undefined;
+    }
   }
 
   /** Submits one request; the caller's timer is already running. */
@@ -116,7 +191,7 @@ class Session {
       return;
     }
     this.#dirty = false;
-    const n = this.#h2.send(this.#out);
+    const n = this.#pull(this.#out);
     if (n === 0) return;
     this.#writing = this.#writeLoop(n);
   }
@@ -130,7 +205,7 @@ class Session {
         // cancel came in while the write was pending (or the buffer was full).
         const more = this.#dirty || n === this.#out.length;
         this.#dirty = false;
-        n = this.#dead || !more ? 0 : this.#h2.send(this.#out);
+        n = this.#dead || !more ? 0 : this.#pull(this.#out);
       }
     } catch (err) {
       this.#fail(this.#error("write failed", err));
@@ -148,7 +223,17 @@ class Session {
           this.#fail(new TransportError(`${this.#label} failed: connection closed by the server`));
           return;
         }
-        const ready = this.#h2.recv(this.#in, n);
+        let ready: number;
+        if (this.#tls) {
+          ready = this.#h2.recvTls(this.#tls, this.#in, n);
+          if (ready === H2_ERR.TLS) {
+            this.#fail(new TransportError(`${this.#label} failed: ${this.#tls.errorText()}`));
+            return;
+          }
+          if (this.#onTicket) this.#checkTicket();
+        } else {
+          ready = this.#h2.recv(this.#in, n);
+        }
         if (ready !== 0) this.#h2.poll(this.#onEvent, ready > 0 ? ready : Infinity);
         if (this.#dead) return;
         this.#flush();
@@ -247,7 +332,11 @@ class Session {
     if (!this.#dead) {
       this.#h2.shutdown();
       await this.#writing?.catch(() => {});
-      const n = this.#h2.send(this.#out);
+      let n = this.#pull(this.#out);
+      if (this.#tls && n < this.#out.length) {
+        this.#tls.closeNotify();
+        n += this.#pull(this.#out.subarray(n));
+      }
       if (n > 0) {
         await Promise.race([
           this.#sock.write(this.#out.subarray(0, n)).catch(() => 0),
@@ -264,6 +353,7 @@ class Session {
     await this.#reading;
     await this.#writing?.catch(() => {});
     this.#h2.close();
+    this.#tls?.close();
   }
 }
 
@@ -271,12 +361,15 @@ function stripBrackets(host: string): string {
   return host.replace(/^\[|\]$/g, "");
 }
 
-class NativeH2Client implements SbiClient {
+class Client implements NativeH2Client {
   readonly transport: TransportName;
   #origin: URL;
   #options: NativeH2ClientOptions;
   #sym: Sbh2Symbols;
-  #tls: ResolvedTls | undefined;
+  #tlsConfig: H2TlsConfig | undefined;
+  #serverName: string;
+  #ticketCache: TicketCache | undefined;
+  #ticketKey: string;
   #scheme: string;
   #authority: string;
   #label: string;
@@ -290,7 +383,15 @@ class NativeH2Client implements SbiClient {
     this.#origin = origin;
     this.#options = options;
     this.#sym = sym;
-    this.#tls = tls;
+    this.#serverName = tls?.serverName ?? stripBrackets(origin.hostname);
+    if (tls) this.#tlsConfig = H2TlsConfig.create(sym, tls, "client");
+    this.#ticketCache = tls && options.resumption !== false
+      ? options.ticketCache ?? sharedTicketCache
+      : undefined;
+    // A ticket is only offered where the same trust and identity obtained it.
+    this.#ticketKey = tls
+      ? [origin.origin, this.#serverName, tls.insecure, ...tls.caPem, tls.certPem ?? ""].join("\n")
+      : "";
     this.#scheme = origin.protocol === "https:" ? "https" : "http";
     this.#authority = origin.host;
     this.#label = `${this.transport} request to ${origin.host}`;
@@ -299,55 +400,43 @@ class NativeH2Client implements SbiClient {
   async #connect(): Promise<Session> {
     const hostname = stripBrackets(this.#origin.hostname);
     const port = Number(this.#origin.port || (this.transport === "h2-tls" ? 443 : 80));
-    let sock: Socket;
+    let sock: Deno.TcpConn;
     try {
-      if (this.transport === "h2c") {
-        const tcp = await Deno.connect({ hostname, port });
-        tcp.setNoDelay(true);
-        sock = tcp;
-      } else {
-        const tls = this.#tls!;
-        const tlsConn = await Deno.connectTls({
-          hostname,
-          port,
-          alpnProtocols: ["h2"],
-          caCerts: tls.caPem.length ? tls.caPem : undefined,
-          ...(tls.certPem && tls.keyPem ? { cert: tls.certPem, key: tls.keyPem } : {}),
-        });
-        sock = tlsConn;
-        let alpn: string | null;
-        try {
-          alpn = (await tlsConn.handshake()).alpnProtocol;
-        } catch (err) {
-          tlsConn.close();
-          throw err;
-        }
-        if (alpn !== "h2") {
-          tlsConn.close();
-          throw new TransportError(
-            `${this.#label} failed: the server did not negotiate HTTP/2 over TLS (ALPN ${
-              alpn ?? "none"
-            })`,
-          );
-        }
-        applyNoDelay({ remotePort: port });
-      }
+      sock = await Deno.connect({ hostname, port });
+      sock.setNoDelay(true);
     } catch (err) {
-      if (err instanceof TransportError) throw err;
       const msg = err instanceof Error ? err.message : String(err);
       throw new TransportError(`${this.#label} failed: ${msg}`, { cause: err });
     }
-    let h2: H2Conn;
+    let h2: H2Conn | undefined;
+    let tls: H2Tls | undefined;
     try {
       h2 = new H2Conn(this.#sym, {
         windowBytes: this.#options.windowBytes,
         maxBodyBytes: this.#options.maxBodyBytes,
       });
+      if (this.#tlsConfig) {
+        const cache = this.#ticketCache;
+        const ticket = cache?.take(this.#ticketKey);
+        tls = new H2Tls(this.#sym, this.#tlsConfig, this.#serverName, ticket);
+        const buffers = { in: new Uint8Array(IO_BUFFER), out: new Uint8Array(IO_BUFFER) };
+        const pump = {
+          recv: (d: Uint8Array, n: number) => h2!.recvTls(tls!, d, n),
+          send: (out: Uint8Array) => h2!.sendTls(tls!, out),
+        };
+        await runTlsHandshake(sock, tls, pump, this.#label, buffers);
+        const key = this.#ticketKey;
+        return new Session(sock, h2, this.#label, tls, cache && ((t) => cache.put(key, t)));
+      }
+      return new Session(sock, h2, this.#label);
     } catch (err) {
       sock.close();
-      throw new TransportError(`${this.#label} failed: ${(err as Error).message}`, { cause: err });
+      h2?.close();
+      tls?.close();
+      if (err instanceof TransportError) throw err;
+      const msg = err instanceof Error ? err.message : String(err);
+      throw new TransportError(`${this.#label} failed: ${msg}`, { cause: err });
     }
-    return new Session(sock, h2, this.#label);
   }
 
   #sessionFor(): Session | Promise<Session> {
@@ -437,6 +526,45 @@ class NativeH2Client implements SbiClient {
     return this.#session?.streamCount ?? 0;
   }
 
+  async #tlsSession(): Promise<Session> {
+    if (this.transport !== "h2-tls") throw new TypeError("h2c has no TLS connection");
+    if (this.#closed) throw new TransportError("Client is closed");
+    return await this.#sessionFor();
+  }
+
+  async tlsInfo(): Promise<TlsConnectionInfo> {
+    return (await this.#tlsSession()).tlsInfo()!;
+  }
+
+  /** What the open connection runs on (libraries, negotiated TLS), for reports; undefined before one opens. */
+  connectionInfo(): ConnectionInfo | undefined {
+    const s = this.#session;
+    if (!s) return undefined;
+    const v = sbh2Versions(this.#sym);
+    const tls = s.tlsInfo();
+    return {
+      stack: "native",
+      implementation: `nghttp2 ${v.nghttp2}`,
+      tls: tls
+        ? {
+          library: `GnuTLS ${v.gnutls}`,
+          version: tls.version,
+          suite: tls.cipherSuite,
+          group: tls.group,
+          resumed: tls.resumed,
+        }
+        : undefined,
+    };
+  }
+
+  async exportKeyingMaterial(
+    label: string,
+    context: Uint8Array | undefined,
+    length: number,
+  ): Promise<Uint8Array> {
+    return (await this.#tlsSession()).exportKeyingMaterial(label, context, length);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -444,6 +572,7 @@ class NativeH2Client implements SbiClient {
       (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
     this.#session = undefined;
     await s?.close();
+    this.#tlsConfig?.close();
   }
 }
 
@@ -454,22 +583,9 @@ class NativeH2Client implements SbiClient {
 export async function createNativeH2Client(
   origin: string,
   options: NativeH2ClientOptions = {},
-): Promise<SbiClient> {
+): Promise<NativeH2Client> {
   const url = parseOrigin(origin);
-  let tls: ResolvedTls | undefined;
-  if (url.protocol === "https:") {
-    tls = await resolveTls(options.tls ?? {});
-    if (tls.insecure && Deno.env.get("SBILAB_TLS_INSECURE") !== "1") {
-      throw new TypeError(
-        "The h2 client skips verification only under deno run --unsafely-ignore-certificate-errors (lab request -k does this); pass the server's CA instead",
-      );
-    }
-    if (tls.serverName && tls.serverName !== url.hostname) {
-      throw new TypeError(
-        "The h2 client verifies the URL's host name; serverName is not supported",
-      );
-    }
-  }
+  const tls = url.protocol === "https:" ? await resolveTls(options.tls ?? {}) : undefined;
   const lib = await loadH2Library();
-  return new NativeH2Client(url, options, lib.symbols, tls);
+  return new Client(url, options, lib.symbols, tls);
 }

@@ -69,9 +69,13 @@ Deno.test({
   fn: async () => {
     const p = await pair(false);
     try {
-      const nf = { nfInstanceId: "a1", nfType: "AMF", nfStatus: "REGISTERED" };
+      const nf = {
+        nfInstanceId: "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+        nfType: "AMF",
+        nfStatus: "REGISTERED",
+      };
       const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o));
-      const path = "/nnrf-nfm/v1/nf-instances/a1";
+      const path = "/nnrf-nfm/v1/nf-instances/3fa85f64-5717-4562-b3fc-2c963f66afa6";
       const json = { "content-type": "application/json" };
       assert.equal(
         (await p.client.request({ method: "PUT", path, body: enc(nf), headers: json })).status,

@@ -1,5 +1,5 @@
 /**
- * The native h2c server: nghttp2 (through the sbh2 shim, native/sbh2_server.c)
+ * The native HTTP/2 server, h2c and h2 over TLS: nghttp2 (through the sbh2 shim, native/sbh2_server.c)
  * owns the HTTP/2 state, TypeScript owns the listening socket and each
  * connection's readiness, and the shared handler answers. Built like the h3
  * server: bytes cross in batches, requests arrive as events and leave as
@@ -12,17 +12,24 @@
  * loop. Response bodies of 4 KiB or more are lent to the shim, not copied:
  * the connection keeps them alive until the shim releases them.
  *
- * The I/O shape leaves room for TLS between the socket and the session:
- * read → [decrypt] → recv … send → [encrypt] → write.
+ * Over TLS the same shape holds with GnuTLS inside the module
+ * (native/sbh2_tls.c, the library and settings h3 uses): read → recv that
+ * decrypts straight into the session … send that encrypts the session's
+ * output → write; no plaintext crosses into JavaScript. After the handshake
+ * the `onTls` hook sees each connection (peer address, what it negotiated,
+ * its keying-material exporter); under mutual TLS every request carries the
+ * verified client certificate's subject as `peer`. TLS 1.3 session tickets
+ * are sealed with keys GnuTLS derives from a random master key per server
+ * and rotates every ticket lifetime.
  *
  * Limits come from the shim (see {@linkcode H2ServerLimitOptions}); the
  * server adds a connection cap, a write stall timeout and an accept loop that
  * backs off on errors such as EMFILE and keeps serving.
  */
-import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
-import { payloadTooLarge } from "../../handler/problem.ts";
+import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
+import { bodyTooLarge, systemFailure, unreadableRequest } from "../../handler/problem.ts";
+import { resolveTls, type TlsConnection } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { transportProblem } from "../problem_response.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
 import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
 import { loadH2Library } from "./loader.ts";
@@ -34,6 +41,8 @@ import {
   MESSAGE_TOO_LARGE,
 } from "./server_ffi.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
+import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
+import { runTlsHandshake } from "./tls_handshake.ts";
 
 /** Options of the native h2c server. */
 export interface NativeH2ServerOptions extends ServerOptions, H2ServerLimitOptions {
@@ -47,6 +56,7 @@ export interface NativeH2ServerOptions extends ServerOptions, H2ServerLimitOptio
 
 const DEFAULT_MAX_BODY = 32 * 1024 * 1024;
 const DEFAULT_STALL_MS = 10_000;
+const DEFAULT_TICKET_LIFETIME_S = 3600;
 const READ_BUFFER = 64 * 1024;
 const WRITE_BUFFER = 256 * 1024;
 /** Bodies from this size on are lent to the shim instead of copied. */
@@ -67,11 +77,15 @@ class BufferPool {
   }
 }
 
-/** One accepted TCP connection and its HTTP/2 session. */
+/** One accepted TCP connection (with TLS inside the module, or not) and its HTTP/2 session. */
 class Connection {
   #server: NativeH2cServer;
   #sock: Deno.TcpConn;
   #h2: H2ServerConn;
+  #tls: H2Tls | undefined;
+  /** No output but the handshake's until it completes. */
+  #handshaking: boolean;
+  #peer: SbiPeer | undefined;
   #in = new Uint8Array(READ_BUFFER);
   /** Lent response bodies by token, kept alive until the shim releases them. */
   #lent = new Map<number, Uint8Array>();
@@ -89,12 +103,48 @@ class Connection {
     this.flush();
   };
 
-  constructor(server: NativeH2cServer, sock: Deno.TcpConn, h2: H2ServerConn) {
+  constructor(server: NativeH2cServer, sock: Deno.TcpConn, h2: H2ServerConn, tls?: H2Tls) {
     this.#server = server;
     this.#sock = sock;
     this.#h2 = h2;
+    this.#tls = tls;
+    this.#handshaking = tls !== undefined;
     this.#reading = this.#readLoop();
-    this.flush(); // server SETTINGS
+    if (!tls) this.flush(); // server SETTINGS (over TLS: after the handshake)
+  }
+
+  /** Pulls pending output (encrypted over TLS) into `out`. */
+  #pull(out: Uint8Array<ArrayBuffer>): number {
+    return this.#tls ? this.#h2.sendTls(this.#tls, out) : this.#h2.send(out);
+  }
+
+  /** Runs the TLS handshake, then shows the connection to the `onTls` hook; false when it failed. */
+  async #handshake(tls: H2Tls): Promise<boolean> {
+    const addr = this.#sock.remoteAddr as Deno.NetAddr;
+    const out = this.#server.pool.take();
+    const pump = {
+      recv: (d: Uint8Array, n: number) => this.#h2.recvTls(tls, d as Uint8Array<ArrayBuffer>, n),
+      send: (o: Uint8Array) => this.#h2.sendTls(tls, o as Uint8Array<ArrayBuffer>),
+    };
+    try {
+      const label = `h2-tls connection from ${addr.hostname}:${addr.port}`;
+      await runTlsHandshake(this.#sock, tls, pump, label, { in: this.#in, out });
+    } catch (err) {
+      if (!this.finished) this.#server.onError(err);
+      return false;
+    } finally {
+      this.#server.pool.give(out);
+    }
+    const subject = tls.peerSubject();
+    if (subject !== undefined) this.#peer = { subject };
+    this.#handshaking = false;
+    this.#server.tlsEstablished({
+      remoteAddr: { hostname: addr.hostname, port: addr.port },
+      info: () => tls.info(),
+      exportKeyingMaterial: (label, context, length) =>
+        tls.exportKeyingMaterial(label, context, length),
+    });
+    return true;
   }
 
   get session(): H2ServerConn {
@@ -108,10 +158,17 @@ class Connection {
 
   async #readLoop(): Promise<void> {
     try {
+      if (this.#tls && !(await this.#handshake(this.#tls))) {
+        this.finish();
+        return;
+      }
+      this.scheduleFlush(); // over TLS: server SETTINGS and answers to what came with the handshake
       while (!this.finished) {
         const n = await this.#sock.read(this.#in);
         if (n === null || this.finished) break;
-        const ready = this.#h2.recv(this.#in, n);
+        const ready = this.#tls
+          ? this.#h2.recvTls(this.#tls, this.#in, n)
+          : this.#h2.recv(this.#in, n);
         if (ready > 0) this.#h2.poll(this.#server.poller, this.#onEvent);
         // output may wait (responses of synchronous handlers join it in one write)
         this.scheduleFlush();
@@ -143,7 +200,7 @@ class Connection {
     if (type !== H2_EVENT.MESSAGE) return;
     const server = this.#server;
     if (code === MESSAGE_TOO_LARGE) {
-      this.respond(streamId, payloadTooLarge(server.maxBodyBytes).toResponse());
+      this.respond(streamId, bodyTooLarge(server.maxBodyBytes));
       return;
     }
     let request;
@@ -151,9 +208,10 @@ class Connection {
       request = decodeRequestBlock(block, owned ? body : body.slice());
     } catch (err) {
       server.onError(err);
-      this.respond(streamId, transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT"));
+      this.respond(streamId, unreadableRequest());
       return;
     }
+    if (this.#peer) request.peer = this.#peer;
     server.run(this, streamId, request);
   }
 
@@ -167,7 +225,7 @@ class Connection {
     } catch (err) {
       // a header value the wire cannot carry: the handler's fault, answered as one
       this.#server.onError(err);
-      response = transportProblem(500, "Internal error", "SYSTEM_FAILURE");
+      response = systemFailure();
       length = w.encode(response);
     }
     const body = response.body;
@@ -190,14 +248,14 @@ class Connection {
 
   /** Writes all pending output: one write per pass, passes repeat while output remains. */
   flush(): void {
-    if (this.finished) return;
+    if (this.finished || this.#handshaking) return;
     if (this.#writing) {
       this.#dirty = true; // the running write loop pulls it
       return;
     }
     const pool = this.#server.pool;
     const out = pool.take();
-    const n = this.#h2.send(out);
+    const n = this.#pull(out);
     if (n > 0) {
       this.#writing = this.#writeLoop(out, n);
       return;
@@ -214,7 +272,7 @@ class Connection {
         while (off < n) off += await this.#sock.write(out.subarray(off, n));
         this.writeStarted = 0;
         this.#dirty = false;
-        n = this.finished ? 0 : this.#h2.send(out);
+        n = this.finished ? 0 : this.#pull(out);
       }
       if (n === H2_ERR.CLOSED) this.finish();
     } catch {
@@ -246,6 +304,7 @@ class Connection {
       // already closed
     }
     this.#h2.close();
+    this.#tls?.close();
     this.#lent.clear();
     this.#server.forget(this);
   }
@@ -261,8 +320,9 @@ export interface NativeH2Server extends SbiServer {
   stat(which: number): number;
 }
 
+/** The server behind both factories: h2c, or h2 over TLS when it has a TLS configuration. */
 class NativeH2cServer implements NativeH2Server {
-  readonly transport = "h2c" as const;
+  readonly transport: "h2c" | "h2-tls";
   readonly hostname: string;
   readonly port: number;
   readonly url: string;
@@ -285,6 +345,7 @@ class NativeH2cServer implements NativeH2Server {
   #stopping = false;
   #closing: Promise<void> | undefined;
   #acceptErrors = 0;
+  #tlsConfig: H2TlsConfig | undefined;
 
   constructor(
     sym: Sbh2Symbols,
@@ -293,7 +354,10 @@ class NativeH2cServer implements NativeH2Server {
     hostname: string,
     handler: SbiHandler,
     options: NativeH2ServerOptions,
+    tlsConfig?: H2TlsConfig,
   ) {
+    this.transport = tlsConfig ? "h2-tls" : "h2c";
+    this.#tlsConfig = tlsConfig;
     this.#sym = sym;
     this.#limits = limits;
     this.#listener = listener;
@@ -301,7 +365,7 @@ class NativeH2cServer implements NativeH2Server {
     this.#options = options;
     this.hostname = hostname;
     this.port = (listener.addr as Deno.NetAddr).port;
-    this.url = `http://${urlHost(hostname)}:${this.port}`;
+    this.url = `${tlsConfig ? "https" : "http"}://${urlHost(hostname)}:${this.port}`;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     this.#stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_MS;
     // the shim's timers are checked this often: a quarter of the shortest, within 20 ms .. 1 s
@@ -319,6 +383,15 @@ class NativeH2cServer implements NativeH2Server {
       this.#options.onError?.(err);
     } catch {
       // a failing hook must not stop the server
+    }
+  }
+
+  /** Shows a connection whose TLS handshake completed to the `onTls` hook. */
+  tlsEstablished(conn: TlsConnection): void {
+    try {
+      this.#options.onTls?.(conn);
+    } catch (err) {
+      this.onError(err); // a failing hook must not stop the connection
     }
   }
 
@@ -352,15 +425,18 @@ class NativeH2cServer implements NativeH2Server {
       } catch {
         // the peer is already gone; the first read says so
       }
-      let h2;
+      let h2: H2ServerConn | undefined;
+      let tls: H2Tls | undefined;
       try {
         h2 = new H2ServerConn(this.#sym, this.#limits);
+        if (this.#tlsConfig) tls = new H2Tls(this.#sym, this.#tlsConfig);
       } catch (err) {
         this.onError(err);
+        h2?.close();
         sock.close();
         continue;
       }
-      this.#conns.add(new Connection(this, sock, h2));
+      this.#conns.add(new Connection(this, sock, h2, tls));
       this.#armSweep();
     }
   }
@@ -378,7 +454,7 @@ class NativeH2cServer implements NativeH2Server {
       (response) => this.#done(conn, streamId, response),
       (err) => {
         this.onError(err);
-        this.#done(conn, streamId, transportProblem(500, "Internal error", "SYSTEM_FAILURE"));
+        this.#done(conn, streamId, systemFailure());
       },
     );
   }
@@ -466,20 +542,24 @@ class NativeH2cServer implements NativeH2Server {
     clearTimeout(this.#sweep);
     this.#sweep = undefined;
     this.#limits.close();
+    this.#tlsConfig?.close();
   }
 }
 
-/**
- * Starts the native h2c server (prior knowledge) around `handler`; throws
- * `H2LoadError` when the native library is missing and `AddrInUse` when the
- * port is taken.
- */
-export async function createNativeH2cServer(
+async function start(
   handler: SbiHandler,
-  options: NativeH2ServerOptions = {},
+  options: NativeH2ServerOptions,
+  tls?: (sym: Sbh2Symbols) => H2TlsConfig,
 ): Promise<NativeH2Server> {
   const lib = await loadH2Library();
-  const limits = new H2ServerLimits(lib.symbols, options);
+  const tlsConfig = tls?.(lib.symbols);
+  let limits: H2ServerLimits;
+  try {
+    limits = new H2ServerLimits(lib.symbols, options);
+  } catch (err) {
+    tlsConfig?.close();
+    throw err;
+  }
   const hostname = options.hostname ?? "127.0.0.1";
   const port = options.port ?? 0;
   let listener: Deno.TcpListener;
@@ -487,10 +567,47 @@ export async function createNativeH2cServer(
     listener = Deno.listen({ hostname, port, transport: "tcp" });
   } catch (err) {
     limits.close();
+    tlsConfig?.close();
     if (err instanceof Deno.errors.AddrInUse) {
-      throw new Deno.errors.AddrInUse(`Port ${port} on ${hostname} is already in use (h2c)`);
+      throw new Deno.errors.AddrInUse(
+        `Port ${port} on ${hostname} is already in use (${tls ? "h2-tls" : "h2c"})`,
+      );
     }
     throw err;
   }
-  return new NativeH2cServer(lib.symbols, limits, listener, hostname, handler, options);
+  return new NativeH2cServer(lib.symbols, limits, listener, hostname, handler, options, tlsConfig);
+}
+
+/**
+ * Starts the native h2c server (prior knowledge) around `handler`; throws
+ * `H2LoadError` when the native library is missing and `AddrInUse` when the
+ * port is taken.
+ */
+export function createNativeH2cServer(
+  handler: SbiHandler,
+  options: NativeH2ServerOptions = {},
+): Promise<NativeH2Server> {
+  return start(handler, options);
+}
+
+/**
+ * Starts the native HTTP/2 server over TLS (ALPN h2 only, TLS 1.3 on GnuTLS,
+ * mutual TLS when `tls.requireClientCert`) around `handler`. Throws
+ * `TypeError` without a certificate and key (or without a CA under mTLS),
+ * `H2LoadError` when the native library is missing and `AddrInUse` when the
+ * port is taken.
+ */
+export async function createNativeH2TlsServer(
+  handler: SbiHandler,
+  options: NativeH2ServerOptions = {},
+): Promise<NativeH2Server> {
+  if (!options.tls) throw new TypeError("h2-tls needs a certificate and key (tls option)");
+  const material = await resolveTls(options.tls);
+  if (!material.certPem || !material.keyPem) {
+    throw new TypeError("h2-tls needs both a certificate and a key");
+  }
+  return await start(handler, options, (sym) =>
+    H2TlsConfig.create(sym, material, "server", {
+      ticketLifetimeSeconds: options.ticketLifetimeSeconds ?? DEFAULT_TICKET_LIFETIME_S,
+    }));
 }

@@ -8,6 +8,7 @@ import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler, SbiRequest } from "../../handler/types.ts";
 import type { SbiClient } from "../types.ts";
 import { createNativeH2Client } from "./native_client.ts";
+import { createH2cServer } from "./server.ts";
 import {
   createNativeH2cServer,
   type NativeH2Server,
@@ -289,6 +290,22 @@ Deno.test({
       assert.equal(r.headers["content-type"], want.headers["content-type"]);
       assert.deepEqual(r.body, want.body);
       assert.equal(s.calls(), 0, "the handler never saw the oversized request");
+      // the Deno.serve stack gives the same bytes at the same limit
+      const deno = await createH2cServer(createHandler(), { maxBodyBytes: 1000 });
+      const client = await createNativeH2Client(deno.url);
+      try {
+        const d = await client.request({
+          method: "POST",
+          path: "/nbench/v1/echo",
+          headers,
+          body: big,
+        });
+        assert.equal(d.status, 413);
+        assert.deepEqual(d.body, want.body);
+      } finally {
+        await client.close();
+        await deno.close();
+      }
       const exact = new Uint8Array(1000).fill(9);
       const ok = await s.client.request({
         method: "POST",

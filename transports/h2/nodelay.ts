@@ -10,6 +10,8 @@
  * cost stays proportional to this process's open sockets (tens of µs).
  */
 
+import { libc } from "../libc.ts";
+
 const SOL_SOCKET = 1;
 const SO_TYPE = 3;
 const SO_ACCEPTCONN = 30;
@@ -19,18 +21,8 @@ const TCP_NODELAY = 1;
 const AF_INET = 2;
 const AF_INET6 = 10;
 
-const SYMBOLS = {
-  setsockopt: { parameters: ["i32", "i32", "i32", "buffer", "u32"], result: "i32" },
-  getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
-  getsockname: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
-  getpeername: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
-} as const;
-
-let libc: Deno.DynamicLibrary<typeof SYMBOLS> | undefined;
-
-function lib(): Deno.DynamicLibrary<typeof SYMBOLS> {
-  libc ??= Deno.dlopen("libc.so.6", SYMBOLS);
-  return libc;
+function lib() {
+  return { symbols: libc() };
 }
 
 const intBuf = new Int32Array(1);
@@ -53,14 +45,15 @@ function port(fd: number, peer: boolean): number | undefined {
 }
 
 /** A TCP socket of this process. */
-interface TcpSocket {
+export interface TcpSocket {
   fd: number;
   listening: boolean;
   localPort?: number;
   remotePort?: number;
 }
 
-function tcpSockets(): TcpSocket[] {
+/** This process's TCP sockets, from `/proc/self/fd`. */
+export function tcpSockets(): TcpSocket[] {
   const out: TcpSocket[] = [];
   for (const e of Deno.readDirSync("/proc/self/fd")) {
     let target: string;

@@ -3,52 +3,179 @@
  * (ALPN). TCP_NODELAY is set on the listening socket so every accepted
  * connection inherits it. Mutual TLS is terminated by a small front (see
  * mtls_front.ts) because `Deno.serve` cannot request client certificates.
+ *
+ * Limits: the body limit and an in-flight body budget as bodies stream in;
+ * large responses streamed under a process-wide budget, their connection
+ * closed when the peer stops reading; a connection cap, handshake and idle timeouts enforced
+ * by a {@linkcode ConnectionGuard}; and when accepting fails (EMFILE, ENFILE,
+ * ENOMEM) `Deno.serve` ends its accept loop, so the listener is opened again
+ * after a back-off while the connections it had keep being served.
  */
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions, TransportName } from "../types.ts";
-import { BodyTooLargeError, fromSbiResponse, toSbiRequest } from "./convert.ts";
+import { BodyBudgetError, BodyTooLargeError, fromSbiResponse, toSbiRequest } from "./convert.ts";
 import { applyNoDelay } from "./nodelay.ts";
-import { transportProblem } from "../problem_response.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
+import {
+  bodyTooLarge,
+  overloaded,
+  systemFailure,
+  unreadableRequest,
+} from "../../handler/problem.ts";
+import { type ByteBudget, defaultBodyBudget, defaultResponseBudget } from "../byte_budget.ts";
+import { ConnectionGuard, type ConnectionLimits } from "./conn_guard.ts";
+import { ResponseBodies, STREAM_THRESHOLD } from "./response_body.ts";
 import { startMtlsFront } from "./mtls_front.ts";
-
-/** Largest request body the transport reads before answering 413. */
-export const TRANSPORT_MAX_BODY = 32 * 1024 * 1024;
 
 /** Extra options of the HTTP/2 servers. */
 export interface H2ServerOptions extends ServerOptions {
-  /** Largest request body read before answering 413. Default 32 MiB. */
-  maxBodyBytes?: number;
+  /** Request-body bytes held at once by this process; past it 503. Default {@linkcode defaultBodyBudget}. */
+  bodyBudget?: ByteBudget;
+  /** Response bytes handed to the runtime and not yet sent, per process. Default {@linkcode defaultResponseBudget}. */
+  responseBudget?: ByteBudget;
+  /** A response the peer does not read for this many ms is reset. Default 30000. */
+  stallTimeoutMs?: number;
+  /** Connection cap, handshake and idle timeouts. Default {@linkcode DEFAULT_CONNECTION_LIMITS}. */
+  limits?: ConnectionLimits;
   /** Called with errors the transport swallowed. Default no-op. */
   onError?: (err: unknown) => void;
 }
+
+/** Default {@linkcode H2ServerOptions.stallTimeoutMs}. */
+export const DEFAULT_STALL_TIMEOUT_MS = 30_000;
+
+/** Longest pause between attempts to listen again after accepting failed. */
+const MAX_BACKOFF_MS = 2000;
 
 function urlHost(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
 }
 
-function makeFetchHandler(handler: SbiHandler, options: H2ServerOptions) {
-  const limit = options.maxBodyBytes ?? TRANSPORT_MAX_BODY;
-  return async (request: Request): Promise<Response> => {
+/** Per-listener state the request path reports to. */
+interface Watch {
+  guard?: ConnectionGuard;
+  bodies: ResponseBodies;
+}
+
+function makeFetchHandler(handler: SbiHandler, options: H2ServerOptions, watch: Watch) {
+  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const budget = options.bodyBudget ?? defaultBodyBudget;
+  /**
+   * The response, and whether its body streams (then `onEnd` runs when it is
+   * done, and `onStall` if the peer stops reading it).
+   */
+  async function answer(
+    request: Request,
+    onEnd: () => void,
+    onStall: () => void,
+  ): Promise<[Response, boolean]> {
+    // A declared length over the limit is refused before a byte is read.
+    if (Number(request.headers.get("content-length")) > limit) {
+      return [fromSbiResponse(bodyTooLarge(limit)), false];
+    }
     let sbi;
     try {
-      sbi = await toSbiRequest(request, limit);
+      sbi = await toSbiRequest(request, limit, budget);
     } catch (err) {
-      if (err instanceof BodyTooLargeError) {
-        return fromSbiResponse(
-          transportProblem(413, "Payload too large", "REQUEST_ENTITY_TOO_LARGE"),
-        );
-      }
+      if (err instanceof BodyTooLargeError) return [fromSbiResponse(bodyTooLarge(limit)), false];
+      if (err instanceof BodyBudgetError) return [fromSbiResponse(overloaded(err.message)), false];
       options.onError?.(err);
-      return fromSbiResponse(transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT"));
+      return [fromSbiResponse(unreadableRequest()), false];
     }
     try {
-      return fromSbiResponse(await handler(sbi));
+      const res = await handler(sbi);
+      if (res.body.length <= STREAM_THRESHOLD) return [fromSbiResponse(res), false];
+      const body = watch.bodies.stream(res.body, onEnd, onStall);
+      const headers = { ...res.headers, "content-length": String(res.body.length) };
+      return [new Response(body, { status: res.status, headers }), true];
     } catch (err) {
       options.onError?.(err);
-      return fromSbiResponse(transportProblem(500, "Internal error", "SYSTEM_FAILURE"));
+      return [fromSbiResponse(systemFailure()), false];
+    } finally {
+      budget.release(sbi.body.length);
+    }
+  }
+  return async (request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => {
+    const guard = watch.guard;
+    const peer = info.remoteAddr.port;
+    guard?.requestStarted(peer);
+    let streamed = false;
+    try {
+      const [res, isStream] = await answer(
+        request,
+        () => guard?.requestEnded(peer),
+        () => guard?.closePeer(peer),
+      );
+      streamed = isStream;
+      return res;
+    } finally {
+      if (!streamed) guard?.requestEnded(peer);
     }
   };
+}
+
+/** A `Deno.serve` listener that opens itself again when its accept loop fails. */
+class Listener {
+  port = 0;
+  #options: H2ServerOptions;
+  #make: () => Deno.HttpServer<Deno.NetAddr>;
+  #server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  #closing = false;
+  #retry: ReturnType<typeof setTimeout> | undefined;
+  #backoff = 50;
+  /** How many times the listener was opened again after an accept failure. */
+  restarts = 0;
+
+  constructor(options: H2ServerOptions, make: () => Deno.HttpServer<Deno.NetAddr>) {
+    this.#options = options;
+    this.#make = make;
+  }
+
+  /** Opens the listener; resolves with its address. */
+  async start(listening: Promise<Deno.NetAddr>): Promise<Deno.NetAddr> {
+    this.#watch(this.#make());
+    const addr = await listening;
+    this.port = addr.port;
+    return addr;
+  }
+
+  #watch(server: Deno.HttpServer<Deno.NetAddr>): void {
+    this.#server = server;
+    // The accept loop ends with a rejection on EMFILE, ENFILE or ENOMEM: left alone it is an
+    // uncaught rejection that ends the process (and every other transport with it).
+    server.finished.catch((err) => {
+      if (this.#closing) return;
+      const why = String((err as Error)?.message ?? err).replace(/^Error: /, "");
+      this.#options.onError?.(
+        new Error(`Accepting connections failed: ${why}; listening again`, { cause: err }),
+      );
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    const wait = this.#backoff;
+    this.#backoff = Math.min(MAX_BACKOFF_MS, this.#backoff * 2);
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      if (this.#closing) return;
+      try {
+        this.#watch(this.#make());
+        this.restarts++;
+        this.#backoff = 50;
+      } catch (err) {
+        this.#options.onError?.(err);
+        this.#schedule();
+      }
+    }, wait);
+  }
+
+  async shutdown(): Promise<void> {
+    this.#closing = true;
+    if (this.#retry !== undefined) clearTimeout(this.#retry);
+    await this.#server?.shutdown().catch(() => {});
+  }
 }
 
 async function serveOn(
@@ -58,20 +185,32 @@ async function serveOn(
   tls?: { cert: string; key: string },
   hostname = options.hostname ?? "127.0.0.1",
   port = options.port ?? 0,
-): Promise<{ server: Deno.HttpServer<Deno.NetAddr>; port: number }> {
+): Promise<{ port: number; close(): Promise<void>; guard: ConnectionGuard }> {
+  const bodies = new ResponseBodies(
+    options.responseBudget ?? defaultResponseBudget,
+    options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS,
+  );
+  const watch: Watch = { bodies };
+  const fetchHandler = makeFetchHandler(handler, options, watch);
   const listening = Promise.withResolvers<Deno.NetAddr>();
-  let server: Deno.HttpServer<Deno.NetAddr>;
-  try {
-    server = Deno.serve({
+  let boundPort = port;
+  const make = () =>
+    Deno.serve({
       hostname,
-      port,
+      port: boundPort,
       ...(tls ?? {}),
-      onListen: (addr) => listening.resolve(addr),
+      onListen: (addr) => {
+        listening.resolve(addr);
+        applyNoDelay({ listenPort: addr.port });
+      },
       onError: (err) => {
         options.onError?.(err);
-        return fromSbiResponse(transportProblem(500, "Internal error", "SYSTEM_FAILURE"));
+        return fromSbiResponse(systemFailure());
       },
-    }, makeFetchHandler(handler, options));
+    }, fetchHandler);
+  const listener = new Listener(options, make);
+  try {
+    boundPort = (await listener.start(listening.promise)).port;
   } catch (err) {
     if (err instanceof Deno.errors.AddrInUse) {
       throw new Deno.errors.AddrInUse(
@@ -80,9 +219,20 @@ async function serveOn(
     }
     throw err;
   }
-  const addr = await listening.promise;
-  applyNoDelay({ listenPort: addr.port });
-  return { server, port: addr.port };
+  const guard = new ConnectionGuard(boundPort, options.limits, options.onError);
+  watch.guard = guard;
+  const stallEvery = Math.max(25, Math.min(1000, bodies.stallTimeoutMs / 4));
+  const stallTimer = setInterval(() => bodies.sweep(), stallEvery);
+  Deno.unrefTimer(stallTimer);
+  return {
+    port: boundPort,
+    guard,
+    close: async () => {
+      clearInterval(stallTimer);
+      guard.close();
+      await listener.shutdown();
+    },
+  };
 }
 
 /** Starts an h2c (prior knowledge) server. */
@@ -91,14 +241,14 @@ export async function createH2cServer(
   options: H2ServerOptions = {},
 ): Promise<SbiServer> {
   const hostname = options.hostname ?? "127.0.0.1";
-  const { server, port } = await serveOn("h2c", handler, options);
+  const inner = await serveOn("h2c", handler, options);
   let closed: Promise<void> | undefined;
   return {
     transport: "h2c",
     hostname,
-    port,
-    url: `http://${urlHost(hostname)}:${port}`,
-    close: () => closed ??= server.shutdown(),
+    port: inner.port,
+    url: `http://${urlHost(hostname)}:${inner.port}`,
+    close: () => closed ??= inner.close(),
   };
 }
 
@@ -121,6 +271,7 @@ export async function createH2TlsServer(
       keyPem: tls.keyPem,
       caPem: tls.caPem,
       innerPort: inner.port,
+      limits: options.limits,
       onError: options.onError,
     });
     let closed: Promise<void> | undefined;
@@ -129,10 +280,10 @@ export async function createH2TlsServer(
       hostname,
       port: front.port,
       url: `https://${urlHost(hostname)}:${front.port}`,
-      close: () => closed ??= Promise.all([front.close(), inner.server.shutdown()]).then(() => {}),
+      close: () => closed ??= Promise.all([front.close(), inner.close()]).then(() => {}),
     };
   }
-  const { server, port } = await serveOn("h2-tls", handler, options, {
+  const inner = await serveOn("h2-tls", handler, options, {
     cert: tls.certPem,
     key: tls.keyPem,
   });
@@ -140,8 +291,8 @@ export async function createH2TlsServer(
   return {
     transport: "h2-tls",
     hostname,
-    port,
-    url: `https://${urlHost(hostname)}:${port}`,
-    close: () => closed ??= server.shutdown(),
+    port: inner.port,
+    url: `https://${urlHost(hostname)}:${inner.port}`,
+    close: () => closed ??= inner.close(),
   };
 }

@@ -132,6 +132,31 @@ export class H2ServerConn {
     return this.#sym.sbh2_sconn_recv(this.#ptr, data, length);
   }
 
+  /**
+   * Feeds received TLS ciphertext through `tls` straight into the session;
+   * returns the number of events ready (0 while the handshake runs), or a
+   * negative code (`TLS`: see the TLS session's error text; `CLOSED` after
+   * the peer's close_notify).
+   */
+  recvTls(
+    tls: { pointer: Deno.PointerValue },
+    data: Uint8Array<ArrayBuffer>,
+    length: number,
+  ): number {
+    if (this.#ptr === null || tls.pointer === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_sconn_recv_tls(this.#ptr, tls.pointer, data, length);
+  }
+
+  /**
+   * Writes TLS ciphertext into `out`: handshake records, then the session's
+   * output encrypted; returns its length, DONE, or CLOSED once the session
+   * finished and close_notify went out.
+   */
+  sendTls(tls: { pointer: Deno.PointerValue }, out: Uint8Array<ArrayBuffer>): number {
+    if (this.#ptr === null || tls.pointer === null) return H2_ERR.CLOSED;
+    return this.#sym.sbh2_sconn_send_tls(this.#ptr, tls.pointer, out, out.length);
+  }
+
   /** Hands every ready event to `handler` through `poller`; returns how many. */
   poll(poller: EventPoller, handler: H2EventHandler): number {
     return this.#ptr === null ? 0 : poller.poll(this.#poll, handler);

@@ -61,6 +61,58 @@ export const SYMBOLS = {
   sbh2_sconn_stat: { parameters: ["pointer", "i32"], result: "i64" },
   // int sbh2_sconn_error(sbh2_sconn *conn, uint8_t *buf, uint32_t cap);
   sbh2_sconn_error: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+
+  // int sbh2_conn_recv_tls(sbh2_conn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
+  sbh2_conn_recv_tls: { parameters: ["pointer", "pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
+  sbh2_conn_send_tls: { parameters: ["pointer", "pointer", "buffer", "u32"], result: "i32" },
+
+  // int sbh2_sconn_recv_tls(sbh2_sconn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
+  sbh2_sconn_recv_tls: { parameters: ["pointer", "pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_sconn_send_tls(sbh2_sconn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
+  sbh2_sconn_send_tls: { parameters: ["pointer", "pointer", "buffer", "u32"], result: "i32" },
+
+  // ---- TLS record layer (native/sbh2_tls.h) ----
+  // sbh2_tls_config *sbh2_tls_config_new(int is_server);
+  sbh2_tls_config_new: { parameters: ["i32"], result: "pointer" },
+  // void sbh2_tls_config_free(sbh2_tls_config *cfg);
+  sbh2_tls_config_free: { parameters: ["pointer"], result: "void" },
+  // int sbh2_tls_config_set_cert(sbh2_tls_config *cfg, const uint8_t *cert, uint32_t cert_len, const uint8_t *key, uint32_t key_len);
+  sbh2_tls_config_set_cert: {
+    parameters: ["pointer", "buffer", "u32", "buffer", "u32"],
+    result: "i32",
+  },
+  // int sbh2_tls_config_add_ca(sbh2_tls_config *cfg, const uint8_t *pem, uint32_t len);
+  sbh2_tls_config_add_ca: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_tls_config_set_verify(sbh2_tls_config *cfg, int mode);
+  sbh2_tls_config_set_verify: { parameters: ["pointer", "i32"], result: "i32" },
+  // int sbh2_tls_config_set_tickets(sbh2_tls_config *cfg, uint32_t lifetime_s);
+  sbh2_tls_config_set_tickets: { parameters: ["pointer", "u32"], result: "i32" },
+  // sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint8_t *ticket, uint32_t ticket_len);
+  sbh2_tls_new: { parameters: ["pointer", "buffer", "buffer", "u32"], result: "pointer" },
+  // void sbh2_tls_free(sbh2_tls *tls);
+  sbh2_tls_free: { parameters: ["pointer"], result: "void" },
+  // int sbh2_tls_recv(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
+  sbh2_tls_recv: { parameters: ["pointer", "buffer", "u32", "buffer", "u32"], result: "i32" },
+  // int sbh2_tls_send(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
+  sbh2_tls_send: { parameters: ["pointer", "buffer", "u32", "buffer", "u32"], result: "i32" },
+  // int sbh2_tls_close(sbh2_tls *tls);
+  sbh2_tls_close: { parameters: ["pointer"], result: "i32" },
+  // int sbh2_tls_state(sbh2_tls *tls);
+  sbh2_tls_state: { parameters: ["pointer"], result: "i32" },
+  // int sbh2_tls_info(sbh2_tls *tls, int kind, uint8_t *buf, uint32_t cap);
+  sbh2_tls_info: { parameters: ["pointer", "i32", "buffer", "u32"], result: "i32" },
+  // int sbh2_tls_handshake_bytes(sbh2_tls *tls, int sent);
+  sbh2_tls_handshake_bytes: { parameters: ["pointer", "i32"], result: "i32" },
+  // int sbh2_tls_export(sbh2_tls *tls, const uint8_t *label, uint32_t label_len, const uint8_t *context, uint32_t context_len, uint8_t *out, uint32_t out_len);
+  sbh2_tls_export: {
+    parameters: ["pointer", "buffer", "u32", "buffer", "u32", "buffer", "u32"],
+    result: "i32",
+  },
+  // int sbh2_tls_ticket(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
+  sbh2_tls_ticket: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_tls_error(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
+  sbh2_tls_error: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** The opened library's symbols. */

@@ -11,9 +11,9 @@
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler } from "../../handler/types.ts";
-import { resolveTls } from "../tls.ts";
+import { resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { transportProblem } from "../problem_response.ts";
+import { systemFailure, tooEarly, unreadableRequest } from "../../handler/problem.ts";
 import {
   H3_EVENT,
   H3_MSG_EARLY,
@@ -52,12 +52,6 @@ export interface H3ServerOptions extends ServerOptions {
   drainMs?: number;
   /** Called with errors the transport swallowed. Default no-op. */
   onError?: (err: unknown) => void;
-  /**
-   * Lifetime of the TLS 1.3 session tickets sent (one per connection), in
-   * seconds; the ticket keys rotate with the same period (GnuTLS derives them
-   * from one master key per server). 0 sends none. Default 3600.
-   */
-  ticketLifetimeSeconds?: number;
   /**
    * Accept 0-RTT from resuming clients. A request that arrived in 0-RTT with
    * a method that is not safe (anything but GET, HEAD, OPTIONS) is answered
@@ -164,23 +158,28 @@ class H3Server implements H3SbiServer {
     this.#arm();
   }
 
-  /** A handshake completed: remember the client's subject and tell `onTlsConnection`. */
+  /** A handshake completed: remember the client's subject and show the connection to `onTls`. */
   #onConnected(connId: number): void {
     const tls = this.#ep.tlsInfo(connId);
     if (!tls) return;
     if (tls.peerSubject) this.#subjects.set(connId, tls.peerSubject);
-    const hook = this.#options.onTlsConnection;
+    const hook = this.#options.onTls;
     const remote = this.#ep.peer(connId);
     if (!hook || !remote) return;
+    const ep = this.#ep;
     try {
       hook({
-        remote: { hostname: remote.hostname, port: remote.port },
-        tls,
+        remoteAddr: { hostname: remote.hostname, port: remote.port },
+        info(): TlsConnectionInfo {
+          const now = ep.tlsInfo(connId);
+          if (!now) throw new RangeError("The HTTP/3 connection is closed");
+          return now;
+        },
         exportKeyingMaterial: (label, context, length) =>
-          this.#ep.exportKeyingMaterial(connId, label, context, length),
+          ep.exportKeyingMaterial(connId, label, context, length),
       });
     } catch (err) {
-      this.#options.onError?.(err);
+      this.#options.onError?.(err); // a failing hook must not stop the connection
     }
   }
 
@@ -193,14 +192,14 @@ class H3Server implements H3SbiServer {
         request = toSbiRequest(e.headers, e.body);
       } catch (err) {
         this.#options.onError?.(err);
-        response = transportProblem(400, "Unreadable request", "INVALID_MSG_FORMAT");
+        response = unreadableRequest();
       }
       if (request && e.code & H3_MSG_EARLY) {
         this.#early.received++;
         if (!EARLY_METHODS.has(request.method)) {
           // Replayable: never run it. The client retries after the handshake (RFC 8470 §5.2).
           this.#early.tooEarly++;
-          response = transportProblem(425, "Too Early", "TOO_EARLY");
+          response = tooEarly();
           request = undefined;
         }
       }
@@ -211,7 +210,7 @@ class H3Server implements H3SbiServer {
           response = await this.#handler(request);
         } catch (err) {
           this.#options.onError?.(err);
-          response = transportProblem(500, "Internal error", "SYSTEM_FAILURE");
+          response = systemFailure();
         }
       }
       if (!this.#stopped && response) {

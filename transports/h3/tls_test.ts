@@ -8,10 +8,18 @@ import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler, SbiRequest } from "../../handler/types.ts";
 import { createDevPki, type DevPki } from "../pki.ts";
 import { n32MasterKey } from "../n32.ts";
-import type { AcceptedTlsConnection } from "../types.ts";
+import type { TlsConnection, TlsConnectionInfo } from "../tls.ts";
 import { TicketCache } from "../h2/ticket_cache.ts";
 import { createH3Client, createH3Server, type H3SbiServer, type H3ServerOptions } from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
+import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "./ffi.ts";
+import { loadH3Library } from "./loader.ts";
+
+/** A connection the server accepted, with what its handshake negotiated (read in the hook). */
+interface Accepted {
+  conn: TlsConnection;
+  tls: TlsConnectionInfo;
+}
 
 const ignore = H3_SKIP !== null;
 const pki: DevPki = ignore ? ({} as DevPki) : await createDevPki();
@@ -20,8 +28,9 @@ const trust = () => ({ ca: pki.caCertPem });
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 
 /** A handler that counts the requests it ran. */
-function counting(): { handler: SbiHandler; calls: SbiRequest[] } {
-  const inner = createHandler();
+function counting(
+  inner: SbiHandler = createHandler(),
+): { handler: SbiHandler; calls: SbiRequest[] } {
   const calls: SbiRequest[] = [];
   return {
     calls,
@@ -37,18 +46,18 @@ async function serverWithConnections(
   handler: SbiHandler,
   options: H3ServerOptions = {},
 ) {
-  const accepted: AcceptedTlsConnection[] = [];
+  const accepted: Accepted[] = [];
   let wake: (() => void) | undefined;
   const server = await createH3Server(handler, {
     tls: serverTls(),
     ...options,
-    onTlsConnection: (c) => {
-      accepted.push(c);
+    onTls: (c) => {
+      accepted.push({ conn: c, tls: c.info() });
       wake?.();
     },
   });
   /** Resolves with the n-th accepted connection (0-based) once its handshake completed. */
-  const nth = async (n: number): Promise<AcceptedTlsConnection> => {
+  const nth = async (n: number): Promise<Accepted> => {
     while (accepted.length <= n) {
       const { promise, resolve } = Promise.withResolvers<void>();
       wake = resolve;
@@ -74,26 +83,29 @@ Deno.test({
       const clientKey = a.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64);
       assert.equal(clientKey.length, 64);
       assert.deepEqual(
-        sa.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64),
+        sa.conn.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64),
         clientKey,
       );
       assert.deepEqual(await n32MasterKey(a), clientKey);
-      assert.deepEqual(await n32MasterKey(sa), clientKey);
+      assert.deepEqual(await n32MasterKey(sa.conn), clientKey);
       // Context and label change the output; both ends still agree.
       const withCtx = a.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", ctx, 64);
       assert.notEqual(hex(withCtx), hex(clientKey));
-      assert.deepEqual(sa.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", ctx, 64), withCtx);
+      assert.deepEqual(sa.conn.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", ctx, 64), withCtx);
       const other = a.exportKeyingMaterial("EXPORTER-sbilab-test", undefined, 64);
       assert.notEqual(hex(other), hex(clientKey));
       // Another connection, other bytes.
       assert.equal((await b.request({ path: "/nbench/v1/payload?size=8" })).status, 200);
       const sb = await nth(1);
       const bKey = b.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64);
-      assert.deepEqual(sb.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64), bKey);
+      assert.deepEqual(
+        sb.conn.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 64),
+        bKey,
+      );
       assert.notEqual(hex(bKey), hex(clientKey));
       // The server saw the client's address.
-      assert.equal(sa.remote.hostname, "127.0.0.1");
-      assert.ok(sa.remote.port > 0);
+      assert.equal(sa.conn.remoteAddr.hostname, "127.0.0.1");
+      assert.ok(sa.conn.remoteAddr.port > 0);
       assert.throws(() => a.exportKeyingMaterial("", undefined, 64), RangeError);
       assert.throws(() => a.exportKeyingMaterial("x", undefined, 0), RangeError);
     } finally {
@@ -159,7 +171,7 @@ Deno.test({
       );
       // The exporter still agrees on a resumed connection.
       assert.deepEqual(
-        (await nth(1)).exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 32),
+        (await nth(1)).conn.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 32),
         second.exportKeyingMaterial("EXPORTER_3GPP_N32_MASTER", undefined, 32),
       );
       await second.close();
@@ -300,6 +312,8 @@ Deno.test({
   },
 });
 
+const PUT_ID = "4947a69a-f61b-4bc1-b9da-47c9c5d14b64";
+
 Deno.test({
   name: "h3 client holds a PUT until the handshake completes even when resuming with 0-RTT",
   ignore,
@@ -313,12 +327,12 @@ Deno.test({
       await first.close();
       const second = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
       const body = new TextEncoder().encode(
-        JSON.stringify({ nfInstanceId: "p1", nfType: "AMF", nfStatus: "REGISTERED" }),
+        JSON.stringify({ nfInstanceId: PUT_ID, nfType: "AMF", nfStatus: "REGISTERED" }),
       );
       const [put, get] = await Promise.all([
         second.request({
           method: "PUT",
-          path: "/nnrf-nfm/v1/nf-instances/p1",
+          path: `/nnrf-nfm/v1/nf-instances/${PUT_ID}`,
           headers: { "content-type": "application/json" },
           body,
         }),
@@ -435,6 +449,149 @@ Deno.test({
     } finally {
       await relay.close();
       await server.close();
+    }
+  },
+});
+
+/**
+ * A raw client on the shim's own connection API: resumes with `ticket` and
+ * submits `headers` and `body` before the handshake, i.e. in 0-RTT whatever
+ * the method (what our SBI client never does). Resolves with the response
+ * status and whether 0-RTT was accepted.
+ */
+async function rawEarlyRequest(
+  port: number,
+  ticket: Uint8Array,
+  headers: [string, string][],
+  body: Uint8Array,
+): Promise<{ status: number; early: string }> {
+  const lib = await loadH3Library();
+  using sock = new H3Socket(lib.symbols, "127.0.0.1", 0);
+  sock.connect("127.0.0.1", port);
+  using config = new H3Config(lib.symbols, false, { caPem: [pki.caCertPem], earlyData: true });
+  using conn = new H3ClientConn(lib.symbols, config, {
+    serverName: "localhost",
+    localIp: "127.0.0.1",
+    localPort: sock.port,
+    remoteIp: "127.0.0.1",
+    remotePort: port,
+  });
+  conn.resume(ticket);
+  assert.ok(conn.request(headers, body) >= 0, "the request went out before the handshake");
+  conn.io(sock);
+  const deadline = performance.now() + 5000;
+  while (performance.now() < deadline) {
+    const got = await Promise.race([
+      sock.receive(),
+      new Promise<null>((r) => setTimeout(() => r(null), 100)),
+    ]);
+    conn.io(sock, got?.[0]);
+    for (let e; (e = conn.poll());) {
+      if (e.type === H3_EVENT.MESSAGE) {
+        const status = Number(e.headers.find(([k]) => k === ":status")![1]);
+        return { status, early: conn.tlsInfo()?.earlyData ?? "unknown" };
+      }
+      if (e.type === H3_EVENT.CLOSED) throw new Error(conn.errorText());
+    }
+  }
+  throw new Error("No response within 5 s");
+}
+
+Deno.test({
+  name: "h3 server answers a PUT sent in 0-RTT with 425 Too Early and the NRF shows no change",
+  ignore,
+  fn: async () => {
+    const inner = createHandler();
+    const { handler, calls } = counting(inner);
+    const server = await createH3Server(handler, { tls: serverTls() });
+    try {
+      const rec = new FixedTicket();
+      const warm = await createH3Client(server.url, { tls: trust(), ticketCache: rec });
+      await warm.request({ path: "/nbench/v1/payload?size=8" });
+      await warm.close();
+      const id = "7d9f2a10-5a4e-4f3e-9a7b-0c1d2e3f4a5b";
+      const body = new TextEncoder().encode(
+        JSON.stringify({ nfInstanceId: id, nfType: "AMF", nfStatus: "REGISTERED" }),
+      );
+      const path = `/nnrf-nfm/v1/nf-instances/${id}`;
+      const headers: [string, string][] = [
+        [":method", "PUT"],
+        [":scheme", "https"],
+        [":authority", "localhost"],
+        [":path", path],
+        ["content-type", "application/json"],
+        ["content-length", String(body.length)],
+      ];
+      const early = await rawEarlyRequest(server.port, rec.given[0], headers, body);
+      assert.deepEqual(early, { status: 425, early: "accepted" });
+      assert.deepEqual(server.earlyRequests(), { received: 1, tooEarly: 1 });
+      assert.equal(calls.filter((c) => c.method === "PUT").length, 0);
+      const before = await inner({
+        method: "GET",
+        path,
+        query: new URLSearchParams(),
+        headers: {},
+        body: new Uint8Array(0),
+      });
+      assert.equal(before.status, 404, "the NRF holds no such profile");
+
+      // The same request through the SBI client (held until the handshake) creates it.
+      const client = await createH3Client(server.url, { tls: trust(), ticketCache: rec });
+      const late = await client.request({
+        method: "PUT",
+        path,
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      assert.equal(late.status, 201);
+      await client.close();
+    } finally {
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "h3 handler sees the verified client certificate's subject as peer, also on a resumed connection; a header cannot set it",
+  ignore,
+  fn: async () => {
+    const { handler, calls } = counting();
+    const server = await createH3Server(handler, {
+      tls: { ...serverTls(), ca: pki.caCertPem, requireClientCert: true },
+    });
+    const plain = await createH3Server(handler, { tls: serverTls() });
+    try {
+      const cache = new TicketCache();
+      const mtls = () =>
+        createH3Client(server.url, {
+          tls: { ...trust(), cert: pki.clientCertPem, key: pki.clientKeyPem },
+          ticketCache: cache,
+        });
+      const first = await mtls();
+      await first.request({ path: "/nbench/v1/payload?size=8", headers: { peer: "CN=mallory" } });
+      await first.close();
+      const subject = calls[0].peer?.subject;
+      assert.match(subject ?? "", /CN=sbilab client/);
+      assert.equal(calls[0].headers["peer"], "CN=mallory");
+
+      const second = await mtls();
+      await second.request({ path: "/nbench/v1/payload?size=8" });
+      assert.equal(second.tlsInfo()!.resumed, true);
+      assert.notEqual(second.tlsInfo()!.earlyData, "accepted", "no 0-RTT under mutual TLS");
+      assert.equal(calls[1].peer?.subject, subject);
+      await second.close();
+
+      const anon = await createH3Client(plain.url, {
+        tls: { ...trust(), cert: pki.clientCertPem, key: pki.clientKeyPem },
+        resumption: false,
+      });
+      await anon.request({ path: "/nbench/v1/payload?size=8" });
+      assert.equal(calls[2].peer, undefined, "no client certificate was asked for");
+      await anon.close();
+    } finally {
+      await server.close();
+      await plain.close();
     }
   },
 });

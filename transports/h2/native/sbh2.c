@@ -10,6 +10,7 @@
 #include "sbh2.h"
 #include "sbh2_common.h"
 
+#include <gnutls/gnutls.h>
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,7 +225,8 @@ static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *b
 int sbh2_version(uint8_t *buf, uint32_t cap) {
   nghttp2_info *info = nghttp2_version(0);
   char tmp[128];
-  int n = snprintf(tmp, sizeof tmp, "sbh2/%s nghttp2/%s", SBH2_VERSION, info->version_str);
+  int n = snprintf(tmp, sizeof tmp, "sbh2/%s nghttp2/%s gnutls/%s", SBH2_VERSION, info->version_str,
+                   gnutls_check_version(NULL));
   if (n < 0 || (size_t)n > cap) return SBH2_ERR_BUFFER_TOO_SHORT;
   memcpy(buf, tmp, (size_t)n);
   return n;

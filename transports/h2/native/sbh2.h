@@ -56,6 +56,8 @@ enum sbh2_error {
   SBH2_ERR_NOT_FOUND = -7,
   /* nghttp2 returned an unexpected error. */
   SBH2_ERR_INTERNAL = -8,
+  /* TLS failed: handshake, verification, ALPN, a bad record or an alert (text: sbh2_tls_error). */
+  SBH2_ERR_TLS = -9,
 };
 
 enum sbh2_event_type {
@@ -73,7 +75,7 @@ enum sbh2_event_type {
 
 typedef struct sbh2_conn sbh2_conn;
 
-/* Writes "sbh2/x nghttp2/x" into buf; returns its length. */
+/* Writes "sbh2/x nghttp2/x gnutls/x" into buf; returns its length. */
 int sbh2_version(uint8_t *buf, uint32_t cap);
 
 /* Starts a client session (prior knowledge: preface + SETTINGS queued) with the given receive windows and body limit. */

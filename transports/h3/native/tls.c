@@ -17,9 +17,10 @@
 #include <gnutls/x509.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
-static const char PRIORITY[] =
-    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
-    "+CHACHA20-POLY1305:%DISABLE_TLS13_COMPAT_MODE";
+#include "../../native/sb_tls.h"
+
+/* One priority string for h3 and h2 over TLS (transports/native/sb_tls.h). */
+static const char PRIORITY[] = SB_TLS_PRIORITY;
 
 /* Recent ClientHellos that carried early data, for the anti-replay window. */
 #define REPLAY_SLOTS 4096

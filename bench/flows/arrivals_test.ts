@@ -1,0 +1,69 @@
+import assert from "node:assert/strict";
+import { runArrivals } from "./arrivals.ts";
+
+/** A clock that only moves when the loop sleeps or a job finishes. */
+function fakeTime() {
+  let now = 0;
+  return {
+    clock: () => now,
+    sleep: (ms: number) => {
+      now += ms;
+      return Promise.resolve();
+    },
+    advance: (ms: number) => void (now += ms),
+  };
+}
+
+Deno.test("arrivals are due at start + i/rate and each job gets its own due time", async () => {
+  const t = fakeTime();
+  const dues: number[] = [];
+  const r = await runArrivals((due) => {
+    dues.push(due);
+    return Promise.resolve();
+  }, { rate: 100, maxInFlight: 4, durationMs: 50, clock: t.clock, sleep: t.sleep });
+  assert.deepEqual(dues, [0, 10, 20, 30, 40, 50]);
+  assert.equal(r.started, 6);
+  assert.equal(r.waitedForSlot, 0);
+  assert.equal(r.maxLagMs, 0);
+});
+
+Deno.test("an arrival that waits for a UE slot keeps its due time and is counted", async () => {
+  const t = fakeTime();
+  const started: { due: number; at: number }[] = [];
+  const releases: (() => void)[] = [];
+  const run = runArrivals((due) => {
+    started.push({ due, at: t.clock() });
+    return new Promise<void>((resolve) => releases.push(resolve));
+  }, { rate: 1000, maxInFlight: 1, durationMs: 1, clock: t.clock, sleep: t.sleep });
+  // The first job holds the only slot; the second (due at 1 ms) must wait for it.
+  for (let i = 0; i < 50; i++) await Promise.resolve();
+  assert.equal(started.length, 1);
+  t.advance(5);
+  releases[0]();
+  for (let i = 0; i < 50 && started.length < 2; i++) await new Promise((r) => setTimeout(r, 0));
+  assert.equal(started.length, 2);
+  releases[1]();
+  const r = await run;
+  assert.deepEqual(started, [{ due: 0, at: 0 }, { due: 1, at: 6 }]);
+  assert.equal(r.waitedForSlot, 1);
+  assert.equal(r.maxLagMs, 5);
+});
+
+Deno.test("arrivals are bounded by count and reject bad rates", async () => {
+  const t = fakeTime();
+  let n = 0;
+  const r = await runArrivals(() => Promise.resolve(void n++), {
+    rate: 1e6,
+    maxInFlight: 8,
+    durationMs: 60_000,
+    maxCount: 7,
+    clock: t.clock,
+    sleep: t.sleep,
+  });
+  assert.equal(n, 7);
+  assert.equal(r.started, 7);
+  await assert.rejects(
+    runArrivals(() => Promise.resolve(), { rate: 0, maxInFlight: 1, durationMs: 1 }),
+    RangeError,
+  );
+});

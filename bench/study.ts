@@ -1,0 +1,231 @@
+/**
+ * `lab study`: the follow-up the seed study asked for, end to end. It runs the
+ * flows scenario (UE journeys and the warm GET) for every transport across
+ * each link profile at a few UE concurrencies, fits the per-row sampling time
+ * to a time budget (re-planned after each link from the time really spent),
+ * and returns one run record whose rows name their link. The verdict is a
+ * pure function of that record (`verdict.ts`).
+ */
+import { configuredRttMs, parseLinkSpec } from "../linkemu/link_spec.ts";
+import { hasNetAdmin } from "../linkemu/mod.ts";
+import type { TransportName } from "../transports/types.ts";
+import { runBenchAcrossLink } from "./across_link.ts";
+import { collectEnvironment } from "./environment.ts";
+import { runBench } from "./run.ts";
+import { FLOW_STREAMS } from "./scenarios/flows.ts";
+import { type BenchRun, type LinkRecord, type ResultRow, SCHEMA_VERSION } from "./schema.ts";
+import { DEFAULT_RULE } from "./verdict.ts";
+
+/** The study's links, in report order. `loopback` runs without a link. */
+export const STUDY_LINKS = ["lan", "metro", "wan", "lossy"];
+/** UE concurrencies of the full study and of `--quick`. */
+export const STUDY_UES = [4, 32];
+export const QUICK_UES = [8];
+/** Default budgets (ms). */
+export const STUDY_BUDGET_MS = 10 * 60_000;
+export const QUICK_BUDGET_MS = 3 * 60_000;
+
+/** Options of {@link runStudy}. */
+export interface StudyOptions {
+  /** Link specs (profiles or key=value lists), or `loopback`. Default {@link STUDY_LINKS}. */
+  links?: string[];
+  /** Transports. Default every available one. */
+  transports?: TransportName[];
+  /** UE concurrency levels. Default {@link STUDY_UES} ({@link QUICK_UES} with `quick`). */
+  ues?: number[];
+  /** Streams (`journey`, `warm-get`). Default both. */
+  flows?: string[];
+  /** Time budget for the whole matrix (ms). Default 10 min (4 min with `quick`). */
+  budgetMs?: number;
+  /** A smoke run: one UE level, short rows. Default false. */
+  quick?: boolean;
+  /** Progress of the current step (label, 0…1). */
+  onProgress?: (label: string, fraction: number) => void;
+  /** Stops after the current link when aborted. */
+  signal?: AbortSignal;
+}
+
+/** Parses a budget such as `10m`, `90s`, `1h` or a number of seconds into ms. */
+export function parseBudget(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(s|m|h)?$/.exec(text.trim());
+  const ms = m ? Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? "s"]! : NaN;
+  if (!(ms >= 10_000)) {
+    throw new RangeError(`Invalid budget "${text}" (use e.g. 10m, 90s; at least 10 s)`);
+  }
+  return ms;
+}
+
+/** Fixed costs of one link (ms): opening it, starting the server, one child per transport. */
+export function linkOverheadMs(transports: number, loopback: boolean): number {
+  return (loopback ? 3000 : 6000) + transports * 4000;
+}
+
+/**
+ * Sampling time per row (ms) that spends what is left of the budget on the
+ * rows still to run, after their fixed costs: warm-up and the flows still in
+ * flight when sampling stops (about one journey across the link).
+ */
+export function planSampleMs(p: {
+  remainingMs: number;
+  links: { rttMs: number; loopback: boolean }[];
+  transports: number;
+  rowsPerTransport: number;
+  warmupMs: number;
+  minMs: number;
+  maxMs: number;
+}): number {
+  let fixed = 0;
+  let rows = 0;
+  for (const l of p.links) {
+    fixed += linkOverheadMs(p.transports, l.loopback);
+    const n = p.transports * p.rowsPerTransport;
+    rows += n;
+    fixed += n * (p.warmupMs + 20 * (l.rttMs + 5) * 2);
+  }
+  if (rows === 0) return p.minMs;
+  return Math.min(p.maxMs, Math.max(p.minMs, (p.remainingMs - fixed) / rows));
+}
+
+/** Runs the study matrix and returns one run record (rows carry their link). */
+export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
+  const quick = options.quick ?? false;
+  const links = options.links ?? STUDY_LINKS;
+  const ues = options.ues ?? (quick ? QUICK_UES : STUDY_UES);
+  const flows = options.flows ?? [...FLOW_STREAMS];
+  const budgetMs = options.budgetMs ?? (quick ? QUICK_BUDGET_MS : STUDY_BUDGET_MS);
+  const specs = links.map((l) => ({
+    text: l,
+    spec: l === "loopback" ? undefined : parseLinkSpec(l),
+  }));
+  if (specs.some((s) => s.spec) && !hasNetAdmin()) {
+    throw new Deno.errors.PermissionDenied(
+      "lab study crosses emulated links and needs root (CAP_NET_ADMIN); run it as root or use --links loopback",
+    );
+  }
+  const { availableTransports } = await import("../transports/mod.ts");
+  const transports = options.transports ?? await availableTransports();
+  const warmupMs = quick ? 300 : 1000;
+  const progress = options.onProgress ?? (() => {});
+  const start = Date.now();
+  const rows: ResultRow[] = [];
+  const notes: string[] = [];
+  const linkRecords: LinkRecord[] = [];
+  let lastSampleMs = 0;
+  const rttOf = (s: (typeof specs)[number]) => (s.spec ? configuredRttMs(s.spec) : 0);
+  for (const [i, s] of specs.entries()) {
+    if (options.signal?.aborted) {
+      notes.push(`The study was interrupted before ${s.text}; its cells have no data.`);
+      continue;
+    }
+    const sampleMs = Math.round(planSampleMs({
+      remainingMs: budgetMs - (Date.now() - start),
+      links: specs.slice(i).map((r) => ({ rttMs: rttOf(r), loopback: !r.spec })),
+      transports: transports.length,
+      rowsPerTransport: ues.length * flows.length,
+      warmupMs,
+      minMs: quick ? 500 : 1000,
+      maxMs: 60_000,
+    }));
+    lastSampleMs = sampleMs;
+    const bench = {
+      scenario: "flows" as const,
+      transports,
+      concurrency: ues,
+      flows,
+      warmupMs,
+      sampleMs,
+      skipFloors: true,
+      onProgress: (label: string, f: number) => progress(`${s.text}: ${label}`, f),
+      signal: options.signal,
+    };
+    let run: BenchRun;
+    try {
+      run = s.spec
+        ? await runBenchAcrossLink(s.spec, {
+          ...bench,
+          specText: s.text,
+          childTimeoutMs: Math.max(120_000, 20 * sampleMs * ues.length * flows.length),
+        })
+        : await runBench(bench);
+    } catch (err) {
+      notes.push(
+        `${s.text}: the run failed (${
+          (err as Error).message.split("\n")[0]
+        }); its cells have no data.`,
+      );
+      if (s.spec) {
+        const { linkRecord } = await import("./across_link.ts");
+        linkRecords.push(linkRecord(s.spec, s.text, "relay"));
+      }
+      continue;
+    }
+    if (run.config.link) linkRecords.push(run.config.link);
+    else linkRecords.push(loopbackRecord());
+    for (const r of run.rows) rows.push({ ...r, id: `${s.text}/${r.id}`, link: s.text });
+    for (const n of run.notes) {
+      const note = `${s.text}: ${n}`;
+      if (!notes.includes(note)) notes.push(note);
+    }
+  }
+  const elapsedMs = Date.now() - start;
+  if (elapsedMs > budgetMs) {
+    notes.push(
+      `The matrix took ${(elapsedMs / 1000).toFixed(0)} s, over its budget of ${
+        (budgetMs / 1000).toFixed(0)
+      } s (rows never go below their minimum sampling time).`,
+    );
+  }
+  return {
+    schema: SCHEMA_VERSION,
+    startedAt: new Date(start).toISOString(),
+    durationMs: elapsedMs,
+    config: {
+      scenario: "flows",
+      transports,
+      sizes: [256],
+      warmupMs,
+      sampleMs: lastSampleMs,
+      quick,
+      serverMode: specs.some((s) => s.spec) ? "link" : "process",
+      delayMs: 0,
+      concurrency: ues,
+      flows,
+    },
+    environment: await collectEnvironment(),
+    floors: {
+      rows: [],
+      skipped: "Floors are not measured by the study: the links' delays dominate every row " +
+        "(lab link selftest measures a link itself).",
+    },
+    rows,
+    notes,
+    study: {
+      links: linkRecords,
+      budgetMs,
+      elapsedMs,
+      sampleMs: lastSampleMs,
+      rule: { ...DEFAULT_RULE },
+    },
+  };
+}
+
+function loopbackRecord(): LinkRecord {
+  const dir = {
+    delayMs: 0,
+    jitterMs: 0,
+    loss: 0,
+    burst: 0,
+    rateBps: 0,
+    queue: 0,
+    reorder: 0,
+    dup: 0,
+  };
+  return {
+    spec: "loopback",
+    resolved: "no emulated link",
+    backend: "relay",
+    rttMs: 0,
+    up: dir,
+    down: { ...dir },
+  };
+}

@@ -1,0 +1,208 @@
+/** `lab load`: h2load-style load from the native engines (h2c and h3), with h2load's and oha's flags. */
+import type { Command } from "commander";
+import { UsageError } from "./args.ts";
+import {
+  formatProgressLine,
+  renderLatencyHistogram,
+  renderLoadSummary,
+} from "../bench/load_report.ts";
+import { parseDuration } from "../linkemu/link_spec.ts";
+import { type LoadPlan, type LoadProgress, loadTarget, runLoad } from "../transports/load/mod.ts";
+import { parseHeader } from "./args.ts";
+
+interface LoadFlags {
+  requests?: string;
+  duration?: string;
+  warmUp?: string;
+  connections: string;
+  streams: string;
+  threads: string;
+  rate?: string;
+  h3?: boolean;
+  method?: string;
+  header: string[];
+  data?: string;
+  ca?: string;
+  insecure?: boolean;
+  timeout: string;
+  nfType: string;
+  json?: string;
+  progress?: boolean;
+}
+
+function int(text: string, flag: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`${flag} must be a whole number ${min}-${max}, got ${text}`);
+  }
+  return n;
+}
+
+/** `10s`, `500ms`, or a bare number of seconds (h2load's -D), in ms. */
+function duration(text: string, flag: string): number {
+  const t = /^\d+(\.\d+)?$/.test(text) ? `${text}s` : text;
+  try {
+    return parseDuration(flag, t);
+  } catch {
+    throw new UsageError(`${flag} must be a duration like 10s or 500ms, got ${text}`);
+  }
+}
+
+async function readBody(data: string | undefined): Promise<Uint8Array | undefined> {
+  if (data === undefined) return undefined;
+  if (!data.startsWith("@")) return new TextEncoder().encode(data);
+  try {
+    return await Deno.readFile(data.slice(1));
+  } catch {
+    throw new UsageError(`Cannot read ${data.slice(1)}`);
+  }
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+async function load(urlText: string, f: LoadFlags): Promise<void> {
+  if ((f.requests === undefined) === (f.duration === undefined)) {
+    throw new UsageError("Give either -n N or -D DURATION");
+  }
+  if (f.ca && f.insecure) throw new UsageError("--ca and -k exclude each other");
+  const connections = int(f.connections, "-c", 1, 100_000);
+  const plan: Partial<LoadPlan> = {
+    connections,
+    streams: int(f.streams, "-m", 1, 100_000),
+    threads: Math.min(int(f.threads, "-t", 1, 64), connections),
+    ...(f.requests !== undefined ? { requests: int(f.requests, "-n", 1, 2 ** 50) } : {}),
+    ...(f.duration !== undefined ? { durationMs: duration(f.duration, "-D") } : {}),
+    ...(f.warmUp !== undefined ? { warmupMs: duration(f.warmUp, "--warm-up") } : {}),
+  };
+  if (plan.durationMs === 0) throw new UsageError("-D must be longer than 0");
+  if (f.rate !== undefined) {
+    const rate = Number(f.rate);
+    if (!(Number.isFinite(rate) && rate > 0) || f.rate.trim() === "") {
+      throw new UsageError(
+        `--rate must be a positive number of requests per second, got ${f.rate}`,
+      );
+    }
+    plan.rate = rate;
+  }
+  const headers: Record<string, string> = {};
+  for (const h of f.header) {
+    let pair: [string, string];
+    try {
+      pair = parseHeader(h);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    headers[pair[0]] = pair[1];
+  }
+  const timeoutMs = int(f.timeout, "--timeout", 1, 3_600_000);
+  let target;
+  try {
+    target = await loadTarget(urlText, {
+      h3: f.h3,
+      method: f.method,
+      headers,
+      body: await readBody(f.data),
+      nfType: f.nfType,
+      timeoutMs,
+    });
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    const msg = (err as Error).message;
+    // a bad URL or flag combination is a usage error; an unresolvable host is not
+    throw /^Cannot resolve/.test(msg) ? err : new UsageError(msg);
+  }
+  if (target.tls && !f.h3) {
+    throw new Error("h2 over TLS is not in the load engine yet: use http:// (h2c) or --h3");
+  }
+  let caPem: Uint8Array | undefined;
+  if (f.ca) {
+    try {
+      caPem = await Deno.readFile(f.ca);
+    } catch {
+      throw new UsageError(`Cannot read ${f.ca}`);
+    }
+  }
+  const full: LoadPlan = { ...target, ...plan, caPem, insecure: f.insecure ?? false } as LoadPlan;
+
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  Deno.addSignalListener("SIGINT", onSignal);
+  const live = f.progress !== false && Deno.stderr.isTerminal();
+  const enc = new TextEncoder();
+  let previous: LoadProgress | undefined;
+  let lastDraw = 0;
+  let result;
+  try {
+    result = await runLoad(full, {
+      signal: controller.signal,
+      onProgress: live
+        ? (p) => {
+          if (p.elapsedNs - lastDraw < 250e6 && p.phase !== "done") return;
+          lastDraw = p.elapsedNs;
+          Deno.stderr.writeSync(enc.encode(`\r\x1b[2K${formatProgressLine(p, previous)}`));
+          previous = p;
+        }
+        : undefined,
+    });
+  } finally {
+    Deno.removeSignalListener("SIGINT", onSignal);
+    if (live) Deno.stderr.writeSync(enc.encode("\r\x1b[2K"));
+  }
+  const shape = {
+    connections,
+    streams: full.streams!,
+    threads: full.threads!,
+    rate: full.rate,
+  };
+  console.log(renderLoadSummary(result, shape));
+  console.log(`\n${renderLatencyHistogram(result.latencyBuckets)}`);
+  if (f.json) {
+    const record = {
+      schema: "sbilab-load/1",
+      url: urlText,
+      engine: "native",
+      plan: {
+        ...shape,
+        requests: full.requests,
+        durationMs: full.durationMs,
+        warmupMs: full.warmupMs,
+      },
+      result,
+    };
+    await Deno.writeTextFile(f.json, JSON.stringify(record, null, 2) + "\n");
+    console.error(`wrote ${f.json}`);
+  }
+  if (result.partial) {
+    // main.ts prints this one line and exits 1; the summary above is the partial result.
+    throw new Error(`${result.error ?? "the run was stopped"} (partial results)`);
+  }
+}
+
+/** Adds `load`. */
+export function registerLoadCommand(program: Command): void {
+  program.command("load")
+    .description("load a server from the native engine (h2c, or h3 with --h3); h2load-like summary")
+    .argument("<url>", "http:// for h2c, https:// with --h3 for HTTP/3")
+    .option("-n, --requests <n>", "measured requests to send")
+    .option("-D, --duration <time>", "send for this long instead (10s, 500ms; bare number = s)")
+    .option("--warm-up <time>", "send for this long first without measuring")
+    .option("-c, --connections <n>", "connections", "1")
+    .option("-m, --streams <n>", "requests in flight per connection", "1")
+    .option("-t, --threads <n>", "engine threads (connections are shared out)", "1")
+    .option("--rate <req/s>", "open loop: send at this rate, latency from each intended send time")
+    .option("--h3", "HTTP/3 over QUIC (https:// only)")
+    .option("-X, --method <method>", "HTTP method (default GET, or POST with -d)")
+    .option("-H, --header <line>", "extra header 'Name: value' (repeatable)", collect, [])
+    .option("-d, --data <data>", "request body, or @FILE")
+    .option("--ca <file>", "CA certificate to trust")
+    .option("-k, --insecure", "do not verify the server's certificate")
+    .option("--timeout <ms>", "per-request timeout", "10000")
+    .option("--nf-type <type>", "NF type in User-Agent", "SMF")
+    .option("--json <file>", "save the run record as JSON")
+    .option("--no-progress", "no live progress line")
+    .action(async (url: string, flags: LoadFlags) => {
+      await load(url, flags);
+    });
+}

@@ -1,0 +1,157 @@
+/**
+ * A mock SMF (TS 29.502 `Nsmf_PDUSession`, the SM context service the AMF
+ * calls): SM context create with the N1 SM message as a binary part, and
+ * SM context updates for the N2 setup response, AN release and service
+ * request. Each update checks the context's state, so a step out of order
+ * gets a ProblemDetails.
+ */
+import { ProblemError } from "../problem.ts";
+import {
+  contextNotFound,
+  integerIe,
+  jsonResponse,
+  jsonWithParts,
+  multipartResponse,
+  NAS_TYPE,
+  type NfContext,
+  type NfRoute,
+  NGAP_TYPE,
+  referencedPart,
+  stringIe,
+} from "./_shared.ts";
+import type { SmContext } from "./ue_registry.ts";
+
+/** Base path of the API. */
+export const SMF_API = "/nsmf-pdusession/v1";
+
+/** 5GSM extended protocol discriminator (TS 24.007 §11.2.3.1.1). */
+export const EPD_5GSM = 0x2e;
+/** 5GSM message types used here (TS 24.501 §9.7). */
+export const MSG_PDU_SESSION_ESTABLISHMENT_REQUEST = 0xc1;
+export const MSG_PDU_SESSION_ESTABLISHMENT_ACCEPT = 0xc2;
+
+/**
+ * A deterministic N2 SM information IE of `length` bytes standing in for an
+ * NGAP transfer (TS 38.413, APER-encoded in a real network).
+ */
+export function n2SmBytes(kind: string, pduSessionId: number, length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  out[0] = 0x00;
+  out[1] = pduSessionId & 0xff;
+  for (let i = 2; i < length; i++) out[i] = (kind.charCodeAt(i % kind.length) + i) & 0x7f;
+  return out;
+}
+
+function outOfOrder(detail: string): ProblemError {
+  return new ProblemError(400, { cause: "UNSPECIFIED_MSG_FAILURE", detail });
+}
+
+/** The SMF's routes. */
+export function smfRoutes(ctx: NfContext): NfRoute[] {
+  const base = `${SMF_API}/sm-contexts`;
+
+  function context(ref: string, path: string): SmContext {
+    const sm = ctx.ues.smContexts.get(ref);
+    if (sm === undefined) throw contextNotFound("SM context", ref, path);
+    return sm;
+  }
+
+  return [{
+    path: base,
+    methods: {
+      // TS 29.502 §5.2.2.2.1: POST SmContextCreateData (+ N1 SM) → 201 SmContextCreatedData.
+      POST(request) {
+        const body = jsonWithParts(request, "SmContextCreateData", [
+          "supi",
+          "pduSessionId",
+          "dnn",
+          "sNssai",
+          "servingNfId",
+          "servingNetwork",
+          "anType",
+          "smContextStatusUri",
+          "n1SmMsg",
+        ]);
+        const supi = stringIe(body.json, "supi");
+        const pduSessionId = integerIe(body.json, "pduSessionId", 1, 15);
+        const n1 = referencedPart(body, body.json.n1SmMsg, "/n1SmMsg", NAS_TYPE).body;
+        if (
+          n1.length < 4 || n1[0] !== EPD_5GSM || n1[3] !== MSG_PDU_SESSION_ESTABLISHMENT_REQUEST
+        ) {
+          throw new ProblemError(403, {
+            cause: "N1_SM_ERROR",
+            detail: "n1SmMsg is not a 5GSM PDU session establishment request",
+          });
+        }
+        const smContextRef = ctx.newId();
+        const ue = ctx.ues.ue(supi);
+        ctx.ues.smContexts.set(smContextRef, {
+          smContextRef,
+          supi,
+          pduSessionId,
+          dnn: stringIe(body.json, "dnn"),
+          state: "CREATED",
+        });
+        ue.pduSessions.set(pduSessionId, smContextRef);
+        return jsonResponse(201, {
+          pduSessionId,
+          sNssai: body.json.sNssai,
+          smfServiceInstanceId: "smf-pdusession-1",
+        }, { location: `${ctx.apiRoot}${base}/${smContextRef}` });
+      },
+    },
+  }, {
+    path: `${base}/{smContextRef}/modify`,
+    methods: {
+      // TS 29.502 §5.2.2.3.1: POST SmContextUpdateData (+ N2 SM) → 200 SmContextUpdatedData.
+      POST(request, p) {
+        const sm = context(p.smContextRef, request.path);
+        const body = jsonWithParts(request, "SmContextUpdateData", []);
+        const n2Type = body.json.n2SmInfoType;
+        if (n2Type === "PDU_RES_SETUP_RSP") {
+          referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
+          if (sm.state === "ACTIVATED") return jsonResponse(200, { upCnxState: "ACTIVATED" });
+          if (sm.state !== "N1N2_SENT" && sm.state !== "ACTIVATING") {
+            throw outOfOrder(
+              `PDU session resource setup response for SM context in state ${sm.state} ` +
+                "(the N1N2 message transfer or a service request comes first)",
+            );
+          }
+          sm.state = "ACTIVATED";
+          return jsonResponse(200, { upCnxState: "ACTIVATED" });
+        }
+        if (body.json.upCnxState === "DEACTIVATED") {
+          if (sm.state !== "ACTIVATED" && sm.state !== "DEACTIVATED") {
+            throw outOfOrder(`AN release for SM context in state ${sm.state}`);
+          }
+          sm.state = "DEACTIVATED";
+          return jsonResponse(200, { upCnxState: "DEACTIVATED" });
+        }
+        if (body.json.upCnxState === "ACTIVATING") {
+          if (sm.state !== "DEACTIVATED" && sm.state !== "ACTIVATING") {
+            throw outOfOrder(
+              `Service request for SM context in state ${sm.state} (only a deactivated ` +
+                "user plane can be activated)",
+            );
+          }
+          sm.state = "ACTIVATING";
+          return multipartResponse(200, {
+            upCnxState: "ACTIVATING",
+            n2SmInfo: { contentId: "n2-sm-info" },
+            n2SmInfoType: "PDU_RES_SETUP_REQ",
+          }, [{
+            contentId: "n2-sm-info",
+            contentType: NGAP_TYPE,
+            body: n2SmBytes("setup-req", sm.pduSessionId, 48),
+          }]);
+        }
+        throw new ProblemError(400, {
+          cause: "MANDATORY_IE_INCORRECT",
+          detail: "SmContextUpdateData needs n2SmInfoType PDU_RES_SETUP_RSP or upCnxState " +
+            "DEACTIVATED or ACTIVATING",
+          invalidParams: [{ param: "/upCnxState", reason: "unsupported update" }],
+        });
+      },
+    },
+  }];
+}

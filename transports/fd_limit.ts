@@ -1,0 +1,68 @@
+/**
+ * The process's open-file limit. A server raises its soft limit to the hard
+ * limit at start (as nginx and most servers do) and keeps some descriptors in
+ * reserve for files, the UDP socket and libraries; the connection caps are
+ * derived from what is left.
+ */
+import { libc } from "./libc.ts";
+
+const RLIMIT_NOFILE = 7;
+
+/** The soft and hard open-file limits. */
+export interface FdLimit {
+  /** The limit in force. */
+  soft: number;
+  /** The ceiling an unprivileged process may raise it to. */
+  hard: number;
+}
+
+/** Descriptors kept out of the connection caps: files, sockets, libraries, the h3 UDP socket. */
+export const FD_RESERVE = 64;
+
+function nrOpen(): number {
+  try {
+    return Number(Deno.readTextFileSync("/proc/sys/fs/nr_open").trim()) || 1 << 20;
+  } catch {
+    return 1 << 20;
+  }
+}
+
+/** Reads the open-file limits; undefined where libc cannot be reached. */
+export function getFdLimit(): FdLimit | undefined {
+  try {
+    const buf = new BigUint64Array(2);
+    if (libc().getrlimit(RLIMIT_NOFILE, buf) !== 0) return undefined;
+    const max = Number.MAX_SAFE_INTEGER;
+    return { soft: Math.min(Number(buf[0]), max), hard: Math.min(Number(buf[1]), max) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Raises the soft open-file limit to the hard limit (bounded by the kernel's
+ * `nr_open`) and returns the limits now in force. Never throws: where it
+ * cannot, it returns what it read, or undefined.
+ */
+export function raiseFdLimit(): FdLimit | undefined {
+  const now = getFdLimit();
+  if (!now) return undefined;
+  const target = Math.min(now.hard, nrOpen());
+  if (target <= now.soft) return now;
+  try {
+    const buf = new BigUint64Array([BigInt(target), BigInt(now.hard)]);
+    // The hard limit may read as RLIM_INFINITY: give it back unchanged.
+    const read = new BigUint64Array(2);
+    libc().getrlimit(RLIMIT_NOFILE, read);
+    buf[1] = read[1];
+    if (libc().setrlimit(RLIMIT_NOFILE, buf) !== 0) return now;
+  } catch {
+    return now;
+  }
+  return getFdLimit();
+}
+
+/** Connections each of `listeners` TCP listeners may hold within `limit`, after the reserve. */
+export function connectionsWithin(limit: FdLimit, listeners: number): number {
+  return Math.max(1, Math.floor((limit.soft - FD_RESERVE) / Math.max(1, listeners)));
+}

@@ -1,0 +1,123 @@
+/*
+ * sbh2_tls: a TLS 1.3 record layer for the h2 module, on GnuTLS, with
+ * bring-your-own I/O. The caller owns the TCP socket: it feeds received
+ * ciphertext in and gets plaintext back, hands plaintext in and gets
+ * ciphertext to write. The handshake runs inside those calls. Version,
+ * suites and groups come from transports/native/sb_tls.h, shared with h3.
+ *
+ * ALPN is always "h2" and mandatory: a peer that does not agree fails the
+ * handshake. A client verifies the server's chain and host name by default;
+ * a server can require and verify a client certificate.
+ *
+ * Session resumption: a server config with tickets enabled sends TLS 1.3
+ * NewSessionTickets sealed with keys GnuTLS derives from a random master key
+ * per config; the derived key rotates every ticket lifetime (the previous one
+ * still opens tickets), and tickets older than the lifetime are refused. A
+ * client passes a saved ticket to sbh2_tls_new and reads new ones with
+ * sbh2_tls_ticket.
+ *
+ * Return values follow sbh2.h: a count (>= 0) or a negative enum sbh2_error;
+ * SBH2_ERR_TLS carries a one-line reason in sbh2_tls_error.
+ */
+#ifndef SBH2_TLS_H
+#define SBH2_TLS_H
+
+#include "sbh2.h"
+#include "sbh2_server.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Verification modes. */
+enum sbh2_tls_verify {
+  /* Client: accept any server certificate. Server: ask for no client certificate (default). */
+  SBH2_TLS_VERIFY_NONE = 0,
+  /* Client: verify the chain and the host name (default). Server: require a verified client certificate. */
+  SBH2_TLS_VERIFY_PEER = 1,
+};
+
+/* Bits of sbh2_tls_state. */
+enum sbh2_tls_state_bits {
+  /* The handshake completed; application data flows. */
+  SBH2_TLS_ESTABLISHED = 1,
+  /* The session resumed a previous one (ticket accepted). */
+  SBH2_TLS_RESUMED = 2,
+  /* The peer sent close_notify. */
+  SBH2_TLS_PEER_CLOSED = 4,
+  /* Client: a ticket arrived that sbh2_tls_ticket has not returned yet. */
+  SBH2_TLS_TICKET = 8,
+  /* A fatal TLS error happened; see sbh2_tls_error. */
+  SBH2_TLS_FAILED = 16,
+};
+
+/* What sbh2_tls_info writes. */
+enum sbh2_tls_info_kind {
+  /* Protocol version, e.g. "TLS1.3". */
+  SBH2_TLS_INFO_VERSION = 1,
+  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
+  SBH2_TLS_INFO_SUITE = 2,
+  /* Key-exchange group, e.g. "SECP256R1". */
+  SBH2_TLS_INFO_GROUP = 3,
+  /* Negotiated ALPN protocol ("h2"). */
+  SBH2_TLS_INFO_ALPN = 4,
+  /* Subject DN (RFC 4514) of the peer's verified certificate; empty when none. */
+  SBH2_TLS_INFO_PEER_SUBJECT = 5,
+};
+
+typedef struct sbh2_tls_config sbh2_tls_config;
+typedef struct sbh2_tls sbh2_tls;
+
+/* Creates a client (is_server = 0) or server configuration. */
+sbh2_tls_config *sbh2_tls_config_new(int is_server);
+/* Drops the caller's reference; sessions keep the config alive until they are freed. */
+void sbh2_tls_config_free(sbh2_tls_config *cfg);
+/* Sets the own certificate chain and private key (PEM). */
+int sbh2_tls_config_set_cert(sbh2_tls_config *cfg, const uint8_t *cert, uint32_t cert_len, const uint8_t *key,
+                             uint32_t key_len);
+/* Adds trusted CA certificates (PEM); returns how many were added. */
+int sbh2_tls_config_add_ca(sbh2_tls_config *cfg, const uint8_t *pem, uint32_t len);
+/* Sets the verification mode (enum sbh2_tls_verify). */
+int sbh2_tls_config_set_verify(sbh2_tls_config *cfg, int mode);
+/* Server: sends session tickets valid for lifetime_s seconds (0 turns them off, the default). */
+int sbh2_tls_config_set_tickets(sbh2_tls_config *cfg, uint32_t lifetime_s);
+
+/* Starts a session; a client verifies server_name and offers the saved ticket if one is given. */
+sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint8_t *ticket, uint32_t ticket_len);
+/* Frees the session. */
+void sbh2_tls_free(sbh2_tls *tls);
+/* Feeds received ciphertext and writes the plaintext it yields into out; returns its length (0 for none). */
+int sbh2_tls_recv(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
+/* Encrypts plaintext (may be empty) and writes pending ciphertext into out; returns its length or SBH2_ERR_DONE. */
+int sbh2_tls_send(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
+/* Queues close_notify; then drain sbh2_tls_send. */
+int sbh2_tls_close(sbh2_tls *tls);
+/* Returns the enum sbh2_tls_state_bits that hold. */
+int sbh2_tls_state(sbh2_tls *tls);
+/* Writes one enum sbh2_tls_info_kind text into buf; returns its length. */
+int sbh2_tls_info(sbh2_tls *tls, int kind, uint8_t *buf, uint32_t cap);
+/* Ciphertext bytes of the handshake: received (sent = 0) or sent (sent = 1). */
+int sbh2_tls_handshake_bytes(sbh2_tls *tls, int sent);
+/* RFC 5705 / RFC 8446 §7.5 exporter: writes out_len bytes for label and context (may be empty). */
+int sbh2_tls_export(sbh2_tls *tls, const uint8_t *label, uint32_t label_len, const uint8_t *context,
+                    uint32_t context_len, uint8_t *out, uint32_t out_len);
+/* Client: writes the latest ticket (resumption data) into buf; returns its length or SBH2_ERR_DONE. */
+int sbh2_tls_ticket(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
+/* Writes why the session failed (one line) into buf; returns its length. */
+int sbh2_tls_error(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
+
+/* Decrypts received ciphertext straight into the HTTP/2 session; returns sbh2_conn_recv's result (0 while handshaking, CLOSED after close_notify). */
+int sbh2_conn_recv_tls(sbh2_conn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
+/* Encrypts the HTTP/2 session's pending output (after the handshake) and writes ciphertext into out, or SBH2_ERR_DONE. */
+int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
+
+/* Server: decrypts received ciphertext straight into the server session; returns sbh2_sconn_recv's result. */
+int sbh2_sconn_recv_tls(sbh2_sconn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
+/* Server: encrypts the server session's output into out; CLOSED once it finished and close_notify went out. */
+int sbh2_sconn_send_tls(sbh2_sconn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBH2_TLS_H */

@@ -1,0 +1,290 @@
+/**
+ * Safe wrappers over the TLS record layer of the h2 module (native/sbh2_tls.h):
+ * {@linkcode H2TlsConfig} owns a GnuTLS configuration (certificate, trust,
+ * verification, tickets) and {@linkcode H2Tls} one TLS session fed with
+ * ciphertext by the caller. Both free their handle on `close()`, which is
+ * idempotent; sessions keep their configuration alive natively.
+ */
+import type { ResolvedTls, TlsConnectionInfo } from "../tls.ts";
+import { H2_ERR, h2ErrorName } from "./ffi.ts";
+import type { Sbh2Symbols } from "./symbols.ts";
+
+/** Bits of the session state (enum sbh2_tls_state_bits). */
+export const TLS_STATE = {
+  ESTABLISHED: 1,
+  RESUMED: 2,
+  PEER_CLOSED: 4,
+  TICKET: 8,
+  FAILED: 16,
+} as const;
+
+const INFO = { VERSION: 1, SUITE: 2, GROUP: 3, ALPN: 4, PEER_SUBJECT: 5 } as const;
+const VERIFY_NONE = 0;
+const VERIFY_PEER = 1;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Options of {@linkcode H2TlsConfig.create}. */
+export interface H2TlsConfigOptions {
+  /** Server only: lifetime of TLS 1.3 session tickets in seconds; 0 sends none. Default 0. */
+  ticketLifetimeSeconds?: number;
+}
+
+/** A client or server TLS configuration. */
+export class H2TlsConfig {
+  #sym: Sbh2Symbols;
+  #ptr: Deno.PointerValue;
+  /** True for a server configuration. */
+  readonly isServer: boolean;
+
+  private constructor(sym: Sbh2Symbols, ptr: Deno.PointerValue, isServer: boolean) {
+    this.#sym = sym;
+    this.#ptr = ptr;
+    this.isServer = isServer;
+  }
+
+  /**
+   * Builds a configuration from resolved material: own certificate and key,
+   * trusted CAs, verification (client: on unless `insecure`; server: a client
+   * certificate is required when `requireClientCert`). Throws `TypeError` on
+   * material GnuTLS refuses.
+   */
+  static create(
+    sym: Sbh2Symbols,
+    tls: ResolvedTls,
+    role: "client" | "server",
+    options: H2TlsConfigOptions = {},
+  ): H2TlsConfig {
+    const isServer = role === "server";
+    const ptr = sym.sbh2_tls_config_new(isServer ? 1 : 0);
+    if (ptr === null) throw new RangeError("Cannot create a TLS configuration");
+    const cfg = new H2TlsConfig(sym, ptr, isServer);
+    try {
+      if (tls.certPem || tls.keyPem) {
+        if (!tls.certPem || !tls.keyPem) {
+          throw new TypeError("TLS needs both a certificate and a key, or neither");
+        }
+        const c = encoder.encode(tls.certPem);
+        const k = encoder.encode(tls.keyPem);
+        if (sym.sbh2_tls_config_set_cert(ptr, c, c.length, k, k.length) < 0) {
+          throw new TypeError("The certificate or private key is not usable (PEM, matching pair)");
+        }
+      }
+      for (const pem of tls.caPem) {
+        const b = encoder.encode(pem);
+        if (sym.sbh2_tls_config_add_ca(ptr, b, b.length) <= 0) {
+          throw new TypeError("A CA certificate is not usable");
+        }
+      }
+      if (isServer) {
+        if (tls.requireClientCert && tls.caPem.length === 0) {
+          throw new TypeError("Mutual TLS needs a CA to verify clients with");
+        }
+        sym.sbh2_tls_config_set_verify(ptr, tls.requireClientCert ? VERIFY_PEER : VERIFY_NONE);
+        const lifetime = options.ticketLifetimeSeconds ?? 0;
+        if (!Number.isInteger(lifetime) || lifetime < 0) {
+          throw new RangeError(`Ticket lifetime must be a whole number of seconds: ${lifetime}`);
+        }
+        if (sym.sbh2_tls_config_set_tickets(ptr, lifetime) < 0) {
+          throw new RangeError("Cannot enable session tickets");
+        }
+      } else {
+        sym.sbh2_tls_config_set_verify(ptr, tls.insecure ? VERIFY_NONE : VERIFY_PEER);
+      }
+    } catch (err) {
+      cfg.close();
+      throw err;
+    }
+    return cfg;
+  }
+
+  /** The native handle (for {@linkcode H2Tls}); null once closed. */
+  get pointer(): Deno.PointerValue {
+    return this.#ptr;
+  }
+
+  /** Releases the configuration; sessions created from it stay valid. Idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh2_tls_config_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** One TLS session: ciphertext in, plaintext out, and the reverse. */
+export class H2Tls {
+  #sym: Sbh2Symbols;
+  #ptr: Deno.PointerValue;
+  #text = new Uint8Array(1024);
+
+  /**
+   * Starts a session. A client verifies `serverName` (a DNS name or an IP
+   * address) and offers `ticket` when given; the ClientHello is then ready
+   * for {@linkcode send}.
+   */
+  constructor(sym: Sbh2Symbols, config: H2TlsConfig, serverName?: string, ticket?: Uint8Array) {
+    if (config.pointer === null) throw new RangeError("The TLS configuration is closed");
+    this.#sym = sym;
+    const name = encoder.encode(`${serverName ?? ""}\0`);
+    const t = ticket ?? new Uint8Array(0);
+    const ptr = sym.sbh2_tls_new(config.pointer, name, t as Uint8Array<ArrayBuffer>, t.length);
+    if (ptr === null) {
+      throw new TypeError(
+        config.isServer || serverName
+          ? "Cannot start a TLS session"
+          : "TLS verification needs a server name",
+      );
+    }
+    this.#ptr = ptr;
+  }
+
+  /** The native handle (for the combined HTTP/2 paths); null once closed. */
+  get pointer(): Deno.PointerValue {
+    return this.#ptr;
+  }
+
+  /**
+   * Feeds `length` bytes of received ciphertext and writes plaintext into
+   * `out`; returns its length, or a negative code (`H2_ERR.TLS`: see
+   * {@linkcode errorText}). Call again with no input while it fills `out`.
+   */
+  recv(data: Uint8Array | undefined, length: number, out: Uint8Array): number {
+    if (this.#ptr === null) return H2_ERR.CLOSED;
+    const d = data ?? out;
+    return this.#sym.sbh2_tls_recv(
+      this.#ptr,
+      d as Uint8Array<ArrayBuffer>,
+      data ? length : 0,
+      out as Uint8Array<ArrayBuffer>,
+      out.length,
+    );
+  }
+
+  /**
+   * Encrypts `plain` (if any) and writes pending ciphertext into `out`;
+   * returns its length (0 when nothing is pending) or a negative code.
+   */
+  send(plain: Uint8Array | undefined, out: Uint8Array): number {
+    if (this.#ptr === null) return H2_ERR.CLOSED;
+    const p = plain ?? out;
+    const n = this.#sym.sbh2_tls_send(
+      this.#ptr,
+      p as Uint8Array<ArrayBuffer>,
+      plain ? plain.length : 0,
+      out as Uint8Array<ArrayBuffer>,
+      out.length,
+    );
+    return n === H2_ERR.DONE ? 0 : n;
+  }
+
+  /** Queues close_notify; drain {@linkcode send} afterwards. */
+  closeNotify(): void {
+    if (this.#ptr !== null) this.#sym.sbh2_tls_close(this.#ptr);
+  }
+
+  /** The {@linkcode TLS_STATE} bits that hold (0 once closed). */
+  state(): number {
+    return this.#ptr === null ? 0 : this.#sym.sbh2_tls_state(this.#ptr);
+  }
+
+  /** True once the handshake completed. */
+  get established(): boolean {
+    return (this.state() & TLS_STATE.ESTABLISHED) !== 0;
+  }
+
+  #info(kind: number): string {
+    if (this.#ptr === null) return "";
+    const n = this.#sym.sbh2_tls_info(this.#ptr, kind, this.#text, this.#text.length);
+    return n > 0 ? decoder.decode(this.#text.subarray(0, n)) : "";
+  }
+
+  /** What the handshake negotiated; throws `RangeError` before it completed. */
+  info(): TlsConnectionInfo {
+    const st = this.state();
+    if (!(st & TLS_STATE.ESTABLISHED)) throw new RangeError("The TLS handshake has not completed");
+    const subject = this.#info(INFO.PEER_SUBJECT);
+    return {
+      version: this.#info(INFO.VERSION),
+      cipherSuite: this.#info(INFO.SUITE),
+      group: this.#info(INFO.GROUP),
+      alpn: this.#info(INFO.ALPN),
+      resumed: (st & TLS_STATE.RESUMED) !== 0,
+      ...(subject ? { peerSubject: subject } : {}),
+      handshakeBytes: {
+        sent: this.#sym.sbh2_tls_handshake_bytes(this.#ptr, 1),
+        received: this.#sym.sbh2_tls_handshake_bytes(this.#ptr, 0),
+      },
+    };
+  }
+
+  /** Subject of the peer's certificate, or undefined when it sent none. */
+  peerSubject(): string | undefined {
+    return this.#info(INFO.PEER_SUBJECT) || undefined;
+  }
+
+  /**
+   * RFC 5705 / RFC 8446 §7.5 exporter: `length` bytes (1 to 65535) for
+   * `label` and `context`. Throws `RangeError` before the handshake completed
+   * or after close.
+   */
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
+    if (!Number.isInteger(length) || length < 1 || length > 65535) {
+      throw new RangeError(`Exporter length must be 1 to 65535 bytes: ${length}`);
+    }
+    if (label.length === 0) throw new RangeError("Exporter label must not be empty");
+    if (this.#ptr === null) throw new RangeError("The TLS connection is closed");
+    const l = encoder.encode(label);
+    const c = context ?? new Uint8Array(0);
+    const out = new Uint8Array(length);
+    const n = this.#sym.sbh2_tls_export(
+      this.#ptr,
+      l,
+      l.length,
+      (c.length ? c : l) as Uint8Array<ArrayBuffer>,
+      c.length,
+      out,
+      length,
+    );
+    if (n !== length) {
+      throw new RangeError(`Cannot export keying material (${h2ErrorName(n)})`);
+    }
+    return out;
+  }
+
+  /** Client: the newest ticket not taken yet, or undefined. */
+  takeTicket(): Uint8Array | undefined {
+    if (this.#ptr === null || !(this.state() & TLS_STATE.TICKET)) return undefined;
+    let buf = new Uint8Array(4096);
+    let n = this.#sym.sbh2_tls_ticket(this.#ptr, buf, buf.length);
+    if (n === H2_ERR.BUFFER_TOO_SHORT) {
+      buf = new Uint8Array(65536);
+      n = this.#sym.sbh2_tls_ticket(this.#ptr, buf, buf.length);
+    }
+    return n > 0 ? buf.slice(0, n) : undefined;
+  }
+
+  /** Why the session failed (one line; empty while it has not). */
+  errorText(): string {
+    if (this.#ptr === null) return "";
+    const n = this.#sym.sbh2_tls_error(this.#ptr, this.#text, this.#text.length);
+    return n > 0 ? decoder.decode(this.#text.subarray(0, n)) : "";
+  }
+
+  /** Frees the session. Idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh2_tls_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * The TLS handshake of one TCP connection, for either side: the module's
+ * records go out, the peer's come in, until the session is established.
+ * `pump` decides where decrypted bytes go: a combined path feeds them to the
+ * HTTP/2 session in the same native call (so bytes that arrive with the last
+ * flight are not lost), a plain one keeps them for the caller.
+ */
+import { TransportError } from "../types.ts";
+import { H2_ERR, h2ErrorName } from "./ffi.ts";
+import type { H2Tls } from "./tls_ffi.ts";
+
+/** Moves ciphertext through the TLS session (and whatever sits behind it). */
+export interface TlsPump {
+  /** Feeds `length` received bytes; returns >= 0, or a negative code (`H2_ERR.TLS` for a TLS failure). */
+  recv(data: Uint8Array, length: number): number;
+  /** Writes pending ciphertext into `out`; returns its length (0 when none) or a negative code. */
+  send(out: Uint8Array): number;
+}
+
+/** Writes everything `pump` has pending to `sock`. */
+export async function flushTls(sock: Deno.Conn, pump: TlsPump, out: Uint8Array): Promise<void> {
+  for (;;) {
+    const n = pump.send(out);
+    if (n <= 0) return;
+    let off = 0;
+    while (off < n) off += await sock.write(out.subarray(off, n));
+    if (n < out.length) return;
+  }
+}
+
+/**
+ * Runs the handshake to completion. Throws `TransportError` whose message is
+ * `${label} failed: ` and GnuTLS's one-line reason (our alert, if any, is
+ * sent first so the peer learns why).
+ */
+export async function runTlsHandshake(
+  sock: Deno.Conn,
+  tls: H2Tls,
+  pump: TlsPump,
+  label: string,
+  io: { in: Uint8Array; out: Uint8Array },
+): Promise<void> {
+  await flushTls(sock, pump, io.out);
+  while (!tls.established) {
+    const n = await sock.read(io.in);
+    if (n === null) {
+      throw new TransportError(
+        `${label} failed: the peer closed the connection during the TLS handshake`,
+      );
+    }
+    const rv = pump.recv(io.in, n);
+    if (rv === H2_ERR.TLS) {
+      await flushTls(sock, pump, io.out).catch(() => {});
+      throw new TransportError(`${label} failed: ${tls.errorText()}`);
+    }
+    if (rv < 0) throw new TransportError(`${label} failed: ${h2ErrorName(rv)}`);
+    await flushTls(sock, pump, io.out);
+  }
+}

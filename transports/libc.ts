@@ -1,0 +1,31 @@
+/**
+ * The libc functions sbilab calls through FFI for sockets Deno does not expose
+ * (TCP_NODELAY, TCP_INFO, shutdown) and for the process's fd limit. One
+ * `Deno.dlopen` table; Linux only.
+ */
+
+/** The symbols, C prototype on each. */
+const SYMBOLS = {
+  /** int setsockopt(int fd, int level, int name, const void *val, socklen_t len) */
+  setsockopt: { parameters: ["i32", "i32", "i32", "buffer", "u32"], result: "i32" },
+  /** int getsockopt(int fd, int level, int name, void *val, socklen_t *len) */
+  getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
+  /** int getsockname(int fd, struct sockaddr *addr, socklen_t *len) */
+  getsockname: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
+  /** int getpeername(int fd, struct sockaddr *addr, socklen_t *len) */
+  getpeername: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
+  /** int shutdown(int fd, int how) */
+  shutdown: { parameters: ["i32", "i32"], result: "i32" },
+  /** int getrlimit(int resource, struct rlimit *rlim) */
+  getrlimit: { parameters: ["i32", "buffer"], result: "i32" },
+  /** int setrlimit(int resource, const struct rlimit *rlim) */
+  setrlimit: { parameters: ["i32", "buffer"], result: "i32" },
+} as const;
+
+let lib: Deno.DynamicLibrary<typeof SYMBOLS> | undefined;
+
+/** libc's symbols, opened on first use; throws where there is no glibc. */
+export function libc(): Deno.DynamicLibrary<typeof SYMBOLS>["symbols"] {
+  lib ??= Deno.dlopen("libc.so.6", SYMBOLS);
+  return lib.symbols;
+}
