@@ -6,44 +6,13 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { h3Available } from "../transports/h3/mod.ts";
-import { directCall, freePort, needsTool, ROOT, runLab, runTool } from "./support.ts";
+import { directCall, freePort, needsTool, ROOT, runLab, runTool, startServe } from "./support.ts";
 
 const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
 const NF_ID = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
 
 const lab = runLab;
-
-/** Starts `lab serve` and resolves with its listener URLs once they are printed. */
-async function startServe(args: string[]) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--quiet", MAIN, "serve", ...args],
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
-  const urls: Record<string, string> = {};
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",").length;
-  const deadline = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  while (Object.keys(urls).length < want) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    for (const m of buf.matchAll(/^(\S+) listening on (\S+)$/gm)) urls[m[1]] = m[2];
-  }
-  clearTimeout(deadline);
-  reader.releaseLock();
-  const stop = async () => {
-    child.kill("SIGTERM");
-    const status = await child.status;
-    await child.stdout.cancel().catch(() => {});
-    await child.stderr.cancel().catch(() => {});
-    return status;
-  };
-  return { urls, stop };
-}
 
 function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp, code = 1) {
   assert.equal(r.code, code, `exit status for:\n${r.stderr}`);

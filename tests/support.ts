@@ -268,3 +268,72 @@ export async function runLab(
   clearTimeout(timer);
   return { code: out.code, stdout: out.stdout, stderr: new TextDecoder().decode(out.stderr) };
 }
+
+/** A `lab serve` child process started by {@linkcode startServe}. */
+export interface ServeProcess {
+  /** Listener URL per transport, from the listening lines. */
+  urls: Record<string, string>;
+  /** Resolves with the first stderr line matching `pattern` (waits up to `timeoutMs`). */
+  stderrLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Sends SIGTERM and resolves with the exit status. */
+  stop(): Promise<Deno.CommandStatus>;
+}
+
+/** Starts `lab serve` and resolves once every listener's URL is printed. */
+export async function startServe(args: string[]): Promise<ServeProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`, "serve", ...args],
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  const urls: Record<string, string> = {};
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",").length;
+  const deadline = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  while (Object.keys(urls).length < want) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    for (const m of buf.matchAll(/^(\S+) listening on (\S+)$/gm)) urls[m[1]] = m[2];
+  }
+  clearTimeout(deadline);
+  reader.releaseLock();
+  // Stderr is read as it comes, line by line, so the child never blocks on a full pipe.
+  const lines: string[] = [];
+  let wake: (() => void) | undefined;
+  const errText = child.stderr.pipeThrough(new TextDecoderStream());
+  const reading = (async () => {
+    let rest = "";
+    for await (const chunk of errText) {
+      rest += chunk;
+      const parts = rest.split("\n");
+      rest = parts.pop()!;
+      lines.push(...parts);
+      wake?.();
+    }
+  })().catch(() => {});
+  const stderrLine = async (pattern: RegExp, timeoutMs = 10_000): Promise<string> => {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = lines.find((l) => pattern.test(l));
+      if (hit !== undefined) return hit;
+      const left = end - Date.now();
+      if (left <= 0) throw new Error(`No stderr line matched ${pattern}:\n${lines.join("\n")}`);
+      const { promise, resolve } = Promise.withResolvers<void>();
+      wake = resolve;
+      const t = setTimeout(resolve, left);
+      await promise;
+      clearTimeout(t);
+    }
+  };
+  const stop = async () => {
+    child.kill("SIGTERM");
+    const status = await child.status;
+    await child.stdout.cancel().catch(() => {});
+    await reading;
+    return status;
+  };
+  return { urls, stderrLine, stop };
+}

@@ -161,6 +161,16 @@ export interface SbiClient {
   close(): Promise<void>;
   /** What the current connection runs on (after a request), when known. */
   connectionInfo?(): ConnectionInfo | undefined;
+  /**
+   * TLS transports on the native stack: the RFC 5705 / RFC 8446 §7.5 exporter
+   * of the current connection. Throws (or rejects with) `RangeError` when no
+   * TLS connection is open.
+   */
+  exportKeyingMaterial?(
+    label: string,
+    context: Uint8Array | undefined,
+    length: number,
+  ): Uint8Array | Promise<Uint8Array>;
 }
 
 /** Creates a client for one transport and origin (`http://h:p` or `https://h:p`). */

@@ -126,24 +126,32 @@ class Connection {
       recv: (d: Uint8Array, n: number) => this.#h2.recvTls(tls, d as Uint8Array<ArrayBuffer>, n),
       send: (o: Uint8Array) => this.#h2.sendTls(tls, o as Uint8Array<ArrayBuffer>),
     };
+    let failure: unknown;
     try {
       const label = `h2-tls connection from ${addr.hostname}:${addr.port}`;
       await runTlsHandshake(this.#sock, tls, pump, label, { in: this.#in, out });
     } catch (err) {
-      if (!this.finished) this.#server.onError(err);
-      return false;
+      failure = err;
     } finally {
       this.#server.pool.give(out);
+    }
+    // The hook sees every established connection, also one whose first bytes after the
+    // handshake (in the same read) failed HTTP/2 at once, like a TLS-only probe's close.
+    if (tls.established) {
+      this.#server.tlsEstablished({
+        remoteAddr: { hostname: addr.hostname, port: addr.port },
+        info: () => tls.info(),
+        exportKeyingMaterial: (label, context, length) =>
+          tls.exportKeyingMaterial(label, context, length),
+      });
+    }
+    if (failure !== undefined) {
+      if (!this.finished) this.#server.onError(failure);
+      return false;
     }
     const subject = tls.peerSubject();
     if (subject !== undefined) this.#peer = { subject };
     this.#handshaking = false;
-    this.#server.tlsEstablished({
-      remoteAddr: { hostname: addr.hostname, port: addr.port },
-      info: () => tls.info(),
-      exportKeyingMaterial: (label, context, length) =>
-        tls.exportKeyingMaterial(label, context, length),
-    });
     return true;
   }
 
