@@ -9,7 +9,7 @@ import { createHandler } from "../handler/mod.ts";
 import type { SbiHandler, SbiRequest } from "../handler/types.ts";
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import type { TlsConnection, TlsConnectionInfo } from "../transports/tls.ts";
-import { TicketCache } from "../transports/h2/ticket_cache.ts";
+import { TicketCache } from "../transports/ticket_cache.ts";
 import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
 import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
 import { runTool } from "./support.ts";

@@ -4,6 +4,7 @@
  */
 import type { SbiHandler, SbiHeaders } from "../handler/types.ts";
 import type { TlsConnection, TlsMaterial } from "./tls.ts";
+import type { TicketCache } from "./ticket_cache.ts";
 
 /** The transports sbilab knows. */
 export type TransportName = "h2c" | "h2-tls" | "h3";
@@ -125,6 +126,31 @@ export interface ClientOptions {
    * `SBILAB_STACK` environment variable when set.
    */
   stack?: StackName;
+  /** TLS transports, native stack: offer a saved session ticket and keep new ones. Default true. */
+  resumption?: boolean;
+  /**
+   * h3: when resuming, send safe requests (GET, HEAD, OPTIONS) in 0-RTT;
+   * other methods always wait for the handshake. Default true.
+   */
+  earlyData?: boolean;
+  /** Where tickets are kept. Default: one cache shared by the process's native clients. */
+  ticketCache?: TicketCache;
+}
+
+/**
+ * When the phases of the first request on a new connection ended, in ms from
+ * the moment the client started connecting. A request on a fresh client
+ * starts connecting at once, so these are the set-up costs a cold request pays.
+ */
+export interface SetupTimings {
+  /** The transport is up: TCP connect done; QUIC: the server's first datagram received. */
+  connectMs: number;
+  /** The TLS handshake completed at the client (undefined on h2c). */
+  tlsMs?: number;
+  /** The first bytes that came in after the request went out. */
+  firstByteMs: number;
+  /** The response was complete. */
+  totalMs: number;
 }
 
 /** One request through a client. */
@@ -161,6 +187,8 @@ export interface SbiClient {
   close(): Promise<void>;
   /** What the current connection runs on (after a request), when known. */
   connectionInfo?(): ConnectionInfo | undefined;
+  /** Native stack: the set-up phases of the current (or last) connection's first request, once complete. */
+  setupTimings?(): SetupTimings | undefined;
   /**
    * TLS transports on the native stack: the RFC 5705 / RFC 8446 §7.5 exporter
    * of the current connection. Throws (or rejects with) `RangeError` when no

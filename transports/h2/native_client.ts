@@ -31,6 +31,7 @@ import {
   type ClientResponse,
   type ConnectionInfo,
   type SbiClient,
+  type SetupTimings,
   TimeoutError,
   TransportError,
   type TransportName,
@@ -39,7 +40,8 @@ import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
 import { decodeResponseBlock, RequestBlockWriter } from "../wire.ts";
 import { loadH2Library } from "./loader.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
-import { sharedTicketCache, type TicketCache } from "./ticket_cache.ts";
+import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
+import { SetupRecorder } from "../setup_timings.ts";
 import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
 import { runTlsHandshake } from "./tls_handshake.ts";
 
@@ -52,10 +54,6 @@ export interface NativeH2ClientOptions extends ClientOptions {
   windowBytes?: number;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
-  /** h2 over TLS: offer a saved session ticket and keep new ones. Default true. */
-  resumption?: boolean;
-  /** Where tickets are kept. Default: one cache shared by the process's native h2 clients. */
-  ticketCache?: TicketCache;
 }
 
 /** The native h2 client: an {@linkcode SbiClient} that also shows its TLS connection. */
@@ -90,6 +88,7 @@ class Session implements KeyingMaterialExporter {
   #tls: H2Tls | undefined;
   #onTicket: ((ticket: Uint8Array) => void) | undefined;
   #label: string;
+  #setup: SetupRecorder;
   #pending = new Map<number, Pending>();
   #in = new Uint8Array(IO_BUFFER);
   #out = new Uint8Array(IO_BUFFER);
@@ -112,9 +111,11 @@ class Session implements KeyingMaterialExporter {
     sock: Deno.TcpConn,
     h2: H2Conn,
     label: string,
+    setup: SetupRecorder,
     tls?: H2Tls,
     onTicket?: (ticket: Uint8Array) => void,
   ) {
+    this.#setup = setup;
     this.#sock = sock;
     this.#h2 = h2;
     this.#label = label;
@@ -133,6 +134,11 @@ class Session implements KeyingMaterialExporter {
       return 0;
     }
     return n;
+  }
+
+  /** The set-up phases of this connection's first request, once its response is complete. */
+  setupTimings(): SetupTimings | undefined {
+    return this.#setup.timings();
   }
 
   /** What the TLS handshake negotiated (undefined on h2c). */
@@ -167,6 +173,7 @@ class Session implements KeyingMaterialExporter {
       );
     }
     this.#pending.set(id, p);
+    this.#setup.requestSent();
     this.#dirty = true;
     if (!this.#flushQueued) {
       this.#flushQueued = true;
@@ -223,6 +230,7 @@ class Session implements KeyingMaterialExporter {
           this.#fail(new TransportError(`${this.#label} failed: connection closed by the server`));
           return;
         }
+        this.#setup.received();
         let ready: number;
         if (this.#tls) {
           ready = this.#h2.recvTls(this.#tls, this.#in, n);
@@ -265,6 +273,7 @@ class Session implements KeyingMaterialExporter {
         const p = this.#pending.get(id);
         if (!p) return;
         this.#pending.delete(id);
+        this.#setup.responseComplete();
         let head;
         try {
           head = decodeResponseBlock(block);
@@ -375,6 +384,7 @@ class Client implements NativeH2Client {
   #label: string;
   #writer = new RequestBlockWriter();
   #session: Session | undefined;
+  #lastSession: Session | undefined;
   #connecting: Promise<Session> | undefined;
   #closed = false;
 
@@ -401,8 +411,10 @@ class Client implements NativeH2Client {
     const hostname = stripBrackets(this.#origin.hostname);
     const port = Number(this.#origin.port || (this.transport === "h2-tls" ? 443 : 80));
     let sock: Deno.TcpConn;
+    const setup = new SetupRecorder();
     try {
       sock = await Deno.connect({ hostname, port });
+      setup.connected();
       sock.setNoDelay(true);
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);
@@ -425,10 +437,11 @@ class Client implements NativeH2Client {
           send: (out: Uint8Array) => h2!.sendTls(tls!, out),
         };
         await runTlsHandshake(sock, tls, pump, this.#label, buffers);
+        setup.tlsDone();
         const key = this.#ticketKey;
-        return new Session(sock, h2, this.#label, tls, cache && ((t) => cache.put(key, t)));
+        return new Session(sock, h2, this.#label, setup, tls, cache && ((t) => cache.put(key, t)));
       }
-      return new Session(sock, h2, this.#label);
+      return new Session(sock, h2, this.#label, setup);
     } catch (err) {
       sock.close();
       h2?.close();
@@ -452,7 +465,7 @@ class Client implements NativeH2Client {
           void s.close();
           throw new TransportError("Client is closed");
         }
-        this.#session = s;
+        this.#session = this.#lastSession = s;
         return s;
       },
       (err) => {
@@ -534,6 +547,10 @@ class Client implements NativeH2Client {
 
   async tlsInfo(): Promise<TlsConnectionInfo> {
     return (await this.#tlsSession()).tlsInfo()!;
+  }
+
+  setupTimings(): SetupTimings | undefined {
+    return (this.#session ?? this.#lastSession)?.setupTimings();
   }
 
   /** What the open connection runs on (libraries, negotiated TLS), for reports; undefined before one opens. */

@@ -19,6 +19,7 @@ import {
   type ClientResponse,
   type ConnectionInfo,
   type SbiClient,
+  type SetupTimings,
   TimeoutError,
   TransportError,
 } from "../types.ts";
@@ -34,7 +35,8 @@ import {
   H3Socket,
   shimVersion,
 } from "./ffi.ts";
-import { sharedTicketCache, type TicketCache } from "../h2/ticket_cache.ts";
+import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
+import { SetupRecorder } from "../setup_timings.ts";
 import type { HeaderList } from "../wire.ts";
 import { loadH3Library } from "./loader.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
@@ -66,15 +68,6 @@ export interface H3ClientOptions extends ClientOptions {
   congestionControl?: H3CongestionControl;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
-  /** Offer a saved session ticket and keep new ones (TLS 1.3 resumption). Default true. */
-  resumption?: boolean;
-  /**
-   * When resuming, send safe requests (GET, HEAD, OPTIONS) in 0-RTT, before
-   * the handshake completes; other methods always wait for it. Default true.
-   */
-  earlyData?: boolean;
-  /** Where tickets are kept. Default: one cache shared by the process's native clients. */
-  ticketCache?: TicketCache;
 }
 
 /** Methods a client may send in 0-RTT: safe, so a replay changes nothing (RFC 8470 §4.1, RFC 9110 §9.2.1). */
@@ -99,6 +92,9 @@ class Session {
   #onTicket: (ticket: Uint8Array) => void;
   #offered: Uint8Array | undefined;
   #gotTicket = false;
+  #setup: SetupRecorder;
+  /** The first response is still to come: io() marks the set-up phases. */
+  #timing = true;
   #connected = false;
   #lastTls: TlsConnectionInfo | null = null;
   #pending = new Map<number, Queued>();
@@ -122,8 +118,10 @@ class Session {
     sock: H3Socket,
     conn: H3ClientConn,
     onTicket: (ticket: Uint8Array) => void,
-    offered?: Uint8Array,
+    offered: Uint8Array | undefined,
+    setup: SetupRecorder,
   ) {
+    this.#setup = setup;
     this.#sock = sock;
     this.#conn = conn;
     this.#onTicket = onTicket;
@@ -201,6 +199,7 @@ class Session {
         continue;
       }
       if (id < 0) return;
+      this.#setup.requestSent();
       this.#queued.splice(i, 1);
       q.onStream(id);
       this.#pending.set(id, q);
@@ -210,7 +209,12 @@ class Session {
   /** Feeds `first`, receives all further ready datagrams, runs timers and sends all output. */
   #io(first?: Uint8Array): void {
     try {
-      this.#conn.io(this.#sock, first);
+      const n = this.#conn.io(this.#sock, first);
+      if (n > 0 && this.#timing) {
+        // Datagrams came in (through Deno's receive or the shim's own): the set-up marks.
+        this.#setup.connected();
+        this.#setup.received();
+      }
     } catch {
       // the connection is freed; the CLOSED event already failed it
     }
@@ -277,6 +281,8 @@ class Session {
         const p = this.#pending.get(e.streamId);
         if (!p) return;
         this.#pending.delete(e.streamId);
+        this.#setup.responseComplete();
+        this.#timing = false;
         try {
           p.resolve(toClientResponse(e.headers, e.body));
         } catch (err) {
@@ -301,6 +307,7 @@ class Session {
         this.unusable = true;
         return;
       case H3_EVENT.CONNECTED:
+        this.#setup.tlsDone();
         this.#connected = true;
         this.#lastTls = this.#conn.tlsInfo();
         this.#submit();
@@ -354,6 +361,11 @@ class Session {
   /** Datagram counters of this connection; after close, its last figures. */
   stats(): H3DatagramStats | null {
     return this.#conn.stats() ?? this.#lastStats;
+  }
+
+  /** The set-up phases of this connection's first request, once its response is complete. */
+  setupTimings(): SetupTimings | undefined {
+    return this.#setup.timings();
   }
 
   /** What the handshake negotiated (kept after close); null before it completed. */
@@ -507,7 +519,8 @@ class H3Client implements H3SbiClient {
       );
     }
     const cache = this.#tickets, key = this.#ticketKey;
-    return new Session(sock, conn, (t) => cache?.put(key, t), ticket);
+    // The clock starts as the first datagram leaves (as TCP's with the SYN).
+    return new Session(sock, conn, (t) => cache?.put(key, t), ticket, new SetupRecorder());
   }
 
   async #sessionFor(): Promise<Session> {
@@ -547,6 +560,10 @@ class H3Client implements H3SbiClient {
 
   tlsInfo(): TlsConnectionInfo | null {
     return this.#lastSession?.tlsInfo() ?? null;
+  }
+
+  setupTimings(): SetupTimings | undefined {
+    return this.#lastSession?.setupTimings();
   }
 
   connectionInfo(): ConnectionInfo | undefined {

@@ -9,7 +9,7 @@ import type { SbiHandler, SbiRequest } from "../../handler/types.ts";
 import { createDevPki, type DevPki } from "../pki.ts";
 import { n32MasterKey } from "../n32.ts";
 import type { TlsConnection, TlsConnectionInfo } from "../tls.ts";
-import { TicketCache } from "../h2/ticket_cache.ts";
+import { TicketCache } from "../ticket_cache.ts";
 import { createH3Client, createH3Server, type H3SbiServer, type H3ServerOptions } from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
 import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "./ffi.ts";
