@@ -170,7 +170,10 @@ class Connection {
         this.finish();
         return;
       }
-      this.scheduleFlush(); // over TLS: server SETTINGS and answers to what came with the handshake
+      // Over TLS: requests that came in the same read as the client's Finished are in the
+      // session already; hand them out now, not when the next read arrives (a round trip later).
+      if (this.#tls) this.#h2.poll(this.#server.poller, this.#onEvent);
+      this.scheduleFlush(); // server SETTINGS and answers to what came with the handshake
       while (!this.finished) {
         const n = await this.#sock.read(this.#in);
         if (n === null || this.finished) break;
