@@ -12,6 +12,7 @@ import { registerBenchCommands, registerStudyCommand } from "./bench/cli.ts";
 import { registerLoadCommand } from "./cli/load.ts";
 import { registerLinkCommands } from "./linkemu/cli.ts";
 import { UsageError } from "./cli/args.ts";
+import { STACK_ENV } from "./transports/mod.ts";
 
 /** Builds the command tree (exported for tests). */
 export function buildProgram(): Command {
@@ -46,11 +47,15 @@ function isCompiled(): boolean {
   return Deno.mainModule.includes("deno-compile");
 }
 
-/** `lab request -k` over h2 needs Deno's own flag: re-run under it once. */
+/** `lab request -k` over h2 with the fetch client needs Deno's own flag: re-run under it once. */
 async function maybeReexecInsecure(args: string[]): Promise<number | undefined> {
   if (args[0] !== "request" || Deno.env.get(INSECURE_ENV) === "1" || isCompiled()) return undefined;
   if (!args.includes("-k") && !args.includes("--insecure")) return undefined;
   if (args.includes("--h3")) return undefined;
+  // the native h2 client (GnuTLS in the module) skips verification itself; only fetch needs this
+  const at = args.findIndex((a) => a === "--stack" || a.startsWith("--stack="));
+  const named = at < 0 ? undefined : args[at].includes("=") ? args[at].split("=")[1] : args[at + 1];
+  if ((named ?? Deno.env.get(STACK_ENV) ?? "native") !== "deno") return undefined;
   const main = new URL(import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
     args: [

@@ -25,13 +25,13 @@ import {
   type ResultRow,
   SCHEMA_VERSION,
 } from "./schema.ts";
+import { ROOT } from "../transports/host.ts";
+import { readListening } from "../cli/listening.ts";
 
 /** Environment variable holding the JSON link record a child run crosses. */
 export const LINK_RECORD_ENV = "SBILAB_LINK_RECORD";
 /** Environment variable holding the link relay's pid (for `migration`). */
 export const LINK_RELAY_PID_ENV = "SBILAB_LINK_RELAY_PID";
-
-const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
 /** Options of {@linkcode runBenchAcrossLink}: those of `runBench` plus the link's. */
 export interface AcrossLinkOptions extends BenchOptions {
@@ -99,41 +99,6 @@ export function linkContextFromEnv(): Pick<BenchOptions, "link" | "rebind"> {
 
 function defaultLab(): string[] {
   return [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
-}
-
-/** Reads `<t> listening on <url>` lines until every transport has one; bounded by `ms`. */
-async function readListeners(
-  stream: ReadableStream<Uint8Array>,
-  transports: TransportName[],
-  ms: number,
-): Promise<Record<string, string>> {
-  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  const urls: Record<string, string> = {};
-  let buf = "";
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)));
-  try {
-    while (!transports.every((t) => urls[t])) {
-      const next = await Promise.race([reader.read(), timeout]);
-      if (!next || next.done) {
-        const missing = transports.filter((t) => !urls[t]).join(", ");
-        throw new Error(
-          `lab serve in the link's server namespace did not report ${missing} listening`,
-        );
-      }
-      buf += next.value;
-      for (const m of buf.matchAll(/^(\S+) listening on (\S+)/gm)) urls[m[1]] = m[2];
-    }
-    return urls;
-  } finally {
-    clearTimeout(timer);
-    // Keep draining so the server never blocks on a full pipe.
-    (async () => {
-      try {
-        while (!(await reader.read()).done) { /* discard */ }
-      } catch { /* server gone */ }
-    })();
-  }
 }
 
 /** The `lab bench` arguments a child gets for the options the user gave. */
@@ -241,7 +206,9 @@ export async function runBenchAcrossLink(
     ];
     if (options.delayMs) serveArgs.push("--delay-ms", String(options.delayMs));
     const server = link.exec("server", [...lab, ...serveArgs], { stdout: "piped", stderr: "null" });
-    const urls = await readListeners(server.stdout, transports, 60_000);
+    const urls = await readListening(server.stdout, transports, 60_000).catch((err) => {
+      throw new Error(`In the link's server namespace: ${err.message}`, { cause: err });
+    });
     const env: Record<string, string> = { [LINK_RECORD_ENV]: JSON.stringify(record) };
     if (link.relayPid) env[LINK_RELAY_PID_ENV] = String(link.relayPid);
     for (const [i, transport] of transports.entries()) {
@@ -251,7 +218,7 @@ export async function runBenchAcrossLink(
       const ca = transport === "h2c" ? undefined : `${tmp}/${DEV_PKI_FILES.ca}`;
       const child = link.exec("client", [
         ...lab,
-        ...childArgs(options, transport, urls[transport], json, ca),
+        ...childArgs(options, transport, urls[transport]!, json, ca),
       ], {
         env,
         stdout: "null",

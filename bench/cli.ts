@@ -16,6 +16,9 @@ import { linkContextFromEnv, runBenchAcrossLink } from "./across_link.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
 import { UsageError } from "../cli/args.ts";
 import type { LinkBackend } from "../linkemu/link.ts";
+import { runSoak } from "./soak.ts";
+import { renderSoakInterval, renderSoakSummary } from "./soak_report.ts";
+import { type AttackName, ATTACKS } from "./attackers.ts";
 
 function list(text: string, what: string): string[] {
   const items = text.split(",").map((s) => s.trim()).filter(Boolean);
@@ -254,6 +257,57 @@ async function report(
   }
 }
 
+/** Options of `lab soak` as commander hands them over. */
+interface SoakFlags {
+  time: string;
+  transports?: string;
+  rate: string;
+  interval: string;
+  attacks: string;
+  json?: string;
+}
+
+async function soak(flags: SoakFlags): Promise<void> {
+  const durationMs = number(flags.time, "--time", 1) * 1000;
+  const rate = number(flags.rate, "--rate", 1);
+  const intervalMs = number(flags.interval, "--interval", 0.1) * 1000;
+  const { availableTransports, parseTransports } = await import("../transports/mod.ts");
+  let transports: TransportName[];
+  try {
+    transports = flags.transports ? parseTransports(flags.transports) : await availableTransports();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const attacks = flags.attacks === "none" ? [] : list(flags.attacks, "attack");
+  for (const a of attacks) {
+    if (!(ATTACKS as readonly string[]).includes(a)) {
+      throw new UsageError(`Unknown attack ${a} (choose from ${ATTACKS.join(", ")}, or none)`);
+    }
+  }
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  Deno.addSignalListener("SIGINT", onSignal);
+  try {
+    const report = await runSoak({
+      transports,
+      durationMs,
+      intervalMs,
+      rate,
+      attacks: attacks as AttackName[],
+      signal: controller.signal,
+      onInterval: (i) => console.log(renderSoakInterval(i, intervalMs)),
+    });
+    console.log(`\n${renderSoakSummary(report)}`);
+    if (flags.json) {
+      await Deno.writeTextFile(flags.json, JSON.stringify(report, null, 2) + "\n");
+      console.error(`wrote ${flags.json}`);
+    }
+    if (!report.serverAlive) throw new Error("lab serve exited during the soak");
+  } finally {
+    Deno.removeSignalListener("SIGINT", onSignal);
+  }
+}
+
 /** Adds `bench` and `report` to the program. Bad input throws {@linkcode UsageError}. */
 export function registerBenchCommands(program: Command): void {
   program
@@ -303,13 +357,27 @@ export function registerBenchCommands(program: Command): void {
       "run across two namespaces with this MTU (alone: a plain veth pair, e.g. 1500); needs root",
     )
     .option("--no-floors", "skip the floor measurements")
-    .option("--no-charts", "do not print ASCII charts")
+    .option("--no-charts", "do not print the terminal bar charts")
     .option("--json <file>", "save the run as JSON (re-render with lab report)")
     .option("--md <file>", "write a Markdown report")
     .option("--csv <file>", "write the rows as CSV")
     .option("--html <file>", "write a self-contained HTML report with charts")
     .action(async (flags: BenchFlags) => {
       await bench(flags);
+    });
+  program
+    .command("soak")
+    .description(
+      "steady load on every transport while attackers run beside it; rate, errors, latency and server RSS over time",
+    )
+    .option("--time <seconds>", "how long to run", "60")
+    .option("--transports <list>", "comma-separated transports (default: every available one)")
+    .option("--rate <req/s>", "steady requests per second on each transport", "200")
+    .option("--interval <seconds>", "reporting interval", "1")
+    .option("--attacks <list>", `${ATTACKS.join(",")}, or none`, ATTACKS.join(","))
+    .option("--json <file>", "save the report as JSON")
+    .action(async (flags: SoakFlags) => {
+      await soak(flags);
     });
   program
     .command("report")
@@ -321,7 +389,7 @@ export function registerBenchCommands(program: Command): void {
     .option("--md <file>", "write a Markdown report of A")
     .option("--csv <file>", "write A's rows as CSV")
     .option("--html <file>", "write A as a self-contained HTML report with charts")
-    .option("--no-charts", "do not print ASCII charts")
+    .option("--no-charts", "do not print the terminal bar charts")
     .action(async (a: string, b: string | undefined, flags) => {
       await report(a, b, flags);
     });
@@ -420,10 +488,10 @@ export function registerStudyCommand(program: Command): void {
       "run the follow-up study: call flows × links × transports × UE concurrency, with a verdict (needs root for links)",
     )
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
-    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 3m)")
+    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
-    .option("--ues <list>", "UE concurrency levels (default 4,32; quick 8)")
+    .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")
     .option("--flows <list>", "streams: journey,warm-get (default both)")
     .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
     .action(async (flags: StudyFlags) => {

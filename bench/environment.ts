@@ -1,7 +1,7 @@
 /** Describes the machine and software a run used. */
 import type { Environment } from "./schema.ts";
+import { ROOT } from "../transports/host.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const LIBRARIES = ["hdr-histogram-js", "chart.js", "cli-progress", "commander", "@peculiar/x509"];
 
 async function text(path: string): Promise<string | undefined> {

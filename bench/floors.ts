@@ -5,7 +5,7 @@
  * Deno's own sockets (`runtime`).
  */
 import { onServerCpu, placement } from "./affinity.ts";
-import { ensureBuilt } from "../scripts/build_native.ts";
+import { ensureBuilt } from "../transports/native_build.ts";
 import { Recorder } from "./recorder.ts";
 import { estimate } from "./stats.ts";
 import { type Clock, defaultClock, type SamplingPlan } from "./sampler.ts";

@@ -106,7 +106,7 @@ function cells(run: BenchRun): Map<string, ResultRow[]> {
 function cdfCharts(run: BenchRun): ChartSpec[] {
   const specs: ChartSpec[] = [];
   for (const [title, rows] of cells(run)) {
-    if (specs.length >= 32) break;
+    if (specs.length >= 48) break;
     specs.push({
       id: `cdf-${specs.length}`,
       title: `Latency CDF: ${title}`,
@@ -173,7 +173,10 @@ function medianChart(run: BenchRun): ChartSpec[] {
       },
       options: {
         indexAxis: "y",
-        scales: { x: { type: "logarithmic", title: { display: true, text: "time" } } },
+        scales: {
+          x: { type: "logarithmic", title: { display: true, text: "time" } },
+          y: { ticks: { autoSkip: false } },
+        },
       },
     },
   }];
@@ -343,9 +346,9 @@ export function renderHtml(run: BenchRun, lib: ChartLibrary): string {
   parts.push(
     `<p class="meta">Run ${esc(run.startedAt)}, ${(run.durationMs / 1000).toFixed(1)} s` +
       (run.study
-        ? ` (budget ${(run.study.budgetMs / 1000).toFixed(0)} s, ${
-          (run.study.sampleMs / 1000).toFixed(1)
-        } s sampling per row)`
+        ? ` (budget ${
+          (run.study.budgetMs / 1000).toFixed(0)
+        } s, ${run.study.samples} UE arrivals per row)`
         : "") +
       `; transports ${esc(run.config.transports.join(", "))}; ${
         esc(env.cpuModel)
@@ -420,7 +423,7 @@ h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1
 .meta { color: #555; } .verdict { font-size: 16px; font-weight: 600; } .rule { color: #444; }
 table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right; } th { background: #f4f4f4; }
-td:first-child, th:first-child { text-align: left; }
+td:first-child, th:first-child, #verdict td:last-child { text-align: left; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 16px; }
 figure.chart { margin: 0; border: 1px solid #eee; padding: 8px; } figure.wide { grid-column: 1 / -1; }
 figcaption { font-weight: 600; margin-bottom: 4px; }
@@ -442,9 +445,15 @@ ${formatDurationSource()}
     config.options.scales = config.options.scales || {};
     spec.durationAxes.forEach(function (axis) {
       var scale = config.options.scales[axis] = config.options.scales[axis] || {};
+      var log = scale.type === "logarithmic";
       scale.ticks = Object.assign({}, scale.ticks, {
-        maxTicksLimit: 8,
-        callback: function (v) { return formatDuration(Number(v)); }
+        callback: function (v) {
+          var x = Number(v);
+          if (!log) return formatDuration(x);
+          // Label 1, 2 and 5 of each decade only, so labels never overlap.
+          var mantissa = Math.round(x / Math.pow(10, Math.floor(Math.log10(x))) * 1000) / 1000;
+          return mantissa === 1 || mantissa === 2 || mantissa === 5 ? formatDuration(x) : "";
+        }
       });
     });
     config.options.plugins.tooltip = {

@@ -17,6 +17,7 @@ import type { EngineName } from "./schema.ts";
 import { sampleOperation, type SamplingPlan } from "./sampler.ts";
 import type { ResultRow } from "./schema.ts";
 import { makeRow, payloadPath, type ScenarioContext } from "./scenarios/context.ts";
+import { findTool, freePort, waitForPort } from "../transports/host.ts";
 
 /** Connections × streams compared with h2load (the SBI client and fetch rows: one connection only). */
 export const PEER_SHAPES = [
@@ -31,40 +32,6 @@ export class PeerError extends Error {
     super(message, options);
     this.name = "PeerError";
   }
-}
-
-async function which(tool: string): Promise<boolean> {
-  try {
-    const out = await new Deno.Command(tool, {
-      args: ["--version"],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    return out.success;
-  } catch {
-    return false;
-  }
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      const c = await Deno.connect({ hostname: "127.0.0.1", port });
-      c.close();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new PeerError(`nghttpd did not listen on port ${port} within ${timeoutMs} ms`);
 }
 
 /** Parses h2load's summary; returns req/s and succeeded requests. */
@@ -89,8 +56,8 @@ interface PeerTarget {
 /** The peers scenario (see the module comment). */
 export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   const missing = [];
-  if (!(await which("nghttpd"))) missing.push("nghttpd (apt-get install nghttp2-server)");
-  if (!(await which("h2load"))) missing.push("h2load (apt-get install nghttp2-client)");
+  if (!findTool("nghttpd")) missing.push("nghttpd (apt-get install nghttp2-server)");
+  if (!findTool("h2load")) missing.push("h2load (apt-get install nghttp2-client)");
   if (missing.length) {
     ctx.notes.push(`The peers comparison was skipped: missing ${missing.join(" and ")}.`);
     return [];

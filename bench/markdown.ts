@@ -188,7 +188,9 @@ export function renderMarkdown(run: BenchRun): string {
       lines.push(
         `The matrix took ${(run.study.elapsedMs / 1000).toFixed(0)} s of a ${
           (run.study.budgetMs / 1000).toFixed(0)
-        } s budget, sampling each row for ${(run.study.sampleMs / 1000).toFixed(1)} s.`,
+        } s budget, with ${run.study.samples} UE arrivals per row (at most ${
+          (run.study.sampleMs / 1000).toFixed(1)
+        } s each).`,
         "",
       );
     }
@@ -294,6 +296,12 @@ export function renderMarkdown(run: BenchRun): string {
     "- Percentiles interpolate between order statistics; outliers are counted with Tukey's 1.5 and 3 IQR fences.",
     "- × floor is the row's median over the kernel ping-pong median of the same size (TCP for h2c and h2-TLS, UDP for h3).",
   );
+  if (run.rows.some(isFlowRow)) {
+    lines.push(
+      "- Flows: UEs arrive open loop at a fixed rate with a cap on UEs in flight; the journey's first flow is timed from the UE's intended arrival (coordinated omission corrected), later flows from their first request; one connection per NF pair; failed flows and retries are counted in every row (docs/flows.md).",
+      "- The p99 difference of a cell is bootstrapped by resampling both sides independently (1000 resamples, fixed seed).",
+    );
+  }
   lines.push("", "## Environment", "");
   lines.push(
     `- CPU: ${env.cpuModel}, ${env.cores} cores; kernel ${env.kernel}; ${env.os}; host ${env.hostname}`,

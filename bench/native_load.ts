@@ -15,13 +15,14 @@ import {
 } from "../transports/load/mod.ts";
 import * as hdr from "hdr-histogram-js";
 import type { SampleSet } from "./recorder.ts";
-import type { ScenarioContext } from "./scenarios/context.ts";
+import type { ResultRow } from "./schema.ts";
+import { makeRow, type ScenarioContext } from "./scenarios/context.ts";
 
 /** Which request path drives a row. */
 export type Engine = "native" | "sbi";
 
 /** Transports the native engines can load today. */
-export const NATIVE_TRANSPORTS: readonly TransportName[] = ["h2c", "h3"];
+export const NATIVE_TRANSPORTS: readonly TransportName[] = ["h2c", "h2-tls", "h3"];
 
 /** Quantiles kept as a row's stand-in for raw samples (the engine keeps only a histogram). */
 const QUANTILES = 1000;
@@ -136,6 +137,21 @@ export function nativeExtra(run: NativeRun): Record<string, number> {
   };
   if (Number.isFinite(run.serverCpu)) out.serverCpu = run.serverCpu;
   return out;
+}
+
+/** A row from a native run: the engine, its rate, errors, figures and histogram filled in. */
+export function nativeRow(
+  fields: Omit<ResultRow, "estimate" | "samples" | "errors" | "engine" | "requestsPerSecond">,
+  run: NativeRun,
+  kind: "corrected" | "uncorrected" = "corrected",
+): ResultRow {
+  return makeRow({
+    ...fields,
+    engine: "native",
+    requestsPerSecond: run.result.reqPerSec,
+    errors: run.result.errors,
+    extra: { ...fields.extra, ...nativeExtra(run) },
+  }, nativeSampleSet(run.result, kind));
 }
 
 /** A note for rows the native engine could not run. */

@@ -13,6 +13,7 @@ Deno.test("engineFor: native by default for load scenarios, sbi for the others, 
     assert.equal(engineFor(s), "sbi");
   }
   assert.equal(engineFor("concurrency", "sbi"), "sbi");
+  assert.equal(engineFor("hol", "native"), "native");
   assert.throws(() => engineFor("rtt", "native"), /SBI client only/);
   assert.throws(() => engineFor("capacity", "sbi"), /needs the native engine/);
 });

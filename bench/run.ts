@@ -121,11 +121,14 @@ export const NATIVE_SCENARIOS: readonly ScenarioName[] = [
   "capacity",
 ];
 
+/** Scenarios that also run on the native engine when asked (`--engine native`). */
+const NATIVE_OPTIONAL: readonly ScenarioName[] = ["hol"];
+
 /** The engine a scenario uses: the one asked for, else its default; throws `RangeError` when unsupported. */
 export function engineFor(scenario: ScenarioName, asked?: EngineName): "native" | "sbi" {
   const native = NATIVE_SCENARIOS.includes(scenario);
   const engine = asked ?? (native ? "native" : "sbi");
-  if (engine === "native" && !native) {
+  if (engine === "native" && !native && !NATIVE_OPTIONAL.includes(scenario)) {
     throw new RangeError(`--scenario ${scenario} runs on the SBI client only (use --engine sbi)`);
   }
   if (engine === "sbi" && scenario === "capacity") {

@@ -222,8 +222,10 @@ export interface StudyRecord {
   budgetMs: number;
   /** Wall time the matrix took (ms). */
   elapsedMs: number;
-  /** Per-row sampling time chosen to fit the budget (ms). */
+  /** Longest sampling time of a row chosen to fit the budget (ms). */
   sampleMs: number;
+  /** UE arrivals (flows) per row chosen to fit the budget. */
+  samples: number;
   /** The verdict rule's parameters. */
   rule: { minReduction: number; level: number; resamples: number; minSamples: number };
 }

@@ -5,6 +5,8 @@
 import { onServerCpu, placement } from "./affinity.ts";
 import type { TlsMaterial } from "../transports/tls.ts";
 import type { SbiServer, StackName, TransportName } from "../transports/types.ts";
+import { ROOT } from "../transports/host.ts";
+import { parseListeningLine } from "../cli/listening.ts";
 
 /** Endpoints to benchmark and how to trust them. */
 export interface Endpoints {
@@ -27,9 +29,6 @@ export class ServerSetupError extends Error {
     this.name = "ServerSetupError";
   }
 }
-
-/** Repository root (this file lives in `bench/`). */
-const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
 /** Options for {@linkcode startServers}. */
 export interface StartOptions {
@@ -95,8 +94,6 @@ async function startInProcess(
     },
   };
 }
-
-const LISTENING = /^(h2c|h2-tls|h3) listening on (\S+)$/;
 
 async function startProcess(
   transports: TransportName[],
@@ -190,8 +187,8 @@ async function startProcess(
       const lines = buffered.split("\n");
       buffered = lines.pop() ?? "";
       for (const line of lines) {
-        const m = LISTENING.exec(line.trim());
-        if (m) urls[m[1] as TransportName] = m[2];
+        const parsed = parseListeningLine(line);
+        if (parsed) urls[parsed[0]] = parsed[1];
       }
     }
   } catch (err) {

@@ -1,8 +1,8 @@
 /**
  * `lab study`: the follow-up the seed study asked for, end to end. It runs the
  * flows scenario (UE journeys and the warm GET) for every transport across
- * each link profile at a few UE concurrencies, fits the per-row sampling time
- * to a time budget (re-planned after each link from the time really spent),
+ * each link profile at a few UE concurrencies, fits the number of flows per
+ * row to a time budget (re-planned before each link from the time really spent),
  * and returns one run record whose rows name their link. The verdict is a
  * pure function of that record (`verdict.ts`).
  */
@@ -12,18 +12,19 @@ import type { TransportName } from "../transports/types.ts";
 import { runBenchAcrossLink } from "./across_link.ts";
 import { collectEnvironment } from "./environment.ts";
 import { runBench } from "./run.ts";
-import { FLOW_STREAMS } from "./scenarios/flows.ts";
+import { defaultArrivalRate, FLOW_STREAMS, requestsPerUe } from "./scenarios/flows.ts";
+import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
 import { type BenchRun, type LinkRecord, type ResultRow, SCHEMA_VERSION } from "./schema.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
 
 /** The study's links, in report order. `loopback` runs without a link. */
 export const STUDY_LINKS = ["lan", "metro", "wan", "lossy"];
 /** UE concurrencies of the full study and of `--quick`. */
-export const STUDY_UES = [4, 32];
-export const QUICK_UES = [8];
+export const STUDY_UES = [16, 64];
+export const QUICK_UES = [16];
 /** Default budgets (ms). */
 export const STUDY_BUDGET_MS = 10 * 60_000;
-export const QUICK_BUDGET_MS = 3 * 60_000;
+export const QUICK_BUDGET_MS = 4 * 60_000;
 
 /** Options of {@link runStudy}. */
 export interface StudyOptions {
@@ -60,30 +61,67 @@ export function linkOverheadMs(transports: number, loopback: boolean): number {
   return (loopback ? 3000 : 6000) + transports * 4000;
 }
 
+/** Flows per row the planner tries, most first. */
+const SAMPLE_TARGETS = [1000, 600, 400, 300, 200, 150, 100, 60, 40, 30];
+
+/** What the study asks of each row. */
+export interface RowPlan {
+  /** UE arrivals (flows) per row. */
+  samples: number;
+  /** Longest sampling time of a row (ms), whatever the count. */
+  sampleMs: number;
+  /** Estimated time of the links still to run (ms). */
+  estimateMs: number;
+}
+
 /**
- * Sampling time per row (ms) that spends what is left of the budget on the
- * rows still to run, after their fixed costs: warm-up and the flows still in
- * flight when sampling stops (about one journey across the link).
+ * Picks the largest number of flows per row whose estimated time fits nine
+ * tenths of the remaining budget. A row takes `samples / rate` (its default arrival rate on
+ * that link) capped at `sampleMs`, plus its warm-up and the flows still in
+ * flight when arrivals stop (about one journey); each link adds its fixed
+ * costs. When even the smallest target does not fit, rows get that target
+ * and a cap that shares out what is left (at least `minMs`).
  */
-export function planSampleMs(p: {
+export function planRows(p: {
   remainingMs: number;
   links: { rttMs: number; loopback: boolean }[];
   transports: number;
-  rowsPerTransport: number;
+  ues: number[];
+  streams: string[];
   warmupMs: number;
   minMs: number;
   maxMs: number;
-}): number {
+  maxSamples?: number;
+}): RowPlan {
+  const rows: { rate: number; tailMs: number }[] = [];
   let fixed = 0;
-  let rows = 0;
   for (const l of p.links) {
     fixed += linkOverheadMs(p.transports, l.loopback);
-    const n = p.transports * p.rowsPerTransport;
-    rows += n;
-    fixed += n * (p.warmupMs + 20 * (l.rttMs + 5) * 2);
+    for (const stream of p.streams) {
+      const requests = requestsPerUe(stream === "journey" ? JOURNEY : [WARM_GET]);
+      for (const ues of p.ues) {
+        const rate = defaultArrivalRate(ues, requests, l.rttMs, 5);
+        const tailMs = requests * (l.rttMs + 5);
+        for (let t = 0; t < p.transports; t++) rows.push({ rate, tailMs });
+      }
+    }
   }
-  if (rows === 0) return p.minMs;
-  return Math.min(p.maxMs, Math.max(p.minMs, (p.remainingMs - fixed) / rows));
+  const estimate = (samples: number, capMs: number) =>
+    fixed +
+    rows.reduce(
+      (ms, r) => ms + p.warmupMs + r.tailMs + Math.min(capMs, (samples / r.rate) * 1000),
+      0,
+    );
+  for (const samples of SAMPLE_TARGETS.filter((n) => n <= (p.maxSamples ?? Infinity))) {
+    const ms = estimate(samples, p.maxMs);
+    // A tenth of the budget is kept for what the estimate misses (process starts on a busy box).
+    if (ms <= 0.9 * p.remainingMs) return { samples, sampleMs: p.maxMs, estimateMs: ms };
+  }
+  const samples = SAMPLE_TARGETS.at(-1)!;
+  const variable = p.remainingMs - fixed -
+    rows.reduce((ms, r) => ms + p.warmupMs + r.tailMs, 0);
+  const sampleMs = Math.max(p.minMs, rows.length ? variable / rows.length : p.minMs);
+  return { samples, sampleMs, estimateMs: estimate(samples, sampleMs) };
 }
 
 /** Runs the study matrix and returns one run record (rows carry their link). */
@@ -110,30 +148,33 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
   const rows: ResultRow[] = [];
   const notes: string[] = [];
   const linkRecords: LinkRecord[] = [];
-  let lastSampleMs = 0;
+  let lastPlan: RowPlan | undefined;
   const rttOf = (s: (typeof specs)[number]) => (s.spec ? configuredRttMs(s.spec) : 0);
   for (const [i, s] of specs.entries()) {
     if (options.signal?.aborted) {
       notes.push(`The study was interrupted before ${s.text}; its cells have no data.`);
       continue;
     }
-    const sampleMs = Math.round(planSampleMs({
+    const plan = planRows({
       remainingMs: budgetMs - (Date.now() - start),
       links: specs.slice(i).map((r) => ({ rttMs: rttOf(r), loopback: !r.spec })),
       transports: transports.length,
-      rowsPerTransport: ues.length * flows.length,
+      ues,
+      streams: flows,
       warmupMs,
       minMs: quick ? 500 : 1000,
       maxMs: 60_000,
-    }));
-    lastSampleMs = sampleMs;
+      maxSamples: quick ? 100 : undefined,
+    });
+    lastPlan = plan;
     const bench = {
       scenario: "flows" as const,
       transports,
       concurrency: ues,
       flows,
       warmupMs,
-      sampleMs,
+      sampleMs: Math.round(plan.sampleMs),
+      samples: plan.samples,
       skipFloors: true,
       onProgress: (label: string, f: number) => progress(`${s.text}: ${label}`, f),
       signal: options.signal,
@@ -144,7 +185,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
         ? await runBenchAcrossLink(s.spec, {
           ...bench,
           specText: s.text,
-          childTimeoutMs: Math.max(120_000, 20 * sampleMs * ues.length * flows.length),
+          childTimeoutMs: Math.max(120_000, 3 * plan.estimateMs),
         })
         : await runBench(bench);
     } catch (err) {
@@ -184,7 +225,8 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       transports,
       sizes: [256],
       warmupMs,
-      sampleMs: lastSampleMs,
+      sampleMs: Math.round(lastPlan?.sampleMs ?? 0),
+      samples: lastPlan?.samples,
       quick,
       serverMode: specs.some((s) => s.spec) ? "link" : "process",
       delayMs: 0,
@@ -203,7 +245,8 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       links: linkRecords,
       budgetMs,
       elapsedMs,
-      sampleMs: lastSampleMs,
+      sampleMs: Math.round(lastPlan?.sampleMs ?? 0),
+      samples: lastPlan?.samples ?? 0,
       rule: { ...DEFAULT_RULE },
     },
   };

@@ -125,7 +125,9 @@ export function renderTable(run: BenchRun): string {
   const head = run.study
     ? `sbilab study · links ${run.study.links.map((l) => l.spec).join(", ")} · ${
       c.transports.join(", ")
-    } · warm-up ${c.warmupMs} ms, ${(run.study.sampleMs / 1000).toFixed(1)} s sampling per row`
+    } · warm-up ${c.warmupMs} ms, ${run.study.samples} flows per row (at most ${
+      (run.study.sampleMs / 1000).toFixed(1)
+    } s)`
     : `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
       (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
   const parts = [head, ...stackLines(run)];

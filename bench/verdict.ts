@@ -12,6 +12,7 @@
  */
 import { compareQuantiles, type Interval } from "./stats.ts";
 import type { BenchRun, ResultRow } from "./schema.ts";
+import { JOURNEY } from "./flows/definitions.ts";
 
 /** Parameters of the rule. */
 export interface VerdictRule {
@@ -165,7 +166,7 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
   // A study plans its cells; one where no transport completed flows is still judged (no-data).
   if (run.study) {
     const flows = (run.config.flows ?? []).flatMap((s) =>
-      s === "journey" ? ["registration", "pdu-session", "service-request"] : [s]
+      s === "journey" ? JOURNEY.map((f) => f.name) : [s]
     );
     for (const link of run.study.links) {
       for (const ues of run.config.concurrency ?? []) {
@@ -227,6 +228,9 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
   let summary: string;
   if (out.length === 0) {
     summary = "No flow cells were measured, so there is no verdict.";
+  } else if (noData === out.length) {
+    summary = `None of the ${out.length} cells has flow times for both HTTP/3 and HTTP/2, ` +
+      "so there is no verdict.";
   } else if (material === 0) {
     summary = `HTTP/3 has no material advantage in any of the ${out.length} cells` +
       (noData ? ` (${noData} without data for one side)` : "") +

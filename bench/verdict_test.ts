@@ -133,3 +133,12 @@ Deno.test("studyVerdict says HTTP/2 stands when no cell is material", () => {
   assert.equal(v.material, 0);
   assert.match(v.summary, /no material advantage in any of the 1 cells/);
 });
+
+Deno.test("studyVerdict gives no verdict when no cell has both sides", () => {
+  const v = studyVerdict(
+    run([row("h2c", "wan", spread(100, 200)), row("h2-tls", "lan", spread(1, 2))]),
+  );
+  assert.equal(v.cells.length, 2);
+  assert.ok(v.cells.every((c) => c.status === "no-data"));
+  assert.match(v.summary, /None of the 2 cells has flow times for both HTTP\/3 and HTTP\/2/);
+});

@@ -1,17 +1,6 @@
 /** `lab doctor`: what this machine offers sbilab. */
 import type { Command } from "commander";
-
-async function which(cmd: string): Promise<string | undefined> {
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":").concat(["/usr/sbin", "/sbin"])) {
-    try {
-      const st = await Deno.stat(`${dir}/${cmd}`);
-      if (st.isFile) return `${dir}/${cmd}`;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+import { findTool } from "../transports/host.ts";
 
 function libVersion(lib: string, fn: string): string | undefined {
   try {
@@ -106,7 +95,7 @@ export async function doctorReport(): Promise<[string, string][]> {
     ["tc", "iproute2"],
   ];
   for (const [tool, pkg] of tools) {
-    const path = await which(tool);
+    const path = findTool(tool);
     rows.push([tool, path ?? `missing (apt-get install ${pkg})`]);
   }
   rows.push([

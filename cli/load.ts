@@ -113,9 +113,6 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     // a bad URL or flag combination is a usage error; an unresolvable host is not
     throw /^Cannot resolve/.test(msg) ? err : new UsageError(msg);
   }
-  if (target.tls && !f.h3) {
-    throw new Error("h2 over TLS is not in the load engine yet: use http:// (h2c) or --h3");
-  }
   let caPem: Uint8Array | undefined;
   if (f.ca) {
     try {

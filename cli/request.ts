@@ -104,7 +104,7 @@ export function registerRequestCommand(program: Command): void {
             throw new TypeError(`Cannot read ${f}`);
           }
         }
-        if (o.insecure && transport !== "h3" && Deno.env.get(INSECURE_ENV) !== "1") {
+        if (o.insecure && stack === "deno" && Deno.env.get(INSECURE_ENV) !== "1") {
           throw new TypeError(
             "-k over h2 needs the runtime flag: run with deno run --unsafely-ignore-certificate-errors, or pass --ca",
           );

@@ -192,9 +192,17 @@ export function registerServeCommand(program: Command): void {
       "--max-connections <n>",
       "TCP connections per h2 listener (default 4096, or what the fd limit leaves)",
     )
-    .option("--handshake-timeout <ms>", "h2: first request due within this after connect", "10000")
+    .option(
+      "--handshake-timeout <ms>",
+      "h2: first request due within this after connect; h3: QUIC handshake",
+      "10000",
+    )
     .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)", "60000")
-    .option("--stall-timeout <ms>", "h2: reset a response the peer has not read for this", "30000")
+    .option(
+      "--stall-timeout <ms>",
+      "h2: reset a response the peer has not read for this; h3: close its connection",
+      "30000",
+    )
     .option(
       "--max-inflight-bodies <bytes>",
       "request-body bytes held at once (then 503)",
@@ -202,7 +210,7 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       "--max-queued-responses <bytes>",
-      "h2: response bytes queued for slow readers, per process",
+      "response bytes queued for slow readers, per process (h3 holds its own as much)",
       "67108864",
     )
     .option(
@@ -266,7 +274,11 @@ export function registerServeCommand(program: Command): void {
       try {
         for (const t of transports) {
           const port = t === "h2c" ? h2cPort : tlsPort;
-          const options: ServerOptions & { maxUdpPayload?: number } = {
+          const options: ServerOptions & {
+            maxUdpPayload?: number;
+            handshakeTimeoutMs?: number;
+            maxQueuedBytes?: number;
+          } = {
             stack,
             hostname: o.host,
             port,
@@ -281,7 +293,12 @@ export function registerServeCommand(program: Command): void {
               ? (conn: TlsConnection) => console.error(tlsLine(t, conn, exporter))
               : undefined,
           } as ServerOptions;
-          if (t === "h3") options.maxUdpPayload = h3MaxUdpPayload;
+          if (t === "h3") {
+            // The QUIC handshake timeout and the h3 module's own cap on queued response bytes.
+            options.maxUdpPayload = h3MaxUdpPayload;
+            options.handshakeTimeoutMs = limits.limits.handshakeTimeoutMs;
+            options.maxQueuedBytes = limits.responseBudget.limit;
+          }
           const server = await createServer(t, handler, options).catch((err) => {
             throw bindError(err, o.host);
           });

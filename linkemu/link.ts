@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { ensureBuilt } from "../scripts/build_native.ts";
+import { ensureBuilt } from "../transports/native_build.ts";
 import {
   DEFAULT_STATE_DIR,
   DEV_PREFIX,

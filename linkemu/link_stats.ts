@@ -1,21 +1,13 @@
 /**
- * Pure statistics for the link selftest: medians, binomial intervals and the
- * delay that jitter-without-reordering is expected to add.
+ * Pure statistics for the link selftest: binomial intervals and the delay
+ * that jitter-without-reordering is expected to add (medians come from
+ * bench/stats.ts).
  *
  * @module
  */
 
 /** Two-sided 99 % standard normal quantile. */
 export const Z99 = 2.5758293035489;
-
-/** Median of a non-empty list of finite numbers. */
-export function median(values: readonly number[]): number {
-  if (values.length === 0) throw new RangeError("Median needs at least one value");
-  const s = [...values].sort((a, b) => a - b);
-  if (s.some((v) => !Number.isFinite(v))) throw new RangeError("Median needs finite values");
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
 /**
  * Wilson score interval for a binomial share: `k` successes in `n` trials.

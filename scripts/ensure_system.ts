@@ -7,8 +7,9 @@
  * Usage: deno run -A scripts/ensure_system.ts
  * (SBILAB_PACKAGES_FILE names another package list, for tests.)
  */
-import { NATIVE_TARGETS } from "./native_targets.ts";
-import { ensureBuilt, ROOT } from "./build_native.ts";
+import { NATIVE_TARGETS } from "../transports/native_targets.ts";
+import { ensureBuilt } from "../transports/native_build.ts";
+import { ROOT } from "../transports/host.ts";
 
 /** The packages of system_packages.txt, in order. */
 export async function systemPackages(): Promise<string[]> {

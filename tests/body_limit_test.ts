@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { bodyTooLarge, createHandler } from "../handler/mod.ts";
 import { createClient, createServer, type TransportName } from "../transports/mod.ts";
 import { ByteBudget } from "../transports/byte_budget.ts";
-import { testPki } from "./support.ts";
+import { testPki, testTransports } from "./support.ts";
 
 const LIMIT = 4096;
-const OWN: TransportName[] = ["h2c", "h2-tls"];
+const OWN: TransportName[] = await testTransports();
 
 async function pair(transport: TransportName, extra: Record<string, unknown> = {}) {
   const pki = await testPki();

@@ -22,7 +22,7 @@ function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp
   assert.doesNotMatch(r.stderr, /\s+at\s|Stack backtrace/);
 }
 
-Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls", async () => {
+Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls (verified, -k, and refused without the CA)", async () => {
   const state = await Deno.makeTempDir();
   const srv = await startServe([
     "--transports",
@@ -53,6 +53,18 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
     assert.match(text, /^HTTP\/2 200\r\n/);
     assert.match(text, /content-type: application\/json/);
     assert.ok(text.endsWith(dec.decode(want)));
+    // -k skips verification in the native client itself; without --ca the dev CA is unknown
+    const insecure = await lab([
+      "request",
+      "-k",
+      `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`,
+    ]);
+    assert.equal(insecure.code, 0, insecure.stderr);
+    assert.deepEqual(insecure.stdout, want);
+    assertOneLineError(
+      await lab(["request", `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`]),
+      /^error: h2-tls request to .* failed: TLS handshake failed: .*(issuer|trusted)/,
+    );
     const post = await lab([
       "request",
       "-X",
@@ -214,6 +226,8 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
       /error: --h3-max-udp-payload must be 1200-65527, got 1000/,
       2,
     ],
+    ["soak with an unknown attack", ["soak", "--attacks", "bogus"], /Unknown attack bogus/, 2],
+    ["soak with a bad time", ["soak", "--time", "soon"], /--time/, 2],
     ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/, 2],
   ];
   for (const [name, args, pattern, code] of cases) {
@@ -307,11 +321,11 @@ Deno.test("deno task compile refuses a DENORT_BIN that does not exist with one l
   );
 });
 
-Deno.test("lab load drives lab serve over h2c and h3 with matching counts and saves JSON", async () => {
+Deno.test("lab load drives lab serve over h2c, h2-TLS and h3 with matching counts and saves JSON", async () => {
   const state = await Deno.makeTempDir();
   const srv = await startServe([
     "--transports",
-    "h2c,h3",
+    "h2c,h2-tls,h3",
     "--h2c-port",
     "0",
     "--tls-port",
@@ -322,7 +336,11 @@ Deno.test("lab load drives lab serve over h2c and h3 with matching counts and sa
   try {
     const path = "/nbench/v1/payload?size=256";
     for (
-      const [name, extra] of [["h2c", []], ["h3", ["--h3", "--ca", `${state}/ca.pem`]]] as const
+      const [name, extra] of [
+        ["h2c", []],
+        ["h2-tls", ["--ca", `${state}/ca.pem`]],
+        ["h3", ["--h3", "--ca", `${state}/ca.pem`]],
+      ] as const
     ) {
       const url = srv.urls[name].replace("localhost", "127.0.0.1") + path;
       const json = `${state}/${name}.json`;

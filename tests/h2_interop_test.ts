@@ -299,9 +299,9 @@ for (const transport of ["h2c", "h2-tls"] as const) {
   });
 }
 
-Deno.test("TCP_NODELAY is set on the h2 listener, the accepted socket and the client socket", async () => {
+Deno.test("TCP_NODELAY is set on the Deno.serve h2 listener, the accepted socket and the client socket (deno stack)", async () => {
   const { tcpSocketsNoDelay } = await import("../transports/h2/nodelay.ts");
-  const pair = await startPair("h2-tls");
+  const pair = await startPair("h2-tls", { stack: "deno" });
   try {
     await pair.client.request({ path: "/nbench/v1/payload?size=10" });
     const listener = tcpSocketsNoDelay({ listenPort: pair.server.port });

@@ -8,6 +8,7 @@ import { createHandler } from "../handler/mod.ts";
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
 import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
+import { freeUdpPort } from "../transports/host.ts";
 
 const haveClient = await haveProgram("gtlsclient");
 const haveServer = await haveProgram("gtlsserver");
@@ -65,13 +66,6 @@ Deno.test({
     }
   },
 });
-
-function freeUdpPort(): number {
-  const s = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
-  const port = (s.addr as Deno.NetAddr).port;
-  s.close();
-  return port;
-}
 
 Deno.test({
   name: "our h3 client fetches exact bytes from gtlsserver and verifies its certificate",

@@ -5,7 +5,7 @@
  * nor leave its /proc/self/fd listing open).
  */
 import assert from "node:assert/strict";
-import { ensureBuilt } from "../scripts/build_native.ts";
+import { ensureBuilt } from "../transports/native_build.ts";
 import { writeDevPki } from "../transports/pki.ts";
 import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
 
@@ -14,7 +14,7 @@ if (!H3_SKIP && !haveValgrind) console.log("skipping h3 leak check: apt-get inst
 
 Deno.test({
   name:
-    "sbh3 shim frees everything and leaves no descriptor open after requests, a cancel, garbage input, socket I/O, a refused port and a graceful close (valgrind)",
+    "sbh3 shim frees everything and leaves no descriptor open after requests, a cancel, bodies over the limit, a full send queue, garbage input, socket I/O, a refused port and a graceful close (valgrind)",
   ignore: H3_SKIP !== null || !haveValgrind,
   fn: async () => {
     const driver = await ensureBuilt("h3_leakcheck", { quiet: true });

@@ -12,9 +12,9 @@ import { renderTable } from "../bench/table.ts";
 import { parseLinkSpec } from "../linkemu/mod.ts";
 import { LINK_SKIP } from "../linkemu/_test_util.ts";
 import { availableTransports } from "../transports/mod.ts";
+import { ROOT } from "../transports/host.ts";
 
 const ignore = LINK_SKIP !== null;
-const ROOT = new URL("..", import.meta.url).pathname;
 
 /** Loopback round trips on this machine are well under this (the design brief measured ~0.1 ms). */
 const LOOPBACK_ALLOWANCE_MS = 1;
@@ -135,7 +135,7 @@ Deno.test("lab bench --link with a bad spec fails with one line and exit 2", asy
       "-A",
       "--unstable-net",
       "--quiet",
-      `${ROOT}main.ts`,
+      `${ROOT}/main.ts`,
       "bench",
       "--link",
       "rtt=fast",
@@ -156,7 +156,7 @@ Deno.test("lab bench --scenario migration without --link says it needs a link", 
       "-A",
       "--unstable-net",
       "--quiet",
-      `${ROOT}main.ts`,
+      `${ROOT}/main.ts`,
       "bench",
       "--scenario",
       "migration",

@@ -5,13 +5,9 @@
 import assert from "node:assert/strict";
 import { type Link, openLink, parseLinkSpec } from "../linkemu/mod.ts";
 import { evalIn, LineReader, LINK_SKIP } from "../linkemu/_test_util.ts";
+import { median } from "../bench/stats.ts";
 
 const ignore = LINK_SKIP !== null;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1];
-}
 
 /** Starts `serverCode` in the server namespace and waits for its "ready" line. */
 async function startServer(link: Link, serverCode: string): Promise<LineReader> {

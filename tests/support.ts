@@ -16,26 +16,14 @@ import {
 } from "../transports/mod.ts";
 import { createDevPki, type DevPki } from "../transports/pki.ts";
 import { readListening } from "../cli/listening.ts";
+import { findTool, ROOT } from "../transports/host.ts";
 
-/** Repository root. */
-export const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+export { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../transports/host.ts";
 
 let pkiPromise: Promise<DevPki> | undefined;
 /** One dev PKI shared by every test in the process. */
 export function testPki(): Promise<DevPki> {
   return pkiPromise ??= createDevPki();
-}
-
-/** Finds an executable on PATH (and the sbin folders). */
-export function findTool(name: string): string | undefined {
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":").concat(["/usr/sbin", "/sbin"])) {
-    try {
-      if (Deno.statSync(`${dir}/${name}`).isFile) return `${dir}/${name}`;
-    } catch {
-      // not in this folder
-    }
-  }
-  return undefined;
 }
 
 /** `ignore` flag for a test needing `tool`; prints which Debian package to install when missing. */
@@ -115,29 +103,6 @@ export async function startPair(
       await server.close();
     },
   };
-}
-
-/** A free TCP port on loopback (bound then released). */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-/** Waits until a TCP port accepts connections, bounded by `timeoutMs`. */
-export async function waitForPort(port: number, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      const c = await Deno.connect({ hostname: "127.0.0.1", port });
-      c.close();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
 }
 
 /** Runs a command to completion with a time bound; returns exit code and output. */
@@ -287,19 +252,12 @@ export async function startServe(args: string[]): Promise<ServeProcess> {
     stderr: "piped",
     stdin: "null",
   }).spawn();
-  const urls: Record<string, string> = {};
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",").length;
-  const deadline = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  while (Object.keys(urls).length < want) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    for (const m of buf.matchAll(/^(\S+) listening on (\S+)$/gm)) urls[m[1]] = m[2];
-  }
-  clearTimeout(deadline);
-  reader.releaseLock();
+  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
+  const urls = await readListening(child.stdout, want as TransportName[]).catch(async (err) => {
+    child.kill("SIGKILL");
+    await child.status;
+    throw err;
+  }) as Record<string, string>;
   // Stderr is read as it comes, line by line, so the child never blocks on a full pipe.
   const lines: string[] = [];
   let wake: (() => void) | undefined;
@@ -331,7 +289,6 @@ export async function startServe(args: string[]): Promise<ServeProcess> {
   const stop = async () => {
     child.kill("SIGTERM");
     const status = await child.status;
-    await child.stdout.cancel().catch(() => {});
     await reading;
     return status;
   };

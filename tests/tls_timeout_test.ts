@@ -1,7 +1,7 @@
 /**
  * TLS negatives (unknown CA, wrong host name, mTLS without a client
  * certificate) and the client's per-request timeout, on every TLS transport
- * and on h2c for the timeout.
+ * (h2-tls on both stacks' servers) and on h2c for the timeout.
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
@@ -16,12 +16,24 @@ import {
 import { createDevPki } from "../transports/pki.ts";
 import { testPki, testTransports } from "./support.ts";
 
+type Stack = "native" | "deno" | undefined;
+
 const transports = await testTransports();
-const tlsTransports = transports.filter((t) => t !== "h2c");
+/** Every TLS transport on the default (native) server, plus h2-tls on the deno stack's server. */
+const tlsCases: [TransportName, Stack][] = [
+  ...transports.filter((t) => t !== "h2c").map((t): [TransportName, Stack] => [t, undefined]),
+  ["h2-tls", "deno"],
+];
+const timeoutCases: [TransportName, Stack][] = [
+  ...transports.map((t): [TransportName, Stack] => [t, undefined]),
+  ["h2-tls", "deno"],
+];
+const named = (transport: TransportName, stack: Stack) =>
+  stack ? `${transport} (${stack} server)` : transport;
 
 async function withServer<T>(
   transport: TransportName,
-  opts: { requireClientCert?: boolean; handler?: SbiHandler },
+  opts: { requireClientCert?: boolean; handler?: SbiHandler; stack?: Stack },
   fn: (url: string) => Promise<T>,
 ): Promise<T> {
   const pki = await testPki();
@@ -32,6 +44,7 @@ async function withServer<T>(
       ca: pki.caCertPem,
       requireClientCert: opts.requireClientCert,
     },
+    stack: opts.stack,
   });
   try {
     return await fn(server.url);
@@ -42,10 +55,11 @@ async function withServer<T>(
 
 const PATH = "/nbench/v1/payload?size=64";
 
-for (const transport of tlsTransports) {
-  Deno.test(`${transport} client rejects a server whose CA it does not trust`, async () => {
+for (const [transport, stack] of tlsCases) {
+  const name = named(transport, stack);
+  Deno.test(`${name} client rejects a server whose CA it does not trust`, async () => {
     const other = await createDevPki({ caName: "someone else's CA" });
-    await withServer(transport, {}, async (url) => {
+    await withServer(transport, { stack }, async (url) => {
       const client = await createClient(transport, url, {
         tls: { ca: other.caCertPem },
         timeoutMs: 3000,
@@ -58,17 +72,18 @@ for (const transport of tlsTransports) {
     });
   });
 
-  Deno.test(`${transport} client rejects a certificate issued for another host name`, async () => {
+  Deno.test(`${name} client rejects a certificate issued for another host name`, async () => {
     const pki = await testPki();
     const elsewhere = await createDevPki({ serverNames: ["nrf.example.org"] });
     const server = await createServer(transport, createHandler(), {
       tls: { cert: elsewhere.serverCertPem, key: elsewhere.serverKeyPem },
+      stack,
     });
     const wrong = await createClient(transport, server.url, {
       tls: { ca: elsewhere.caCertPem },
       timeoutMs: 3000,
     });
-    const right = await withServer(transport, {}, async (url) => {
+    const right = await withServer(transport, { stack }, async (url) => {
       const c = await createClient(transport, url, { tls: { ca: pki.caCertPem } });
       try {
         return (await c.request({ path: PATH })).status;
@@ -85,9 +100,9 @@ for (const transport of tlsTransports) {
     }
   });
 
-  Deno.test(`${transport} server with mTLS rejects a client without a certificate and accepts one with`, async () => {
+  Deno.test(`${name} server with mTLS rejects a client without a certificate and accepts one with`, async () => {
     const pki = await testPki();
-    await withServer(transport, { requireClientCert: true }, async (url) => {
+    await withServer(transport, { requireClientCert: true, stack }, async (url) => {
       const anon = await createClient(transport, url, {
         tls: { ca: pki.caCertPem },
         timeoutMs: 3000,
@@ -107,10 +122,10 @@ for (const transport of tlsTransports) {
     });
   });
 
-  Deno.test(`${transport} server with mTLS rejects a client certificate from an unknown CA`, async () => {
+  Deno.test(`${name} server with mTLS rejects a client certificate from an unknown CA`, async () => {
     const pki = await testPki();
     const other = await createDevPki();
-    await withServer(transport, { requireClientCert: true }, async (url) => {
+    await withServer(transport, { requireClientCert: true, stack }, async (url) => {
       const stranger = await createClient(transport, url, {
         tls: { ca: pki.caCertPem, cert: other.clientCertPem, key: other.clientKeyPem },
         timeoutMs: 3000,
@@ -124,15 +139,15 @@ for (const transport of tlsTransports) {
   });
 }
 
-for (const transport of transports) {
-  Deno.test(`${transport} client times out within timeout + 100 ms against a stalled handler, then still works`, async () => {
+for (const [transport, stack] of timeoutCases) {
+  Deno.test(`${named(transport, stack)} client times out within timeout + 100 ms against a stalled handler, then still works`, async () => {
     const release = Promise.withResolvers<void>();
     const inner = createHandler();
     const stalling: SbiHandler = async (req) => {
       if (req.path === "/stall") await release.promise;
       return inner(req);
     };
-    await withServer(transport, { handler: stalling }, async (url) => {
+    await withServer(transport, { handler: stalling, stack }, async (url) => {
       const pki = await testPki();
       const client = await createClient(transport, url, { tls: { ca: pki.caCertPem } });
       try {

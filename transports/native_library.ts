@@ -8,13 +8,13 @@
  * Shared by the h2 client module and the h3 module; each keeps its own error
  * class and caches the result.
  */
-import { ensureBuilt } from "../scripts/build_native.ts";
+import { ensureBuilt } from "./native_build.ts";
 
 /** What to open and how to report failure. */
 export interface NativeLibrarySpec<S extends Deno.ForeignLibraryInterface> {
   /** Environment variable holding an override path, e.g. `SBILAB_H3_LIB`. */
   envVar: string;
-  /** Native target name in `scripts/native_targets.ts`, e.g. `h3`. */
+  /** Native target name in `native_targets.ts`, e.g. `h3`. */
   target: string;
   /** Where `deno compile --include` puts the library. */
   embeddedUrl: URL;

@@ -28,6 +28,10 @@ export const WIRE_EVENT = {
   CLOSED: 4,
   GOAWAY: 5,
   RELEASED: 6,
+  /** Server: a request body passed the limit; headers only, reading stopped; answer 413. */
+  TOO_LARGE: 7,
+  /** Client: the server refused 0-RTT; what was submitted early must be submitted again. */
+  EARLY_REJECTED: 8,
 } as const;
 
 /** The fixed part of one event record. */
@@ -58,8 +62,12 @@ export function readEventRecord(view: DataView, offset: number): EventRecord {
   };
 }
 
-/** Connection-specific fields HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2), and ones writers set themselves. */
-const DROPPED = new Set([
+/**
+ * Fields a writer never copies from the caller: the connection-specific ones
+ * HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2), `host` (the
+ * authority travels as `:authority`) and `content-length` (set from the body).
+ */
+export const DROPPED_FIELDS: ReadonlySet<string> = new Set([
   "connection",
   "keep-alive",
   "proxy-connection",
@@ -126,7 +134,7 @@ export class HeaderBlockWriter {
   fields(headers: Record<string, string>): void {
     for (const name in headers) {
       const lower = name.toLowerCase();
-      if (DROPPED.has(lower) || lower.charCodeAt(0) === 0x3a) continue;
+      if (DROPPED_FIELDS.has(lower) || lower.charCodeAt(0) === 0x3a) continue;
       if (lower === "te" && headers[name].toLowerCase() !== "trailers") continue;
       this.field(lower, headers[name]);
     }
@@ -191,7 +199,7 @@ export function encodeHeaderBlock(headers: HeaderList): Uint8Array<ArrayBuffer> 
  */
 const interned = new Map<number, string>();
 const INTERN_MAX_LEN = 96;
-const INTERN_MAX_ENTRIES = 4096;
+const INTERN_MAX_ENTRIES = 512;
 
 function latin1(b: Uint8Array, start: number, end: number): string {
   const len = end - start;
@@ -258,16 +266,15 @@ export function decodeResponseBlock(block: Uint8Array): ResponseHead {
   return { status, headers };
 }
 
-/**
- * Decodes a request header block and its body into an `SbiRequest`; throws
- * `SyntaxError` when the block is truncated or lacks `:method` or a `:path`
- * starting with "/".
- */
-export function decodeRequestBlock(block: Uint8Array, body: Uint8Array): SbiRequest {
+/** Builds an `SbiRequest` from the fields `visit` hands over; throws `SyntaxError` without `:method` or a `:path` starting with "/". */
+function buildRequest(
+  visit: (field: (name: string, value: string) => void) => void,
+  body: Uint8Array,
+): SbiRequest {
   const headers: SbiHeaders = {};
   let method = "";
   let target = "";
-  eachField(block, (name, value) => {
+  visit((name, value) => {
     if (name === ":method") method = value;
     else if (name === ":path") target = value;
     else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
@@ -283,4 +290,20 @@ export function decodeRequestBlock(block: Uint8Array, body: Uint8Array): SbiRequ
     headers,
     body,
   };
+}
+
+/**
+ * Decodes a request header block and its body into an `SbiRequest`; throws
+ * `SyntaxError` when the block is truncated or lacks `:method` or a `:path`
+ * starting with "/". Repeated fields are joined with ", ".
+ */
+export function decodeRequestBlock(block: Uint8Array, body: Uint8Array): SbiRequest {
+  return buildRequest((field) => eachField(block, field), body);
+}
+
+/** The same as {@linkcode decodeRequestBlock} for fields already decoded into a list. */
+export function requestFromHeaderList(list: HeaderList, body: Uint8Array): SbiRequest {
+  return buildRequest((field) => {
+    for (const [name, value] of list) field(name, value);
+  }, body);
 }

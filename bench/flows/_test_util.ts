@@ -20,11 +20,9 @@ export function directPool(handler: SbiHandler): ConnectionPool {
   return { client: () => Promise.resolve(client) };
 }
 
-/** Deterministic UUID-shaped ids: the prefix in hex, then a counter. */
-export function counterIds(prefix = "id"): () => string {
-  // UUID-shaped (the NRF accepts only UUID nfInstanceIds), deterministic per prefix.
-  const tag = Array.from(new TextEncoder().encode(prefix.slice(0, 4)), (b) => b.toString(16))
-    .join("").padEnd(8, "0");
+/** Deterministic UUIDs: `00000000-0000-4000-8000-000000000001`, `…0002`, … (`tag` sets the first group). */
+export function counterIds(tag = 0): () => string {
   let n = 0;
-  return () => `${tag}-0000-4000-8000-${String(++n).padStart(12, "0")}`;
+  const head = tag.toString(16).padStart(8, "0");
+  return () => `${head}-0000-4000-8000-${(++n).toString(16).padStart(12, "0")}`;
 }

@@ -193,6 +193,38 @@ export const BODIES = {
       anTypeCanBeChanged: false,
     }, [["n2-sm-info", NGAP_TYPE, n2SmBytes("setup-rsp", id, 24)]]);
   },
+  /** TS 29.502 §6.1.6.2.3 SmContextUpdateData for handover preparation, with the N2 handover required transfer. */
+  smContextUpdateHoRequired: (v: FlowVars) =>
+    multipart({
+      hoState: "PREPARING",
+      targetId: {
+        ranNodeId: { plmnId: PLMN, gNbId: { bitLength: 22, gNBValue: "000002" } },
+        tai: { plmnId: PLMN, tac: "000002" },
+      },
+      n2SmInfo: { contentId: "n2-sm-info" },
+      n2SmInfoType: "HANDOVER_REQUIRED",
+    }, [[
+      "n2-sm-info",
+      NGAP_TYPE,
+      n2SmBytes("ho-required", Number(need(v, "pduSessionId")), 16),
+    ]]),
+  /** TS 29.502 §6.1.6.2.3 SmContextUpdateData with the target's N2 handover request acknowledge transfer. */
+  smContextUpdateHoReqAck: (v: FlowVars) =>
+    multipart({
+      hoState: "PREPARED",
+      n2SmInfo: { contentId: "n2-sm-info" },
+      n2SmInfoType: "HANDOVER_REQ_ACK",
+    }, [[
+      "n2-sm-info",
+      NGAP_TYPE,
+      n2SmBytes("ho-req-ack", Number(need(v, "pduSessionId")), 40),
+    ]]),
+  /** TS 29.502 §6.1.6.2.3 SmContextUpdateData completing the handover at the target. */
+  smContextUpdateHoComplete: () =>
+    json({
+      hoState: "COMPLETED",
+      ueLocation: { nrLocation: { tai: { plmnId: PLMN, tac: "000002" } } },
+    }),
   /** TS 29.502 §6.1.6.2.3 SmContextUpdateData for an AN release (user plane deactivated). */
   smContextUpdateDeactivate: () =>
     json({ upCnxState: "DEACTIVATED", cause: "REL_DUE_TO_REACTIVATION" }),

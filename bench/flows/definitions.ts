@@ -235,6 +235,48 @@ export const PDU_SESSION: FlowDefinition = {
   ],
 };
 
+/** Inter NG-RAN N2 handover without AMF change (TS 23.502 §4.9.1.3), the SMF's part. */
+export const HANDOVER: FlowDefinition = {
+  name: "handover",
+  title: "N2 handover",
+  source: "TS 23.502 §4.9.1.3",
+  steps: [
+    {
+      name: "smf.update-ho-required",
+      title: "SMF: SM context update, handover preparation with N2; N2 in a multipart answer",
+      from: "AMF",
+      to: "SMF",
+      method: "POST",
+      path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/modify",
+      body: "smContextUpdateHoRequired",
+      expect: [200],
+      require: { "/hoState": "PREPARING" },
+    },
+    {
+      name: "smf.update-ho-req-ack",
+      title: "SMF: SM context update, target's handover request acknowledge; handover command back",
+      from: "AMF",
+      to: "SMF",
+      method: "POST",
+      path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/modify",
+      body: "smContextUpdateHoReqAck",
+      expect: [200],
+      require: { "/hoState": "PREPARED" },
+    },
+    {
+      name: "smf.update-ho-complete",
+      title: "SMF: SM context update, handover completed (TS 29.502 §5.2.2.3.4)",
+      from: "AMF",
+      to: "SMF",
+      method: "POST",
+      path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/modify",
+      body: "smContextUpdateHoComplete",
+      expect: [200],
+      require: { "/hoState": "COMPLETED" },
+    },
+  ],
+};
+
 /** AN release (TS 23.502 §4.2.6) then UE-triggered service request (§4.2.3.2). */
 export const SERVICE_REQUEST: FlowDefinition = {
   name: "service-request",
@@ -308,12 +350,13 @@ export const HEARTBEAT: FlowStep = {
 };
 
 /** A UE's journey: the flows one arriving UE runs, in order. */
-export const JOURNEY: FlowDefinition[] = [REGISTRATION, PDU_SESSION, SERVICE_REQUEST];
+export const JOURNEY: FlowDefinition[] = [REGISTRATION, PDU_SESSION, HANDOVER, SERVICE_REQUEST];
 
 /** Every flow by name. */
 export const FLOWS: Readonly<Record<string, FlowDefinition>> = {
   registration: REGISTRATION,
   "pdu-session": PDU_SESSION,
+  handover: HANDOVER,
   "service-request": SERVICE_REQUEST,
   "warm-get": WARM_GET,
 };

@@ -5,7 +5,14 @@ import type { ClientResponse, TransportName } from "../../transports/types.ts";
 import { createClient, createServer } from "../../transports/mod.ts";
 import { testPki, testTransports } from "../../tests/support.ts";
 import { counterIds, directPool } from "./_test_util.ts";
-import { JOURNEY, NF_REGISTER, PDU_SESSION, SERVICE_REQUEST, WARM_GET } from "./definitions.ts";
+import {
+  HANDOVER,
+  JOURNEY,
+  NF_REGISTER,
+  PDU_SESSION,
+  SERVICE_REQUEST,
+  WARM_GET,
+} from "./definitions.ts";
 import type { FlowDefinition, FlowStep } from "./definitions.ts";
 import { type ConnectionPool, DiscoveryCache, runFlow, runStep, ueVars } from "./runner.ts";
 
@@ -47,7 +54,7 @@ async function journeyOver(pool: ConnectionPool) {
       location: r.headers["location"],
       body: r.body,
     });
-  const nf = await registerNfs(pool, counterIds("nf"));
+  const nf = await registerNfs(pool, counterIds(0xf));
   const discovery = new DiscoveryCache();
   const outcomes = [];
   for (let ue = 0; ue < 2; ue++) {
@@ -75,7 +82,7 @@ Deno.test("the UE journey runs every step against the handler, discovering once 
   assert.equal(create.status, 201);
   assert.match(
     create.location!,
-    /^\/nsmf-pdusession\/v1\/sm-contexts\/69640000-0000-4000-8000-\d{12}$/,
+    /^\/nsmf-pdusession\/v1\/sm-contexts\/00000000-0000-4000-8000-[0-9a-f]{12}$/,
   );
   const activate = record.find((r) => r.step === "smf.update-activate")!;
   assert.match(activate.contentType!, /^multipart\/related; boundary=/);
@@ -84,7 +91,7 @@ Deno.test("the UE journey runs every step against the handler, discovering once 
 Deno.test("a flow whose step fails is reported failed with that step and its cause", async () => {
   const handler = createHandler({ newId: counterIds() });
   const pool = directPool(handler);
-  const nf = await registerNfs(pool, counterIds("nf"));
+  const nf = await registerNfs(pool, counterIds(0xf));
   // No registration first: the UDM refuses the SMF's sm-data get.
   const o = await runFlow(PDU_SESSION, { ...nf, ...ueVars(7) }, { pool });
   assert.equal(o.ok, false);
@@ -96,6 +103,13 @@ Deno.test("a flow whose step fails is reported failed with that step and its cau
     "nrf.discover-udm",
     "udm.sdm-sm-data",
   ]);
+  // A handover for an SM context that is not active yet (created, no N1N2 transfer): out of order.
+  const vars = { ...nf, ...ueVars(9) };
+  const createOnly = { ...PDU_SESSION, steps: PDU_SESSION.steps.slice(0, 2) };
+  assert.equal((await runFlow(createOnly, vars, { pool })).ok, true);
+  const h = await runFlow(HANDOVER, vars, { pool });
+  assert.equal(h.failedStep, "smf.update-ho-required");
+  assert.match(h.error!, /400 \(UNSPECIFIED_MSG_FAILURE\)/);
   // A service request for an SM context the SMF never made: 404 CONTEXT_NOT_FOUND.
   const s = await runFlow(SERVICE_REQUEST, { ...nf, ...ueVars(8), smContextRef: "nope" }, {
     pool,

@@ -83,11 +83,14 @@ export interface FlowRunOptions {
   onResponse?: (step: FlowStep, response: ClientResponse) => void;
 }
 
-/** Raised when a step's answer is not what the flow needs. */
+/** Raised when a step fails: no answer, a wrong status, or a field the flow needs is missing. */
 export class StepError extends Error {
-  constructor(readonly step: string, message: string) {
-    super(message);
+  /** What the step did before it failed. */
+  readonly outcome: StepOutcome;
+  constructor(message: string, outcome: StepOutcome) {
+    super(`${outcome.step}: ${message}`);
     this.name = "StepError";
+    this.outcome = outcome;
   }
 }
 
@@ -179,9 +182,7 @@ export async function runStep(
   const ns = (clock() - t0) * 1e6;
   if (res === undefined) {
     const why = lastError instanceof Error ? lastError.message : String(lastError);
-    throw Object.assign(new StepError(step.name, `${step.name}: ${why.split("\n")[0]}`), {
-      outcome: { step: step.name, ns, attempts },
-    });
+    throw new StepError(why.split("\n")[0], { step: step.name, ns, attempts });
   }
   options.onResponse?.(step, res);
   const outcome: StepOutcome = { step: step.name, ns, status: res.status, attempts };
@@ -192,8 +193,7 @@ export async function runStep(
     didParse = true;
     return parsed;
   };
-  const fail = (message: string) =>
-    Object.assign(new StepError(step.name, `${step.name}: ${message}`), { outcome });
+  const fail = (message: string) => new StepError(message, outcome);
   if (!step.expect.includes(res.status)) {
     throw fail(
       `answered ${res.status}${problemCause(json)}, expected ${step.expect.join(" or ")}`,
@@ -233,7 +233,7 @@ export async function runFlow(
       steps.push(o);
       retries += Math.max(0, o.attempts - 1);
     } catch (err) {
-      const outcome = (err as { outcome?: StepOutcome }).outcome;
+      const outcome = err instanceof StepError ? err.outcome : undefined;
       if (outcome) {
         steps.push(outcome);
         retries += Math.max(0, outcome.attempts - 1);

@@ -3,13 +3,7 @@ import { formatBytes } from "../units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { getPayload, makeRow, payloadPath, postEcho, type ScenarioContext } from "./context.ts";
-import {
-  nativeExtra,
-  nativePlan,
-  nativeSampleSet,
-  nativeSkipNote,
-  runNative,
-} from "../native_load.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
 
 /** Default bulk sizes. */
 export const BULK_SIZES = [1024 * 1024, 16 * 1024 * 1024];
@@ -68,20 +62,16 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
           );
           continue;
         }
-        const row = makeRow({
+        const row = nativeRow({
           id: `bulk/native/${transport}/${direction}/${size}`,
           scenario: "bulk",
           transport,
-          engine: "native",
           label: direction === "download"
             ? `GET ${formatBytes(size)} download (native engine)`
             : `POST ${formatBytes(size)} upload, echoed back (native engine)`,
           sizeBytes: size,
           concurrency: 1,
-          errors: run.result.errors,
-          requestsPerSecond: run.result.reqPerSec,
-          extra: nativeExtra(run),
-        }, nativeSampleSet(run.result, "corrected"));
+        }, run);
         row.bytesPerSecond = size / (row.estimate.median / 1e9);
         ctx.onRow(row);
         rows.push(row);

@@ -6,12 +6,11 @@
  */
 import { formatDuration, formatRate } from "../units.ts";
 import type { ResultRow } from "../schema.ts";
-import { floorFor, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
+import { floorFor, payloadPath, type ScenarioContext } from "./context.ts";
 import {
-  nativeExtra,
   nativePlan,
+  nativeRow,
   type NativeRun,
-  nativeSampleSet,
   nativeSkipNote,
   runNative,
 } from "../native_load.ts";
@@ -101,24 +100,20 @@ export async function capacityScenario(ctx: ScenarioContext): Promise<ResultRow[
       ctx.notes.push(`capacity ${transport}: no step passed, no row.`);
       continue;
     }
-    const row = makeRow({
+    const row = nativeRow({
       id: `capacity/native/${transport}/${size}/${boundMs}`,
       scenario: "capacity",
       transport,
-      engine: "native",
       label: `highest rate with p99 ≤ ${boundMs} ms, GET ${size} B (native engine)`,
       sizeBytes: size,
       floor: floorFor(transport),
-      requestsPerSecond: best.run.result.reqPerSec,
-      errors: best.run.result.errors,
       extra: {
         targetRate: best.rate,
         ...(fail !== undefined ? { firstFailedRate: fail } : {}),
         p99BoundNs: boundNs,
         steps: log.length,
-        ...nativeExtra(best.run),
       },
-    }, nativeSampleSet(best.run.result, "corrected"));
+    }, best.run);
     ctx.onRow(row);
     rows.push(row);
   }

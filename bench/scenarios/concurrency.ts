@@ -3,13 +3,7 @@ import { formatBytes } from "../units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
-import {
-  nativeExtra,
-  nativePlan,
-  nativeSampleSet,
-  nativeSkipNote,
-  runNative,
-} from "../native_load.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
 
 /** Default in-flight levels. */
 export const DEFAULT_CONCURRENCY = [1, 8, 64, 256];
@@ -33,19 +27,15 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
         break;
       }
       const run = await runNative(ctx, `${transport} ${n} in flight (native)`, plan);
-      const row = makeRow({
+      const row = nativeRow({
         id: `concurrency/native/${transport}/${size}/${n}`,
         scenario: "concurrency",
         transport,
-        engine: "native",
         label: `GET ${formatBytes(size)}, ${n} in flight on one connection (native engine)`,
         sizeBytes: size,
         concurrency: n,
         floor: n === 1 ? floorFor(transport) : undefined,
-        requestsPerSecond: run.result.reqPerSec,
-        errors: run.result.errors,
-        extra: nativeExtra(run),
-      }, nativeSampleSet(run.result, "corrected"));
+      }, run);
       ctx.onRow(row);
       rows.push(row);
       cpu.push(`${n}: client ${share(run.clientCpu)}, server ${share(run.serverCpu)}`);

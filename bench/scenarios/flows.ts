@@ -30,7 +30,7 @@ import {
   ueVars,
 } from "../flows/runner.ts";
 import { makeRow, type ScenarioContext } from "./context.ts";
-import { formatRate } from "../units.ts";
+import { formatDuration, formatRate } from "../units.ts";
 
 /** The streams `flows` can measure. */
 export const FLOW_STREAMS = ["journey", "warm-get"] as const;
@@ -42,8 +42,12 @@ export const HEARTBEAT_MS = 1000;
 const STEP_TIMEOUT_MS = 10_000;
 /** Extra attempts of a step whose request throws. */
 const STEP_RETRIES = 1;
-/** Highest default arrival rate (per s), so the client, not the server, sets no limit. */
-const MAX_DEFAULT_RATE = 1000;
+/**
+ * Highest request rate (req/s) a default arrival rate asks for: on a small lab
+ * box more saturates the client and server processes, and the rows would time
+ * the machine's queues rather than the transports.
+ */
+export const MAX_DEFAULT_REQUEST_RATE = 500;
 
 const NF_SERVICES: [NfType, string][] = [
   ["AMF", "namf-comm"],
@@ -60,7 +64,8 @@ export function requestsPerUe(flows: FlowDefinition[]): number {
 
 /**
  * Default arrival rate (UEs per s) for `ues` concurrent UEs: about half the
- * UE slots busy when each request costs the link's RTT plus `perRequestMs`.
+ * UE slots busy when each request costs the link's RTT plus `perRequestMs`,
+ * and never more than {@link MAX_DEFAULT_REQUEST_RATE} requests per second.
  */
 export function defaultArrivalRate(
   ues: number,
@@ -69,7 +74,7 @@ export function defaultArrivalRate(
   perRequestMs = 5,
 ): number {
   const flowMs = requests * (rttMs + perRequestMs);
-  return Math.min(MAX_DEFAULT_RATE, (ues * 1000) / (2 * flowMs));
+  return Math.min(MAX_DEFAULT_REQUEST_RATE / requests, (ues * 1000) / (2 * flowMs));
 }
 
 interface StreamTally {
@@ -238,6 +243,14 @@ async function measureTransport(
         const r = await run(t, ctx.plan.sampleMs, ctx.plan.samples);
         ctx.onProgress(label, 1);
         const perSecond = r.started / (r.elapsedMs / 1000);
+        if (r.waitedForSlot > 0.05 * r.started) {
+          ctx.notes.push(
+            `${transport} ${stream} at ${ues} UEs: ${r.waitedForSlot} of ${r.started} arrivals ` +
+              `waited for a free UE slot (mean lag ${formatDuration(r.meanLagMs * 1e6)}), so ` +
+              "these flow times include queueing on this machine, not only the transport " +
+              "(a lower --rate or a bigger box avoids it).",
+          );
+        }
         for (const flow of flows) {
           const times = t.flowTimes.get(flow.name);
           const failed = t.failed.get(flow.name) ?? 0;

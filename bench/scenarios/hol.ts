@@ -8,7 +8,8 @@
 import { formatBytes } from "../units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
-import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
+import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
 
 /** Default concurrent streams. */
 export const DEFAULT_STREAMS = 16;
@@ -25,6 +26,7 @@ export async function holScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
       "hol ran without --link: on loopback nothing is lost, so no head-of-line blocking can show.",
     );
   }
+  if (ctx.config.engine === "native") return [...rows, ...await nativeRows(ctx, streams)];
   for (const transport of ctx.transports) {
     const client = await ctx.openClient(transport);
     try {
@@ -52,6 +54,42 @@ export async function holScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
       }
     } finally {
       await client.close();
+    }
+  }
+  return rows;
+}
+
+/** The same from the native engine (`--engine native`): hundreds of streams cost the client nothing. */
+async function nativeRows(ctx: ScenarioContext, streams: number): Promise<ResultRow[]> {
+  const rows: ResultRow[] = [];
+  transports: for (const transport of ctx.transports) {
+    for (const size of ctx.sizes) {
+      const plan = await nativePlan(ctx, transport, {
+        path: payloadPath(size),
+        streams,
+        timeoutMs: REQUEST_TIMEOUT_MS,
+      });
+      if (!plan) {
+        ctx.notes.push(nativeSkipNote("hol", transport));
+        continue transports;
+      }
+      const run = await runNative(
+        ctx,
+        `${transport} ${formatBytes(size)} × ${streams} (native)`,
+        plan,
+      );
+      const row = nativeRow({
+        id: `hol/native/${transport}/${size}/${streams}`,
+        scenario: "hol",
+        transport,
+        label: `GET ${formatBytes(size)}, ${streams} streams on one connection (native engine)`,
+        sizeBytes: size,
+        concurrency: streams,
+        floor: ctx.config.link ? undefined : floorFor(transport),
+      }, run);
+      ctx.onRow(row);
+      rows.push(row);
+      if (ctx.signal?.aborted) return rows;
     }
   }
   return rows;

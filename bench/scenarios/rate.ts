@@ -3,13 +3,7 @@ import { formatBytes } from "../units.ts";
 import { sampleOpenLoop } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
-import {
-  nativeExtra,
-  nativePlan,
-  nativeSampleSet,
-  nativeSkipNote,
-  runNative,
-} from "../native_load.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
 
 /** Default open-loop rate (req/s). */
 export const DEFAULT_RATE = 1000;
@@ -48,18 +42,19 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
     }
     const run = await runNative(ctx, `${transport} ${rate} req/s open loop (native)`, plan);
     for (const kind of ["corrected", "uncorrected"] as const) {
-      const row = makeRow({
-        id: `rate/native/${transport}/${size}/${rate}/${kind}`,
-        scenario: "rate",
-        transport,
-        engine: "native",
-        label: `${label(size, rate, kind)} (native engine)`,
-        sizeBytes: size,
-        floor: floorFor(transport),
-        requestsPerSecond: run.result.reqPerSec,
-        errors: run.result.errors,
-        extra: { targetRate: rate, ...nativeExtra(run) },
-      }, nativeSampleSet(run.result, kind));
+      const row = nativeRow(
+        {
+          id: `rate/native/${transport}/${size}/${rate}/${kind}`,
+          scenario: "rate",
+          transport,
+          label: `${label(size, rate, kind)} (native engine)`,
+          sizeBytes: size,
+          floor: floorFor(transport),
+          extra: { targetRate: rate },
+        },
+        run,
+        kind,
+      );
       ctx.onRow(row);
       rows.push(row);
     }

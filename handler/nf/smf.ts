@@ -1,9 +1,9 @@
 /**
  * A mock SMF (TS 29.502 `Nsmf_PDUSession`, the SM context service the AMF
  * calls): SM context create with the N1 SM message as a binary part, and
- * SM context updates for the N2 setup response, AN release and service
- * request. Each update checks the context's state, so a step out of order
- * gets a ProblemDetails.
+ * SM context updates for the N2 setup response, AN release, service request
+ * and N2 handover (preparation, resource allocation, completion). Each update
+ * checks the context's state, so a step out of order gets a ProblemDetails.
  */
 import { ProblemError } from "../problem.ts";
 import {
@@ -42,6 +42,24 @@ export function n2SmBytes(kind: string, pduSessionId: number, length: number): U
   return out;
 }
 
+/** A 200 SmContextUpdatedData with `fields` and one N2 SM information part of `length` bytes. */
+function n2Answer(
+  sm: SmContext,
+  fields: Record<string, unknown>,
+  n2SmInfoType: string,
+  length: number,
+) {
+  return multipartResponse(200, {
+    ...fields,
+    n2SmInfo: { contentId: "n2-sm-info" },
+    n2SmInfoType,
+  }, [{
+    contentId: "n2-sm-info",
+    contentType: NGAP_TYPE,
+    body: n2SmBytes(n2SmInfoType, sm.pduSessionId, length),
+  }]);
+}
+
 function outOfOrder(detail: string): ProblemError {
   return new ProblemError(400, { cause: "UNSPECIFIED_MSG_FAILURE", detail });
 }
@@ -54,6 +72,55 @@ export function smfRoutes(ctx: NfContext): NfRoute[] {
     const sm = ctx.ues.smContexts.get(ref);
     if (sm === undefined) throw contextNotFound("SM context", ref, path);
     return sm;
+  }
+
+  /** N2 handover (TS 23.502 §4.9.1.3; TS 29.502 §5.2.2.3.4): PREPARING → PREPARED → COMPLETED. */
+  function handover(
+    sm: SmContext,
+    body: ReturnType<typeof jsonWithParts>,
+    hoState: unknown,
+    n2Type: unknown,
+  ) {
+    if (hoState === "PREPARING" && n2Type === "HANDOVER_REQUIRED") {
+      referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
+      if (body.json.targetId === undefined) {
+        throw new ProblemError(400, {
+          cause: "MANDATORY_IE_MISSING",
+          detail: "A handover preparation needs targetId",
+          invalidParams: [{ param: "/targetId", reason: "mandatory IE missing" }],
+        });
+      }
+      if (sm.state !== "ACTIVATED" && sm.state !== "HO_PREPARING") {
+        throw outOfOrder(`Handover preparation for SM context in state ${sm.state}`);
+      }
+      sm.state = "HO_PREPARING";
+      return n2Answer(sm, { hoState: "PREPARING" }, "PDU_RES_SETUP_REQ", 48);
+    }
+    if (hoState === "PREPARED" && n2Type === "HANDOVER_REQ_ACK") {
+      referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
+      if (sm.state !== "HO_PREPARING" && sm.state !== "HO_PREPARED") {
+        throw outOfOrder(
+          `Handover request acknowledge for SM context in state ${sm.state} ` +
+            "(the handover preparation comes first)",
+        );
+      }
+      sm.state = "HO_PREPARED";
+      return n2Answer(sm, { hoState: "PREPARED" }, "HANDOVER_CMD", 32);
+    }
+    if (hoState === "COMPLETED") {
+      if (sm.state === "ACTIVATED") return jsonResponse(200, { hoState: "COMPLETED" });
+      if (sm.state !== "HO_PREPARED") {
+        throw outOfOrder(`Handover completion for SM context in state ${sm.state}`);
+      }
+      sm.state = "ACTIVATED";
+      return jsonResponse(200, { hoState: "COMPLETED" });
+    }
+    throw new ProblemError(400, {
+      cause: "MANDATORY_IE_INCORRECT",
+      detail: "hoState PREPARING needs n2SmInfoType HANDOVER_REQUIRED, PREPARED needs " +
+        "HANDOVER_REQ_ACK; COMPLETED needs neither",
+      invalidParams: [{ param: "/hoState", reason: "unsupported handover update" }],
+    });
   }
 
   return [{
@@ -108,6 +175,8 @@ export function smfRoutes(ctx: NfContext): NfRoute[] {
         const sm = context(p.smContextRef, request.path);
         const body = jsonWithParts(request, "SmContextUpdateData", []);
         const n2Type = body.json.n2SmInfoType;
+        const hoState = body.json.hoState;
+        if (hoState !== undefined) return handover(sm, body, hoState, n2Type);
         if (n2Type === "PDU_RES_SETUP_RSP") {
           referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
           if (sm.state === "ACTIVATED") return jsonResponse(200, { upCnxState: "ACTIVATED" });
@@ -135,15 +204,7 @@ export function smfRoutes(ctx: NfContext): NfRoute[] {
             );
           }
           sm.state = "ACTIVATING";
-          return multipartResponse(200, {
-            upCnxState: "ACTIVATING",
-            n2SmInfo: { contentId: "n2-sm-info" },
-            n2SmInfoType: "PDU_RES_SETUP_REQ",
-          }, [{
-            contentId: "n2-sm-info",
-            contentType: NGAP_TYPE,
-            body: n2SmBytes("setup-req", sm.pduSessionId, 48),
-          }]);
+          return n2Answer(sm, { upCnxState: "ACTIVATING" }, "PDU_RES_SETUP_REQ", 48);
         }
         throw new ProblemError(400, {
           cause: "MANDATORY_IE_INCORRECT",

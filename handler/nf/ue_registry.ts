@@ -15,9 +15,17 @@ export interface SmContext {
   /**
    * `CREATED` after the SM context create, `N1N2_SENT` once the AMF has taken
    * the N1N2 message, `ACTIVATED` after the N2 setup response, `DEACTIVATED`
-   * after an AN release, `ACTIVATING` during a service request.
+   * after an AN release, `ACTIVATING` during a service request, `HO_PREPARING`
+   * and `HO_PREPARED` during an N2 handover.
    */
-  state: "CREATED" | "N1N2_SENT" | "ACTIVATED" | "DEACTIVATED" | "ACTIVATING";
+  state:
+    | "CREATED"
+    | "N1N2_SENT"
+    | "ACTIVATED"
+    | "DEACTIVATED"
+    | "ACTIVATING"
+    | "HO_PREPARING"
+    | "HO_PREPARED";
 }
 
 /** An authentication context at the AUSF (TS 29.509 `UEAuthenticationCtx`). */

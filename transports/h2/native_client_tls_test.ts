@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import { createDevPki, issueServerCertificate } from "../pki.ts";
 import { TransportError } from "../types.ts";
-import { H2_NATIVE_SKIP } from "./_test_util.ts";
+import { H2_NATIVE_SKIP, OPENSSL_SKIP, withPemFiles } from "./_test_util.ts";
 import { createNativeH2Client } from "./native_client.ts";
 import { createH2TlsServer } from "./server.ts";
 import { TicketCache } from "../ticket_cache.ts";
@@ -17,15 +17,6 @@ const pki = await createDevPki();
 const N32 = "EXPORTER_3GPP_N32_MASTER";
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 const PATH = "/nbench/v1/payload?size=64";
-
-let haveOpenssl = false;
-try {
-  haveOpenssl = (await new Deno.Command("openssl", { args: ["version"], stdout: "null" }).output())
-    .success;
-} catch {
-  // not installed
-}
-if (!haveOpenssl) console.log("skipping openssl s_server tests: apt-get install -y openssl");
 
 /** `openssl s_server` on a free port, its output collected; resolves once it accepts. */
 async function sServer(dir: string, extra: string[]) {
@@ -91,24 +82,12 @@ async function sServer(dir: string, extra: string[]) {
   };
 }
 
-async function withPemDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await Deno.makeTempDir({ prefix: "sbilab_h2tls_" });
-  try {
-    await Deno.writeTextFile(`${dir}/ca.pem`, pki.caCertPem);
-    await Deno.writeTextFile(`${dir}/server.pem`, pki.serverCertPem);
-    await Deno.writeTextFile(`${dir}/server-key.pem`, pki.serverKeyPem);
-    return await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 Deno.test({
   name:
     "native h2-tls client derives the same EXPORTER_3GPP_N32_MASTER bytes as openssl s_server and shows its mTLS subject to it",
-  ignore: ignore || !haveOpenssl,
+  ignore: ignore || OPENSSL_SKIP !== null,
   fn: async () => {
-    await withPemDir(async (dir) => {
+    await withPemFiles(pki, async (dir) => {
       const srv = await sServer(dir, [
         "-Verify",
         "1",

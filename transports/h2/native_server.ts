@@ -33,6 +33,7 @@ import type { SbiServer, ServerOptions } from "../types.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
 import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
 import { loadH2Library } from "./loader.ts";
+import { applyNoDelay } from "./nodelay.ts";
 import {
   H2_STAT,
   H2ServerConn,
@@ -93,8 +94,12 @@ class Connection {
   #flushQueued = false;
   #dirty = false;
   #writing: Promise<void> | undefined;
-  /** When the running write started (performance.now()), for the stall check. */
-  writeStarted = 0;
+  /** Sweeps that saw the same write still running, for the stall check. */
+  writeSweeps = 0;
+  /** A write is running. */
+  get writing(): boolean {
+    return this.#writing !== undefined;
+  }
   finished = false;
   #reading: Promise<void>;
   #onEvent = this.#event.bind(this);
@@ -180,7 +185,7 @@ class Connection {
         const ready = this.#tls
           ? this.#h2.recvTls(this.#tls, this.#in, n)
           : this.#h2.recv(this.#in, n);
-        if (ready > 0) this.#h2.poll(this.#server.poller, this.#onEvent);
+        if (ready > 0) this.#h2.poll(this.#server.poller, this.#onEvent, ready);
         // output may wait (responses of synchronous handlers join it in one write)
         this.scheduleFlush();
         if (ready < 0) break; // the shim closes; the flush above drains its GOAWAY, if any
@@ -268,6 +273,7 @@ class Connection {
     const out = pool.take();
     const n = this.#pull(out);
     if (n > 0) {
+      this.writeSweeps = 0;
       this.#writing = this.#writeLoop(out, n);
       return;
     }
@@ -278,10 +284,11 @@ class Connection {
   async #writeLoop(out: Uint8Array<ArrayBuffer>, n: number): Promise<void> {
     try {
       while (n > 0 && !this.finished) {
-        this.writeStarted = performance.now();
         let off = 0;
-        while (off < n) off += await this.#sock.write(out.subarray(off, n));
-        this.writeStarted = 0;
+        while (off < n) {
+          off += await this.#sock.write(out.subarray(off, n));
+          this.writeSweeps = 0;
+        }
         this.#dirty = false;
         n = this.finished ? 0 : this.#pull(out);
       }
@@ -289,7 +296,6 @@ class Connection {
     } catch {
       this.finish(); // the peer went away
     } finally {
-      this.writeStarted = 0;
       this.#server.pool.give(out);
       this.#writing = undefined;
       if (this.#dirty && !this.finished) {
@@ -492,9 +498,8 @@ class NativeH2cServer implements NativeH2Server {
 
   /** Runs every connection's timers; closes connections whose writes stalled. */
   #runSweep(): void {
-    const now = performance.now();
     for (const c of [...this.#conns]) {
-      if (c.writeStarted && now - c.writeStarted > this.#stallMs) {
+      if (c.writing && ++c.writeSweeps * this.#sweepMs > this.#stallMs) {
         c.finish(); // the peer stopped reading from TCP
         continue;
       }
@@ -586,6 +591,8 @@ async function start(
     }
     throw err;
   }
+  // accepted sockets inherit TCP_NODELAY from the listener; each is also set on accept
+  applyNoDelay({ listenPort: (listener.addr as Deno.NetAddr).port });
   return new NativeH2cServer(lib.symbols, limits, listener, hostname, handler, options, tlsConfig);
 }
 

@@ -157,9 +157,9 @@ export class H2ServerConn {
     return this.#sym.sbh2_sconn_send_tls(this.#ptr, tls.pointer, out, out.length);
   }
 
-  /** Hands every ready event to `handler` through `poller`; returns how many. */
-  poll(poller: EventPoller, handler: H2EventHandler): number {
-    return this.#ptr === null ? 0 : poller.poll(this.#poll, handler);
+  /** Hands ready events to `handler` through `poller` until `expected` (the count recv returned) were handed over; returns how many. */
+  poll(poller: EventPoller, handler: H2EventHandler, expected = Infinity): number {
+    return this.#ptr === null ? 0 : poller.poll(this.#poll, handler, expected);
   }
 
   /**

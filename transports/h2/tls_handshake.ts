@@ -53,7 +53,11 @@ export async function runTlsHandshake(
       await flushTls(sock, pump, io.out).catch(() => {});
       throw new TransportError(`${label} failed: ${tls.errorText()}`);
     }
-    if (rv < 0) throw new TransportError(`${label} failed: ${h2ErrorName(rv)}`);
+    // Past the handshake, a failure of what came behind the last flight (close_notify, bytes
+    // that are not HTTP/2) is the session's to report: its GOAWAY goes out with the flush.
+    if (rv < 0 && !tls.established) {
+      throw new TransportError(`${label} failed: ${h2ErrorName(rv)}`);
+    }
     await flushTls(sock, pump, io.out);
   }
 }

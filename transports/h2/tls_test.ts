@@ -8,7 +8,13 @@ import assert from "node:assert/strict";
 import { createDevPki, issueServerCertificate } from "../pki.ts";
 import { resolveTls, type TlsMaterial } from "../tls.ts";
 import { TransportError } from "../types.ts";
-import { H2_NATIVE_SKIP } from "./_test_util.ts";
+import {
+  H2_NATIVE_SKIP,
+  OPENSSL_SKIP,
+  sClient,
+  sClientMtlsArgs,
+  withPemFiles,
+} from "./_test_util.ts";
 import { loadH2Library } from "./loader.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
@@ -19,19 +25,6 @@ const sym: Sbh2Symbols = ignore ? undefined! : (await loadH2Library()).symbols;
 const pki = await createDevPki();
 const N32 = "EXPORTER_3GPP_N32_MASTER";
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-
-function findTool(name: string): string | undefined {
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
-    try {
-      if (Deno.statSync(`${dir}/${name}`).isFile) return `${dir}/${name}`;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-const noOpenssl = !findTool("openssl");
-if (noOpenssl) console.log("skipping openssl interop: apt-get install -y openssl");
 
 /** A pump that keeps decrypted bytes in `sink`. */
 function plainPump(tls: H2Tls, sink: Uint8Array[]): TlsPump {
@@ -376,41 +369,12 @@ Deno.test({
   },
 });
 
-async function withPemFiles<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await Deno.makeTempDir({ prefix: "sbilab_tls_" });
-  try {
-    await Deno.writeTextFile(`${dir}/ca.pem`, pki.caCertPem);
-    await Deno.writeTextFile(`${dir}/server.pem`, pki.serverCertPem);
-    await Deno.writeTextFile(`${dir}/server-key.pem`, pki.serverKeyPem);
-    await Deno.writeTextFile(`${dir}/client.pem`, pki.clientCertPem);
-    await Deno.writeTextFile(`${dir}/client-key.pem`, pki.clientKeyPem);
-    return await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
-async function sClient(port: number, args: string[]): Promise<string> {
-  const child = new Deno.Command("openssl", {
-    args: ["s_client", "-connect", `127.0.0.1:${port}`, "-alpn", "h2", "-ign_eof", ...args],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(15_000),
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode("ping\n"));
-  await w.close();
-  const out = await child.output();
-  return new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-}
-
 Deno.test({
   name:
     "TLS layer: openssl s_client prints the same EXPORTER_3GPP_N32_MASTER bytes as our server, presents its certificate under mTLS, and resumes with our ticket",
-  ignore: ignore || noOpenssl,
+  ignore: ignore || OPENSSL_SKIP !== null,
   fn: async () => {
-    await withPemFiles(async (dir) => {
+    await withPemFiles(pki, async (dir) => {
       const scfg = await serverConfig({
         cert: pki.serverCertPem,
         key: pki.serverKeyPem,
@@ -421,20 +385,15 @@ Deno.test({
       try {
         const accepted = srv.nextAccepted();
         const out = await sClient(srv.port, [
-          "-CAfile",
-          `${dir}/ca.pem`,
-          "-verify_return_error",
-          "-cert",
-          `${dir}/client.pem`,
-          "-key",
-          `${dir}/client-key.pem`,
+          ...sClientMtlsArgs(dir),
+          "-ign_eof",
           "-keymatexport",
           N32,
           "-keymatexportlen",
           "64",
           "-sess_out",
           `${dir}/session.pem`,
-        ]);
+        ], "ping\n");
         const s = await accepted;
         await s.done;
         assert.equal(s.error, undefined, s.error);
@@ -453,15 +412,11 @@ Deno.test({
 
         const again = srv.nextAccepted();
         const out2 = await sClient(srv.port, [
-          "-CAfile",
-          `${dir}/ca.pem`,
-          "-cert",
-          `${dir}/client.pem`,
-          "-key",
-          `${dir}/client-key.pem`,
+          ...sClientMtlsArgs(dir),
+          "-ign_eof",
           "-sess_in",
           `${dir}/session.pem`,
-        ]);
+        ], "ping\n");
         const s2 = await again;
         await s2.done;
         assert.match(out2, /Reused, TLSv1\.3/, out2.slice(0, 2000));
@@ -476,30 +431,14 @@ Deno.test({
 
 Deno.test({
   name: "TLS layer: openssl s_client without ALPN h2 is refused with no_application_protocol",
-  ignore: ignore || noOpenssl,
+  ignore: ignore || OPENSSL_SKIP !== null,
   fn: async () => {
-    await withPemFiles(async (dir) => {
+    await withPemFiles(pki, async (dir) => {
       const scfg = await serverConfig({ cert: pki.serverCertPem, key: pki.serverKeyPem });
       const srv = echoServer(scfg);
       try {
         const accepted = srv.nextAccepted();
-        const child = new Deno.Command("openssl", {
-          args: [
-            "s_client",
-            "-connect",
-            `127.0.0.1:${srv.port}`,
-            "-alpn",
-            "http/1.1",
-            "-CAfile",
-            `${dir}/ca.pem`,
-          ],
-          stdin: "null",
-          stdout: "piped",
-          stderr: "piped",
-          signal: AbortSignal.timeout(15_000),
-        }).output();
-        const out = await child;
-        const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+        const text = await sClient(srv.port, ["-alpn", "http/1.1", "-CAfile", `${dir}/ca.pem`]);
         assert.match(text, /no application protocol/i);
         const s = await accepted;
         await s.done;

@@ -358,6 +358,14 @@ class Session {
     return this.#conn.streamCount();
   }
 
+  /** Starts a 1-RTT key update on this connection; false when not allowed yet or closed. */
+  updateKey(): boolean {
+    if (this.#dead) return false;
+    const ok = this.#conn.updateKey();
+    if (ok) this.#flush();
+    return ok;
+  }
+
   /** Datagram counters of this connection; after close, its last figures. */
   stats(): H3DatagramStats | null {
     return this.#conn.stats() ?? this.#lastStats;
@@ -426,6 +434,8 @@ export interface H3SbiClient extends SbiClient {
    * connection is established.
    */
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array;
+  /** Starts a 1-RTT key update on the current connection; false when there is none or it is not allowed yet. */
+  updateKey(): boolean;
 }
 
 class H3Client implements H3SbiClient {
@@ -595,6 +605,10 @@ class H3Client implements H3SbiClient {
     const session = this.#session;
     if (!session) throw new RangeError("No HTTP/3 connection is open");
     return session.exportKeyingMaterial(label, context, length);
+  }
+
+  updateKey(): boolean {
+    return this.#session?.updateKey() ?? false;
   }
 
   /** Request streams the current connection's shim state still holds (for tests and diagnostics). */

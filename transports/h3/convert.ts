@@ -3,22 +3,12 @@
  */
 import type { SbiHeaders, SbiRequest, SbiResponse } from "../../handler/types.ts";
 import type { ClientResponse } from "../types.ts";
-import type { HeaderList } from "../wire.ts";
-
-/** Connection-specific fields HTTP/3 forbids (RFC 9114 §4.2). */
-const FORBIDDEN = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "upgrade",
-  "host",
-]);
+import { DROPPED_FIELDS, type HeaderList, requestFromHeaderList } from "../wire.ts";
 
 function fields(headers: Record<string, string>, out: HeaderList): void {
   for (const [k, v] of Object.entries(headers)) {
     const name = k.toLowerCase();
-    if (FORBIDDEN.has(name) || name.startsWith(":") || name === "content-length") continue;
+    if (DROPPED_FIELDS.has(name) || name.startsWith(":")) continue;
     out.push([name, v]);
   }
 }
@@ -45,25 +35,7 @@ export function requestHeaderList(
 
 /** Converts a received request (header list and body) into an `SbiRequest`; throws `SyntaxError` if malformed. */
 export function toSbiRequest(list: HeaderList, body: Uint8Array): SbiRequest {
-  let method = "";
-  let target = "";
-  const headers: SbiHeaders = {};
-  for (const [name, value] of list) {
-    if (name === ":method") method = value;
-    else if (name === ":path") target = value;
-    else if (!name.startsWith(":")) {
-      headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
-    }
-  }
-  if (!method || !target.startsWith("/")) throw new SyntaxError("Request lacks :method or :path");
-  const q = target.indexOf("?");
-  return {
-    method: method.toUpperCase(),
-    path: q < 0 ? target : target.slice(0, q),
-    query: new URLSearchParams(q < 0 ? "" : target.slice(q + 1)),
-    headers,
-    body,
-  };
+  return requestFromHeaderList(list, body);
 }
 
 /** Builds the response header list a server sends. */

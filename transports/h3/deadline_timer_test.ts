@@ -19,10 +19,29 @@ Deno.test("deadline timer fires once for the earliest deadline and ignores later
   assert.equal(fired, 1);
 });
 
-Deno.test("deadline timer does nothing for a negative deadline and stops on cancel", async () => {
+Deno.test("deadline timer arms nothing for a negative deadline", async () => {
   let fired = 0;
   const t = new DeadlineTimer(() => fired++);
   t.arm(-1);
+  // Nothing can be awaited for an event that must not happen: wait past when it would have.
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(fired, 0);
+  t.cancel();
+});
+
+Deno.test("a negative deadline leaves an armed timer alone", async () => {
+  const done = Promise.withResolvers<void>();
+  const t = new DeadlineTimer(() => done.resolve());
+  t.arm(5);
+  t.arm(-1);
+  const guard = setTimeout(() => done.reject(new Error("the 5 ms deadline never fired")), 1000);
+  await done.promise;
+  clearTimeout(guard);
+});
+
+Deno.test("deadline timer stops on cancel, and cancel is idempotent", async () => {
+  let fired = 0;
+  const t = new DeadlineTimer(() => fired++);
   t.arm(5);
   t.cancel();
   t.cancel();

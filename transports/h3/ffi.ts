@@ -12,6 +12,7 @@ import {
   EVENT_HEADER_LEN,
   type HeaderList,
   readEventRecord,
+  WIRE_EVENT,
 } from "../wire.ts";
 
 /** Error codes of the shim (enum sbh3_error). */
@@ -46,16 +47,8 @@ export class H3Error extends Error {
   }
 }
 
-/** Event types (enum sbh3_event_type). */
-export const H3_EVENT = {
-  CONNECTED: 1,
-  MESSAGE: 2,
-  RESET: 3,
-  CLOSED: 4,
-  GOAWAY: 5,
-  EARLY_REJECTED: 6,
-} as const;
-
+/** Event types (enum sbh3_event_type: the shared wire's, transports/native/sbwire.h). */
+export const H3_EVENT = WIRE_EVENT;
 /** Bit in a server MESSAGE event's `code`: the request arrived (at least partly) in 0-RTT. */
 export const H3_MSG_EARLY = 1;
 
@@ -170,6 +163,14 @@ export interface H3DatagramStats {
   pathMaxPayload: number;
   /** The peer's max_udp_payload_size; 0 until known, and for server totals. */
   peerMaxPayload: number;
+  /** Response body bytes held now for open streams. */
+  queuedBytes: number;
+  /** Retry packets sent (server) or received (client). */
+  retries: number;
+  /** NEW_TOKEN tokens issued (server) or received (client). */
+  newTokens: number;
+  /** 1-RTT key updates by either side. */
+  keyUpdates: number;
 }
 
 const STAT_FIELDS: (keyof H3DatagramStats)[] = [
@@ -182,6 +183,10 @@ const STAT_FIELDS: (keyof H3DatagramStats)[] = [
   "oversizeDropped",
   "pathMaxPayload",
   "peerMaxPayload",
+  "queuedBytes",
+  "retries",
+  "newTokens",
+  "keyUpdates",
 ];
 
 /** Reads the counters through `read(out, n)` (an sbh3_*_stats call); null when it fails. */
@@ -267,6 +272,15 @@ export interface H3ConfigOptions {
   maxRecvUdpPayload?: number;
   /** Congestion controller. Default "host": the kind the host's TCP uses (bbr, reno, else cubic). */
   congestionControl?: H3CongestionControl;
+  /** Handshake timeout in ms. Default 5000. */
+  handshakeTimeoutMs?: number;
+  /**
+   * Server: response body bytes held per connection and per endpoint, and how long held bytes
+   * may go without an ACK before the connection is closed. Default 64 MiB, 256 MiB, 30000 ms.
+   */
+  sendQueue?: { connBytes: number; totalBytes: number; stallMs: number };
+  /** Server: validate new client addresses with Retry and hand out NEW_TOKEN. Default false. */
+  retry?: boolean;
   /** Server: lifetime of session tickets in seconds (one per connection); 0 sends none. Default 0. */
   ticketLifetimeSeconds?: number;
   /** Server: accept 0-RTT; client: attempt it when resuming. Default false. */
@@ -332,6 +346,20 @@ export class H3Config {
         }
         check(sym.sbh3_config_set_cc(ptr, code), "set_cc");
       }
+      if (options.handshakeTimeoutMs !== undefined) {
+        check(
+          sym.sbh3_config_set_handshake_timeout(ptr, options.handshakeTimeoutMs),
+          "set_handshake_timeout",
+        );
+      }
+      if (options.sendQueue !== undefined) {
+        const q = options.sendQueue;
+        check(
+          sym.sbh3_config_set_send_queue(ptr, BigInt(q.connBytes), BigInt(q.totalBytes), q.stallMs),
+          "set_send_queue",
+        );
+      }
+      if (options.retry) check(sym.sbh3_config_set_retry(ptr, 1), "set_retry");
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");
       }
@@ -501,6 +529,14 @@ export class H3ClientConn {
       (first ?? EMPTY) as Uint8Array<ArrayBuffer>,
       BigInt(first ? first.length : 0),
     );
+  }
+
+  /** Starts a 1-RTT key update; false when not allowed yet (handshake unconfirmed, last update unacknowledged). */
+  updateKey(): boolean {
+    const rc = this.#sym.sbh3_conn_update_key(this.#live());
+    if (rc === H3_ERR.STREAM_BLOCKED) return false;
+    check(rc, "update_key");
+    return true;
   }
 
   /** Datagram counters and path sizes of this connection (null once freed). */

@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { H3_SKIP } from "./_test_util.ts";
 
 const ignore = H3_SKIP !== null;
-const root = new URL("../..", import.meta.url).pathname;
+import { ROOT } from "../host.ts";
+
+const root = `${ROOT}/`;
 
 /** Runs a snippet in a fresh Deno process (the loader caches per process). */
 async function run(
@@ -30,7 +32,7 @@ Deno.test({
   name: "h3 loader honours SBILAB_H3_LIB and names the path when it cannot be opened",
   ignore,
   fn: async () => {
-    const { ensureBuilt } = await import("../../scripts/build_native.ts");
+    const { ensureBuilt } = await import("../native_build.ts");
     const lib = await ensureBuilt("h3", { quiet: true });
     const good = await run(SNIPPET, { SBILAB_H3_LIB: lib });
     const v = JSON.parse(good.out);
@@ -48,7 +50,7 @@ Deno.test({
   fn: async () => {
     // CC pointing nowhere and an empty build dir make ensureBuilt fail; the file at
     // EMBEDDED_LIBRARY_URL (build/libsbilab_h3.so, as deno compile --include puts it) is then used.
-    const { ensureBuilt } = await import("../../scripts/build_native.ts");
+    const { ensureBuilt } = await import("../native_build.ts");
     await ensureBuilt("h3", { quiet: true });
     const empty = await Deno.makeTempDir();
     try {

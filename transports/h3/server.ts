@@ -10,11 +10,15 @@
  * re-armed only when the next deadline moves earlier.
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
-import type { SbiHandler } from "../../handler/types.ts";
+import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
+import type { HeaderList } from "../wire.ts";
 import { resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { systemFailure, tooEarly, unreadableRequest } from "../../handler/problem.ts";
+import { bodyTooLarge, systemFailure, tooEarly, unreadableRequest } from "../../handler/problem.ts";
+
 import {
+  H3_ERR,
   H3_EVENT,
   H3_MSG_EARLY,
   H3Config,
@@ -31,8 +35,37 @@ import { responseHeaderList, toSbiRequest } from "./convert.ts";
 export interface H3ServerOptions extends ServerOptions {
   /** Idle timeout of each QUIC connection in ms. Default 30000. */
   idleTimeoutMs?: number;
-  /** Largest request body accepted; a larger one resets the stream. Default 32 MiB. */
+  /**
+   * Largest request body accepted. A larger one is answered with the handler's
+   * 413 ProblemDetails as soon as it passes the limit (reading stops with
+   * STOP_SENDING H3_NO_ERROR) and the stream ends cleanly. Default the
+   * handler's `DEFAULT_MAX_BODY_BYTES`.
+   */
   maxBodyBytes?: number;
+  /** Handshake timeout in ms. Default 5000. */
+  handshakeTimeoutMs?: number;
+  /**
+   * Validate every new client address with a Retry (RFC 9000 §8.1) and give
+   * each client a NEW_TOKEN that skips the Retry next time. Tokens are bound
+   * to the client's address and expire (Retry 10 s, NEW_TOKEN 1 h); the key
+   * that seals them changes every hour. Costs one round trip per new client
+   * without a token. Default false.
+   */
+  retry?: boolean;
+  /**
+   * Response body bytes held for one connection (default 64 MiB) and for the
+   * whole server (default 256 MiB). A response that does not fit waits, in
+   * order, until earlier ones are delivered; the first of a connection always
+   * fits.
+   */
+  maxQueuedBytesPerConnection?: number;
+  maxQueuedBytes?: number;
+  /**
+   * A connection whose held response bytes see no acknowledgement for this
+   * long (a peer that keeps its flow-control window closed) is closed with
+   * H3_EXCESSIVE_LOAD. Default 30000 ms.
+   */
+  stallTimeoutMs?: number;
   /**
    * Largest UDP payload to send, for a path MTU you know (1200..65527; 16384
    * on loopback, 1452 on Ethernet). Used once the client's max_udp_payload_size
@@ -66,6 +99,13 @@ export interface H3ServerOptions extends ServerOptions {
 /** Methods served from 0-RTT; others get 425 Too Early (RFC 8470 §5.2). */
 const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
+/** A response that waits for room in the server's send queue. */
+interface Blocked {
+  streamId: number;
+  headers: HeaderList;
+  body: Uint8Array;
+}
+
 function urlHost(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
 }
@@ -74,10 +114,15 @@ function urlHost(hostname: string): string {
 export interface H3SbiServer extends SbiServer {
   /** The explicit datagram size in force (`maxUdpPayload`), or undefined for standard PMTUD. */
   readonly maxUdpPayload: number | undefined;
-  /** Datagram counters over every connection so far (largest sent and received, drops). */
+  /** Datagram counters over every connection so far (largest sent and received, drops, queued bytes). */
   datagramStats(): H3DatagramStats | null;
   /** Requests that arrived in 0-RTT so far, and how many of them were answered 425 Too Early. */
   earlyRequests(): { received: number; tooEarly: number };
+
+  /** Connections held, including closing ones. */
+  readonly connectionCount: number;
+  /** Request streams not yet closed, over all connections. */
+  readonly openStreams: number;
 }
 
 class H3Server implements H3SbiServer {
@@ -104,6 +149,9 @@ class H3Server implements H3SbiServer {
   /** Client certificate subject per connection id (mutual TLS). */
   #subjects = new Map<number, string>();
 
+  #blocked = new Map<number, Blocked[]>();
+  #maxBody: number;
+
   constructor(
     sock: H3Socket,
     hostname: string,
@@ -117,6 +165,7 @@ class H3Server implements H3SbiServer {
     this.#handler = handler;
     this.#options = options;
     this.hostname = hostname;
+    this.#maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.maxUdpPayload = maxUdpPayload || undefined;
     this.port = sock.port;
     this.url = `https://${urlHost(hostname)}:${sock.port}`;
@@ -150,11 +199,15 @@ class H3Server implements H3SbiServer {
     for (let e: H3Event | null; (e = this.#ep.poll());) {
       if (e.type === H3_EVENT.MESSAGE) void this.#dispatch(e);
       else if (e.type === H3_EVENT.CONNECTED) this.#onConnected(e.connId);
-      else if (e.type === H3_EVENT.CLOSED) {
+      else if (e.type === H3_EVENT.TOO_LARGE) {
+        this.#send(e.connId, e.streamId, bodyTooLarge(this.#maxBody));
+      } else if (e.type === H3_EVENT.CLOSED) {
         this.#ep.forget(e.connId);
+        this.#blocked.delete(e.connId);
         this.#subjects.delete(e.connId);
       }
     }
+    if (this.#blocked.size && this.#retryBlocked()) this.#scheduleFlush();
     this.#arm();
   }
 
@@ -213,15 +266,42 @@ class H3Server implements H3SbiServer {
           response = systemFailure();
         }
       }
-      if (!this.#stopped && response) {
-        // A negative result means the stream or connection went away meanwhile.
-        this.#ep.respond(e.connId, e.streamId, responseHeaderList(response), response.body);
-        this.#scheduleFlush();
-      }
+      if (!this.#stopped && response) this.#send(e.connId, e.streamId, response);
     } finally {
       this.#inflight--;
       this.#idle?.();
     }
+  }
+
+  /** Hands a response to the shim, or queues it behind the connection's waiting ones when there is no room. */
+  #send(connId: number, streamId: number, response: SbiResponse): void {
+    const item = { streamId, headers: responseHeaderList(response), body: response.body };
+    const waiting = this.#blocked.get(connId);
+    if (waiting) {
+      waiting.push(item);
+      return;
+    }
+    // Other negative results mean the stream or connection went away meanwhile.
+    const rc = this.#ep.respond(connId, streamId, item.headers, item.body);
+    if (rc === H3_ERR.STREAM_BLOCKED) this.#blocked.set(connId, [item]);
+    else this.#scheduleFlush();
+  }
+
+  /** Offers waiting responses again, oldest first per connection; true when any went out. */
+  #retryBlocked(): boolean {
+    let sent = false;
+    for (const [connId, waiting] of this.#blocked) {
+      while (waiting.length) {
+        const b = waiting[0];
+        if (this.#ep.respond(connId, b.streamId, b.headers, b.body) === H3_ERR.STREAM_BLOCKED) {
+          break;
+        }
+        waiting.shift();
+        sent = true;
+      }
+      if (!waiting.length) this.#blocked.delete(connId);
+    }
+    return sent;
   }
 
   #scheduleFlush(): void {
@@ -316,6 +396,7 @@ export async function createH3Server(
   const hostname = options.hostname ?? "127.0.0.1";
   // Throws H3Error (SOCKET) when the address is in use or not local.
   const sock = new H3Socket(lib.symbols, hostname, options.port ?? 0);
+  const totalQueued = options.maxQueuedBytes ?? 256 * 1024 * 1024;
   try {
     using config = new H3Config(lib.symbols, true, {
       certPem: tls.certPem,
@@ -323,7 +404,14 @@ export async function createH3Server(
       caPem: tls.caPem,
       verifyPeer: tls.requireClientCert,
       idleTimeoutMs: options.idleTimeoutMs,
-      maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
+      maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      handshakeTimeoutMs: options.handshakeTimeoutMs,
+      retry: options.retry,
+      sendQueue: {
+        connBytes: Math.min(options.maxQueuedBytesPerConnection ?? 64 * 1024 * 1024, totalQueued),
+        totalBytes: totalQueued,
+        stallMs: options.stallTimeoutMs ?? 30_000,
+      },
       maxUdpPayload: options.maxUdpPayload,
       maxRecvUdpPayload: options.maxRecvUdpPayload,
       congestionControl: options.congestionControl,

@@ -31,6 +31,12 @@ export const SYMBOLS = {
   sbh3_config_get_max_udp_payload: { parameters: ["pointer"], result: "i32" },
   // int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes);
   sbh3_config_set_max_recv_udp_payload: { parameters: ["pointer", "u32"], result: "i32" },
+  // int sbh3_config_set_handshake_timeout(sbh3_config *cfg, uint32_t ms);
+  sbh3_config_set_handshake_timeout: { parameters: ["pointer", "u32"], result: "i32" },
+  // int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t total_bytes, uint32_t stall_ms);
+  sbh3_config_set_send_queue: { parameters: ["pointer", "u64", "u64", "u32"], result: "i32" },
+  // int sbh3_config_set_retry(sbh3_config *cfg, int on);
+  sbh3_config_set_retry: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_cc(sbh3_config *cfg, int algo);
   sbh3_config_set_cc: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
@@ -71,6 +77,8 @@ export const SYMBOLS = {
   sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_stream_count(sbh3_conn *conn);
   sbh3_conn_stream_count: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_update_key(sbh3_conn *conn);
+  sbh3_conn_update_key: { parameters: ["pointer"], result: "i32" },
   // int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
   sbh3_conn_stats: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_resume(sbh3_conn *conn, const uint8_t *ticket, size_t len);

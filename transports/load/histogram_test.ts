@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ensureBuilt } from "../../scripts/build_native.ts";
+import { ensureBuilt } from "../../transports/native_build.ts";
 import { buildHistogram, decodePairs, histogramFromPairs, summarize } from "./result.ts";
 
 /** Values across the whole tracked range: a fine geometric sweep plus bucket edges. */

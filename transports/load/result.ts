@@ -62,7 +62,7 @@ export interface LoadResult {
   errorsByKind: Record<ErrorKind, number>;
   /** Responses by status code. */
   status: Record<string, number>;
-  /** Bytes read from and written to the sockets (the whole run, warm-up included). */
+  /** Bytes read from and written to the sockets (h2; h3: header blocks and bodies), whole run. */
   bytesIn: number;
   bytesOut: number;
   /** Response body bytes of the measured requests. */
@@ -117,15 +117,18 @@ export function histogramFromPairs(pairs: [number, number][]): hdr.Histogram {
 export function summarize(h: hdr.Histogram): LatencySummary {
   const count = h.totalCount;
   if (count === 0) return { count: 0, min: 0, mean: 0, p50: 0, p90: 0, p99: 0, p999: 0, max: 0 };
+  // a percentile is its bucket's highest value: never report one above the largest recorded
+  const max = h.maxValue;
+  const at = (p: number) => Math.min(max, h.getValueAtPercentile(p));
   return {
     count,
     min: h.minNonZeroValue,
     mean: h.mean,
-    p50: h.getValueAtPercentile(50),
-    p90: h.getValueAtPercentile(90),
-    p99: h.getValueAtPercentile(99),
-    p999: h.getValueAtPercentile(99.9),
-    max: h.maxValue,
+    p50: at(50),
+    p90: at(90),
+    p99: at(99),
+    p999: at(99.9),
+    max,
   };
 }
 

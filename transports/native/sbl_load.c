@@ -39,7 +39,7 @@ struct sbl_worker {
   uint64_t issued; /* measured requests issued */
   uint64_t next_index, sched0;
   uint64_t t_measure, t_issue_end, t_drain_deadline, t_last_done, t_next_check;
-  int phase, stopped;
+  int phase, stopped, dropped; /* dropped: open-loop requests never sent (the server fell too far behind) */
   sbl_hist *h_corr, *h_unc;
   uint64_t sent, completed, errors, inflight, bytes_in, bytes_out, body_in, warm_done, conns_up, conns_failed;
   uint64_t errk[SBL_ERRK_COUNT];
@@ -408,6 +408,11 @@ static int advance(sbl_worker *w, uint64_t now) {
   if (w->phase == SBL_PHASE_MEASURE) {
     int over = p->requests ? w->issued >= w->quota
                            : (w->rate > 0 ? intended_at(w, w->next_index) : now) >= w->t_measure + p->duration_ns;
+    if (!over && w->rate > 0) {
+      /* a backlog is sent late but not forever: one request timeout past the schedule's end */
+      uint64_t span = p->requests ? (uint64_t)((double)w->quota * 1e9 / w->rate) : p->duration_ns;
+      if (now >= w->t_measure + span + p->timeout_ns) over = w->dropped = 1;
+    }
     if (over) {
       w->t_issue_end = now;
       w->t_drain_deadline = now + p->timeout_ns;
@@ -440,6 +445,18 @@ static uint64_t next_deadline(sbl_worker *w, uint64_t now) {
     if (!w->conns[k]->dead) EARLIER(w->conns[k]->timer_ns);
 #undef EARLIER
   return d;
+}
+
+/* epoll_pwait2 (ns timeout, Linux 5.11) or, where it is missing (older kernels, valgrind), epoll_wait rounded up to ms. */
+static int wait_events(int ep, struct epoll_event *evs, int max, const struct timespec *ts) {
+  static int no_pwait2;
+  if (!__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
+    int n = epoll_pwait2(ep, evs, max, ts, NULL);
+    if (n >= 0 || errno != ENOSYS) return n;
+    __atomic_store_n(&no_pwait2, 1, __ATOMIC_RELAXED);
+  }
+  long ms = ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000;
+  return epoll_wait(ep, evs, max, (int)ms);
 }
 
 static void *worker_main(void *arg) {
@@ -477,7 +494,7 @@ static void *worker_main(void *arg) {
     now = sbl_now();
     uint64_t wait = d > now + SPIN_NS ? d - now - SPIN_NS / 2 : 0;
     struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull), .tv_nsec = (long)(wait % 1000000000ull)};
-    int n = epoll_pwait2(w->ep, evs, 256, &ts, NULL);
+    int n = wait_events(w->ep, evs, 256, &ts);
     if (n < 0 && errno != EINTR) {
       log_err(w, "epoll failed");
       break;
@@ -583,7 +600,7 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
   uint64_t status[MAX_STATUS] = {0}, errk[SBL_ERRK_COUNT] = {0};
   uint64_t sum[12] = {0};
   uint64_t t_measure = UINT64_MAX, t_last = 0;
-  int stopped = 0;
+  int stopped = 0, dropped = 0;
   for (int i = 0; i < e->nworkers; i++) {
     sbl_worker *w = &e->workers[i];
     for (int s = 0; s < MAX_STATUS; s++) status[s] += w->status[s];
@@ -600,6 +617,7 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
     if (w->t_measure < t_measure) t_measure = w->t_measure;
     if (w->t_last_done > t_last) t_last = w->t_last_done;
     stopped |= w->stopped;
+    dropped |= w->dropped;
   }
   sum[6] = t_last > t_measure ? t_last - t_measure : 0;
   uint32_t nstatus = 0;
@@ -609,7 +627,7 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
   if (!buf) return (int)need;
   if (cap < need) return SBL_ERR_BUFFER_TOO_SHORT;
   memset(buf, 0, need);
-  int partial = stopped || sum[9] > 0 || (p->requests && sum[0] < p->requests);
+  int partial = stopped || dropped || sum[9] > 0 || (p->requests && sum[0] < p->requests);
   wr32(buf, SBL_RESULT_MAGIC);
   wr32(buf + 4, (partial ? SBL_RES_PARTIAL : 0) | (stopped ? SBL_RES_STOPPED : 0));
   wr32(buf + 8, nstatus);

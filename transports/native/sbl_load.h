@@ -55,7 +55,7 @@
 #define SBL_PLAN_INSECURE 2u /* do not verify the server */
 
 /* Result flags. */
-#define SBL_RES_PARTIAL 1u /* the run did not complete its plan (failures or stop) */
+#define SBL_RES_PARTIAL 1u /* the run did not complete its plan (failed connections, stop, or an open-loop backlog left unsent a request timeout after the schedule ended) */
 #define SBL_RES_STOPPED 2u /* sbl_engine_stop ended it */
 
 /* Errors: the same codes the modules use (DONE, INVALID, NOMEM), kept distinct here. */

@@ -23,11 +23,7 @@ struct stream {
   /* request body */
   uint8_t *req;
   size_t req_len, req_off;
-  /* response */
-  uint8_t *hdrs;
-  size_t hdrs_len, hdrs_cap;
-  uint8_t *body;
-  size_t body_len, body_cap;
+  struct sbh2_msg rsp; /* response */
   int status;
   int ev_type;      /* queued event type, 0 = none yet */
   uint32_t ev_code; /* HTTP/2 error code for RESET */
@@ -66,8 +62,7 @@ static void stream_free(struct sbh2_conn *c, struct stream *s) {
   if (s->next) s->next->prev = s->prev;
   c->nstreams--;
   free(s->req);
-  free(s->hdrs);
-  free(s->body);
+  sbh2_msg_clear(&s->rsp);
   free(s);
 }
 
@@ -126,18 +121,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     for (size_t i = 0; i < valuelen && i < 3; i++) st = st * 10 + (value[i] - '0');
     s->status = st;
   }
-  if (namelen == 14 && memcmp(name, "content-length", 14) == 0 && s->body_cap == 0) {
-    uint64_t n = 0;
-    for (size_t i = 0; i < valuelen && i < 19; i++) n = n * 10 + (uint64_t)(value[i] - '0');
-    if (n > 0 && n <= c->max_body) {
-      /* reserve the whole body once; data then arrives without reallocations */
-      if (grow(&s->body, &s->body_cap, (size_t)n) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    }
-  }
-  if (grow(&s->hdrs, &s->hdrs_cap, s->hdrs_len + 8 + namelen + valuelen) != 0) {
+  if (sbh2_msg_add_field(&s->rsp, name, namelen, value, valuelen, c->max_body) != 0) {
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
-  s->hdrs_len += sbwire_put_field(s->hdrs + s->hdrs_len, name, namelen, value, valuelen);
   return 0;
 }
 
@@ -147,15 +133,12 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
   struct sbh2_conn *c = user_data;
   struct stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
   if (!s || s->cancelled || s->ev_type) return 0;
-  if (s->body_len + len > c->max_body) {
+  if (s->rsp.body_len + len > c->max_body) {
     queue_stream(c, s, SBH2_EV_RESET, NGHTTP2_CANCEL);
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
     return 0;
   }
-  if (grow(&s->body, &s->body_cap, s->body_len + len) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  memcpy(s->body + s->body_len, data, len);
-  s->body_len += len;
-  return 0;
+  return sbh2_msg_add_data(&s->rsp, data, len) != 0 ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : 0;
 }
 
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) {
@@ -167,7 +150,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     if (!s) return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && s->status > 0 && s->status < 200 &&
         !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
-      s->hdrs_len = 0; /* an interim (1xx) response: wait for the final one */
+      s->rsp.hdrs_len = 0; /* an interim (1xx) response: wait for the final one */
       s->status = 0;
       return 0;
     }
@@ -198,7 +181,7 @@ static int on_error(nghttp2_session *session, int lib_error_code, const char *ms
   (void)session;
   (void)lib_error_code;
   struct sbh2_conn *c = user_data;
-  if (c->err[0] == 0) snprintf(c->err, sizeof c->err, "%.*s", (int)len, msg);
+  sbh2_keep_error(c->err, sizeof c->err, msg, len);
   return 0;
 }
 
@@ -400,41 +383,27 @@ int sbh2_conn_poll(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
   /* stream events first: a response that completed before a GOAWAY or CLOSED is delivered first */
   while (c->qhead) {
     struct stream *s = c->qhead;
-    size_t hl = s->ev_type == SBH2_EV_MESSAGE ? s->hdrs_len : 0;
-    size_t bl = s->ev_type == SBH2_EV_MESSAGE ? s->body_len : 0;
-    size_t need = SBH2_EVENT_HEADER_LEN + hl + bl;
     if (!s->cancelled) {
-      if (need > cap - n) {
-        if (n > 0) return (int)n;
-        if (cap >= 8) sbwire_put_u64(buf, need);
-        return SBH2_ERR_BUFFER_TOO_SHORT;
+      size_t need;
+      const struct sbh2_msg *m = s->ev_type == SBH2_EV_MESSAGE ? &s->rsp : NULL;
+      if (!sbh2_msg_put_event(m, buf, cap, &n, (uint32_t)s->ev_type, s->id, s->ev_code, &need)) {
+        return sbh2_poll_full(buf, cap, n, need, SBH2_ERR_BUFFER_TOO_SHORT);
       }
-      uint8_t *p = buf + n;
-      sbwire_put_event(p, (uint32_t)s->ev_type, 0, s->id, s->ev_code, (uint32_t)hl, (uint32_t)bl);
-      if (hl) memcpy(p + 32, s->hdrs, hl);
-      if (bl) memcpy(p + 32 + hl, s->body, bl);
-      n += need;
     }
     c->qhead = s->qnext;
     if (!c->qhead) c->qtail = NULL;
     c->nqueued--;
     s->queued = 0;
     /* the response is out: release its buffers now, the stream may linger until closed */
-    free(s->hdrs);
-    free(s->body);
-    s->hdrs = s->body = NULL;
-    s->hdrs_len = s->hdrs_cap = s->body_len = s->body_cap = 0;
+    sbh2_msg_clear(&s->rsp);
     if (s->closed) stream_free(c, s);
   }
   while (c->chead) {
     struct conn_event *e = c->chead;
-    if (SBH2_EVENT_HEADER_LEN > cap - n) {
-      if (n > 0) return (int)n;
-      if (cap >= 8) sbwire_put_u64(buf, SBH2_EVENT_HEADER_LEN);
-      return SBH2_ERR_BUFFER_TOO_SHORT;
+    size_t need;
+    if (!sbh2_msg_put_event(NULL, buf, cap, &n, (uint32_t)e->type, e->stream_id, e->code, &need)) {
+      return sbh2_poll_full(buf, cap, n, need, SBH2_ERR_BUFFER_TOO_SHORT);
     }
-    sbwire_put_event(buf + n, (uint32_t)e->type, 0, e->stream_id, e->code, 0, 0);
-    n += SBH2_EVENT_HEADER_LEN;
     c->chead = e->next;
     if (!c->chead) c->ctail = NULL;
     c->nqueued--;

@@ -1,12 +1,14 @@
 /*
  * sbh2_load: the HTTP/2 load engine. nghttp2 client sessions on the engine's
- * own non-blocking TCP sockets (prior knowledge h2c), driven by the shared
- * worker loop in transports/native/sbl_load.c. Per request nothing is copied
- * but the request body; responses are counted, not kept.
+ * own non-blocking TCP sockets, h2c with prior knowledge or h2 over TLS
+ * through the module's TLS layer (sbh2_tls.h), driven by the shared worker
+ * loop in transports/native/sbl_load.c. Per request nothing is copied but the
+ * request body; responses are counted, not kept.
  */
 #define _GNU_SOURCE
 #include "../../native/sbl_load.h"
 #include "../../native/sbwire.h"
+#include "sbh2_tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,21 +26,25 @@
 #define WBUF_LEN 65536
 #define READS_PER_WAKE 8
 #define WINDOW ((1 << 30) - 1)
+#define PLAIN_LEN 65536
 
 typedef struct h2_worker {
   nghttp2_session_callbacks *cbs;
   nghttp2_nv *nva;
   size_t nvlen;
   const sbl_plan *plan;
+  sbh2_tls_config *tls; /* NULL for h2c */
   uint8_t rbuf[RBUF_LEN];
+  uint8_t plain[PLAIN_LEN]; /* decrypted input, or encrypted output */
 } h2_worker;
 
 typedef struct h2_conn {
   sbl_conn base;
   nghttp2_session *s;
+  sbh2_tls *tls;
   uint8_t *wbuf;
   size_t wlen, woff, wcap;
-  int goaway;
+  int connected, goaway;
 } h2_conn;
 
 static h2_worker *state_of(sbl_conn *c) { return sbl_worker_state(c->w); }
@@ -101,17 +107,29 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t le
 
 static void *h2_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t errcap) {
   (void)w;
-  if (p->flags & SBL_PLAN_TLS) {
-    snprintf(err, errcap, "h2 over TLS is not available in the load engine yet");
-    return NULL;
-  }
   h2_worker *st = calloc(1, sizeof *st);
   if (!st) return NULL;
   st->plan = p;
+  if (p->flags & SBL_PLAN_TLS) {
+    st->tls = sbh2_tls_config_new(0);
+    const char *why = !st->tls ? "cannot create a TLS configuration"
+                      : p->ca_len && sbh2_tls_config_add_ca(st->tls, p->ca, p->ca_len) <= 0
+                          ? "no CA certificate could be read"
+                          : NULL;
+    if (!why) {
+      sbh2_tls_config_set_verify(st->tls, (p->flags & SBL_PLAN_INSECURE) ? SBH2_TLS_VERIFY_NONE : SBH2_TLS_VERIFY_PEER);
+    } else {
+      snprintf(err, errcap, "%s", why);
+      sbh2_tls_config_free(st->tls);
+      free(st);
+      return NULL;
+    }
+  }
   long n = sbwire_count_fields(p->hdrs, p->hdrs_len);
   st->nva = n > 0 ? calloc((size_t)n, sizeof(nghttp2_nv)) : NULL;
   if (!st->nva || nghttp2_session_callbacks_new(&st->cbs) != 0) {
     free(st->nva);
+    sbh2_tls_config_free(st->tls);
     free(st);
     snprintf(err, errcap, n > 0 ? "out of memory" : "malformed request header block");
     return NULL;
@@ -138,6 +156,7 @@ static void h2_worker_free(void *state) {
   h2_worker *st = state;
   if (!st) return;
   nghttp2_session_callbacks_del(st->cbs);
+  sbh2_tls_config_free(st->tls);
   free(st->nva);
   free(st);
 }
@@ -177,10 +196,46 @@ static int h2_conn_open(sbl_conn *c) {
   return 0;
 }
 
-/* Writes pending output; nghttp2's output is gathered into one buffer per write. */
+/* Appends bytes to the connection's output buffer; 0 or -1 without memory. */
+static int out_append(h2_conn *h, const uint8_t *d, size_t n) {
+  if (h->wlen + n > h->wcap) {
+    size_t cap = h->wcap ? h->wcap : WBUF_LEN;
+    while (cap < h->wlen + n) cap *= 2;
+    uint8_t *nb = realloc(h->wbuf, cap);
+    if (!nb) return -1;
+    h->wbuf = nb;
+    h->wcap = cap;
+  }
+  memcpy(h->wbuf + h->wlen, d, n);
+  h->wlen += n;
+  return 0;
+}
+
+/* Encrypts plaintext (may be empty) and appends every pending TLS record; 0 or -1 (the connection failed). */
+static int tls_out(sbl_conn *c, const uint8_t *d, size_t n) {
+  h2_conn *h = (h2_conn *)c;
+  h2_worker *st = state_of(c);
+  for (int first = 1;; first = 0) {
+    int m = sbh2_tls_send(h->tls, first ? d : NULL, first ? (uint32_t)n : 0, st->plain, PLAIN_LEN);
+    if (m == SBH2_ERR_DONE) return 0;
+    if (m < 0) {
+      char t[200] = "";
+      int tl = sbh2_tls_error(h->tls, (uint8_t *)t, sizeof t - 1);
+      t[tl > 0 ? tl : 0] = 0;
+      sbl_conn_failed(c, c->up ? SBL_ERRK_PROTO : SBL_ERRK_TLS, t[0] ? t : "TLS failed");
+      return -1;
+    }
+    if (out_append(h, st->plain, (size_t)m) != 0) {
+      sbl_conn_failed(c, SBL_ERRK_OTHER, "out of memory");
+      return -1;
+    }
+  }
+}
+
+/* Writes pending output; nghttp2's output (encrypted under TLS) is gathered into one buffer per write. */
 static void h2_conn_flush(sbl_conn *c) {
   h2_conn *h = (h2_conn *)c;
-  if (!h->s || c->dead) return;
+  if (!h->connected || c->dead) return;
   for (;;) {
     while (h->woff < h->wlen) {
       ssize_t n = write(c->fd, h->wbuf + h->woff, h->wlen - h->woff);
@@ -199,7 +254,8 @@ static void h2_conn_flush(sbl_conn *c) {
       sbl_conn_bytes(c, 0, (uint64_t)n);
     }
     h->wlen = h->woff = 0;
-    while (h->wlen < WBUF_LEN) {
+    if (h->tls && !h->s && tls_out(c, NULL, 0) != 0) return; /* handshake records */
+    while (h->s && h->wlen < WBUF_LEN) {
       const uint8_t *d;
       ssize_t n = nghttp2_session_mem_send(h->s, &d);
       if (n < 0) {
@@ -207,19 +263,10 @@ static void h2_conn_flush(sbl_conn *c) {
         return;
       }
       if (n == 0) break;
-      if (h->wlen + (size_t)n > h->wcap) {
-        size_t cap = h->wcap ? h->wcap : WBUF_LEN;
-        while (cap < h->wlen + (size_t)n) cap *= 2;
-        uint8_t *nb = realloc(h->wbuf, cap);
-        if (!nb) {
-          sbl_conn_failed(c, SBL_ERRK_OTHER, "out of memory");
-          return;
-        }
-        h->wbuf = nb;
-        h->wcap = cap;
+      if (h->tls ? tls_out(c, d, (size_t)n) != 0 : out_append(h, d, (size_t)n) != 0) {
+        if (!c->dead) sbl_conn_failed(c, SBL_ERRK_OTHER, "out of memory");
+        return;
       }
-      memcpy(h->wbuf + h->wlen, d, (size_t)n);
-      h->wlen += (size_t)n;
     }
     if (h->wlen == 0) {
       sbl_conn_watch(c, 0);
@@ -243,10 +290,57 @@ static int start_session(sbl_conn *c) {
   return 0;
 }
 
+/* Starts HTTP/2 once the transport is ready: at connect for h2c, after the handshake under TLS. */
+static void session_up(sbl_conn *c) {
+  if (start_session(c) != 0) {
+    sbl_conn_failed(c, SBL_ERRK_OTHER, "cannot start an HTTP/2 session");
+    return;
+  }
+  sbl_conn_handshaken(c);
+}
+
+/* Hands received bytes to the session, through TLS when there is one; 0 or -1 (the connection failed). */
+static int feed(sbl_conn *c, const uint8_t *d, size_t n) {
+  h2_conn *h = (h2_conn *)c;
+  h2_worker *st = state_of(c);
+  if (!h->tls) {
+    ssize_t rv = nghttp2_session_mem_recv(h->s, d, n);
+    if (rv < 0) sbl_conn_failed(c, SBL_ERRK_PROTO, nghttp2_strerror((int)rv));
+    return rv < 0 ? -1 : 0;
+  }
+  for (int first = 1;; first = 0) {
+    int m = sbh2_tls_recv(h->tls, first ? d : NULL, first ? (uint32_t)n : 0, st->plain, PLAIN_LEN);
+    if (m < 0) {
+      char t[200] = "";
+      int tl = sbh2_tls_error(h->tls, (uint8_t *)t, sizeof t - 1);
+      t[tl > 0 ? tl : 0] = 0;
+      sbl_conn_failed(c, c->up ? SBL_ERRK_PROTO : SBL_ERRK_TLS, t[0] ? t : "TLS failed");
+      return -1;
+    }
+    if (!h->s && (sbh2_tls_state(h->tls) & SBH2_TLS_ESTABLISHED)) {
+      session_up(c);
+      if (c->dead) return -1;
+    }
+    if (m > 0 && h->s) {
+      ssize_t rv = nghttp2_session_mem_recv(h->s, st->plain, (size_t)m);
+      if (rv < 0) {
+        sbl_conn_failed(c, SBL_ERRK_PROTO, nghttp2_strerror((int)rv));
+        return -1;
+      }
+    }
+    if (m < PLAIN_LEN) break;
+  }
+  if (sbh2_tls_state(h->tls) & SBH2_TLS_PEER_CLOSED) {
+    sbl_conn_failed(c, SBL_ERRK_CLOSED, "the server closed the TLS session");
+    return -1;
+  }
+  return 0;
+}
+
 static void h2_conn_io(sbl_conn *c, uint32_t events) {
   h2_conn *h = (h2_conn *)c;
   h2_worker *st = state_of(c);
-  if (!h->s) {
+  if (!h->connected) {
     int err = 0;
     socklen_t el = sizeof err;
     getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
@@ -257,12 +351,18 @@ static void h2_conn_io(sbl_conn *c, uint32_t events) {
       return;
     }
     if (!(events & EPOLLOUT)) return;
+    h->connected = 1;
     sbl_conn_connected(c);
-    if (start_session(c) != 0) {
-      sbl_conn_failed(c, SBL_ERRK_OTHER, "cannot start an HTTP/2 session");
-      return;
+    if (st->tls) {
+      h->tls = sbh2_tls_new(st->tls, st->plan->sni, NULL, 0);
+      if (!h->tls) {
+        sbl_conn_failed(c, SBL_ERRK_TLS, "cannot start TLS");
+        return;
+      }
+    } else {
+      session_up(c);
+      if (c->dead) return;
     }
-    sbl_conn_handshaken(c);
     h2_conn_flush(c);
     return;
   }
@@ -271,16 +371,12 @@ static void h2_conn_io(sbl_conn *c, uint32_t events) {
       ssize_t n = read(c->fd, st->rbuf, RBUF_LEN);
       if (n > 0) {
         sbl_conn_bytes(c, (uint64_t)n, 0);
-        ssize_t rv = nghttp2_session_mem_recv(h->s, st->rbuf, (size_t)n);
-        if (rv < 0) {
-          sbl_conn_failed(c, SBL_ERRK_PROTO, nghttp2_strerror((int)rv));
-          return;
-        }
+        if (feed(c, st->rbuf, (size_t)n) != 0) return;
         if (n < RBUF_LEN) break;
         continue;
       }
       if (n == 0) {
-        sbl_conn_failed(c, SBL_ERRK_CLOSED, "the server closed the connection");
+        sbl_conn_failed(c, c->up ? SBL_ERRK_CLOSED : SBL_ERRK_TLS, "the server closed the connection");
         return;
       }
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -324,6 +420,8 @@ static void h2_conn_free(sbl_conn *c) {
   h2_conn *h = (h2_conn *)c;
   nghttp2_session_del(h->s);
   h->s = NULL;
+  sbh2_tls_free(h->tls);
+  h->tls = NULL;
   free(h->wbuf);
   h->wbuf = NULL;
   if (c->fd >= 0) close(c->fd);

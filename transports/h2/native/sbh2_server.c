@@ -52,10 +52,8 @@ struct sstream {
   int32_t id;
   struct sstream *prev, *next; /* every stream the connection holds */
   struct sstream *qnext;       /* event queue */
-  uint8_t *hdrs;               /* request header block (sbwire) */
-  size_t hdrs_len, hdrs_cap, list_size;
-  uint8_t *body; /* request body */
-  size_t body_len, body_cap;
+  struct sbh2_msg req; /* the request while it arrives */
+  size_t list_size;    /* its header list size (RFC 9113 §6.5.2) */
   const uint8_t *rsp; /* response body: rsp_own, or the caller's lent bytes */
   uint8_t *rsp_own;
   size_t rsp_len, rsp_off;
@@ -107,8 +105,7 @@ static void stream_free(struct sbh2_sconn *c, struct sstream *s) {
   else c->streams = s->next;
   if (s->next) s->next->prev = s->prev;
   c->nstreams--;
-  free(s->hdrs);
-  free(s->body);
+  sbh2_msg_clear(&s->req);
   free(s->rsp_own);
   free(s);
 }
@@ -245,18 +242,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     reset_stream(c, s, NGHTTP2_ENHANCE_YOUR_CALM);
     return 0;
   }
-  if (namelen == 14 && memcmp(name, "content-length", 14) == 0 && s->body_cap == 0) {
-    uint64_t n = 0;
-    for (size_t i = 0; i < valuelen && i < 19; i++) n = n * 10 + (uint64_t)(value[i] - '0');
-    /* reserve the whole body once; nghttp2 already checked the value is a number */
-    if (n > 0 && n <= c->max_body && grow(&s->body, &s->body_cap, (size_t)n) != 0) {
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    }
-  }
-  if (grow(&s->hdrs, &s->hdrs_cap, s->hdrs_len + SBWIRE_FIELD_PREFIX_LEN + namelen + valuelen) != 0) {
+  if (sbh2_msg_add_field(&s->req, name, namelen, value, valuelen, c->max_body) != 0) {
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
-  s->hdrs_len += sbwire_put_field(s->hdrs + s->hdrs_len, name, namelen, value, valuelen);
   return 0;
 }
 
@@ -266,19 +254,14 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
   struct sbh2_sconn *c = user_data;
   struct sstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
   if (!s || s->refused || s->too_large) return 0;
-  if (s->body_len + len > c->max_body) {
+  if (s->req.body_len + len > c->max_body) {
     /* deliver now, without the body: the caller answers 413 and the rest of the upload is dropped */
     s->too_large = 1;
-    free(s->body);
-    s->body = NULL;
-    s->body_len = s->body_cap = 0;
+    sbh2_msg_drop_body(&s->req);
     queue_message(c, s);
     return 0;
   }
-  if (grow(&s->body, &s->body_cap, s->body_len + len) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  memcpy(s->body + s->body_len, data, len);
-  s->body_len += len;
-  return 0;
+  return sbh2_msg_add_data(&s->req, data, len) != 0 ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : 0;
 }
 
 /* Takes one token from the peer-reset bucket; returns 0 when it was empty. */
@@ -352,7 +335,7 @@ static int on_error(nghttp2_session *session, int lib_error_code, const char *ms
   (void)session;
   (void)lib_error_code;
   struct sbh2_sconn *c = user_data;
-  if (c->err[0] == 0) snprintf(c->err, sizeof c->err, "%.*s", (int)len, msg);
+  sbh2_keep_error(c->err, sizeof c->err, msg, len);
   return 0;
 }
 
@@ -482,19 +465,11 @@ int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
   while (c->qhead) {
     struct sstream *s = c->qhead;
     if (!s->closed) { /* a stream reset before it was polled never reaches the caller */
-      size_t hl = s->hdrs_len, bl = s->body_len;
-      size_t need = SBWIRE_EVENT_HEADER_LEN + hl + bl;
-      if (need > cap - n) {
-        if (n > 0) return (int)n;
-        if (cap >= 8) sbwire_put_u64(buf, need);
-        return SBH2_ERR_BUFFER_TOO_SHORT;
+      size_t need;
+      int64_t code = s->too_large ? SBH2_MESSAGE_TOO_LARGE : 0;
+      if (!sbh2_msg_put_event(&s->req, buf, cap, &n, SBWIRE_EV_MESSAGE, s->id, code, &need)) {
+        return sbh2_poll_full(buf, cap, n, need, SBH2_ERR_BUFFER_TOO_SHORT);
       }
-      uint8_t *p = buf + n;
-      sbwire_put_event(p, SBWIRE_EV_MESSAGE, 0, s->id, s->too_large ? SBH2_MESSAGE_TOO_LARGE : 0, (uint32_t)hl,
-                       (uint32_t)bl);
-      if (hl) memcpy(p + SBWIRE_EVENT_HEADER_LEN, s->hdrs, hl);
-      if (bl) memcpy(p + SBWIRE_EVENT_HEADER_LEN + hl, s->body, bl);
-      n += need;
       s->delivered = 1;
       c->stat_requests++;
     }
@@ -502,21 +477,15 @@ int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
     if (!c->qhead) c->qtail = NULL;
     c->nqueued--;
     s->queued = 0;
-    free(s->hdrs);
-    free(s->body);
-    s->hdrs = s->body = NULL;
-    s->hdrs_len = s->hdrs_cap = s->body_len = s->body_cap = 0;
+    sbh2_msg_clear(&s->req);
     if (s->closed) stream_free(c, s);
   }
   while (c->rhead) {
-    if (SBWIRE_EVENT_HEADER_LEN > cap - n) {
-      if (n > 0) return (int)n;
-      if (cap >= 8) sbwire_put_u64(buf, SBWIRE_EVENT_HEADER_LEN);
-      return SBH2_ERR_BUFFER_TOO_SHORT;
-    }
     struct released *r = c->rhead;
-    sbwire_put_event(buf + n, SBWIRE_EV_RELEASED, 0, -1, r->token, 0, 0);
-    n += SBWIRE_EVENT_HEADER_LEN;
+    size_t need;
+    if (!sbh2_msg_put_event(NULL, buf, cap, &n, SBWIRE_EV_RELEASED, -1, r->token, &need)) {
+      return sbh2_poll_full(buf, cap, n, need, SBH2_ERR_BUFFER_TOO_SHORT);
+    }
     c->rhead = r->next;
     if (!c->rhead) c->rtail = NULL;
     c->nqueued--;

@@ -8,6 +8,8 @@
 
 #include <gnutls/gnutls.h>
 
+void (*client_params_hook)(ngtcp2_transport_params *params);
+
 int sbh3_version(uint8_t *buf, size_t cap) {
   if (!buf) return SBH3_ERR_INVALID;
   int n = snprintf((char *)buf, cap, "sbh3/%s ngtcp2/%s nghttp3/%s gnutls/%s", SBH3_VERSION,
@@ -37,6 +39,7 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
   fill_settings(&settings, &params, cfg);
+  if (client_params_hook) client_params_hook(&params);
   if (ngtcp2_conn_client_new(&c->qc, &dcid, &scid, &c->ps.path, NGTCP2_PROTO_VER_V1, &cb, &settings, &params, NULL,
                              c) != 0) {
     conn_destroy(c);
@@ -133,7 +136,7 @@ int sbh3_conn_poll(sbh3_conn *c, uint8_t *buf, size_t cap) {
 int sbh3_conn_close(sbh3_conn *c) {
   if (!c) return SBH3_ERR_INVALID;
   if (c->closed) return SBH3_ERR_CLOSED;
-  close_locally(c, "Connection closed locally");
+  close_locally(c, NGHTTP3_H3_NO_ERROR, "Connection closed locally");
   return 0;
 }
 
@@ -152,7 +155,18 @@ int sbh3_conn_stream_count(sbh3_conn *c) {
 }
 
 
+int sbh3_conn_update_key(sbh3_conn *c) {
+  if (!c) return SBH3_ERR_INVALID;
+  if (c->closed) return SBH3_ERR_CLOSED;
+  int rv = ngtcp2_conn_initiate_key_update(c->qc, now_ns());
+  if (rv == 0) {
+    c->own_update = 1;
+    c->st[SBH3_STAT_KEY_UPDATES]++;
+  }
+  return rv == 0 ? 0 : rv == NGTCP2_ERR_INVALID_STATE ? SBH3_ERR_STREAM_BLOCKED : SBH3_ERR_INTERNAL;
+}
+
 int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
   if (!c) return SBH3_ERR_INVALID;
-  return stats_copy(c->st, c, out, n);
+  return stats_copy(c->st, c, c->queued, out, n);
 }

@@ -100,16 +100,11 @@ int evq_poll(evq_t *q, uint8_t *out, size_t cap) {
   if (!e) return SBH3_ERR_DONE;
   uint64_t need = SBH3_EVENT_HEADER_LEN + e->hdr.len + e->body.len;
   if (need > cap || need > INT32_MAX) {
-    if (cap >= 8) memcpy(out, &need, 8);
+    if (cap >= 8) sbwire_put_u64(out, need);
     return SBH3_ERR_BUFFER_TOO_SHORT;
   }
   uint32_t hl = (uint32_t)e->hdr.len, bl = (uint32_t)e->body.len;
-  memcpy(out, &e->type, 4);
-  memcpy(out + 4, &e->conn_id, 4);
-  memcpy(out + 8, &e->stream_id, 8);
-  memcpy(out + 16, &e->code, 8);
-  memcpy(out + 24, &hl, 4);
-  memcpy(out + 28, &bl, 4);
+  sbwire_put_event(out, e->type, e->conn_id, e->stream_id, e->code, hl, bl);
   if (hl) memcpy(out + SBH3_EVENT_HEADER_LEN, e->hdr.p, hl);
   if (bl) memcpy(out + SBH3_EVENT_HEADER_LEN + hl, e->body.p, bl);
   q->head = e->next;
@@ -132,6 +127,10 @@ sbh3_config *sbh3_config_new(int is_server) {
   cfg->max_body = 64ull << 20;
   cfg->max_udp_payload = 0;
   cfg->max_recv_udp_payload = MAX_UDP;
+  cfg->handshake_ms = 5000;
+  cfg->max_conn_queued = 64ull << 20;
+  cfg->max_total_queued = 256ull << 20;
+  cfg->stall_ms = 30000;
   return cfg;
 }
 
@@ -190,6 +189,26 @@ int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes) {
   return 0;
 }
 
+int sbh3_config_set_handshake_timeout(sbh3_config *cfg, uint32_t ms) {
+  if (!cfg || ms == 0) return SBH3_ERR_INVALID;
+  cfg->handshake_ms = ms;
+  return 0;
+}
+
+int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t total_bytes, uint32_t stall_ms) {
+  if (!cfg || conn_bytes == 0 || total_bytes < conn_bytes || stall_ms == 0) return SBH3_ERR_INVALID;
+  cfg->max_conn_queued = conn_bytes;
+  cfg->max_total_queued = total_bytes;
+  cfg->stall_ms = stall_ms;
+  return 0;
+}
+
+int sbh3_config_set_retry(sbh3_config *cfg, int on) {
+  if (!cfg || !cfg->is_server) return SBH3_ERR_INVALID;
+  cfg->retry = on ? 1 : 0;
+  return 0;
+}
+
 int sbh3_config_set_cc(sbh3_config *cfg, int algo) {
   if (!cfg || algo < SBH3_CC_HOST || algo > SBH3_CC_BBR2) return SBH3_ERR_INVALID;
   cfg->cc = algo;
@@ -231,34 +250,23 @@ int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes) {
 
 /* Parses a flat header block into a freshly allocated nv array. */
 int parse_headers(const uint8_t *p, size_t len, nghttp3_nv **pnv, size_t *pn) {
-  size_t n = 0, off = 0;
-  while (off < len) {
-    uint32_t nl, vl;
-    if (len - off < 8) return -1;
-    memcpy(&nl, p + off, 4);
-    memcpy(&vl, p + off + 4, 4);
-    off += 8;
-    if (nl == 0 || (uint64_t)nl + vl > len - off) return -1;
-    off += (size_t)nl + vl;
-    n++;
-  }
-  nghttp3_nv *nv = calloc(n ? n : 1, sizeof(*nv));
+  long n = sbwire_count_fields(p, len);
+  if (n < 0) return -1;
+  nghttp3_nv *nv = calloc(n ? (size_t)n : 1, sizeof(*nv));
   if (!nv) return -2;
-  off = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t nl, vl;
-    memcpy(&nl, p + off, 4);
-    memcpy(&vl, p + off + 4, 4);
-    off += 8;
-    nv[i].name = (uint8_t *)p + off;
-    nv[i].namelen = nl;
-    nv[i].value = (uint8_t *)p + off + nl;
-    nv[i].valuelen = vl;
-    nv[i].flags = NGHTTP3_NV_FLAG_NONE;
-    off += (size_t)nl + vl;
+  size_t off = 0;
+  for (long i = 0; i < n; i++) {
+    const uint8_t *name, *value;
+    size_t nl, vl;
+    sbwire_next_field(p, &off, &name, &nl, &value, &vl);
+    if (nl == 0) {
+      free(nv);
+      return -1;
+    }
+    nv[i] = (nghttp3_nv){.name = (uint8_t *)name, .value = (uint8_t *)value, .namelen = nl, .valuelen = vl};
   }
   *pnv = nv;
-  *pn = n;
+  *pn = (size_t)n;
   return 0;
 }
 

@@ -40,6 +40,7 @@ stream_t *stream_new(sbh3_conn *c, int64_t id) {
   stream_t *s = calloc(1, sizeof(*s));
   if (!s) return NULL;
   s->id = id;
+  s->cl = UINT64_MAX;
   s->next = c->streams;
   if (c->streams) c->streams->prev = s;
   c->streams = s;
@@ -52,6 +53,10 @@ void stream_free(sbh3_conn *c, stream_t *s) {
   else c->streams = s->next;
   if (s->next) s->next->prev = s->prev;
   c->nstreams--;
+  if (c->srv && s->out_len) { /* a response counted in the send queues by sbh3_server_respond */
+    c->queued -= s->out_len;
+    c->srv->queued -= s->out_len;
+  }
   buf_free(&s->hdr);
   buf_free(&s->body);
   free(s->out);
@@ -195,10 +200,26 @@ static int h3_recv_data(nghttp3_conn *hc, int64_t stream_id, const uint8_t *data
   consume(c, stream_id, len);
   if (!s || s->aborted) return 0;
   s->early |= c->rx_early;
-  if (s->body.len + len > c->cfg->max_body) {
+  if (s->body.len + len > c->cfg->max_body || (s->cl != UINT64_MAX && s->cl > c->cfg->max_body)) {
+    if (!c->srv) {
+      s->aborted = 1;
+      buf_free(&s->body);
+      ngtcp2_conn_shutdown_stream(c->qc, stream_id, NGHTTP3_H3_EXCESSIVE_LOAD);
+      return 0;
+    }
+    /*
+     * RFC 9114 §4.1.2: stop reading with H3_NO_ERROR and let the caller answer (413) and close
+     * the stream cleanly. The headers go up in a TOO_LARGE event; the body is dropped.
+     */
     s->aborted = 1;
     buf_free(&s->body);
-    ngtcp2_conn_shutdown_stream(c->qc, stream_id, NGHTTP3_H3_EXCESSIVE_LOAD);
+    event_t *e = evq_push(c->q, SBH3_EV_TOO_LARGE, c->id, stream_id, 0);
+    if (!e) return NGHTTP3_ERR_NOMEM;
+    e->hdr = s->hdr;
+    memset(&s->hdr, 0, sizeof(s->hdr));
+    s->done = 1;
+    nghttp3_conn_shutdown_stream_read(c->hc, stream_id);
+    ngtcp2_conn_shutdown_stream_read(c->qc, stream_id, NGHTTP3_H3_NO_ERROR);
     return 0;
   }
   if (buf_append(&s->body, data, len) != 0) return NGHTTP3_ERR_NOMEM;
@@ -237,16 +258,14 @@ static int h3_recv_header(nghttp3_conn *hc, int64_t stream_id, int32_t token, ng
   s->early |= c->rx_early;
   nghttp3_vec n = nghttp3_rcbuf_get_buf(name), v = nghttp3_rcbuf_get_buf(value);
   uint32_t nl = (uint32_t)n.len, vl = (uint32_t)v.len;
-  if (buf_reserve(&s->hdr, 8 + nl + vl) != 0) return NGHTTP3_ERR_NOMEM;
-  buf_append(&s->hdr, &nl, 4);
-  buf_append(&s->hdr, &vl, 4);
-  buf_append(&s->hdr, n.base, nl);
-  buf_append(&s->hdr, v.base, vl);
+  if (buf_reserve(&s->hdr, SBWIRE_FIELD_PREFIX_LEN + nl + vl) != 0) return NGHTTP3_ERR_NOMEM;
+  s->hdr.len += sbwire_put_field(s->hdr.p + s->hdr.len, n.base, nl, v.base, vl);
   if (token == NGHTTP3_QPACK_TOKEN_CONTENT_LENGTH && vl < 20) {
     char tmp[24];
     memcpy(tmp, v.base, vl);
     tmp[vl] = 0;
     unsigned long long cl = strtoull(tmp, NULL, 10);
+    s->cl = cl;
     if (cl <= c->cfg->max_body && s->body.cap < cl) buf_reserve(&s->body, (size_t)cl);
   }
   return 0;
@@ -377,6 +396,7 @@ static int q_acked_stream_data_offset(ngtcp2_conn *qc, int64_t stream_id, uint64
   (void)offset;
   (void)stream_user_data;
   sbh3_conn *c = user_data;
+  c->acked += len;
   if (c->hc && nghttp3_conn_add_ack_offset(c->hc, stream_id, len) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
   return 0;
 }
@@ -415,7 +435,7 @@ static int q_stream_reset(ngtcp2_conn *qc, int64_t stream_id, uint64_t final_siz
   return 0;
 }
 
-/* ngtcp2: the peer sent STOP_SENDING; stop reading it too. */
+/* ngtcp2: we stopped reading a stream (STOP_SENDING went out); nghttp3 drops what it still has of it. */
 static int q_stream_stop_sending(ngtcp2_conn *qc, int64_t stream_id, uint64_t app_error_code, void *user_data,
                                  void *stream_user_data) {
   return q_stream_reset(qc, stream_id, 0, app_error_code, user_data, stream_user_data);
@@ -446,6 +466,35 @@ static void q_rand(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx) {
   rand_bytes(dest, len);
 }
 
+/* ngtcp2: a Retry came (client); counted, then the library's handler. */
+static int q_recv_retry(ngtcp2_conn *qc, const ngtcp2_pkt_hd *hd, void *user_data) {
+  ((sbh3_conn *)user_data)->st[SBH3_STAT_RETRIES]++;
+  return ngtcp2_crypto_recv_retry_cb(qc, hd, user_data);
+}
+
+/* ngtcp2: a NEW_TOKEN came (client); counted (the client does not keep it). */
+static int q_recv_new_token(ngtcp2_conn *qc, const ngtcp2_vec *token, void *user_data) {
+  (void)qc;
+  (void)token;
+  ((sbh3_conn *)user_data)->st[SBH3_STAT_NEW_TOKENS]++;
+  return 0;
+}
+
+/* ngtcp2: derive the next 1-RTT keys (once ahead at the start, then up to a PTO after each key update); counts the peer's updates. */
+static int q_update_key(ngtcp2_conn *qc, uint8_t *rx_secret, uint8_t *tx_secret, ngtcp2_crypto_aead_ctx *rx_aead_ctx,
+                        uint8_t *rx_iv, ngtcp2_crypto_aead_ctx *tx_aead_ctx, uint8_t *tx_iv,
+                        const uint8_t *current_rx_secret, const uint8_t *current_tx_secret, size_t secretlen,
+                        void *user_data) {
+  sbh3_conn *c = user_data;
+  if (c->key_derivations++ > 0 && !c->own_update) {
+    c->st[SBH3_STAT_KEY_UPDATES]++; /* the peer's update (ours is counted when started) */
+    if (c->srv) c->srv->st[SBH3_STAT_KEY_UPDATES]++;
+  }
+  c->own_update = 0;
+  return ngtcp2_crypto_update_key_cb(qc, rx_secret, tx_secret, rx_aead_ctx, rx_iv, tx_aead_ctx, tx_iv,
+                                     current_rx_secret, current_tx_secret, secretlen, user_data);
+}
+
 /* ngtcp2: a new connection id and its stateless reset token. */
 static int q_get_new_connection_id(ngtcp2_conn *qc, ngtcp2_cid *cid, uint8_t *token, size_t cidlen,
                                    void *user_data) {
@@ -468,11 +517,12 @@ static int q_remove_connection_id(ngtcp2_conn *qc, const ngtcp2_cid *cid, void *
   return 0;
 }
 
-/* ngtcp2: the handshake completed: TLS follow-ups (tickets, refused 0-RTT), then post CONNECTED. */
+/* ngtcp2: the handshake completed: TLS follow-ups (tickets, refused 0-RTT), a NEW_TOKEN when the server validates addresses, then post CONNECTED. */
 static int q_handshake_completed(ngtcp2_conn *qc, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
   if (tls_handshake_done(c) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+  if (c->srv && c->cfg->retry) server_new_token(c);
   evq_push(c->q, SBH3_EV_CONNECTED, c->id, -1, 0);
   return 0;
 }
@@ -498,7 +548,8 @@ void fill_callbacks(ngtcp2_callbacks *cb, int is_server) {
     cb->remove_connection_id = q_remove_connection_id;
   } else {
     cb->client_initial = ngtcp2_crypto_client_initial_cb;
-    cb->recv_retry = ngtcp2_crypto_recv_retry_cb;
+    cb->recv_retry = q_recv_retry;
+    cb->recv_new_token = q_recv_new_token;
     cb->recv_rx_key = q_recv_rx_key;
   }
   cb->recv_crypto_data = tls_recv_crypto_data;
@@ -511,7 +562,7 @@ void fill_callbacks(ngtcp2_callbacks *cb, int is_server) {
   cb->stream_close = q_stream_close;
   cb->rand = q_rand;
   cb->get_new_connection_id = q_get_new_connection_id;
-  cb->update_key = ngtcp2_crypto_update_key_cb;
+  cb->update_key = q_update_key;
   cb->stream_reset = q_stream_reset;
   cb->extend_max_stream_data = q_extend_max_stream_data;
   cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
@@ -526,7 +577,7 @@ void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_co
   s->initial_ts = now_ns();
   s->max_window = 24u << 20;
   s->max_stream_window = 16u << 20;
-  s->handshake_timeout = 5 * NGTCP2_SECONDS;
+  s->handshake_timeout = (uint64_t)cfg->handshake_ms * NGTCP2_MILLISECONDS;
   s->cc_algo = cc_algo(cfg->cc);
   /*
    * Default (RFC 9000 §14): 1200-byte datagrams until ngtcp2's PMTUD has confirmed a larger size
@@ -691,14 +742,31 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
   }
 }
 
+/* End of c's current stall period, UINT64_MAX when nothing is queued. */
+static uint64_t stall_deadline(sbh3_conn *c) {
+  if (!c->queued) return UINT64_MAX;
+  return c->progress_at + (uint64_t)c->cfg->stall_ms * NGTCP2_MILLISECONDS;
+}
+
 uint64_t conn_deadline(sbh3_conn *c) {
   if (c->closed) return c->srv ? c->close_deadline : UINT64_MAX;
-  return ngtcp2_conn_get_expiry(c->qc);
+  uint64_t d = ngtcp2_conn_get_expiry(c->qc), stall = stall_deadline(c);
+  return stall < d ? stall : d;
 }
 
 
 void conn_expire(sbh3_conn *c, uint64_t now) {
   if (c->closed) return;
+  if (stall_deadline(c) <= now && c->acked >= STALL_MIN_ACKED) {
+    c->progress_at = now; /* enough progress: a new period */
+    c->acked = 0;
+  } else if (stall_deadline(c) <= now) {
+    char why[128];
+    snprintf(why, sizeof(why), "Send stalled: under %d bytes of queued responses acknowledged in %u ms",
+             STALL_MIN_ACKED, (unsigned)c->cfg->stall_ms);
+    close_locally(c, NGHTTP3_H3_EXCESSIVE_LOAD, why);
+    return;
+  }
   if (ngtcp2_conn_get_expiry(c->qc) > now) return;
   int rv = ngtcp2_conn_handle_expiry(c->qc, now);
   if (rv != 0) conn_fail(c, rv);
@@ -714,9 +782,9 @@ int copy_body(stream_t *s, const uint8_t *body, size_t len) {
   return 0;
 }
 
-/* Closes c with H3_NO_ERROR: an established connection sends an application close, else it is just dropped. */
-void close_locally(sbh3_conn *c, const char *why) {
-  ngtcp2_connection_close_error_set_application_error(&c->ccerr, NGHTTP3_H3_NO_ERROR, NULL, 0);
+/* Closes c with an H3 error code: an established connection sends an application close, else it is just dropped. */
+void close_locally(sbh3_conn *c, uint64_t app_code, const char *why) {
+  ngtcp2_connection_close_error_set_application_error(&c->ccerr, app_code, NULL, 0);
   set_err(c, "%s", why);
   if (ngtcp2_conn_get_handshake_completed(c->qc)) {
     conn_fail(c, LOCAL_CLOSE);
@@ -728,10 +796,11 @@ void close_locally(sbh3_conn *c, const char *why) {
 }
 
 /* Copies up to n counters of st (with c's live path fields when c is given) into out; returns how many. */
-int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t *out, size_t n) {
+int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t queued, uint64_t *out, size_t n) {
   if (!out) return SBH3_ERR_INVALID;
   if (n > SBH3_STAT_COUNT) n = SBH3_STAT_COUNT;
   memcpy(out, st, n * sizeof(*out));
+  if (n > SBH3_STAT_QUEUED_BYTES) out[SBH3_STAT_QUEUED_BYTES] = queued;
   if (c && n > SBH3_STAT_PATH_MAX_PAYLOAD)
     out[SBH3_STAT_PATH_MAX_PAYLOAD] = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->qc);
   if (c && n > SBH3_STAT_PEER_MAX_PAYLOAD) {

@@ -1,7 +1,9 @@
 /*
  * Leak-check driver for the sbh3 shim: a client and a server exchange
  * datagrams in memory (no sockets), run requests of several sizes, a cancel,
- * garbage input and a graceful close, then free everything. A second phase
+ * bodies over the server's limit (answered 413 after TOO_LARGE), responses
+ * that wait for room in a small send queue, garbage input and a graceful
+ * close, then free everything. A second phase
  * does the same over loopback sockets it opens and the shim adopts
  * (sbh3_udp_adopt + sbh3_*_io, with 1452-byte datagrams, the first datagram of
  * each wake-up received here as the runtime would; the server sends with UDP
@@ -29,6 +31,17 @@
 #include <unistd.h>
 
 #define NREQ 40
+/* In-memory phase: bodies over LIMIT get TOO_LARGE (answered 413, empty body); responses wait for QUEUE room. */
+#define LIMIT 50000
+#define QUEUE 600
+
+/* A response the server's send queue had no room for yet. */
+typedef struct {
+  uint32_t conn_id;
+  int64_t sid;
+  uint8_t *body;
+  size_t len;
+} waiting_t;
 
 static uint8_t *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -58,6 +71,24 @@ static size_t put_field(uint8_t *p, const char *name, const char *value) {
 static size_t body_size(int i) {
   static const size_t sizes[] = {0, 1, 1000, 100000, 300};
   return sizes[i % 5];
+}
+
+/* What the echo answers: the body, or nothing (a 413) when it was over LIMIT. */
+static size_t answer_size(int i) { return body_size(i) > LIMIT ? 0 : body_size(i); }
+
+/* Offers waiting responses again in order; returns how many remain. */
+static int retry_waiting(sbh3_server *srv, waiting_t *w, int n) {
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    uint8_t hdr[64];
+    size_t h = put_field(hdr, ":status", "200");
+    if (k == 0 && sbh3_server_respond(srv, w[i].conn_id, w[i].sid, hdr, h, w[i].body, w[i].len) != SBH3_ERR_STREAM_BLOCKED) {
+      free(w[i].body);
+      continue;
+    }
+    w[k++] = w[i];
+  }
+  return k;
 }
 
 #define SOCK_NREQ 20
@@ -341,8 +372,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   sbh3_config *scfg = sbh3_config_new(1), *ccfg = sbh3_config_new(0);
-  if (sbh3_config_set_cert(scfg, cert, cert_len, key, key_len) != 0 || sbh3_config_add_ca(ccfg, ca, ca_len) <= 0) {
-    fprintf(stderr, "cannot load TLS material\n");
+  if (sbh3_config_set_cert(scfg, cert, cert_len, key, key_len) != 0 || sbh3_config_add_ca(ccfg, ca, ca_len) <= 0 ||
+      sbh3_config_set_max_body(scfg, LIMIT) != 0 || sbh3_config_set_send_queue(scfg, QUEUE, QUEUE, 30000) != 0) {
+    fprintf(stderr, "cannot configure\n");
     return 2;
   }
   sbh3_server *srv = sbh3_server_new(scfg, "127.0.0.1", 4433);
@@ -353,8 +385,9 @@ int main(int argc, char **argv) {
 
   uint8_t *pkt = malloc(65536), meta[64], *ev = malloc(1 << 20), *body = malloc(100000);
   memset(body, 'x', 100000);
-  int submitted = 0, answered = 0, ok = 1, cancelled = 0;
+  int submitted = 0, answered = 0, ok = 1, cancelled = 0, nwait = 0, blocked = 0, too_large = 0;
   int64_t ids[NREQ];
+  waiting_t wait[NREQ];
   /* Garbage first: it must be rejected without harm. */
   for (int i = 0; i < 200; i++) {
     for (int k = 0; k < 1300; k++) pkt[k] = (uint8_t)(rand() & 0xff);
@@ -380,11 +413,21 @@ int main(int argc, char **argv) {
       memcpy(&sid, ev + 8, 8);
       memcpy(&hl, ev + 24, 4);
       memcpy(&bl, ev + 28, 4);
-      if (type != SBH3_EV_MESSAGE) continue;
-      uint8_t hdr[64];
-      size_t h = put_field(hdr, ":status", "200");
-      sbh3_server_respond(srv, conn_id, sid, hdr, h, ev + SBH3_EVENT_HEADER_LEN + hl, bl); /* echo */
+      if (type == SBH3_EV_TOO_LARGE) too_large++;
+      if (type != SBH3_EV_MESSAGE && type != SBH3_EV_TOO_LARGE) continue;
+      if (bl > 0 && nwait < NREQ) { /* echo, through the waiting list when the queue is full */
+        wait[nwait] = (waiting_t){conn_id, sid, malloc(bl), bl};
+        memcpy(wait[nwait++].body, ev + SBH3_EVENT_HEADER_LEN + hl, bl);
+      } else {
+        uint8_t hdr[64];
+        size_t h = put_field(hdr, ":status", type == SBH3_EV_TOO_LARGE ? "413" : "200");
+        sbh3_server_respond(srv, conn_id, sid, hdr, h, NULL, 0);
+      }
     }
+    int before = nwait;
+    nwait = retry_waiting(srv, wait, nwait);
+    if (nwait) blocked++;
+    moved += before - nwait;
     while ((n = sbh3_conn_poll(cli, ev, 1 << 20)) > 0) {
       uint32_t type, bl;
       int64_t sid;
@@ -392,15 +435,17 @@ int main(int argc, char **argv) {
       memcpy(&sid, ev + 8, 8);
       memcpy(&bl, ev + 28, 4);
       if (type == SBH3_EV_CLOSED) {
-        fprintf(stderr, "connection closed early\n");
+        uint8_t why[256];
+        sbh3_conn_error(cli, why, sizeof(why));
+        fprintf(stderr, "connection closed early: %s\n", (char *)why);
         ok = 0;
         round = 1 << 30;
         break;
       }
       if (type != SBH3_EV_MESSAGE) continue;
       for (int i = 0; i < submitted; i++)
-        if (ids[i] == sid && body_size(i) != bl) {
-          fprintf(stderr, "request %d: got %u bytes, want %zu\n", i, bl, body_size(i));
+        if (ids[i] == sid && answer_size(i) != bl) {
+          fprintf(stderr, "request %d: got %u bytes, want %zu\n", i, bl, answer_size(i));
           ok = 0;
         }
       answered++;
@@ -437,6 +482,11 @@ int main(int argc, char **argv) {
       sbh3_server_on_timeout(srv);
     }
   }
+  if (!blocked || !too_large) {
+    fprintf(stderr, "the send queue never filled (%d) or no body was too large (%d)\n", blocked, too_large);
+    ok = 0;
+  }
+  for (int i = 0; i < nwait; i++) free(wait[i].body);
   if (answered + cancelled < NREQ) {
     fprintf(stderr, "only %d of %d answered\n", answered, NREQ - cancelled);
     ok = 0;

@@ -10,19 +10,18 @@
  * SBH3_ERR_DONE means "nothing more to do" and is not a failure. Every _new
  * returns NULL on failure and every _free accepts NULL.
  *
- * Headers cross the boundary as one flat block: for each field, a u32 name
- * length, a u32 value length (native byte order), then the name and value
- * bytes. Pseudo-headers (":method", ":status", ...) travel in the same block.
- *
- * An event written by *_poll is a 32-byte record followed by its payload:
- *   u32 type, u32 conn_id, i64 stream_id, i64 code, u32 header_len, u32 body_len,
- *   header block (header_len bytes), body (body_len bytes).
+ * Headers cross the boundary as one flat block and events as 32-byte records
+ * with their payload, in the format transports/native/sbwire.h defines for
+ * both native modules (little-endian). Pseudo-headers (":method", ":status",
+ * ...) travel in the same block. One poll writes one event.
  */
 #ifndef SBH3_H
 #define SBH3_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "../../native/sbwire.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +31,7 @@ extern "C" {
 #define SBH3_VERSION "0.1.0"
 
 /* Size of the fixed part of an event record. */
-#define SBH3_EVENT_HEADER_LEN 32
+#define SBH3_EVENT_HEADER_LEN SBWIRE_EVENT_HEADER_LEN
 
 enum sbh3_error {
   /* Nothing more to do right now; not a failure. */
@@ -65,17 +64,19 @@ enum sbh3_error {
 
 enum sbh3_event_type {
   /* Handshake completed (client; and server, with conn_id). */
-  SBH3_EV_CONNECTED = 1,
+  SBH3_EV_CONNECTED = SBWIRE_EV_CONNECTED,
   /* A complete request (server) or response (client): headers and body. */
-  SBH3_EV_MESSAGE = 2,
+  SBH3_EV_MESSAGE = SBWIRE_EV_MESSAGE,
   /* The peer reset a stream before its message completed; code = app error. */
-  SBH3_EV_RESET = 3,
+  SBH3_EV_RESET = SBWIRE_EV_RESET,
   /* The connection closed; code = sbh3_error; see sbh3_conn_error for text. */
-  SBH3_EV_CLOSED = 4,
+  SBH3_EV_CLOSED = SBWIRE_EV_CLOSED,
   /* The peer sent GOAWAY: open no new streams on this connection. */
-  SBH3_EV_GOAWAY = 5,
+  SBH3_EV_GOAWAY = SBWIRE_EV_GOAWAY,
+  /* Server: a request body passed max_body; headers only. Reading stopped (STOP_SENDING, H3_NO_ERROR); answer it (413). */
+  SBH3_EV_TOO_LARGE = SBWIRE_EV_TOO_LARGE,
   /* Client: the server refused 0-RTT; every request submitted so far is gone and must be submitted again. */
-  SBH3_EV_EARLY_REJECTED = 6,
+  SBH3_EV_EARLY_REJECTED = SBWIRE_EV_EARLY_REJECTED,
 };
 
 /* Bit in the code of a server MESSAGE event: the request arrived (at least partly) in 0-RTT. */
@@ -141,7 +142,15 @@ enum sbh3_stat {
   SBH3_STAT_PATH_MAX_PAYLOAD = 7,
   /* The peer's max_udp_payload_size transport parameter (0 until known, and for server totals). */
   SBH3_STAT_PEER_MAX_PAYLOAD = 8,
-  SBH3_STAT_COUNT = 9,
+  /* Response body bytes held now for open streams (see sbh3_config_set_send_queue). */
+  SBH3_STAT_QUEUED_BYTES = 9,
+  /* Retry packets sent (server) or received (client). */
+  SBH3_STAT_RETRIES = 10,
+  /* NEW_TOKEN tokens issued (server) or received (client). */
+  SBH3_STAT_NEW_TOKENS = 11,
+  /* 1-RTT key updates: ours when started, the peer's up to a PTO after it (when the next keys are derived). */
+  SBH3_STAT_KEY_UPDATES = 12,
+  SBH3_STAT_COUNT = 13,
 };
 
 typedef struct sbh3_config sbh3_config;
@@ -172,6 +181,12 @@ int sbh3_config_get_max_udp_payload(const sbh3_config *cfg);
 int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes);
 /* Sets the congestion controller (enum sbh3_cc; default HOST: the same kind as the host's TCP). */
 int sbh3_config_set_cc(sbh3_config *cfg, int algo);
+/* Sets the handshake timeout in ms (default 5000). */
+int sbh3_config_set_handshake_timeout(sbh3_config *cfg, uint32_t ms);
+/* Server: bytes of response bodies held per connection and per endpoint (default 64 MiB, 256 MiB), and a stall period in ms: a connection holding bytes that gets under 16 KiB acknowledged in one period is closed with H3_EXCESSIVE_LOAD (default 30000). */
+int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t total_bytes, uint32_t stall_ms);
+/* Server: validate every new client address with a Retry first, and give each client a NEW_TOKEN that skips it next time (tokens bound to the client's address, Retry 10 s, NEW_TOKEN 1 h, keys rotated hourly). Default off. */
+int sbh3_config_set_retry(sbh3_config *cfg, int on);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
 /* Server: sends one TLS 1.3 session ticket per connection, valid lifetime_s seconds (0: none, the default); ticket keys rotate with that period. */
@@ -206,6 +221,8 @@ int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
 int sbh3_conn_stream_count(sbh3_conn *conn);
 /* Copies up to n counters (enum sbh3_stat) into out; returns how many. */
 int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
+/* Starts a 1-RTT key update; SBH3_ERR_STREAM_BLOCKED: not allowed yet (handshake unconfirmed, or the last update unacknowledged). */
+int sbh3_conn_update_key(sbh3_conn *conn);
 /* Offers a ticket from sbh3_conn_ticket (before the first send); with early data on, requests may follow at once (0-RTT). */
 int sbh3_conn_resume(sbh3_conn *conn, const uint8_t *ticket, size_t len);
 /* Moves the newest ticket the server sent (with its transport parameters) into buf; its length or SBH3_ERR_DONE. */
@@ -234,7 +251,7 @@ int sbh3_server_timeout_ms(sbh3_server *srv);
 int sbh3_server_on_timeout(sbh3_server *srv);
 /* Writes the next event of any connection into buf; returns its length or SBH3_ERR_DONE. */
 int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap);
-/* Sends a response on a request stream (header block + body, copied). */
+/* Sends a response on a request stream (header block + body, copied); SBH3_ERR_STREAM_BLOCKED: the send queue is full, retry after sbh3_server_io. */
 int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,
                         const uint8_t *body, size_t body_len);
 /* Refuses new connections and sends GOAWAY on existing ones. */

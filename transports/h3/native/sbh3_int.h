@@ -25,6 +25,12 @@
 #define ERRMSG_LEN 256
 /* Internal reason passed to conn_fail for a close we started ourselves. */
 #define LOCAL_CLOSE 1
+/* Stream bytes a connection holding queued response bytes must get acknowledged per stall period. */
+#define STALL_MIN_ACKED 16384
+/* Lifetimes of Retry tokens and NEW_TOKEN tokens, and how often the key that seals them changes. */
+#define RETRY_TOKEN_TTL (10 * NGTCP2_SECONDS)
+#define REGULAR_TOKEN_TTL (3600 * NGTCP2_SECONDS)
+#define TOKEN_KEY_TTL (3600 * NGTCP2_SECONDS)
 
 typedef struct {
   uint8_t *p;
@@ -52,6 +58,11 @@ struct sbh3_config {
   uint64_t max_body;
   uint32_t max_udp_payload;      /* explicit send size (0: start at 1200 and discover the path MTU) */
   uint32_t max_recv_udp_payload; /* advertised max_udp_payload_size; larger datagrams are dropped */
+  uint32_t handshake_ms;         /* handshake timeout */
+  uint64_t max_conn_queued;      /* response body bytes queued per connection */
+  uint64_t max_total_queued;     /* response body bytes queued per server endpoint */
+  uint32_t stall_ms;             /* a connection whose queued bytes see no ACK this long is closed */
+  int retry;                     /* server: validate addresses with Retry, hand out NEW_TOKEN */
   int cc;                        /* enum sbh3_cc */
   uint32_t ticket_lifetime;      /* server: seconds a session ticket is valid (0: no tickets) */
   gnutls_datum_t ticket_key;     /* server: master key of the rotating ticket keys */
@@ -66,9 +77,10 @@ typedef struct stream {
   buf_t hdr, body;   /* received message, moved into an event when complete */
   uint8_t *out;      /* body being sent, kept until the stream closes */
   size_t out_len;
-  int done;          /* message event posted */
+  int done;          /* message (or TOO_LARGE) event posted */
   int aborted;       /* body too large: the rest is dropped */
   int early;         /* server: part of the request came in 0-RTT */
+  uint64_t cl;       /* announced content-length (UINT64_MAX: none) */
 } stream_t;
 
 struct sbh3_conn {
@@ -99,6 +111,11 @@ struct sbh3_conn {
   ngtcp2_cid cids[MAX_CIDS];
   size_t ncids;
   uint64_t st[SBH3_STAT_COUNT]; /* counters of enum sbh3_stat (the path fields are read live) */
+  uint64_t queued;              /* response body bytes held for this connection's open streams */
+  uint64_t progress_at;         /* start of the current stall period (see conn_expire) */
+  uint64_t acked;               /* stream bytes acknowledged in the current stall period */
+  int key_derivations;          /* update_key calls: the first prepares the keys, each later one follows an update */
+  int own_update;               /* we started the last key update (already counted) */
   char errmsg[ERRMSG_LEN];
   char *server_name; /* kept for the session's lifetime: GnuTLS may refer to it */
   int rx_early;      /* the stream data being handed to nghttp3 came in 0-RTT */
@@ -127,8 +144,11 @@ struct sbh3_server {
   uint64_t sr_window;
   uint32_t sr_count;
   uint8_t secret[32];
+  uint8_t token_keys[2][32]; /* Retry and NEW_TOKEN keys: current, previous */
+  uint64_t token_key_at;     /* when the current key was made */
   int shutting_down;
   uint64_t st[SBH3_STAT_COUNT]; /* counters over every connection so far */
+  uint64_t queued;              /* response body bytes held over all connections */
 };
 
 /* ---- common.c ---- */
@@ -178,8 +198,8 @@ HIDDEN void cid_add(sbh3_conn *c, const ngtcp2_cid *cid);
 HIDDEN int map_liberr(int rv);
 /* Marks c closed for reason rv, prepares CONNECTION_CLOSE when one is due, posts CLOSED. */
 HIDDEN void conn_fail(sbh3_conn *c, int rv);
-/* Closes c with H3_NO_ERROR (an application close once established). */
-HIDDEN void close_locally(sbh3_conn *c, const char *why);
+/* Closes c with an H3 error code (an application close once established); why is kept as its error text. */
+HIDDEN void close_locally(sbh3_conn *c, uint64_t app_code, const char *why);
 /* ngtcp2 callbacks for a client or a server connection. */
 HIDDEN void fill_callbacks(ngtcp2_callbacks *cb, int is_server);
 /* ngtcp2 settings and local transport parameters from cfg. */
@@ -202,7 +222,12 @@ HIDDEN int copy_body(stream_t *s, const uint8_t *body, size_t len);
 HIDDEN nghttp3_ssize h3_read_body(nghttp3_conn *hc, int64_t stream_id, nghttp3_vec *vec, size_t veccnt,
                                   uint32_t *pflags, void *user_data, void *stream_user_data);
 /* Copies counters (with c's live path fields when c is given) into out; how many. */
-HIDDEN int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t *out, size_t n);
+HIDDEN int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t queued, uint64_t *out, size_t n);
+
+/* ---- client.c ---- */
+
+/* Test drivers only (never set in the library): edits a new client's transport parameters, to send invalid ones. */
+HIDDEN extern void (*client_params_hook)(ngtcp2_transport_params *params);
 
 /* Creates the HTTP/3 session and its control and QPACK streams; 0 or -1. */
 HIDDEN int setup_http(sbh3_conn *c);
@@ -234,6 +259,8 @@ HIDDEN sbh3_conn *server_find_id(sbh3_server *srv, uint32_t id);
 /* Feeds one datagram from a socket address to the server; see sbh3_server_recv. */
 HIDDEN int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,
                             ngtcp2_socklen fromlen);
+/* Queues a NEW_TOKEN for c's client (a token bound to its address, for a later connection). */
+HIDDEN void server_new_token(sbh3_conn *c);
 /* Writes the server's next datagram into out and its destination into *to; length or DONE. */
 HIDDEN int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
                         uint32_t *conn_id);

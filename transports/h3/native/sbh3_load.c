@@ -3,7 +3,8 @@
  * connection on the engine's own connected UDP socket, driven through the
  * module's public API (sbh3.h: sbh3_conn_io for batched receive, timers and
  * send; sbh3_conn_poll for finished responses) by the shared worker loop in
- * transports/native/sbl_load.c.
+ * transports/native/sbl_load.c. Its byte counts are HTTP message bytes (header
+ * blocks and bodies): the module does not report datagram bytes.
  */
 #define _GNU_SOURCE
 #include "../../native/sbl_load.h"
@@ -214,6 +215,7 @@ static int h3_conn_submit(sbl_conn *c, sbl_req *r) {
     sbl_conn_failed(c, SBL_ERRK_CLOSED, "cannot open a request stream");
     return 0;
   }
+  sbl_conn_bytes(c, 0, (uint64_t)p->hdrs_len + p->body_len);
   r->stream_id = sid;
   return 0;
 }

@@ -39,6 +39,9 @@ sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t lo
   cfg->refs++;
   srv->next_id = 1;
   rand_bytes(srv->secret, sizeof(srv->secret));
+  rand_bytes(srv->token_keys[0], sizeof(srv->token_keys[0]));
+  memcpy(srv->token_keys[1], srv->token_keys[0], sizeof(srv->token_keys[1]));
+  srv->token_key_at = now_ns();
   return srv;
 }
 
@@ -129,9 +132,86 @@ static void send_stateless_reset(sbh3_server *srv, const uint8_t *data, size_t l
   srv->sq_count++;
 }
 
-/* Creates the server connection for a client's first Initial. */
+/* Creates the server connection for a client's first Initial (odcid: the original DCID when it came back after a Retry). */
+/* The key that seals new tokens, rotated every TOKEN_KEY_TTL (the previous one still opens tokens). */
+static const uint8_t *token_key(sbh3_server *srv, uint64_t now) {
+  if (now - srv->token_key_at >= TOKEN_KEY_TTL) {
+    memcpy(srv->token_keys[1], srv->token_keys[0], sizeof(srv->token_keys[0]));
+    rand_bytes(srv->token_keys[0], sizeof(srv->token_keys[0]));
+    srv->token_key_at = now;
+  }
+  return srv->token_keys[0];
+}
+
+void server_new_token(sbh3_conn *c) {
+  uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+  uint64_t now = now_ns();
+  ngtcp2_ssize n = ngtcp2_crypto_generate_regular_token(token, token_key(c->srv, now), 32, &c->ps.remote_addrbuf.sa,
+                                                        c->ps.path.remote.addrlen, now);
+  if (n > 0 && ngtcp2_conn_submit_new_token(c->qc, token, (size_t)n) == 0) {
+    c->st[SBH3_STAT_NEW_TOKENS]++;
+    c->srv->st[SBH3_STAT_NEW_TOKENS]++;
+  }
+}
+
+enum { TOKEN_NONE, TOKEN_RETRY_OK, TOKEN_REGULAR_OK, TOKEN_RETRY_BAD };
+
+/* Checks the token of a client's first Initial with the current and the previous key; *odcid gets a Retry token's original DCID. */
+static int token_check(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_sockaddr_union *from,
+                       ngtcp2_socklen fromlen, ngtcp2_cid *odcid) {
+  if (hd->token.len == 0) return TOKEN_NONE;
+  uint64_t now = now_ns();
+  token_key(srv, now);
+  for (int k = 0; k < 2; k++) {
+    const uint8_t *key = srv->token_keys[k];
+    if (hd->token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY &&
+        ngtcp2_crypto_verify_retry_token(odcid, hd->token.base, hd->token.len, key, 32, hd->version, &from->sa, fromlen,
+                                         &hd->dcid, RETRY_TOKEN_TTL, now) == 0)
+      return TOKEN_RETRY_OK;
+    if (hd->token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_REGULAR &&
+        ngtcp2_crypto_verify_regular_token(hd->token.base, hd->token.len, key, 32, &from->sa, fromlen,
+                                           REGULAR_TOKEN_TTL, now) == 0)
+      return TOKEN_REGULAR_OK;
+  }
+  /* A bad Retry token is an error (RFC 9000 §8.1.3); a stale NEW_TOKEN one is just no token. */
+  return hd->token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY ? TOKEN_RETRY_BAD : TOKEN_NONE;
+}
+
+/* Queues a Retry for a client's first Initial: a new connection id and a token bound to the client's address. */
+static void send_retry(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_sockaddr_union *from,
+                       ngtcp2_socklen fromlen) {
+  if (!stateless_allowed(srv)) return;
+  uint64_t now = now_ns();
+  ngtcp2_cid scid;
+  scid.datalen = SCID_LEN;
+  rand_bytes(scid.data, scid.datalen);
+  uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
+  ngtcp2_ssize tl = ngtcp2_crypto_generate_retry_token(token, token_key(srv, now), 32, hd->version, &from->sa, fromlen,
+                                                       &scid, &hd->dcid, now);
+  if (tl < 0) return;
+  stateless_pkt_t *p = stateless_slot(srv, from);
+  ngtcp2_ssize n = ngtcp2_crypto_write_retry(p->data, sizeof(p->data), hd->version, &hd->scid, &scid, &hd->dcid, token,
+                                             (size_t)tl);
+  if (n <= 0) return;
+  p->len = (size_t)n;
+  srv->sq_count++;
+  srv->st[SBH3_STAT_RETRIES]++;
+}
+
+/* Queues an Initial CONNECTION_CLOSE with this transport error for a client's first Initial, keeping no state. */
+static void send_initial_close(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_sockaddr_union *from,
+                               uint64_t code) {
+  if (!stateless_allowed(srv)) return;
+  stateless_pkt_t *p = stateless_slot(srv, from);
+  ngtcp2_ssize n =
+      ngtcp2_crypto_write_connection_close(p->data, sizeof(p->data), hd->version, &hd->scid, &hd->dcid, code, NULL, 0);
+  if (n <= 0) return;
+  p->len = (size_t)n;
+  srv->sq_count++;
+}
+
 static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_sockaddr_union *from,
-                                ngtcp2_socklen fromlen) {
+                                ngtcp2_socklen fromlen, const ngtcp2_cid *odcid) {
   sbh3_conn *c = conn_alloc(srv->cfg);
   if (!c) return NULL;
   c->srv = srv;
@@ -151,7 +231,11 @@ static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const
   ngtcp2_transport_params params;
   fill_settings(&settings, &params, srv->cfg);
   settings.token = hd->token;
-  params.original_dcid = hd->dcid;
+  params.original_dcid = odcid ? *odcid : hd->dcid;
+  if (odcid) {
+    params.retry_scid = hd->dcid;
+    params.retry_scid_present = 1;
+  }
   params.stateless_reset_token_present = 1;
   if (ngtcp2_crypto_generate_stateless_reset_token(params.stateless_reset_token, srv->secret, sizeof(srv->secret),
                                                    &scid) != 0 ||
@@ -194,7 +278,17 @@ int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ng
       return SBH3_ERR_PROTO;
     }
     if (srv->shutting_down || srv->nconns >= MAX_CONNS) return SBH3_ERR_CLOSED;
-    c = server_accept(srv, &hd, &from, fromlen);
+    ngtcp2_cid odcid;
+    int token = token_check(srv, &hd, &from, fromlen, &odcid);
+    if (token == TOKEN_RETRY_BAD) {
+      send_initial_close(srv, &hd, &from, NGTCP2_INVALID_TOKEN);
+      return SBH3_ERR_PROTO;
+    }
+    if (srv->cfg->retry && token == TOKEN_NONE) {
+      send_retry(srv, &hd, &from, fromlen);
+      return SBH3_ERR_DONE;
+    }
+    c = server_accept(srv, &hd, &from, fromlen, token == TOKEN_RETRY_OK ? &odcid : NULL);
     if (!c) return SBH3_ERR_NOMEM;
     fresh = 1;
   }
@@ -204,12 +298,13 @@ int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ng
   path.remote.addrlen = fromlen;
   rv = conn_read(c, &path, data, len, now_ns());
   if (rv != 0) {
-    if (fresh) {
-      /* The first packet did not make a connection: forget it without a trace. */
+    if (fresh && (rv == NGTCP2_ERR_DROP_CONN || rv == NGTCP2_ERR_RETRY)) {
+      /* Not a first packet to answer (undecryptable, or nothing in it): forget it without a trace. */
       server_unlink(srv, c);
       conn_destroy(c);
       return SBH3_ERR_PROTO;
     }
+    /* Any other failure, a first packet's included (bad transport parameters), closes with its code. */
     conn_fail(c, rv);
     return map_liberr(rv);
   }
@@ -305,6 +400,10 @@ int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, c
   if (c->closed) return SBH3_ERR_CLOSED;
   stream_t *s = stream_find(c, stream_id);
   if (!s || !s->done || s->out) return SBH3_ERR_NOT_FOUND;
+  /* Room in the send queues (one body is always let in, however large, when its queue is empty). */
+  if (body_len && ((c->queued && c->queued + body_len > srv->cfg->max_conn_queued) ||
+                   (srv->queued && srv->queued + body_len > srv->cfg->max_total_queued)))
+    return SBH3_ERR_STREAM_BLOCKED;
   nghttp3_nv *nv;
   size_t n;
   int rv = parse_headers(hdrs, hdrs_len, &nv, &n);
@@ -322,6 +421,14 @@ int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, c
     s->out_len = 0;
     return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBH3_ERR_INVALID : SBH3_ERR_INTERNAL;
   }
+  if (body_len) {
+    if (!c->queued) {
+      c->progress_at = now_ns();
+      c->acked = 0;
+    }
+    c->queued += body_len;
+    srv->queued += body_len;
+  }
   return 0;
 }
 
@@ -338,7 +445,7 @@ int sbh3_server_close_all(sbh3_server *srv) {
   srv->shutting_down = 1;
   for (sbh3_conn *c = srv->conns; c; c = c->next) {
     if (c->closed) continue;
-    close_locally(c, "Server closed");
+    close_locally(c, NGHTTP3_H3_NO_ERROR, "Server closed");
   }
   return 0;
 }
@@ -353,10 +460,10 @@ int sbh3_server_open_streams(sbh3_server *srv) {
 
 int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t n) {
   if (!srv) return SBH3_ERR_INVALID;
-  if (conn_id == 0) return stats_copy(srv->st, NULL, out, n);
+  if (conn_id == 0) return stats_copy(srv->st, NULL, srv->queued, out, n);
   sbh3_conn *c = server_find_id(srv, conn_id);
   if (!c) return SBH3_ERR_NOT_FOUND;
-  return stats_copy(c->st, c, out, n);
+  return stats_copy(c->st, c, c->queued, out, n);
 }
 
 int sbh3_server_conn_count(sbh3_server *srv) {

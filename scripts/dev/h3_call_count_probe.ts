@@ -6,7 +6,7 @@
  * `Deno.dlopen`, `Deno.listenDatagram` and the timer functions before
  * importing the transport.
  *
- * Usage: deno run -A --unstable-net transports/h3/call_count_probe.ts [size=16384] [maxUdpPayload=1452]
+ * Usage: deno run -A --unstable-net scripts/dev/h3_call_count_probe.ts [size=16384] [maxUdpPayload=1452]
  */
 const counts: Record<string, number> = {};
 const micros: Record<string, number> = {};
@@ -47,8 +47,8 @@ const st = globalThis.setTimeout, ct = globalThis.clearTimeout;
 // deno-lint-ignore no-explicit-any
 (globalThis as any).clearTimeout = (t: any) => (bump("clearTimeout"), ct(t));
 const { createHandler } = await import("../../handler/mod.ts");
-const { createDevPki } = await import("../pki.ts");
-const { createH3Client, createH3Server } = await import("./mod.ts");
+const { createDevPki } = await import("../../transports/pki.ts");
+const { createH3Client, createH3Server } = await import("../../transports/h3/mod.ts");
 const size = Number(Deno.args[0] ?? 16384), mtu = Number(Deno.args[1] ?? 1452), n = 1000;
 const pki = await createDevPki();
 const s = await createH3Server(createHandler(), {

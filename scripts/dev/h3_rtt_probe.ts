@@ -6,20 +6,15 @@
  * shared machine hits every transport alike.
  * Prints medians and ratios; asserts nothing (a benchmark report, not a test).
  *
- * Usage: deno run -A --unstable-net transports/h3/rtt_probe.ts [requests=2000] [sizes=256,16384] [udp=0,16384,1452]
+ * Usage: deno run -A --unstable-net scripts/dev/h3_rtt_probe.ts [requests=2000] [sizes=256,16384] [udp=0,16384,1452]
  * (udp 0: the default, 1200-byte datagrams and path MTU discovery)
  */
 import { createHandler } from "../../handler/mod.ts";
-import { createDevPki } from "../pki.ts";
-import { createH2TlsServer, createNativeH2Client } from "../h2/mod.ts";
-import type { SbiClient, SbiServer } from "../types.ts";
-import { createH3Client, createH3Server } from "./mod.ts";
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
+import { median } from "../../bench/stats.ts";
+import { createDevPki } from "../../transports/pki.ts";
+import { createH2TlsServer, createNativeH2Client } from "../../transports/h2/mod.ts";
+import type { SbiClient, SbiServer } from "../../transports/types.ts";
+import { createH3Client, createH3Server } from "../../transports/h3/mod.ts";
 
 async function sample(client: SbiClient, size: number, n: number, out: number[]): Promise<void> {
   const path = `/nbench/v1/payload?size=${size}`;

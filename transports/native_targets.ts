@@ -28,6 +28,7 @@ const H3_SOURCES = ["common", "conn", "client", "server", "udp", "tls"].map((f) 
 const H3_HEADERS = [
   "transports/h3/native/sbh3.h",
   "transports/h3/native/sbh3_int.h",
+  "transports/native/sbwire.h",
   "transports/native/sb_tls.h",
 ];
 
@@ -108,6 +109,29 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     sources: ["transports/native/sbl_hist_check.c", "transports/native/sbl_hist.c"],
     deps: ["transports/native/sbl_hist.h"],
   },
+  // Leak check driver of both load engines (tests/load_leak_test.ts).
+  load_check: {
+    output: "sbilab_load_check",
+    kind: "exe",
+    sources: [
+      "transports/native/sbl_load_check.c",
+      ...LOAD_SOURCES,
+      "transports/h2/native/sbh2_load.c",
+      "transports/h2/native/sbh2_tls.c",
+      "transports/h2/native/sbh2.c",
+      "transports/h2/native/sbh2_server.c",
+      "transports/h3/native/sbh3_load.c",
+      ...H3_SOURCES,
+    ],
+    deps: [
+      ...H3_HEADERS,
+      ...LOAD_HEADERS,
+      "transports/native/sbwire.h",
+      "transports/h2/native/sbh2_tls.h",
+    ],
+    cflags: ["-O0"],
+    libs: ["-lnghttp2", "-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", "-lpthread"],
+  },
   // Leak check driver for the h3 shim: a client and a server talking in memory.
   h3_leakcheck: {
     output: "sbilab_h3_leakcheck",
@@ -115,6 +139,17 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     sources: ["transports/h3/native/leakcheck.c", ...H3_SOURCES],
     deps: H3_HEADERS,
     cflags: ["-O0"],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    requires: [
+      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
+      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
+    ],
+  }, // The h3 interop probe: a client that misbehaves on purpose (transports/h3/interop/).
+  h3_probe: {
+    output: "sbilab_h3_probe",
+    kind: "exe",
+    sources: ["transports/h3/native/probe.c", ...H3_SOURCES],
+    deps: H3_HEADERS,
     libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
     requires: [
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },

@@ -5,22 +5,19 @@
  * in flight against nghttpd with h2load in the same run, client CPU per
  * request, and the FFI calls and socket operations per request.
  *
- * Usage: deno run -A --unstable-net transports/h2/_bench_probe.ts [seconds-per-row]
+ * Usage: deno run -A --unstable-net scripts/dev/h2_client_probe.ts [seconds-per-row]
  */
 import process from "node:process";
-import { ROOT } from "../../scripts/build_native.ts";
-import type { SbiClient } from "../types.ts";
-import { createFetchH2Client } from "./client.ts";
-import { createNativeH2Client } from "./native_client.ts";
-import { loadH2Library } from "./loader.ts";
+import { freePort, ROOT, waitForPort } from "../../transports/host.ts";
+import { readListening } from "../../cli/listening.ts";
+import type { SbiClient } from "../../transports/types.ts";
+import { createFetchH2Client } from "../../transports/h2/client.ts";
+import { createNativeH2Client } from "../../transports/h2/native_client.ts";
+import { loadH2Library } from "../../transports/h2/loader.ts";
+import { median } from "../../bench/stats.ts";
 
 const SECONDS = Number(Deno.args[0] ?? 2);
 const kinds = ["native", "fetch"] as const;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1];
-}
 
 function cpuMicros(): number {
   const u = process.cpuUsage();
@@ -76,25 +73,6 @@ async function h2load(url: string, m: number): Promise<number> {
   const text = new TextDecoder().decode(out.stdout);
   const r = /finished in [^,]+, ([\d.]+) req\/s/.exec(text);
   return r ? Number(r[1]) : NaN;
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const p = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return p;
-}
-
-async function waitPort(port: number) {
-  for (let i = 0; i < 100; i++) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error(`port ${port} never opened`);
 }
 
 /** Counts FFI calls and socket reads/writes per request for the native client. */
@@ -157,15 +135,7 @@ const serve = new Deno.Command(Deno.execPath(), {
   stdout: "piped",
   stderr: "null",
 }).spawn();
-const urls: Record<string, string> = {};
-const reader = serve.stdout.pipeThrough(new TextDecoderStream()).getReader();
-let buf = "";
-while (!(urls.h2c && urls["h2-tls"])) {
-  const { value, done } = await reader.read();
-  if (done) throw new Error("lab serve exited");
-  buf += value;
-  for (const m of buf.matchAll(/(h2c|h2-tls) listening on (\S+)/g)) urls[m[1]] = m[2];
-}
+const urls = await readListening(serve.stdout, ["h2c", "h2-tls"]) as Record<string, string>;
 const ca = await Deno.readTextFile(`${state}/ca.pem`);
 
 const docroot = await Deno.makeTempDir({ prefix: "sbilab_h2probe_www_" });
@@ -177,7 +147,7 @@ const nghttpd = new Deno.Command("nghttpd", {
   stdout: "null",
   stderr: "null",
 }).spawn();
-await waitPort(nport);
+await waitForPort(nport);
 const nurl = `http://127.0.0.1:${nport}`;
 
 const rows: string[] = [];
@@ -241,7 +211,6 @@ try {
   nghttpd.kill("SIGTERM");
   await nghttpd.status;
   serve.kill("SIGTERM");
-  await reader.cancel().catch(() => {});
   await serve.status;
   await Deno.remove(state, { recursive: true });
   await Deno.remove(docroot, { recursive: true });

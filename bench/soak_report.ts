@@ -1,0 +1,65 @@
+/** Renders a soak report (pure functions of the `sbilab-soak/1` record). */
+import type { SoakInterval, SoakReport, SoakSlice } from "./soak.ts";
+import type { TransportName } from "../transports/types.ts";
+import { formatBytes, formatDuration } from "./units.ts";
+
+function ms(x: number | undefined): string {
+  return x === undefined ? "–" : formatDuration(x * 1e6);
+}
+
+function cell(s: SoakSlice | undefined, seconds: number): string {
+  if (!s) return "–";
+  return `${(s.served / seconds).toFixed(0)}/s ${ms(s.p50)} ${ms(s.p99)} ${s.errors} err`;
+}
+
+/** One line per interval: per transport rate, p50, p99, errors; then the server's RSS. */
+export function renderSoakInterval(i: SoakInterval, intervalMs: number): string {
+  const parts = Object.entries(i.transports).map(([t, s]) => `${t} ${cell(s, intervalMs / 1000)}`);
+  const rss = i.rssBytes === undefined ? "rss –" : `rss ${formatBytes(i.rssBytes)}`;
+  return `${i.t.toFixed(1).padStart(6)} s  ${parts.join("  |  ")}  |  ${rss}`;
+}
+
+/** The closing summary: per transport rate, p50, p99, errors; RSS start/peak/end; what the attackers did. */
+export function renderSoakSummary(r: SoakReport): string {
+  const lines = [
+    `soak ${
+      (r.durationMs / 1000).toFixed(0)
+    } s, ${r.rate} req/s per transport, ${r.size} B GETs, attacks: ${
+      r.attacks.join(", ") || "none"
+    }`,
+    "",
+    "transport  served/s      p50      p99  served  errors",
+  ];
+  for (
+    const [t, s] of Object.entries(r.summary) as [
+      TransportName,
+      SoakReport["summary"][TransportName],
+    ][]
+  ) {
+    if (!s) continue;
+    lines.push(
+      `${t.padEnd(9)} ${s.ratePerSecond.toFixed(1).padStart(9)} ${ms(s.p50).padStart(8)} ${
+        ms(s.p99).padStart(8)
+      } ${String(s.served).padStart(7)} ${String(s.errors).padStart(7)}`,
+    );
+  }
+  if (r.rss) {
+    lines.push(
+      "",
+      `server RSS: start ${formatBytes(r.rss.start)}, peak ${formatBytes(r.rss.peak)}, end ${
+        formatBytes(r.rss.end)
+      }`,
+    );
+  }
+  const a = r.intervals.at(-1)?.attacks;
+  if (a) {
+    lines.push(
+      `attackers: ${a.junkConnections} junk connections, ${a.junkDatagrams} junk datagrams, ` +
+        `${a.idleOpened} idle connections (${a.idleClosed} closed by the server), ` +
+        `${a.zeroWindowOpened} window-0 connections (${a.zeroWindowClosed} closed by the server), ` +
+        `${a.resets} streams reset (${a.resetConnectionsClosed} connections ended by the server)`,
+    );
+  }
+  lines.push(r.serverAlive ? "server: running at the end" : "server: EXITED during the soak");
+  return lines.join("\n");
+}

@@ -1,0 +1,237 @@
+/**
+ * QUIC interop runner cases, both directions where a peer exists: our h3
+ * server against our client, the probe and `gtlsclient`; our client against
+ * `gtlsserver` (ngtcp2's example server on the same library version, the
+ * control).
+ */
+import assert from "node:assert/strict";
+import { createHandler } from "../handler/mod.ts";
+import { createH3Client, createH3Server, type H3ServerOptions } from "../transports/h3/mod.ts";
+import {
+  checkInvalidTransportParameter,
+  checkKeyUpdate,
+  checkRetry,
+  INVALID_TRANSPORT_PARAMETERS,
+} from "../transports/h3/interop/mod.ts";
+import { DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
+import { needsTool, runTool, testPki } from "./support.ts";
+
+const ignore = H3_SKIP !== null;
+const noGtlsClient = ignore || needsTool("gtlsclient", "ngtcp2-client");
+const noGtlsServer = ignore || needsTool("gtlsserver", "ngtcp2-server");
+
+async function ourServer(options: Omit<H3ServerOptions, "tls"> = {}) {
+  const pki = await testPki();
+  return await createH3Server(createHandler(), {
+    tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+    ...options,
+  });
+}
+
+/** Starts gtlsserver on a free UDP port with the test PKI; resolves once it answers. */
+async function gtlsServer(extra: string[] = []) {
+  const dir = await Deno.makeTempDir();
+  await writeDevPki(dir, await testPki());
+  const probe = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+  const port = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  const child = new Deno.Command("gtlsserver", {
+    args: [
+      "-q",
+      ...extra,
+      "127.0.0.1",
+      String(port),
+      `${dir}/${DEV_PKI_FILES.serverKey}`,
+      `${dir}/${DEV_PKI_FILES.serverCert}`,
+    ],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const origin = `https://127.0.0.1:${port}`;
+  // Bounded wait for the bind: a request fails at once (ICMP unreachable) until it is up.
+  const client = await createH3Client(origin, { tls: { insecure: true }, timeoutMs: 500 });
+  try {
+    for (let i = 0; i < 100; i++) {
+      if (await client.request({ path: "/1" }).then(() => true, () => false)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await client.close();
+  }
+  return {
+    port,
+    origin,
+    pathFor: (n: number) => `/${n}`,
+    async close() {
+      child.kill("SIGTERM");
+      await child.status;
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+for (const parameter of INVALID_TRANSPORT_PARAMETERS) {
+  Deno.test({
+    name:
+      `h3 server closes a one-Initial ClientHello with invalid ${parameter} with TRANSPORT_PARAMETER_ERROR within 1 s and keeps serving`,
+    ignore,
+    fn: async () => {
+      const server = await ourServer();
+      const client = await createH3Client(server.url, {
+        tls: { ca: (await testPki()).caCertPem },
+      });
+      try {
+        const r = await checkInvalidTransportParameter("127.0.0.1", server.port, parameter);
+        assert.ok(r.passed, r.detail);
+        const res = await client.request({ path: "/nbench/v1/payload?size=100" });
+        assert.equal(res.body.length, 100);
+      } finally {
+        await client.close();
+        await server.close();
+      }
+    },
+  });
+}
+
+Deno.test({
+  name: "gtlsserver (the control) closes the same invalid transport parameters with 0x08",
+  ignore: noGtlsServer,
+  fn: async () => {
+    const peer = await gtlsServer();
+    try {
+      for (const parameter of INVALID_TRANSPORT_PARAMETERS) {
+        const r = await checkInvalidTransportParameter("127.0.0.1", peer.port, parameter);
+        assert.ok(r.passed, `${parameter}: ${r.detail}`);
+      }
+    } finally {
+      await peer.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "h3 server with retry validates our client's address with one Retry and issues a NEW_TOKEN",
+  ignore,
+  fn: async () => {
+    const server = await ourServer({ retry: true });
+    try {
+      const r = await checkRetry({
+        origin: server.url,
+        tls: { ca: (await testPki()).caCertPem },
+      });
+      assert.ok(r.passed, r.detail);
+      const st = server.datagramStats()!;
+      assert.equal(st.retries, 1);
+      assert.equal(st.newTokens, 1);
+      // Without the option there is no Retry.
+      const plain = await ourServer();
+      try {
+        const again = await checkRetry({ origin: plain.url, tls: { insecure: true } });
+        assert.ok(!again.passed && /0 Retry/.test(again.detail), again.detail);
+      } finally {
+        await plain.close();
+      }
+    } finally {
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "gtlsclient passes our server's Retry and receives a NEW_TOKEN",
+  ignore: noGtlsClient,
+  fn: async () => {
+    const server = await ourServer({ retry: true });
+    const dir = await Deno.makeTempDir();
+    const tokenFile = `${dir}/token`;
+    const url = `${server.url}/nbench/v1/payload?size=16384`;
+    const run = () =>
+      runTool("gtlsclient", [
+        "-q",
+        "--exit-on-all-streams-close",
+        `--token-file=${tokenFile}`,
+        "--download",
+        dir,
+        "127.0.0.1",
+        String(server.port),
+        url,
+      ]);
+    try {
+      // gtlsclient 0.12 writes the token but cannot read it back (its read_token reads 0 bytes),
+      // so reuse is checked with our own probe elsewhere, not here.
+      const first = await run();
+      assert.equal(first.code, 0, first.stderr);
+      assert.equal(server.datagramStats()!.retries, 1);
+      assert.equal(server.datagramStats()!.newTokens, 1);
+      assert.match(await Deno.readTextFile(tokenFile), /BEGIN QUIC TOKEN/);
+      assert.equal((await Deno.readFile(`${dir}/payload?size=16384`)).length, 16384);
+    } finally {
+      await server.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "our h3 client passes gtlsserver's Retry (-V)",
+  ignore: noGtlsServer,
+  fn: async () => {
+    const peer = await gtlsServer(["-V"]);
+    try {
+      const r = await checkRetry({ origin: peer.origin, pathFor: peer.pathFor });
+      assert.ok(r.passed, r.detail);
+    } finally {
+      await peer.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "our h3 client updates its keys mid-transfer against our server and against gtlsserver",
+  ignore,
+  fn: async () => {
+    const server = await ourServer();
+    try {
+      const r = await checkKeyUpdate({ origin: server.url, tls: { insecure: true } });
+      assert.ok(r.passed, r.detail);
+    } finally {
+      await server.close();
+    }
+    if (noGtlsServer) return;
+    const peer = await gtlsServer();
+    try {
+      const r = await checkKeyUpdate({ origin: peer.origin, pathFor: peer.pathFor });
+      assert.ok(r.passed, r.detail);
+    } finally {
+      await peer.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "our h3 server follows gtlsclient's key update (--key-update) through a 4 MiB download",
+  ignore: noGtlsClient,
+  fn: async () => {
+    const server = await ourServer();
+    const dir = await Deno.makeTempDir();
+    try {
+      const r = await runTool("gtlsclient", [
+        "-q",
+        "--exit-on-all-streams-close",
+        "--key-update=1ms",
+        "--download",
+        dir,
+        "127.0.0.1",
+        String(server.port),
+        `${server.url}/nbench/v1/payload?size=${4 * 1024 * 1024}`,
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal((await Deno.readFile(`${dir}/payload?size=${4 * 1024 * 1024}`)).length, 4 << 20);
+      assert.ok(server.datagramStats()!.keyUpdates >= 1, "no key update seen");
+    } finally {
+      await server.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

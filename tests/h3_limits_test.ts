@@ -1,0 +1,219 @@
+/**
+ * Limits of the h3 server: a body over the limit gets the handler's own 413
+ * and a clean end of stream, a peer that keeps its flow-control window shut
+ * holds a bounded number of response bytes and is closed after the stall
+ * timeout, and silent handshakes and idle connections are dropped on time.
+ * Every bound asserted here is stated in the test's name.
+ */
+import assert from "node:assert/strict";
+import { createHandler } from "../handler/mod.ts";
+import { createH3Client, createH3Server, type H3SbiServer } from "../transports/h3/mod.ts";
+import { H3ClientConn, H3Config } from "../transports/h3/ffi.ts";
+import { loadH3Library } from "../transports/h3/loader.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
+import { needsTool, testPki } from "./support.ts";
+
+const ignore = H3_SKIP !== null;
+const MiB = 1024 * 1024;
+
+async function serverTls() {
+  const pki = await testPki();
+  return { cert: pki.serverCertPem, key: pki.serverKeyPem };
+}
+
+/** Polls `cond` every 20 ms until it holds; false when `ms` pass first. */
+async function eventually(cond: () => boolean, ms: number): Promise<boolean> {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    if (cond()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return cond();
+}
+
+function post(body: Uint8Array) {
+  return {
+    method: "POST",
+    path: "/nbench/v1/echo",
+    headers: { "content-type": "application/octet-stream" },
+    body,
+  };
+}
+
+Deno.test({
+  name:
+    "h3 answers a body over the limit with the handler's own 413 bytes before reading it all, ends the stream cleanly and keeps serving",
+  ignore,
+  fn: async () => {
+    const LIMIT = 4096;
+    const handler = createHandler({ maxBodyBytes: LIMIT });
+    // What the handler itself answers to a body over its limit.
+    const want = await handler({
+      method: "POST",
+      path: "/nbench/v1/echo",
+      query: new URLSearchParams(),
+      headers: { "content-type": "application/octet-stream" },
+      body: new Uint8Array(LIMIT + 1),
+    });
+    assert.equal(want.status, 413);
+    const server = await createH3Server(handler, { tls: await serverTls(), maxBodyBytes: LIMIT });
+    const client = await createH3Client(server.url, {
+      tls: { ca: (await testPki()).caCertPem },
+      timeoutMs: 10_000,
+    });
+    try {
+      assert.equal((await client.request(post(new Uint8Array(LIMIT)))).status, 200);
+      for (const size of [LIMIT + 1, 64 * 1024, 4 * MiB]) {
+        const res = await client.request(post(new Uint8Array(size)));
+        assert.equal(res.status, 413, `${size} bytes`);
+        assert.equal(res.headers["content-type"], "application/problem+json");
+        assert.deepEqual(res.body, want.body, `${size} bytes`);
+      }
+      // Reading stopped early: far less than the 4 MiB body crossed the wire.
+      const got = server.datagramStats()!.bytesReceived;
+      assert.ok(got < 2 * MiB, `the server received ${got} bytes`);
+      // Every stream ended (no half-open stream left behind) and the connection still serves.
+      assert.ok(await eventually(() => server.openStreams === 0, 2000), "streams left open");
+      assert.equal((await client.request(post(new Uint8Array(10)))).status, 200);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "h3 holds at most 32 MiB of responses for a client that asks for 100 × 16 MiB with its window shut (RSS growth under 256 MiB), closes it after the 1.5 s stall timeout, and serves others meanwhile",
+  ignore: ignore || needsTool("gtlsclient", "ngtcp2-client"),
+  fn: async () => {
+    const server: H3SbiServer = await createH3Server(createHandler(), {
+      tls: await serverTls(),
+      maxQueuedBytesPerConnection: 32 * MiB,
+      maxQueuedBytes: 64 * MiB,
+      stallTimeoutMs: 1500,
+    });
+    const rss0 = Deno.memoryUsage().rss;
+    const uris = Array.from(
+      { length: 100 },
+      (_, i) => `${server.url}/nbench/v1/payload?size=${16 * MiB}&i=${i}`,
+    );
+    const attacker = new Deno.Command("gtlsclient", {
+      args: [
+        "-q",
+        "--max-data=1",
+        "--max-window=1",
+        "--max-stream-window=1",
+        "--max-stream-data-bidi-local=1",
+        "--timeout=30s",
+        "127.0.0.1",
+        String(server.port),
+        ...uris,
+      ],
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    const client = await createH3Client(server.url, {
+      tls: { ca: (await testPki()).caCertPem },
+      timeoutMs: 5000,
+    });
+    let peakRss = 0, peakQueued = 0;
+    try {
+      assert.ok(
+        await eventually(() => server.openStreams >= 100, 5000),
+        "the attack never started",
+      );
+      const t0 = performance.now();
+      const closed = await eventually(() => {
+        peakRss = Math.max(peakRss, Deno.memoryUsage().rss);
+        peakQueued = Math.max(peakQueued, server.datagramStats()!.queuedBytes);
+        return server.connectionCount === 1; // only our client's connection is left
+      }, 6000);
+      // Served beside the attack.
+      const res = await client.request({ path: "/nbench/v1/payload?size=16384" });
+      assert.equal(res.body.length, 16384);
+      assert.ok(closed, "the stalled connection was not closed");
+      assert.ok(performance.now() - t0 < 6000);
+      assert.ok(peakQueued > 0 && peakQueued <= 32 * MiB, `peak queued ${peakQueued}`);
+      const growth = peakRss - rss0;
+      assert.ok(growth < 256 * MiB, `RSS grew by ${(growth / MiB).toFixed(0)} MiB`);
+    } finally {
+      await client.close();
+      try {
+        attacker.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+      await attacker.status;
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "h3 server drops a connection whose client goes silent after its first Initial within the 300 ms handshake timeout (+1 s)",
+  ignore,
+  fn: async () => {
+    const server = await createH3Server(createHandler(), {
+      tls: await serverTls(),
+      handshakeTimeoutMs: 300,
+    });
+    const { symbols } = await loadH3Library();
+    const sock = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+    try {
+      using config = new H3Config(symbols, false, { verifyPeer: false });
+      using conn = new H3ClientConn(symbols, config, {
+        serverName: "localhost",
+        localIp: "127.0.0.1",
+        localPort: (sock.addr as Deno.NetAddr).port,
+        remoteIp: "127.0.0.1",
+        remotePort: server.port,
+      });
+      const out = new Uint8Array(1500);
+      const n = conn.send(out);
+      assert.ok(n >= 1200, "a client Initial is at least 1200 bytes");
+      await sock.send(out.subarray(0, n), {
+        transport: "udp",
+        hostname: "127.0.0.1",
+        port: server.port,
+      });
+      assert.ok(
+        await eventually(() => server.connectionCount === 1, 1000),
+        "no connection started",
+      );
+      const t0 = performance.now();
+      assert.ok(await eventually(() => server.connectionCount === 0, 1300), "connection kept");
+      assert.ok(performance.now() - t0 < 1300);
+    } finally {
+      sock.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "h3 server closes an idle connection within its 300 ms idle timeout (+1 s) even when the client would wait 30 s",
+  ignore,
+  fn: async () => {
+    const server = await createH3Server(createHandler(), {
+      tls: await serverTls(),
+      idleTimeoutMs: 300,
+    });
+    const client = await createH3Client(server.url, {
+      tls: { ca: (await testPki()).caCertPem },
+      idleTimeoutMs: 30_000,
+    });
+    try {
+      await client.request({ path: "/nbench/v1/payload?size=10" });
+      assert.equal(server.connectionCount, 1);
+      const t0 = performance.now();
+      assert.ok(await eventually(() => server.connectionCount === 0, 1300), "idle connection kept");
+      assert.ok(performance.now() - t0 < 1300);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  },
+});

@@ -1,0 +1,36 @@
+/** A short soak: steady load on every transport while every attacker runs, and the server holds. */
+import assert from "node:assert/strict";
+import { runSoak } from "../bench/soak.ts";
+import { renderSoakSummary } from "../bench/soak_report.ts";
+import { testTransports } from "./support.ts";
+
+const transports = await testTransports();
+
+Deno.test({
+  name:
+    "a 4-second soak serves every transport without errors while junk, idle, window-0 and reset attacks run",
+  sanitizeResources: false,
+  fn: async () => {
+    const report = await runSoak({ transports, durationMs: 4000, intervalMs: 1000, rate: 50 });
+    assert.equal(report.serverAlive, true);
+    assert.ok(report.intervals.length >= 4, `${report.intervals.length} intervals`);
+    for (const t of transports) {
+      const s = report.summary[t]!;
+      assert.equal(s.errors, 0, `${t}: ${s.errors} errors`);
+      assert.ok(s.served >= 0.8 * 4 * 50, `${t}: served ${s.served}`);
+      assert.ok(s.p99! >= s.p50!, `${t}: p99 ${s.p99} < p50 ${s.p50}`);
+    }
+    for (const i of report.intervals) assert.ok(i.rssBytes! > 0, `no RSS at ${i.t} s`);
+    assert.ok(report.rss!.peak >= report.rss!.start && report.rss!.peak >= report.rss!.end);
+    const a = report.intervals.at(-1)!.attacks;
+    assert.ok(a.junkConnections > 0, "junk bytes were sent");
+    if (transports.includes("h3")) assert.ok(a.junkDatagrams > 0, "junk datagrams were sent");
+    assert.ok(a.idleOpened > 0, "idle connections were held");
+    assert.ok(a.zeroWindowOpened > 0, "window-0 clients ran");
+    assert.ok(a.resets > 0, "streams were reset");
+    const text = renderSoakSummary(report);
+    for (const t of transports) assert.match(text, new RegExp(`^${t}\\s+\\d`, "m"));
+    assert.match(text, /server RSS: start .*, peak .*, end /);
+    assert.match(text, /server: running at the end/);
+  },
+});
