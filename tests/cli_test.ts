@@ -8,7 +8,6 @@ import { createHandler } from "../handler/mod.ts";
 import { h3Available } from "../transports/h3/mod.ts";
 import { directCall, freePort, needsTool, ROOT, runLab, runTool, startServe } from "./support.ts";
 
-const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
 const NF_ID = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
 

@@ -6,13 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
-import type { SbiHandler, SbiRequest } from "../handler/types.ts";
-import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
+import { createDevPki } from "../transports/pki.ts";
 import type { TlsConnection, TlsConnectionInfo } from "../transports/tls.ts";
 import { TicketCache } from "../transports/ticket_cache.ts";
 import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
 import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
-import { runTool } from "./support.ts";
+import { recordingHandler, runTool, startGtlsServer } from "./support.ts";
 
 /** A connection the server accepted, with what its handshake negotiated (read in the hook). */
 interface Accepted {
@@ -27,18 +26,6 @@ if (!H3_SKIP && !haveClient) {
 }
 if (!H3_SKIP && !haveServer) {
   console.log("skipping gtlsserver TLS interop: apt-get install -y ngtcp2-server");
-}
-
-/** A handler that records every request it ran. */
-function recording(inner: SbiHandler): { handler: SbiHandler; calls: SbiRequest[] } {
-  const calls: SbiRequest[] = [];
-  return {
-    calls,
-    handler: (req) => {
-      calls.push(req);
-      return inner(req);
-    },
-  };
 }
 
 /** Runs gtlsclient once against 127.0.0.1:port with a session and transport-parameter file. */
@@ -68,7 +55,7 @@ Deno.test({
   fn: async () => {
     const pki = await createDevPki();
     const inner = createHandler();
-    const { handler, calls } = recording(inner);
+    const { handler, calls } = recordingHandler(inner);
     const accepted: Accepted[] = [];
     const server = await createH3Server(handler, {
       tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
@@ -122,37 +109,14 @@ Deno.test({
   },
 });
 
-function freeUdpPort(): number {
-  const s = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
-  const port = (s.addr as Deno.NetAddr).port;
-  s.close();
-  return port;
-}
-
 Deno.test({
   name: "our h3 client resumes with gtlsserver's ticket and its second GET goes in 0-RTT",
   ignore: H3_SKIP !== null || !haveServer,
   fn: async () => {
     const pki = await createDevPki();
-    const pkiDir = await Deno.makeTempDir();
-    const docs = await Deno.makeTempDir();
-    await writeDevPki(pkiDir, pki);
     const data = crypto.getRandomValues(new Uint8Array(512));
-    await Deno.writeFile(`${docs}/a.bin`, data);
-    const port = freeUdpPort();
-    const child = new Deno.Command("gtlsserver", {
-      args: [
-        "-q",
-        "-d",
-        docs,
-        "127.0.0.1",
-        String(port),
-        `${pkiDir}/${DEV_PKI_FILES.serverKey}`,
-        `${pkiDir}/${DEV_PKI_FILES.serverCert}`,
-      ],
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
+    const gtls = await startGtlsServer(pki, { "a.bin": data });
+    const port = gtls.port;
     const cache = new TicketCache();
     const open = () =>
       createH3Client(`https://127.0.0.1:${port}`, {
@@ -181,10 +145,7 @@ Deno.test({
       assert.equal(second.tlsInfo()!.earlyData, "accepted");
       await second.close();
     } finally {
-      child.kill("SIGTERM");
-      await child.status;
-      await Deno.remove(pkiDir, { recursive: true });
-      await Deno.remove(docs, { recursive: true });
+      await gtls.stop();
     }
   },
 });

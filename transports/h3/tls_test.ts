@@ -5,13 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
-import type { SbiHandler, SbiRequest } from "../../handler/types.ts";
+import type { SbiHandler } from "../../handler/types.ts";
 import { createDevPki, type DevPki } from "../pki.ts";
 import { n32MasterKey } from "../n32.ts";
 import type { TlsConnection, TlsConnectionInfo } from "../tls.ts";
 import { TicketCache } from "../ticket_cache.ts";
 import { createH3Client, createH3Server, type H3SbiServer, type H3ServerOptions } from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
+import { recordingHandler } from "../../tests/support.ts";
 import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "./ffi.ts";
 import { loadH3Library } from "./loader.ts";
 
@@ -26,20 +27,6 @@ const pki: DevPki = ignore ? ({} as DevPki) : await createDevPki();
 const serverTls = () => ({ cert: pki.serverCertPem, key: pki.serverKeyPem });
 const trust = () => ({ ca: pki.caCertPem });
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-
-/** A handler that counts the requests it ran. */
-function counting(
-  inner: SbiHandler = createHandler(),
-): { handler: SbiHandler; calls: SbiRequest[] } {
-  const calls: SbiRequest[] = [];
-  return {
-    calls,
-    handler: (req) => {
-      calls.push(req);
-      return inner(req);
-    },
-  };
-}
 
 /** Starts a server whose accepted TLS connections arrive, in order, on the returned queue. */
 async function serverWithConnections(
@@ -260,7 +247,7 @@ Deno.test({
     "h3 GET on a resumed connection goes in 0-RTT and is answered; 0-RTT off on either side sends it after the handshake",
   ignore,
   fn: async () => {
-    const { handler, calls } = counting();
+    const { handler, calls } = recordingHandler();
     const server = await createH3Server(handler, { tls: serverTls() });
     const noEarly = await createH3Server(handler, { tls: serverTls(), earlyData: false });
     try {
@@ -318,7 +305,7 @@ Deno.test({
   name: "h3 client holds a PUT until the handshake completes even when resuming with 0-RTT",
   ignore,
   fn: async () => {
-    const { handler, calls } = counting();
+    const { handler, calls } = recordingHandler();
     const server = await createH3Server(handler, { tls: serverTls() });
     try {
       const cache = new TicketCache();
@@ -411,7 +398,7 @@ Deno.test({
   name: "h3 server refuses a replayed 0-RTT flight: the early GET does not run twice",
   ignore,
   fn: async () => {
-    const { handler, calls } = counting();
+    const { handler, calls } = recordingHandler();
     const server = await createH3Server(handler, { tls: serverTls() }) as H3SbiServer & {
       connectionCount: number;
       datagramsReceived: number;
@@ -502,7 +489,7 @@ Deno.test({
   ignore,
   fn: async () => {
     const inner = createHandler();
-    const { handler, calls } = counting(inner);
+    const { handler, calls } = recordingHandler(inner);
     const server = await createH3Server(handler, { tls: serverTls() });
     try {
       const rec = new FixedTicket();
@@ -556,7 +543,7 @@ Deno.test({
     "h3 handler sees the verified client certificate's subject as peer, also on a resumed connection; a header cannot set it",
   ignore,
   fn: async () => {
-    const { handler, calls } = counting();
+    const { handler, calls } = recordingHandler();
     const server = await createH3Server(handler, {
       tls: { ...serverTls(), ca: pki.caCertPem, requireClientCert: true },
     });
