@@ -21,6 +21,8 @@ import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.t
 
 /** Most new connections per mode (keeps TIME_WAIT sockets bounded). */
 const MAX_CONNECTIONS = 2000;
+/** Fewest sampled connections per mode, whatever the sampling time. */
+const MIN_SAMPLES = 3;
 
 /** How a connection starts. */
 export type SetupMode = "full" | "resumed" | "0-rtt";
@@ -125,7 +127,10 @@ export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
       errors = 0;
       const start = ctx.clock();
       const end = start + ctx.plan.sampleMs;
-      for (let i = 0; i < cap && ctx.clock() < end && !ctx.signal?.aborted; i++) {
+      // At least MIN_SAMPLES connections even when one takes longer than the sampling time
+      // (longrtt: 1.5 s per round trip).
+      for (let i = 0; i < cap && (i < MIN_SAMPLES || ctx.clock() < end); i++) {
+        if (ctx.signal?.aborted) break;
         await once(true).catch(() => errors++);
         ctx.onProgress(label, Math.min(1, (ctx.clock() - start) / ctx.plan.sampleMs));
       }
