@@ -582,3 +582,37 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "h3 ticket past its lifetime gives a full handshake",
+  ignore,
+  fn: async () => {
+    const server = await createH3Server(createHandler(), {
+      tls: serverTls(),
+      ticketLifetimeSeconds: 1,
+    });
+    try {
+      const rec = new FixedTicket();
+      const first = await createH3Client(server.url, { tls: trust(), ticketCache: rec });
+      await first.request({ path: "/nbench/v1/payload?size=8" });
+      await first.close();
+      const issued = performance.now();
+      const offer = (label: string) =>
+        createH3Client(server.url, {
+          tls: trust(),
+          ticketCache: new FixedTicket(rec.given[0]),
+          earlyData: false,
+        }).then(async (c) => {
+          await c.request({ path: `/nbench/v1/payload?size=8&${label}` });
+          await c.close();
+          return c.tlsInfo()!.resumed;
+        });
+      assert.equal(await offer("fresh"), true, "the ticket resumes while it is valid");
+      // The lifetime is a wall-clock property: nothing to await but time itself.
+      await new Promise((r) => setTimeout(r, Math.max(0, issued + 2100 - performance.now())));
+      assert.equal(await offer("expired"), false, "an expired ticket is not accepted");
+    } finally {
+      await server.close();
+    }
+  },
+});
