@@ -244,7 +244,8 @@ int sbh3_conn_resume(sbh3_conn *c, const uint8_t *ticket, size_t len) {
 
 int tls_handshake_done(sbh3_conn *c) {
   if (c->srv) {
-    if (c->cfg->ticket_lifetime && gnutls_session_ticket_send(c->tls, 1, 0) != 0) return 0; /* no ticket, no harm */
+    /* A ticket that cannot be sent only costs the client its next resumption. */
+    if (c->cfg->ticket_lifetime) (void)gnutls_session_ticket_send(c->tls, 1, 0);
     return 0;
   }
   if (!c->early_attempt || (gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA)) return 0;
