@@ -40,6 +40,15 @@ export class SetupRecorder {
     if (this.#sent !== undefined) this.#first ??= this.#now();
   }
 
+  /**
+   * The first bytes of the response came `ms` after the clock started (for a
+   * module that timestamps them itself, where datagrams that are not the
+   * response, such as retransmitted handshake packets, also come in).
+   */
+  firstByteAt(ms: number): void {
+    if (this.#sent !== undefined) this.#first ??= this.#t0 + ms;
+  }
+
   /** The first request's response is complete. */
   responseComplete(): void {
     if (this.#sent !== undefined) this.#total ??= this.#now();

@@ -33,3 +33,16 @@ Deno.test("setup recorder without TLS leaves tlsMs out; a response in the first 
   r.responseComplete();
   assert.deepEqual(r.timings(), { connectMs: 50, firstByteMs: 50, totalMs: 50 });
 });
+
+Deno.test("setup recorder takes a first byte timed elsewhere, only after the request", () => {
+  let t = 1000;
+  const r = new SetupRecorder(() => t);
+  r.firstByteAt(5); // before the request: ignored
+  r.connected();
+  t = 1010;
+  r.requestSent();
+  r.firstByteAt(30);
+  t = 1040;
+  r.responseComplete();
+  assert.deepEqual(r.timings(), { connectMs: 0, firstByteMs: 30, totalMs: 40 });
+});

@@ -211,9 +211,8 @@ class Session {
     try {
       const n = this.#conn.io(this.#sock, first);
       if (n > 0 && this.#timing) {
-        // Datagrams came in (through Deno's receive or the shim's own): the set-up marks.
+        // Datagrams came in (through Deno's receive or the shim's own): the transport is up.
         this.#setup.connected();
-        this.#setup.received();
       }
     } catch {
       // the connection is freed; the CLOSED event already failed it
@@ -281,6 +280,12 @@ class Session {
         const p = this.#pending.get(e.streamId);
         if (!p) return;
         this.#pending.delete(e.streamId);
+        if (this.#timing) {
+          // The first byte is the response's first header, timed by the shim: other datagrams
+          // (a handshake packet the server sent again after a spurious timeout) do not count.
+          const first = this.#conn.firstResponseMs();
+          if (first !== undefined) this.#setup.firstByteAt(first);
+        }
         this.#setup.responseComplete();
         this.#timing = false;
         try {

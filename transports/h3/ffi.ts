@@ -569,6 +569,13 @@ export class H3ClientConn {
     return n > 0 ? buf.slice(0, n) : undefined;
   }
 
+  /** Milliseconds from this connection's creation to its first response header, or undefined before one. */
+  firstResponseMs(): number | undefined {
+    if (this.#ptr === null) return undefined;
+    const us = Number(this.#sym.sbh3_conn_first_response_us(this.#ptr));
+    return us < 0 ? undefined : us / 1000;
+  }
+
   /** The {@linkcode H3_TLS_STATE} bits (0 once freed). */
   tlsState(): number {
     return this.#ptr === null ? 0 : this.#sym.sbh3_conn_tls_state(this.#ptr);

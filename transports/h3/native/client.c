@@ -24,6 +24,7 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
   if (!cfg || cfg->is_server) return NULL;
   sbh3_conn *c = conn_alloc(cfg);
   if (!c) return NULL;
+  c->created_ns = now_ns();
   if (parse_addr(&c->ps.local_addrbuf, &c->ps.path.local.addrlen, local_ip, local_port) != 0 ||
       parse_addr(&c->ps.remote_addrbuf, &c->ps.path.remote.addrlen, remote_ip, remote_port) != 0) {
     conn_destroy(c);
@@ -169,4 +170,10 @@ int sbh3_conn_update_key(sbh3_conn *c) {
 int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
   if (!c) return SBH3_ERR_INVALID;
   return stats_copy(c->st, c, c->queued, out, n);
+}
+
+int64_t sbh3_conn_first_response_us(sbh3_conn *c) {
+  if (!c || c->srv) return SBH3_ERR_INVALID;
+  if (!c->first_resp_ns) return SBH3_ERR_DONE;
+  return (int64_t)((c->first_resp_ns - c->created_ns) / 1000);
 }

@@ -256,6 +256,7 @@ static int h3_recv_header(nghttp3_conn *hc, int64_t stream_id, int32_t token, ng
   stream_t *s = stream_user_data;
   if (!s) return 0;
   s->early |= c->rx_early;
+  if (!c->srv && !c->first_resp_ns) c->first_resp_ns = now_ns();
   nghttp3_vec n = nghttp3_rcbuf_get_buf(name), v = nghttp3_rcbuf_get_buf(value);
   uint32_t nl = (uint32_t)n.len, vl = (uint32_t)v.len;
   if (buf_reserve(&s->hdr, SBWIRE_FIELD_PREFIX_LEN + nl + vl) != 0) return NGHTTP3_ERR_NOMEM;

@@ -231,6 +231,8 @@ int sbh3_conn_ticket(sbh3_conn *conn, uint8_t *buf, size_t cap);
 int sbh3_conn_tls_state(sbh3_conn *conn);
 /* Writes one enum sbh3_tls_info text into buf (no NUL); returns its length. */
 int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
+/* Microseconds from the connection's creation to the first response header received, or SBH3_ERR_DONE before one. */
+int64_t sbh3_conn_first_response_us(sbh3_conn *conn);
 /* Handshake (CRYPTO frame) bytes sent (sent = 1) or received (sent = 0) until the handshake completed. */
 int64_t sbh3_conn_handshake_bytes(sbh3_conn *conn, int sent);
 /* RFC 5705 / RFC 8446 7.5 exporter once the handshake completed: writes out_len bytes; returns out_len. */
