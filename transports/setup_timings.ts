@@ -61,7 +61,9 @@ export class SetupRecorder {
     return {
       connectMs: since(this.#connect),
       ...(this.#tls !== undefined ? { tlsMs: since(this.#tls) } : {}),
-      firstByteMs: since(this.#first ?? this.#total),
+      // A first byte timed by the module inside the datagram that brought the transport up is
+      // not earlier than that datagram.
+      firstByteMs: since(Math.max(this.#first ?? this.#total, this.#connect)),
       totalMs: since(this.#total),
     };
   }

@@ -46,3 +46,14 @@ Deno.test("setup recorder takes a first byte timed elsewhere, only after the req
   r.responseComplete();
   assert.deepEqual(r.timings(), { connectMs: 0, firstByteMs: 30, totalMs: 40 });
 });
+
+Deno.test("setup recorder never puts the first byte before the transport was up", () => {
+  let t = 0;
+  const r = new SetupRecorder(() => t);
+  r.requestSent();
+  r.firstByteAt(9); // timed inside the datagram that is marked below
+  t = 10;
+  r.connected();
+  r.responseComplete();
+  assert.deepEqual(r.timings(), { connectMs: 10, firstByteMs: 10, totalMs: 10 });
+});

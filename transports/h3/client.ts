@@ -209,6 +209,8 @@ class Session {
   /** Feeds `first`, receives all further ready datagrams, runs timers and sends all output. */
   #io(first?: Uint8Array): void {
     try {
+      // A datagram Deno received marks the transport up before the shim reads it.
+      if (first?.length && this.#timing) this.#setup.connected();
       const n = this.#conn.io(this.#sock, first);
       if (n > 0 && this.#timing) {
         // Datagrams came in (through Deno's receive or the shim's own): the transport is up.
@@ -493,6 +495,7 @@ class H3Client implements H3SbiClient {
     let sock: H3Socket | undefined;
     let conn: H3ClientConn | undefined;
     let ticket: Uint8Array | undefined;
+    let setup: SetupRecorder | undefined;
     try {
       sock = new H3Socket(this.#sym, localIp, 0);
       sock.connect(remoteIp, remotePort);
@@ -508,6 +511,9 @@ class H3Client implements H3SbiClient {
         congestionControl: this.#options.congestionControl,
         earlyData: this.#options.earlyData !== false,
       });
+      // The clock starts with the connection, just before its first datagram leaves (as TCP's
+      // with the SYN); the shim's own first-response time counts from the same moment.
+      setup = new SetupRecorder();
       conn = new H3ClientConn(this.#sym, config, {
         serverName: this.#tls.serverName ?? stripBrackets(this.#origin.hostname),
         localIp,
@@ -534,8 +540,7 @@ class H3Client implements H3SbiClient {
       );
     }
     const cache = this.#tickets, key = this.#ticketKey;
-    // The clock starts as the first datagram leaves (as TCP's with the SYN).
-    return new Session(sock, conn, (t) => cache?.put(key, t), ticket, new SetupRecorder());
+    return new Session(sock, conn, (t) => cache?.put(key, t), ticket, setup!);
   }
 
   async #sessionFor(): Promise<Session> {
