@@ -396,6 +396,7 @@ export function registerBenchCommands(program: Command): void {
 }
 
 interface StudyFlags {
+  stack?: string;
   quick?: boolean;
   budget?: string;
   links?: string;
@@ -413,7 +414,9 @@ async function study(flags: StudyFlags): Promise<number> {
   let budgetMs: number | undefined;
   let links: string[] | undefined;
   let transports: TransportName[] | undefined;
+  let stack: StackName | undefined;
   try {
+    if (flags.stack !== undefined) stack = parseStack(flags.stack);
     if (flags.budget !== undefined) budgetMs = parseBudget(flags.budget);
     if (flags.links !== undefined) {
       links = list(flags.links, "link");
@@ -446,6 +449,7 @@ async function study(flags: StudyFlags): Promise<number> {
   const progress = createProgress();
   try {
     const run = await runStudy({
+      stack,
       quick: flags.quick,
       budgetMs,
       links: links ?? STUDY_LINKS,
@@ -486,6 +490,10 @@ export function registerStudyCommand(program: Command): void {
     .command("study")
     .description(
       "run the follow-up study: call flows × links × transports × UE concurrency, with a verdict (needs root for links)",
+    )
+    .option(
+      "--stack <stack>",
+      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch, h2 only)",
     )
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
     .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")

@@ -58,7 +58,8 @@ export function renderCsv(run: BenchRun): string {
   const cellOf = (r: ResultRow) =>
     isFlowRow(r)
       ? verdict?.cells.find((c) =>
-        c.link === linkOf(r) && c.flow === r.flow && c.ues === (r.concurrency ?? 1)
+        c.link === linkOf(r) && c.flow === r.flow && c.ues === (r.concurrency ?? 1) &&
+        (c.stack ?? "") === (r.stack ?? run.config.stack ?? "")
       )
       : undefined;
   for (const r of run.rows) {

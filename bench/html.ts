@@ -255,6 +255,12 @@ function concurrencyCharts(run: BenchRun): ChartSpec[] {
   return out;
 }
 
+/** The power of ten at or below half the smallest p50 of `rows` (ns), so even that bar has height. */
+function decadeBelow(rows: ResultRow[]): number {
+  const least = Math.min(...rows.map((r) => r.estimate.p50).filter((v) => v > 0));
+  return Number.isFinite(least) ? 10 ** Math.floor(Math.log10(least / 2)) : 1;
+}
+
 function flowBarCharts(run: BenchRun): ChartSpec[] {
   const flows = run.rows.filter(isFlowRow);
   const out: ChartSpec[] = [];
@@ -289,7 +295,14 @@ function flowBarCharts(run: BenchRun): ChartSpec[] {
             }]),
           },
           options: {
-            scales: { y: { type: "logarithmic", title: { display: true, text: "flow time" } } },
+            scales: {
+              // Bars start at the axis minimum: a decade below the smallest value shows every bar.
+              y: {
+                type: "logarithmic",
+                min: decadeBelow(rs),
+                title: { display: true, text: "flow time" },
+              },
+            },
           },
         },
       });

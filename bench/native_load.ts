@@ -40,6 +40,8 @@ export interface NativeRowPlan extends TargetOptions {
   warmupMs?: number;
   /** Requests instead of a duration. */
   requests?: number;
+  /** Most requests per connection. */
+  requestsPerConnection?: number;
 }
 
 /** CPU seconds (user + system) of a process so far; NaN when unreadable. */
@@ -76,6 +78,7 @@ export async function nativePlan(
       ? { requests: rest.requests }
       : { durationMs: rest.durationMs ?? ctx.plan.sampleMs }),
     warmupMs: rest.warmupMs ?? ctx.plan.warmupMs,
+    requestsPerConnection: rest.requestsPerConnection,
   };
   if (tls) {
     plan.insecure = tls.insecure;

@@ -14,6 +14,7 @@ Deno.test("engineFor: native by default for load scenarios, sbi for the others, 
   }
   assert.equal(engineFor("concurrency", "sbi"), "sbi");
   assert.equal(engineFor("hol", "native"), "native");
+  assert.equal(engineFor("cold", "native"), "native");
   assert.throws(() => engineFor("rtt", "native"), /SBI client only/);
   assert.throws(() => engineFor("capacity", "sbi"), /needs the native engine/);
 });
@@ -59,7 +60,7 @@ Deno.test({
       assert.equal(row.errors, 0, row.id);
       assert.ok(row.estimate.n > 10 && row.requestsPerSecond! > 0, row.id);
       assert.ok(row.estimate.p50 <= row.estimate.p99);
-      assert.match(row.id, /^concurrency\/native\//);
+      assert.match(row.id, /^native\/concurrency\/native\//); // stack / scenario / engine
     }
     assert.ok(r.notes.some((n) => /CPU per process/.test(n)));
   },

@@ -122,7 +122,7 @@ export const NATIVE_SCENARIOS: readonly ScenarioName[] = [
 ];
 
 /** Scenarios that also run on the native engine when asked (`--engine native`). */
-const NATIVE_OPTIONAL: readonly ScenarioName[] = ["hol"];
+const NATIVE_OPTIONAL: readonly ScenarioName[] = ["hol", "cold"];
 
 /** The engine a scenario uses: the one asked for, else its default; throws `RangeError` when unsupported. */
 export function engineFor(scenario: ScenarioName, asked?: EngineName): "native" | "sbi" {

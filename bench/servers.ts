@@ -6,7 +6,7 @@ import { onServerCpu, placement } from "./affinity.ts";
 import type { TlsMaterial } from "../transports/tls.ts";
 import type { SbiServer, StackName, TransportName } from "../transports/types.ts";
 import { ROOT } from "../transports/host.ts";
-import { parseListeningLine } from "../cli/listening.ts";
+import { readListening } from "../cli/listening.ts";
 
 /** Endpoints to benchmark and how to trust them. */
 export interface Endpoints {
@@ -156,51 +156,31 @@ async function startProcess(
     }, 5000);
     await status;
     clearTimeout(killer);
-    await stdout.cancel().catch(() => {});
     await stderrText.catch(() => "");
     await Deno.remove(stateDir, { recursive: true }).catch(() => {});
   };
-  const stdout = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  const urls: Endpoints["urls"] = {};
-  let buffered = "";
-  const deadline = Date.now() + timeoutS * 1000;
+  let urls: Endpoints["urls"];
   try {
-    while (transports.some((t) => !urls[t])) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const next = await Promise.race([
-        stdout.read(),
-        status.then(() => ({ done: true, value: undefined, exited: true })),
-        new Promise<never>((_, rej) => {
-          timer = setTimeout(
-            () => rej(new ServerSetupError(`lab serve printed no listener within ${timeoutS} s`)),
-            Math.max(1, deadline - Date.now()),
-          );
-        }),
-      ]).finally(() => clearTimeout(timer));
-      if (next.done) {
-        const err = (await stderrText.catch(() => "")).trim().split("\n").filter(Boolean);
-        throw new ServerSetupError(
-          `lab serve exited before listening: ${err.at(-1) ?? "no message"}`,
-        );
-      }
-      buffered += next.value;
-      const lines = buffered.split("\n");
-      buffered = lines.pop() ?? "";
-      for (const line of lines) {
-        const parsed = parseListeningLine(line);
-        if (parsed) urls[parsed[0]] = parsed[1];
-      }
-    }
+    // Rejects when lab serve exits first (stdout ends) or after the timeout; drains stdout after.
+    urls = await readListening(child.stdout, transports, timeoutS * 1000);
   } catch (err) {
+    // stdout ends a moment before the exit status arrives: wait for it, briefly.
+    let exited = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      status.then(() => (exited = true)),
+      new Promise((r) => (timer = setTimeout(r, 1000))),
+    ]);
+    clearTimeout(timer);
     await close();
-    throw err;
+    const lines = (await stderrText.catch(() => "")).trim().split("\n").filter(Boolean);
+    throw new ServerSetupError(
+      exited
+        ? `lab serve exited before listening: ${lines.at(-1) ?? "no message"}`
+        : `lab serve printed no listener within ${timeoutS} s`,
+      { cause: err },
+    );
   }
-  // Keep draining stdout so the server never blocks on a full pipe.
-  (async () => {
-    try {
-      while (!(await stdout.read()).done) { /* discard */ }
-    } catch { /* closed */ }
-  })();
   return {
     urls,
     tls: { ca: { path: `${stateDir}/ca.pem` } },

@@ -34,8 +34,13 @@ export interface SoakOptions {
 export interface SoakSlice {
   /** Answers with status 200 and the right size. */
   served: number;
-  /** Failed requests, wrong answers and requests not sent because too many were in flight. */
+  /** Failed requests and wrong answers. */
   errors: number;
+  /**
+   * Sends skipped: the load generator fell more than 0.5 s behind its schedule
+   * (its own process stalled) or 256 requests were already in flight.
+   */
+  skipped: number;
   /** Latency percentiles of the served requests, in ms (undefined when none). */
   p50?: number;
   p99?: number;
@@ -47,6 +52,8 @@ export interface SoakInterval {
   t: number;
   /** The server's resident set size at the end of the interval, bytes. */
   rssBytes?: number;
+  /** Longest stall of the soak's own event loop in the interval, ms (load and attackers share it). */
+  loadStallMs: number;
   /** Per transport. */
   transports: Partial<Record<TransportName, SoakSlice>>;
   /** Attack counters so far. */
@@ -85,9 +92,15 @@ function rssOf(pid: number | undefined): number | undefined {
   }
 }
 
-function slice(latencies: number[], served: number, errors: number): SoakSlice {
-  if (latencies.length === 0) return { served, errors };
-  return { served, errors, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99) };
+function slice(latencies: number[], served: number, errors: number, skipped: number): SoakSlice {
+  if (latencies.length === 0) return { served, errors, skipped };
+  return {
+    served,
+    errors,
+    skipped,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+  };
 }
 
 /** Drives one transport at `rate` req/s; returns a function that takes the interval's figures. */
@@ -97,11 +110,12 @@ function steadyLoad(
   size: number,
   rate: number,
   signal: AbortSignal,
-): { take(): [number[], number, number]; all: number[]; done: Promise<void> } {
+): { take(): [number[], number, number, number]; all: number[]; done: Promise<void> } {
   let lat: number[] = [];
   const all: number[] = [];
   let served = 0;
   let errors = 0;
+  let skipped = 0;
   let inFlight = 0;
   const start = performance.now();
   let sent = 0;
@@ -127,9 +141,15 @@ function steadyLoad(
     // Bounded by the signal (the soak's duration).
     while (!signal.aborted) {
       const due = Math.floor(((performance.now() - start) / 1000) * rate);
+      // Fallen behind (this process stalled): skip, rather than send a burst nobody scheduled.
+      const behind = due - sent - Math.ceil(rate / 2);
+      if (behind > 0) {
+        skipped += behind;
+        sent += behind;
+      }
       for (; sent < due; sent++) {
         if (inFlight >= MAX_IN_FLIGHT) {
-          errors++;
+          skipped++;
           continue;
         }
         const p = one();
@@ -142,10 +162,11 @@ function steadyLoad(
   })();
   return {
     take() {
-      const out: [number[], number, number] = [lat, served, errors];
+      const out: [number[], number, number, number] = [lat, served, errors, skipped];
       lat = [];
       served = 0;
       errors = 0;
+      skipped = 0;
       return out;
     },
     all,
@@ -166,7 +187,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   options.signal?.addEventListener("abort", stop, { once: true });
   const clients = new Map<TransportName, SbiClient>();
   const intervals: SoakInterval[] = [];
-  const totals = new Map<TransportName, { served: number; errors: number }>();
+  const totals = new Map<TransportName, { served: number; errors: number; skipped: number }>();
   const counts = noAttacks();
   let alive = true;
   try {
@@ -175,7 +196,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         t,
         await createClient(t, servers.urls[t]!, { tls: servers.tls, timeoutMs: 5000 }),
       );
-      totals.set(t, { served: 0, errors: 0 });
+      totals.set(t, { served: 0, errors: 0, skipped: 0 });
     }
     const port = (t: TransportName) =>
       servers.urls[t] ? Number(new URL(servers.urls[t]!).port) : undefined;
@@ -193,27 +214,39 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     );
     const t0 = performance.now();
     const end = t0 + options.durationMs;
+    // The soak's own event loop: a late 20 ms tick is a stall of this process, not of the server.
+    let stall = 0;
+    let tick = performance.now();
+    const lagTimer = setInterval(() => {
+      const now = performance.now();
+      stall = Math.max(stall, now - tick - 20);
+      tick = now;
+    }, 20);
     for (let next = t0 + intervalMs; !controller.signal.aborted; next += intervalMs) {
       const wait = Math.min(next, end) - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const interval: SoakInterval = {
         t: Math.round(performance.now() - t0) / 1000,
         rssBytes: rssOf(servers.pid),
+        loadStallMs: Math.round(Math.max(0, stall)),
         transports: {},
         attacks: { ...counts },
       };
+      stall = 0;
       for (const [t, load] of loads) {
-        const [lat, served, errors] = load.take();
-        interval.transports[t] = slice(lat, served, errors);
+        const [lat, served, errors, skipped] = load.take();
+        interval.transports[t] = slice(lat, served, errors, skipped);
         const sum = totals.get(t)!;
         sum.served += served;
         sum.errors += errors;
+        sum.skipped += skipped;
       }
       intervals.push(interval);
       options.onInterval?.(interval);
       if (interval.rssBytes === undefined && servers.pid !== undefined) alive = false;
       if (performance.now() >= end || !alive) break;
     }
+    clearInterval(lagTimer);
     controller.abort();
     await Promise.all([...loads.values()].map((l) => l.done));
     await attacking;
@@ -223,7 +256,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     for (const [t, load] of loads) {
       const sum = totals.get(t)!;
       summary[t] = {
-        ...slice(load.all, sum.served, sum.errors),
+        ...slice(load.all, sum.served, sum.errors, sum.skipped),
         ratePerSecond: sum.served / seconds,
       };
     }

@@ -9,14 +9,16 @@ function ms(x: number | undefined): string {
 
 function cell(s: SoakSlice | undefined, seconds: number): string {
   if (!s) return "–";
-  return `${(s.served / seconds).toFixed(0)}/s ${ms(s.p50)} ${ms(s.p99)} ${s.errors} err`;
+  const skipped = s.skipped ? ` ${s.skipped} skipped` : "";
+  return `${(s.served / seconds).toFixed(0)}/s ${ms(s.p50)} ${ms(s.p99)} ${s.errors} err${skipped}`;
 }
 
 /** One line per interval: per transport rate, p50, p99, errors; then the server's RSS. */
 export function renderSoakInterval(i: SoakInterval, intervalMs: number): string {
   const parts = Object.entries(i.transports).map(([t, s]) => `${t} ${cell(s, intervalMs / 1000)}`);
   const rss = i.rssBytes === undefined ? "rss –" : `rss ${formatBytes(i.rssBytes)}`;
-  return `${i.t.toFixed(1).padStart(6)} s  ${parts.join("  |  ")}  |  ${rss}`;
+  const stall = i.loadStallMs >= 100 ? `  |  load stalled ${i.loadStallMs} ms` : "";
+  return `${i.t.toFixed(1).padStart(6)} s  ${parts.join("  |  ")}  |  ${rss}${stall}`;
 }
 
 /** The closing summary: per transport rate, p50, p99, errors; RSS start/peak/end; what the attackers did. */
@@ -28,7 +30,7 @@ export function renderSoakSummary(r: SoakReport): string {
       r.attacks.join(", ") || "none"
     }`,
     "",
-    "transport  served/s      p50      p99  served  errors",
+    "transport  served/s      p50      p99  served  errors  skipped",
   ];
   for (
     const [t, s] of Object.entries(r.summary) as [
@@ -40,7 +42,9 @@ export function renderSoakSummary(r: SoakReport): string {
     lines.push(
       `${t.padEnd(9)} ${s.ratePerSecond.toFixed(1).padStart(9)} ${ms(s.p50).padStart(8)} ${
         ms(s.p99).padStart(8)
-      } ${String(s.served).padStart(7)} ${String(s.errors).padStart(7)}`,
+      } ${String(s.served).padStart(7)} ${String(s.errors).padStart(7)} ${
+        String(s.skipped).padStart(8)
+      }`,
     );
   }
   if (r.rss) {
@@ -58,6 +62,12 @@ export function renderSoakSummary(r: SoakReport): string {
         `${a.idleOpened} idle connections (${a.idleClosed} closed by the server), ` +
         `${a.zeroWindowOpened} window-0 connections (${a.zeroWindowClosed} closed by the server), ` +
         `${a.resets} streams reset (${a.resetConnectionsClosed} connections ended by the server)`,
+    );
+  }
+  const stalls = r.intervals.filter((i) => i.loadStallMs >= 500).length;
+  if (stalls > 0) {
+    lines.push(
+      `load generator: its own process stalled for 0.5 s or more in ${stalls} of ${r.intervals.length} intervals (sends skipped then are not server errors)`,
     );
   }
   lines.push(r.serverAlive ? "server: running at the end" : "server: EXITED during the soak");

@@ -8,11 +8,16 @@
  */
 import { configuredRttMs, parseLinkSpec } from "../linkemu/link_spec.ts";
 import { hasNetAdmin } from "../linkemu/mod.ts";
-import type { TransportName } from "../transports/types.ts";
+import type { StackName, TransportName } from "../transports/types.ts";
 import { runBenchAcrossLink } from "./across_link.ts";
 import { collectEnvironment } from "./environment.ts";
 import { runBench } from "./run.ts";
-import { defaultArrivalRate, FLOW_STREAMS, requestsPerUe } from "./scenarios/flows.ts";
+import {
+  defaultArrivalRate,
+  FLOW_STREAMS,
+  requestsPerUe,
+  WARM_GET_SAMPLE_FACTOR,
+} from "./scenarios/flows.ts";
 import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
 import { type BenchRun, type LinkRecord, type ResultRow, SCHEMA_VERSION } from "./schema.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
@@ -30,7 +35,9 @@ export const QUICK_BUDGET_MS = 4 * 60_000;
 export interface StudyOptions {
   /** Link specs (profiles or key=value lists), or `loopback`. Default {@link STUDY_LINKS}. */
   links?: string[];
-  /** Transports. Default every available one. */
+  /** Implementation family of every row. Default `native` (or `SBILAB_STACK`). */
+  stack?: StackName;
+  /** Transports. Default every available one on the stack. */
   transports?: TransportName[];
   /** UE concurrency levels. Default {@link STUDY_UES} ({@link QUICK_UES} with `quick`). */
   ues?: number[];
@@ -76,8 +83,9 @@ export interface RowPlan {
 
 /**
  * Picks the largest number of flows per row whose estimated time fits nine
- * tenths of the remaining budget. A row takes `samples / rate` (its default arrival rate on
- * that link) capped at `sampleMs`, plus its warm-up and the flows still in
+ * tenths of the remaining budget. A row takes `samples / rate` (its default
+ * arrival rate on that link; five times the samples for the warm GET) capped
+ * at `sampleMs`, plus its warm-up and the flows still in
  * flight when arrivals stop (about one journey); each link adds its fixed
  * costs. When even the smallest target does not fit, rows get that target
  * and a cap that shares out what is left (at least `minMs`).
@@ -93,7 +101,7 @@ export function planRows(p: {
   maxMs: number;
   maxSamples?: number;
 }): RowPlan {
-  const rows: { rate: number; tailMs: number }[] = [];
+  const rows: { rate: number; tailMs: number; factor: number }[] = [];
   let fixed = 0;
   for (const l of p.links) {
     fixed += linkOverheadMs(p.transports, l.loopback);
@@ -102,14 +110,16 @@ export function planRows(p: {
       for (const ues of p.ues) {
         const rate = defaultArrivalRate(ues, requests, l.rttMs, 5);
         const tailMs = requests * (l.rttMs + 5);
-        for (let t = 0; t < p.transports; t++) rows.push({ rate, tailMs });
+        const factor = stream === "journey" ? 1 : WARM_GET_SAMPLE_FACTOR;
+        for (let t = 0; t < p.transports; t++) rows.push({ rate, tailMs, factor });
       }
     }
   }
   const estimate = (samples: number, capMs: number) =>
     fixed +
     rows.reduce(
-      (ms, r) => ms + p.warmupMs + r.tailMs + Math.min(capMs, (samples / r.rate) * 1000),
+      (ms, r) =>
+        ms + p.warmupMs + r.tailMs + Math.min(capMs, ((samples * r.factor) / r.rate) * 1000),
       0,
     );
   for (const samples of SAMPLE_TARGETS.filter((n) => n <= (p.maxSamples ?? Infinity))) {
@@ -140,14 +150,16 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       "lab study crosses emulated links and needs root (CAP_NET_ADMIN); run it as root or use --links loopback",
     );
   }
-  const { availableTransports } = await import("../transports/mod.ts");
-  const transports = options.transports ?? await availableTransports();
+  const { availableTransports, resolveStack } = await import("../transports/mod.ts");
+  const stack = resolveStack(options.stack);
+  const transports = options.transports ?? await availableTransports(stack);
   const warmupMs = quick ? 300 : 1000;
   const progress = options.onProgress ?? (() => {});
   const start = Date.now();
   const rows: ResultRow[] = [];
   const notes: string[] = [];
   const linkRecords: LinkRecord[] = [];
+  const connections: NonNullable<BenchRun["connections"]> = {};
   let lastPlan: RowPlan | undefined;
   const rttOf = (s: (typeof specs)[number]) => (s.spec ? configuredRttMs(s.spec) : 0);
   for (const [i, s] of specs.entries()) {
@@ -169,6 +181,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     lastPlan = plan;
     const bench = {
       scenario: "flows" as const,
+      stack,
       transports,
       concurrency: ues,
       flows,
@@ -203,6 +216,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     if (run.config.link) linkRecords.push(run.config.link);
     else linkRecords.push(loopbackRecord());
     for (const r of run.rows) rows.push({ ...r, id: `${s.text}/${r.id}`, link: s.text });
+    for (const [t, c] of Object.entries(run.connections ?? {})) connections[t] ??= c;
     for (const n of run.notes) {
       const note = `${s.text}: ${n}`;
       if (!notes.includes(note)) notes.push(note);
@@ -222,6 +236,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     durationMs: elapsedMs,
     config: {
       scenario: "flows",
+      stack,
       transports,
       sizes: [256],
       warmupMs,
@@ -241,6 +256,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     },
     rows,
     notes,
+    ...(Object.keys(connections).length ? { connections } : {}),
     study: {
       links: linkRecords,
       budgetMs,

@@ -63,12 +63,10 @@ export interface CellDecision {
 /** Applies the rule to one cell's figures. */
 export function judgeCell(f: CellFigures, rule: VerdictRule = DEFAULT_RULE): CellDecision {
   if (f.h3P99 === undefined || f.h2P99 === undefined || f.diffCi === undefined) {
-    const missing = f.h3P99 === undefined && f.h2P99 === undefined
-      ? "No transport"
-      : f.h3P99 === undefined
-      ? "HTTP/3"
-      : "HTTP/2";
-    return { status: "no-data", reason: `${missing} has no flow times in this cell` };
+    const reason = f.h3P99 === undefined && f.h2P99 === undefined
+      ? "no transport has flow times in this cell"
+      : `${f.h3P99 === undefined ? "HTTP/3" : "HTTP/2"} has no flow times in this cell`;
+    return { status: "no-data", reason };
   }
   if (!(f.h2P99 > 0)) return { status: "no-data", reason: "HTTP/2 p99 is zero" };
   const reduction = 1 - f.h3P99 / f.h2P99;
@@ -114,6 +112,8 @@ export interface CellTransport {
 
 /** One judged cell. */
 export interface CellVerdict extends CellDecision {
+  /** The stack the cell ran on, when the rows name one (cells never mix stacks). */
+  stack?: string;
   /** Link spec, or `loopback`. */
   link: string;
   flow: string;
@@ -160,7 +160,9 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
   const linkOf = (r: ResultRow) => r.link ?? run.config.link?.spec ?? "loopback";
   const cells = new Map<string, ResultRow[]>();
   for (const r of rows) {
-    const key = `${linkOf(r)}\n${r.flow}\n${r.concurrency ?? 1}`;
+    const key = `${r.stack ?? run.config.stack ?? ""}\n${linkOf(r)}\n${r.flow}\n${
+      r.concurrency ?? 1
+    }`;
     cells.set(key, [...(cells.get(key) ?? []), r]);
   }
   // A study plans its cells; one where no transport completed flows is still judged (no-data).
@@ -171,7 +173,7 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
     for (const link of run.study.links) {
       for (const ues of run.config.concurrency ?? []) {
         for (const flow of flows) {
-          const key = `${link.spec}\n${flow}\n${ues}`;
+          const key = `${run.config.stack ?? ""}\n${link.spec}\n${flow}\n${ues}`;
           if (!cells.has(key)) cells.set(key, []);
         }
       }
@@ -179,7 +181,7 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
   }
   const out: CellVerdict[] = [];
   for (const [key, rs] of cells) {
-    const [link, flow, ues] = key.split("\n");
+    const [stack, link, flow, ues] = key.split("\n");
     rs.sort((a, b) => ORDER.indexOf(a.transport) - ORDER.indexOf(b.transport));
     const transports: CellTransport[] = rs.map((r) => ({
       transport: r.transport,
@@ -213,6 +215,7 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
     }, rule);
     out.push({
       ...decision,
+      stack: stack || undefined,
       link,
       flow,
       ues: Number(ues),

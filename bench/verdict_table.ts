@@ -18,7 +18,10 @@ function failedOf(c: CellVerdict): string {
 
 /** One row per cell: link, flow, UEs, p99 per transport, the comparison and the decision. */
 export function verdictTable(v: StudyVerdict): { header: string[]; body: string[][] } {
+  // A stack column only when the run mixes stacks.
+  const stacks = new Set(v.cells.map((c) => c.stack)).size > 1;
   const header = [
+    ...(stacks ? ["stack"] : []),
     "link",
     "flow",
     "UEs",
@@ -29,6 +32,7 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     "verdict",
   ];
   const body = v.cells.map((c) => [
+    ...(stacks ? [c.stack ?? "–"] : []),
     c.link,
     c.flow,
     String(c.ues),

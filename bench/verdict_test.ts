@@ -142,3 +142,18 @@ Deno.test("studyVerdict gives no verdict when no cell has both sides", () => {
   assert.ok(v.cells.every((c) => c.status === "no-data"));
   assert.match(v.summary, /None of the 2 cells has flow times for both HTTP\/3 and HTTP\/2/);
 });
+
+Deno.test("studyVerdict never mixes stacks in one cell", () => {
+  const native = (t: string, s: number[]): ResultRow => ({ ...row(t, "wan", s), stack: "native" });
+  const deno = (t: string, s: number[]): ResultRow => ({ ...row(t, "wan", s), stack: "deno" });
+  const v = studyVerdict(run([
+    native("h2c", spread(100, 200)),
+    native("h3", spread(50, 100)),
+    deno("h2c", spread(10, 20)),
+  ]));
+  assert.equal(v.cells.length, 2);
+  const n = v.cells.find((c) => c.stack === "native")!;
+  assert.equal(n.status, "material");
+  assert.equal(n.bestH2, "h2c");
+  assert.equal(v.cells.find((c) => c.stack === "deno")!.status, "no-data");
+});

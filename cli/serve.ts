@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { createHandler, DEFAULT_MAX_BODY_BYTES } from "../handler/mod.ts";
 import {
   createServer,
+  DEFAULT_SERVER_LIMITS,
   parseTransports,
   resolveStack,
   type SbiServer,
@@ -13,7 +14,6 @@ import {
 } from "../transports/mod.ts";
 import { connectionsWithin, raiseFdLimit } from "../transports/fd_limit.ts";
 import { ByteBudget } from "../transports/byte_budget.ts";
-import { DEFAULT_CONNECTION_LIMITS } from "../transports/h2/mod.ts";
 import {
   DEV_PKI_FILES,
   issueServerCertificate,
@@ -46,6 +46,7 @@ interface ServeOptions {
   delayMs?: string;
   maxBody?: string;
   h3MaxUdpPayload?: string;
+  h3Retry?: boolean;
   nrfMaxInstances?: string;
   nrfMaxProfile?: string;
   maxJsonDepth?: string;
@@ -129,30 +130,28 @@ function bindError(err: unknown, host: string): unknown {
 }
 
 /**
- * The resource limits of one `lab serve` process. The soft fd limit is raised
- * to the hard limit first, and the connection cap defaults to what it leaves
- * after a reserve, shared by the TCP listeners.
+ * The resource limits of one `lab serve` process, the same fields for every
+ * stack and transport (see `ServerOptions`); the budgets are shared by all its
+ * servers. The soft fd limit is raised to the hard limit first, and the
+ * connection cap defaults to what it leaves after a reserve, shared by the TCP
+ * listeners.
  */
-function serveLimits(o: ServeOptions, transports: TransportName[]) {
+function serveLimits(o: ServeOptions, transports: TransportName[]): ServerOptions {
   const fd = raiseFdLimit();
   const tcpListeners = transports.filter((t) => t !== "h3").length;
-  const fits = fd ? connectionsWithin(fd, tcpListeners) : DEFAULT_CONNECTION_LIMITS.maxConnections;
+  const fits = fd ? connectionsWithin(fd, tcpListeners) : DEFAULT_SERVER_LIMITS.maxConnections;
   const maxConnections = o.maxConnections
     ? parsePositiveInt(o.maxConnections, "--max-connections")
-    : Math.min(DEFAULT_CONNECTION_LIMITS.maxConnections, fits);
+    : Math.min(DEFAULT_SERVER_LIMITS.maxConnections, fits);
   if (fd && maxConnections > fits) {
     console.error(
       `warning: --max-connections ${maxConnections} is more than the fd limit ${fd.soft} leaves (${fits})`,
     );
   }
-  const idleTimeoutMs = parsePositiveInt(o.idleTimeout, "--idle-timeout");
   return {
-    limits: {
-      maxConnections,
-      handshakeTimeoutMs: parsePositiveInt(o.handshakeTimeout, "--handshake-timeout"),
-      idleTimeoutMs,
-    },
-    idleTimeoutMs,
+    maxConnections,
+    handshakeTimeoutMs: parsePositiveInt(o.handshakeTimeout, "--handshake-timeout"),
+    idleTimeoutMs: parsePositiveInt(o.idleTimeout, "--idle-timeout"),
     stallTimeoutMs: parsePositiveInt(o.stallTimeout, "--stall-timeout"),
     bodyBudget: new ByteBudget(parsePositiveInt(o.maxInflightBodies, "--max-inflight-bodies")),
     responseBudget: new ByteBudget(
@@ -180,6 +179,7 @@ export function registerServeCommand(program: Command): void {
     .option("--state-dir <dir>", "where the dev PKI lives (default ~/.local/state/sbilab)")
     .option("--delay-ms <ms>", "delay every /nbench answer by this much", "0")
     .option("--max-body <bytes>", "largest request body, on every transport (then 413)")
+    .option("--h3-retry", "h3: validate client addresses with Retry, then NEW_TOKEN")
     .option(
       "--h3-max-udp-payload <bytes>",
       "h3: send datagrams up to this size (a path MTU you know, 1200-65527) instead of 1200 B + PMTUD",
@@ -194,13 +194,13 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       "--handshake-timeout <ms>",
-      "h2: first request due within this after connect; h3: QUIC handshake",
+      "h2: TLS, preface and SETTINGS due within this after connect (deno stack: the first request); h3: QUIC handshake",
       "10000",
     )
     .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)", "60000")
     .option(
       "--stall-timeout <ms>",
-      "h2: reset a response the peer has not read for this; h3: close its connection",
+      "h2: reset a response the peer has not read for this (deno stack: its connection); h3: close its connection",
       "30000",
     )
     .option(
@@ -210,7 +210,7 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       "--max-queued-responses <bytes>",
-      "response bytes queued for slow readers, per process (h3 holds its own as much)",
+      "response bytes queued for slow readers, per process (native h2: per connection; h3 holds its own as much)",
       "67108864",
     )
     .option(
@@ -278,6 +278,8 @@ export function registerServeCommand(program: Command): void {
             maxUdpPayload?: number;
             handshakeTimeoutMs?: number;
             maxQueuedBytes?: number;
+            retry?: boolean;
+            earlyData?: boolean;
           } = {
             stack,
             hostname: o.host,
@@ -292,12 +294,10 @@ export function registerServeCommand(program: Command): void {
             onTls: exporter
               ? (conn: TlsConnection) => console.error(tlsLine(t, conn, exporter))
               : undefined,
-          } as ServerOptions;
+          };
           if (t === "h3") {
-            // The QUIC handshake timeout and the h3 module's own cap on queued response bytes.
             options.maxUdpPayload = h3MaxUdpPayload;
-            options.handshakeTimeoutMs = limits.limits.handshakeTimeoutMs;
-            options.maxQueuedBytes = limits.responseBudget.limit;
+            options.retry = o.h3Retry ?? false;
           }
           const server = await createServer(t, handler, options).catch((err) => {
             throw bindError(err, o.host);

@@ -4,10 +4,10 @@
  * transport (while the body streams in) notices it first.
  */
 import assert from "node:assert/strict";
-import { bodyTooLarge, createHandler } from "../handler/mod.ts";
-import { createClient, createServer, type TransportName } from "../transports/mod.ts";
+import { bodyTooLarge, createHandler, overloaded } from "../handler/mod.ts";
+import { createClient, createServer, STACKS, type TransportName } from "../transports/mod.ts";
 import { ByteBudget } from "../transports/byte_budget.ts";
-import { testPki, testTransports } from "./support.ts";
+import { echoPost, testPki, testTransports } from "./support.ts";
 
 const LIMIT = 4096;
 const OWN: TransportName[] = await testTransports();
@@ -34,31 +34,22 @@ async function pair(transport: TransportName, extra: Record<string, unknown> = {
   };
 }
 
-function post(body: Uint8Array) {
-  return {
-    method: "POST",
-    path: "/nbench/v1/echo",
-    headers: { "content-type": "application/octet-stream" },
-    body,
-  };
-}
-
 for (const transport of OWN) {
   Deno.test(`${transport} answers every body over the limit with the handler's own 413 bytes`, async () => {
     const want = bodyTooLarge(LIMIT);
     const p = await pair(transport);
     try {
-      const ok = await p.client.request(post(new Uint8Array(LIMIT)));
+      const ok = await p.client.request(echoPost(new Uint8Array(LIMIT)));
       assert.equal(ok.status, 200);
       assert.equal(ok.body.length, LIMIT);
       for (const size of [LIMIT + 1, 64 * 1024, 4 * 1024 * 1024]) {
-        const res = await p.client.request(post(new Uint8Array(size)));
+        const res = await p.client.request(echoPost(new Uint8Array(size)));
         assert.equal(res.status, 413, `${size} bytes`);
         assert.equal(res.headers["content-type"], "application/problem+json");
         assert.deepEqual(res.body, want.body, `${size} bytes`);
       }
       // The connection still serves after refusing bodies.
-      assert.equal((await p.client.request(post(new Uint8Array(10)))).status, 200);
+      assert.equal((await p.client.request(echoPost(new Uint8Array(10)))).status, 200);
     } finally {
       await p.close();
     }
@@ -94,19 +85,85 @@ Deno.test("h2c refuses a body sent without a length with the same 413 as it stre
   }
 });
 
-Deno.test("h2c refuses a body with 503 NF_CONGESTION when in-flight bodies reach the process budget", async () => {
+for (const stack of STACKS) {
+  Deno.test(`h2c refuses a body with 503 NF_CONGESTION when in-flight bodies reach the process budget (${stack} stack)`, async () => {
+    const budget = new ByteBudget(32 * 1024);
+    const p = await pair("h2c", { stack, bodyBudget: budget, maxBodyBytes: 1024 * 1024 });
+    try {
+      const res = await p.client.request(echoPost(new Uint8Array(100 * 1024)));
+      assert.equal(res.status, 503);
+      assert.deepEqual(
+        res.body,
+        overloaded(`Request bodies in flight exceed ${budget.limit} bytes`).body,
+      );
+      assert.equal(budget.used, 0, "a refused body gives its bytes back");
+      const small = await p.client.request(echoPost(new Uint8Array(1000)));
+      assert.equal(small.status, 200);
+      assert.equal(budget.used, 0, "a served body gives its bytes back");
+      assert.ok(budget.peak <= budget.limit);
+      assert.ok(budget.peak >= 1000, "the served body was counted while the handler held it");
+    } finally {
+      await p.close();
+    }
+  });
+}
+
+Deno.test("native h2c answers 503 while bodies still arrive once they pass the budget, and serves the first", async () => {
   const budget = new ByteBudget(32 * 1024);
-  const p = await pair("h2c", { bodyBudget: budget, maxBodyBytes: 1024 * 1024 });
+  const pki = await testPki();
+  const { createNativeH2cServer } = await import("../transports/h2/native_server.ts");
+  const { H2_STAT } = await import("../transports/h2/server_ffi.ts");
+  const server = await createNativeH2cServer(createHandler({ maxBodyBytes: 1024 * 1024 }), {
+    tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+    bodyBudget: budget,
+    maxBodyBytes: 1024 * 1024,
+  });
+  const http = Deno.createHttpClient({ http1: false, http2: true });
+  const held = Promise.withResolvers<void>();
+  // A body without a length: 24 KiB now, the end only when `release` resolves.
+  const upload = (release: Promise<void>) =>
+    new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new Uint8Array(24 * 1024).fill(1));
+      },
+      async pull(c) {
+        await release;
+        c.close();
+      },
+    });
+  const send = (body: ReadableStream<Uint8Array>) =>
+    fetch(`${server.url}/nbench/v1/echo`, {
+      method: "POST",
+      body,
+      client: http,
+      headers: { "content-type": "application/octet-stream" },
+      signal: AbortSignal.timeout(10_000),
+    });
   try {
-    const res = await p.client.request(post(new Uint8Array(100 * 1024)));
-    assert.equal(res.status, 503);
-    assert.equal(JSON.parse(new TextDecoder().decode(res.body)).cause, "NF_CONGESTION");
-    assert.equal(budget.used, 0, "a refused body gives its bytes back");
-    const small = await p.client.request(post(new Uint8Array(1000)));
-    assert.equal(small.status, 200);
-    assert.equal(budget.used, 0, "a served body gives its bytes back");
-    assert.ok(budget.peak <= budget.limit);
+    const first = send(upload(held.promise));
+    // Bounded: the first 24 KiB reach the module within 5 s.
+    const deadline = Date.now() + 5000;
+    while (server.stat(H2_STAT.BUFFERED) < 24 * 1024 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(server.stat(H2_STAT.BUFFERED), 24 * 1024);
+    const never = Promise.withResolvers<void>();
+    const second = await send(upload(never.promise));
+    assert.equal(second.status, 503, "answered before its upload ended");
+    assert.deepEqual(
+      new Uint8Array(await second.arrayBuffer()),
+      overloaded(`Request bodies in flight exceed ${budget.limit} bytes`).body,
+    );
+    never.resolve();
+    held.resolve();
+    const ok = await first;
+    assert.equal(ok.status, 200);
+    assert.equal((await ok.arrayBuffer()).byteLength, 24 * 1024);
+    assert.equal(server.stat(H2_STAT.BUFFERED), 0, "every counted byte was given back");
+    assert.equal(budget.used, 0);
   } finally {
-    await p.close();
+    held.resolve();
+    http.close();
+    await server.close();
   }
 });

@@ -280,39 +280,34 @@ for (const stack of ["deno", "native"] as const) {
   });
 }
 
-for (const transport of ["h2c", "h2-tls"] as const) {
-  Deno.test({
-    name: `TCP_NODELAY is set on every socket the native ${transport} server accepts`,
-    ignore: NATIVE_SKIP,
-    fn: async () => {
-      const { tcpSocketsNoDelay } = await import("../transports/h2/nodelay.ts");
-      const pair = await startPair(transport, { stack: "native" });
-      try {
-        await pair.client.request({ path: "/nbench/v1/payload?size=10" });
-        const accepted = tcpSocketsNoDelay({ localPort: pair.server.port });
-        assert.ok(accepted.length >= 1);
-        for (const s of accepted) assert.equal(s.noDelay, true, `fd ${s.fd}`);
-      } finally {
-        await pair.close();
-      }
-    },
-  });
-}
-
-Deno.test("TCP_NODELAY is set on the Deno.serve h2 listener, the accepted socket and the client socket (deno stack)", async () => {
-  const { tcpSocketsNoDelay } = await import("../transports/h2/nodelay.ts");
-  const pair = await startPair("h2-tls", { stack: "deno" });
-  try {
-    await pair.client.request({ path: "/nbench/v1/payload?size=10" });
-    const listener = tcpSocketsNoDelay({ listenPort: pair.server.port });
-    const accepted = tcpSocketsNoDelay({ localPort: pair.server.port });
-    const client = tcpSocketsNoDelay({ remotePort: pair.server.port });
-    assert.equal(listener.length, 1);
-    assert.ok(accepted.length >= 1 && client.length >= 1);
-    for (const s of [...listener, ...accepted, ...client]) {
-      assert.equal(s.noDelay, true, `fd ${s.fd}`);
-    }
-  } finally {
-    await pair.close();
+for (const stack of ["native", "deno"] as const) {
+  for (const transport of ["h2c", "h2-tls"] as const) {
+    Deno.test({
+      name:
+        `TCP_NODELAY is set on the ${transport} listener, the accepted socket and the client socket (${stack} stack)`,
+      ignore: stack === "native" && NATIVE_SKIP,
+      fn: async () => {
+        const { tcpSocketsNoDelay } = await import("../transports/h2/nodelay.ts");
+        const pair = await startPair(transport, { stack });
+        try {
+          await pair.client.request({ path: "/nbench/v1/payload?size=10" });
+          const listener = tcpSocketsNoDelay({ listenPort: pair.server.port });
+          const accepted = tcpSocketsNoDelay({ localPort: pair.server.port });
+          const client = tcpSocketsNoDelay({ remotePort: pair.server.port });
+          assert.equal(listener.length, 1);
+          assert.ok(accepted.length >= 1 && client.length >= 1);
+          for (
+            const [role, list] of [["listener", listener], ["accepted", accepted], [
+              "client",
+              client,
+            ]] as const
+          ) {
+            for (const s of list) assert.equal(s.noDelay, true, `${role} fd ${s.fd}`);
+          }
+        } finally {
+          await pair.close();
+        }
+      },
+    });
   }
-});
+}

@@ -139,6 +139,38 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "h3 client presents the server's NEW_TOKEN on its next connection, and the server accepts it without a Retry",
+  ignore,
+  fn: async () => {
+    const server = await ourServer({ retry: true, idleTimeoutMs: 300 });
+    const client = await createH3Client(server.url, {
+      tls: { ca: (await testPki()).caCertPem },
+      idleTimeoutMs: 300,
+    });
+    try {
+      await client.request({ path: "/nbench/v1/payload?size=10" });
+      assert.equal(client.datagramStats()!.retries, 1);
+      assert.equal(client.datagramStats()!.newTokens, 1);
+      // Bounded wait for both sides to drop the idle connection.
+      const end = performance.now() + 3000;
+      while (server.connectionCount > 0 && performance.now() < end) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(server.connectionCount, 0);
+      await new Promise((r) => setTimeout(r, 100)); // the client's own idle timer, just after the server's
+      const res = await client.request({ path: "/nbench/v1/payload?size=20" });
+      assert.equal(res.body.length, 20);
+      assert.equal(client.datagramStats()!.retries, 0, "the new connection went through a Retry");
+      assert.equal(server.datagramStats()!.retries, 1);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
   name: "gtlsclient passes our server's Retry and receives a NEW_TOKEN",
   ignore: noGtlsClient,
   fn: async () => {
@@ -232,6 +264,77 @@ Deno.test({
     } finally {
       await server.close();
       await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "ecn: our server's ECT(0) marks pass gtlsclient's validation (over 90 % of a 4 MiB download's datagrams marked)",
+  ignore: noGtlsClient,
+  fn: async () => {
+    const server = await ourServer();
+    try {
+      const r = await runTool("gtlsclient", [
+        "-q",
+        "--exit-on-all-streams-close",
+        "127.0.0.1",
+        String(server.port),
+        `${server.url}/nbench/v1/payload?size=${4 * 1024 * 1024}`,
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      const st = server.datagramStats()!;
+      // ngtcp2 marks 10 datagrams while it tests the path and stops unless the peer's ACK_ECN
+      // counts confirm them; past that, every datagram is marked.
+      assert.ok(st.ecnSent > 0.9 * st.datagramsSent, `${st.ecnSent} of ${st.datagramsSent} marked`);
+    } finally {
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "ecn: our client's ECT(0) marks pass gtlsserver's validation",
+  ignore: noGtlsServer,
+  fn: async () => {
+    const peer = await gtlsServer();
+    const client = await createH3Client(peer.origin, { tls: { insecure: true } });
+    try {
+      for (let i = 0; i < 4; i++) await client.request({ path: peer.pathFor(1024 * 1024) });
+      const st = client.datagramStats()!;
+      assert.ok(st.datagramsSent > 20);
+      assert.ok(st.ecnSent > 0.9 * st.datagramsSent, `${st.ecnSent} of ${st.datagramsSent} marked`);
+      assert.ok(st.ecnReceived > 0, "gtlsserver's marks were not read");
+    } finally {
+      await client.close();
+      await peer.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "ecn: when the client reports no marks, our server stops marking after the 10 it tests with, and the transfer completes",
+  ignore,
+  fn: async () => {
+    const server = await ourServer();
+    const client = await createH3Client(server.url, {
+      tls: { ca: (await testPki()).caCertPem },
+      ecn: false,
+    });
+    try {
+      for (let i = 0; i < 4; i++) {
+        const res = await client.request({ path: "/nbench/v1/payload?size=1048576" });
+        assert.equal(res.body.length, 1048576);
+      }
+      const c = client.datagramStats()!, s = server.datagramStats()!;
+      assert.equal(c.ecnSent, 0);
+      assert.equal(c.ecnReceived, 0);
+      assert.ok(s.datagramsSent > 500);
+      assert.ok(s.ecnSent <= 10, `server marked ${s.ecnSent}`);
+    } finally {
+      await client.close();
+      await server.close();
     }
   },
 });

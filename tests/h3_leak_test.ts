@@ -14,7 +14,7 @@ if (!H3_SKIP && !haveValgrind) console.log("skipping h3 leak check: apt-get inst
 
 Deno.test({
   name:
-    "sbh3 shim frees everything and leaves no descriptor open after requests, a cancel, bodies over the limit, a full send queue, garbage input, socket I/O, a refused port and a graceful close (valgrind)",
+    "sbh3 shim frees everything and leaves no descriptor open after requests, a cancel, bodies over the limit, a full send queue, garbage input, socket I/O, a refused port, Retry and NEW_TOKEN, a key update and a graceful close (valgrind)",
   ignore: H3_SKIP !== null || !haveValgrind,
   fn: async () => {
     const driver = await ensureBuilt("h3_leakcheck", { quiet: true });

@@ -11,7 +11,7 @@ import { createH3Client, createH3Server, type H3SbiServer } from "../transports/
 import { H3ClientConn, H3Config } from "../transports/h3/ffi.ts";
 import { loadH3Library } from "../transports/h3/loader.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
-import { needsTool, testPki } from "./support.ts";
+import { echoPost, needsTool, testPki } from "./support.ts";
 
 const ignore = H3_SKIP !== null;
 const MiB = 1024 * 1024;
@@ -29,15 +29,6 @@ async function eventually(cond: () => boolean, ms: number): Promise<boolean> {
     await new Promise((r) => setTimeout(r, 20));
   }
   return cond();
-}
-
-function post(body: Uint8Array) {
-  return {
-    method: "POST",
-    path: "/nbench/v1/echo",
-    headers: { "content-type": "application/octet-stream" },
-    body,
-  };
 }
 
 Deno.test({
@@ -62,9 +53,9 @@ Deno.test({
       timeoutMs: 10_000,
     });
     try {
-      assert.equal((await client.request(post(new Uint8Array(LIMIT)))).status, 200);
+      assert.equal((await client.request(echoPost(new Uint8Array(LIMIT)))).status, 200);
       for (const size of [LIMIT + 1, 64 * 1024, 4 * MiB]) {
-        const res = await client.request(post(new Uint8Array(size)));
+        const res = await client.request(echoPost(new Uint8Array(size)));
         assert.equal(res.status, 413, `${size} bytes`);
         assert.equal(res.headers["content-type"], "application/problem+json");
         assert.deepEqual(res.body, want.body, `${size} bytes`);
@@ -74,7 +65,7 @@ Deno.test({
       assert.ok(got < 2 * MiB, `the server received ${got} bytes`);
       // Every stream ended (no half-open stream left behind) and the connection still serves.
       assert.ok(await eventually(() => server.openStreams === 0, 2000), "streams left open");
-      assert.equal((await client.request(post(new Uint8Array(10)))).status, 200);
+      assert.equal((await client.request(echoPost(new Uint8Array(10)))).status, 200);
     } finally {
       await client.close();
       await server.close();

@@ -1,16 +1,19 @@
 /**
- * What an adversarial client does to `lab serve` on the deno stack, one test
- * per attack: more connections than the fd limit allows, connections that
- * never start a request or go idle, and HTTP/2 clients that open many streams
- * with window 0 and never read. The server runs in a child process and must
- * keep serving every transport.
+ * What an adversarial client does to `lab serve`, one test per attack and
+ * stack (the same options drive both): more connections than the fd limit
+ * allows, connections that never start a request or go idle, and HTTP/2
+ * clients that open many streams with window 0 and never read. The server
+ * runs in a child process and must keep serving every transport.
  */
 import assert from "node:assert/strict";
-import { createClient, type TransportName } from "../transports/mod.ts";
+import { createClient, STACKS, type TransportName } from "../transports/mod.ts";
 import * as h2 from "../bench/h2_frames.ts";
 import { rssBytes, startLabServe, testTransports } from "./support.ts";
 
-const available = await testTransports();
+const TRANSPORTS_OF = {
+  native: await testTransports("native"),
+  deno: await testTransports("deno"),
+};
 
 /** Sends one GET on `transport` until it answers 200; bounded by `ms`. */
 async function servesWithin(
@@ -40,6 +43,21 @@ async function servesWithin(
   throw new Error(`${transport} did not serve within ${ms} ms: ${last}`);
 }
 
+/** `lab serve` on `stack` with `transports` on free ports, and `extra` options. */
+function serveArgs(stack: string, transports: string, extra: string[]): string[] {
+  return [
+    "--stack",
+    stack,
+    "--transports",
+    transports,
+    "--h2c-port",
+    "0",
+    "--tls-port",
+    "0",
+    ...extra,
+  ];
+}
+
 function port(url: string): number {
   return Number(new URL(url).port);
 }
@@ -47,6 +65,59 @@ function port(url: string): number {
 async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
   let off = 0;
   while (off < bytes.length) off += await conn.write(bytes.subarray(off));
+}
+
+/**
+ * Resolves with the ms until the server cut off every one of `streams`: it
+ * closed the connection (EOF or reset), or it reset each stream (RST_STREAM);
+ * bounded by `ms`.
+ */
+async function streamsCutAfter(
+  conn: Deno.Conn,
+  streams: number[],
+  start: number,
+  ms: number,
+): Promise<number> {
+  const open = new Set(streams);
+  const timer = setTimeout(() => conn.close(), ms);
+  let pending = new Uint8Array(0);
+  const buf = new Uint8Array(64 * 1024);
+  try {
+    for (;;) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      const joined = new Uint8Array(pending.length + n);
+      joined.set(pending);
+      joined.set(buf.subarray(0, n), pending.length);
+      let off = 0;
+      while (joined.length - off >= 9) {
+        const len = (joined[off] << 16) | (joined[off + 1] << 8) | joined[off + 2];
+        if (joined.length - off < 9 + len) break;
+        const type = joined[off + 3];
+        const id = new DataView(joined.buffer, off + 5, 4).getUint32(0) & 0x7fffffff;
+        if (type === 3) open.delete(id); // RST_STREAM
+        off += 9 + len;
+      }
+      pending = joined.slice(off);
+      if (open.size === 0) break;
+    }
+  } catch {
+    // reset by the server, or closed by the timer
+  } finally {
+    clearTimeout(timer);
+  }
+  return Date.now() - start;
+}
+
+/** Reads the server's first frames (its SETTINGS) and acknowledges them, as a client does. */
+async function ackServerSettings(conn: Deno.Conn): Promise<void> {
+  const timer = setTimeout(() => conn.close(), 5000);
+  try {
+    assert.ok((await conn.read(new Uint8Array(16384))) !== null, "no server SETTINGS");
+  } finally {
+    clearTimeout(timer);
+  }
+  await writeAll(conn, h2.settingsAck());
 }
 
 /** Resolves with the ms until the peer closes `conn` (EOF or reset), bounded by `ms`. */
@@ -63,178 +134,186 @@ async function closedAfter(conn: Deno.Conn, start: number, ms: number): Promise<
   return Date.now() - start;
 }
 
-Deno.test({
-  name:
-    "lab serve under ulimit -n 256 survives 400 idle connections and keeps serving h2c, h2-tls and h3",
-  sanitizeResources: false,
-  fn: async () => {
-    const transports = available.join(",");
-    const srv = await startLabServe([
-      "--transports",
-      transports,
-      "--h2c-port",
-      "0",
-      "--tls-port",
-      "0",
-      "--handshake-timeout",
-      "1500",
-    ], { nofile: 256 });
-    const held: Deno.Conn[] = [];
-    try {
-      const target = port(srv.urls.h2c!);
-      const opened = await Promise.allSettled(
-        Array.from({ length: 400 }, () => Deno.connect({ hostname: "127.0.0.1", port: target })),
+for (const stack of STACKS) {
+  const available = TRANSPORTS_OF[stack];
+  Deno.test({
+    name: `lab serve under ulimit -n 256 survives 400 idle connections and keeps serving ${
+      available.join(", ")
+    } (${stack} stack)`,
+    ignore: !available.includes("h2c"),
+    sanitizeResources: false,
+    fn: async () => {
+      // A connection cap above what 256 descriptors hold, so accepting does fail.
+      const srv = await startLabServe(
+        serveArgs(stack, available.join(","), [
+          "--max-connections",
+          "1000",
+          "--handshake-timeout",
+          "1500",
+        ]),
+        { nofile: 256 },
       );
-      for (const r of opened) if (r.status === "fulfilled") held.push(r.value);
-      assert.ok(held.length > 200, `only ${held.length} connections opened`);
-      const ca = `${srv.stateDir}/ca.pem`;
-      for (const t of available) {
-        await servesWithin(t, srv.urls[t]!, ca, 15_000);
-      }
-      assert.ok(srv.running(), `lab serve exited:\n${srv.stderr()}`);
-      // The flood did reach the fd limit: accepting failed, and the listener came back.
-      assert.match(srv.stderr(), /h2c: Accepting connections failed: .*Too many open files/);
-    } finally {
-      for (const c of held) {
-        try {
-          c.close();
-        } catch { /* closed by the server */ }
-      }
-      const status = await srv.stop();
-      assert.doesNotMatch(srv.stderr(), /Uncaught/);
-      assert.equal(status.signal ?? "SIGTERM", "SIGTERM");
-      assert.equal(status.code, 0, srv.stderr());
-    }
-  },
-});
-
-Deno.test({
-  name: "lab serve closes connections that never start a request or go idle within the timeouts",
-  sanitizeResources: false,
-  fn: async (t) => {
-    const srv = await startLabServe([
-      "--transports",
-      "h2c,h2-tls",
-      "--h2c-port",
-      "0",
-      "--tls-port",
-      "0",
-      "--handshake-timeout",
-      "1000",
-      "--idle-timeout",
-      "1000",
-    ]);
-    const plain = { hostname: "127.0.0.1", port: port(srv.urls.h2c!) };
-    const tls = { hostname: "127.0.0.1", port: port(srv.urls["h2-tls"]!) };
-    const ca = await Deno.readTextFile(`${srv.stateDir}/ca.pem`);
-    const check = (ms: number) => {
-      assert.ok(ms >= 900, `closed after ${ms} ms, before the timeout`);
-      assert.ok(ms < 5000, `closed after ${ms} ms`);
-    };
-    try {
-      await t.step("h2c without a preface", async () => {
-        const c = await Deno.connect(plain);
-        check(await closedAfter(c, Date.now(), 8000));
-      });
-      await t.step("h2c with a preface trickling one byte at a time", async () => {
-        const c = await Deno.connect(plain);
-        const start = Date.now();
-        const trickle = (async () => {
-          for (const b of h2.PREFACE) {
-            try {
-              await c.write(new Uint8Array([b]));
-            } catch {
-              return;
-            }
-            await new Promise((r) => setTimeout(r, 200));
-          }
-        })();
-        check(await closedAfter(c, start, 8000));
-        await trickle;
-      });
-      await t.step("h2c idle after the preface and SETTINGS", async () => {
-        const c = await Deno.connect(plain);
-        const start = Date.now();
-        await writeAll(c, h2.PREFACE);
-        await writeAll(c, h2.settingsFrame([]));
-        check(await closedAfter(c, start, 8000));
-      });
-      await t.step("h2c idle after a request", async () => {
-        const c = await Deno.connect(plain);
-        await writeAll(c, h2.PREFACE);
-        await writeAll(c, h2.settingsFrame([]));
-        await writeAll(
-          c,
-          h2.headersFrame(1, h2.requestBlock("GET", "/nbench/v1/payload?size=10", "x")),
-        );
-        const start = Date.now();
-        check(await closedAfter(c, start, 8000));
-      });
-      await t.step("h2-tls with a ClientHello that never completes", async () => {
-        const c = await Deno.connect(tls);
-        const start = Date.now();
-        await writeAll(c, new Uint8Array([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
-        check(await closedAfter(c, start, 8000));
-      });
-      await t.step("h2-tls idle after the handshake", async () => {
-        const c = await Deno.connectTls({ ...tls, caCerts: [ca], alpnProtocols: ["h2"] });
-        const start = Date.now();
-        await c.handshake();
-        check(await closedAfter(c, start, 8000));
-      });
-      assert.ok(srv.running());
-    } finally {
-      await srv.stop();
-    }
-  },
-});
-
-Deno.test({
-  name:
-    "an h2c client with window 0 asking 16 MiB on 200 streams stays under 256 MiB of server RSS and is cut off after the stall timeout",
-  sanitizeResources: false,
-  fn: async () => {
-    const srv = await startLabServe([
-      "--transports",
-      "h2c",
-      "--h2c-port",
-      "0",
-      "--stall-timeout",
-      "2000",
-    ]);
-    const target = port(srv.urls.h2c!);
-    let conn: Deno.Conn | undefined;
-    try {
-      // Warm the payload cache first, so the bound measures what the attack costs.
-      await servesWithin("h2c", srv.urls.h2c!, "", 5000);
-      const before = rssBytes(srv.pid);
-      conn = await Deno.connect({ hostname: "127.0.0.1", port: target });
-      await writeAll(conn, h2.PREFACE);
-      await writeAll(conn, h2.settingsFrame([[h2.SETTING.INITIAL_WINDOW_SIZE, 0]]));
-      for (let i = 0; i < 200; i++) {
-        const block = h2.requestBlock("GET", "/nbench/v1/payload?size=16777216", "x");
-        await writeAll(conn, h2.headersFrame(1 + 2 * i, block));
-      }
-      const start = Date.now();
-      const cutOff = closedAfter(conn, start, 10_000);
-      let peak = before;
-      const until = Date.now() + 3000;
-      while (Date.now() < until) {
-        peak = Math.max(peak, rssBytes(srv.pid));
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      const grew = peak - before;
-      assert.ok(grew < 256 * 1024 * 1024, `RSS grew by ${(grew / 2 ** 20).toFixed(0)} MiB`);
-      // Meanwhile other clients are served.
-      await servesWithin("h2c", srv.urls.h2c!, "", 5000);
-      const ms = await cutOff;
-      assert.ok(ms >= 1900 && ms < 6000, `cut off after ${ms} ms (stall timeout 2000 ms)`);
-      assert.ok(srv.running());
-    } finally {
+      const held: Deno.Conn[] = [];
       try {
-        conn?.close();
-      } catch { /* already closed */ }
-      await srv.stop();
-    }
-  },
-});
+        const target = port(srv.urls.h2c!);
+        const opened = await Promise.allSettled(
+          Array.from({ length: 400 }, () => Deno.connect({ hostname: "127.0.0.1", port: target })),
+        );
+        for (const r of opened) if (r.status === "fulfilled") held.push(r.value);
+        assert.ok(held.length > 200, `only ${held.length} connections opened`);
+        const ca = `${srv.stateDir}/ca.pem`;
+        for (const t of available) {
+          await servesWithin(t, srv.urls[t]!, ca, 15_000);
+        }
+        assert.ok(srv.running(), `lab serve exited:\n${srv.stderr()}`);
+        // The flood did reach the fd limit: accepting failed (one wording on every stack).
+        assert.match(srv.stderr(), /h2c: Accepting connections failed: .*Too many open files/);
+      } finally {
+        for (const c of held) {
+          try {
+            c.close();
+          } catch { /* closed by the server */ }
+        }
+        const status = await srv.stop();
+        assert.doesNotMatch(srv.stderr(), /Uncaught/);
+        assert.equal(status.signal ?? "SIGTERM", "SIGTERM");
+        assert.equal(status.code, 0, srv.stderr());
+      }
+    },
+  });
+}
+
+for (const stack of STACKS) {
+  const available = TRANSPORTS_OF[stack];
+  Deno.test({
+    ignore: !available.includes("h2c"),
+    name:
+      `lab serve closes connections that never start a request or go idle within the timeouts (${stack} stack)`,
+    sanitizeResources: false,
+    fn: async (t) => {
+      const srv = await startLabServe(
+        serveArgs(stack, "h2c,h2-tls", [
+          "--handshake-timeout",
+          "1000",
+          "--idle-timeout",
+          "1000",
+        ]),
+      );
+      const plain = { hostname: "127.0.0.1", port: port(srv.urls.h2c!) };
+      const tls = { hostname: "127.0.0.1", port: port(srv.urls["h2-tls"]!) };
+      const ca = await Deno.readTextFile(`${srv.stateDir}/ca.pem`);
+      const check = (ms: number) => {
+        assert.ok(ms >= 900, `closed after ${ms} ms, before the timeout`);
+        assert.ok(ms < 5000, `closed after ${ms} ms`);
+      };
+      try {
+        await t.step("h2c without a preface", async () => {
+          const c = await Deno.connect(plain);
+          check(await closedAfter(c, Date.now(), 8000));
+        });
+        await t.step("h2c with a preface trickling one byte at a time", async () => {
+          const c = await Deno.connect(plain);
+          const start = Date.now();
+          const trickle = (async () => {
+            for (const b of h2.PREFACE) {
+              try {
+                await c.write(new Uint8Array([b]));
+              } catch {
+                return;
+              }
+              await new Promise((r) => setTimeout(r, 200));
+            }
+          })();
+          check(await closedAfter(c, start, 8000));
+          await trickle;
+        });
+        await t.step("h2c idle after the preface and SETTINGS", async () => {
+          const c = await Deno.connect(plain);
+          const start = Date.now();
+          await writeAll(c, h2.PREFACE);
+          await writeAll(c, h2.settingsFrame([]));
+          await ackServerSettings(c);
+          check(await closedAfter(c, start, 8000));
+        });
+        await t.step("h2c idle after a request", async () => {
+          const c = await Deno.connect(plain);
+          await writeAll(c, h2.PREFACE);
+          await writeAll(c, h2.settingsFrame([]));
+          await ackServerSettings(c);
+          await writeAll(
+            c,
+            h2.headersFrame(1, h2.requestBlock("GET", "/nbench/v1/payload?size=10", "x")),
+          );
+          const start = Date.now();
+          check(await closedAfter(c, start, 8000));
+        });
+        await t.step("h2-tls with a ClientHello that never completes", async () => {
+          const c = await Deno.connect(tls);
+          const start = Date.now();
+          await writeAll(c, new Uint8Array([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+          check(await closedAfter(c, start, 8000));
+        });
+        await t.step("h2-tls idle after the handshake", async () => {
+          // The handshake timeout counts from accept, the TLS handshake included.
+          const start = Date.now();
+          const c = await Deno.connectTls({ ...tls, caCerts: [ca], alpnProtocols: ["h2"] });
+          await c.handshake();
+          check(await closedAfter(c, start, 8000));
+        });
+        assert.ok(srv.running());
+      } finally {
+        await srv.stop();
+      }
+    },
+  });
+}
+
+for (const stack of STACKS) {
+  const available = TRANSPORTS_OF[stack];
+  Deno.test({
+    ignore: !available.includes("h2c"),
+    name:
+      `an h2c client with window 0 asking 16 MiB on 200 streams stays under 256 MiB of server RSS and is cut off after the stall timeout (${stack} stack)`,
+    sanitizeResources: false,
+    fn: async () => {
+      const srv = await startLabServe(serveArgs(stack, "h2c", ["--stall-timeout", "2000"]));
+      const target = port(srv.urls.h2c!);
+      let conn: Deno.Conn | undefined;
+      try {
+        // Warm the payload cache first, so the bound measures what the attack costs.
+        await servesWithin("h2c", srv.urls.h2c!, "", 5000);
+        const before = rssBytes(srv.pid);
+        conn = await Deno.connect({ hostname: "127.0.0.1", port: target });
+        await writeAll(conn, h2.PREFACE);
+        await writeAll(conn, h2.settingsFrame([[h2.SETTING.INITIAL_WINDOW_SIZE, 0]]));
+        const streams = Array.from({ length: 200 }, (_, i) => 1 + 2 * i);
+        for (const id of streams) {
+          const block = h2.requestBlock("GET", "/nbench/v1/payload?size=16777216", "x");
+          await writeAll(conn, h2.headersFrame(id, block));
+        }
+        const start = Date.now();
+        // Cut off: every stream reset (native), or the connection closed (deno, which
+        // cannot reset one stream).
+        const cutOff = streamsCutAfter(conn, streams, start, 10_000);
+        let peak = before;
+        const until = Date.now() + 3000;
+        while (Date.now() < until) {
+          peak = Math.max(peak, rssBytes(srv.pid));
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        const grew = peak - before;
+        assert.ok(grew < 256 * 1024 * 1024, `RSS grew by ${(grew / 2 ** 20).toFixed(0)} MiB`);
+        // Meanwhile other clients are served.
+        await servesWithin("h2c", srv.urls.h2c!, "", 5000);
+        const ms = await cutOff;
+        assert.ok(ms >= 1900 && ms < 6000, `cut off after ${ms} ms (stall timeout 2000 ms)`);
+        assert.ok(srv.running());
+      } finally {
+        try {
+          conn?.close();
+        } catch { /* already closed */ }
+        await srv.stop();
+      }
+    },
+  });
+}

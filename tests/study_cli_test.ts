@@ -67,7 +67,11 @@ Deno.test("lab study on loopback writes JSON, Markdown, CSV and HTML with one ve
     const header = csv[0].split(",");
     const verdictCol = header.indexOf("cell_verdict");
     assert.ok(verdictCol > 0);
-    const flowLines = csv.slice(1).filter((l) => /^loopback\/flows\/[^/]+\/warm-get\/2,/.test(l));
+    // Row ids: link / stack / scenario / transport / flow / UEs.
+    const stack = run.config.stack!;
+    assert.ok(stack, "the run names its stack");
+    const flowId = new RegExp(`^loopback/${stack}/flows/[^/]+/warm-get/2,`);
+    const flowLines = csv.slice(1).filter((l) => flowId.test(l));
     assert.equal(flowLines.length, run.config.transports.length);
     const html = await Deno.readTextFile(`${out}/study.html`);
     assert.match(html, /<canvas id="bars-0"/);

@@ -122,6 +122,16 @@ export async function runTool(
   }
 }
 
+/** A POST of `body` to the handler's echo route, as a client request. */
+export function echoPost(body: Uint8Array) {
+  return {
+    method: "POST",
+    path: "/nbench/v1/echo",
+    headers: { "content-type": "application/octet-stream" },
+    body,
+  };
+}
+
 /** The handler's own answer, called directly, for comparison. */
 export function directCall(
   handler: SbiHandler,

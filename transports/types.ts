@@ -5,6 +5,7 @@
 import type { SbiHandler, SbiHeaders } from "../handler/types.ts";
 import type { TlsConnection, TlsMaterial } from "./tls.ts";
 import type { TicketCache } from "./ticket_cache.ts";
+import type { ByteBudget } from "./byte_budget.ts";
 
 /** The transports sbilab knows. */
 export type TransportName = "h2c" | "h2-tls" | "h3";
@@ -93,7 +94,56 @@ export interface ServerOptions {
    * Default 3600.
    */
   ticketLifetimeSeconds?: number;
+   * TCP connections one listener holds at once; newer ones beyond it are
+   * closed (h3 has no cap of its own). Default
+   * {@linkcode DEFAULT_SERVER_LIMITS}`.maxConnections`.
+   */
+  maxConnections?: number;
+  /**
+   * A TCP connection must be ready for requests this many ms after it was
+   * accepted: TLS handshake, HTTP/2 preface and SETTINGS done (native stack);
+   * its first request started (deno stack, whose runtime shows neither).
+   * Late ones are closed. Default {@linkcode DEFAULT_SERVER_LIMITS}`.handshakeTimeoutMs`.
+   */
+  handshakeTimeoutMs?: number;
+  /**
+   * A connection with no request in flight and no input for this many ms is
+   * closed (h3: the QUIC idle timeout). Default
+   * {@linkcode DEFAULT_SERVER_LIMITS}`.idleTimeoutMs`.
+   */
+  idleTimeoutMs?: number;
+  /**
+   * A response whose queued bytes the peer takes none of for this many ms is
+   * reset: the stream on the native h2 server, the whole connection on the
+   * deno stack (`Deno.serve` cannot reset one stream). Default
+   * {@linkcode DEFAULT_SERVER_LIMITS}`.stallTimeoutMs`.
+   */
+  stallTimeoutMs?: number;
+  /**
+   * Request-body bytes held at once, shared by the servers that get the same
+   * budget (`lab serve` gives all of them one); a body that does not fit is
+   * answered 503 NF_CONGESTION (`overloaded`). Default one budget per process
+   * (`defaultBodyBudget`, 256 MiB).
+   */
+  bodyBudget?: ByteBudget;
+  /**
+   * Response bytes queued while peers do not read. On the deno stack the
+   * budget is shared by its servers; the native h2 server caps each
+   * connection at the budget's limit (a response past it is reset). Default
+   * `defaultResponseBudget` (64 MiB).
+   */
+  responseBudget?: ByteBudget;
+  /** Called with errors the transport swallowed (handler failures, accept errors). Default no-op. */
+  onError?: (err: unknown) => void;
 }
+
+/** Defaults of the resource limits in {@linkcode ServerOptions}, the same on every stack. */
+export const DEFAULT_SERVER_LIMITS = {
+  maxConnections: 4096,
+  handshakeTimeoutMs: 10_000,
+  idleTimeoutMs: 60_000,
+  stallTimeoutMs: 30_000,
+} as const;
 
 /** A running server. */
 export interface SbiServer {

@@ -17,12 +17,17 @@ import type { SbiClient, SetupTimings, TransportName } from "../../transports/ty
 import { formatBytes } from "../units.ts";
 import { Recorder } from "../recorder.ts";
 import type { ResultRow } from "../schema.ts";
-import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
+import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
+import { nativePlan, nativeSkipNote, runNative } from "../native_load.ts";
+import type { ConnectionTimes } from "../../transports/load/mod.ts";
 
 /** Most new connections per mode (keeps TIME_WAIT sockets bounded). */
 const MAX_CONNECTIONS = 2000;
 /** Fewest sampled connections per mode, whatever the sampling time. */
 const MIN_SAMPLES = 3;
+
+/** Connections the native engine opens at once, one request each (`--engine native`). */
+export const NATIVE_COLD_CONNECTIONS = 100;
 
 /** How a connection starts. */
 export type SetupMode = "full" | "resumed" | "0-rtt";
@@ -83,6 +88,7 @@ function phaseMs(t: SetupTimings, phase: SetupPhase): number | undefined {
 
 /** Measures every transport's set-up table at the first size. */
 export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
+  if (ctx.config.engine === "native") return await nativeRows(ctx);
   const size = ctx.sizes[0];
   const cap = Math.min(ctx.plan.samples ?? MAX_CONNECTIONS, MAX_CONNECTIONS);
   const rows: ResultRow[] = [];
@@ -164,6 +170,69 @@ export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
     ctx.notes.push(
       "The deno stack's fetch shows no connection phases: its cold rows time the full response only.",
     );
+  }
+  return rows;
+}
+
+/**
+ * `--engine native`: the engine opens N connections at once (default 100, or the first
+ * `--concurrency` level) and sends one GET on each; every connection's connect, handshake and
+ * first-response times (from its own start) are the samples, exactly.
+ */
+async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
+  const size = ctx.sizes[0];
+  const n = Math.min(ctx.config.concurrency?.[0] ?? NATIVE_COLD_CONNECTIONS, MAX_CONNECTIONS);
+  const rows: ResultRow[] = [];
+  const phases: [string, string, (c: ConnectionTimes) => number | null][] = [
+    ["connect", "TCP connect", (c) => c.connectNs],
+    ["handshake", "connect + handshake (TLS or QUIC)", (c) => c.handshakeNs],
+    [
+      "first-response",
+      `connect + handshake + first ${formatBytes(size)} response`,
+      (c) => c.firstByteNs,
+    ],
+  ];
+  for (const transport of ctx.transports) {
+    const plan = await nativePlan(ctx, transport, {
+      path: payloadPath(size),
+      connections: n,
+      requests: n,
+      requestsPerConnection: 1,
+      warmupMs: 0,
+    });
+    if (!plan) {
+      ctx.notes.push(nativeSkipNote("cold", transport));
+      continue;
+    }
+    const run = await runNative(ctx, `${transport} ${n} new connections (native)`, plan);
+    for (const [key, what, pick] of phases) {
+      if (key === "connect" && transport === "h3") continue; // QUIC has no connect apart from its handshake
+      if (key === "handshake" && transport === "h2c") continue; // prior knowledge: nothing after connect
+      const rec = new Recorder();
+      for (const c of run.result.connections) {
+        const v = pick(c);
+        if (v !== null) rec.record(v);
+      }
+      if (rec.count < 2) {
+        ctx.notes.push(
+          `cold ${transport} ${key} (native): ${rec.count} connection(s) got there, no row.`,
+        );
+        continue;
+      }
+      const row = makeRow({
+        id: `cold/native/${transport}/${key}/${n}`,
+        scenario: "cold",
+        transport,
+        engine: "native",
+        label: `${what}, ${n} connections opened at once (native engine)`,
+        sizeBytes: size,
+        concurrency: n,
+        errors: run.result.connectionsFailed,
+      }, rec.finish());
+      ctx.onRow(row);
+      rows.push(row);
+    }
+    if (ctx.signal?.aborted) break;
   }
   return rows;
 }

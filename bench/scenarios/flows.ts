@@ -36,6 +36,11 @@ import { formatDuration, formatRate } from "../units.ts";
 export const FLOW_STREAMS = ["journey", "warm-get"] as const;
 /** Default UE concurrency levels. */
 export const DEFAULT_UES = [8];
+/**
+ * With a sample count (`--samples`), the warm-GET stream takes this many times
+ * as many arrivals as the journey: each is one request, and its p99 needs them.
+ */
+export const WARM_GET_SAMPLE_FACTOR = 5;
 /** Interval of the NFs' background heartbeats (ms). */
 export const HEARTBEAT_MS = 1000;
 /** Per-request timeout of a flow step (ms): several retransmission timeouts on a lossy link. */
@@ -240,7 +245,10 @@ async function measureTransport(
           Math.max(1, Math.ceil(rate * ctx.plan.warmupMs / 1000)),
         );
         const t = tally();
-        const r = await run(t, ctx.plan.sampleMs, ctx.plan.samples);
+        const count = ctx.plan.samples === undefined
+          ? undefined
+          : ctx.plan.samples * (stream === "warm-get" ? WARM_GET_SAMPLE_FACTOR : 1);
+        const r = await run(t, ctx.plan.sampleMs, count);
         ctx.onProgress(label, 1);
         const perSecond = r.started / (r.elapsedMs / 1000);
         if (r.waitedForSlot > 0.05 * r.started) {

@@ -1,8 +1,10 @@
 /**
- * Test helpers for the native h2 client: whether its library loads (else a
- * skip message naming the Debian package), servers on loopback, and a relay
- * that reports the HTTP/2 frame types a client sends.
+ * Test helpers for the native h2 module: whether its library loads (else a
+ * skip message naming the Debian package), servers on loopback, a relay
+ * that reports the HTTP/2 frame types a client sends, and OpenSSL's
+ * `s_client` with the dev PKI as files.
  */
+import { findTool } from "../host.ts";
 import { h2NativeAvailable } from "./loader.ts";
 
 /** Null when the native client tests can run, else why they are skipped. */
@@ -335,12 +337,10 @@ export class RawH2Client {
   }
 }
 
-/** Null when `openssl` runs here, else why the OpenSSL interop tests are skipped. */
-export const OPENSSL_SKIP: string | null = await new Deno.Command("openssl", {
-  args: ["version"],
-  stdout: "null",
-  stderr: "null",
-}).output().then((o) => o.success ? null : "openssl failed", () => "apt-get install -y openssl");
+/** Null when `openssl` is installed, else why the OpenSSL interop tests are skipped. */
+export const OPENSSL_SKIP: string | null = findTool("openssl")
+  ? null
+  : "apt-get install -y openssl";
 
 if (OPENSSL_SKIP) console.log(`skipping OpenSSL interop tests: ${OPENSSL_SKIP}`);
 

@@ -8,6 +8,7 @@
  * connection end and close it cleanly; the listener keeps serving.
  */
 import { libc } from "../libc.ts";
+import { DEFAULT_SERVER_LIMITS, type ServerOptions } from "../types.ts";
 import { tcpSockets } from "./nodelay.ts";
 
 /** Connection limits of one listener. */
@@ -20,12 +21,21 @@ export interface ConnectionLimits {
   idleTimeoutMs?: number;
 }
 
-/** Defaults of {@linkcode ConnectionLimits}. */
+/** Defaults of {@linkcode ConnectionLimits}: the servers' shared defaults. */
 export const DEFAULT_CONNECTION_LIMITS: Required<ConnectionLimits> = {
-  maxConnections: 4096,
-  handshakeTimeoutMs: 10_000,
-  idleTimeoutMs: 60_000,
+  maxConnections: DEFAULT_SERVER_LIMITS.maxConnections,
+  handshakeTimeoutMs: DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
+  idleTimeoutMs: DEFAULT_SERVER_LIMITS.idleTimeoutMs,
 };
+
+/** The connection limits a server's options ask for (unset fields take the defaults). */
+export function connectionLimits(options: ServerOptions): Required<ConnectionLimits> {
+  return {
+    maxConnections: options.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
+    handshakeTimeoutMs: options.handshakeTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.handshakeTimeoutMs,
+    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.idleTimeoutMs,
+  };
+}
 
 /** Why the guard closed connections, counted. */
 export interface GuardCounts {
@@ -79,6 +89,7 @@ export class ConnectionGuard {
   /** Requests in flight and whether one ever started, by the peer's port. */
   #requests = new Map<number, { inflight: number; started: boolean }>();
   #reserve: Deno.FsFile | undefined;
+  #toClose = new Set<number>();
   #onError: (err: unknown) => void;
 
   constructor(
@@ -116,22 +127,30 @@ export class ConnectionGuard {
     if (r && r.inflight > 0) r.inflight--;
   }
 
-  /** Closes the connection from the peer at `remotePort` now (a stalled response); returns whether found. */
-  closePeer(remotePort: number): boolean {
-    let sockets;
-    try {
-      sockets = this.#list();
-    } catch (err) {
-      this.#onError(err);
-      return false;
-    }
-    const s = sockets.find((s) =>
-      !s.listening && s.localPort === this.#port && s.remotePort === remotePort
-    );
-    if (!s) return false;
-    libc().shutdown(s.fd, SHUT_RDWR);
-    this.counts.stalled++;
-    return true;
+  /**
+   * Closes the connection from the peer at `remotePort` (a stalled response).
+   * Requests are batched: one listing of the process's sockets serves every
+   * peer asked for in the same turn, however many of its streams stalled.
+   */
+  closePeer(remotePort: number): void {
+    this.#toClose.add(remotePort);
+    if (this.#toClose.size > 1) return;
+    queueMicrotask(() => {
+      const peers = this.#toClose;
+      this.#toClose = new Set();
+      let sockets;
+      try {
+        sockets = this.#list();
+      } catch (err) {
+        this.#onError(err);
+        return;
+      }
+      for (const s of sockets) {
+        if (s.listening || s.localPort !== this.#port || !peers.has(s.remotePort!)) continue;
+        libc().shutdown(s.fd, SHUT_RDWR);
+        this.counts.stalled++;
+      }
+    });
   }
 
   #list() {

@@ -18,7 +18,9 @@ async function endsWithin(conn: Deno.Conn, ms: number): Promise<boolean> {
 
 Deno.test("an h2c listener holding its connection cap closes the newest connections beyond it", async () => {
   const server = await createH2cServer(createHandler(), {
-    limits: { maxConnections: 5, handshakeTimeoutMs: 60_000, idleTimeoutMs: 60_000 },
+    maxConnections: 5,
+    handshakeTimeoutMs: 60_000,
+    idleTimeoutMs: 60_000,
   });
   const conns: Deno.Conn[] = [];
   try {

@@ -31,7 +31,7 @@ if (skip) console.log(`skipping h2 leak check: ${skip}`);
 
 Deno.test({
   name:
-    "sbh2 shim (client and server sides, in clear and over TLS) frees everything after requests, cancels, lent and copied bodies, a 413, garbage input, a CONTINUATION flood, rapid resets, graceful closes, frees with streams in flight, full/resumed/refused TLS sessions and frees mid-handshake (valgrind)",
+    "sbh2 shim (client and server sides, in clear and over TLS) frees everything after requests, cancels, lent and copied bodies, a 413, a 503 over the buffer budget, garbage input, a CONTINUATION flood, rapid resets, graceful closes, frees with streams in flight, full/resumed/refused TLS sessions and frees mid-handshake (valgrind)",
   ignore: skip !== null,
   fn: async () => {
     const dir = await Deno.makeTempDir();
@@ -81,7 +81,10 @@ Deno.test({
       const stderr = new TextDecoder().decode(out.stderr);
       assert.equal(out.code, 0, stdout + stderr.slice(0, 4000));
       assert.match(stdout, /^ok: 25 answered, .*garbage closed.*close closed; bad 0/);
-      assert.match(stdout, /^server ok: \d+ served, 1 too large, 11 released; bad 0$/m);
+      assert.match(
+        stdout,
+        /^server ok: \d+ served, 1 too large, 1 over budget, 11 released; bad 0$/m,
+      );
       assert.match(
         stdout,
         /^tls: 22 answered; shim server 11 answered, closed; exporter same; subject CN=sbilab client; ticket \d+ B; close_notify seen; resumed yes; anon refused \(.+\); junk -9; bad 0$/m,

@@ -43,9 +43,10 @@ import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
 import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
-import { runTlsHandshake } from "./tls_handshake.ts";
+import { runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 
 const DEFAULT_TIMEOUT_MS = 5000;
+const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 const IO_BUFFER = 256 * 1024;
 
 /** Extra options of the native HTTP/2 client. */
@@ -54,6 +55,8 @@ export interface NativeH2ClientOptions extends ClientOptions {
   windowBytes?: number;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
+  /** h2 over TLS: a handshake not done by then fails the connection attempt, ms. Default 10000. */
+  handshakeTimeoutMs?: number;
 }
 
 /** The native h2 client: an {@linkcode SbiClient} that also shows its TLS connection. */
@@ -386,6 +389,8 @@ class Client implements NativeH2Client {
   #session: Session | undefined;
   #lastSession: Session | undefined;
   #connecting: Promise<Session> | undefined;
+  /** The socket of a TLS handshake in progress. */
+  #handshaking: Deno.TcpConn | undefined;
   #closed = false;
 
   constructor(origin: URL, options: NativeH2ClientOptions, sym: Sbh2Symbols, tls?: ResolvedTls) {
@@ -436,19 +441,53 @@ class Client implements NativeH2Client {
           recv: (d: Uint8Array, n: number) => h2!.recvTls(tls!, d, n),
           send: (out: Uint8Array) => h2!.sendTls(tls!, out),
         };
-        await runTlsHandshake(sock, tls, pump, this.#label, buffers);
+        await this.#handshake(sock, tls, pump, buffers);
         setup.tlsDone();
         const key = this.#ticketKey;
         return new Session(sock, h2, this.#label, setup, tls, cache && ((t) => cache.put(key, t)));
       }
       return new Session(sock, h2, this.#label, setup);
     } catch (err) {
-      sock.close();
+      try {
+        sock.close();
+      } catch {
+        // closed by the handshake timer or by close()
+      }
       h2?.close();
       tls?.close();
       if (err instanceof TransportError) throw err;
       const msg = err instanceof Error ? err.message : String(err);
       throw new TransportError(`${this.#label} failed: ${msg}`, { cause: err });
+    }
+  }
+
+  /** Runs the TLS handshake, bounded by `handshakeTimeoutMs` and cut short by `close()`. */
+  async #handshake(
+    sock: Deno.TcpConn,
+    tls: H2Tls,
+    pump: TlsPump,
+    buffers: { in: Uint8Array; out: Uint8Array },
+  ): Promise<void> {
+    const limit = this.#options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      sock.close(); // the pending read fails
+    }, limit);
+    this.#handshaking = sock;
+    try {
+      await runTlsHandshake(sock, tls, pump, this.#label, buffers);
+    } catch (err) {
+      if (timedOut) {
+        throw new TransportError(
+          `${this.#label} failed: TLS handshake timed out after ${limit} ms`,
+        );
+      }
+      if (this.#closed) throw new TransportError("Client is closed");
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      this.#handshaking = undefined;
     }
   }
 
@@ -585,6 +624,11 @@ class Client implements NativeH2Client {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    try {
+      this.#handshaking?.close(); // a handshake in progress ends now
+    } catch {
+      // already closed
+    }
     const s = this.#session ??
       (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
     this.#session = undefined;

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import { createDevPki, issueServerCertificate } from "../pki.ts";
 import { TransportError } from "../types.ts";
-import { H2_NATIVE_SKIP, OPENSSL_SKIP, withPemFiles } from "./_test_util.ts";
+import { H2_NATIVE_SKIP, OPENSSL_SKIP, rawServer, withPemFiles } from "./_test_util.ts";
 import { createNativeH2Client } from "./native_client.ts";
 import { createH2TlsServer } from "./server.ts";
 import { TicketCache } from "../ticket_cache.ts";
@@ -230,6 +230,50 @@ Deno.test({
       await assert.rejects(c.exportKeyingMaterial(N32, undefined, 64), TypeError);
     } finally {
       await c.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "native h2-tls client gives up a handshake the server never answers (one line, after handshakeTimeoutMs) and closes at once while one is pending",
+  ignore,
+  fn: async () => {
+    let arrived = Promise.withResolvers<void>();
+    const silent = rawServer(async (c) => {
+      arrived.resolve();
+      await c.readable.pipeTo(new WritableStream()).catch(() => {}); // read, never answer
+    });
+    try {
+      const url = `https://127.0.0.1:${silent.port}`;
+      const c = await createNativeH2Client(url, {
+        tls: { ca: pki.caCertPem },
+        handshakeTimeoutMs: 300,
+      });
+      const t0 = performance.now();
+      const err = await c.request({ path: PATH, timeoutMs: 5000 }).then(
+        () => undefined,
+        (e: Error) => e,
+      );
+      const elapsed = performance.now() - t0;
+      assert.ok(err instanceof TransportError, String(err));
+      assert.match(
+        err.message,
+        /^h2-tls request to .* failed: TLS handshake timed out after 300 ms$/,
+      );
+      assert.ok(elapsed >= 299 && elapsed < 2000, `gave up after ${elapsed.toFixed(0)} ms`);
+      await c.close();
+
+      arrived = Promise.withResolvers<void>();
+      const pending = await createNativeH2Client(url, { tls: { ca: pki.caCertPem } });
+      const req = pending.request({ path: PATH, timeoutMs: 5000 }).catch((e: Error) => e);
+      await arrived.promise; // the ClientHello is out
+      const c0 = performance.now();
+      await pending.close();
+      assert.ok(performance.now() - c0 < 1000, "close() waited for the handshake");
+      assert.ok((await req) instanceof TransportError);
+    } finally {
+      await silent.close();
     }
   },
 });

@@ -22,14 +22,29 @@
  * are sealed with keys GnuTLS derives from a random master key per server
  * and rotates every ticket lifetime.
  *
- * Limits come from the shim (see {@linkcode H2ServerLimitOptions}); the
- * server adds a connection cap, a write stall timeout and an accept loop that
- * backs off on errors such as EMFILE and keeps serving.
+ * Limits: the shared ones of {@linkcode ServerOptions} (body limit,
+ * handshake, idle and stall timeouts, queued response bytes) run in the shim
+ * (see {@linkcode H2ServerLimitOptions}), the handshake timeout counting from
+ * accept through the TLS handshake to the peer's preface and SETTINGS. The
+ * request-body budget is held twice: the shim counts the bodies its
+ * connections buffer as they arrive (a declared length whole) against the
+ * budget's limit, and a complete body is taken from the shared budget while
+ * the handler holds it; a body that does not fit is answered 503. The server
+ * adds the connection cap, a stall timeout on TCP writes and an accept loop
+ * that backs off on errors such as EMFILE and keeps serving.
  */
 import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
-import { bodyTooLarge, systemFailure, unreadableRequest } from "../../handler/problem.ts";
+import {
+  bodyTooLarge,
+  overloaded,
+  systemFailure,
+  unreadableRequest,
+} from "../../handler/problem.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
+import { type ByteBudget, defaultBodyBudget } from "../byte_budget.ts";
 import { resolveTls, type TlsConnection } from "../tls.ts";
-import type { SbiServer, ServerOptions } from "../types.ts";
+import { DEFAULT_SERVER_LIMITS, type SbiServer, type ServerOptions } from "../types.ts";
+import { BodyBudgetError } from "./convert.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
 import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
 import { loadH2Library } from "./loader.ts";
@@ -39,24 +54,24 @@ import {
   H2ServerConn,
   type H2ServerLimitOptions,
   H2ServerLimits,
+  MESSAGE_OVER_BUDGET,
   MESSAGE_TOO_LARGE,
 } from "./server_ffi.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
 import { runTlsHandshake } from "./tls_handshake.ts";
 
-/** Options of the native h2c server. */
-export interface NativeH2ServerOptions extends ServerOptions, H2ServerLimitOptions {
-  /** Connections served at once; more are closed on accept. Default 10000. */
-  maxConnections?: number;
+/**
+ * Options of the native h2 servers: the shared {@linkcode ServerOptions} and
+ * the shim's own limits (its settings timeout is `handshakeTimeoutMs`, its
+ * queued-bytes cap defaults to the response budget's limit).
+ */
+export interface NativeH2ServerOptions
+  extends ServerOptions, Omit<H2ServerLimitOptions, "settingsTimeoutMs"> {
   /** How long `close()` waits for in-flight requests before closing connections, ms. Default 2000. */
   drainMs?: number;
-  /** Called with errors the transport swallowed (handler failures, accept errors). Default no-op. */
-  onError?: (err: unknown) => void;
 }
 
-const DEFAULT_MAX_BODY = 32 * 1024 * 1024;
-const DEFAULT_STALL_MS = 10_000;
 const DEFAULT_TICKET_LIFETIME_S = 3600;
 const READ_BUFFER = 64 * 1024;
 const WRITE_BUFFER = 256 * 1024;
@@ -219,10 +234,16 @@ class Connection {
       this.respond(streamId, bodyTooLarge(server.maxBodyBytes));
       return;
     }
+    const budget = server.bodyBudget;
+    if (code === MESSAGE_OVER_BUDGET || (body.length > 0 && !budget.take(body.length))) {
+      this.respond(streamId, overloaded(new BodyBudgetError(budget.limit).message));
+      return;
+    }
     let request;
     try {
       request = decodeRequestBlock(block, owned ? body : body.slice());
     } catch (err) {
+      budget.release(body.length);
       server.onError(err);
       this.respond(streamId, unreadableRequest());
       return;
@@ -344,6 +365,8 @@ class NativeH2cServer implements NativeH2Server {
   readonly port: number;
   readonly url: string;
   readonly maxBodyBytes: number;
+  /** Request-body bytes held by handlers, shared with the process's other servers. */
+  readonly bodyBudget: ByteBudget;
   readonly poller = new EventPoller();
   readonly writer = new ResponseBlockWriter();
   readonly pool = new BufferPool();
@@ -383,12 +406,13 @@ class NativeH2cServer implements NativeH2Server {
     this.hostname = hostname;
     this.port = (listener.addr as Deno.NetAddr).port;
     this.url = `${tlsConfig ? "https" : "http"}://${urlHost(hostname)}:${this.port}`;
-    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
-    this.#stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_MS;
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.bodyBudget = options.bodyBudget ?? defaultBodyBudget;
+    this.#stallMs = options.stallTimeoutMs ?? DEFAULT_SERVER_LIMITS.stallTimeoutMs;
     // the shim's timers are checked this often: a quarter of the shortest, within 20 ms .. 1 s
     const shortest = Math.min(
-      options.idleTimeoutMs ?? 60_000,
-      options.settingsTimeoutMs ?? 10_000,
+      options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
+      options.handshakeTimeoutMs ?? DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
       this.#stallMs,
     );
     this.#sweepMs = Math.min(1000, Math.max(20, Math.floor(shortest / 4)));
@@ -424,12 +448,20 @@ class NativeH2cServer implements NativeH2Server {
         if (this.#stopping || err instanceof Deno.errors.BadResource) break;
         // EMFILE, ENFILE, ENOMEM, ECONNABORTED: report, wait a little, keep serving
         this.#acceptErrors++;
-        this.onError(err);
         backoff = Math.min(backoff ? backoff * 2 : 5, 1000);
+        const why = String((err as Error)?.message ?? err).replace(/^Error: /, "");
+        this.onError(
+          new Error(`Accepting connections failed: ${why}; retrying in ${backoff} ms`, {
+            cause: err,
+          }),
+        );
         await new Promise((r) => setTimeout(r, backoff));
         continue;
       }
-      if (this.#conns.size >= (this.#options.maxConnections ?? 10_000) || this.#stopping) {
+      if (
+        this.#conns.size >=
+          (this.#options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections) || this.#stopping
+      ) {
         try {
           sock.close();
         } catch {
@@ -461,6 +493,7 @@ class NativeH2cServer implements NativeH2Server {
   /** Runs the handler for one request and responds; never throws. */
   run(conn: Connection, streamId: number, request: Parameters<SbiHandler>[0]): void {
     this.#inflight++;
+    const held = request.body.length;
     let answer: Promise<SbiResponse>;
     try {
       answer = this.#handler(request);
@@ -468,16 +501,17 @@ class NativeH2cServer implements NativeH2Server {
       answer = Promise.reject(err);
     }
     answer.then(
-      (response) => this.#done(conn, streamId, response),
+      (response) => this.#done(conn, streamId, response, held),
       (err) => {
         this.onError(err);
-        this.#done(conn, streamId, systemFailure());
+        this.#done(conn, streamId, systemFailure(), held);
       },
     );
   }
 
-  #done(conn: Connection, streamId: number, response: SbiResponse): void {
+  #done(conn: Connection, streamId: number, response: SbiResponse, held: number): void {
     this.#inflight--;
+    this.bodyBudget.release(held);
     conn.respond(streamId, response);
     if (this.#inflight === 0) this.#idle?.();
   }
@@ -571,7 +605,16 @@ async function start(
   const tlsConfig = tls?.(lib.symbols);
   let limits: H2ServerLimits;
   try {
-    limits = new H2ServerLimits(lib.symbols, options);
+    limits = new H2ServerLimits(lib.symbols, {
+      ...options,
+      maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
+      settingsTimeoutMs: options.handshakeTimeoutMs ?? DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
+      stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_SERVER_LIMITS.stallTimeoutMs,
+      maxQueuedBytes: options.maxQueuedBytes ?? options.responseBudget?.limit,
+      maxBufferedBodyBytes: options.maxBufferedBodyBytes ??
+        (options.bodyBudget ?? defaultBodyBudget).limit,
+    });
   } catch (err) {
     tlsConfig?.close();
     throw err;
@@ -591,7 +634,7 @@ async function start(
     }
     throw err;
   }
-  // accepted sockets inherit TCP_NODELAY from the listener; each is also set on accept
+  // Accepted sockets inherit TCP_NODELAY from the listener (each is also set on accept).
   applyNoDelay({ listenPort: (listener.addr as Deno.NetAddr).port });
   return new NativeH2cServer(lib.symbols, limits, listener, hostname, handler, options, tlsConfig);
 }

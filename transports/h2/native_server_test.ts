@@ -237,7 +237,7 @@ Deno.test({
   ignore,
   fn: async () => {
     // generous timers: on a loaded machine a preface can wait a few hundred ms to be read
-    const s = await start({ settingsTimeoutMs: 1000, idleTimeoutMs: 1200 });
+    const s = await start({ handshakeTimeoutMs: 1000, idleTimeoutMs: 1200 });
     try {
       const silent = await Promise.all(
         Array.from({ length: 450 }, () => RawH2Client.open(s.server.port, { preface: false })),

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler } from "../../handler/types.ts";
+import { findTool } from "../host.ts";
 import { createDevPki } from "../pki.ts";
 import type { TlsConnection, TlsConnectionInfo, TlsMaterial } from "../tls.ts";
 import { TransportError } from "../types.ts";
@@ -46,6 +47,9 @@ const whoami: SbiHandler = (() => {
       })
       : inner(req);
 })();
+
+const GNUTLS_CLI_SKIP = findTool("gnutls-cli") ? null : "apt-get install -y gnutls-bin";
+if (GNUTLS_CLI_SKIP) console.log(`skipping gnutls-cli interop: ${GNUTLS_CLI_SKIP}`);
 
 /** Resolves like `p`, or rejects after `ms` (a hook that never fires fails the test instead of hanging it). */
 function within<T>(p: Promise<T>, ms = 10_000): Promise<T> {
@@ -278,7 +282,7 @@ Deno.test({
     "native h2-tls server survives junk instead of a ClientHello and a client that stops mid-handshake, while serving another client",
   ignore,
   fn: async () => {
-    const s = await server(SERVER_TLS, { settingsTimeoutMs: 300 });
+    const s = await server(SERVER_TLS, { handshakeTimeoutMs: 300 });
     const good = await createNativeH2Client(s.srv.url, { tls: { ca: pki.caCertPem } });
     const junk = await Deno.connect({ hostname: "127.0.0.1", port: s.srv.port });
     const stuck = await Deno.connect({ hostname: "127.0.0.1", port: s.srv.port });
@@ -299,6 +303,44 @@ Deno.test({
       junk.close();
       stuck.close();
       await good.close();
+      await s.srv.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "gnutls-cli completes a handshake with the native h2-tls server and resumes its session",
+  ignore: ignore || GNUTLS_CLI_SKIP !== null,
+  fn: async () => {
+    const s = await server(SERVER_TLS);
+    try {
+      await withPemFiles(pki, async (dir) => {
+        const out = await new Deno.Command("gnutls-cli", {
+          args: [
+            "--x509cafile",
+            `${dir}/ca.pem`,
+            "--alpn",
+            "h2",
+            "--resume",
+            "-p",
+            String(s.srv.port),
+            "localhost",
+          ],
+          stdin: "null",
+          stdout: "piped",
+          stderr: "piped",
+          signal: AbortSignal.timeout(15_000),
+        }).output();
+        const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+        assert.equal(out.code, 0, text.slice(0, 2000));
+        assert.match(text, /\(TLS1\.3-X\.509\)/);
+        assert.match(text, /This is a resumed session/);
+        await within((async () => {
+          while (s.conns.length < 2) await s.nextTls();
+        })());
+        assert.deepEqual(s.conns.map((c) => c.info.resumed), [false, true], s.errors.join("\n"));
+      });
+    } finally {
       await s.srv.close();
     }
   },

@@ -13,7 +13,12 @@
  */
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
-import type { SbiServer, ServerOptions, TransportName } from "../types.ts";
+import {
+  DEFAULT_SERVER_LIMITS,
+  type SbiServer,
+  type ServerOptions,
+  type TransportName,
+} from "../types.ts";
 import { BodyBudgetError, BodyTooLargeError, fromSbiResponse, toSbiRequest } from "./convert.ts";
 import { applyNoDelay } from "./nodelay.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
@@ -23,27 +28,20 @@ import {
   systemFailure,
   unreadableRequest,
 } from "../../handler/problem.ts";
-import { type ByteBudget, defaultBodyBudget, defaultResponseBudget } from "../byte_budget.ts";
-import { ConnectionGuard, type ConnectionLimits } from "./conn_guard.ts";
+import { defaultBodyBudget, defaultResponseBudget } from "../byte_budget.ts";
+import { ConnectionGuard, connectionLimits } from "./conn_guard.ts";
 import { ResponseBodies, STREAM_THRESHOLD } from "./response_body.ts";
 import { startMtlsFront } from "./mtls_front.ts";
 
-/** Extra options of the HTTP/2 servers. */
-export interface H2ServerOptions extends ServerOptions {
-  /** Request-body bytes held at once by this process; past it 503. Default {@linkcode defaultBodyBudget}. */
-  bodyBudget?: ByteBudget;
-  /** Response bytes handed to the runtime and not yet sent, per process. Default {@linkcode defaultResponseBudget}. */
-  responseBudget?: ByteBudget;
-  /** A response the peer does not read for this many ms is reset. Default 30000. */
-  stallTimeoutMs?: number;
-  /** Connection cap, handshake and idle timeouts. Default {@linkcode DEFAULT_CONNECTION_LIMITS}. */
-  limits?: ConnectionLimits;
-  /** Called with errors the transport swallowed. Default no-op. */
-  onError?: (err: unknown) => void;
-}
+/**
+ * Options of the `Deno.serve` HTTP/2 servers: the shared {@linkcode ServerOptions}
+ * (body limit and budget, response budget, connection cap, handshake, idle
+ * and stall timeouts).
+ */
+export type H2ServerOptions = ServerOptions;
 
-/** Default {@linkcode H2ServerOptions.stallTimeoutMs}. */
-export const DEFAULT_STALL_TIMEOUT_MS = 30_000;
+/** Default {@linkcode ServerOptions.stallTimeoutMs}. */
+export const DEFAULT_STALL_TIMEOUT_MS: number = DEFAULT_SERVER_LIMITS.stallTimeoutMs;
 
 /** Longest pause between attempts to listen again after accepting failed. */
 const MAX_BACKOFF_MS = 2000;
@@ -219,7 +217,7 @@ async function serveOn(
     }
     throw err;
   }
-  const guard = new ConnectionGuard(boundPort, options.limits, options.onError);
+  const guard = new ConnectionGuard(boundPort, connectionLimits(options), options.onError);
   watch.guard = guard;
   const stallEvery = Math.max(25, Math.min(1000, bodies.stallTimeoutMs / 4));
   const stallTimer = setInterval(() => bodies.sweep(), stallEvery);
@@ -271,7 +269,7 @@ export async function createH2TlsServer(
       keyPem: tls.keyPem,
       caPem: tls.caPem,
       innerPort: inner.port,
-      limits: options.limits,
+      limits: connectionLimits(options),
       onError: options.onError,
     });
     let closed: Promise<void> | undefined;

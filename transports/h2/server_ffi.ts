@@ -33,6 +33,13 @@ export interface H2ServerLimitOptions {
   maxQueuedBytes?: number;
   /** Reset streams whose queued response made no progress for this long, ms. Default 10000. */
   stallTimeoutMs?: number;
+  /**
+   * Request-body bytes buffered at once by all connections of the server, a
+   * declared content-length counted whole as the headers arrive; a body that
+   * does not fit is dropped and its request arrives with code
+   * {@linkcode MESSAGE_OVER_BUDGET}. Default 256 MiB.
+   */
+  maxBufferedBodyBytes?: number;
 }
 
 const OPTION_CODES: Record<keyof H2ServerLimitOptions, number> = {
@@ -47,6 +54,7 @@ const OPTION_CODES: Record<keyof H2ServerLimitOptions, number> = {
   maxContinuations: 9,
   maxQueuedBytes: 10,
   stallTimeoutMs: 11,
+  maxBufferedBodyBytes: 12,
 };
 
 /** Counters of one connection (enum sbh2_stat). */
@@ -56,10 +64,15 @@ export const H2_STAT = {
   LOCAL_RESETS: 3,
   QUEUED_BYTES: 4,
   STREAMS: 5,
+  /** Request-body bytes buffered by all connections of the server (not a per-connection sum). */
+  BUFFERED: 6,
 } as const;
 
 /** Event code of a request whose body exceeded `maxBodyBytes` (its body is dropped). */
 export const MESSAGE_TOO_LARGE = 413;
+
+/** Event code of a request whose body did not fit in `maxBufferedBodyBytes` (its body is dropped). */
+export const MESSAGE_OVER_BUDGET = 503;
 
 const decoder = new TextDecoder();
 const EMPTY = new Uint8Array(1);

@@ -58,6 +58,12 @@ export async function runTlsHandshake(
     if (rv < 0 && !tls.established) {
       throw new TransportError(`${label} failed: ${h2ErrorName(rv)}`);
     }
+    if (tls.established) {
+      // The handshake is done even if the peer already left (a write error here, such as a
+      // broken pipe while our tickets go out, shows again at the connection's next read).
+      await flushTls(sock, pump, io.out).catch(() => {});
+      return;
+    }
     await flushTls(sock, pump, io.out);
   }
 }

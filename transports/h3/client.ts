@@ -66,6 +66,14 @@ export interface H3ClientOptions extends ClientOptions {
    * cubic), so h3 and h2 cross a lossy link under like controllers.
    */
   congestionControl?: H3CongestionControl;
+  /**
+   * ECN (RFC 9000 §13.4): mark datagrams ECT(0) while QUIC's validation of
+   * the path allows it and report the marks received in ACKs. The first
+   * datagram of each wake-up is read through Deno, which hides its TOS byte:
+   * it counts as unmarked, so a peer that checks our counts strictly may
+   * stop marking. Default true.
+   */
+  ecn?: boolean;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
 }
@@ -107,6 +115,7 @@ class Session {
   unusable = false;
   #dead = false;
   #lastStats: H3DatagramStats | null = null;
+  #lastToken: Uint8Array | null = null;
 
   /**
    * `offered`: the ticket this connection resumes with, if any. A new ticket
@@ -373,6 +382,11 @@ class Session {
     return ok;
   }
 
+  /** The last NEW_TOKEN the server gave this connection (kept after close), or null. */
+  token(): Uint8Array | null {
+    return this.#conn.token() ?? this.#lastToken;
+  }
+
   /** Datagram counters of this connection; after close, its last figures. */
   stats(): H3DatagramStats | null {
     return this.#conn.stats() ?? this.#lastStats;
@@ -402,6 +416,7 @@ class Session {
     }
     await this.#reading;
     this.#lastStats = this.#conn.stats();
+    this.#lastToken = this.#conn.token() ?? this.#lastToken;
     this.#conn.close();
   }
 }
@@ -508,6 +523,8 @@ class H3Client implements H3SbiClient {
         maxBodyBytes: this.#options.maxBodyBytes,
         maxUdpPayload: this.#options.maxUdpPayload,
         maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
+        ecn: this.#options.ecn,
+        token: this.#lastSession?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
         earlyData: this.#options.earlyData !== false,
       });

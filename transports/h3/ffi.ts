@@ -169,8 +169,12 @@ export interface H3DatagramStats {
   retries: number;
   /** NEW_TOKEN tokens issued (server) or received (client). */
   newTokens: number;
-  /** 1-RTT key updates by either side. */
+  /** 1-RTT key updates: ours when started, the peer's up to a PTO after it. */
   keyUpdates: number;
+  /** Datagrams sent with an ECN codepoint (ngtcp2 marks 10 while it validates the path, all once validated). */
+  ecnSent: number;
+  /** Datagrams received with an ECN codepoint and reported to QUIC. */
+  ecnReceived: number;
 }
 
 const STAT_FIELDS: (keyof H3DatagramStats)[] = [
@@ -187,6 +191,8 @@ const STAT_FIELDS: (keyof H3DatagramStats)[] = [
   "retries",
   "newTokens",
   "keyUpdates",
+  "ecnSent",
+  "ecnReceived",
 ];
 
 /** Reads the counters through `read(out, n)` (an sbh3_*_stats call); null when it fails. */
@@ -287,6 +293,10 @@ export interface H3ConfigOptions {
   earlyData?: boolean;
   /** Server: anti-replay window for 0-RTT ClientHellos in ms. Default 10000. */
   antiReplayWindowMs?: number;
+  /** ECN: mark datagrams as QUIC's validation allows and report the marks received. Default true. */
+  ecn?: boolean;
+  /** Client: a NEW_TOKEN from an earlier connection to this server, to skip its Retry. Default none. */
+  token?: Uint8Array;
 }
 
 /** Congestion controllers of the HTTP/3 module; "host" follows net.ipv4.tcp_congestion_control. */
@@ -360,6 +370,11 @@ export class H3Config {
         );
       }
       if (options.retry) check(sym.sbh3_config_set_retry(ptr, 1), "set_retry");
+      if (options.ecn === false) check(sym.sbh3_config_set_ecn(ptr, 0), "set_ecn");
+      if (options.token?.length) {
+        const t = options.token as Uint8Array<ArrayBuffer>;
+        check(sym.sbh3_config_set_token(ptr, t, BigInt(t.length)), "set_token");
+      }
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");
       }
@@ -529,6 +544,14 @@ export class H3ClientConn {
       (first ?? EMPTY) as Uint8Array<ArrayBuffer>,
       BigInt(first ? first.length : 0),
     );
+  }
+
+  /** The last NEW_TOKEN the server gave this connection, or null. */
+  token(): Uint8Array | null {
+    if (this.#ptr === null) return null;
+    const b = new Uint8Array(512);
+    const n = this.#sym.sbh3_conn_token(this.#ptr, b, BigInt(b.length));
+    return n > 0 ? b.slice(0, n) : null;
   }
 
   /** Starts a 1-RTT key update; false when not allowed yet (handshake unconfirmed, last update unacknowledged). */

@@ -42,6 +42,14 @@ export interface H3ServerOptions extends ServerOptions {
    * handler's `DEFAULT_MAX_BODY_BYTES`.
    */
   maxBodyBytes?: number;
+  /**
+   * ECN (RFC 9000 §13.4): mark datagrams ECT(0) while QUIC's validation of
+   * the path allows it and report the marks received in ACKs. The first
+   * datagram of each wake-up is read through Deno, which hides its TOS byte:
+   * it counts as unmarked, so a peer that checks our counts strictly may
+   * stop marking. Default true.
+   */
+  ecn?: boolean;
   /** Handshake timeout in ms. Default 5000. */
   handshakeTimeoutMs?: number;
   /**
@@ -54,7 +62,7 @@ export interface H3ServerOptions extends ServerOptions {
   retry?: boolean;
   /**
    * Response body bytes held for one connection (default 64 MiB) and for the
-   * whole server (default 256 MiB). A response that does not fit waits, in
+   * whole server (default the limit of `responseBudget` when given, else 256 MiB). A response that does not fit waits, in
    * order, until earlier ones are delivered; the first of a connection always
    * fits.
    */
@@ -396,7 +404,7 @@ export async function createH3Server(
   const hostname = options.hostname ?? "127.0.0.1";
   // Throws H3Error (SOCKET) when the address is in use or not local.
   const sock = new H3Socket(lib.symbols, hostname, options.port ?? 0);
-  const totalQueued = options.maxQueuedBytes ?? 256 * 1024 * 1024;
+  const totalQueued = options.maxQueuedBytes ?? options.responseBudget?.limit ?? 256 * 1024 * 1024;
   try {
     using config = new H3Config(lib.symbols, true, {
       certPem: tls.certPem,
@@ -407,6 +415,7 @@ export async function createH3Server(
       maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       handshakeTimeoutMs: options.handshakeTimeoutMs,
       retry: options.retry,
+      ecn: options.ecn,
       sendQueue: {
         connBytes: Math.min(options.maxQueuedBytesPerConnection ?? 64 * 1024 * 1024, totalQueued),
         totalBytes: totalQueued,

@@ -37,6 +37,10 @@ export const SYMBOLS = {
   sbh3_config_set_send_queue: { parameters: ["pointer", "u64", "u64", "u32"], result: "i32" },
   // int sbh3_config_set_retry(sbh3_config *cfg, int on);
   sbh3_config_set_retry: { parameters: ["pointer", "i32"], result: "i32" },
+  // int sbh3_config_set_token(sbh3_config *cfg, const uint8_t *token, size_t len);
+  sbh3_config_set_token: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_config_set_ecn(sbh3_config *cfg, int on);
+  sbh3_config_set_ecn: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_cc(sbh3_config *cfg, int algo);
   sbh3_config_set_cc: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
@@ -77,6 +81,8 @@ export const SYMBOLS = {
   sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_stream_count(sbh3_conn *conn);
   sbh3_conn_stream_count: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_token(sbh3_conn *conn, uint8_t *buf, size_t cap);
+  sbh3_conn_token: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_update_key(sbh3_conn *conn);
   sbh3_conn_update_key: { parameters: ["pointer"], result: "i32" },
   // int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);

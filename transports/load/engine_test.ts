@@ -293,3 +293,29 @@ Deno.test("an open-loop backlog behind a stalled server is given up one timeout 
     await server.close();
   }
 });
+
+Deno.test("requestsPerConnection 1 gives every connection exactly one request", async () => {
+  const { server, counts } = await countingServer("h2c");
+  try {
+    const r = await runLoad({
+      ...await target(server, PAYLOAD),
+      connections: 12,
+      requests: 12,
+      requestsPerConnection: 1,
+    });
+    assertEquals(r.completed, 12);
+    assertEquals(r.connections.map((c) => c.requests), new Array(12).fill(1));
+    assertEquals(statusOf(counts), { "200": 12 });
+    // a plan that asks for more than the connections may send ends short, marked partial
+    const short = await runLoad({
+      ...await target(server, PAYLOAD),
+      connections: 2,
+      requests: 5,
+      requestsPerConnection: 2,
+    });
+    assertEquals(short.sent, 4);
+    assertEquals(short.partial, true);
+  } finally {
+    await server.close();
+  }
+});

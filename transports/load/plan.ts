@@ -46,6 +46,8 @@ export interface LoadPlan {
   timeoutMs?: number;
   /** Connect (and handshake) timeout in ms. Default `timeoutMs`. */
   connectTimeoutMs?: number;
+  /** Most requests one connection sends (1: a new connection per request). Default no cap. */
+  requestsPerConnection?: number;
 }
 
 const MAGIC = 0x504c4253;
@@ -111,6 +113,13 @@ export function encodePlan(plan: LoadPlan): Uint8Array<ArrayBuffer> {
   v.setBigUint64(48, timeout, true);
   v.setFloat64(56, rate, true);
   v.setBigUint64(64, ms(plan.connectTimeoutMs, "connect timeout", Number(timeout / MS)), true);
+  if (plan.requestsPerConnection !== undefined) {
+    v.setUint32(
+      76,
+      count(plan.requestsPerConnection, "requests per connection", 1, 2 ** 32 - 1),
+      true,
+    );
+  }
   let off = HEAD;
   for (const b of blobs) {
     v.setUint32(off, b.length, true);

@@ -122,6 +122,7 @@ sbl_engine *sbl_engine_new(const sbl_proto *proto, const uint8_t *plan, uint32_t
   memcpy(&pl->rate, &rate_bits, 8);
   pl->connect_timeout_ns = rd64(p + 64);
   pl->max_body = rd32(p + 72);
+  pl->per_conn = rd32(p + 76);
   uint32_t off = SBL_PLAN_HEAD, hl = 0, sl = 0;
   const uint8_t *h = blob(p, len, &off, &hl), *s = blob(p, len, &off, &sl);
   pl->hdrs = blob(p, len, &off, &pl->hdrs_len);
@@ -304,6 +305,7 @@ static int issue(sbl_worker *w, sbl_conn *c, uint64_t intended, uint64_t now) {
     c->blocked = 1;
     return 1;
   }
+  c->issued++;
   if (!r->busy) return 0; /* it failed at once (the connection died) */
   if (r->measured) {
     w->issued++;
@@ -312,8 +314,8 @@ static int issue(sbl_worker *w, sbl_conn *c, uint64_t intended, uint64_t now) {
   return 0;
 }
 
-static int usable(const sbl_conn *c, uint32_t streams) {
-  return c->up && !c->dead && !c->blocked && c->inflight < (int)streams;
+static int usable(const sbl_conn *c, const sbl_plan *p) {
+  return c->up && !c->dead && !c->blocked && c->inflight < (int)p->streams && (!p->per_conn || c->issued < p->per_conn);
 }
 
 static void dispatch(sbl_worker *w, uint64_t now) {
@@ -323,7 +325,7 @@ static void dispatch(sbl_worker *w, uint64_t now) {
     for (int k = 0; k < w->nconns; k++) {
       sbl_conn *c = w->conns[k];
       int n = 0;
-      while (usable(c, p->streams) && may_issue(w, now)) {
+      while (usable(c, p) && may_issue(w, now)) {
         if (issue(w, c, now, now)) break;
         n++;
       }
@@ -338,7 +340,7 @@ static void dispatch(sbl_worker *w, uint64_t now) {
     sbl_conn *c = NULL;
     for (int k = 0; k < w->nconns; k++) {
       sbl_conn *cand = w->conns[(w->rr + k) % w->nconns];
-      if (usable(cand, p->streams)) {
+      if (usable(cand, p)) {
         c = cand;
         w->rr = (w->rr + k + 1) % w->nconns;
         break;
@@ -420,6 +422,11 @@ static int advance(sbl_worker *w, uint64_t now) {
     }
   }
   if (alive_conns(w) == 0) return 1;
+  if (p->per_conn && READ(w->inflight) == 0) { /* every live connection used up its requests */
+    int left = 0;
+    for (int k = 0; k < w->nconns; k++) left |= !w->conns[k]->dead && w->conns[k]->issued < p->per_conn;
+    if (!left) return 1;
+  }
   if (w->phase == SBL_PHASE_DRAIN && (READ(w->inflight) == 0 || now >= w->t_drain_deadline)) return 1;
   return 0;
 }
@@ -436,7 +443,7 @@ static uint64_t next_deadline(sbl_worker *w, uint64_t now) {
   if (w->phase == SBL_PHASE_DRAIN) EARLIER(w->t_drain_deadline);
   if (w->rate > 0 && w->phase <= SBL_PHASE_MEASURE) {
     for (int k = 0; k < w->nconns; k++)
-      if (usable(w->conns[k], p->streams)) {
+      if (usable(w->conns[k], p)) {
         EARLIER(intended_at(w, w->next_index));
         break;
       }

@@ -17,7 +17,7 @@
  *  12 u32 streams per conn      16 u32 threads              20 u32 port
  *  24 u64 requests (0: by time) 32 u64 duration ns          40 u64 warm-up ns
  *  48 u64 request timeout ns    56 f64 rate (req/s, 0: closed loop)
- *  64 u64 connect timeout ns    72 u32 max response body    76 u32 reserved
+ *  64 u64 connect timeout ns    72 u32 max response body    76 u32 requests per connection (0: no cap)
  *  80 then five blobs, each u32 length + bytes: host (IP text), server name,
  *     request header block (sbwire.h), request body, CA PEM.
  *
@@ -100,7 +100,7 @@ typedef struct sbl_req sbl_req;
 
 /* The decoded plan; blobs point into the engine's own copy. */
 typedef struct sbl_plan {
-  uint32_t flags, conns, streams, threads, port, max_body;
+  uint32_t flags, conns, streams, threads, port, max_body, per_conn;
   uint64_t requests, duration_ns, warmup_ns, timeout_ns, connect_timeout_ns;
   double rate;
   const char *host, *sni;
@@ -124,7 +124,7 @@ struct sbl_conn {
   int fd, idx;
   uint8_t up, dead, registered, watch_out, dirty;
   int err_kind;
-  uint64_t t_start, t_connect, t_handshake, t_first_byte, requests;
+  uint64_t t_start, t_connect, t_handshake, t_first_byte, requests, issued;
   uint64_t timer_ns; /* protocol timer deadline, 0 = none */
   int inflight, blocked;
   sbl_req *slots;

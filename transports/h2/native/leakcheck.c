@@ -206,7 +206,7 @@ static void pump2(sbh2_conn *c, sbh2_sconn *s, int rounds) {
   }
 }
 
-static int served, too_large, released;
+static int served, too_large, over_budget, released;
 
 /* Answers every polled request: 413 when flagged, a lent body for /lend, else the request body or 1000 bytes. */
 static void serve(sbh2_sconn *s) {
@@ -238,8 +238,9 @@ static void serve(sbh2_sconn *s) {
       if (type == SBH2_EV_RELEASED) {
         released++;
       } else if (type == SBH2_EV_MESSAGE) {
-        const char *status = code == SBH2_MESSAGE_TOO_LARGE ? "413" : "200";
+        const char *status = code == SBH2_MESSAGE_TOO_LARGE ? "413" : code == SBH2_MESSAGE_OVER_BUDGET ? "503" : "200";
         if (code == SBH2_MESSAGE_TOO_LARGE) too_large++;
+        if (code == SBH2_MESSAGE_OVER_BUDGET) over_budget++;
         const char *f[][2] = {{":status", status}, {"content-type", "application/octet-stream"}};
         size_t hl = 0;
         for (int i = 0; i < 2; i++) {
@@ -299,6 +300,26 @@ static int server_checks(void) {
   if (n > 0) sbh2_sconn_recv(s, wire, (uint32_t)n);
   sbh2_sconn_free(s);
   sbh2_conn_free(c);
+  if (sbh2_server_set(srv, SBH2_OPT_MAX_BUFFERED, 25000) != 0) bad++;
+
+  /* 2b. the buffer budget: a second body that does not fit is a 503, freed mid-upload; all bytes come back */
+  c = sbh2_conn_new(16u << 20, 0);
+  s = sbh2_sconn_new(srv);
+  sbh2_conn_request(c, post, (uint32_t)pl, body, 20000);
+  sbh2_conn_request(c, post, (uint32_t)pl, body, 20000); /* declared length does not fit: 503 */
+  for (int i = 0; i < 20; i++) {
+    pump2(c, s, 1);
+    serve(s);
+  }
+  drain(c, 0);
+  if (over_budget != 1 || sbh2_sconn_stat(s, SBH2_STAT_BUFFERED) != 0) bad++;
+  sbh2_conn_request(c, post, (uint32_t)pl, body, 20000);
+  pump2(c, s, 1); /* freed with a counted body in flight */
+  sbh2_sconn_free(s);
+  sbh2_conn_free(c);
+  s = sbh2_sconn_new(srv);
+  if (sbh2_sconn_stat(s, SBH2_STAT_BUFFERED) != 0) bad++;
+  sbh2_sconn_free(s);
 
   /* 3. junk instead of a preface */
   s = sbh2_sconn_new(srv);
@@ -625,7 +646,8 @@ int main(int argc, char **argv) {
          garbage_closed ? "closed" : "NOT closed", rv, el, graceful_closed ? "closed" : "NOT closed", bad);
   int client_bad = bad || answered != 25 || !garbage_closed || !graceful_closed;
   int srv_served = server_checks();
-  printf("server ok: %d served, %d too large, %d released; bad %d\n", srv_served, too_large, released, bad);
+  printf("server ok: %d served, %d too large, %d over budget, %d released; bad %d\n", srv_served, too_large,
+         over_budget, released, bad);
   int tls_wrong = argc >= 6 ? tls_part(argv + 1, get, hl, post, pl, body, big) : 0;
   if (argc < 6) printf("tls: skipped (no PEM files given)\n");
   free(get);

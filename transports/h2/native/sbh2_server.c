@@ -26,7 +26,7 @@
 #pragma weak nghttp2_option_set_max_continuations
 #pragma weak nghttp2_option_set_stream_reset_rate_limit
 
-#define NOPT 12
+#define NOPT 13
 
 static const uint64_t DEFAULTS[NOPT] = {
     0,
@@ -41,11 +41,13 @@ static const uint64_t DEFAULTS[NOPT] = {
     8,             /* MAX_CONTINUATIONS */
     64ull << 20,   /* MAX_QUEUED */
     10000,         /* STALL_TIMEOUT_MS */
+    256ull << 20,  /* MAX_BUFFERED */
 };
 
 struct sbh2_server {
   int refs;
   uint64_t opt[NOPT];
+  uint64_t buffered; /* request body bytes counted by all connections (SBH2_OPT_MAX_BUFFERED) */
 };
 
 struct sstream {
@@ -53,13 +55,14 @@ struct sstream {
   struct sstream *prev, *next; /* every stream the connection holds */
   struct sstream *qnext;       /* event queue */
   struct sbh2_msg req; /* the request while it arrives */
+  uint64_t counted;    /* bytes of its body counted in srv->buffered */
   size_t list_size;    /* its header list size (RFC 9113 §6.5.2) */
   const uint8_t *rsp; /* response body: rsp_own, or the caller's lent bytes */
   uint8_t *rsp_own;
   size_t rsp_len, rsp_off;
   uint32_t token;
   unsigned queued : 1, msg : 1, delivered : 1, responded : 1, closed : 1, too_large : 1, refused : 1,
-      remote_closed : 1;
+      remote_closed : 1, over_budget : 1, declared : 1;
 };
 
 struct released {
@@ -100,11 +103,26 @@ static void set_err(struct sbh2_sconn *c, const char *msg) { sbh2_set_err(c->err
 
 /* ---- streams and events ---- */
 
+/* Counts n more body bytes of s against the server's buffer budget; returns 0 (nothing counted) when they do not fit. */
+static int count_body(struct sbh2_sconn *c, struct sstream *s, uint64_t n) {
+  if (c->srv->buffered + n > c->srv->opt[SBH2_OPT_MAX_BUFFERED]) return 0;
+  c->srv->buffered += n;
+  s->counted += n;
+  return 1;
+}
+
+/* Gives the counted bytes of s back (its body is dropped or handed over). */
+static void uncount_body(struct sbh2_sconn *c, struct sstream *s) {
+  c->srv->buffered -= s->counted;
+  s->counted = 0;
+}
+
 static void stream_free(struct sbh2_sconn *c, struct sstream *s) {
   if (s->prev) s->prev->next = s->next;
   else c->streams = s->next;
   if (s->next) s->next->prev = s->prev;
   c->nstreams--;
+  uncount_body(c, s);
   sbh2_msg_clear(&s->req);
   free(s->rsp_own);
   free(s);
@@ -242,7 +260,21 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     reset_stream(c, s, NGHTTP2_ENHANCE_YOUR_CALM);
     return 0;
   }
-  if (sbh2_msg_add_field(&s->req, name, namelen, value, valuelen, c->max_body) != 0) {
+  uint64_t reserve_up_to = c->max_body;
+  if (namelen == 14 && memcmp(name, "content-length", 14) == 0 && !s->declared && !s->over_budget) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < valuelen && i < 19; i++) n = n * 10 + (uint64_t)(value[i] - '0');
+    /* a declared body is counted whole as it is reserved; nghttp2 already checked the value is a number */
+    if (n > 0 && n <= c->max_body) {
+      if (count_body(c, s, n)) {
+        s->declared = 1;
+      } else {
+        s->over_budget = 1; /* answered once its header block is complete (on_frame_recv) */
+        reserve_up_to = 0;
+      }
+    }
+  }
+  if (sbh2_msg_add_field(&s->req, name, namelen, value, valuelen, reserve_up_to) != 0) {
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
   return 0;
@@ -253,10 +285,19 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
   (void)flags;
   struct sbh2_sconn *c = user_data;
   struct sstream *s = nghttp2_session_get_stream_user_data(session, stream_id);
-  if (!s || s->refused || s->too_large) return 0;
+  if (!s || s->refused || s->too_large || s->over_budget) return 0;
   if (s->req.body_len + len > c->max_body) {
     /* deliver now, without the body: the caller answers 413 and the rest of the upload is dropped */
     s->too_large = 1;
+    uncount_body(c, s);
+    sbh2_msg_drop_body(&s->req);
+    queue_message(c, s);
+    return 0;
+  }
+  if (!s->declared && !count_body(c, s, len)) {
+    /* the server buffers enough bodies already: the caller answers 503 and the rest is dropped */
+    s->over_budget = 1;
+    uncount_body(c, s);
     sbh2_msg_drop_body(&s->req);
     queue_message(c, s);
     return 0;
@@ -279,14 +320,17 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
   struct sbh2_sconn *c = user_data;
   switch (frame->hd.type) {
   case NGHTTP2_HEADERS:
-  case NGHTTP2_DATA:
+  case NGHTTP2_DATA: {
+    struct sstream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+    if (!s) return 0;
     if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
-      struct sstream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-      if (!s) return 0;
       s->remote_closed = 1;
       queue_message(c, s);
+    } else if (s->over_budget) {
+      queue_message(c, s); /* its declared length did not fit: answered before the upload */
     }
     return 0;
+  }
   case NGHTTP2_SETTINGS:
     if (frame->hd.flags & NGHTTP2_FLAG_ACK) c->settings_acked = 1;
     else c->got_settings = 1;
@@ -311,8 +355,8 @@ static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, v
     return 0;
   }
   struct sstream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-  /* answered before the upload ended (413): stop the rest of it (RFC 9113 §8.1) */
-  if (s && s->too_large && !s->remote_closed) {
+  /* answered before the upload ended (413, 503): stop the rest of it (RFC 9113 §8.1) */
+  if (s && (s->too_large || s->over_budget) && !s->remote_closed) {
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
     (void)c;
   }
@@ -466,7 +510,7 @@ int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
     struct sstream *s = c->qhead;
     if (!s->closed) { /* a stream reset before it was polled never reaches the caller */
       size_t need;
-      int64_t code = s->too_large ? SBH2_MESSAGE_TOO_LARGE : 0;
+      int64_t code = s->too_large ? SBH2_MESSAGE_TOO_LARGE : s->over_budget ? SBH2_MESSAGE_OVER_BUDGET : 0;
       if (!sbh2_msg_put_event(&s->req, buf, cap, &n, SBWIRE_EV_MESSAGE, s->id, code, &need)) {
         return sbh2_poll_full(buf, cap, n, need, SBH2_ERR_BUFFER_TOO_SHORT);
       }
@@ -477,6 +521,7 @@ int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
     if (!c->qhead) c->qtail = NULL;
     c->nqueued--;
     s->queued = 0;
+    uncount_body(c, s); /* the caller holds its copy now */
     sbh2_msg_clear(&s->req);
     if (s->closed) stream_free(c, s);
   }
@@ -642,6 +687,8 @@ int64_t sbh2_sconn_stat(sbh2_sconn *c, int stat) {
     return (int64_t)c->queued;
   case SBH2_STAT_STREAMS:
     return c->nstreams;
+  case SBH2_STAT_BUFFERED:
+    return (int64_t)c->srv->buffered;
   default:
     return SBH2_ERR_INVALID;
   }

@@ -16,7 +16,8 @@
  * Limits (enum sbh2_option, each with a default): concurrent streams, header
  * list size, CONTINUATION frames, request body size (the request still
  * arrives, as a MESSAGE whose code is 413 and whose body is empty, so the
- * caller answers it), peer stream resets (rapid reset), response bytes queued
+ * caller answers it), request body bytes buffered by all connections of a
+ * server (a body that does not fit arrives with code 503), peer stream resets (rapid reset), response bytes queued
  * while the peer's window is closed, and the settings, idle and stall timers.
  * Timers run when the caller calls sbh2_sconn_tick; the clock is
  * CLOCK_MONOTONIC.
@@ -34,6 +35,8 @@ extern "C" {
 
 /* The code of a MESSAGE event whose request body exceeded SBH2_OPT_MAX_BODY (body dropped). */
 #define SBH2_MESSAGE_TOO_LARGE 413
+/* The code of a MESSAGE event whose request body did not fit in SBH2_OPT_MAX_BUFFERED (body dropped). */
+#define SBH2_MESSAGE_OVER_BUDGET 503
 
 enum sbh2_option {
   /* SETTINGS_MAX_CONCURRENT_STREAMS; default 100. */
@@ -58,6 +61,9 @@ enum sbh2_option {
   SBH2_OPT_MAX_QUEUED = 10,
   /* Reset streams whose queued response made no progress for this long, ms; default 10000. */
   SBH2_OPT_STALL_TIMEOUT_MS = 11,
+  /* Request body bytes buffered at once by all connections of this server (a declared content-length counts
+     whole); a body that does not fit arrives as a MESSAGE with code 503; default 256 MiB. */
+  SBH2_OPT_MAX_BUFFERED = 12,
 };
 
 /* Counters of one connection (sbh2_sconn_stat). */
@@ -72,6 +78,8 @@ enum sbh2_stat {
   SBH2_STAT_QUEUED_BYTES = 4,
   /* Streams held (open, or with an unpolled event). */
   SBH2_STAT_STREAMS = 5,
+  /* Request body bytes counted against SBH2_OPT_MAX_BUFFERED by all connections of this server now. */
+  SBH2_STAT_BUFFERED = 6,
 };
 
 typedef struct sbh2_server sbh2_server;

@@ -25,6 +25,8 @@
 /* Plaintext scratch of the combined HTTP/2 paths: one TLS record's worth at least. */
 #define PLAIN_CAP (64 * 1024)
 #define ERR_LEN 256
+/* Largest ciphertext buffer a session keeps between calls. */
+#define KEEP_CAP (64 * 1024)
 
 struct sbh2_tls_config {
   int refs;
@@ -35,6 +37,10 @@ struct sbh2_tls_config {
   gnutls_certificate_credentials_t cred;
   gnutls_datum_t ticket_key; /* master key; GnuTLS derives the rotating ticket keys from it */
   uint32_t ticket_lifetime;
+  /* Plaintext scratch of the combined paths, shared by the config's sessions: calls never
+     interleave (one caller thread, no callbacks out), and 500 idle connections do not hold
+     500 copies. Allocated on first use. */
+  uint8_t *plain;
 };
 
 struct sbh2_tls {
@@ -49,7 +55,6 @@ struct sbh2_tls {
   /* ciphertext produced and not yet handed out */
   uint8_t *out;
   size_t out_len, out_off, out_cap;
-  uint8_t *plain; /* scratch for sbh2_conn_recv_tls / sbh2_conn_send_tls, allocated on first use */
   uint32_t hs_in, hs_out;
   unsigned established : 1, failed : 1, peer_closed : 1, ticket_new : 1, bye_sent : 1, starved : 1;
   char err[ERR_LEN];
@@ -69,6 +74,7 @@ static void set_err(sbh2_tls *t, const char *fmt, ...) {
   while (n > 0 && (t->err[n - 1] == ' ' || t->err[n - 1] == '.')) t->err[--n] = 0;
 }
 
+/* Grows a buffer to hold need bytes (doubling); returns 0 or -1. */
 static int grow(uint8_t **buf, size_t *cap, size_t need) {
   if (need <= *cap) return 0;
   size_t n = *cap ? *cap : 4096;
@@ -130,6 +136,7 @@ static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *data, size_t size) {
   return (ssize_t)done;
 }
 
+/* GnuTLS writes ciphertext: appended to the output buffer. */
 static ssize_t tls_push(gnutls_transport_ptr_t ptr, const void *data, size_t size) {
   sbh2_tls *t = ptr;
   if (t->out_off == t->out_len) t->out_off = t->out_len = 0;
@@ -178,6 +185,7 @@ sbh2_tls_config *sbh2_tls_config_new(int is_server) {
   return cfg;
 }
 
+/* Drops one reference; the last one wipes the ticket key and frees everything. */
 static void config_unref(sbh2_tls_config *cfg) {
   if (!cfg || --cfg->refs > 0) return;
   if (cfg->ticket_key.data) {
@@ -185,6 +193,7 @@ static void config_unref(sbh2_tls_config *cfg) {
     gnutls_free(cfg->ticket_key.data);
   }
   gnutls_certificate_free_credentials(cfg->cred);
+  free(cfg->plain);
   free(cfg);
 }
 
@@ -314,7 +323,6 @@ void sbh2_tls_free(sbh2_tls *t) {
   free(t->server_name);
   free(t->in);
   free(t->out);
-  free(t->plain);
   config_unref(t->cfg);
   free(t);
 }
@@ -388,7 +396,14 @@ static int drain_out(sbh2_tls *t, uint8_t *out, uint32_t cap) {
   if (n > cap) n = cap;
   memcpy(out, t->out + t->out_off, n);
   t->out_off += n;
-  if (t->out_off == t->out_len) t->out_off = t->out_len = 0;
+  if (t->out_off == t->out_len) {
+    t->out_off = t->out_len = 0;
+    if (t->out_cap > KEEP_CAP) { /* a large response passed: do not hold its buffer while idle */
+      free(t->out);
+      t->out = NULL;
+      t->out_cap = 0;
+    }
+  }
   return (int)n;
 }
 
@@ -422,6 +437,7 @@ int sbh2_tls_state(sbh2_tls *t) {
   return st;
 }
 
+/* Copies text into buf (truncated to cap); returns the length written. */
 static int put_text(const char *s, size_t len, uint8_t *buf, uint32_t cap) {
   if (len > cap) len = cap;
   memcpy(buf, s, len);
@@ -519,23 +535,25 @@ static int conn_pull(void *s, uint8_t *o, uint32_t c) { return sbh2_conn_send(s,
 static int sconn_feed(void *s, const uint8_t *d, uint32_t n) { return sbh2_sconn_recv(s, d, n); }
 static int sconn_pull(void *s, uint8_t *o, uint32_t c) { return sbh2_sconn_send(s, o, c); }
 
-static int ensure_plain(sbh2_tls *t) {
-  if (!t->plain) t->plain = malloc(PLAIN_CAP);
-  return t->plain ? 0 : SBH2_ERR_NOMEM;
+/* Returns the config's plaintext scratch, allocating it on first use. */
+static uint8_t *scratch(sbh2_tls *t) {
+  if (!t->cfg->plain) t->cfg->plain = malloc(PLAIN_CAP);
+  return t->cfg->plain;
 }
 
 /* Decrypts into the scratch buffer and feeds each piece to the session; returns its last count. */
 static int recv_into(void *session, feed_fn feed, sbh2_tls *t, const uint8_t *in, uint32_t in_len) {
   if (!session || !t) return SBH2_ERR_INVALID;
-  if (ensure_plain(t) != 0) return SBH2_ERR_NOMEM;
+  uint8_t *plain = scratch(t);
+  if (!plain) return SBH2_ERR_NOMEM;
   int ready = 0;
-  int n = sbh2_tls_recv(t, in, in_len, t->plain, PLAIN_CAP);
+  int n = sbh2_tls_recv(t, in, in_len, plain, PLAIN_CAP);
   while (n > 0) {
-    int r = feed(session, t->plain, (uint32_t)n);
+    int r = feed(session, plain, (uint32_t)n);
     if (r < 0) return r;
     ready = r;
     if (n < PLAIN_CAP) break;
-    n = sbh2_tls_recv(t, NULL, 0, t->plain, PLAIN_CAP);
+    n = sbh2_tls_recv(t, NULL, 0, plain, PLAIN_CAP);
   }
   if (n < 0) return n;
   /* close_notify with nothing new to poll reads like EOF */
@@ -547,16 +565,17 @@ static int send_from(void *session, pull_fn pull, sbh2_tls *t, uint8_t *out, uin
   if (!session || !t || !out || !cap) return SBH2_ERR_INVALID;
   int finished = 0;
   if (t->established && !t->failed && !t->bye_sent) {
-    if (ensure_plain(t) != 0) return SBH2_ERR_NOMEM;
+    uint8_t *plain = scratch(t);
+    if (!plain) return SBH2_ERR_NOMEM;
     while (t->out_len - t->out_off < cap) {
-      int m = pull(session, t->plain, PLAIN_CAP);
+      int m = pull(session, plain, PLAIN_CAP);
       if (m == SBH2_ERR_CLOSED) {
         finished = 1;
         sbh2_tls_close(t);
         break;
       }
       if (m <= 0) break;
-      int rv = encrypt_all(t, t->plain, (size_t)m);
+      int rv = encrypt_all(t, plain, (size_t)m);
       if (rv < 0) return rv;
     }
   } else if (t->bye_sent) {

@@ -41,6 +41,7 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
   ngtcp2_transport_params params;
   fill_settings(&settings, &params, cfg);
   if (client_params_hook) client_params_hook(&params);
+  if (cfg->token.len) settings.token = (ngtcp2_vec){cfg->token.p, cfg->token.len};
   if (ngtcp2_conn_client_new(&c->qc, &dcid, &scid, &c->ps.path, NGTCP2_PROTO_VER_V1, &cb, &settings, &params, NULL,
                              c) != 0) {
     conn_destroy(c);
@@ -61,7 +62,7 @@ void sbh3_conn_free(sbh3_conn *conn) {
 int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
   if (!c || !data || c->srv) return SBH3_ERR_INVALID;
   if (c->closed) return SBH3_ERR_CLOSED;
-  int rv = conn_read(c, &c->ps.path, data, len, now_ns());
+  int rv = conn_read(c, &c->ps.path, data, len, NGTCP2_ECN_NOT_ECT, now_ns());
   if (rv != 0) {
     conn_fail(c, rv);
     return map_liberr(rv);
@@ -71,7 +72,7 @@ int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
 
 int sbh3_conn_send(sbh3_conn *c, uint8_t *out, size_t cap) {
   if (!c || !out || c->srv) return SBH3_ERR_INVALID;
-  return conn_write(c, out, cap, now_ns());
+  return conn_write(c, out, cap, now_ns(), NULL);
 }
 
 int sbh3_conn_timeout_ms(sbh3_conn *c) {
@@ -155,6 +156,14 @@ int sbh3_conn_stream_count(sbh3_conn *c) {
   return c->nstreams;
 }
 
+
+int sbh3_conn_token(sbh3_conn *c, uint8_t *buf, size_t cap) {
+  if (!c || !buf) return SBH3_ERR_INVALID;
+  if (!c->token.len) return SBH3_ERR_DONE;
+  if (c->token.len > cap || c->token.len > INT32_MAX) return SBH3_ERR_BUFFER_TOO_SHORT;
+  memcpy(buf, c->token.p, c->token.len);
+  return (int)c->token.len;
+}
 
 int sbh3_conn_update_key(sbh3_conn *c) {
   if (!c) return SBH3_ERR_INVALID;

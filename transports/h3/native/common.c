@@ -137,6 +137,7 @@ sbh3_config *sbh3_config_new(int is_server) {
 void config_unref(sbh3_config *cfg) {
   if (!cfg || --cfg->refs > 0) return;
   tls_config_clear(cfg);
+  buf_free(&cfg->token);
   gnutls_certificate_free_credentials(cfg->cred);
   free(cfg);
 }
@@ -206,6 +207,18 @@ int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t t
 int sbh3_config_set_retry(sbh3_config *cfg, int on) {
   if (!cfg || !cfg->is_server) return SBH3_ERR_INVALID;
   cfg->retry = on ? 1 : 0;
+  return 0;
+}
+
+int sbh3_config_set_token(sbh3_config *cfg, const uint8_t *token, size_t len) {
+  if (!cfg || cfg->is_server || (len && !token)) return SBH3_ERR_INVALID;
+  cfg->token.len = 0;
+  return buf_append(&cfg->token, token, len) == 0 ? 0 : SBH3_ERR_NOMEM;
+}
+
+int sbh3_config_set_ecn(sbh3_config *cfg, int on) {
+  if (!cfg) return SBH3_ERR_INVALID;
+  cfg->no_ecn = on ? 0 : 1;
   return 0;
 }
 

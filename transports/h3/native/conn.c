@@ -473,12 +473,13 @@ static int q_recv_retry(ngtcp2_conn *qc, const ngtcp2_pkt_hd *hd, void *user_dat
   return ngtcp2_crypto_recv_retry_cb(qc, hd, user_data);
 }
 
-/* ngtcp2: a NEW_TOKEN came (client); counted (the client does not keep it). */
+/* ngtcp2: a NEW_TOKEN came (client); kept (the last one) for sbh3_conn_token, and counted. */
 static int q_recv_new_token(ngtcp2_conn *qc, const ngtcp2_vec *token, void *user_data) {
   (void)qc;
-  (void)token;
-  ((sbh3_conn *)user_data)->st[SBH3_STAT_NEW_TOKENS]++;
-  return 0;
+  sbh3_conn *c = user_data;
+  c->st[SBH3_STAT_NEW_TOKENS]++;
+  c->token.len = 0;
+  return buf_append(&c->token, token->base, token->len) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
 }
 
 /* ngtcp2: derive the next 1-RTT keys (once ahead at the start, then up to a PTO after each key update); counts the peer's updates. */
@@ -615,6 +616,7 @@ void conn_destroy(sbh3_conn *c) {
   if (c->tls) gnutls_deinit(c->tls);
   free(c->server_name);
   buf_free(&c->ticket);
+  buf_free(&c->token);
   evq_clear(&c->own_q);
   config_unref(c->cfg);
   free(c);
@@ -658,19 +660,24 @@ static size_t conn_tx_cap(sbh3_conn *c) {
 }
 
 /* Feeds one received datagram to c (a larger one than advertised is dropped); returns ngtcp2's result. */
-int conn_read(sbh3_conn *c, const ngtcp2_path *path, const uint8_t *data, size_t len, uint64_t now) {
+int conn_read(sbh3_conn *c, const ngtcp2_path *path, const uint8_t *data, size_t len, uint8_t ecn, uint64_t now) {
   if (len > c->cfg->max_recv_udp_payload) {
     c->st[SBH3_STAT_DGRAMS_OVERSIZE]++;
     if (c->srv) c->srv->st[SBH3_STAT_DGRAMS_OVERSIZE]++;
     return 0;
   }
   conn_count(c, SBH3_STAT_DGRAMS_RECV, len);
-  ngtcp2_pkt_info pi = {0};
+  ngtcp2_pkt_info pi = {.ecn = c->cfg->no_ecn ? NGTCP2_ECN_NOT_ECT : ecn};
+  if (pi.ecn) {
+    c->st[SBH3_STAT_ECN_RECV]++;
+    if (c->srv) c->srv->st[SBH3_STAT_ECN_RECV]++;
+  }
   return ngtcp2_conn_read_pkt(c->qc, path, &pi, data, len, now);
 }
 
 /* Writes one datagram for c into out; returns its length, SBH3_ERR_DONE, or an error. */
-int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
+int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ecn) {
+  if (ecn) *ecn = NGTCP2_ECN_NOT_ECT;
   if (c->close_pending) {
     c->close_pending = 0;
     if (cap < c->close_len) return SBH3_ERR_BUFFER_TOO_SHORT;
@@ -700,7 +707,7 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
         ngtcp2_connection_close_error_set_application_error(
             &c->ccerr, nghttp3_err_infer_quic_app_error_code((int)nvec), NULL, 0);
         conn_fail(c, NGTCP2_ERR_INTERNAL);
-        return conn_write(c, out, cap, now);
+        return conn_write(c, out, cap, now, ecn);
       }
     }
     uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE | (fin ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0);
@@ -719,17 +726,17 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
       case NGTCP2_ERR_WRITE_MORE:
         if (nghttp3_conn_add_write_offset(c->hc, sid, (size_t)ndatalen) != 0) {
           conn_fail(c, NGTCP2_ERR_INTERNAL);
-          return conn_write(c, out, cap, now);
+          return conn_write(c, out, cap, now, ecn);
         }
         continue;
       default:
         conn_fail(c, (int)n);
-        return conn_write(c, out, cap, now);
+        return conn_write(c, out, cap, now, ecn);
       }
     }
     if (ndatalen >= 0 && nghttp3_conn_add_write_offset(c->hc, sid, (size_t)ndatalen) != 0) {
       conn_fail(c, NGTCP2_ERR_INTERNAL);
-      return conn_write(c, out, cap, now);
+      return conn_write(c, out, cap, now, ecn);
     }
     if (n == 0) {
       ngtcp2_conn_update_pkt_tx_time(c->qc, now);
@@ -739,6 +746,11 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now) {
     }
     c->burst++;
     conn_count(c, SBH3_STAT_DGRAMS_SENT, (size_t)n);
+    if (ecn && !c->cfg->no_ecn && pi.ecn) {
+      *ecn = (uint8_t)pi.ecn;
+      c->st[SBH3_STAT_ECN_SENT]++;
+      if (c->srv) c->srv->st[SBH3_STAT_ECN_SENT]++;
+    }
     return (int)n;
   }
 }

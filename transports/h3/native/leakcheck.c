@@ -5,7 +5,8 @@
  * that wait for room in a small send queue, garbage input and a graceful
  * close, then free everything. A second phase
  * does the same over loopback sockets it opens and the shim adopts
- * (sbh3_udp_adopt + sbh3_*_io, with 1452-byte datagrams, the first datagram of
+ * (sbh3_udp_adopt + sbh3_*_io, with 1452-byte datagrams, a Retry and a
+ * NEW_TOKEN, a key update, ECN marks, the first datagram of
  * each wake-up received here as the runtime would; the server sends with UDP
  * segmentation offload, then, once the kernel refuses it halfway through,
  * one datagram per message), and a client aimed at a
@@ -161,7 +162,8 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
                         size_t key_len) {
   sbh3_config *scfg = sbh3_config_new(1), *ccfg = sbh3_config_new(0);
   if (sbh3_config_set_cert(scfg, cert, cert_len, key, key_len) != 0 || sbh3_config_add_ca(ccfg, ca, ca_len) <= 0 ||
-      sbh3_config_set_max_udp_payload(scfg, 1452) != 0 || sbh3_config_set_max_udp_payload(ccfg, 1452) != 0)
+      sbh3_config_set_max_udp_payload(scfg, 1452) != 0 || sbh3_config_set_max_udp_payload(ccfg, 1452) != 0 ||
+      sbh3_config_set_retry(scfg, 1) != 0 || sbh3_config_set_token(ccfg, (const uint8_t *)"\x36stale", 6) != 0)
     return -1;
   int sport, cport, sfd = open_udp(&sport), cfd = open_udp(&cport);
   if (sfd < 0 || cfd < 0) return -1;
@@ -211,6 +213,7 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
         /* UDP_SEGMENT sends now fail with EINVAL: the shim must fall back to one datagram each. */
         int one = 1;
         setsockopt(sfd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
+        sbh3_conn_update_key(cli);
       }
       moved++;
     }
@@ -226,6 +229,13 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
       moved++;
     }
     if (!moved) wait_readable(cfd, 2);
+  }
+  uint64_t st[SBH3_STAT_COUNT];
+  uint8_t token[256];
+  sbh3_conn_stats(cli, st, SBH3_STAT_COUNT);
+  if (st[SBH3_STAT_RETRIES] != 1 || sbh3_conn_token(cli, token, sizeof(token)) <= 0) {
+    fprintf(stderr, "sockets: %llu Retry, no NEW_TOKEN\n", (unsigned long long)st[SBH3_STAT_RETRIES]);
+    answered = -1;
   }
   sbh3_conn_close(cli);
   sbh3_conn_io(cli, cu, NULL, 0);

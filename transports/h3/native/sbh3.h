@@ -150,7 +150,11 @@ enum sbh3_stat {
   SBH3_STAT_NEW_TOKENS = 11,
   /* 1-RTT key updates: ours when started, the peer's up to a PTO after it (when the next keys are derived). */
   SBH3_STAT_KEY_UPDATES = 12,
-  SBH3_STAT_COUNT = 13,
+  /* Datagrams sent with an ECN codepoint (ECT(0) while ngtcp2's validation allows it), through sbh3_*_io. */
+  SBH3_STAT_ECN_SENT = 13,
+  /* Datagrams received with an ECN codepoint, reported to QUIC (through sbh3_*_io, the caller's own first datagram excluded). */
+  SBH3_STAT_ECN_RECV = 14,
+  SBH3_STAT_COUNT = 15,
 };
 
 typedef struct sbh3_config sbh3_config;
@@ -187,6 +191,10 @@ int sbh3_config_set_handshake_timeout(sbh3_config *cfg, uint32_t ms);
 int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t total_bytes, uint32_t stall_ms);
 /* Server: validate every new client address with a Retry first, and give each client a NEW_TOKEN that skips it next time (tokens bound to the client's address, Retry 10 s, NEW_TOKEN 1 h, keys rotated hourly). Default off. */
 int sbh3_config_set_retry(sbh3_config *cfg, int on);
+/* Client: a NEW_TOKEN (from sbh3_conn_token) to present in the first Initial of connections made from cfg (copied). */
+int sbh3_config_set_token(sbh3_config *cfg, const uint8_t *token, size_t len);
+/* ECN (RFC 9000 §13.4) on sbh3_*_io: mark datagrams as ngtcp2's validation allows and report received marks (default on). */
+int sbh3_config_set_ecn(sbh3_config *cfg, int on);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
 /* Server: sends one TLS 1.3 session ticket per connection, valid lifetime_s seconds (0: none, the default); ticket keys rotate with that period. */
@@ -221,6 +229,8 @@ int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
 int sbh3_conn_stream_count(sbh3_conn *conn);
 /* Copies up to n counters (enum sbh3_stat) into out; returns how many. */
 int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
+/* Client: copies the last NEW_TOKEN the server gave into buf; its length, SBH3_ERR_DONE when none. */
+int sbh3_conn_token(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Starts a 1-RTT key update; SBH3_ERR_STREAM_BLOCKED: not allowed yet (handshake unconfirmed, or the last update unacknowledged). */
 int sbh3_conn_update_key(sbh3_conn *conn);
 /* Offers a ticket from sbh3_conn_ticket (before the first send); with early data on, requests may follow at once (0-RTT). */

@@ -63,6 +63,8 @@ struct sbh3_config {
   uint64_t max_total_queued;     /* response body bytes queued per server endpoint */
   uint32_t stall_ms;             /* a connection whose queued bytes see no ACK this long is closed */
   int retry;                     /* server: validate addresses with Retry, hand out NEW_TOKEN */
+  int no_ecn;                    /* neither mark datagrams nor report the marks received */
+  buf_t token;                   /* client: a NEW_TOKEN to present in the first Initial */
   int cc;                        /* enum sbh3_cc */
   uint32_t ticket_lifetime;      /* server: seconds a session ticket is valid (0: no tickets) */
   gnutls_datum_t ticket_key;     /* server: master key of the rotating ticket keys */
@@ -116,6 +118,7 @@ struct sbh3_conn {
   uint64_t acked;               /* stream bytes acknowledged in the current stall period */
   int key_derivations;          /* update_key calls: the first prepares the keys, each later one follows an update */
   int own_update;               /* we started the last key update (already counted) */
+  buf_t token;                  /* client: the last NEW_TOKEN received */
   char errmsg[ERRMSG_LEN];
   char *server_name; /* kept for the session's lifetime: GnuTLS may refer to it */
   int rx_early;      /* the stream data being handed to nghttp3 came in 0-RTT */
@@ -211,9 +214,9 @@ HIDDEN sbh3_conn *conn_alloc(sbh3_config *cfg);
 /* Frees c, its streams and its sessions. */
 HIDDEN void conn_destroy(sbh3_conn *c);
 /* Feeds one received datagram to c; returns ngtcp2's result. */
-HIDDEN int conn_read(sbh3_conn *c, const ngtcp2_path *path, const uint8_t *data, size_t len, uint64_t now);
-/* Writes c's next datagram into out; its length, SBH3_ERR_DONE or an error. */
-HIDDEN int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now);
+HIDDEN int conn_read(sbh3_conn *c, const ngtcp2_path *path, const uint8_t *data, size_t len, uint8_t ecn, uint64_t now);
+/* Writes c's next datagram into out and its ECN codepoint into *ecn (may be NULL); its length, SBH3_ERR_DONE or an error. */
+HIDDEN int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ecn);
 /* When c's next timer is due (ns), UINT64_MAX for none. */
 HIDDEN uint64_t conn_deadline(sbh3_conn *c);
 /* Runs c's expired timers. */
@@ -260,11 +263,11 @@ HIDDEN sbh3_conn *server_find_id(sbh3_server *srv, uint32_t id);
 
 /* Feeds one datagram from a socket address to the server; see sbh3_server_recv. */
 HIDDEN int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,
-                            ngtcp2_socklen fromlen);
+                            ngtcp2_socklen fromlen, uint8_t ecn);
 /* Queues a NEW_TOKEN for c's client (a token bound to its address, for a later connection). */
 HIDDEN void server_new_token(sbh3_conn *c);
 /* Writes the server's next datagram into out and its destination into *to; length or DONE. */
 HIDDEN int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
-                        uint32_t *conn_id);
+                        uint32_t *conn_id, uint8_t *ecn);
 
 #endif /* SBH3_INT_H */

@@ -255,7 +255,7 @@ static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const
 
 /* Feeds one datagram from a socket address; see sbh3_server_recv. */
 int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *fromp,
-                            ngtcp2_socklen fromlen) {
+                     ngtcp2_socklen fromlen, uint8_t ecn) {
   ngtcp2_sockaddr_union from = *fromp;
   if (len == 0) return SBH3_ERR_PROTO;
   if (len > srv->cfg->max_recv_udp_payload) {
@@ -296,7 +296,7 @@ int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ng
   ngtcp2_path path = c->ps.path;
   path.remote.addr = (ngtcp2_sockaddr *)&from;
   path.remote.addrlen = fromlen;
-  rv = conn_read(c, &path, data, len, now_ns());
+  rv = conn_read(c, &path, data, len, ecn, now_ns());
   if (rv != 0) {
     if (fresh && (rv == NGTCP2_ERR_DROP_CONN || rv == NGTCP2_ERR_RETRY)) {
       /* Not a first packet to answer (undecryptable, or nothing in it): forget it without a trace. */
@@ -318,12 +318,13 @@ int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const ch
   ngtcp2_sockaddr_union from;
   ngtcp2_socklen fromlen;
   if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBH3_ERR_INVALID;
-  return server_recv_from(srv, data, len, &from, fromlen);
+  return server_recv_from(srv, data, len, &from, fromlen, NGTCP2_ECN_NOT_ECT);
 }
 
 /* Writes the next datagram of any connection into out, its destination into *to; returns length or DONE. */
 int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
-                        uint32_t *conn_id) {
+                 uint32_t *conn_id, uint8_t *ecn) {
+  *ecn = NGTCP2_ECN_NOT_ECT;
   if (srv->sq_count) {
     stateless_pkt_t *p = &srv->sq[srv->sq_head];
     if (cap < p->len) return SBH3_ERR_BUFFER_TOO_SHORT;
@@ -338,7 +339,7 @@ int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const
     if (!srv->cursor) srv->cursor = srv->conns;
     sbh3_conn *c = srv->cursor;
     if (!c) break;
-    int n = conn_write(c, out, cap, now);
+    int n = conn_write(c, out, cap, now, ecn);
     if (n > 0) {
       *to = &c->ps.remote_addrbuf;
       *conn_id = c->id;
@@ -355,7 +356,8 @@ int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, 
   if (meta_cap < 6 + INET6_ADDRSTRLEN) return SBH3_ERR_BUFFER_TOO_SHORT;
   const ngtcp2_sockaddr_union *to;
   uint32_t id;
-  int n = server_write(srv, out, cap, now_ns(), &to, &id);
+  uint8_t ecn;
+  int n = server_write(srv, out, cap, now_ns(), &to, &id, &ecn);
   if (n < 0) return n;
   write_meta(meta, meta_cap, id, &to->sa);
   return n;

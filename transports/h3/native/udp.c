@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -35,8 +37,10 @@ struct sbh3_udp {
   /* Send side: message i carries nsegs[i] datagrams of seg[i] bytes (the last may be shorter). */
   uint16_t seg[IO_BATCH];
   uint16_t nsegs[IO_BATCH];
+  uint8_t ecn[IO_BATCH]; /* ECN codepoint of each received datagram, or of each message sent */
+  int v6;                /* IPv6 socket: TOS travels as IPV6_TCLASS */
   union {
-    char buf[CMSG_SPACE(sizeof(uint16_t))];
+    char buf[CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int))];
     struct cmsghdr align;
   } ctrl[IO_BATCH];
 };
@@ -84,6 +88,11 @@ sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port) {
     sbh3_udp_free(u);
     return NULL;
   }
+  /* Report each datagram's TOS byte (its ECN bits) with recvmmsg. */
+  int one = 1;
+  u->v6 = want.sa.sa_family == AF_INET6;
+  if (u->v6) setsockopt(u->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one));
+  else setsockopt(u->fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
   int sz = 4 << 20; /* the kernel caps it at net.core.[rw]mem_max */
   setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
   setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
@@ -123,11 +132,24 @@ static int udp_recv_batch(sbh3_udp *u) {
     u->msgs[i].msg_hdr.msg_iovlen = 1;
     u->msgs[i].msg_hdr.msg_name = &u->addrs[i];
     u->msgs[i].msg_hdr.msg_namelen = sizeof(u->addrs[i]);
+    u->msgs[i].msg_hdr.msg_control = u->ctrl[i].buf;
+    u->msgs[i].msg_hdr.msg_controllen = sizeof(u->ctrl[i].buf);
   }
   int n;
   do n = recvmmsg(u->fd, u->msgs, IO_BATCH, MSG_DONTWAIT, NULL);
   while (n < 0 && errno == EINTR);
   if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+  for (int i = 0; i < n; i++) {
+    u->ecn[i] = 0;
+    struct msghdr *h = &u->msgs[i].msg_hdr;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
+      if ((cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS && cm->cmsg_len == CMSG_LEN(1)) ||
+          (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_TCLASS && cm->cmsg_len == CMSG_LEN(sizeof(int)))) {
+        int tos = cm->cmsg_len == CMSG_LEN(1) ? *(uint8_t *)CMSG_DATA(cm) : *(int *)CMSG_DATA(cm);
+        u->ecn[i] = (uint8_t)(tos & NGTCP2_ECN_MASK);
+      }
+    }
+  }
   return n;
 }
 
@@ -137,8 +159,14 @@ static void udp_send_split(sbh3_udp *u, int i) {
   struct iovec v;
   uint8_t *p = u->iov[i].iov_base;
   size_t left = u->iov[i].iov_len;
-  h.msg_control = NULL;
-  h.msg_controllen = 0;
+  /* Keep the TOS control message (if any), drop UDP_SEGMENT: it is the first one when present. */
+  if (h.msg_control && h.msg_controllen > CMSG_SPACE(sizeof(uint16_t))) {
+    h.msg_control = (char *)h.msg_control + CMSG_SPACE(sizeof(uint16_t));
+    h.msg_controllen -= CMSG_SPACE(sizeof(uint16_t));
+  } else {
+    h.msg_control = NULL;
+    h.msg_controllen = 0;
+  }
   h.msg_iov = &v;
   h.msg_iovlen = 1;
   while (left) {
@@ -154,15 +182,29 @@ static void udp_send_split(sbh3_udp *u, int i) {
 static void udp_send_batch(sbh3_udp *u, int n) {
   for (int i = 0; i < n; i++) {
     struct msghdr *h = &u->msgs[i].msg_hdr;
+    if (u->nsegs[i] < 2 && !u->ecn[i]) continue;
+    memset(u->ctrl[i].buf, 0, sizeof(u->ctrl[i].buf));
+    h->msg_control = u->ctrl[i].buf;
+    h->msg_controllen = sizeof(u->ctrl[i].buf);
+    struct cmsghdr *cm = CMSG_FIRSTHDR(h);
+    size_t used = 0;
     if (u->nsegs[i] > 1) {
-      h->msg_control = u->ctrl[i].buf;
-      h->msg_controllen = sizeof(u->ctrl[i].buf);
-      struct cmsghdr *cm = CMSG_FIRSTHDR(h);
       cm->cmsg_level = SOL_UDP;
       cm->cmsg_type = UDP_SEGMENT;
       cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
       memcpy(CMSG_DATA(cm), &u->seg[i], sizeof(uint16_t));
+      used += CMSG_SPACE(sizeof(uint16_t));
+      cm = CMSG_NXTHDR(h, cm);
     }
+    if (u->ecn[i]) {
+      int tos = u->ecn[i];
+      cm->cmsg_level = u->v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+      cm->cmsg_type = u->v6 ? IPV6_TCLASS : IP_TOS;
+      cm->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(cm), &tos, sizeof(int));
+      used += CMSG_SPACE(sizeof(int));
+    }
+    h->msg_controllen = used;
   }
   int off = 0, tries = 0;
   while (off < n) {
@@ -193,12 +235,12 @@ static void udp_send_batch(sbh3_udp *u, int n) {
  * Adds len bytes at data (to `to`, NULL on a connected socket) to the batch of *n messages. A
  * datagram that directly follows the previous message's bytes, goes to the same peer and is no
  * longer than its segments joins that message (UDP_SEGMENT: the kernel splits it), as long as
- * every earlier segment was full-size; otherwise it starts a new message. Returns 1 when the
- * batch is full.
+ * every earlier segment was full-size and it carries the same ECN codepoint; otherwise it starts a
+ * new message. Returns 1 when the batch is full.
  */
-static int udp_add(sbh3_udp *u, int *n, uint8_t *data, size_t len, const ngtcp2_sockaddr_union *to) {
+static int udp_add(sbh3_udp *u, int *n, uint8_t *data, size_t len, const ngtcp2_sockaddr_union *to, uint8_t ecn) {
   int i = *n - 1;
-  if (i >= 0 && !u->no_gso) {
+  if (i >= 0 && !u->no_gso && u->ecn[i] == ecn) {
     struct iovec *v = &u->iov[i];
     const ngtcp2_sockaddr_union *prev = u->msgs[i].msg_hdr.msg_name;
     int same_peer = to ? prev && memcmp(prev, to, u->msgs[i].msg_hdr.msg_namelen) == 0 : !prev;
@@ -215,6 +257,7 @@ static int udp_add(sbh3_udp *u, int *n, uint8_t *data, size_t len, const ngtcp2_
   u->iov[i].iov_len = len;
   u->seg[i] = (uint16_t)len;
   u->nsegs[i] = 1;
+  u->ecn[i] = ecn;
   memset(&u->msgs[i].msg_hdr, 0, sizeof(u->msgs[i].msg_hdr));
   u->msgs[i].msg_hdr.msg_iov = &u->iov[i];
   u->msgs[i].msg_hdr.msg_iovlen = 1;
@@ -238,9 +281,10 @@ static void conn_refused(sbh3_conn *c) {
 
 /* Takes one received datagram (from: its sender); returns nonzero to stop receiving. */
 typedef int (*udp_sink)(void *owner, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,
-                        ngtcp2_socklen fromlen, uint64_t now);
-/* Writes the owner's next datagram into out (to: its destination, NULL on a connected socket). */
-typedef int (*udp_source)(void *owner, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to);
+                        ngtcp2_socklen fromlen, uint8_t ecn, uint64_t now);
+/* Writes the owner's next datagram into out (to: its destination; ecn: its ECN codepoint). */
+typedef int (*udp_source)(void *owner, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
+                          uint8_t *ecn);
 
 /* Feeds every ready datagram (up to IO_RECV_MAX in all) to sink; returns the new total of got. */
 static int udp_drain(sbh3_udp *u, int got, udp_sink sink, void *owner) {
@@ -252,7 +296,7 @@ static int udp_drain(sbh3_udp *u, int got, udp_sink sink, void *owner) {
     uint64_t now = now_ns();
     for (int i = 0; i < n; i++)
       if (sink(owner, u->iov[i].iov_base, u->msgs[i].msg_len, &u->addrs[i],
-               (ngtcp2_socklen)u->msgs[i].msg_hdr.msg_namelen, now))
+               (ngtcp2_socklen)u->msgs[i].msg_hdr.msg_namelen, u->ecn[i], now))
         return got;
     if (n < IO_BATCH) break;
   }
@@ -267,9 +311,10 @@ static void udp_flush(sbh3_udp *u, udp_source source, void *owner) {
   for (;;) {
     size_t cap = IO_SEND_BYTES - used;
     const ngtcp2_sockaddr_union *to = NULL;
-    int n = cap ? source(owner, u->sbuf + used, cap, now, &to) : SBH3_ERR_BUFFER_TOO_SHORT;
+    uint8_t ecn = 0;
+    int n = cap ? source(owner, u->sbuf + used, cap, now, &to, &ecn) : SBH3_ERR_BUFFER_TOO_SHORT;
     if (n > 0) {
-      int full = udp_add(u, &nmsg, u->sbuf + used, (size_t)n, u->connected ? NULL : to);
+      int full = udp_add(u, &nmsg, u->sbuf + used, (size_t)n, u->connected ? NULL : to, ecn);
       used += (size_t)n;
       if (!full) continue;
     }
@@ -283,20 +328,21 @@ static void udp_flush(sbh3_udp *u, udp_source source, void *owner) {
 
 /* udp_sink for a client connection: its one path, whatever the sender. */
 static int conn_sink(void *owner, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,
-                     ngtcp2_socklen fromlen, uint64_t now) {
+                     ngtcp2_socklen fromlen, uint8_t ecn, uint64_t now) {
   (void)from;
   (void)fromlen;
   sbh3_conn *c = owner;
-  int rv = conn_read(c, &c->ps.path, data, len, now);
+  int rv = conn_read(c, &c->ps.path, data, len, ecn, now);
   if (rv != 0) conn_fail(c, rv);
   return c->closed;
 }
 
 /* udp_source for a client connection. */
-static int conn_source(void *owner, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to) {
+static int conn_source(void *owner, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
+                       uint8_t *ecn) {
   sbh3_conn *c = owner;
   *to = &c->ps.remote_addrbuf;
-  return conn_write(c, out, cap, now);
+  return conn_write(c, out, cap, now, ecn);
 }
 
 /* Reports a refusal the socket recorded, once. */
@@ -313,7 +359,7 @@ int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u, const uint8_t *data, size_t len) {
   conn_check_refused(c, u);
   if (data && len && !c->closed) {
     got = 1;
-    conn_sink(c, data, len, NULL, 0, now_ns());
+    conn_sink(c, data, len, NULL, 0, 0, now_ns()); /* its TOS byte stayed with the caller */
   }
   if (!c->closed) got = udp_drain(u, got, conn_sink, c);
   conn_check_refused(c, u);
@@ -325,16 +371,17 @@ int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u, const uint8_t *data, size_t len) {
 
 /* udp_sink for a server endpoint. */
 static int server_sink(void *owner, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,
-                       ngtcp2_socklen fromlen, uint64_t now) {
+                       ngtcp2_socklen fromlen, uint8_t ecn, uint64_t now) {
   (void)now;
-  server_recv_from(owner, data, len, from, fromlen);
+  server_recv_from(owner, data, len, from, fromlen, ecn);
   return 0;
 }
 
 /* udp_source for a server endpoint: every connection's datagrams and the stateless ones. */
-static int server_source(void *owner, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to) {
+static int server_source(void *owner, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
+                         uint8_t *ecn) {
   uint32_t id;
-  return server_write(owner, out, cap, now, to, &id);
+  return server_write(owner, out, cap, now, to, &id, ecn);
 }
 
 int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
@@ -345,7 +392,7 @@ int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t le
     ngtcp2_sockaddr_union from;
     ngtcp2_socklen fromlen;
     if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBH3_ERR_INVALID;
-    server_sink(srv, data, len, &from, fromlen, now_ns());
+    server_sink(srv, data, len, &from, fromlen, 0, now_ns()); /* its TOS byte stayed with the caller */
     got = 1;
   }
   got = udp_drain(u, got, server_sink, srv);
