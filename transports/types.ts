@@ -94,6 +94,7 @@ export interface ServerOptions {
    * Default 3600.
    */
   ticketLifetimeSeconds?: number;
+  /**
    * TCP connections one listener holds at once; newer ones beyond it are
    * closed (h3 has no cap of its own). Default
    * {@linkcode DEFAULT_SERVER_LIMITS}`.maxConnections`.
