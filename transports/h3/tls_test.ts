@@ -415,12 +415,18 @@ Deno.test({
         ticketCache: new FixedTicket(rec.given[0]),
       });
       await early.request({ path: "/nbench/v1/payload?size=9" });
-      assert.equal(early.tlsInfo()!.earlyData, "accepted");
+      assert.equal(
+        early.tlsInfo()!.earlyData,
+        "accepted",
+        `0-RTT through the relay (tickets given: ${rec.given.length}, tls ${
+          JSON.stringify(early.tlsInfo())
+        }, server ${JSON.stringify(server.earlyRequests())})`,
+      );
       await early.close();
       assert.equal(server.earlyRequests().received, 1);
       const ran = calls.filter((c) => c.query.get("size") === "9").length;
       assert.equal(ran, 1);
-      assert.ok(relay.flight.length >= 2, `recorded ${relay.flight.length} datagrams`);
+      assert.ok(relay.flight.length >= 1, "the relay recorded the first flight");
 
       // Once the server forgot the connection, the same datagrams start a new one.
       await until(() => server.connectionCount === 0, "the server to drop the connections");

@@ -280,23 +280,6 @@ static int put_text(uint8_t *buf, size_t cap, const char *text, size_t n) {
   return (int)n;
 }
 
-/* The RFC 4514 subject of the peer's first certificate into buf; its length (0 when none). */
-static int peer_subject(sbh3_conn *c, uint8_t *buf, size_t cap) {
-  unsigned n = 0;
-  const gnutls_datum_t *certs = gnutls_certificate_get_peers(c->tls, &n);
-  if (!certs || n == 0) return 0;
-  gnutls_x509_crt_t crt;
-  if (gnutls_x509_crt_init(&crt) != 0) return 0;
-  int len = 0;
-  gnutls_datum_t dn = {0};
-  if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) == 0 && gnutls_x509_crt_get_dn3(crt, &dn, 0) == 0) {
-    len = put_text(buf, cap, (const char *)dn.data, dn.size);
-    gnutls_free(dn.data);
-  }
-  gnutls_x509_crt_deinit(crt);
-  return len;
-}
-
 int tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
   if (!ngtcp2_conn_get_handshake_completed(c->qc)) return 0;
   const char *t = NULL;
@@ -309,7 +292,7 @@ int tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
     if (gnutls_alpn_get_selected_protocol(c->tls, &p) != 0) return 0;
     return put_text(buf, cap, (const char *)p.data, p.size);
   }
-  case SBH3_TLS_PEER_SUBJECT: return peer_subject(c, buf, cap);
+  case SBH3_TLS_PEER_SUBJECT: return sb_tls_peer_subject(c->tls, buf, cap);
   default: return SBH3_ERR_INVALID;
   }
   return put_text(buf, cap, t, t ? strlen(t) : 0);
