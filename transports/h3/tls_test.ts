@@ -403,44 +403,51 @@ Deno.test({
       connectionCount: number;
       datagramsReceived: number;
     };
-    const relay = new Relay(server.port);
+    let relay: Relay | undefined;
     try {
       const rec = new FixedTicket();
       const first = await createH3Client(server.url, { tls: trust(), ticketCache: rec });
       await first.request({ path: "/nbench/v1/payload?size=8" });
       await first.close();
-      // Tickets are kept per origin: offer the server's ticket on the relay's origin.
-      const early = await createH3Client(`https://127.0.0.1:${relay.port}`, {
-        tls: trust(),
-        ticketCache: new FixedTicket(rec.given[0]),
-      });
-      await early.request({ path: "/nbench/v1/payload?size=9" });
-      assert.equal(
-        early.tlsInfo()!.earlyData,
-        "accepted",
-        `0-RTT through the relay (tickets given: ${rec.given.length}, tls ${
-          JSON.stringify(early.tlsInfo())
-        }, server ${JSON.stringify(server.earlyRequests())})`,
-      );
-      await early.close();
-      assert.equal(server.earlyRequests().received, 1);
+      // An early flight through a relay that records it. A 0-RTT packet the server could not
+      // read before the handshake completed (a busy machine can drop or delay it) is sent again
+      // in 1-RTT and is not early: then there is nothing to replay, and the attempt is repeated.
+      for (let attempt = 0; attempt < 5 && server.earlyRequests().received === 0; attempt++) {
+        await relay?.close();
+        relay = new Relay(server.port);
+        // Tickets are kept per origin: offer the server's ticket on the relay's origin.
+        const early = await createH3Client(`https://127.0.0.1:${relay.port}`, {
+          tls: trust(),
+          ticketCache: new FixedTicket(rec.given[0]),
+        });
+        await early.request({ path: "/nbench/v1/payload?size=9" });
+        assert.equal(early.tlsInfo()!.earlyData, "accepted", "the server accepted 0-RTT");
+        await early.close();
+      }
+      assert.ok(relay);
+      assert.equal(server.earlyRequests().received, 1, "one GET arrived early");
       const ran = calls.filter((c) => c.query.get("size") === "9").length;
-      assert.equal(ran, 1);
-      assert.ok(relay.flight.length >= 1, "the relay recorded the first flight");
+      assert.ok(ran >= 1);
+      const flight = relay.flight;
+      assert.ok(flight.length >= 1, "the relay recorded the first flight");
 
       // Once the server forgot the connection, the same datagrams start a new one.
       await until(() => server.connectionCount === 0, "the server to drop the connections");
       const seen = server.datagramsReceived;
       await relay.replay();
       await until(
-        () => server.datagramsReceived >= seen + relay.flight.length,
+        () => server.datagramsReceived >= seen + flight.length,
         "the replayed datagrams",
       );
       assert.equal(server.connectionCount, 1, "the replay reached the TLS handshake");
       assert.equal(server.earlyRequests().received, 1, "its early data was refused");
-      assert.equal(calls.filter((c) => c.query.get("size") === "9").length, 1);
+      assert.equal(
+        calls.filter((c) => c.query.get("size") === "9").length,
+        ran,
+        "nothing ran again",
+      );
     } finally {
-      await relay.close();
+      await relay?.close();
       await server.close();
     }
   },
