@@ -210,7 +210,7 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       "--max-queued-responses <bytes>",
-      "response bytes queued for slow readers, per process (native h2: per connection; h3 holds its own as much)",
+      "response bytes queued for slow readers: per server on the native stack (h2 and h3), per process on deno",
       "67108864",
     )
     .option(

@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { bodyTooLarge, createHandler, overloaded } from "../handler/mod.ts";
-import { createClient, createServer, STACKS, type TransportName } from "../transports/mod.ts";
+import { createClient, createServer, type TransportName } from "../transports/mod.ts";
 import { ByteBudget } from "../transports/byte_budget.ts";
-import { echoPost, testPki, testTransports } from "./support.ts";
+import { echoPost, testPki, testTargets, testTransports } from "./support.ts";
 
 const LIMIT = 4096;
 const OWN: TransportName[] = await testTransports();
@@ -85,10 +85,10 @@ Deno.test("h2c refuses a body sent without a length with the same 413 as it stre
   }
 });
 
-for (const stack of STACKS) {
-  Deno.test(`h2c refuses a body with 503 NF_CONGESTION when in-flight bodies reach the process budget (${stack} stack)`, async () => {
+for (const { stack, transport } of await testTargets()) {
+  Deno.test(`${transport} refuses a body with 503 NF_CONGESTION when in-flight bodies reach the process budget (${stack} stack)`, async () => {
     const budget = new ByteBudget(32 * 1024);
-    const p = await pair("h2c", { stack, bodyBudget: budget, maxBodyBytes: 1024 * 1024 });
+    const p = await pair(transport, { stack, bodyBudget: budget, maxBodyBytes: 1024 * 1024 });
     try {
       const res = await p.client.request(echoPost(new Uint8Array(100 * 1024)));
       assert.equal(res.status, 503);

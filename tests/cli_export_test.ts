@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { h3Available } from "../transports/h3/mod.ts";
 import { N32_MASTER_LABEL } from "../transports/n32.ts";
-import { needsTool, runLab, runTool, startServe } from "./support.ts";
+import { needsTool, runLab, runTool, startLabServe } from "./support.ts";
 
 const SPEC = `${N32_MASTER_LABEL}:64`;
 const withH3 = await h3Available();
@@ -20,21 +20,19 @@ function hexOn(line: string): string {
 }
 
 Deno.test("lab request --export prints the N32 master key the server logs, on h2-tls and h3", async () => {
-  const state = await Deno.makeTempDir();
   const transports = withH3 ? "h2-tls,h3" : "h2-tls";
-  const srv = await startServe([
+  const srv = await startLabServe([
     "--transports",
     transports,
     "--tls-port",
     "0",
-    "--state-dir",
-    state,
     "--export",
     SPEC,
   ]);
+  const state = srv.stateDir;
   try {
     for (const t of transports.split(",")) {
-      const url = `${srv.urls[t]}/nbench/v1/payload?size=16`;
+      const url = `${srv.urls[t as "h2-tls" | "h3"]}/nbench/v1/payload?size=16`;
       const args = ["request", "--ca", `${state}/ca.pem`, "--export", SPEC, url];
       const r = await runLab(t === "h3" ? ["request", "--h3", ...args.slice(1)] : args);
       assert.equal(r.code, 0, r.stderr);
@@ -48,7 +46,6 @@ Deno.test("lab request --export prints the N32 master key the server logs, on h2
     }
   } finally {
     await srv.stop();
-    await Deno.remove(state, { recursive: true });
   }
 });
 
@@ -56,19 +53,17 @@ Deno.test({
   name: "openssl s_client -keymatexport prints the N32 master key our h2-TLS server logs",
   ignore: needsTool("openssl", "openssl"),
   fn: async () => {
-    const state = await Deno.makeTempDir();
-    const srv = await startServe([
+    const srv = await startLabServe([
       "--transports",
       "h2-tls",
       "--tls-port",
       "0",
-      "--state-dir",
-      state,
       "--export",
       SPEC,
     ]);
+    const state = srv.stateDir;
     try {
-      const url = new URL(srv.urls["h2-tls"]);
+      const url = new URL(srv.urls["h2-tls"]!);
       const r = await runTool("sh", [
         "-c",
         `echo | openssl s_client -connect 127.0.0.1:${url.port} -alpn h2 -CAfile ${state}/ca.pem ` +
@@ -81,7 +76,6 @@ Deno.test({
       assert.equal(hexOn(logged), m[1].toLowerCase());
     } finally {
       await srv.stop();
-      await Deno.remove(state, { recursive: true });
     }
   },
 });

@@ -6,12 +6,26 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { h3Available } from "../transports/h3/mod.ts";
-import { directCall, freePort, needsTool, ROOT, runLab, runTool, startServe } from "./support.ts";
+import {
+  directCall,
+  freePort,
+  needsTool,
+  ROOT,
+  runLab,
+  runTool,
+  startLabServe,
+} from "./support.ts";
 
 const dec = new TextDecoder();
 const NF_ID = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
 
 const lab = runLab;
+
+/** Starts `lab serve` and resolves with its listener URLs once they are printed. */
+async function startServe(args: string[]) {
+  const srv = await startLabServe(args);
+  return { urls: srv.urls as Record<string, string>, stop: srv.stop };
+}
 
 function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp, code = 1) {
   assert.equal(r.code, code, `exit status for:\n${r.stderr}`);
@@ -119,6 +133,38 @@ Deno.test({
       await srv.stop();
       await Deno.remove(state, { recursive: true });
       await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "lab serve --h3-retry answers gtlsclient's first Initial with a Retry, then serves it",
+  ignore: needsTool("gtlsclient", "ngtcp2-client") || !(await h3Available()),
+  fn: async () => {
+    const state = await Deno.makeTempDir();
+    const srv = await startServe([
+      "--transports",
+      "h3",
+      "--tls-port",
+      "0",
+      "--h3-retry",
+      "--state-dir",
+      state,
+    ]);
+    try {
+      const url = new URL(srv.urls["h3"]);
+      const r = await runTool("gtlsclient", [
+        "--exit-on-all-streams-close",
+        "--timeout=10s",
+        url.hostname,
+        url.port,
+        `${url.origin}/nbench/v1/payload?size=100`,
+      ]);
+      assert.equal(r.code, 0, r.stderr.slice(-2000));
+      assert.match(r.stderr, /pkt rx .*type=Retry/);
+    } finally {
+      await srv.stop();
+      await Deno.remove(state, { recursive: true });
     }
   },
 });

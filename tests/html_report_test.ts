@@ -149,8 +149,8 @@ Deno.test({
     assert.equal(page.charts.filter((c) => c.id.startsWith("ues-")).length, flows);
     assert.equal(page.charts.filter((c) => c.id === "medians").length, 1);
     for (const c of page.charts) assert.ok(c.points > 0, `${c.id} has no data points`);
-    // Every transport's colour is drawn on every CDF and curve.
-    for (const c of page.charts.filter((c) => /^(cdf|ues)-/.test(c.id))) {
+    // Every transport's colour is drawn on every CDF, curve and flow-time bar chart (p99 bars).
+    for (const c of page.charts.filter((c) => /^(cdf|ues|bars)-/.test(c.id))) {
       for (const t of transports) {
         assert.ok(
           page.colorHits[c.id][t] > 20,

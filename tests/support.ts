@@ -160,6 +160,8 @@ export interface LabServe {
   running(): boolean;
   /** Everything the server wrote to stderr so far (complete after `stop`). */
   stderr(): string;
+  /** Resolves with the first stderr line matching `pattern`; rejects after `timeoutMs` (default 10 s). */
+  stderrLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
   /** SIGTERM (SIGKILL after 5 s), waits, removes the PKI folder; returns the exit status. */
   stop(): Promise<Deno.CommandStatus>;
 }
@@ -187,9 +189,29 @@ export async function startLabServe(
   let running = true;
   const status = child.status.finally(() => (running = false));
   let err = "";
+  let wake: (() => void) | undefined;
   const stderrDone = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-    new WritableStream({ write: (c) => void (err += c) }),
+    new WritableStream({
+      write: (c) => {
+        err += c;
+        wake?.();
+      },
+    }),
   ).catch(() => {});
+  const stderrLine = async (pattern: RegExp, timeoutMs = 10_000): Promise<string> => {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = err.split("\n").find((l) => pattern.test(l));
+      if (hit !== undefined) return hit;
+      const left = end - Date.now();
+      if (left <= 0) throw new Error(`No stderr line matched ${pattern}:\n${err}`);
+      const { promise, resolve } = Promise.withResolvers<void>();
+      wake = resolve;
+      const t = setTimeout(resolve, left);
+      await promise;
+      clearTimeout(t);
+    }
+  };
   const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
   const stop = async () => {
     if (running) {
@@ -216,6 +238,7 @@ export async function startLabServe(
     status,
     running: () => running,
     stderr: () => err,
+    stderrLine,
     stop,
   };
 }
@@ -242,67 +265,6 @@ export async function runLab(
   const out = await child.output();
   clearTimeout(timer);
   return { code: out.code, stdout: out.stdout, stderr: new TextDecoder().decode(out.stderr) };
-}
-
-/** A `lab serve` child process started by {@linkcode startServe}. */
-export interface ServeProcess {
-  /** Listener URL per transport, from the listening lines. */
-  urls: Record<string, string>;
-  /** Resolves with the first stderr line matching `pattern` (waits up to `timeoutMs`). */
-  stderrLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
-  /** Sends SIGTERM and resolves with the exit status. */
-  stop(): Promise<Deno.CommandStatus>;
-}
-
-/** Starts `lab serve` and resolves once every listener's URL is printed. */
-export async function startServe(args: string[]): Promise<ServeProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`, "serve", ...args],
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
-  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
-  const urls = await readListening(child.stdout, want as TransportName[]).catch(async (err) => {
-    child.kill("SIGKILL");
-    await child.status;
-    throw err;
-  }) as Record<string, string>;
-  // Stderr is read as it comes, line by line, so the child never blocks on a full pipe.
-  const lines: string[] = [];
-  let wake: (() => void) | undefined;
-  const errText = child.stderr.pipeThrough(new TextDecoderStream());
-  const reading = (async () => {
-    let rest = "";
-    for await (const chunk of errText) {
-      rest += chunk;
-      const parts = rest.split("\n");
-      rest = parts.pop()!;
-      lines.push(...parts);
-      wake?.();
-    }
-  })().catch(() => {});
-  const stderrLine = async (pattern: RegExp, timeoutMs = 10_000): Promise<string> => {
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const hit = lines.find((l) => pattern.test(l));
-      if (hit !== undefined) return hit;
-      const left = end - Date.now();
-      if (left <= 0) throw new Error(`No stderr line matched ${pattern}:\n${lines.join("\n")}`);
-      const { promise, resolve } = Promise.withResolvers<void>();
-      wake = resolve;
-      const t = setTimeout(resolve, left);
-      await promise;
-      clearTimeout(t);
-    }
-  };
-  const stop = async () => {
-    child.kill("SIGTERM");
-    const status = await child.status;
-    await reading;
-    return status;
-  };
-  return { urls, stderrLine, stop };
 }
 
 /** A handler that records every request it ran, around `inner` (default: a fresh handler). */

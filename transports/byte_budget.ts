@@ -5,6 +5,14 @@
  * server answer 503 instead of growing without bound.
  */
 
+/** Raised when the process holds as many request-body bytes as its budget allows. */
+export class BodyBudgetError extends RangeError {
+  constructor(limit: number) {
+    super(`Request bodies in flight exceed ${limit} bytes`);
+    this.name = "BodyBudgetError";
+  }
+}
+
 /** Bytes held at once, with a ceiling. */
 export class ByteBudget {
   /** The ceiling in bytes. */

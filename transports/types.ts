@@ -58,7 +58,7 @@ export interface ConnectionInfo {
     /** 0-RTT: `accepted` or `rejected` when early data was sent, else `none`. */
     earlyData?: "none" | "accepted" | "rejected";
   };
-  /** Largest UDP payload sent on the connection so far (QUIC), in bytes. */
+  /** Largest UDP payload on the connection so far, either direction (QUIC), in bytes. */
   maxDatagramBytes?: number;
   /** TCP maximum segment size of the connection, in bytes. */
   tcpMssBytes?: number;
@@ -129,8 +129,10 @@ export interface ServerOptions {
   bodyBudget?: ByteBudget;
   /**
    * Response bytes queued while peers do not read. On the deno stack the
-   * budget is shared by its servers; the native h2 server caps each
-   * connection at the budget's limit (a response past it is reset). Default
+   * budget is shared by its servers (a large response waits for room); the
+   * native h2 and h3 servers each cap what they queue at the budget's limit
+   * (h2 resets a response past it while its peer's window is closed, h3 makes
+   * it wait), besides their own cap per connection. Default
    * `defaultResponseBudget` (64 MiB).
    */
   responseBudget?: ByteBudget;

@@ -3,7 +3,9 @@
  */
 import type { SbiHeaders, SbiRequest, SbiResponse } from "../../handler/types.ts";
 import type { ClientResponse } from "../types.ts";
-import type { ByteBudget } from "../byte_budget.ts";
+import { BodyBudgetError, type ByteBudget } from "../byte_budget.ts";
+
+export { BodyBudgetError };
 
 /** Lower-cases a `Headers` object into a plain record. */
 export function headersToRecord(headers: Headers): SbiHeaders {
@@ -19,14 +21,6 @@ export class BodyTooLargeError extends RangeError {
   constructor(limit: number) {
     super(`Request body exceeds ${limit} bytes`);
     this.name = "BodyTooLargeError";
-  }
-}
-
-/** Raised when the process holds as many request-body bytes as its budget allows. */
-export class BodyBudgetError extends RangeError {
-  constructor(limit: number) {
-    super(`Request bodies in flight exceed ${limit} bytes`);
-    this.name = "BodyBudgetError";
   }
 }
 

@@ -35,6 +35,9 @@ export function startMtlsFront(
 ): Promise<{ port: number; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
   const limits = { ...DEFAULT_CONNECTION_LIMITS, ...options.limits };
+  // Connections whose TLS handshake has not completed, by the client's port. node:tls's own
+  // handshakeTimeout is not enforced by Deno's node:tls for a silent client, so time it here.
+  const handshaking = new Map<number, ReturnType<typeof setTimeout>>();
   const server = tls.createServer({
     handshakeTimeout: limits.handshakeTimeoutMs,
     cert: options.certPem,
@@ -45,6 +48,8 @@ export function startMtlsFront(
     ALPNProtocols: ["h2"],
     minVersion: "TLSv1.2",
   }, (client) => {
+    clearTimeout(handshaking.get(client.remotePort ?? -1));
+    handshaking.delete(client.remotePort ?? -1);
     client.setNoDelay(true);
     // Idle in both directions for the idle timeout: close (the inner server sees the end too).
     client.setTimeout(limits.idleTimeoutMs, () => client.destroy());
@@ -67,6 +72,18 @@ export function startMtlsFront(
     upstream.pipe(client);
   });
   server.maxConnections = limits.maxConnections;
+  server.on("connection", (raw: net.Socket) => {
+    const port = raw.remotePort ?? -1;
+    const timer = setTimeout(() => {
+      handshaking.delete(port);
+      raw.destroy();
+    }, limits.handshakeTimeoutMs);
+    handshaking.set(port, timer);
+    raw.once("close", () => {
+      clearTimeout(timer);
+      if (handshaking.get(port) === timer) handshaking.delete(port);
+    });
+  });
   server.on("tlsClientError", (err: Error) => options.onError?.(err));
   return new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -79,6 +96,8 @@ export function startMtlsFront(
         port: addr.port,
         close: () =>
           new Promise<void>((res) => {
+            for (const t of handshaking.values()) clearTimeout(t);
+            handshaking.clear();
             for (const s of sockets) s.destroy();
             server.close(() => res());
           }),

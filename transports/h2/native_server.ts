@@ -41,10 +41,9 @@ import {
   unreadableRequest,
 } from "../../handler/problem.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
-import { type ByteBudget, defaultBodyBudget } from "../byte_budget.ts";
+import { BodyBudgetError, type ByteBudget, defaultBodyBudget } from "../byte_budget.ts";
 import { resolveTls, type TlsConnection } from "../tls.ts";
 import { DEFAULT_SERVER_LIMITS, type SbiServer, type ServerOptions } from "../types.ts";
-import { BodyBudgetError } from "./convert.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
 import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
 import { loadH2Library } from "./loader.ts";
@@ -64,7 +63,8 @@ import { runTlsHandshake } from "./tls_handshake.ts";
 /**
  * Options of the native h2 servers: the shared {@linkcode ServerOptions} and
  * the shim's own limits (its settings timeout is `handshakeTimeoutMs`, its
- * queued-bytes cap defaults to the response budget's limit).
+ * server-wide cap on queued response bytes defaults to the response budget's
+ * limit).
  */
 export interface NativeH2ServerOptions
   extends ServerOptions, Omit<H2ServerLimitOptions, "settingsTimeoutMs"> {
@@ -611,7 +611,7 @@ async function start(
       idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
       settingsTimeoutMs: options.handshakeTimeoutMs ?? DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
       stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_SERVER_LIMITS.stallTimeoutMs,
-      maxQueuedBytes: options.maxQueuedBytes ?? options.responseBudget?.limit,
+      maxServerQueuedBytes: options.maxServerQueuedBytes ?? options.responseBudget?.limit,
       maxBufferedBodyBytes: options.maxBufferedBodyBytes ??
         (options.bodyBudget ?? defaultBodyBudget).limit,
     });

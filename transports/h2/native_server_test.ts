@@ -233,6 +233,56 @@ Deno.test({
 
 Deno.test({
   name:
+    "native h2c server holds at most maxServerQueuedBytes over two zero-window clients and gives a closed one's bytes back",
+  ignore,
+  fn: async () => {
+    const s = await start({
+      maxQueuedBytes: 4 * MiB,
+      maxServerQueuedBytes: 6 * MiB,
+      stallTimeoutMs: 60_000,
+    });
+    const ask = async (n: number) => {
+      const raw = await RawH2Client.open(s.server.port, {
+        settings: [[SETTINGS_INITIAL_WINDOW_SIZE, 0]],
+      });
+      const frames = [];
+      for (let i = 0; i < n; i++) {
+        frames.push(headersFrame(1 + 2 * i, requestBlock(`/nbench/v1/payload?size=${MiB}`)));
+      }
+      await raw.write(concat(frames));
+      return raw;
+    };
+    const calm = (raw: RawH2Client) =>
+      raw.frames.filter((f) =>
+        f.type === FRAME.RST_STREAM &&
+        new DataView(f.payload.buffer).getUint32(0) === H2_CODE.ENHANCE_YOUR_CALM
+      ).length;
+    // the server-wide count, as each open connection reports it
+    const total = () => s.server.stat(H2_STAT.QUEUED_TOTAL) / s.server.connectionCount;
+    try {
+      const a = await ask(10);
+      await a.until(() => calm(a) === 6, 10_000); // 4 fit its connection's cap
+      assert.equal(total(), 4 * MiB);
+      const b = await ask(10);
+      await b.until(() => calm(b) === 8, 10_000); // 2 fit what the server has left
+      assert.equal(total(), 6 * MiB);
+      const open = s.server.connectionCount;
+      await a.close();
+      const deadline = Date.now() + 5000;
+      while (s.server.connectionCount >= open && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(total(), 2 * MiB, "a closed connection's queued bytes leave the count");
+      await assertServes(s.client);
+      await b.close();
+    } finally {
+      await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
     "native h2c server closes 500 idle connections by its settings and idle timeouts while serving a normal client",
   ignore,
   fn: async () => {
@@ -387,7 +437,8 @@ Deno.test({
     "native h2c server survives running out of file descriptors (EMFILE on accept) and serves again",
   ignore,
   fn: async () => {
-    const probe = new URL("./_serve_probe.ts", import.meta.url).pathname;
+    const probe =
+      new URL("../../tests/fixtures/h2_native_serve_probe.ts", import.meta.url).pathname;
     // a hard limit of 96 descriptors: the runtime keeps a few dozen, the rest go to clients
     const child = new Deno.Command("bash", {
       args: ["-c", `ulimit -n 96 && exec "${Deno.execPath()}" run -A "${probe}"`],

@@ -40,6 +40,12 @@ export interface H2ServerLimitOptions {
    * {@linkcode MESSAGE_OVER_BUDGET}. Default 256 MiB.
    */
   maxBufferedBodyBytes?: number;
+  /**
+   * Response body bytes queued by all connections of the server; a response
+   * beyond it while its peer's window is closed is reset, as for
+   * `maxQueuedBytes`. Default 256 MiB.
+   */
+  maxServerQueuedBytes?: number;
 }
 
 const OPTION_CODES: Record<keyof H2ServerLimitOptions, number> = {
@@ -55,6 +61,7 @@ const OPTION_CODES: Record<keyof H2ServerLimitOptions, number> = {
   maxQueuedBytes: 10,
   stallTimeoutMs: 11,
   maxBufferedBodyBytes: 12,
+  maxServerQueuedBytes: 13,
 };
 
 /** Counters of one connection (enum sbh2_stat). */
@@ -66,6 +73,8 @@ export const H2_STAT = {
   STREAMS: 5,
   /** Request-body bytes buffered by all connections of the server (not a per-connection sum). */
   BUFFERED: 6,
+  /** Response body bytes queued by all connections of the server (not a per-connection sum). */
+  QUEUED_TOTAL: 7,
 } as const;
 
 /** Event code of a request whose body exceeded `maxBodyBytes` (its body is dropped). */

@@ -86,7 +86,10 @@ function echoServer(config: H2TlsConfig, closeAfterEcho = false) {
         if (a.tls.state() & TLS_STATE.PEER_CLOSED) return;
         const n = await sock.read(io.in);
         if (n === null) return;
-        if (pump.recv(io.in, n) < 0) throw new TransportError(a.tls.errorText());
+        if (pump.recv(io.in, n) < 0) {
+          await flushTls(sock, pump, io.out).catch(() => {}); // our alert
+          throw new TransportError(a.tls.errorText());
+        }
       }
     } catch (err) {
       a.error = (err as Error).message;
@@ -148,6 +151,15 @@ async function dial(
   return {
     tls,
     echoed: new TextDecoder().decode(sink[0]),
+    /** Sends `plain` as one record with its last ciphertext byte flipped; resolves with the reply's fate. */
+    tamper: async (plain: Uint8Array): Promise<string> => {
+      const n = tls.send(plain, io.out);
+      io.out[n - 1] ^= 0xff;
+      await sock.write(io.out.subarray(0, n));
+      const r = await sock.read(io.in);
+      if (r === null) return "closed without an alert";
+      return pump.recv(io.in, r) < 0 ? tls.errorText() : "no error";
+    },
     close: async () => {
       tls.closeNotify();
       await flushTls(sock, pump, io.out).catch(() => {});
@@ -448,5 +460,29 @@ Deno.test({
         scfg.close();
       }
     });
+  },
+});
+
+Deno.test({
+  name: "TLS layer: a tampered record ends the connection with bad_record_mac, told to the sender",
+  ignore,
+  fn: async () => {
+    const scfg = await serverConfig({ cert: pki.serverCertPem, key: pki.serverKeyPem });
+    const ccfg = await clientConfig({ ca: pki.caCertPem });
+    const srv = echoServer(scfg);
+    try {
+      const accepted = srv.nextAccepted();
+      const c = await dial(srv.port, ccfg);
+      const s = await accepted;
+      const heard = await c.tamper(new TextEncoder().encode("forged"));
+      await s.done;
+      assert.match(s.error ?? "", /^TLS connection failed: .*(MAC|decrypt)/i);
+      assert.match(heard, /^TLS connection failed: the peer sent the alert "Bad record MAC"$/);
+      await c.close();
+    } finally {
+      await srv.close();
+      scfg.close();
+      ccfg.close();
+    }
   },
 });

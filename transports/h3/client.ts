@@ -32,6 +32,7 @@ import {
   type H3CongestionControl,
   type H3DatagramStats,
   type H3Event,
+  type H3QuicVersion,
   H3Socket,
   shimVersion,
 } from "./ffi.ts";
@@ -66,6 +67,12 @@ export interface H3ClientOptions extends ClientOptions {
    * cubic), so h3 and h2 cross a lossy link under like controllers.
    */
   congestionControl?: H3CongestionControl;
+  /**
+   * QUIC versions by preference, v1 among them: `["v2draft", "v1"]` moves a
+   * peer that offers the v2 draft to it (compatible version negotiation, RFC
+   * 9368). RFC 9369's v2 is not in ngtcp2 0.12.1. Default `["v1"]`.
+   */
+  quicVersions?: H3QuicVersion[];
   /**
    * ECN (RFC 9000 §13.4): mark datagrams ECT(0) while QUIC's validation of
    * the path allows it and report the marks received in ACKs. The first
@@ -417,6 +424,7 @@ class Session {
     await this.#reading;
     this.#lastStats = this.#conn.stats();
     this.#lastToken = this.#conn.token() ?? this.#lastToken;
+    this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls;
     this.#conn.close();
   }
 }
@@ -524,6 +532,7 @@ class H3Client implements H3SbiClient {
         maxUdpPayload: this.#options.maxUdpPayload,
         maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
         ecn: this.#options.ecn,
+        quicVersions: this.#options.quicVersions,
         token: this.#lastSession?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
         earlyData: this.#options.earlyData !== false,
@@ -624,7 +633,7 @@ class H3Client implements H3SbiClient {
           }
           : {}),
       },
-      ...(stats ? { maxDatagramBytes: stats.largestSent } : {}),
+      ...(stats ? { maxDatagramBytes: Math.max(stats.largestSent, stats.largestReceived) } : {}),
     };
   }
 

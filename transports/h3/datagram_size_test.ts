@@ -129,3 +129,41 @@ Deno.test({
     assert.equal(st?.oversizeDropped, 1);
   },
 });
+
+Deno.test({
+  name:
+    "h3 client's connectionInfo names the libraries, the negotiated TLS 1.3 suite and group, and the largest datagram either way",
+  ignore,
+  fn: async () => {
+    for (const maxUdpPayload of [undefined, 16384]) {
+      const server = await createH3Server(handler, {
+        tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+        maxUdpPayload,
+      });
+      const client = await createH3Client(server.url, {
+        tls: { ca: pki.caCertPem },
+        maxUdpPayload,
+      });
+      try {
+        assert.equal(client.connectionInfo?.(), undefined);
+        await client.request({ path: "/nbench/v1/payload?size=65536" });
+        const info = client.connectionInfo!()!;
+        assert.equal(info.stack, "native");
+        assert.match(info.implementation, /^ngtcp2 0\.\d+\.\d+, nghttp3 0\.\d+\.\d+$/);
+        assert.match(info.tls?.library ?? "", /^GnuTLS \d/);
+        assert.equal(info.tls?.version, "TLS1.3");
+        assert.equal(info.tls?.suite, "TLS_AES_128_GCM_SHA256");
+        assert.equal(info.tls?.group, "SECP256R1");
+        const st = client.datagramStats()!;
+        assert.equal(info.maxDatagramBytes, Math.max(st.largestSent, st.largestReceived));
+        if (maxUdpPayload) assert.equal(info.maxDatagramBytes, 16384);
+        else assert.ok(info.maxDatagramBytes! <= 1452, `${info.maxDatagramBytes}`);
+      } finally {
+        await client.close();
+        await server.close();
+      }
+      // The bench reads it after closing: the last connection's figures stay.
+      assert.equal(client.connectionInfo!()!.tls?.suite, "TLS_AES_128_GCM_SHA256");
+    }
+  },
+});

@@ -175,6 +175,8 @@ export interface H3DatagramStats {
   ecnSent: number;
   /** Datagrams received with an ECN codepoint and reported to QUIC. */
   ecnReceived: number;
+  /** The QUIC version in use (0x1, or 0x709a50c4 for the v2 draft); 0 for server totals. */
+  version: number;
 }
 
 const STAT_FIELDS: (keyof H3DatagramStats)[] = [
@@ -193,6 +195,7 @@ const STAT_FIELDS: (keyof H3DatagramStats)[] = [
   "keyUpdates",
   "ecnSent",
   "ecnReceived",
+  "version",
 ];
 
 /** Reads the counters through `read(out, n)` (an sbh3_*_stats call); null when it fails. */
@@ -297,7 +300,18 @@ export interface H3ConfigOptions {
   ecn?: boolean;
   /** Client: a NEW_TOKEN from an earlier connection to this server, to skip its Retry. Default none. */
   token?: Uint8Array;
+  /** QUIC versions by preference, v1 among them (see {@linkcode H3QuicVersion}). Default `["v1"]`. */
+  quicVersions?: H3QuicVersion[];
 }
+
+/**
+ * QUIC versions the module speaks: v1 (RFC 9000) and the provisional v2 draft
+ * (0x709a50c4) that ngtcp2 0.12.1 implements. RFC 9369's v2 (0x6b3343cf) is not in that
+ * library version.
+ */
+export type H3QuicVersion = "v1" | "v2draft";
+
+const QUIC_VERSIONS: Record<H3QuicVersion, number> = { v1: 0x1, v2draft: 0x709a50c4 };
 
 /** Congestion controllers of the HTTP/3 module; "host" follows net.ipv4.tcp_congestion_control. */
 export type H3CongestionControl = "host" | "reno" | "cubic" | "bbr" | "bbr2";
@@ -371,6 +385,20 @@ export class H3Config {
       }
       if (options.retry) check(sym.sbh3_config_set_retry(ptr, 1), "set_retry");
       if (options.ecn === false) check(sym.sbh3_config_set_ecn(ptr, 0), "set_ecn");
+      if (options.quicVersions !== undefined) {
+        const codes = options.quicVersions.map((v) => {
+          const code = QUIC_VERSIONS[v];
+          if (code === undefined) throw new TypeError(`Unknown QUIC version "${v}"`);
+          return code;
+        });
+        const list = new Uint32Array(codes);
+        const rc = sym.sbh3_config_set_versions(ptr, list, BigInt(list.length));
+        if (rc < 0) {
+          throw new RangeError(
+            `QUIC versions must include v1, got ${options.quicVersions.join(",")}`,
+          );
+        }
+      }
       if (options.token?.length) {
         const t = options.token as Uint8Array<ArrayBuffer>;
         check(sym.sbh3_config_set_token(ptr, t, BigInt(t.length)), "set_token");

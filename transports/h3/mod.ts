@@ -14,7 +14,13 @@ import { loadH3Library } from "./loader.ts";
 
 export { createH3Server, type H3SbiServer, type H3ServerOptions } from "./server.ts";
 export { createH3Client, type H3ClientOptions, type H3SbiClient } from "./client.ts";
-export { H3_ERR, type H3CongestionControl, type H3DatagramStats, H3Error } from "./ffi.ts";
+export {
+  H3_ERR,
+  type H3CongestionControl,
+  type H3DatagramStats,
+  H3Error,
+  type H3QuicVersion,
+} from "./ffi.ts";
 export { EMBEDDED_LIBRARY_URL, H3LoadError } from "./loader.ts";
 
 /** Versions of the shim and the libraries it runs on. */

@@ -15,8 +15,14 @@ import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
 import type { HeaderList } from "../wire.ts";
 import { resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { bodyTooLarge, systemFailure, tooEarly, unreadableRequest } from "../../handler/problem.ts";
-
+import {
+  bodyTooLarge,
+  overloaded,
+  systemFailure,
+  tooEarly,
+  unreadableRequest,
+} from "../../handler/problem.ts";
+import { BodyBudgetError, defaultBodyBudget } from "../byte_budget.ts";
 import {
   H3_ERR,
   H3_EVENT,
@@ -25,6 +31,7 @@ import {
   type H3CongestionControl,
   type H3DatagramStats,
   type H3Event,
+  type H3QuicVersion,
   H3ServerEndpoint,
   H3Socket,
 } from "./ffi.ts";
@@ -42,6 +49,12 @@ export interface H3ServerOptions extends ServerOptions {
    * handler's `DEFAULT_MAX_BODY_BYTES`.
    */
   maxBodyBytes?: number;
+  /**
+   * QUIC versions by preference, v1 among them: `["v2draft", "v1"]` moves a
+   * peer that offers the v2 draft to it (compatible version negotiation, RFC
+   * 9368). RFC 9369's v2 is not in ngtcp2 0.12.1. Default `["v1"]`.
+   */
+  quicVersions?: H3QuicVersion[];
   /**
    * ECN (RFC 9000 §13.4): mark datagrams ECT(0) while QUIC's validation of
    * the path allows it and report the marks received in ACKs. The first
@@ -246,14 +259,21 @@ class H3Server implements H3SbiServer {
 
   async #dispatch(e: H3Event): Promise<void> {
     this.#inflight++;
+    const budget = this.#options.bodyBudget ?? defaultBodyBudget;
+    const held = e.body.length > 0 && budget.take(e.body.length) ? e.body.length : 0;
     let response;
     try {
       let request;
-      try {
-        request = toSbiRequest(e.headers, e.body);
-      } catch (err) {
-        this.#options.onError?.(err);
-        response = unreadableRequest();
+      if (e.body.length > 0 && held === 0) {
+        // the process holds as many request-body bytes as its budget allows
+        response = overloaded(new BodyBudgetError(budget.limit).message);
+      } else {
+        try {
+          request = toSbiRequest(e.headers, e.body);
+        } catch (err) {
+          this.#options.onError?.(err);
+          response = unreadableRequest();
+        }
       }
       if (request && e.code & H3_MSG_EARLY) {
         this.#early.received++;
@@ -276,6 +296,7 @@ class H3Server implements H3SbiServer {
       }
       if (!this.#stopped && response) this.#send(e.connId, e.streamId, response);
     } finally {
+      budget.release(held);
       this.#inflight--;
       this.#idle?.();
     }
@@ -415,6 +436,7 @@ export async function createH3Server(
       maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       handshakeTimeoutMs: options.handshakeTimeoutMs,
       retry: options.retry,
+      quicVersions: options.quicVersions,
       ecn: options.ecn,
       sendQueue: {
         connBytes: Math.min(options.maxQueuedBytesPerConnection ?? 64 * 1024 * 1024, totalQueued),

@@ -39,6 +39,8 @@ export const SYMBOLS = {
   sbh3_config_set_retry: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_token(sbh3_config *cfg, const uint8_t *token, size_t len);
   sbh3_config_set_token: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_config_set_versions(sbh3_config *cfg, const uint32_t *versions, size_t n);
+  sbh3_config_set_versions: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_config_set_ecn(sbh3_config *cfg, int on);
   sbh3_config_set_ecn: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_cc(sbh3_config *cfg, int algo);

@@ -26,7 +26,7 @@
 #pragma weak nghttp2_option_set_max_continuations
 #pragma weak nghttp2_option_set_stream_reset_rate_limit
 
-#define NOPT 13
+#define NOPT 14
 
 static const uint64_t DEFAULTS[NOPT] = {
     0,
@@ -42,12 +42,14 @@ static const uint64_t DEFAULTS[NOPT] = {
     64ull << 20,   /* MAX_QUEUED */
     10000,         /* STALL_TIMEOUT_MS */
     256ull << 20,  /* MAX_BUFFERED */
+    256ull << 20,  /* MAX_QUEUED_TOTAL */
 };
 
 struct sbh2_server {
   int refs;
   uint64_t opt[NOPT];
   uint64_t buffered; /* request body bytes counted by all connections (SBH2_OPT_MAX_BUFFERED) */
+  uint64_t queued;   /* response body bytes not yet written, all connections (SBH2_OPT_MAX_QUEUED_TOTAL) */
 };
 
 struct sstream {
@@ -143,6 +145,7 @@ static void queue_message(struct sbh2_sconn *c, struct sstream *s) {
 static void release_body(struct sbh2_sconn *c, struct sstream *s) {
   if (!s->rsp) return;
   c->queued -= s->rsp_len - s->rsp_off;
+  c->srv->queued -= s->rsp_len - s->rsp_off;
   if (s->token) {
     struct released *r = calloc(1, sizeof *r);
     if (r) { /* without memory the caller keeps the body until the connection is freed */
@@ -196,6 +199,7 @@ static int on_send_data(nghttp2_session *session, nghttp2_frame *frame, const ui
   if (pad > 1) memset(p + length, 0, pad - 1);
   s->rsp_off += length;
   c->queued -= length;
+  c->srv->queued -= length;
   c->out_len += need;
   c->last_progress = now_ms();
   return 0;
@@ -479,6 +483,7 @@ void sbh2_sconn_free(sbh2_sconn *c) {
     c->rhead = r->next;
     free(r);
   }
+  c->srv->queued -= c->queued; /* its unwritten responses leave the server's count */
   server_unref(c->srv);
   free(c);
 }
@@ -551,7 +556,8 @@ int sbh2_sconn_respond(sbh2_sconn *c, int32_t stream_id, const uint8_t *hdrs, ui
   if (c->finished) return SBH2_ERR_CLOSED;
   struct sstream *s = nghttp2_session_get_stream_user_data(c->session, stream_id);
   if (!s || !s->delivered || s->responded || s->closed) return SBH2_ERR_NOT_FOUND;
-  if (body_len && window_closed(c, stream_id) && c->queued + body_len > c->max_queued) {
+  if (body_len && window_closed(c, stream_id) &&
+      (c->queued + body_len > c->max_queued || c->srv->queued + body_len > c->srv->opt[SBH2_OPT_MAX_QUEUED_TOTAL])) {
     /* the peer reads nothing and enough is waiting already: refuse to hold more */
     s->responded = 1;
     reset_stream(c, s, NGHTTP2_ENHANCE_YOUR_CALM);
@@ -579,6 +585,7 @@ int sbh2_sconn_respond(sbh2_sconn *c, int32_t stream_id, const uint8_t *hdrs, ui
     s->token = token;
     if (c->queued == 0) c->last_progress = now_ms();
     c->queued += body_len;
+    c->srv->queued += body_len;
   }
   nghttp2_data_provider prd = {.source = {.ptr = s}, .read_callback = rsp_read};
   int r = nghttp2_submit_response(c->session, stream_id, nv, nfields, body_len ? &prd : NULL);
@@ -685,6 +692,8 @@ int64_t sbh2_sconn_stat(sbh2_sconn *c, int stat) {
     return c->stat_local_resets;
   case SBH2_STAT_QUEUED_BYTES:
     return (int64_t)c->queued;
+  case SBH2_STAT_QUEUED_TOTAL:
+    return (int64_t)c->srv->queued;
   case SBH2_STAT_STREAMS:
     return c->nstreams;
   case SBH2_STAT_BUFFERED:

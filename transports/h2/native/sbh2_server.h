@@ -17,8 +17,9 @@
  * list size, CONTINUATION frames, request body size (the request still
  * arrives, as a MESSAGE whose code is 413 and whose body is empty, so the
  * caller answers it), request body bytes buffered by all connections of a
- * server (a body that does not fit arrives with code 503), peer stream resets (rapid reset), response bytes queued
- * while the peer's window is closed, and the settings, idle and stall timers.
+ * server (a body that does not fit arrives with code 503), peer stream resets
+ * (rapid reset), response bytes queued while the peer's window is closed (per
+ * connection and per server), and the settings, idle and stall timers.
  * Timers run when the caller calls sbh2_sconn_tick; the clock is
  * CLOCK_MONOTONIC.
  *
@@ -64,6 +65,9 @@ enum sbh2_option {
   /* Request body bytes buffered at once by all connections of this server (a declared content-length counts
      whole); a body that does not fit arrives as a MESSAGE with code 503; default 256 MiB. */
   SBH2_OPT_MAX_BUFFERED = 12,
+  /* Response body bytes queued by all connections of this server; a response beyond it while its peer's window
+     is closed is reset (ENHANCE_YOUR_CALM), as for SBH2_OPT_MAX_QUEUED; default 256 MiB. */
+  SBH2_OPT_MAX_QUEUED_TOTAL = 13,
 };
 
 /* Counters of one connection (sbh2_sconn_stat). */
@@ -80,6 +84,8 @@ enum sbh2_stat {
   SBH2_STAT_STREAMS = 5,
   /* Request body bytes counted against SBH2_OPT_MAX_BUFFERED by all connections of this server now. */
   SBH2_STAT_BUFFERED = 6,
+  /* Response body bytes queued and not yet written by all connections of this server. */
+  SBH2_STAT_QUEUED_TOTAL = 7,
 };
 
 typedef struct sbh2_server sbh2_server;

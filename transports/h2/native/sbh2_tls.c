@@ -26,7 +26,7 @@
 #define PLAIN_CAP (64 * 1024)
 #define ERR_LEN 256
 /* Largest ciphertext buffer a session keeps between calls. */
-#define KEEP_CAP (64 * 1024)
+#define KEEP_CAP (16 * 1024)
 
 struct sbh2_tls_config {
   int refs;
@@ -244,7 +244,7 @@ static int drive_handshake(sbh2_tls *t) {
   if (rv == GNUTLS_E_AGAIN) return 0;
   if (rv < 0) {
     /* GnuTLS leaves the alert to the caller; it lands in the output for the peer to read. */
-    gnutls_alert_send_appropriate(t->s, rv);
+    if (rv != GNUTLS_E_FATAL_ALERT_RECEIVED) gnutls_alert_send_appropriate(t->s, rv);
     return fail(t, rv, "TLS handshake failed");
   }
   gnutls_datum_t alpn = {0};
@@ -365,6 +365,7 @@ int sbh2_tls_recv(sbh2_tls *t, const uint8_t *in, uint32_t in_len, uint8_t *out,
       /* GnuTLS also says AGAIN after a post-handshake message (a ticket) with records still buffered. */
       if (t->starved || ++interrupted > 64) break;
     } else if (gnutls_error_is_fatal((int)r)) {
+      if (r != GNUTLS_E_FATAL_ALERT_RECEIVED) gnutls_alert_send_appropriate(t->s, (int)r);
       rv = fail(t, (int)r, "TLS connection failed");
     }
   }

@@ -8,7 +8,7 @@
  * Cases that need a misbehaving client (invalid transport parameters) run the
  * module's probe program (native/probe.c); the others use our own client.
  */
-import { ensureBuilt } from "../../../transports/native_build.ts";
+import { ensureBuilt } from "../../native_build.ts";
 import type { TlsMaterial } from "../../tls.ts";
 import { createH3Client, type H3ClientOptions } from "../client.ts";
 

@@ -131,6 +131,8 @@ sbh3_config *sbh3_config_new(int is_server) {
   cfg->max_conn_queued = 64ull << 20;
   cfg->max_total_queued = 256ull << 20;
   cfg->stall_ms = 30000;
+  cfg->versions[0] = NGTCP2_PROTO_VER_V1;
+  cfg->nversions = 1;
   return cfg;
 }
 
@@ -214,6 +216,19 @@ int sbh3_config_set_token(sbh3_config *cfg, const uint8_t *token, size_t len) {
   if (!cfg || cfg->is_server || (len && !token)) return SBH3_ERR_INVALID;
   cfg->token.len = 0;
   return buf_append(&cfg->token, token, len) == 0 ? 0 : SBH3_ERR_NOMEM;
+}
+
+int sbh3_config_set_versions(sbh3_config *cfg, const uint32_t *versions, size_t n) {
+  if (!cfg || !versions || n == 0 || n > 4) return SBH3_ERR_INVALID;
+  int has_v1 = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!ngtcp2_is_supported_version(versions[i])) return SBH3_ERR_INVALID;
+    has_v1 |= versions[i] == NGTCP2_PROTO_VER_V1;
+  }
+  if (!has_v1) return SBH3_ERR_INVALID;
+  memcpy(cfg->versions, versions, n * sizeof(*versions));
+  cfg->nversions = n;
+  return 0;
 }
 
 int sbh3_config_set_ecn(sbh3_config *cfg, int on) {

@@ -581,6 +581,13 @@ void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_co
   s->max_stream_window = 16u << 20;
   s->handshake_timeout = (uint64_t)cfg->handshake_ms * NGTCP2_MILLISECONDS;
   s->cc_algo = cc_algo(cfg->cc);
+  /* Compatible version negotiation (RFC 9368): the server moves a client to a version it prefers. */
+  s->preferred_versions = (uint32_t *)cfg->versions;
+  s->preferred_versionslen = cfg->nversions;
+  if (!cfg->is_server) {
+    s->other_versions = (uint32_t *)cfg->versions;
+    s->other_versionslen = cfg->nversions;
+  }
   /*
    * Default (RFC 9000 §14): 1200-byte datagrams until ngtcp2's PMTUD has confirmed a larger size
    * (its probes go up to 1444 bytes), never above the peer's max_udp_payload_size. An explicit
@@ -816,6 +823,7 @@ int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t queued, uint64_t *out,
   if (n > SBH3_STAT_QUEUED_BYTES) out[SBH3_STAT_QUEUED_BYTES] = queued;
   if (c && n > SBH3_STAT_PATH_MAX_PAYLOAD)
     out[SBH3_STAT_PATH_MAX_PAYLOAD] = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->qc);
+  if (c && n > SBH3_STAT_VERSION) out[SBH3_STAT_VERSION] = ngtcp2_conn_get_negotiated_version(c->qc);
   if (c && n > SBH3_STAT_PEER_MAX_PAYLOAD) {
     const ngtcp2_transport_params *p = ngtcp2_conn_get_remote_transport_params(c->qc);
     out[SBH3_STAT_PEER_MAX_PAYLOAD] = p ? p->max_udp_payload_size : 0;

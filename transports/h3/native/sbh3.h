@@ -154,7 +154,9 @@ enum sbh3_stat {
   SBH3_STAT_ECN_SENT = 13,
   /* Datagrams received with an ECN codepoint, reported to QUIC (through sbh3_*_io, the caller's own first datagram excluded). */
   SBH3_STAT_ECN_RECV = 14,
-  SBH3_STAT_COUNT = 15,
+  /* The QUIC version in use (0 for server totals). */
+  SBH3_STAT_VERSION = 15,
+  SBH3_STAT_COUNT = 16,
 };
 
 typedef struct sbh3_config sbh3_config;
@@ -193,6 +195,8 @@ int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t t
 int sbh3_config_set_retry(sbh3_config *cfg, int on);
 /* Client: a NEW_TOKEN (from sbh3_conn_token) to present in the first Initial of connections made from cfg (copied). */
 int sbh3_config_set_token(sbh3_config *cfg, const uint8_t *token, size_t len);
+/* QUIC versions by preference (1..4, v1 among them; ngtcp2 0.12 knows v1 and the v2 draft 0x709a50c4). A client starts with v1 and offers the rest; a server moves it to the first it prefers (RFC 9368). Default v1 alone. */
+int sbh3_config_set_versions(sbh3_config *cfg, const uint32_t *versions, size_t n);
 /* ECN (RFC 9000 §13.4) on sbh3_*_io: mark datagrams as ngtcp2's validation allows and report received marks (default on). */
 int sbh3_config_set_ecn(sbh3_config *cfg, int on);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */

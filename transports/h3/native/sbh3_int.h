@@ -65,6 +65,8 @@ struct sbh3_config {
   int retry;                     /* server: validate addresses with Retry, hand out NEW_TOKEN */
   int no_ecn;                    /* neither mark datagrams nor report the marks received */
   buf_t token;                   /* client: a NEW_TOKEN to present in the first Initial */
+  uint32_t versions[4];          /* QUIC versions by preference (default v1 alone) */
+  size_t nversions;
   int cc;                        /* enum sbh3_cc */
   uint32_t ticket_lifetime;      /* server: seconds a session ticket is valid (0: no tickets) */
   gnutls_datum_t ticket_key;     /* server: master key of the rotating ticket keys */

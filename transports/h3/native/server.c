@@ -103,11 +103,12 @@ static stateless_pkt_t *stateless_slot(sbh3_server *srv, const ngtcp2_sockaddr_u
 static void send_version_negotiation(sbh3_server *srv, const ngtcp2_version_cid *vc, const ngtcp2_sockaddr_union *to) {
   if (!stateless_allowed(srv)) return;
   stateless_pkt_t *p = stateless_slot(srv, to);
-  uint32_t sv[2] = {0x1a2a3a4au, NGTCP2_PROTO_VER_V1};
+  uint32_t sv[5] = {0x1a2a3a4au};
+  memcpy(sv + 1, srv->cfg->versions, srv->cfg->nversions * sizeof(uint32_t));
   uint8_t r;
   rand_bytes(&r, 1);
   ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(p->data, sizeof(p->data), r, vc->scid, vc->scidlen, vc->dcid,
-                                                        vc->dcidlen, sv, 2);
+                                                        vc->dcidlen, sv, 1 + srv->cfg->nversions);
   if (n <= 0) return;
   p->len = (size_t)n;
   srv->sq_count++;
