@@ -39,6 +39,7 @@ import {
 import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
 import { decodeResponseBlock, RequestBlockWriter } from "../wire.ts";
 import { loadH2Library } from "./loader.ts";
+import { tcpMaxSegment } from "./nodelay.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
@@ -109,6 +110,17 @@ class Session implements KeyingMaterialExporter {
     this.#flushQueued = false;
     this.#flush();
   };
+
+  /** The connection's TCP maximum segment size, read once (undefined where it cannot be read). */
+  get tcpMss(): number | undefined {
+    if (!this.#mssRead) {
+      this.#mssRead = true;
+      this.#mss = tcpMaxSegment({ localPort: (this.#sock.localAddr as Deno.NetAddr).port });
+    }
+    return this.#mss;
+  }
+  #mss: number | undefined;
+  #mssRead = false;
 
   constructor(
     sock: Deno.TcpConn,
@@ -592,15 +604,20 @@ class Client implements NativeH2Client {
     return (this.#session ?? this.#lastSession)?.setupTimings();
   }
 
-  /** What the open connection runs on (libraries, negotiated TLS), for reports; undefined before one opens. */
+  /**
+   * What the connection runs on (libraries, negotiated TLS, TCP MSS), for
+   * reports: the open one, else the last one (kept after close); undefined
+   * before any opened.
+   */
   connectionInfo(): ConnectionInfo | undefined {
     const s = this.#session;
-    if (!s) return undefined;
+    if (!s) return this.#lastInfo;
     const v = sbh2Versions(this.#sym);
     const tls = s.tlsInfo();
-    return {
+    return this.#lastInfo = {
       stack: "native",
       implementation: `nghttp2 ${v.nghttp2}`,
+      tcpMssBytes: s.tcpMss,
       tls: tls
         ? {
           library: `GnuTLS ${v.gnutls}`,
@@ -621,6 +638,8 @@ class Client implements NativeH2Client {
     return (await this.#tlsSession()).exportKeyingMaterial(label, context, length);
   }
 
+  #lastInfo: ConnectionInfo | undefined;
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -631,6 +650,7 @@ class Client implements NativeH2Client {
     }
     const s = this.#session ??
       (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
+    if (this.#session) this.connectionInfo(); // keep what the report will ask for
     this.#session = undefined;
     await s?.close();
     this.#tlsConfig?.close();
