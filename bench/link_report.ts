@@ -123,7 +123,7 @@ export function linkObservations(run: BenchRun): string[] {
       );
     }
   }
-  const cold = run.rows.filter((r) => r.scenario === "cold" && r.id.includes("/first-response/"));
+  const cold = run.rows.filter((r) => r.scenario === "cold" && r.id.endsWith("/full/total"));
   const h3c = cold.find((r) => r.transport === "h3");
   for (const h2 of cold.filter((r) => r.transport !== "h3")) {
     if (!h3c) continue;

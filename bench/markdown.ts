@@ -3,6 +3,7 @@ import { stackLines } from "./stack_report.ts";
 import { findFloor } from "./floors.ts";
 import { floorMultiple, medianWithCi } from "./table.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
+import { setupTable } from "./setup_report.ts";
 import type { BenchRun, ResultRow } from "./schema.ts";
 import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
 import { verdictTable } from "./verdict_table.ts";
@@ -248,6 +249,9 @@ export function renderMarkdown(run: BenchRun): string {
   }
   for (
     const [title, t] of [["Per-request latency percentiles", percentileTable(run)], [
+      "Connection set-up (median to the end of each phase)",
+      setupTable(run),
+    ], [
       "Client port change mid-run",
       migrationTable(run),
     ]] as const

@@ -313,14 +313,14 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       clock,
       config,
       notes,
-      async openClient(t, { origin, nfType } = {}) {
+      async openClient(t, { origin, ...choices } = {}) {
         const url = origin ?? endpoints?.urls[t];
         if (!url) throw new RangeError(`No endpoint for transport ${t}`);
         const c = await createClient(t, url, {
           stack,
           tls: t === "h2c" ? undefined : endpoints!.tls,
           timeoutMs: 10_000,
-          nfType,
+          ...choices,
         });
         clients.push(c);
         return c;

@@ -13,6 +13,7 @@ import {
   formatRate,
 } from "./units.ts";
 import { linkLines, migrationTable, percentileTable } from "./link_report.ts";
+import { roundTripUnit, setupTable } from "./setup_report.ts";
 import { stackLines } from "./stack_report.ts";
 
 /** Lays out rows of cells as aligned columns (first column left, others right). */
@@ -139,6 +140,16 @@ export function renderTable(run: BenchRun): string {
   const pct = percentileTable(run);
   if (pct.body.length) {
     parts.push("", "Per-request latency percentiles:", layoutColumns(pct.header, pct.body));
+  }
+  const setup = setupTable(run);
+  if (setup.body.length) {
+    parts.push(
+      "",
+      `Connection set-up, median time to the end of each phase (round trips: ${
+        roundTripUnit(run)
+      }):`,
+      layoutColumns(setup.header, setup.body),
+    );
   }
   const mig = migrationTable(run);
   if (mig.body.length) {

@@ -54,3 +54,22 @@ export function parseHeader(line: string): [string, string] {
   if (/[\r\n\0]/.test(value)) throw new UsageError(`Header value of ${name} has a line break`);
   return [name, value];
 }
+
+/** An exporter request from `--export LABEL:LEN`. */
+export interface ExportSpec {
+  /** Exporter label, for example `EXPORTER_3GPP_N32_MASTER`. */
+  label: string;
+  /** Output length in bytes (1-65535). */
+  length: number;
+}
+
+/** Parses `LABEL:LEN` (the label may itself hold colons; LEN 1-65535). */
+export function parseExport(value: string): ExportSpec {
+  const at = value.lastIndexOf(":");
+  const label = value.slice(0, at), len = value.slice(at + 1);
+  const length = Number(len);
+  if (at <= 0 || !/^\d+$/.test(len) || length < 1 || length > 65535) {
+    throw new UsageError(`--export must be LABEL:LEN with LEN 1-65535, got ${value}`);
+  }
+  return { label, length };
+}

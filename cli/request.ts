@@ -8,7 +8,8 @@ import {
   type TlsMaterial,
   type TransportName,
 } from "../transports/mod.ts";
-import { parseHeader, parsePositiveInt } from "./args.ts";
+import { parseExport, parseHeader, parsePositiveInt, UsageError } from "./args.ts";
+import { toHex } from "../transports/n32.ts";
 
 interface RequestOptions {
   stack?: string;
@@ -23,6 +24,7 @@ interface RequestOptions {
   include?: boolean;
   h3?: boolean;
   nfType: string;
+  export?: string;
 }
 
 /** Environment flag set when the process already ignores certificate errors (`-k`). */
@@ -67,12 +69,23 @@ export function registerRequestCommand(program: Command): void {
     .option("--h3", "use HTTP/3 over QUIC (https:// only)")
     .option("--stack <stack>", "native (nghttp2/ngtcp2, GnuTLS; default) or deno (fetch, h2 only)")
     .option("--nf-type <type>", "NF type in User-Agent", "SMF")
+    .option(
+      "--export <label:len>",
+      "print the connection's TLS exporter output (RFC 5705) as hex on stderr, e.g. EXPORTER_3GPP_N32_MASTER:64",
+    )
     .action(async (urlText: string, o: RequestOptions) => {
       const url = parseOrigin(urlText);
       const stack = resolveStack(o.stack === undefined ? undefined : parseStack(o.stack));
       if (o.h3 && url.protocol !== "https:") throw new TypeError("--h3 needs an https:// URL");
       const transport: TransportName = o.h3 ? "h3" : url.protocol === "https:" ? "h2-tls" : "h2c";
       const timeoutMs = parsePositiveInt(o.timeout, "--timeout");
+      const exporter = o.export === undefined ? undefined : parseExport(o.export);
+      if (exporter && url.protocol !== "https:") {
+        throw new UsageError("--export needs TLS: an https:// URL");
+      }
+      if (exporter && stack === "deno") {
+        throw new UsageError("--export needs the native stack (fetch exposes no TLS exporter)");
+      }
       const headers: Record<string, string> = {};
       for (const h of o.header) {
         const [k, v] = parseHeader(h);
@@ -122,6 +135,13 @@ export function registerRequestCommand(program: Command): void {
           await writeAll(new TextEncoder().encode(lines.join("\r\n") + "\r\n\r\n"));
         }
         await writeAll(res.body);
+        if (exporter) {
+          if (!client.exportKeyingMaterial) {
+            throw new TypeError(`The ${stack} stack's ${transport} client has no TLS exporter`);
+          }
+          const key = await client.exportKeyingMaterial(exporter.label, undefined, exporter.length);
+          console.error(`${exporter.label}:${exporter.length} ${toHex(key)}`);
+        }
       } finally {
         await client.close();
       }

@@ -8,6 +8,7 @@ import {
   resolveStack,
   type SbiServer,
   type ServerOptions,
+  type TlsConnection,
   type TlsMaterial,
   type TransportName,
 } from "../transports/mod.ts";
@@ -21,7 +22,15 @@ import {
 } from "../transports/pki.ts";
 import { defaultStateDir } from "./state.ts";
 import { listeningLine } from "./listening.ts";
-import { asUsage, parsePort, parsePositiveInt, UsageError } from "./args.ts";
+import {
+  asUsage,
+  type ExportSpec,
+  parseExport,
+  parsePort,
+  parsePositiveInt,
+  UsageError,
+} from "./args.ts";
+import { toHex } from "../transports/n32.ts";
 
 interface ServeOptions {
   stack?: string;
@@ -48,6 +57,23 @@ interface ServeOptions {
   stallTimeout: string;
   maxInflightBodies: string;
   maxQueuedResponses: string;
+  export?: string;
+  ticketLifetime: string;
+  earlyData: boolean;
+}
+
+/** One stderr line for a TLS connection a server accepted, with the exporter output when asked for. */
+function tlsLine(transport: string, conn: TlsConnection, exporter: ExportSpec | undefined): string {
+  const i = conn.info();
+  const what = [i.version, i.cipherSuite, i.group, i.resumed ? "resumed" : "full handshake"];
+  if (i.earlyData === "accepted") what.push("0-RTT");
+  if (i.peerSubject) what.push(`client ${i.peerSubject}`);
+  const head = `${transport} TLS from ${conn.remoteAddr.hostname}:${conn.remoteAddr.port} (${
+    what.join(", ")
+  })`;
+  if (!exporter) return head;
+  const key = conn.exportKeyingMaterial(exporter.label, undefined, exporter.length);
+  return `${head} ${exporter.label}:${exporter.length} ${toHex(key)}`;
 }
 
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "0.0.0.0", "::"]);
@@ -187,6 +213,16 @@ export function registerServeCommand(program: Command): void {
       "response bytes queued for slow readers: per server on the native stack (h2 and h3), per process on deno",
       "67108864",
     )
+    .option(
+      "--export <label:len>",
+      "log each TLS connection's peer and the server's exporter output (RFC 5705) as hex, e.g. EXPORTER_3GPP_N32_MASTER:64",
+    )
+    .option(
+      "--ticket-lifetime <s>",
+      "TLS 1.3 session ticket lifetime and key rotation period (0 = no tickets)",
+      "3600",
+    )
+    .option("--no-early-data", "h3: refuse 0-RTT (resumed clients wait for the handshake)")
     .action(async (o: ServeOptions) => {
       const stack = asUsage(() => resolveStack(o.stack));
       const transports = asUsage(() => parseTransports(o.transports));
@@ -200,6 +236,13 @@ export function registerServeCommand(program: Command): void {
         throw new UsageError(`--h3-max-udp-payload must be 1200-65527, got ${h3MaxUdpPayload}`);
       }
       const limits = serveLimits(o, transports);
+      const exporter = o.export === undefined ? undefined : parseExport(o.export);
+      if (exporter && stack === "deno") {
+        throw new UsageError(
+          "--export needs the native stack (Deno.serve exposes no TLS exporter)",
+        );
+      }
+      const ticketLifetimeSeconds = parsePositiveInt(o.ticketLifetime, "--ticket-lifetime", true);
       const needsTls = transports.some((t) => t !== "h2c");
       const tls = needsTls ? await serverTls(o) : undefined;
       // One body limit: the transports refuse a larger body as it streams in with the
@@ -236,6 +279,7 @@ export function registerServeCommand(program: Command): void {
             handshakeTimeoutMs?: number;
             maxQueuedBytes?: number;
             retry?: boolean;
+            earlyData?: boolean;
           } = {
             stack,
             hostname: o.host,
@@ -245,6 +289,11 @@ export function registerServeCommand(program: Command): void {
             ...limits,
             onError: (err: unknown) =>
               console.error(`${t}: ${String((err as Error)?.message ?? err).split("\n")[0]}`),
+            ticketLifetimeSeconds,
+            earlyData: o.earlyData,
+            onTls: exporter
+              ? (conn: TlsConnection) => console.error(tlsLine(t, conn, exporter))
+              : undefined,
           };
           if (t === "h3") {
             options.maxUdpPayload = h3MaxUdpPayload;

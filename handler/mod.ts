@@ -34,6 +34,7 @@ export {
   problemResponse,
   statusTitle,
   systemFailure,
+  tooEarly,
   unreadableRequest,
 } from "./problem.ts";
 export {

@@ -16,6 +16,7 @@ const TITLES: Readonly<Record<number, string>> = {
   411: "Length Required",
   413: "Payload Too Large",
   415: "Unsupported Media Type",
+  425: "Too Early",
   429: "Too Many Requests",
   500: "Internal Server Error",
   501: "Not Implemented",
@@ -118,4 +119,17 @@ export function systemFailure(): SbiResponse {
 /** The 503 for a request refused because the process is at a resource limit. */
 export function overloaded(detail: string): SbiResponse {
   return problemResponse(503, { cause: "NF_CONGESTION", detail });
+}
+
+/**
+ * The 425 Too Early (RFC 8470 §5.2) for a request that arrived in TLS early
+ * data (0-RTT) and is not safe to run before the handshake completes: a
+ * replay of it would run it again. The client may send it again once the
+ * handshake is done. TS 29.500 defines no cause for 425; this one names it.
+ */
+export function tooEarly(): SbiResponse {
+  return problemResponse(425, {
+    cause: "TOO_EARLY",
+    detail: "Request received in early data; send it again after the handshake",
+  });
 }

@@ -405,6 +405,9 @@ class LinkImpl implements Link {
       if (this.#mtu !== undefined) {
         await run("ip", ["-n", ns, "link", "set", "dev", dev, "mtu", String(this.#mtu)]);
       }
+      // A long device queue: when the relay waits for a CPU (a busy host), packets queue in the
+      // kernel instead of being dropped there, so only the relay's own model drops them.
+      await run("ip", ["-n", ns, "link", "set", "dev", dev, "txqueuelen", "10000"]);
       await run("ip", ["-n", ns, "addr", "add", `${addr}/30`, "dev", dev]);
       await run("ip", ["-n", ns, "link", "set", dev, "up"]);
     }

@@ -16,7 +16,6 @@ import {
   startLabServe,
 } from "./support.ts";
 
-const MAIN = `${ROOT}/main.ts`;
 const dec = new TextDecoder();
 const NF_ID = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
 

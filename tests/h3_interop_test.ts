@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
-import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
+import { createDevPki } from "../transports/pki.ts";
 import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
 import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
-import { freeUdpPort } from "../transports/host.ts";
+import { startGtlsServer } from "./support.ts";
 
 const haveClient = await haveProgram("gtlsclient");
 const haveServer = await haveProgram("gtlsserver");
@@ -72,28 +72,12 @@ Deno.test({
   ignore: H3_SKIP !== null || !haveServer,
   fn: async () => {
     const pki = await createDevPki();
-    const pkiDir = await Deno.makeTempDir();
-    const docs = await Deno.makeTempDir();
-    await writeDevPki(pkiDir, pki);
     const files: Record<string, Uint8Array> = {
       "small.bin": crypto.getRandomValues(new Uint8Array(256)),
       "big.bin": new Uint8Array(4 * 1024 * 1024).map((_, i) => (i * 2654435761) >>> 24),
     };
-    for (const [name, data] of Object.entries(files)) await Deno.writeFile(`${docs}/${name}`, data);
-    const port = freeUdpPort();
-    const child = new Deno.Command("gtlsserver", {
-      args: [
-        "-q",
-        "-d",
-        docs,
-        "127.0.0.1",
-        String(port),
-        `${pkiDir}/${DEV_PKI_FILES.serverKey}`,
-        `${pkiDir}/${DEV_PKI_FILES.serverCert}`,
-      ],
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
+    const gtls = await startGtlsServer(pki, files);
+    const port = gtls.port;
     const client = await createH3Client(`https://127.0.0.1:${port}`, {
       tls: { ca: pki.caCertPem },
       timeoutMs: 500,
@@ -115,10 +99,7 @@ Deno.test({
       assert.equal(missing.status, 404);
     } finally {
       await client.close();
-      child.kill("SIGTERM");
-      await child.status;
-      await Deno.remove(pkiDir, { recursive: true });
-      await Deno.remove(docs, { recursive: true });
+      await gtls.stop();
     }
   },
 });

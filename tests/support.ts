@@ -3,7 +3,7 @@
  * server per transport around a fresh handler, find tools, pick free ports.
  */
 import { createHandler, type HandlerOptions } from "../handler/mod.ts";
-import type { SbiHandler } from "../handler/types.ts";
+import type { SbiHandler, SbiRequest } from "../handler/types.ts";
 import {
   availableTransports,
   createClient,
@@ -14,9 +14,9 @@ import {
   STACKS,
   type TransportName,
 } from "../transports/mod.ts";
-import { createDevPki, type DevPki } from "../transports/pki.ts";
+import { createDevPki, DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
 import { readListening } from "../cli/listening.ts";
-import { findTool, ROOT } from "../transports/host.ts";
+import { findTool, freeUdpPort, ROOT } from "../transports/host.ts";
 
 export { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../transports/host.ts";
 
@@ -160,6 +160,8 @@ export interface LabServe {
   running(): boolean;
   /** Everything the server wrote to stderr so far (complete after `stop`). */
   stderr(): string;
+  /** Resolves with the first stderr line matching `pattern`; rejects after `timeoutMs` (default 10 s). */
+  stderrLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
   /** SIGTERM (SIGKILL after 5 s), waits, removes the PKI folder; returns the exit status. */
   stop(): Promise<Deno.CommandStatus>;
 }
@@ -187,9 +189,29 @@ export async function startLabServe(
   let running = true;
   const status = child.status.finally(() => (running = false));
   let err = "";
+  let wake: (() => void) | undefined;
   const stderrDone = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-    new WritableStream({ write: (c) => void (err += c) }),
+    new WritableStream({
+      write: (c) => {
+        err += c;
+        wake?.();
+      },
+    }),
   ).catch(() => {});
+  const stderrLine = async (pattern: RegExp, timeoutMs = 10_000): Promise<string> => {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = err.split("\n").find((l) => pattern.test(l));
+      if (hit !== undefined) return hit;
+      const left = end - Date.now();
+      if (left <= 0) throw new Error(`No stderr line matched ${pattern}:\n${err}`);
+      const { promise, resolve } = Promise.withResolvers<void>();
+      wake = resolve;
+      const t = setTimeout(resolve, left);
+      await promise;
+      clearTimeout(t);
+    }
+  };
   const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
   const stop = async () => {
     if (running) {
@@ -216,6 +238,7 @@ export async function startLabServe(
     status,
     running: () => running,
     stderr: () => err,
+    stderrLine,
     stop,
   };
 }
@@ -242,4 +265,57 @@ export async function runLab(
   const out = await child.output();
   clearTimeout(timer);
   return { code: out.code, stdout: out.stdout, stderr: new TextDecoder().decode(out.stderr) };
+}
+
+/** A handler that records every request it ran, around `inner` (default: a fresh handler). */
+export function recordingHandler(
+  inner: SbiHandler = createHandler(),
+): { handler: SbiHandler; calls: SbiRequest[] } {
+  const calls: SbiRequest[] = [];
+  return {
+    calls,
+    handler: (req) => {
+      calls.push(req);
+      return inner(req);
+    },
+  };
+}
+
+/**
+ * Starts ngtcp2's example server (`gtlsserver`, package ngtcp2-server) on a
+ * free UDP port of 127.0.0.1 with `pki`'s server certificate, serving `files`
+ * from a temporary folder. It binds a moment later: retry the first request.
+ * `stop()` ends it and removes its folders.
+ */
+export async function startGtlsServer(
+  pki: DevPki,
+  files: Record<string, Uint8Array>,
+): Promise<{ port: number; stop(): Promise<void> }> {
+  const pkiDir = await Deno.makeTempDir();
+  const docs = await Deno.makeTempDir();
+  await writeDevPki(pkiDir, pki);
+  for (const [name, data] of Object.entries(files)) await Deno.writeFile(`${docs}/${name}`, data);
+  const port = freeUdpPort();
+  const child = new Deno.Command("gtlsserver", {
+    args: [
+      "-q",
+      "-d",
+      docs,
+      "127.0.0.1",
+      String(port),
+      `${pkiDir}/${DEV_PKI_FILES.serverKey}`,
+      `${pkiDir}/${DEV_PKI_FILES.serverCert}`,
+    ],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  return {
+    port,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await child.status;
+      await Deno.remove(pkiDir, { recursive: true });
+      await Deno.remove(docs, { recursive: true });
+    },
+  };
 }

@@ -118,3 +118,8 @@ export async function deriveN32fKeys(
     reverseResponse: await pair("reverse_response"),
   };
 }
+
+/** Lower-case hex of `bytes`, the way exporter output and N32 keys are printed. */
+export function toHex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -22,7 +22,7 @@ export interface NativeTarget {
 }
 
 /** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h). */
-const H3_SOURCES = ["common", "conn", "client", "server", "udp"].map((f) =>
+const H3_SOURCES = ["common", "conn", "client", "server", "udp", "tls"].map((f) =>
   `transports/h3/native/${f}.c`
 );
 const H3_HEADERS = [

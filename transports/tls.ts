@@ -124,6 +124,8 @@ export interface TlsConnectionInfo {
   peerSubject?: string;
   /** Ciphertext bytes of the handshake, each way. */
   handshakeBytes: { sent: number; received: number };
+  /** 0-RTT: `accepted` or `rejected` when the client sent early data, else `none`. */
+  earlyData?: "none" | "accepted" | "rejected";
 }
 
 /** The RFC 5705 / RFC 8446 §7.5 keying-material exporter of one TLS connection. */

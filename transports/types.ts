@@ -3,7 +3,8 @@
  * material type. Adding a transport never touches the handler.
  */
 import type { SbiHandler, SbiHeaders } from "../handler/types.ts";
-import type { TlsMaterial } from "./tls.ts";
+import type { TlsConnection, TlsMaterial } from "./tls.ts";
+import type { TicketCache } from "./ticket_cache.ts";
 import type { ByteBudget } from "./byte_budget.ts";
 
 /** The transports sbilab knows. */
@@ -54,6 +55,8 @@ export interface ConnectionInfo {
     group?: string;
     /** Whether the session was resumed. */
     resumed?: boolean;
+    /** 0-RTT: `accepted` or `rejected` when early data was sent, else `none`. */
+    earlyData?: "none" | "accepted" | "rejected";
   };
   /** Largest UDP payload on the connection so far, either direction (QUIC), in bytes. */
   maxDatagramBytes?: number;
@@ -77,6 +80,20 @@ export interface ServerOptions {
    * Default the handler's `DEFAULT_MAX_BODY_BYTES`.
    */
   maxBodyBytes?: number;
+  /**
+   * TLS transports, native stack: called once per connection after its
+   * handshake, with the peer's address, what was negotiated and the
+   * connection's exporter (which throws `RangeError` once the connection
+   * closed). Default none.
+   */
+  onTls?: (conn: TlsConnection) => void;
+  /**
+   * TLS transports, native stack: lifetime of the TLS 1.3 session tickets sent
+   * (one per connection), in seconds; the ticket keys rotate with the same
+   * period (GnuTLS derives them from one master key per server). 0 sends none.
+   * Default 3600.
+   */
+  ticketLifetimeSeconds?: number;
   /**
    * TCP connections one listener holds at once; newer ones beyond it are
    * closed (h3 has no cap of its own). Default
@@ -162,6 +179,31 @@ export interface ClientOptions {
    * `SBILAB_STACK` environment variable when set.
    */
   stack?: StackName;
+  /** TLS transports, native stack: offer a saved session ticket and keep new ones. Default true. */
+  resumption?: boolean;
+  /**
+   * h3: when resuming, send safe requests (GET, HEAD, OPTIONS) in 0-RTT;
+   * other methods always wait for the handshake. Default true.
+   */
+  earlyData?: boolean;
+  /** Where tickets are kept. Default: one cache shared by the process's native clients. */
+  ticketCache?: TicketCache;
+}
+
+/**
+ * When the phases of the first request on a new connection ended, in ms from
+ * the moment the client started connecting. A request on a fresh client
+ * starts connecting at once, so these are the set-up costs a cold request pays.
+ */
+export interface SetupTimings {
+  /** The transport is up: TCP connect done; QUIC: the server's first datagram received. */
+  connectMs: number;
+  /** The TLS handshake completed at the client (undefined on h2c). */
+  tlsMs?: number;
+  /** The first bytes that came in after the request went out. */
+  firstByteMs: number;
+  /** The response was complete. */
+  totalMs: number;
 }
 
 /** One request through a client. */
@@ -198,6 +240,18 @@ export interface SbiClient {
   close(): Promise<void>;
   /** What the current connection runs on (after a request), when known. */
   connectionInfo?(): ConnectionInfo | undefined;
+  /** Native stack: the set-up phases of the current (or last) connection's first request, once complete. */
+  setupTimings?(): SetupTimings | undefined;
+  /**
+   * TLS transports on the native stack: the RFC 5705 / RFC 8446 §7.5 exporter
+   * of the current connection. Throws (or rejects with) `RangeError` when no
+   * TLS connection is open.
+   */
+  exportKeyingMaterial?(
+    label: string,
+    context: Uint8Array | undefined,
+    length: number,
+  ): Uint8Array | Promise<Uint8Array>;
 }
 
 /** Creates a client for one transport and origin (`http://h:p` or `https://h:p`). */

@@ -30,6 +30,8 @@ export const WIRE_EVENT = {
   RELEASED: 6,
   /** Server: a request body passed the limit; headers only, reading stopped; answer 413. */
   TOO_LARGE: 7,
+  /** Client: the server refused 0-RTT; what was submitted early must be submitted again. */
+  EARLY_REJECTED: 8,
 } as const;
 
 /** The fixed part of one event record. */

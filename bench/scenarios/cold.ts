@@ -1,112 +1,176 @@
 /**
- * `cold`: a new connection per request. `fetch` cannot show its handshake, so
- * the phases are timed by separate probes in the same run and reported as
- * separate rows: TCP connect (`Deno.connect`), TCP connect + TLS handshake
- * (`Deno.connectTls` + `handshake()`, ALPN h2), and time to the full first
- * response through a fresh SBI client (connect + handshake + request).
+ * `cold`: a new connection per request, the set-up table. For every
+ * transport, each way a connection can start (`full` handshake, `resumed`
+ * with a session ticket, and `0-rtt` on h3, where a resumed client sends its
+ * GET with the ClientHello) is timed phase by phase from the moment the client
+ * starts connecting: `connect` (TCP connected; QUIC: the server's first
+ * datagram in), `tls` (handshake complete at the client), `first-byte` (the
+ * first bytes after the request went out) and `total` (the response
+ * complete). Each phase is a row. Across `--link` the report divides by the
+ * link's configured RTT; on loopback each row is compared with the floor.
+ *
+ * The phases come from the native clients' own marks (`setupTimings`); the
+ * deno stack's `fetch` shows none, so there only `total` is measured.
  */
-import { resolveTls } from "../../transports/tls.ts";
+import { TicketCache } from "../../transports/ticket_cache.ts";
+import type { SbiClient, SetupTimings, TransportName } from "../../transports/types.ts";
 import { formatBytes } from "../units.ts";
-import { sampleOperation } from "../sampler.ts";
-import type { ResultRow } from "../schema.ts";
-import { getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
-import { nativePlan, nativeSkipNote, runNative } from "../native_load.ts";
 import { Recorder } from "../recorder.ts";
+import type { ResultRow } from "../schema.ts";
+import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
+import { nativePlan, nativeSkipNote, runNative } from "../native_load.ts";
 import type { ConnectionTimes } from "../../transports/load/mod.ts";
 
-/** Most new connections per cold row (keeps TIME_WAIT sockets bounded). */
+/** Most new connections per mode (keeps TIME_WAIT sockets bounded). */
 const MAX_CONNECTIONS = 2000;
+/** Fewest sampled connections per mode, whatever the sampling time. */
+const MIN_SAMPLES = 3;
 
 /** Connections the native engine opens at once, one request each (`--engine native`). */
 export const NATIVE_COLD_CONNECTIONS = 100;
 
-/** Measures the phases for every transport at the first size. */
+/** How a connection starts. */
+export type SetupMode = "full" | "resumed" | "0-rtt";
+
+/** The phases of one cold request, in report order. */
+export const SETUP_PHASES = ["connect", "tls", "first-byte", "total"] as const;
+
+/** One phase. */
+export type SetupPhase = typeof SETUP_PHASES[number];
+
+const PHASE_LABEL: Record<SetupPhase, string> = {
+  connect: "connect",
+  tls: "TLS handshake",
+  "first-byte": "first byte",
+  total: "full response",
+};
+
+const MODE_LABEL: Record<SetupMode, string> = {
+  full: "full handshake",
+  resumed: "resumed (ticket)",
+  "0-rtt": "0-RTT (ticket, GET early)",
+};
+
+/** The modes a transport has: no TLS on h2c, 0-RTT only on h3. */
+export function setupModes(transport: TransportName): SetupMode[] {
+  if (transport === "h2c") return ["full"];
+  return transport === "h3" ? ["full", "resumed", "0-rtt"] : ["full", "resumed"];
+}
+
+/** Client options that make a connection start in `mode`. */
+function modeOptions(mode: SetupMode, tickets: TicketCache) {
+  if (mode === "full") return { resumption: false };
+  return { resumption: true, ticketCache: tickets, earlyData: mode === "0-rtt" };
+}
+
+/** Why a connection did not start as `mode` asked, or undefined when it did. */
+function modeMiss(mode: SetupMode, client: SbiClient): string | undefined {
+  const tls = client.connectionInfo?.()?.tls;
+  if (mode === "full" || !tls) return undefined;
+  if (!tls.resumed) return "did not resume";
+  if (mode === "0-rtt" && tls.earlyData !== "accepted") return "0-RTT was not accepted";
+  return undefined;
+}
+
+/** Phase value in ms, when the timings have it. */
+function phaseMs(t: SetupTimings, phase: SetupPhase): number | undefined {
+  switch (phase) {
+    case "connect":
+      return t.connectMs;
+    case "tls":
+      return t.tlsMs;
+    case "first-byte":
+      return t.firstByteMs;
+    case "total":
+      return t.totalMs;
+  }
+}
+
+/** Measures every transport's set-up table at the first size. */
 export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   if (ctx.config.engine === "native") return await nativeRows(ctx);
   const size = ctx.sizes[0];
-  const plan = {
-    ...ctx.plan,
-    samples: Math.min(ctx.plan.samples ?? MAX_CONNECTIONS, MAX_CONNECTIONS),
-  };
+  const cap = Math.min(ctx.plan.samples ?? MAX_CONNECTIONS, MAX_CONNECTIONS);
   const rows: ResultRow[] = [];
-  const tls = ctx.endpoints.tls ? await resolveTls(ctx.endpoints.tls) : undefined;
-  const measure = async (
-    id: string,
-    transport: string,
-    label: string,
-    op: () => Promise<void>,
-  ): Promise<void> => {
-    const r = await sampleOperation(op, plan, 1, {
-      clock: ctx.clock,
-      signal: ctx.signal,
-      onProgress: (f) => ctx.onProgress(`${transport} ${label}`, f),
-    });
-    const row = makeRow({
-      id,
-      scenario: "cold",
-      transport,
-      label,
-      sizeBytes: size,
-      concurrency: 1,
-      requestsPerSecond: r.samples.count / (r.elapsedMs / 1000),
-      errors: r.errors,
-    }, r.samples);
-    ctx.onRow(row);
-    rows.push(row);
-  };
+  const misses = new Map<string, number>();
+  let phaseless = false;
   for (const transport of ctx.transports) {
-    const url = new URL(ctx.endpoints.urls[transport]!);
-    const hostname = url.hostname;
-    const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-    if (transport !== "h3") {
-      await measure(
-        `cold/${transport}/tcp-connect`,
-        transport,
-        "TCP connect (Deno.connect probe)",
-        async () => {
-          const c = await Deno.connect({ hostname, port });
-          c.close();
-        },
-      );
-    }
-    if (transport === "h2-tls") {
-      if (tls?.insecure) {
-        ctx.notes.push("The TLS handshake probe was skipped: -k gives no CA to verify with.");
-      } else {
-        await measure(
-          `cold/${transport}/tls-handshake`,
-          transport,
-          "TCP connect + TLS handshake (Deno.connectTls probe)",
-          async () => {
-            const c = await Deno.connectTls({
-              hostname,
-              port,
-              caCerts: tls?.caPem.length ? tls.caPem : undefined,
-              alpnProtocols: ["h2"],
-            });
-            await c.handshake();
-            c.close();
-          },
-        );
-      }
-    }
-    await measure(
-      `cold/${transport}/first-response/${size}`,
-      transport,
-      `New client → full ${formatBytes(size)} response`,
-      async () => {
-        const client = await ctx.openClient(transport);
+    // fetch neither shows nor lets us choose resumption: the deno stack has the first row only.
+    const modes = ctx.config.stack === "deno" ? ["full" as const] : setupModes(transport);
+    for (const mode of modes) {
+      const tickets = new TicketCache();
+      const label = `${transport} ${MODE_LABEL[mode]}`;
+      const recorders = new Map(SETUP_PHASES.map((p) => [p, new Recorder()]));
+      let errors = 0, done = 0, missed = 0;
+      /** One cold request; records its phases when `record`. */
+      const once = async (record: boolean) => {
+        const client = await ctx.openClient(transport, modeOptions(mode, tickets));
         try {
+          const t0 = performance.now();
           await getPayload(client, size);
+          const wall = performance.now() - t0;
+          if (!record) return;
+          const miss = modeMiss(mode, client);
+          if (miss) {
+            missed++;
+            return;
+          }
+          const t = client.setupTimings?.();
+          if (!t) phaseless = true;
+          for (const phase of SETUP_PHASES) {
+            const ms = t ? phaseMs(t, phase) : phase === "total" ? wall : undefined;
+            if (ms !== undefined) recorders.get(phase)!.record(ms * 1e6);
+          }
+          done++;
         } finally {
           await client.close();
         }
-      },
-    );
+      };
+      // Warm-up: at least one connection, which also leaves the first ticket.
+      const warmEnd = ctx.clock() + ctx.plan.warmupMs;
+      for (let i = 0; i < MAX_CONNECTIONS && (i === 0 || ctx.clock() < warmEnd); i++) {
+        if (ctx.signal?.aborted) break;
+        await once(false).catch(() => errors++);
+      }
+      errors = 0;
+      const start = ctx.clock();
+      const end = start + ctx.plan.sampleMs;
+      // At least MIN_SAMPLES connections even when one takes longer than the sampling time
+      // (longrtt: 1.5 s per round trip).
+      for (let i = 0; i < cap && (i < MIN_SAMPLES || ctx.clock() < end); i++) {
+        if (ctx.signal?.aborted) break;
+        await once(true).catch(() => errors++);
+        ctx.onProgress(label, Math.min(1, (ctx.clock() - start) / ctx.plan.sampleMs));
+      }
+      const elapsed = (ctx.clock() - start) / 1000;
+      if (missed) misses.set(label, missed);
+      for (const phase of SETUP_PHASES) {
+        const rec = recorders.get(phase)!;
+        if (rec.count < 2) continue;
+        const row = makeRow({
+          id: `cold/${transport}/${mode}/${phase}`,
+          scenario: "cold",
+          transport,
+          label: `${MODE_LABEL[mode]}: ${PHASE_LABEL[phase]} (new client, ${
+            formatBytes(size)
+          } GET)`,
+          sizeBytes: size,
+          concurrency: 1,
+          floor: floorFor(transport),
+          requestsPerSecond: done / elapsed,
+          errors,
+        }, rec.finish());
+        ctx.onRow(row);
+        rows.push(row);
+      }
+    }
   }
-  if (ctx.transports.includes("h3")) {
+  for (const [label, n] of misses) {
+    ctx.notes.push(`${label}: ${n} connection(s) did not start that way and were left out.`);
+  }
+  if (phaseless) {
     ctx.notes.push(
-      "For h3 only the fresh-client time is measured; its QUIC handshake is not probed separately.",
+      "The deno stack's fetch shows no connection phases and no resumption: its cold rows time a new client's full response only.",
     );
   }
   return rows;

@@ -1,9 +1,14 @@
 /** What every scenario gets from the runner, and the helpers they share. */
-import type { SbiClient, TransportName } from "../../transports/types.ts";
+import type { ClientOptions, SbiClient, TransportName } from "../../transports/types.ts";
 import { estimateSampleSet, type SampleSet } from "../recorder.ts";
 import type { Clock, SamplingPlan } from "../sampler.ts";
 import type { Endpoints } from "../servers.ts";
 import type { ResultRow, RunConfig } from "../schema.ts";
+
+/** What a scenario may choose about a client it opens. */
+export type OpenClientOptions =
+  & { origin?: string }
+  & Pick<ClientOptions, "nfType" | "resumption" | "earlyData" | "ticketCache">;
 
 /** Everything a scenario needs; it returns rows and may push notes. */
 export interface ScenarioContext {
@@ -23,11 +28,12 @@ export interface ScenarioContext {
   notes: string[];
   /**
    * Opens a client (one connection) for a transport: to its endpoint, or to
-   * `options.origin`; `options.nfType` names the sender in `User-Agent`.
+   * `options.origin`; `options.nfType` names the sender in `User-Agent`;
+   * `resumption`, `earlyData` and `ticketCache` as in `ClientOptions`.
    */
   openClient(
     transport: TransportName,
-    options?: { origin?: string; nfType?: string },
+    options?: OpenClientOptions,
   ): Promise<SbiClient>;
   /** Reports progress of the current row (label, 0…1). */
   onProgress(label: string, fraction: number): void;

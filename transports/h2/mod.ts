@@ -20,7 +20,7 @@ export {
   type NativeH2Client,
   type NativeH2ClientOptions,
 } from "./native_client.ts";
-export { sharedTicketCache, TicketCache } from "./ticket_cache.ts";
+export { sharedTicketCache, TicketCache } from "../ticket_cache.ts";
 export {
   createNativeH2cServer,
   createNativeH2TlsServer,

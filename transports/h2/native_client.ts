@@ -31,6 +31,7 @@ import {
   type ClientResponse,
   type ConnectionInfo,
   type SbiClient,
+  type SetupTimings,
   TimeoutError,
   TransportError,
   type TransportName,
@@ -38,8 +39,10 @@ import {
 import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
 import { decodeResponseBlock, RequestBlockWriter } from "../wire.ts";
 import { loadH2Library } from "./loader.ts";
+import { tcpMaxSegment } from "./nodelay.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
-import { sharedTicketCache, type TicketCache } from "./ticket_cache.ts";
+import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
+import { SetupRecorder } from "../setup_timings.ts";
 import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
 import { runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 
@@ -53,10 +56,6 @@ export interface NativeH2ClientOptions extends ClientOptions {
   windowBytes?: number;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
-  /** h2 over TLS: offer a saved session ticket and keep new ones. Default true. */
-  resumption?: boolean;
-  /** Where tickets are kept. Default: one cache shared by the process's native h2 clients. */
-  ticketCache?: TicketCache;
   /** h2 over TLS: a handshake not done by then fails the connection attempt, ms. Default 10000. */
   handshakeTimeoutMs?: number;
 }
@@ -93,6 +92,7 @@ class Session implements KeyingMaterialExporter {
   #tls: H2Tls | undefined;
   #onTicket: ((ticket: Uint8Array) => void) | undefined;
   #label: string;
+  #setup: SetupRecorder;
   #pending = new Map<number, Pending>();
   #in = new Uint8Array(IO_BUFFER);
   #out = new Uint8Array(IO_BUFFER);
@@ -111,13 +111,26 @@ class Session implements KeyingMaterialExporter {
     this.#flush();
   };
 
+  /** The connection's TCP maximum segment size, read once (undefined where it cannot be read). */
+  get tcpMss(): number | undefined {
+    if (!this.#mssRead) {
+      this.#mssRead = true;
+      this.#mss = tcpMaxSegment({ localPort: (this.#sock.localAddr as Deno.NetAddr).port });
+    }
+    return this.#mss;
+  }
+  #mss: number | undefined;
+  #mssRead = false;
+
   constructor(
     sock: Deno.TcpConn,
     h2: H2Conn,
     label: string,
+    setup: SetupRecorder,
     tls?: H2Tls,
     onTicket?: (ticket: Uint8Array) => void,
   ) {
+    this.#setup = setup;
     this.#sock = sock;
     this.#h2 = h2;
     this.#label = label;
@@ -136,6 +149,11 @@ class Session implements KeyingMaterialExporter {
       return 0;
     }
     return n;
+  }
+
+  /** The set-up phases of this connection's first request, once its response is complete. */
+  setupTimings(): SetupTimings | undefined {
+    return this.#setup.timings();
   }
 
   /** What the TLS handshake negotiated (undefined on h2c). */
@@ -170,6 +188,7 @@ class Session implements KeyingMaterialExporter {
       );
     }
     this.#pending.set(id, p);
+    this.#setup.requestSent();
     this.#dirty = true;
     if (!this.#flushQueued) {
       this.#flushQueued = true;
@@ -226,6 +245,7 @@ class Session implements KeyingMaterialExporter {
           this.#fail(new TransportError(`${this.#label} failed: connection closed by the server`));
           return;
         }
+        this.#setup.received();
         let ready: number;
         if (this.#tls) {
           ready = this.#h2.recvTls(this.#tls, this.#in, n);
@@ -268,6 +288,7 @@ class Session implements KeyingMaterialExporter {
         const p = this.#pending.get(id);
         if (!p) return;
         this.#pending.delete(id);
+        this.#setup.responseComplete();
         let head;
         try {
           head = decodeResponseBlock(block);
@@ -378,6 +399,7 @@ class Client implements NativeH2Client {
   #label: string;
   #writer = new RequestBlockWriter();
   #session: Session | undefined;
+  #lastSession: Session | undefined;
   #connecting: Promise<Session> | undefined;
   /** The socket of a TLS handshake in progress. */
   #handshaking: Deno.TcpConn | undefined;
@@ -406,8 +428,10 @@ class Client implements NativeH2Client {
     const hostname = stripBrackets(this.#origin.hostname);
     const port = Number(this.#origin.port || (this.transport === "h2-tls" ? 443 : 80));
     let sock: Deno.TcpConn;
+    const setup = new SetupRecorder();
     try {
       sock = await Deno.connect({ hostname, port });
+      setup.connected();
       sock.setNoDelay(true);
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);
@@ -430,10 +454,11 @@ class Client implements NativeH2Client {
           send: (out: Uint8Array) => h2!.sendTls(tls!, out),
         };
         await this.#handshake(sock, tls, pump, buffers);
+        setup.tlsDone();
         const key = this.#ticketKey;
-        return new Session(sock, h2, this.#label, tls, cache && ((t) => cache.put(key, t)));
+        return new Session(sock, h2, this.#label, setup, tls, cache && ((t) => cache.put(key, t)));
       }
-      return new Session(sock, h2, this.#label);
+      return new Session(sock, h2, this.#label, setup);
     } catch (err) {
       try {
         sock.close();
@@ -491,7 +516,7 @@ class Client implements NativeH2Client {
           void s.close();
           throw new TransportError("Client is closed");
         }
-        this.#session = s;
+        this.#session = this.#lastSession = s;
         return s;
       },
       (err) => {
@@ -575,15 +600,24 @@ class Client implements NativeH2Client {
     return (await this.#tlsSession()).tlsInfo()!;
   }
 
-  /** What the open connection runs on (libraries, negotiated TLS), for reports; undefined before one opens. */
+  setupTimings(): SetupTimings | undefined {
+    return (this.#session ?? this.#lastSession)?.setupTimings();
+  }
+
+  /**
+   * What the connection runs on (libraries, negotiated TLS, TCP MSS), for
+   * reports: the open one, else the last one (kept after close); undefined
+   * before any opened.
+   */
   connectionInfo(): ConnectionInfo | undefined {
     const s = this.#session;
-    if (!s) return undefined;
+    if (!s) return this.#lastInfo;
     const v = sbh2Versions(this.#sym);
     const tls = s.tlsInfo();
-    return {
+    return this.#lastInfo = {
       stack: "native",
       implementation: `nghttp2 ${v.nghttp2}`,
+      tcpMssBytes: s.tcpMss,
       tls: tls
         ? {
           library: `GnuTLS ${v.gnutls}`,
@@ -604,6 +638,8 @@ class Client implements NativeH2Client {
     return (await this.#tlsSession()).exportKeyingMaterial(label, context, length);
   }
 
+  #lastInfo: ConnectionInfo | undefined;
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -614,6 +650,7 @@ class Client implements NativeH2Client {
     }
     const s = this.#session ??
       (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
+    if (this.#session) this.connectionInfo(); // keep what the report will ask for
     this.#session = undefined;
     await s?.close();
     this.#tlsConfig?.close();

@@ -70,14 +70,6 @@ export interface NativeH2ServerOptions
   extends ServerOptions, Omit<H2ServerLimitOptions, "settingsTimeoutMs"> {
   /** How long `close()` waits for in-flight requests before closing connections, ms. Default 2000. */
   drainMs?: number;
-  /** h2 over TLS: lifetime of TLS 1.3 session tickets (and of each ticket key), s; 0 sends none. Default 3600. */
-  ticketLifetimeSeconds?: number;
-  /**
-   * h2 over TLS: called once per connection after its handshake, with the
-   * peer's address, what was negotiated and the connection's exporter (which
-   * throws `RangeError` once the connection closed). Default none.
-   */
-  onTls?: (conn: TlsConnection) => void;
 }
 
 const DEFAULT_TICKET_LIFETIME_S = 3600;
@@ -154,24 +146,32 @@ class Connection {
       recv: (d: Uint8Array, n: number) => this.#h2.recvTls(tls, d as Uint8Array<ArrayBuffer>, n),
       send: (o: Uint8Array) => this.#h2.sendTls(tls, o as Uint8Array<ArrayBuffer>),
     };
+    let failure: unknown;
     try {
       const label = `h2-tls connection from ${addr.hostname}:${addr.port}`;
       await runTlsHandshake(this.#sock, tls, pump, label, { in: this.#in, out });
     } catch (err) {
-      if (!this.finished) this.#server.onError(err);
-      return false;
+      failure = err;
     } finally {
       this.#server.pool.give(out);
+    }
+    // The hook sees every established connection, also one whose first bytes after the
+    // handshake (in the same read) failed HTTP/2 at once, like a TLS-only probe's close.
+    if (tls.established) {
+      this.#server.tlsEstablished({
+        remoteAddr: { hostname: addr.hostname, port: addr.port },
+        info: () => tls.info(),
+        exportKeyingMaterial: (label, context, length) =>
+          tls.exportKeyingMaterial(label, context, length),
+      });
+    }
+    if (failure !== undefined) {
+      if (!this.finished) this.#server.onError(failure);
+      return false;
     }
     const subject = tls.peerSubject();
     if (subject !== undefined) this.#peer = { subject };
     this.#handshaking = false;
-    this.#server.tlsEstablished({
-      remoteAddr: { hostname: addr.hostname, port: addr.port },
-      info: () => tls.info(),
-      exportKeyingMaterial: (label, context, length) =>
-        tls.exportKeyingMaterial(label, context, length),
-    });
     return true;
   }
 
@@ -190,7 +190,10 @@ class Connection {
         this.finish();
         return;
       }
-      this.scheduleFlush(); // over TLS: server SETTINGS and answers to what came with the handshake
+      // Over TLS: requests that came in the same read as the client's Finished are in the
+      // session already; hand them out now, not when the next read arrives (a round trip later).
+      if (this.#tls) this.#h2.poll(this.#server.poller, this.#onEvent);
+      this.scheduleFlush(); // server SETTINGS and answers to what came with the handshake
       while (!this.finished) {
         const n = await this.#sock.read(this.#in);
         if (n === null || this.finished) break;

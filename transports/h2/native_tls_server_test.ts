@@ -20,7 +20,7 @@ import {
 } from "./_test_util.ts";
 import { createNativeH2Client } from "./native_client.ts";
 import { createNativeH2TlsServer, type NativeH2ServerOptions } from "./native_server.ts";
-import { TicketCache } from "./ticket_cache.ts";
+import { TicketCache } from "../ticket_cache.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;
 const pki = await createDevPki();

@@ -18,6 +18,7 @@ const SO_ACCEPTCONN = 30;
 const SOCK_STREAM = 1;
 const IPPROTO_TCP = 6;
 const TCP_NODELAY = 1;
+const TCP_MAXSEG = 2;
 const AF_INET = 2;
 const AF_INET6 = 10;
 
@@ -114,6 +115,16 @@ export function applyNoDelay(target: NoDelayTarget): number[] {
     // No /proc or no libc: Nagle stays on, and the Nagle regression tests say so.
   }
   return changed;
+}
+
+/** TCP_MAXSEG of the first connected socket matching `target`, or undefined. Never throws. */
+export function tcpMaxSegment(target: NoDelayTarget): number | undefined {
+  try {
+    const s = tcpSockets().find((s) => !s.listening && matches(target, s));
+    return s ? getInt(s.fd, IPPROTO_TCP, TCP_MAXSEG) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Lists matching TCP sockets with their TCP_NODELAY state (for tests). */

@@ -11,7 +11,7 @@
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
 import { parseOrigin } from "../origin.ts";
-import { type ResolvedTls, resolveTls } from "../tls.ts";
+import { type ResolvedTls, resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
   type ClientOptions,
@@ -19,12 +19,14 @@ import {
   type ClientResponse,
   type ConnectionInfo,
   type SbiClient,
+  type SetupTimings,
   TimeoutError,
   TransportError,
 } from "../types.ts";
 import {
   H3_ERR,
   H3_EVENT,
+  H3_TLS_STATE,
   H3ClientConn,
   H3Config,
   type H3CongestionControl,
@@ -34,6 +36,8 @@ import {
   H3Socket,
   shimVersion,
 } from "./ffi.ts";
+import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
+import { SetupRecorder } from "../setup_timings.ts";
 import type { HeaderList } from "../wire.ts";
 import { loadH3Library } from "./loader.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
@@ -83,12 +87,16 @@ export interface H3ClientOptions extends ClientOptions {
   handshakeTimeoutMs?: number;
 }
 
+/** Methods a client may send in 0-RTT: safe, so a replay changes nothing (RFC 8470 §4.1, RFC 9110 §9.2.1). */
+const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
 interface Pending {
   resolve(r: ClientResponse): void;
   reject(e: Error): void;
 }
 
 interface Queued extends Pending {
+  method: string;
   headers: HeaderList;
   body: Uint8Array;
   onStream(id: number): void;
@@ -98,7 +106,15 @@ interface Queued extends Pending {
 class Session {
   #sock: H3Socket;
   #conn: H3ClientConn;
-  #pending = new Map<number, Pending>();
+  #onTicket: (ticket: Uint8Array) => void;
+  #offered: Uint8Array | undefined;
+  #gotTicket = false;
+  #setup: SetupRecorder;
+  /** The first response is still to come: io() marks the set-up phases. */
+  #timing = true;
+  #connected = false;
+  #lastTls: TlsConnectionInfo | null = null;
+  #pending = new Map<number, Queued>();
   #queued: Queued[] = [];
   #timer = new DeadlineTimer(() => {
     if (!this.#dead) this.#process();
@@ -109,16 +125,35 @@ class Session {
   #dead = false;
   #lastStats: H3DatagramStats | null = null;
   #lastToken: Uint8Array | null = null;
-  #lastTls: { version: string; suite: string; group: string } | null = null;
 
-  constructor(sock: H3Socket, conn: H3ClientConn) {
+  /**
+   * `offered`: the ticket this connection resumes with, if any. A new ticket
+   * from the server goes to `onTicket`; a connection that resumed but ends
+   * before its new ticket arrived (0-RTT answers come a round trip before
+   * it) hands the offered one back, so the next connection still resumes.
+   */
+  constructor(
+    sock: H3Socket,
+    conn: H3ClientConn,
+    onTicket: (ticket: Uint8Array) => void,
+    offered: Uint8Array | undefined,
+    setup: SetupRecorder,
+  ) {
+    this.#setup = setup;
     this.#sock = sock;
     this.#conn = conn;
+    this.#onTicket = onTicket;
+    this.#offered = offered;
     this.#flush();
     this.#reading = this.#readLoop();
   }
 
-  request(headers: HeaderList, body: Uint8Array, timeoutMs: number): Promise<ClientResponse> {
+  request(
+    method: string,
+    headers: HeaderList,
+    body: Uint8Array,
+    timeoutMs: number,
+  ): Promise<ClientResponse> {
     const { promise, resolve, reject } = Promise.withResolvers<ClientResponse>();
     let streamId = -1;
     let settled = false;
@@ -137,6 +172,7 @@ class Session {
       reject(new TimeoutError(timeoutMs));
     }, timeoutMs);
     const entry: Queued = {
+      method,
       headers,
       body,
       onStream: (id) => (streamId = id),
@@ -159,22 +195,30 @@ class Session {
     return promise;
   }
 
-  /** Opens streams for queued requests while the connection allows. */
+  /**
+   * Opens streams for queued requests while the connection allows. Before
+   * the handshake completes (0-RTT) only safe methods go; the rest wait.
+   */
   #submit(): void {
-    while (this.#queued.length && !this.#dead) {
-      const q = this.#queued[0];
+    for (let i = 0; i < this.#queued.length && !this.#dead;) {
+      const q = this.#queued[i];
+      if (!this.#connected && !EARLY_METHODS.has(q.method)) {
+        i++;
+        continue;
+      }
       let id: number;
       try {
         id = this.#conn.request(q.headers, q.body);
       } catch (err) {
-        this.#queued.shift();
+        this.#queued.splice(i, 1);
         q.reject(
           new TransportError(`HTTP/3 request rejected: ${(err as Error).message}`, { cause: err }),
         );
         continue;
       }
       if (id < 0) return;
-      this.#queued.shift();
+      this.#setup.requestSent();
+      this.#queued.splice(i, 1);
       q.onStream(id);
       this.#pending.set(id, q);
     }
@@ -183,7 +227,13 @@ class Session {
   /** Feeds `first`, receives all further ready datagrams, runs timers and sends all output. */
   #io(first?: Uint8Array): void {
     try {
-      this.#conn.io(this.#sock, first);
+      // A datagram Deno received marks the transport up before the shim reads it.
+      if (first?.length && this.#timing) this.#setup.connected();
+      const n = this.#conn.io(this.#sock, first);
+      if (n > 0 && this.#timing) {
+        // Datagrams came in (through Deno's receive or the shim's own): the transport is up.
+        this.#setup.connected();
+      }
     } catch {
       // the connection is freed; the CLOSED event already failed it
     }
@@ -223,6 +273,13 @@ class Session {
 
   #drainEvents(): void {
     for (let e: H3Event | null; !this.#dead && (e = this.#conn.poll());) this.#onEvent(e);
+    if (this.#conn.tlsState() & H3_TLS_STATE.TICKET) {
+      const t = this.#conn.takeTicket();
+      if (t) {
+        this.#gotTicket = true;
+        this.#onTicket(t);
+      }
+    }
   }
 
   #process(first?: Uint8Array): void {
@@ -243,6 +300,14 @@ class Session {
         const p = this.#pending.get(e.streamId);
         if (!p) return;
         this.#pending.delete(e.streamId);
+        if (this.#timing) {
+          // The first byte is the response's first header, timed by the shim: other datagrams
+          // (a handshake packet the server sent again after a spurious timeout) do not count.
+          const first = this.#conn.firstResponseMs();
+          if (first !== undefined) this.#setup.firstByteAt(first);
+        }
+        this.#setup.responseComplete();
+        this.#timing = false;
         try {
           p.resolve(toClientResponse(e.headers, e.body));
         } catch (err) {
@@ -266,6 +331,20 @@ class Session {
       case H3_EVENT.GOAWAY:
         this.unusable = true;
         return;
+      case H3_EVENT.CONNECTED:
+        this.#setup.tlsDone();
+        this.#connected = true;
+        this.#lastTls = this.#conn.tlsInfo();
+        this.#submit();
+        return;
+      case H3_EVENT.EARLY_REJECTED: {
+        // The server refused 0-RTT: what went early is gone; send it again, in order.
+        const again = [...this.#pending.values()];
+        this.#pending.clear();
+        for (const q of again) q.onStream(-1);
+        this.#queued.unshift(...again);
+        return;
+      }
       case H3_EVENT.CLOSED: {
         const text = this.#conn.errorText() || "Connection closed";
         const prefix = e.code === H3_ERR.TLS
@@ -284,6 +363,8 @@ class Session {
     this.unusable = true;
     // Send a pending CONNECTION_CLOSE, if any, before going quiet.
     this.#io();
+    this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls;
+    if (!this.#gotTicket && this.#offered && this.#lastTls?.resumed) this.#onTicket(this.#offered);
     this.#dead = true;
     for (const p of this.#pending.values()) p.reject(err);
     for (const q of this.#queued) q.reject(err);
@@ -310,11 +391,6 @@ class Session {
     return ok;
   }
 
-  /** The negotiated TLS version, suite and group (null before the handshake or once freed). */
-  tlsInfo(): { version: string; suite: string; group: string } | null {
-    return (this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls);
-  }
-
   /** The last NEW_TOKEN the server gave this connection (kept after close), or null. */
   token(): Uint8Array | null {
     return this.#conn.token() ?? this.#lastToken;
@@ -323,6 +399,22 @@ class Session {
   /** Datagram counters of this connection; after close, its last figures. */
   stats(): H3DatagramStats | null {
     return this.#conn.stats() ?? this.#lastStats;
+  }
+
+  /** The set-up phases of this connection's first request, once its response is complete. */
+  setupTimings(): SetupTimings | undefined {
+    return this.#setup.timings();
+  }
+
+  /** What the handshake negotiated (kept after close); null before it completed. */
+  tlsInfo(): TlsConnectionInfo | null {
+    return this.#dead ? this.#lastTls : (this.#conn.tlsInfo() ?? this.#lastTls);
+  }
+
+  /** The exporter of this connection; throws `RangeError` when it is not established or closed. */
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
+    if (this.#dead) throw new RangeError("The HTTP/3 connection is closed");
+    return this.#conn.exportKeyingMaterial(label, context, length);
   }
 
   /** Closes gracefully: CONNECTION_CLOSE with H3_NO_ERROR, then frees everything. */
@@ -364,6 +456,16 @@ export interface H3SbiClient extends SbiClient {
   readonly maxUdpPayload: number | undefined;
   /** Datagram counters of the current (or last) connection, null before the first. */
   datagramStats(): H3DatagramStats | null;
+  /** What the current (or last) connection's handshake negotiated; null before the first. */
+  tlsInfo(): TlsConnectionInfo | null;
+  /** Stack, libraries, TLS and datagram size of the current (or last) connection. */
+  connectionInfo(): ConnectionInfo | undefined;
+  /**
+   * RFC 5705 / RFC 8446 §7.5 exporter of the current connection (see
+   * `n32MasterKey` for the N32 master key); throws `RangeError` when no
+   * connection is established.
+   */
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array;
   /** Starts a 1-RTT key update on the current connection; false when there is none or it is not allowed yet. */
   updateKey(): boolean;
 }
@@ -379,6 +481,9 @@ class H3Client implements H3SbiClient {
   #session: Session | undefined;
   #connecting: Promise<Session> | undefined;
   #closed = false;
+  #tickets: TicketCache | undefined;
+  #ticketKey: string;
+  #versions: string;
 
   constructor(origin: URL, options: H3ClientOptions, sym: Sbh3Symbols, tls: ResolvedTls) {
     this.#origin = origin;
@@ -386,6 +491,19 @@ class H3Client implements H3SbiClient {
     this.#sym = sym;
     this.#tls = tls;
     this.maxUdpPayload = options.maxUdpPayload;
+    this.#tickets = options.resumption === false
+      ? undefined
+      : options.ticketCache ?? sharedTicketCache;
+    // A ticket is only offered where the same trust and identity obtained it.
+    this.#ticketKey = [
+      "h3",
+      origin.origin,
+      tls.serverName ?? "",
+      tls.insecure,
+      ...tls.caPem,
+      tls.certPem ?? "",
+    ].join("\n");
+    this.#versions = shimVersion(sym);
   }
 
   async #connect(): Promise<Session> {
@@ -401,6 +519,8 @@ class H3Client implements H3SbiClient {
       : "0.0.0.0";
     let sock: H3Socket | undefined;
     let conn: H3ClientConn | undefined;
+    let ticket: Uint8Array | undefined;
+    let setup: SetupRecorder | undefined;
     try {
       sock = new H3Socket(this.#sym, localIp, 0);
       sock.connect(remoteIp, remotePort);
@@ -418,7 +538,11 @@ class H3Client implements H3SbiClient {
         token: this.#lastSession?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
         handshakeTimeoutMs: this.#options.handshakeTimeoutMs,
+        earlyData: this.#options.earlyData !== false,
       });
+      // The clock starts with the connection, just before its first datagram leaves (as TCP's
+      // with the SYN); the shim's own first-response time counts from the same moment.
+      setup = new SetupRecorder();
       conn = new H3ClientConn(this.#sym, config, {
         serverName: this.#tls.serverName ?? stripBrackets(this.#origin.hostname),
         localIp,
@@ -426,6 +550,15 @@ class H3Client implements H3SbiClient {
         remoteIp,
         remotePort,
       });
+      ticket = this.#tickets?.take(this.#ticketKey);
+      if (ticket) {
+        try {
+          conn.resume(ticket);
+        } catch {
+          // a ticket GnuTLS refuses (corrupt, other format) only costs the resumption
+          ticket = undefined;
+        }
+      }
     } catch (err) {
       sock?.close();
       throw new TransportError(
@@ -435,7 +568,8 @@ class H3Client implements H3SbiClient {
         },
       );
     }
-    return new Session(sock, conn);
+    const cache = this.#tickets, key = this.#ticketKey;
+    return new Session(sock, conn, (t) => cache?.put(key, t), ticket, setup!);
   }
 
   async #sessionFor(): Promise<Session> {
@@ -466,36 +600,54 @@ class H3Client implements H3SbiClient {
       body.length,
     );
     const session = await this.#sessionFor();
-    return await session.request(list, body, timeoutMs);
+    return await session.request(req.method?.toUpperCase() ?? "GET", list, body, timeoutMs);
   }
 
   datagramStats(): H3DatagramStats | null {
     return this.#lastSession?.stats() ?? null;
   }
 
-  updateKey(): boolean {
-    return this.#session?.updateKey() ?? false;
+  tlsInfo(): TlsConnectionInfo | null {
+    return this.#lastSession?.tlsInfo() ?? null;
+  }
+
+  setupTimings(): SetupTimings | undefined {
+    return this.#lastSession?.setupTimings();
   }
 
   connectionInfo(): ConnectionInfo | undefined {
-    const s = this.#lastSession;
-    if (!s) return undefined;
-    const v = Object.fromEntries(
-      shimVersion(this.#sym).split(" ").map((p) => p.split("/") as [string, string]),
-    );
-    const tls = s.tlsInfo();
-    const st = s.stats();
+    const session = this.#lastSession;
+    if (!session) return undefined;
+    const v = Object.fromEntries(this.#versions.split(" ").map((p) => p.split("/")));
+    const tls = session.tlsInfo();
+    const stats = session.stats();
     return {
       stack: "native",
       implementation: `ngtcp2 ${v.ngtcp2}, nghttp3 ${v.nghttp3}`,
       tls: {
         library: `GnuTLS ${v.gnutls}`,
-        version: tls?.version,
-        suite: tls?.suite,
-        group: tls?.group,
+        ...(tls
+          ? {
+            version: tls.version,
+            suite: tls.cipherSuite,
+            group: tls.group,
+            resumed: tls.resumed,
+            earlyData: tls.earlyData,
+          }
+          : {}),
       },
-      maxDatagramBytes: st ? Math.max(st.largestSent, st.largestReceived) : undefined,
+      ...(stats ? { maxDatagramBytes: Math.max(stats.largestSent, stats.largestReceived) } : {}),
     };
+  }
+
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
+    const session = this.#session;
+    if (!session) throw new RangeError("No HTTP/3 connection is open");
+    return session.exportKeyingMaterial(label, context, length);
+  }
+
+  updateKey(): boolean {
+    return this.#session?.updateKey() ?? false;
   }
 
   /** Request streams the current connection's shim state still holds (for tests and diagnostics). */

@@ -5,6 +5,7 @@
  * {@linkcode H3Error}; `DONE` becomes `null` or `false`.
  */
 import type { Sbh3Symbols } from "./symbols.ts";
+import type { TlsConnectionInfo } from "../tls.ts";
 import {
   decodeHeaderBlock,
   encodeHeaderBlock,
@@ -48,6 +49,85 @@ export class H3Error extends Error {
 
 /** Event types (enum sbh3_event_type: the shared wire's, transports/native/sbwire.h). */
 export const H3_EVENT = WIRE_EVENT;
+/** Bit in a server MESSAGE event's `code`: the request arrived (at least partly) in 0-RTT. */
+export const H3_MSG_EARLY = 1;
+
+/** Bits of the TLS state (enum sbh3_tls_state). */
+export const H3_TLS_STATE = {
+  ESTABLISHED: 1,
+  RESUMED: 2,
+  EARLY_ACCEPTED: 4,
+  TICKET: 8,
+  EARLY_ATTEMPTED: 16,
+} as const;
+
+const TLS_INFO = { VERSION: 1, SUITE: 2, GROUP: 3, ALPN: 4, PEER_SUBJECT: 5 } as const;
+
+/** Longest exporter output. */
+const MAX_EXPORT = 65535;
+
+/**
+ * Reads what a TLS session negotiated through `text(kind, buf)` (an
+ * sbh3_*_tls_info call), `state` and `hsBytes(sent)`; null before the
+ * handshake completed.
+ */
+function readTlsInfo(
+  state: number,
+  text: (kind: number, buf: Uint8Array<ArrayBuffer>) => number,
+  hsBytes: (sent: number) => number,
+): TlsConnectionInfo | null {
+  if (state < 0 || !(state & H3_TLS_STATE.ESTABLISHED)) return null;
+  const buf = new Uint8Array(1024);
+  const get = (kind: number) => {
+    const n = text(kind, buf);
+    return n > 0 ? decoder.decode(buf.subarray(0, n)) : "";
+  };
+  const subject = get(TLS_INFO.PEER_SUBJECT);
+  return {
+    version: get(TLS_INFO.VERSION),
+    cipherSuite: get(TLS_INFO.SUITE),
+    group: get(TLS_INFO.GROUP),
+    alpn: get(TLS_INFO.ALPN),
+    resumed: (state & H3_TLS_STATE.RESUMED) !== 0,
+    ...(subject ? { peerSubject: subject } : {}),
+    handshakeBytes: { sent: hsBytes(1), received: hsBytes(0) },
+    earlyData: state & H3_TLS_STATE.EARLY_ACCEPTED
+      ? "accepted"
+      : state & H3_TLS_STATE.EARLY_ATTEMPTED
+      ? "rejected"
+      : "none",
+  };
+}
+
+/** Runs an exporter call `run(label, context, out)` after checking its arguments; throws `RangeError`. */
+function runExporter(
+  label: string,
+  context: Uint8Array | undefined,
+  length: number,
+  run: (
+    l: Uint8Array<ArrayBuffer>,
+    c: Uint8Array<ArrayBuffer>,
+    cLen: number,
+    out: Uint8Array<ArrayBuffer>,
+  ) => number,
+): Uint8Array {
+  if (!Number.isInteger(length) || length < 1 || length > MAX_EXPORT) {
+    throw new RangeError(`Exporter length must be 1 to ${MAX_EXPORT} bytes: ${length}`);
+  }
+  if (label.length === 0) throw new RangeError("Exporter label must not be empty");
+  const l = encoder.encode(label);
+  const c = (context && context.length ? context : EMPTY) as Uint8Array<ArrayBuffer>;
+  const out = new Uint8Array(length);
+  const n = run(l, c, context?.length ?? 0, out);
+  if (n !== length) {
+    throw new RangeError(
+      `Cannot export keying material (${
+        n === H3_ERR.INVALID ? "the handshake has not completed" : CODE_NAMES[n] ?? n
+      })`,
+    );
+  }
+  return out;
+}
 
 /** One event polled from a connection or server. */
 export interface H3Event {
@@ -210,6 +290,12 @@ export interface H3ConfigOptions {
   sendQueue?: { connBytes: number; totalBytes: number; stallMs: number };
   /** Server: validate new client addresses with Retry and hand out NEW_TOKEN. Default false. */
   retry?: boolean;
+  /** Server: lifetime of session tickets in seconds (one per connection); 0 sends none. Default 0. */
+  ticketLifetimeSeconds?: number;
+  /** Server: accept 0-RTT; client: attempt it when resuming. Default false. */
+  earlyData?: boolean;
+  /** Server: anti-replay window for 0-RTT ClientHellos in ms. Default 10000. */
+  antiReplayWindowMs?: number;
   /** ECN: mark datagrams as QUIC's validation allows and report the marks received. Default true. */
   ecn?: boolean;
   /** Client: a NEW_TOKEN from an earlier connection to this server, to skip its Retry. Default none. */
@@ -319,6 +405,15 @@ export class H3Config {
       }
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");
+      }
+      if (isServer && options.ticketLifetimeSeconds !== undefined) {
+        check(sym.sbh3_config_set_tickets(ptr, options.ticketLifetimeSeconds), "set_tickets");
+      }
+      if (options.earlyData) {
+        check(
+          sym.sbh3_config_set_early_data(ptr, 1, options.antiReplayWindowMs ?? 10_000),
+          "set_early_data",
+        );
       }
     } catch (err) {
       this.close();
@@ -479,18 +574,6 @@ export class H3ClientConn {
     );
   }
 
-  /** The negotiated TLS version, suite and group, or null before the handshake. */
-  tlsInfo(): { version: string; suite: string; group: string } | null {
-    if (this.#ptr === null) return null;
-    const b = new Uint8Array(128);
-    const text = (kind: number) => {
-      const n = this.#sym.sbh3_conn_tls_info(this.#ptr, kind, b, BigInt(b.length));
-      return n > 0 ? decoder.decode(b.subarray(0, n)) : "";
-    };
-    const version = text(1);
-    return version ? { version, suite: text(2), group: text(3) } : null;
-  }
-
   /** The last NEW_TOKEN the server gave this connection, or null. */
   token(): Uint8Array | null {
     if (this.#ptr === null) return null;
@@ -511,6 +594,69 @@ export class H3ClientConn {
   stats(): H3DatagramStats | null {
     if (this.#ptr === null) return null;
     return readStats((out, n) => this.#sym.sbh3_conn_stats(this.#ptr, out, n));
+  }
+
+  /** Offers a ticket from {@linkcode takeTicket} (before the first send); throws `H3Error` when refused. */
+  resume(ticket: Uint8Array): void {
+    check(
+      this.#sym.sbh3_conn_resume(
+        this.#live(),
+        ticket as Uint8Array<ArrayBuffer>,
+        BigInt(ticket.length),
+      ),
+      "resume",
+    );
+  }
+
+  /** The newest ticket the server sent, taken (it is offered once), or undefined. */
+  takeTicket(): Uint8Array | undefined {
+    if (this.#ptr === null) return undefined;
+    let buf = new Uint8Array(8192);
+    let n = this.#sym.sbh3_conn_ticket(this.#ptr, buf, BigInt(buf.length));
+    if (n === H3_ERR.BUFFER_TOO_SHORT) {
+      buf = new Uint8Array(65536);
+      n = this.#sym.sbh3_conn_ticket(this.#ptr, buf, BigInt(buf.length));
+    }
+    return n > 0 ? buf.slice(0, n) : undefined;
+  }
+
+  /** Milliseconds from this connection's creation to its first response header, or undefined before one. */
+  firstResponseMs(): number | undefined {
+    if (this.#ptr === null) return undefined;
+    const us = Number(this.#sym.sbh3_conn_first_response_us(this.#ptr));
+    return us < 0 ? undefined : us / 1000;
+  }
+
+  /** The {@linkcode H3_TLS_STATE} bits (0 once freed). */
+  tlsState(): number {
+    return this.#ptr === null ? 0 : this.#sym.sbh3_conn_tls_state(this.#ptr);
+  }
+
+  /** What the handshake negotiated; null before it completed or once freed. */
+  tlsInfo(): TlsConnectionInfo | null {
+    const ptr = this.#ptr;
+    if (ptr === null) return null;
+    return readTlsInfo(
+      this.#sym.sbh3_conn_tls_state(ptr),
+      (kind, b) => this.#sym.sbh3_conn_tls_info(ptr, kind, b, BigInt(b.length)),
+      (sent) => Number(this.#sym.sbh3_conn_handshake_bytes(ptr, sent)),
+    );
+  }
+
+  /** RFC 5705 / RFC 8446 §7.5 exporter; throws `RangeError` before the handshake completed or once freed. */
+  exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
+    const ptr = this.#ptr;
+    if (ptr === null) throw new RangeError("The HTTP/3 connection is closed");
+    return runExporter(label, context, length, (l, c, cLen, out) =>
+      this.#sym.sbh3_conn_export(
+        ptr,
+        l,
+        BigInt(l.length),
+        c,
+        BigInt(cLen),
+        out,
+        BigInt(out.length),
+      ));
   }
 
   /** Request streams the shim still holds state for (0 once freed). */
@@ -680,6 +826,49 @@ export class H3ServerEndpoint {
   stats(connId = 0): H3DatagramStats | null {
     if (this.#ptr === null) return null;
     return readStats((out, n) => this.#sym.sbh3_server_stats(this.#ptr, connId, out, n));
+  }
+
+  /** The peer address of connection `connId`, or null when it is gone. */
+  peer(connId: number): Deno.NetAddr | null {
+    if (this.#ptr === null) return null;
+    const meta = new Uint8Array(64);
+    if (this.#sym.sbh3_server_peer(this.#ptr, connId, meta, BigInt(meta.length)) < 0) return null;
+    const port = new DataView(meta.buffer).getUint16(4, true);
+    const end = meta.indexOf(0, 6);
+    return { transport: "udp", hostname: decoder.decode(meta.subarray(6, end)), port };
+  }
+
+  /** What connection `connId`'s handshake negotiated; null before it completed or when it is gone. */
+  tlsInfo(connId: number): TlsConnectionInfo | null {
+    const ptr = this.#ptr;
+    if (ptr === null) return null;
+    return readTlsInfo(
+      this.#sym.sbh3_server_tls_state(ptr, connId),
+      (kind, b) => this.#sym.sbh3_server_tls_info(ptr, connId, kind, b, BigInt(b.length)),
+      (sent) => Number(this.#sym.sbh3_server_handshake_bytes(ptr, connId, sent)),
+    );
+  }
+
+  /** The exporter of connection `connId`; throws `RangeError` when it is gone or not established. */
+  exportKeyingMaterial(
+    connId: number,
+    label: string,
+    context: Uint8Array | undefined,
+    length: number,
+  ): Uint8Array {
+    const ptr = this.#ptr;
+    if (ptr === null) throw new RangeError("The HTTP/3 server is closed");
+    return runExporter(label, context, length, (l, c, cLen, out) =>
+      this.#sym.sbh3_server_export(
+        ptr,
+        connId,
+        l,
+        BigInt(l.length),
+        c,
+        BigInt(cLen),
+        out,
+        BigInt(out.length),
+      ));
   }
 
   /** Connections held, including closing ones. */

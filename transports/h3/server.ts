@@ -13,18 +13,20 @@ import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
 import type { HeaderList } from "../wire.ts";
-import { resolveTls } from "../tls.ts";
+import { resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import {
   bodyTooLarge,
   overloaded,
   systemFailure,
+  tooEarly,
   unreadableRequest,
 } from "../../handler/problem.ts";
 import { BodyBudgetError, defaultBodyBudget } from "../byte_budget.ts";
 import {
   H3_ERR,
   H3_EVENT,
+  H3_MSG_EARLY,
   H3Config,
   type H3CongestionControl,
   type H3DatagramStats,
@@ -104,7 +106,19 @@ export interface H3ServerOptions extends ServerOptions {
   drainMs?: number;
   /** Called with errors the transport swallowed. Default no-op. */
   onError?: (err: unknown) => void;
+  /**
+   * Accept 0-RTT from resuming clients. A request that arrived in 0-RTT with
+   * a method that is not safe (anything but GET, HEAD, OPTIONS) is answered
+   * 425 Too Early (RFC 8470) without running the handler. Never under mutual
+   * TLS (the client certificate only comes with the handshake). Default true.
+   */
+  earlyData?: boolean;
+  /** How long a 0-RTT ClientHello is remembered to refuse its replay, in ms. Default 10000. */
+  antiReplayWindowMs?: number;
 }
+
+/** Methods served from 0-RTT; others get 425 Too Early (RFC 8470 §5.2). */
+const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** A response that waits for room in the server's send queue. */
 interface Blocked {
@@ -123,6 +137,9 @@ export interface H3SbiServer extends SbiServer {
   readonly maxUdpPayload: number | undefined;
   /** Datagram counters over every connection so far (largest sent and received, drops, queued bytes). */
   datagramStats(): H3DatagramStats | null;
+  /** Requests that arrived in 0-RTT so far, and how many of them were answered 425 Too Early. */
+  earlyRequests(): { received: number; tooEarly: number };
+
   /** Connections held, including closing ones. */
   readonly connectionCount: number;
   /** Request streams not yet closed, over all connections. */
@@ -149,6 +166,10 @@ class H3Server implements H3SbiServer {
   #closing: Promise<void> | undefined;
   #stopped = false;
   #received = 0;
+  #early = { received: 0, tooEarly: 0 };
+  /** Client certificate subject per connection id (mutual TLS). */
+  #subjects = new Map<number, string>();
+
   #blocked = new Map<number, Blocked[]>();
   #maxBody: number;
 
@@ -198,15 +219,42 @@ class H3Server implements H3SbiServer {
     }
     for (let e: H3Event | null; (e = this.#ep.poll());) {
       if (e.type === H3_EVENT.MESSAGE) void this.#dispatch(e);
+      else if (e.type === H3_EVENT.CONNECTED) this.#onConnected(e.connId);
       else if (e.type === H3_EVENT.TOO_LARGE) {
         this.#send(e.connId, e.streamId, bodyTooLarge(this.#maxBody));
       } else if (e.type === H3_EVENT.CLOSED) {
         this.#ep.forget(e.connId);
         this.#blocked.delete(e.connId);
+        this.#subjects.delete(e.connId);
       }
     }
     if (this.#blocked.size && this.#retryBlocked()) this.#scheduleFlush();
     this.#arm();
+  }
+
+  /** A handshake completed: remember the client's subject and show the connection to `onTls`. */
+  #onConnected(connId: number): void {
+    const tls = this.#ep.tlsInfo(connId);
+    if (!tls) return;
+    if (tls.peerSubject) this.#subjects.set(connId, tls.peerSubject);
+    const hook = this.#options.onTls;
+    const remote = this.#ep.peer(connId);
+    if (!hook || !remote) return;
+    const ep = this.#ep;
+    try {
+      hook({
+        remoteAddr: { hostname: remote.hostname, port: remote.port },
+        info(): TlsConnectionInfo {
+          const now = ep.tlsInfo(connId);
+          if (!now) throw new RangeError("The HTTP/3 connection is closed");
+          return now;
+        },
+        exportKeyingMaterial: (label, context, length) =>
+          ep.exportKeyingMaterial(connId, label, context, length),
+      });
+    } catch (err) {
+      this.#options.onError?.(err); // a failing hook must not stop the connection
+    }
   }
 
   async #dispatch(e: H3Event): Promise<void> {
@@ -227,7 +275,18 @@ class H3Server implements H3SbiServer {
           response = unreadableRequest();
         }
       }
+      if (request && e.code & H3_MSG_EARLY) {
+        this.#early.received++;
+        if (!EARLY_METHODS.has(request.method)) {
+          // Replayable: never run it. The client retries after the handshake (RFC 8470 §5.2).
+          this.#early.tooEarly++;
+          response = tooEarly();
+          request = undefined;
+        }
+      }
       if (request) {
+        const subject = this.#subjects.get(e.connId);
+        if (subject) request.peer = { subject };
         try {
           response = await this.#handler(request);
         } catch (err) {
@@ -310,6 +369,10 @@ class H3Server implements H3SbiServer {
     return this.#ep.stats();
   }
 
+  earlyRequests(): { received: number; tooEarly: number } {
+    return { ...this.#early };
+  }
+
   /** Request streams not yet closed, over all connections (for tests and diagnostics). */
   get openStreams(): number {
     return this.#ep.openStreams();
@@ -383,6 +446,9 @@ export async function createH3Server(
       maxUdpPayload: options.maxUdpPayload,
       maxRecvUdpPayload: options.maxRecvUdpPayload,
       congestionControl: options.congestionControl,
+      ticketLifetimeSeconds: options.ticketLifetimeSeconds ?? 3600,
+      earlyData: options.earlyData !== false && !tls.requireClientCert,
+      antiReplayWindowMs: options.antiReplayWindowMs,
     });
     const ep = new H3ServerEndpoint(lib.symbols, config, hostname, sock.port);
     return new H3Server(sock, hostname, ep, handler, options, config.maxUdpPayload);

@@ -47,6 +47,10 @@ export const SYMBOLS = {
   sbh3_config_set_cc: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
   sbh3_config_set_max_body: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh3_config_set_tickets(sbh3_config *cfg, uint32_t lifetime_s);
+  sbh3_config_set_tickets: { parameters: ["pointer", "u32"], result: "i32" },
+  // int sbh3_config_set_early_data(sbh3_config *cfg, int on, uint32_t window_ms);
+  sbh3_config_set_early_data: { parameters: ["pointer", "i32", "u32"], result: "i32" },
 
   // sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const char *local_ip,
   //                                 uint16_t local_port, const char *remote_ip, uint16_t remote_port);
@@ -79,14 +83,30 @@ export const SYMBOLS = {
   sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_stream_count(sbh3_conn *conn);
   sbh3_conn_stream_count: { parameters: ["pointer"], result: "i32" },
-  // int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
-  sbh3_conn_tls_info: { parameters: ["pointer", "i32", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_token(sbh3_conn *conn, uint8_t *buf, size_t cap);
   sbh3_conn_token: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_update_key(sbh3_conn *conn);
   sbh3_conn_update_key: { parameters: ["pointer"], result: "i32" },
   // int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
   sbh3_conn_stats: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_conn_resume(sbh3_conn *conn, const uint8_t *ticket, size_t len);
+  sbh3_conn_resume: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_conn_ticket(sbh3_conn *conn, uint8_t *buf, size_t cap);
+  sbh3_conn_ticket: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
+  // int sbh3_conn_tls_state(sbh3_conn *conn);
+  sbh3_conn_tls_state: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
+  sbh3_conn_tls_info: { parameters: ["pointer", "i32", "buffer", "usize"], result: "i32" },
+  // int64_t sbh3_conn_first_response_us(sbh3_conn *conn);
+  sbh3_conn_first_response_us: { parameters: ["pointer"], result: "i64" },
+  // int64_t sbh3_conn_handshake_bytes(sbh3_conn *conn, int sent);
+  sbh3_conn_handshake_bytes: { parameters: ["pointer", "i32"], result: "i64" },
+  // int sbh3_conn_export(sbh3_conn *conn, const uint8_t *label, size_t label_len, const uint8_t *context,
+  //                      size_t context_len, uint8_t *out, size_t out_len);
+  sbh3_conn_export: {
+    parameters: ["pointer", "buffer", "usize", "buffer", "usize", "buffer", "usize"],
+    result: "i32",
+  },
 
   // sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);
   sbh3_server_new: { parameters: ["pointer", "buffer", "u16"], result: "pointer" },
@@ -121,6 +141,20 @@ export const SYMBOLS = {
   sbh3_server_conn_count: { parameters: ["pointer"], result: "i32" },
   // int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t n);
   sbh3_server_stats: { parameters: ["pointer", "u32", "buffer", "usize"], result: "i32" },
+  // int sbh3_server_peer(sbh3_server *srv, uint32_t conn_id, uint8_t *meta, size_t meta_cap);
+  sbh3_server_peer: { parameters: ["pointer", "u32", "buffer", "usize"], result: "i32" },
+  // int sbh3_server_tls_state(sbh3_server *srv, uint32_t conn_id);
+  sbh3_server_tls_state: { parameters: ["pointer", "u32"], result: "i32" },
+  // int sbh3_server_tls_info(sbh3_server *srv, uint32_t conn_id, int kind, uint8_t *buf, size_t cap);
+  sbh3_server_tls_info: { parameters: ["pointer", "u32", "i32", "buffer", "usize"], result: "i32" },
+  // int64_t sbh3_server_handshake_bytes(sbh3_server *srv, uint32_t conn_id, int sent);
+  sbh3_server_handshake_bytes: { parameters: ["pointer", "u32", "i32"], result: "i64" },
+  // int sbh3_server_export(sbh3_server *srv, uint32_t conn_id, const uint8_t *label, size_t label_len,
+  //                        const uint8_t *context, size_t context_len, uint8_t *out, size_t out_len);
+  sbh3_server_export: {
+    parameters: ["pointer", "u32", "buffer", "usize", "buffer", "usize", "buffer", "usize"],
+    result: "i32",
+  },
   // int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u, const uint8_t *data, size_t len);
   sbh3_conn_io: { parameters: ["pointer", "pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,

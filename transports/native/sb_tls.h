@@ -14,8 +14,31 @@
 #ifndef SB_TLS_H
 #define SB_TLS_H
 
+#include <stdint.h>
+#include <string.h>
+
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+
 #define SB_TLS_PRIORITY                                                       \
   "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"      \
   "+CHACHA20-POLY1305:%DISABLE_TLS13_COMPAT_MODE"
+
+/* Writes the RFC 4514 subject of the peer's first certificate into buf (truncated to cap, no NUL); its length, 0 when none. */
+static inline int sb_tls_peer_subject(gnutls_session_t s, uint8_t *buf, size_t cap) {
+  unsigned n = 0;
+  const gnutls_datum_t *certs = gnutls_certificate_get_peers(s, &n);
+  gnutls_x509_crt_t crt;
+  if (!certs || n == 0 || gnutls_x509_crt_init(&crt) != 0) return 0;
+  int len = 0;
+  gnutls_datum_t dn = {0};
+  if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) == 0 && gnutls_x509_crt_get_dn3(crt, &dn, 0) == 0) {
+    len = (int)(dn.size < cap ? dn.size : cap);
+    memcpy(buf, dn.data, (size_t)len);
+    gnutls_free(dn.data);
+  }
+  gnutls_x509_crt_deinit(crt);
+  return len;
+}
 
 #endif /* SB_TLS_H */

@@ -38,7 +38,7 @@
 #define SBWIRE_FIELD_PREFIX_LEN 8
 
 enum sbwire_event_type {
-  /* Handshake completed (client side). */
+  /* Handshake completed (client; an h3 server too, with the connection id). */
   SBWIRE_EV_CONNECTED = 1,
   /* A complete request (server) or response (client): headers and body. */
   SBWIRE_EV_MESSAGE = 2,
@@ -52,6 +52,8 @@ enum sbwire_event_type {
   SBWIRE_EV_RELEASED = 6,
   /* Server: a request body passed the limit; headers only, reading stopped; the caller answers (413). */
   SBWIRE_EV_TOO_LARGE = 7,
+  /* Client: the server refused 0-RTT; what was submitted early is gone and must be submitted again. */
+  SBWIRE_EV_EARLY_REJECTED = 8,
 };
 
 /* Writes v little-endian at p. */

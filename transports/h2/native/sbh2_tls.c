@@ -445,23 +445,6 @@ static int put_text(const char *s, size_t len, uint8_t *buf, uint32_t cap) {
   return (int)len;
 }
 
-/* Writes the subject DN of the peer's first certificate. */
-static int peer_subject(sbh2_tls *t, uint8_t *buf, uint32_t cap) {
-  unsigned n = 0;
-  const gnutls_datum_t *certs = gnutls_certificate_get_peers(t->s, &n);
-  if (!certs || n == 0) return 0;
-  gnutls_x509_crt_t crt;
-  if (gnutls_x509_crt_init(&crt) != 0) return SBH2_ERR_NOMEM;
-  int rv = 0;
-  gnutls_datum_t dn = {0};
-  if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) == 0 && gnutls_x509_crt_get_dn3(crt, &dn, 0) == 0) {
-    rv = put_text((const char *)dn.data, dn.size, buf, cap);
-    gnutls_free(dn.data);
-  }
-  gnutls_x509_crt_deinit(crt);
-  return rv;
-}
-
 int sbh2_tls_info(sbh2_tls *t, int kind, uint8_t *buf, uint32_t cap) {
   if (!t || !buf) return SBH2_ERR_INVALID;
   if (!t->established) return 0;
@@ -482,7 +465,7 @@ int sbh2_tls_info(sbh2_tls *t, int kind, uint8_t *buf, uint32_t cap) {
     return put_text((const char *)alpn.data, alpn.size, buf, cap);
   }
   case SBH2_TLS_INFO_PEER_SUBJECT:
-    return peer_subject(t, buf, cap);
+    return sb_tls_peer_subject(t->s, buf, cap);
   default:
     return SBH2_ERR_INVALID;
   }

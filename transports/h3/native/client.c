@@ -24,6 +24,7 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
   if (!cfg || cfg->is_server) return NULL;
   sbh3_conn *c = conn_alloc(cfg);
   if (!c) return NULL;
+  c->created_ns = now_ns();
   if (parse_addr(&c->ps.local_addrbuf, &c->ps.path.local.addrlen, local_ip, local_port) != 0 ||
       parse_addr(&c->ps.remote_addrbuf, &c->ps.path.remote.addrlen, remote_ip, remote_port) != 0) {
     conn_destroy(c);
@@ -156,22 +157,6 @@ int sbh3_conn_stream_count(sbh3_conn *c) {
 }
 
 
-int sbh3_conn_tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
-  if (!c || !buf) return SBH3_ERR_INVALID;
-  if (!c->tls || !ngtcp2_conn_get_handshake_completed(c->qc)) return 0;
-  const char *s;
-  switch (kind) {
-  case SBH3_TLS_INFO_VERSION: s = gnutls_protocol_get_name(gnutls_protocol_get_version(c->tls)); break;
-  case SBH3_TLS_INFO_SUITE: s = gnutls_ciphersuite_get(c->tls); break;
-  case SBH3_TLS_INFO_GROUP: s = gnutls_group_get_name(gnutls_group_get(c->tls)); break;
-  default: return SBH3_ERR_INVALID;
-  }
-  size_t n = s ? strlen(s) : 0;
-  if (n > cap) n = cap;
-  if (n) memcpy(buf, s, n);
-  return (int)n;
-}
-
 int sbh3_conn_token(sbh3_conn *c, uint8_t *buf, size_t cap) {
   if (!c || !buf) return SBH3_ERR_INVALID;
   if (!c->token.len) return SBH3_ERR_DONE;
@@ -194,4 +179,10 @@ int sbh3_conn_update_key(sbh3_conn *c) {
 int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
   if (!c) return SBH3_ERR_INVALID;
   return stats_copy(c->st, c, c->queued, out, n);
+}
+
+int64_t sbh3_conn_first_response_us(sbh3_conn *c) {
+  if (!c || c->srv) return SBH3_ERR_INVALID;
+  if (!c->first_resp_ns) return SBH3_ERR_DONE;
+  return (int64_t)((c->first_resp_ns - c->created_ns) / 1000);
 }

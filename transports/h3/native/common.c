@@ -138,6 +138,7 @@ sbh3_config *sbh3_config_new(int is_server) {
 
 void config_unref(sbh3_config *cfg) {
   if (!cfg || --cfg->refs > 0) return;
+  tls_config_clear(cfg);
   buf_free(&cfg->token);
   gnutls_certificate_free_credentials(cfg->cred);
   free(cfg);

@@ -15,11 +15,6 @@
 #include <gnutls/x509.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
-#include "../../native/sb_tls.h"
-
-/* One priority string for h3 and h2 over TLS (transports/native/sb_tls.h). */
-static const char PRIORITY[] = SB_TLS_PRIORITY;
-
 void set_err(sbh3_conn *c, const char *fmt, const char *detail) {
   if (c->errmsg[0]) return;
   snprintf(c->errmsg, sizeof(c->errmsg), fmt, detail ? detail : "");
@@ -204,6 +199,7 @@ static int h3_recv_data(nghttp3_conn *hc, int64_t stream_id, const uint8_t *data
   stream_t *s = stream_user_data;
   consume(c, stream_id, len);
   if (!s || s->aborted) return 0;
+  s->early |= c->rx_early;
   if (s->body.len + len > c->cfg->max_body || (s->cl != UINT64_MAX && s->cl > c->cfg->max_body)) {
     if (!c->srv) {
       s->aborted = 1;
@@ -245,6 +241,7 @@ static int h3_begin_headers(nghttp3_conn *hc, int64_t stream_id, void *user_data
   if (!c->srv || stream_user_data) return 0;
   stream_t *s = stream_new(c, stream_id);
   if (!s) return NGHTTP3_ERR_NOMEM;
+  s->early = c->rx_early;
   nghttp3_conn_set_stream_user_data(hc, stream_id, s);
   return 0;
 }
@@ -258,6 +255,8 @@ static int h3_recv_header(nghttp3_conn *hc, int64_t stream_id, int32_t token, ng
   sbh3_conn *c = user_data;
   stream_t *s = stream_user_data;
   if (!s) return 0;
+  s->early |= c->rx_early;
+  if (!c->srv && !c->first_resp_ns) c->first_resp_ns = now_ns();
   nghttp3_vec n = nghttp3_rcbuf_get_buf(name), v = nghttp3_rcbuf_get_buf(value);
   uint32_t nl = (uint32_t)n.len, vl = (uint32_t)v.len;
   if (buf_reserve(&s->hdr, SBWIRE_FIELD_PREFIX_LEN + nl + vl) != 0) return NGHTTP3_ERR_NOMEM;
@@ -289,7 +288,7 @@ static int h3_end_stream(nghttp3_conn *hc, int64_t stream_id, void *user_data, v
   sbh3_conn *c = user_data;
   stream_t *s = stream_user_data;
   if (!s || s->done || s->aborted) return 0;
-  event_t *e = evq_push(c->q, SBH3_EV_MESSAGE, c->id, stream_id, 0);
+  event_t *e = evq_push(c->q, SBH3_EV_MESSAGE, c->id, stream_id, s->early ? SBH3_MSG_EARLY : 0);
   if (!e) return NGHTTP3_ERR_NOMEM;
   e->hdr = s->hdr;
   e->body = s->body;
@@ -334,8 +333,8 @@ nghttp3_ssize h3_read_body(nghttp3_conn *hc, int64_t stream_id, nghttp3_vec *vec
   return 1;
 }
 
-/* Creates the HTTP/3 session and its control and QPACK streams once 1-RTT keys exist. */
-static int setup_http(sbh3_conn *c) {
+/* Creates the HTTP/3 session and its control and QPACK streams (1-RTT keys, or 0-RTT on a resuming client). */
+int setup_http(sbh3_conn *c) {
   if (c->hc) return 0;
   if (ngtcp2_conn_get_max_local_streams_uni(c->qc) < 3) return -1;
   nghttp3_callbacks cb = {
@@ -371,9 +370,6 @@ static int setup_http(sbh3_conn *c) {
 
 /* ---- ngtcp2 callbacks ------------------------------------------------- */
 
-/* ngtcp2_crypto: the QUIC connection behind a TLS session. */
-static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref) { return ((sbh3_conn *)ref->user_data)->qc; }
-
 /* ngtcp2: stream bytes, handed to nghttp3. */
 static int q_recv_stream_data(ngtcp2_conn *qc, uint32_t flags, int64_t stream_id, uint64_t offset,
                               const uint8_t *data, size_t len, void *user_data, void *stream_user_data) {
@@ -382,7 +378,9 @@ static int q_recv_stream_data(ngtcp2_conn *qc, uint32_t flags, int64_t stream_id
   (void)stream_user_data;
   sbh3_conn *c = user_data;
   if (!c->hc) return 0;
+  c->rx_early = (flags & NGTCP2_STREAM_DATA_FLAG_EARLY) != 0;
   nghttp3_ssize n = nghttp3_conn_read_stream(c->hc, stream_id, data, len, flags & NGTCP2_STREAM_DATA_FLAG_FIN);
+  c->rx_early = 0;
   if (n < 0) {
     ngtcp2_connection_close_error_set_application_error(&c->ccerr, nghttp3_err_infer_quic_app_error_code((int)n),
                                                         NULL, 0);
@@ -521,12 +519,13 @@ static int q_remove_connection_id(ngtcp2_conn *qc, const ngtcp2_cid *cid, void *
   return 0;
 }
 
-/* ngtcp2: the handshake completed (client: post CONNECTED; server: a NEW_TOKEN when it validates addresses). */
+/* ngtcp2: the handshake completed: TLS follow-ups (tickets, refused 0-RTT), a NEW_TOKEN when the server validates addresses, then post CONNECTED. */
 static int q_handshake_completed(ngtcp2_conn *qc, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
-  if (!c->srv) evq_push(c->q, SBH3_EV_CONNECTED, c->id, -1, 0);
-  else if (c->cfg->retry) server_new_token(c);
+  if (tls_handshake_done(c) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+  if (c->srv && c->cfg->retry) server_new_token(c);
+  evq_push(c->q, SBH3_EV_CONNECTED, c->id, -1, 0);
   return 0;
 }
 
@@ -555,7 +554,7 @@ void fill_callbacks(ngtcp2_callbacks *cb, int is_server) {
     cb->recv_new_token = q_recv_new_token;
     cb->recv_rx_key = q_recv_rx_key;
   }
-  cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+  cb->recv_crypto_data = tls_recv_crypto_data;
   cb->handshake_completed = q_handshake_completed;
   cb->encrypt = ngtcp2_crypto_encrypt_cb;
   cb->decrypt = ngtcp2_crypto_decrypt_cb;
@@ -616,43 +615,6 @@ void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_co
   p->max_udp_payload_size = cfg->max_recv_udp_payload;
 }
 
-int tls_init(sbh3_conn *c, const char *server_name) {
-  const sbh3_config *cfg = c->cfg;
-  unsigned flags = (cfg->is_server ? GNUTLS_SERVER : GNUTLS_CLIENT) | GNUTLS_NO_END_OF_EARLY_DATA;
-  if (gnutls_init(&c->tls, flags) != 0) return -1;
-  if (gnutls_priority_set_direct(c->tls, PRIORITY, NULL) != 0) return -1;
-  int rv = cfg->is_server ? ngtcp2_crypto_gnutls_configure_server_session(c->tls)
-                          : ngtcp2_crypto_gnutls_configure_client_session(c->tls);
-  if (rv != 0) return -1;
-  c->ref.get_conn = get_conn;
-  c->ref.user_data = c;
-  gnutls_session_set_ptr(c->tls, &c->ref);
-  if (gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, cfg->cred) != 0) return -1;
-  gnutls_datum_t alpn = {(unsigned char *)"h3", 2};
-  unsigned alpn_flags = GNUTLS_ALPN_MANDATORY | (cfg->is_server ? GNUTLS_ALPN_SERVER_PRECEDENCE : 0);
-  if (gnutls_alpn_set_protocols(c->tls, &alpn, 1, alpn_flags) != 0) return -1;
-  if (cfg->is_server) {
-    if (cfg->verify == SBH3_VERIFY_PEER) {
-      gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_REQUIRE);
-      gnutls_session_set_verify_cert(c->tls, NULL, 0);
-    }
-  } else {
-    if (server_name && *server_name) {
-      struct in6_addr tmp;
-      int numeric = inet_pton(AF_INET, server_name, &tmp) == 1 || inet_pton(AF_INET6, server_name, &tmp) == 1;
-      if (!numeric) gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, server_name, strlen(server_name));
-    }
-    if (cfg->verify == SBH3_VERIFY_PEER) {
-      if (!server_name || !*server_name) return -1;
-      c->server_name = strdup(server_name);
-      if (!c->server_name) return -1;
-      gnutls_session_set_verify_cert(c->tls, c->server_name, 0);
-    }
-  }
-  ngtcp2_conn_set_tls_native_handle(c->qc, c->tls);
-  return 0;
-}
-
 void conn_destroy(sbh3_conn *c) {
   if (!c) return;
   while (c->streams) stream_free(c, c->streams);
@@ -660,6 +622,7 @@ void conn_destroy(sbh3_conn *c) {
   ngtcp2_conn_del(c->qc);
   if (c->tls) gnutls_deinit(c->tls);
   free(c->server_name);
+  buf_free(&c->ticket);
   buf_free(&c->token);
   evq_clear(&c->own_q);
   config_unref(c->cfg);

@@ -11,7 +11,8 @@
  * segmentation offload, then, once the kernel refuses it halfway through,
  * one datagram per message), and a client aimed at a
  * closed port must see SBH3_ERR_REFUSED, both when the shim's own recvmmsg
- * gets ECONNREFUSED and when the caller's receive does. Run it under
+ * gets ECONNREFUSED and when the caller's receive does. A TLS phase runs a full
+ * handshake, a resumption with 0-RTT and a foreign ticket (0-RTT refused). Run it under
  * valgrind --leak-check=full or LeakSanitizer. Exit 0 when every response was
  * right; 1 otherwise.
  *
@@ -262,6 +263,113 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
   return answered;
 }
 
+/*
+ * One in-memory connection for the TLS phase: the client offers `ticket` (may be NULL), sends one
+ * GET at once (0-RTT when resuming) and one after the handshake, checks both answers and the
+ * exporter on both ends, and leaves with the server's new ticket in *out (malloc'd). Returns the
+ * client's sbh3_tls_state bits, or -1.
+ */
+static int tls_connection(sbh3_server *srv, sbh3_config *ccfg, const uint8_t *ticket, size_t ticket_len,
+                          uint8_t **out, size_t *out_len, int port) {
+  sbh3_conn *cli = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", (uint16_t)port, "127.0.0.1", 4433);
+  if (!cli || (ticket && sbh3_conn_resume(cli, ticket, ticket_len) != 0)) return -1;
+  uint8_t *pkt = malloc(65536), meta[64], *ev = malloc(1 << 16), hdr[256], sx[32], cx[32];
+  size_t h = 0;
+  h += put_field(hdr + h, ":method", "GET");
+  h += put_field(hdr + h, ":scheme", "https");
+  h += put_field(hdr + h, ":authority", "localhost");
+  h += put_field(hdr + h, ":path", "/early");
+  int early = ticket ? sbh3_conn_request(cli, hdr, h, NULL, 0) >= 0 : 0;
+  int answered = 0, connected = 0, late = 0, state = -1;
+  uint32_t server_conn = 0;
+  for (int round = 0; round < 2000 && answered < early + 1; round++) {
+    int n;
+    while ((n = sbh3_conn_send(cli, pkt, 65536)) > 0) sbh3_server_recv(srv, pkt, (size_t)n, "127.0.0.1", (uint16_t)port);
+    while ((n = sbh3_server_send(srv, pkt, 65536, meta, sizeof(meta))) > 0) sbh3_conn_recv(cli, pkt, (size_t)n);
+    while (sbh3_server_poll(srv, ev, 1 << 16) > 0) {
+      uint32_t type, conn_id;
+      int64_t sid;
+      memcpy(&type, ev, 4);
+      memcpy(&conn_id, ev + 4, 4);
+      memcpy(&sid, ev + 8, 8);
+      if (type == SBH3_EV_CONNECTED) server_conn = conn_id;
+      if (type != SBH3_EV_MESSAGE) continue;
+      uint8_t rh[64];
+      size_t rl = put_field(rh, ":status", "200");
+      sbh3_server_respond(srv, conn_id, sid, rh, rl, (const uint8_t *)"ok", 2);
+    }
+    while (sbh3_conn_poll(cli, ev, 1 << 16) > 0) {
+      uint32_t type;
+      memcpy(&type, ev, 4);
+      if (type == SBH3_EV_MESSAGE) answered++;
+      if (type == SBH3_EV_CONNECTED) connected = 1;
+      if (type == SBH3_EV_EARLY_REJECTED) early = 0; /* the early GET is gone: only the late one is answered */
+      if (type == SBH3_EV_CLOSED) round = 1 << 30;
+    }
+    if (connected && !late && sbh3_conn_request(cli, hdr, h, NULL, 0) >= 0) late = 1;
+  }
+  /* Let the ticket (sent after the handshake) reach the client. */
+  for (int round = 0; round < 20; round++) {
+    int n;
+    while ((n = sbh3_server_send(srv, pkt, 65536, meta, sizeof(meta))) > 0) sbh3_conn_recv(cli, pkt, (size_t)n);
+    while ((n = sbh3_conn_send(cli, pkt, 65536)) > 0) sbh3_server_recv(srv, pkt, (size_t)n, "127.0.0.1", (uint16_t)port);
+  }
+  if (answered >= 1 && server_conn &&
+      sbh3_conn_export(cli, (const uint8_t *)"EXPORTER_3GPP_N32_MASTER", 24, NULL, 0, cx, 32) == 32 &&
+      sbh3_server_export(srv, server_conn, (const uint8_t *)"EXPORTER_3GPP_N32_MASTER", 24, NULL, 0, sx, 32) == 32 &&
+      memcmp(cx, sx, 32) == 0)
+    state = sbh3_conn_tls_state(cli);
+  uint8_t subject[256];
+  if (sbh3_conn_tls_info(cli, SBH3_TLS_PEER_SUBJECT, subject, sizeof(subject)) <= 0) state = -1;
+  *out = malloc(65536);
+  int tl = sbh3_conn_ticket(cli, *out, 65536);
+  *out_len = tl > 0 ? (size_t)tl : 0;
+  sbh3_conn_close(cli);
+  int n;
+  while ((n = sbh3_conn_send(cli, pkt, 65536)) > 0) sbh3_server_recv(srv, pkt, (size_t)n, "127.0.0.1", (uint16_t)port);
+  sbh3_conn_free(cli);
+  free(pkt);
+  free(ev);
+  return state;
+}
+
+/* Tickets, resumption, accepted and refused 0-RTT, the exporter; returns 1 when all behaved. */
+static int tls_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, size_t cert_len, const uint8_t *key,
+                     size_t key_len) {
+  sbh3_config *scfg = sbh3_config_new(1), *nocfg = sbh3_config_new(1), *ccfg = sbh3_config_new(0);
+  if (sbh3_config_set_cert(scfg, cert, cert_len, key, key_len) != 0 ||
+      sbh3_config_set_cert(nocfg, cert, cert_len, key, key_len) != 0 || sbh3_config_add_ca(ccfg, ca, ca_len) <= 0 ||
+      sbh3_config_set_tickets(scfg, 60) != 0 || sbh3_config_set_tickets(nocfg, 60) != 0 ||
+      sbh3_config_set_early_data(scfg, 1, 10000) != 0 || sbh3_config_set_early_data(ccfg, 1, 0) != 0 ||
+      sbh3_config_set_early_data(scfg, 1, 0) != SBH3_ERR_INVALID)
+    return 0;
+  sbh3_server *srv = sbh3_server_new(scfg, "127.0.0.1", 4433), *nosrv = sbh3_server_new(nocfg, "127.0.0.1", 4433);
+  uint8_t *t1 = NULL, *t2 = NULL, *t3 = NULL;
+  size_t l1 = 0, l2 = 0, l3 = 0;
+  int ok = 1;
+  int full = tls_connection(srv, ccfg, NULL, 0, &t1, &l1, 6001);
+  int resumed = tls_connection(srv, ccfg, t1, l1, &t2, &l2, 6002);
+  /* A server with another ticket key cannot resume it: full handshake, the early GET sent again. */
+  int foreign = tls_connection(nosrv, ccfg, t1, l1, &t3, &l3, 6003);
+  if (full < 0 || (full & SBH3_TLS_RESUMED) || !l1) ok = 0;
+  if (resumed < 0 || !(resumed & SBH3_TLS_RESUMED) || !(resumed & SBH3_TLS_EARLY_ACCEPTED)) ok = 0;
+  if (foreign < 0 || (foreign & SBH3_TLS_RESUMED) || (foreign & SBH3_TLS_EARLY_ACCEPTED)) ok = 0;
+  if (!ok) fprintf(stderr, "tls: states full %d resumed %d foreign %d, ticket %zu B\n", full, resumed, foreign, l1);
+  uint8_t bad[80] = {0};
+  sbh3_conn *c = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", 6004, "127.0.0.1", 4433);
+  if (!c || sbh3_conn_resume(c, bad, sizeof(bad)) != SBH3_ERR_INVALID) ok = 0;
+  sbh3_conn_free(c);
+  free(t1);
+  free(t2);
+  free(t3);
+  sbh3_server_free(srv);
+  sbh3_server_free(nosrv);
+  sbh3_config_free(scfg);
+  sbh3_config_free(nocfg);
+  sbh3_config_free(ccfg);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: %s CA.pem SERVER.pem SERVER-KEY.pem\n", argv[0]);
@@ -405,6 +513,10 @@ int main(int argc, char **argv) {
   sbh3_conn_free(NULL);
   sbh3_server_free(NULL);
   sbh3_config_free(NULL);
+  if (!tls_phase(ca, ca_len, cert, cert_len, key, key_len)) {
+    fprintf(stderr, "tls phase failed\n");
+    ok = 0;
+  }
   int sock_answered = socket_phase(ca, ca_len, cert, cert_len, key, key_len);
   if (sock_answered != SOCK_NREQ) {
     fprintf(stderr, "sockets: %d of %d answered\n", sock_answered, SOCK_NREQ);

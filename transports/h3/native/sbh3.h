@@ -63,7 +63,7 @@ enum sbh3_error {
 };
 
 enum sbh3_event_type {
-  /* Handshake completed (client side). */
+  /* Handshake completed (client; and server, with conn_id). */
   SBH3_EV_CONNECTED = SBWIRE_EV_CONNECTED,
   /* A complete request (server) or response (client): headers and body. */
   SBH3_EV_MESSAGE = SBWIRE_EV_MESSAGE,
@@ -75,6 +75,39 @@ enum sbh3_event_type {
   SBH3_EV_GOAWAY = SBWIRE_EV_GOAWAY,
   /* Server: a request body passed max_body; headers only. Reading stopped (STOP_SENDING, H3_NO_ERROR); answer it (413). */
   SBH3_EV_TOO_LARGE = SBWIRE_EV_TOO_LARGE,
+  /* Client: the server refused 0-RTT; every request submitted so far is gone and must be submitted again. */
+  SBH3_EV_EARLY_REJECTED = SBWIRE_EV_EARLY_REJECTED,
+};
+
+/* Bit in the code of a server MESSAGE event: the request arrived (at least partly) in 0-RTT. */
+#define SBH3_MSG_EARLY 1
+
+/* What sbh3_*_tls_info writes. */
+enum sbh3_tls_info {
+  /* Protocol version, e.g. "TLS1.3". */
+  SBH3_TLS_VERSION = 1,
+  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
+  SBH3_TLS_SUITE = 2,
+  /* Key-exchange group, e.g. "SECP256R1". */
+  SBH3_TLS_GROUP = 3,
+  /* Negotiated ALPN protocol ("h3"). */
+  SBH3_TLS_ALPN = 4,
+  /* RFC 4514 subject of the peer's verified certificate (empty when it sent none). */
+  SBH3_TLS_PEER_SUBJECT = 5,
+};
+
+/* Bits returned by sbh3_*_tls_state. */
+enum sbh3_tls_state {
+  /* The handshake completed. */
+  SBH3_TLS_ESTABLISHED = 1,
+  /* The handshake resumed an earlier session (a ticket was accepted). */
+  SBH3_TLS_RESUMED = 2,
+  /* 0-RTT data was accepted (server: received and accepted; client: the server accepted it). */
+  SBH3_TLS_EARLY_ACCEPTED = 4,
+  /* Client: a ticket is waiting in sbh3_conn_ticket. */
+  SBH3_TLS_TICKET = 8,
+  /* Client: 0-RTT was attempted. */
+  SBH3_TLS_EARLY_ATTEMPTED = 16,
 };
 
 enum sbh3_verify {
@@ -126,16 +159,6 @@ enum sbh3_stat {
   SBH3_STAT_COUNT = 16,
 };
 
-/* What sbh3_conn_tls_info reports about the negotiated TLS (numbered as the h2 module's). */
-enum sbh3_tls_info {
-  /* Protocol version, e.g. "TLS1.3". */
-  SBH3_TLS_INFO_VERSION = 1,
-  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
-  SBH3_TLS_INFO_SUITE = 2,
-  /* Key-exchange group, e.g. "SECP256R1". */
-  SBH3_TLS_INFO_GROUP = 3,
-};
-
 typedef struct sbh3_config sbh3_config;
 typedef struct sbh3_conn sbh3_conn;
 typedef struct sbh3_server sbh3_server;
@@ -178,6 +201,10 @@ int sbh3_config_set_versions(sbh3_config *cfg, const uint32_t *versions, size_t 
 int sbh3_config_set_ecn(sbh3_config *cfg, int on);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
+/* Server: sends one TLS 1.3 session ticket per connection, valid lifetime_s seconds (0: none, the default); ticket keys rotate with that period. */
+int sbh3_config_set_tickets(sbh3_config *cfg, uint32_t lifetime_s);
+/* 0-RTT: a server accepts it (anti-replay window window_ms), a resuming client attempts it; on = 0 turns it off (the default). */
+int sbh3_config_set_early_data(sbh3_config *cfg, int on, uint32_t window_ms);
 
 /* Starts a client connection; server_name is verified (NUL-terminated), addresses are IP text. */
 sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const char *local_ip, uint16_t local_port,
@@ -206,12 +233,25 @@ int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
 int sbh3_conn_stream_count(sbh3_conn *conn);
 /* Copies up to n counters (enum sbh3_stat) into out; returns how many. */
 int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
-/* Writes the negotiated TLS detail (enum sbh3_tls_info) as text into buf; its length, 0 before the handshake. */
-int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
 /* Client: copies the last NEW_TOKEN the server gave into buf; its length, SBH3_ERR_DONE when none. */
 int sbh3_conn_token(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Starts a 1-RTT key update; SBH3_ERR_STREAM_BLOCKED: not allowed yet (handshake unconfirmed, or the last update unacknowledged). */
 int sbh3_conn_update_key(sbh3_conn *conn);
+/* Offers a ticket from sbh3_conn_ticket (before the first send); with early data on, requests may follow at once (0-RTT). */
+int sbh3_conn_resume(sbh3_conn *conn, const uint8_t *ticket, size_t len);
+/* Moves the newest ticket the server sent (with its transport parameters) into buf; its length or SBH3_ERR_DONE. */
+int sbh3_conn_ticket(sbh3_conn *conn, uint8_t *buf, size_t cap);
+/* Returns the enum sbh3_tls_state bits of the connection. */
+int sbh3_conn_tls_state(sbh3_conn *conn);
+/* Writes one enum sbh3_tls_info text into buf (no NUL); returns its length. */
+int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
+/* Microseconds from the connection's creation to the first response header received, or SBH3_ERR_DONE before one. */
+int64_t sbh3_conn_first_response_us(sbh3_conn *conn);
+/* Handshake (CRYPTO frame) bytes sent (sent = 1) or received (sent = 0) until the handshake completed. */
+int64_t sbh3_conn_handshake_bytes(sbh3_conn *conn, int sent);
+/* RFC 5705 / RFC 8446 7.5 exporter once the handshake completed: writes out_len bytes; returns out_len. */
+int sbh3_conn_export(sbh3_conn *conn, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
+                     uint8_t *out, size_t out_len);
 
 /* Creates a server endpoint bound (by the caller) to local_ip:local_port. */
 sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);
@@ -240,6 +280,17 @@ int sbh3_server_open_streams(sbh3_server *srv);
 int sbh3_server_conn_count(sbh3_server *srv);
 /* Copies up to n counters of connection conn_id (0: totals over every connection so far) into out. */
 int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t n);
+/* Writes the peer of connection conn_id into meta (u32 conn_id, u16 port, IP text NUL, as sbh3_server_send). */
+int sbh3_server_peer(sbh3_server *srv, uint32_t conn_id, uint8_t *meta, size_t meta_cap);
+/* sbh3_conn_tls_state of connection conn_id. */
+int sbh3_server_tls_state(sbh3_server *srv, uint32_t conn_id);
+/* sbh3_conn_tls_info of connection conn_id. */
+int sbh3_server_tls_info(sbh3_server *srv, uint32_t conn_id, int kind, uint8_t *buf, size_t cap);
+/* sbh3_conn_handshake_bytes of connection conn_id. */
+int64_t sbh3_server_handshake_bytes(sbh3_server *srv, uint32_t conn_id, int sent);
+/* sbh3_conn_export on connection conn_id. */
+int sbh3_server_export(sbh3_server *srv, uint32_t conn_id, const uint8_t *label, size_t label_len,
+                       const uint8_t *context, size_t context_len, uint8_t *out, size_t out_len);
 
 /*
  * Batched I/O on the caller's socket: the caller opens a nonblocking UDP

@@ -68,6 +68,11 @@ struct sbh3_config {
   uint32_t versions[4];          /* QUIC versions by preference (default v1 alone) */
   size_t nversions;
   int cc;                        /* enum sbh3_cc */
+  uint32_t ticket_lifetime;      /* server: seconds a session ticket is valid (0: no tickets) */
+  gnutls_datum_t ticket_key;     /* server: master key of the rotating ticket keys */
+  int early_data;                /* server: accept 0-RTT; client: attempt it when resuming */
+  gnutls_anti_replay_t anti_replay; /* server, with early_data: ClientHello replay check */
+  struct replay_db *replay;      /* its bounded store of recent ClientHellos */
 };
 
 typedef struct stream {
@@ -78,6 +83,7 @@ typedef struct stream {
   size_t out_len;
   int done;          /* message (or TOO_LARGE) event posted */
   int aborted;       /* body too large: the rest is dropped */
+  int early;         /* server: part of the request came in 0-RTT */
   uint64_t cl;       /* announced content-length (UINT64_MAX: none) */
 } stream_t;
 
@@ -117,6 +123,12 @@ struct sbh3_conn {
   buf_t token;                  /* client: the last NEW_TOKEN received */
   char errmsg[ERRMSG_LEN];
   char *server_name; /* kept for the session's lifetime: GnuTLS may refer to it */
+  int rx_early;      /* the stream data being handed to nghttp3 came in 0-RTT */
+  int early_attempt; /* client: 0-RTT was attempted */
+  buf_t ticket;      /* client: newest ticket with the server's transport parameters */
+  uint64_t hs_sent, hs_recv; /* CRYPTO bytes each way until the handshake completed (tickets excluded) */
+  uint64_t created_ns;       /* client: when the connection was created */
+  uint64_t first_resp_ns;    /* client: when the first response header arrived (0: none yet) */
 };
 
 typedef struct {
@@ -199,8 +211,6 @@ HIDDEN void close_locally(sbh3_conn *c, uint64_t app_code, const char *why);
 HIDDEN void fill_callbacks(ngtcp2_callbacks *cb, int is_server);
 /* ngtcp2 settings and local transport parameters from cfg. */
 HIDDEN void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_config *cfg);
-/* Creates c's TLS session (server_name: client only); 0 or -1. */
-HIDDEN int tls_init(sbh3_conn *c, const char *server_name);
 /* Allocates a connection holding a reference to cfg. */
 HIDDEN sbh3_conn *conn_alloc(sbh3_config *cfg);
 /* Frees c, its streams and its sessions. */
@@ -226,7 +236,32 @@ HIDDEN int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t queued, uint64_
 /* Test drivers only (never set in the library): edits a new client's transport parameters, to send invalid ones. */
 HIDDEN extern void (*client_params_hook)(ngtcp2_transport_params *params);
 
+/* Creates the HTTP/3 session and its control and QPACK streams; 0 or -1. */
+HIDDEN int setup_http(sbh3_conn *c);
+
+/* ---- tls.c ---- */
+
+/* Creates c's TLS session (server_name: client only); 0 or -1. */
+HIDDEN int tls_init(sbh3_conn *c, const char *server_name);
+/* Releases the ticket key and anti-replay state of cfg. */
+HIDDEN void tls_config_clear(sbh3_config *cfg);
+/* The handshake completed: server sends a ticket; client handles a refused 0-RTT. 0 or -1. */
+HIDDEN int tls_handshake_done(sbh3_conn *c);
+/* ngtcp2: received CRYPTO data, counted until the handshake completes, then handed to GnuTLS. */
+HIDDEN int tls_recv_crypto_data(ngtcp2_conn *qc, ngtcp2_crypto_level level, uint64_t offset, const uint8_t *data,
+                                size_t len, void *user_data);
+/* enum sbh3_tls_state bits of c. */
+HIDDEN int tls_state(sbh3_conn *c);
+/* Writes one enum sbh3_tls_info text of c into buf; its length. */
+HIDDEN int tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap);
+/* Exporter of c; out_len or an error. */
+HIDDEN int tls_export(sbh3_conn *c, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
+                      uint8_t *out, size_t out_len);
+
 /* ---- server.c ---- */
+
+/* The server connection with this id, or NULL. */
+HIDDEN sbh3_conn *server_find_id(sbh3_server *srv, uint32_t id);
 
 /* Feeds one datagram from a socket address to the server; see sbh3_server_recv. */
 HIDDEN int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,

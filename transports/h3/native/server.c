@@ -74,8 +74,7 @@ static sbh3_conn *server_find(sbh3_server *srv, const uint8_t *dcid, size_t dcid
   return NULL;
 }
 
-/* The connection with this id, or NULL. */
-static sbh3_conn *server_find_id(sbh3_server *srv, uint32_t id) {
+sbh3_conn *server_find_id(sbh3_server *srv, uint32_t id) {
   for (sbh3_conn *c = srv->conns; c; c = c->next)
     if (c->id == id) return c;
   return NULL;
@@ -473,4 +472,12 @@ int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t 
 int sbh3_server_conn_count(sbh3_server *srv) {
   if (!srv) return SBH3_ERR_INVALID;
   return (int)srv->nconns;
+}
+
+int sbh3_server_peer(sbh3_server *srv, uint32_t conn_id, uint8_t *meta, size_t meta_cap) {
+  if (!srv || !meta) return SBH3_ERR_INVALID;
+  sbh3_conn *c = server_find_id(srv, conn_id);
+  if (!c) return SBH3_ERR_NOT_FOUND;
+  if (write_meta(meta, meta_cap, conn_id, &c->ps.remote_addrbuf.sa) != 0) return SBH3_ERR_BUFFER_TOO_SHORT;
+  return 0;
 }

@@ -43,5 +43,5 @@ export class TicketCache {
   }
 }
 
-/** The cache every native h2 client of this process shares unless given its own. */
+/** The cache every native client (h2 over TLS, h3) of this process shares unless given its own; keys differ per transport. */
 export const sharedTicketCache = new TicketCache();
