@@ -18,8 +18,6 @@ const LINK = new Set(["handshakeloss", "transferloss", "blackhole", "rebind-port
 
 /** Cases neither direction can pass with ngtcp2 0.12.1 here, with the words their reason must name. */
 const UNSUPPORTED: Record<string, RegExp> = {
-  resumption: /session tickets/,
-  zerortt: /session tickets/,
   v2: /ngtcp2 0\.12\.1/,
   handshakecorruption: /does not corrupt/,
   transfercorruption: /does not corrupt/,

@@ -7,8 +7,10 @@
  */
 import type { LinkBackend } from "../../../linkemu/mod.ts";
 import { createDevPki, type DevPki } from "../../pki.ts";
+import { createHandler } from "../../../handler/mod.ts";
+import { TicketCache } from "../../ticket_cache.ts";
 import { createH3Client } from "../client.ts";
-import type { H3ServerOptions } from "../server.ts";
+import { createH3Server, type H3ServerOptions } from "../server.ts";
 import {
   type CaseResult,
   checkInvalidTransportParameter,
@@ -19,6 +21,7 @@ import {
 import {
   CHACHA20_ONLY,
   runGtlsClient,
+  sbilabPath,
   type ServerPeer,
   startGtlsServer,
   startOurServer,
@@ -85,8 +88,6 @@ export interface InteropOptions {
 /** QUIC v2 as published is not in the library (ngtcp2 0.12.1 knows only draft 0x709a50c4). */
 const V2_REASON =
   "unsupported: QUIC v2 (RFC 9369, 0x6b3343cf) is not in ngtcp2 0.12.1, which knows only the provisional draft 0x709a50c4";
-const TICKETS_REASON =
-  "unsupported here: needs session tickets (the h3 server issues no NewSessionTicket and the client keeps no session yet)";
 const CORRUPTION_REASON =
   "unsupported: the link emulator (linkemu) loses, delays and reorders packets but does not corrupt them";
 const AMPLIFICATION_REASON =
@@ -207,13 +208,87 @@ function hex(v: number): string {
   return `0x${v.toString(16).padStart(8, "0")}`;
 }
 
+/**
+ * The runner's "resumption" (and "zerortt" when `early`): a first connection
+ * gets a ticket, a second resumes with it (and sends its GET in 0-RTT).
+ */
+async function checkResumption(peer: ServerPeer, early: boolean): Promise<CaseResult> {
+  const name = early ? "zerortt" : "resumption";
+  const cache = new TicketCache();
+  const open = () =>
+    createH3Client(peer.origin, {
+      tls: { insecure: true },
+      timeoutMs: 10_000,
+      ticketCache: cache,
+      earlyData: early,
+    });
+  const first = await open();
+  try {
+    await first.request({ path: peer.pathFor(1024) });
+  } finally {
+    await first.close();
+  }
+  if (cache.size === 0) return { name, passed: false, detail: "the server sent no session ticket" };
+  const second = await open();
+  try {
+    const res = await second.request({ path: peer.pathFor(16 * 1024) });
+    const tls = second.tlsInfo();
+    const passed = res.body.length === 16 * 1024 && tls?.resumed === true &&
+      (!early || tls.earlyData === "accepted");
+    return {
+      name,
+      passed,
+      detail: `second connection ${tls?.resumed ? "resumed" : "not resumed"}, 0-RTT ${
+        tls?.earlyData ?? "none"
+      }, ${res.body.length} bytes`,
+    };
+  } finally {
+    await second.close();
+  }
+}
+
+/** gtlsclient twice against our server with a session file: the second resumes (and sends 0-RTT). */
+async function gtlsResumption(ctx: Ctx, early: boolean): Promise<MatrixRow> {
+  const name = early ? "zerortt" : "resumption";
+  const resumed: boolean[] = [];
+  const server = await createH3Server(createHandler(), {
+    tls: { cert: ctx.pki.serverCertPem, key: ctx.pki.serverKeyPem },
+    onTls: (c) => resumed.push(c.info().resumed),
+  });
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-interop-" });
+  try {
+    const files = [`--session-file=${dir}/session.pem`, `--tp-file=${dir}/tp.txt`];
+    const url = `${server.url}${sbilabPath(1024)}`;
+    const first = await runGtlsClient("127.0.0.1", server.port, [url], {
+      flags: ["-q", ...files],
+    });
+    if (first.code !== 0) {
+      return { name, status: "fail", reason: `first gtlsclient run exit ${first.code}` };
+    }
+    const second = await runGtlsClient("127.0.0.1", server.port, [url], {
+      flags: ["--no-http-dump", ...files, ...(early ? [] : ["--disable-early-data"])],
+    });
+    const zeroRtt = /type=0RTT/.test(second.stderr);
+    const got = [...second.files.values()];
+    const early2 = server.earlyRequests();
+    const passed = second.code === 0 && got[0] === 1024 && resumed.length === 2 && resumed[1] &&
+      (early ? zeroRtt && early2.received === 1 && early2.tooEarly === 0 : !zeroRtt);
+    return row(name, {
+      passed,
+      detail: `second gtlsclient connection ${resumed[1] ? "resumed" : "not resumed"}, ${
+        zeroRtt ? `sent 0-RTT, ${early2.received} early request(s) answered` : "no 0-RTT"
+      }, ${got[0] ?? 0} bytes`,
+    });
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 /** One case with our client against the server in `ctx`. */
 async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
   const foreign = ctx.server !== "ours" && ctx.server !== "gtlsserver";
   switch (name) {
-    case "resumption":
-    case "zerortt":
-      return { name, status: "unsupported", reason: TICKETS_REASON };
     case "v2":
       return { name, status: "unsupported", reason: V2_REASON };
     case "handshakecorruption":
@@ -301,6 +376,9 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       }
       case "retry":
         return row(name, await checkRetry({ origin: peer.origin, pathFor: peer.pathFor }));
+      case "resumption":
+      case "zerortt":
+        return row(name, await checkResumption(peer, name === "zerortt"));
       case "keyupdate":
         return row(name, await checkKeyUpdate({ origin: peer.origin, pathFor: peer.pathFor }));
       case "chacha20": {
@@ -394,7 +472,7 @@ async function clientCase(ctx: Ctx, name: string): Promise<MatrixRow> {
   switch (name) {
     case "resumption":
     case "zerortt":
-      return { name, status: "unsupported", reason: TICKETS_REASON };
+      return await gtlsResumption(ctx, name === "zerortt");
     case "v2":
       return { name, status: "unsupported", reason: V2_REASON };
     case "handshakecorruption":
