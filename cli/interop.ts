@@ -18,7 +18,8 @@ interface InteropCliOptions {
   json?: string;
 }
 
-const BACKENDS = ["relay", "netem", "veth"];
+/** Link backends that impair packets (`veth` does not). */
+const BACKENDS = ["relay", "netem"];
 
 /** Registers `lab interop`. */
 export function registerInteropCommand(program: Command): void {
@@ -34,7 +35,7 @@ export function registerInteropCommand(program: Command): void {
     .option("--cases <list>", `comma-separated cases (default all): ${INTEROP_CASES.join(", ")}`)
     .option(
       "--link-backend <backend>",
-      "link emulator for the loss/blackhole/rebind cases: relay, netem or veth",
+      "link emulator for the loss/blackhole/rebind cases: relay or netem",
       "relay",
     )
     .option("--json <file>", "also write the matrix as JSON to FILE")

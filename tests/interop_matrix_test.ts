@@ -124,7 +124,7 @@ for (
     [["--server", "ftp://127.0.0.1:1"], /--server needs an https:\/\/ URL/],
     [["--server", "not a url"], /--server must be ours, gtlsserver or an https:\/\/ URL/],
     [["--client", "--server", "ours"], /--server and --client exclude each other/],
-    [["--link-backend", "wire"], /--link-backend must be one of relay, netem, veth/],
+    [["--link-backend", "veth"], /--link-backend must be one of relay, netem/],
   ] as const
 ) {
   Deno.test({

@@ -83,7 +83,14 @@ export async function runLinkCase(name: string, o: LinkCaseOptions): Promise<Mat
   const dir = await Deno.makeTempDir({ prefix: "sbilab-interop-" });
   await writeDevPki(dir, o.pki);
   const key = `${dir}/${DEV_PKI_FILES.serverKey}`, cert = `${dir}/${DEV_PKI_FILES.serverCert}`;
-  const link = await openLink(parseLinkSpec(plan.spec), { backend: o.backend });
+  let link;
+  try {
+    link = await openLink(parseLinkSpec(plan.spec), { backend: o.backend });
+  } catch (err) {
+    await Deno.remove(dir, { recursive: true });
+    const why = (err as Error).message.split("\n")[0];
+    return { name, status: "unsupported", reason: `skipped: cannot build the link: ${why}` };
+  }
   const signal = AbortSignal.timeout(90_000);
   try {
     const origin = `https://${link.serverAddr}:${PORT}`;

@@ -79,7 +79,7 @@ export interface InteropOptions {
   client?: boolean;
   /** The cases to run, from {@linkcode INTEROP_CASES}. Default all. */
   cases?: readonly string[];
-  /** Link emulator backend for the impaired-path cases. Default `relay`. */
+  /** Link emulator backend for the impaired-path cases (`relay` or `netem`). Default `relay`. */
   linkBackend?: LinkBackend;
   /** Called with each row as it is decided. */
   onRow?: (row: MatrixRow) => void;
