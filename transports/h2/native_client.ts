@@ -613,7 +613,12 @@ class Client implements NativeH2Client {
     const s = this.#session;
     if (!s) return this.#lastInfo;
     const v = sbh2Versions(this.#sym);
-    const tls = s.tlsInfo();
+    let tls;
+    try {
+      tls = s.tlsInfo();
+    } catch {
+      return this.#lastInfo; // the handshake has not completed (or failed): nothing negotiated
+    }
     return this.#lastInfo = {
       stack: "native",
       implementation: `nghttp2 ${v.nghttp2}`,
