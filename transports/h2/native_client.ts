@@ -156,9 +156,9 @@ class Session implements KeyingMaterialExporter {
     return this.#setup.timings();
   }
 
-  /** What the TLS handshake negotiated (undefined on h2c). */
+  /** What the TLS handshake negotiated (undefined on h2c, and once the TLS session is gone). */
   tlsInfo(): TlsConnectionInfo | undefined {
-    return this.#tls?.info();
+    return this.#tls?.established ? this.#tls.info() : undefined;
   }
 
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
