@@ -158,7 +158,9 @@ class Session implements KeyingMaterialExporter {
 
   /** What the TLS handshake negotiated (undefined on h2c). */
   tlsInfo(): TlsConnectionInfo | undefined {
-    return this.#tls?.info();
+    // A session the peer failed after its handshake (an mTLS server refusing the client's
+    // certificate does so after the client's Finished) has nothing to report.
+    return this.#tls?.established ? this.#tls.info() : undefined;
   }
 
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
@@ -597,7 +599,9 @@ class Client implements NativeH2Client {
   }
 
   async tlsInfo(): Promise<TlsConnectionInfo> {
-    return (await this.#tlsSession()).tlsInfo()!;
+    const info = (await this.#tlsSession()).tlsInfo();
+    if (!info) throw new TransportError(`${this.#label} failed: the TLS session ended`);
+    return info;
   }
 
   setupTimings(): SetupTimings | undefined {
