@@ -260,6 +260,7 @@ async function report(
 /** Options of `lab soak` as commander hands them over. */
 interface SoakFlags {
   time: string;
+  stack?: string;
   transports?: string;
   rate: string;
   interval: string;
@@ -273,8 +274,12 @@ async function soak(flags: SoakFlags): Promise<void> {
   const intervalMs = number(flags.interval, "--interval", 0.1) * 1000;
   const { availableTransports, parseTransports } = await import("../transports/mod.ts");
   let transports: TransportName[];
+  let stack: StackName | undefined;
   try {
-    transports = flags.transports ? parseTransports(flags.transports) : await availableTransports();
+    if (flags.stack !== undefined) stack = parseStack(flags.stack);
+    transports = flags.transports
+      ? parseTransports(flags.transports)
+      : await availableTransports(stack);
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
@@ -289,6 +294,7 @@ async function soak(flags: SoakFlags): Promise<void> {
   Deno.addSignalListener("SIGINT", onSignal);
   try {
     const report = await runSoak({
+      stack,
       transports,
       durationMs,
       intervalMs,
@@ -371,6 +377,7 @@ export function registerBenchCommands(program: Command): void {
       "steady load on every transport while attackers run beside it; rate, errors, latency and server RSS over time",
     )
     .option("--time <seconds>", "how long to run", "60")
+    .option("--stack <stack>", "native (default) or deno: the servers lab serve runs")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--rate <req/s>", "steady requests per second on each transport", "200")
     .option("--interval <seconds>", "reporting interval", "1")

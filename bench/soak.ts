@@ -5,13 +5,20 @@
  * the errors and the latency percentiles, and the server's resident size.
  * The result is a plain record (`sbilab-soak/1`); soak_report.ts renders it.
  */
-import { createClient, type SbiClient, type TransportName } from "../transports/mod.ts";
+import {
+  createClient,
+  type SbiClient,
+  type StackName,
+  type TransportName,
+} from "../transports/mod.ts";
 import { startServers } from "./servers.ts";
 import { quantile } from "./stats.ts";
 import { type AttackCounts, type AttackName, noAttacks, runAttackers } from "./attackers.ts";
 
 /** Options of {@linkcode runSoak}. */
 export interface SoakOptions {
+  /** Server implementation family `lab serve` runs. Default `native`. */
+  stack?: StackName;
   /** Transports to load. */
   transports: TransportName[];
   /** How long to run, in ms. */
@@ -63,6 +70,8 @@ export interface SoakInterval {
 /** A whole soak. */
 export interface SoakReport {
   schema: "sbilab-soak/1";
+  /** The servers' stack. */
+  stack: StackName;
   /** ISO time of the start. */
   startedAt: string;
   durationMs: number;
@@ -181,7 +190,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const size = options.size ?? 256;
   const attacks = [...(options.attacks ?? ["junk", "idle", "zero-window", "resets"])];
   const startedAt = new Date().toISOString();
-  const servers = await startServers(options.transports);
+  const stack = options.stack ?? "native";
+  const servers = await startServers(options.transports, { stack });
   const controller = new AbortController();
   const stop = () => controller.abort();
   options.signal?.addEventListener("abort", stop, { once: true });
@@ -263,6 +273,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const rssSamples = intervals.map((i) => i.rssBytes).filter((x): x is number => x !== undefined);
     return {
       schema: "sbilab-soak/1",
+      stack,
       startedAt,
       durationMs: options.durationMs,
       intervalMs,

@@ -26,7 +26,7 @@ export function renderSoakSummary(r: SoakReport): string {
   const lines = [
     `soak ${
       (r.durationMs / 1000).toFixed(0)
-    } s, ${r.rate} req/s per transport, ${r.size} B GETs, attacks: ${
+    } s, ${r.stack} stack, ${r.rate} req/s per transport, ${r.size} B GETs, attacks: ${
       r.attacks.join(", ") || "none"
     }`,
     "",

@@ -34,3 +34,28 @@ Deno.test({
     assert.match(text, /server: running at the end/);
   },
 });
+
+Deno.test({
+  name:
+    "a 3-second soak of the deno stack (Deno.serve) serves h2c and h2-TLS without errors under every attack",
+  sanitizeResources: false,
+  fn: async () => {
+    const report = await runSoak({
+      stack: "deno",
+      transports: ["h2c", "h2-tls"],
+      durationMs: 3000,
+      intervalMs: 1000,
+      rate: 50,
+    });
+    assert.equal(report.stack, "deno");
+    assert.equal(report.serverAlive, true);
+    for (const t of ["h2c", "h2-tls"] as const) {
+      const s = report.summary[t]!;
+      assert.equal(s.errors, 0, `${t}: ${s.errors} errors`);
+      assert.ok(s.served >= 0.8 * 3 * 50, `${t}: served ${s.served}`);
+    }
+    const a = report.intervals.at(-1)!.attacks;
+    assert.ok(a.zeroWindowOpened > 0 && a.resets > 0 && a.idleOpened > 0 && a.junkConnections > 0);
+    assert.match(renderSoakSummary(report), /deno stack/);
+  },
+});
