@@ -158,6 +158,8 @@ class Session implements KeyingMaterialExporter {
 
   /** What the TLS handshake negotiated (undefined on h2c, and once the TLS session is gone). */
   tlsInfo(): TlsConnectionInfo | undefined {
+    // A session the peer failed after its handshake (an mTLS server refusing the client's
+    // certificate does so after the client's Finished) has nothing to report.
     return this.#tls?.established ? this.#tls.info() : undefined;
   }
 
@@ -597,7 +599,9 @@ class Client implements NativeH2Client {
   }
 
   async tlsInfo(): Promise<TlsConnectionInfo> {
-    return (await this.#tlsSession()).tlsInfo()!;
+    const info = (await this.#tlsSession()).tlsInfo();
+    if (!info) throw new TransportError(`${this.#label} failed: the TLS session ended`);
+    return info;
   }
 
   setupTimings(): SetupTimings | undefined {
