@@ -11,6 +11,7 @@ import { registerDoctorCommand } from "./cli/doctor.ts";
 import { registerBenchCommands, registerStudyCommand } from "./bench/cli.ts";
 import { registerLoadCommand } from "./cli/load.ts";
 import { registerLinkCommands } from "./linkemu/cli.ts";
+import { registerInteropCommand } from "./cli/interop.ts";
 import { UsageError } from "./cli/args.ts";
 import { STACK_ENV } from "./transports/mod.ts";
 
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerStudyCommand(program);
   registerLoadCommand(program);
   registerLinkCommands(program);
+  registerInteropCommand(program);
   return program;
 }
 

@@ -83,6 +83,8 @@ export interface H3ClientOptions extends ClientOptions {
   ecn?: boolean;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
+  /** Time a QUIC handshake may take before the connection fails, in ms. Default 5000. */
+  handshakeTimeoutMs?: number;
 }
 
 /** Methods a client may send in 0-RTT: safe, so a replay changes nothing (RFC 8470 §4.1, RFC 9110 §9.2.1). */
@@ -535,6 +537,7 @@ class H3Client implements H3SbiClient {
         quicVersions: this.#options.quicVersions,
         token: this.#lastSession?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
+        handshakeTimeoutMs: this.#options.handshakeTimeoutMs,
         earlyData: this.#options.earlyData !== false,
       });
       // The clock starts with the connection, just before its first datagram leaves (as TCP's
