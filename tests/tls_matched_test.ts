@@ -2,7 +2,7 @@
  * Matched TLS on the native stack: the h2 module and the h3 module are built
  * with the one priority string of transports/native/sb_tls.h and run on the
  * same GnuTLS, so h2 over TLS and h3 negotiate the same version, suite and
- * group between sbilab's own ends.
+ * group between sbilab's own ends (checked in the binaries and on the wire).
  */
 import assert from "node:assert/strict";
 import { ROOT } from "../transports/host.ts";
@@ -11,6 +11,7 @@ import { H2_NATIVE_SKIP } from "../transports/h2/_test_util.ts";
 import { sbh2Versions } from "../transports/h2/ffi.ts";
 import { loadH2Library } from "../transports/h2/loader.ts";
 import { h3Available, h3Versions } from "../transports/h3/mod.ts";
+import { startPair } from "./support.ts";
 
 const skip = H2_NATIVE_SKIP !== null || !(await h3Available());
 
@@ -52,5 +53,31 @@ Deno.test({
     const h3 = (await h3Versions()).gnutls;
     assert.match(h2, /^\d+\.\d+\.\d+$/);
     assert.equal(h2, h3, "the h2 and h3 modules load different GnuTLS versions");
+  },
+});
+
+Deno.test({
+  name:
+    "h2 over TLS and h3 negotiate the same TLS version, suite and group between sbilab's own ends (native stack)",
+  ignore: skip,
+  fn: async () => {
+    const seen: Record<string, string> = {};
+    for (const transport of ["h2-tls", "h3"] as const) {
+      const pair = await startPair(transport, { stack: "native" });
+      try {
+        assert.equal(
+          (await pair.client.request({ path: "/nbench/v1/payload?size=16" })).status,
+          200,
+        );
+        const tls = pair.client.connectionInfo?.()?.tls;
+        assert.ok(tls?.version && tls.suite && tls.group, `${transport} reports no TLS parameters`);
+        assert.match(tls.library, /^GnuTLS \d/);
+        seen[transport] = `${tls.library} ${tls.version} ${tls.suite} ${tls.group}`;
+      } finally {
+        await pair.close();
+      }
+    }
+    assert.equal(seen["h2-tls"], seen["h3"]);
+    assert.match(seen["h3"], / TLS1\.3 TLS_AES_128_GCM_SHA256 SECP256R1$/);
   },
 });

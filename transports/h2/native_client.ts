@@ -156,9 +156,11 @@ class Session implements KeyingMaterialExporter {
     return this.#setup.timings();
   }
 
-  /** What the TLS handshake negotiated (undefined on h2c). */
+  /** What the TLS handshake negotiated (undefined on h2c, and once the TLS session is gone). */
   tlsInfo(): TlsConnectionInfo | undefined {
-    return this.#tls?.info();
+    // A session the peer failed after its handshake (an mTLS server refusing the client's
+    // certificate does so after the client's Finished) has nothing to report.
+    return this.#tls?.established ? this.#tls.info() : undefined;
   }
 
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
@@ -597,7 +599,9 @@ class Client implements NativeH2Client {
   }
 
   async tlsInfo(): Promise<TlsConnectionInfo> {
-    return (await this.#tlsSession()).tlsInfo()!;
+    const info = (await this.#tlsSession()).tlsInfo();
+    if (!info) throw new TransportError(`${this.#label} failed: the TLS session ended`);
+    return info;
   }
 
   setupTimings(): SetupTimings | undefined {
@@ -613,7 +617,12 @@ class Client implements NativeH2Client {
     const s = this.#session;
     if (!s) return this.#lastInfo;
     const v = sbh2Versions(this.#sym);
-    const tls = s.tlsInfo();
+    let tls;
+    try {
+      tls = s.tlsInfo();
+    } catch {
+      return this.#lastInfo; // the handshake has not completed (or failed): nothing negotiated
+    }
     return this.#lastInfo = {
       stack: "native",
       implementation: `nghttp2 ${v.nghttp2}`,
