@@ -77,7 +77,7 @@ export async function runLinkCase(name: string, o: LinkCaseOptions): Promise<Mat
     return {
       name,
       status: "unsupported",
-      reason: "unsupported: NAT rebinding needs the relay backend",
+      reason: "NAT rebinding needs the relay backend",
     };
   }
   const dir = await Deno.makeTempDir({ prefix: "sbilab-interop-" });

@@ -88,13 +88,13 @@ export interface InteropOptions {
 /** Cases no pairing can run here, with the reason (a library limit names its version). */
 const UNSUPPORTED: Readonly<Record<string, string>> = {
   v2:
-    "unsupported: QUIC v2 (RFC 9369, 0x6b3343cf) is not in ngtcp2 0.12.1, which knows only the provisional draft 0x709a50c4",
+    "QUIC v2 (RFC 9369, 0x6b3343cf) is not in ngtcp2 0.12.1, which knows only the provisional draft 0x709a50c4",
   handshakecorruption:
-    "unsupported: the link emulator (linkemu) loses, delays and reorders packets but does not corrupt them",
+    "the link emulator (linkemu) loses, delays and reorders packets but does not corrupt them",
   transfercorruption:
-    "unsupported: the link emulator (linkemu) loses, delays and reorders packets but does not corrupt them",
+    "the link emulator (linkemu) loses, delays and reorders packets but does not corrupt them",
   amplificationlimit:
-    "unsupported: needs a capture of the server's first flight against a client that stops acknowledging; neither peer exposes one",
+    "needs a capture of the server's first flight against a client that stops acknowledging; neither peer exposes one",
 };
 
 const MiB = 1024 * 1024;
@@ -298,14 +298,13 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       return {
         name,
         status: "unsupported",
-        reason: "unsupported: the link emulator's NAT rebinding moves ports only, not addresses",
+        reason: "the link emulator's NAT rebinding moves ports only, not addresses",
       };
     case "connectionmigration":
       return {
         name,
         status: "unsupported",
-        reason:
-          "unsupported: our h3 client cannot migrate (no active migration or preferred_address use)",
+        reason: "our h3 client cannot migrate (no active migration or preferred_address use)",
       };
     case "chacha20":
       if (ctx.server !== "gtlsserver") {
@@ -313,7 +312,7 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
           name,
           status: "unsupported",
           reason:
-            "unsupported: our client has no cipher option (it offers AES-128-GCM first); runs against gtlsserver limited to ChaCha20",
+            "our client has no cipher option (it offers AES-128-GCM first); runs against gtlsserver limited to ChaCha20",
         };
       }
   }
@@ -322,8 +321,7 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       return {
         name,
         status: "unsupported",
-        reason:
-          "unsupported: needs a server this command starts (ours or gtlsserver) in the link's namespace",
+        reason: "needs a server this command starts (ours or gtlsserver) in the link's namespace",
       };
     }
     const skip = linkSkipReason();
@@ -477,7 +475,7 @@ async function clientCase(ctx: Ctx, name: string): Promise<MatrixRow> {
         name,
         status: "unsupported",
         reason:
-          "unsupported: gtlsclient 0.12.1 rebinds to a new port on the same address; the link emulator moves ports only",
+          "gtlsclient 0.12.1 rebinds to a new port on the same address; the link emulator moves ports only",
       };
   }
   if (name.startsWith("transportparameters:")) {
@@ -485,7 +483,7 @@ async function clientCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       name,
       status: "unsupported",
       reason:
-        "unsupported: gtlsclient 0.12.1 cannot send invalid transport parameters (server mode runs them with a probe)",
+        "gtlsclient 0.12.1 cannot send invalid transport parameters (server mode runs them with a probe)",
     };
   }
   // rebind-port runs across the link's NAT: gtlsclient 0.12.1's own --nat-rebinding stalls
@@ -625,7 +623,7 @@ export async function runInterop(options: InteropOptions = {}): Promise<MatrixRo
 
 /** One matrix line: the case, its status, the reason. */
 export function formatRow(r: MatrixRow): string {
-  return `${r.name.padEnd(42)} ${r.status.padEnd(11)} ${r.reason}`;
+  return `${r.name.padEnd(47)} ${r.status.padEnd(11)} ${r.reason}`;
 }
 
 /** True when no supported case failed. */
