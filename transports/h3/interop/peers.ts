@@ -79,7 +79,19 @@ export async function startGtlsServer(pki: DevPki, extra: string[] = []): Promis
     stdout: "null",
     stderr: "null",
   }).spawn();
+  // Interrupted (Ctrl-C): take the child and its files along, then exit as the signal would.
+  const onSignal = () => {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* already gone */ }
+    Deno.removeSync(dir, { recursive: true });
+    Deno.exit(130);
+  };
+  Deno.addSignalListener("SIGINT", onSignal);
+  Deno.addSignalListener("SIGTERM", onSignal);
   const close = async () => {
+    Deno.removeSignalListener("SIGINT", onSignal);
+    Deno.removeSignalListener("SIGTERM", onSignal);
     try {
       child.kill("SIGTERM");
     } catch { /* already gone */ }
