@@ -13,7 +13,7 @@ import {
   checkRetry,
   INVALID_TRANSPORT_PARAMETERS,
 } from "../transports/h3/interop/mod.ts";
-import { DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
+import { startGtlsServer } from "../transports/h3/interop/peers.ts";
 import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "../transports/h3/ffi.ts";
 import { loadH3Library } from "../transports/h3/loader.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
@@ -33,44 +33,7 @@ async function ourServer(options: Omit<H3ServerOptions, "tls"> = {}) {
 
 /** Starts gtlsserver on a free UDP port with the test PKI; resolves once it answers. */
 async function gtlsServer(extra: string[] = []) {
-  const dir = await Deno.makeTempDir();
-  await writeDevPki(dir, await testPki());
-  const probe = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
-  const port = (probe.addr as Deno.NetAddr).port;
-  probe.close();
-  const child = new Deno.Command("gtlsserver", {
-    args: [
-      "-q",
-      ...extra,
-      "127.0.0.1",
-      String(port),
-      `${dir}/${DEV_PKI_FILES.serverKey}`,
-      `${dir}/${DEV_PKI_FILES.serverCert}`,
-    ],
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const origin = `https://127.0.0.1:${port}`;
-  // Bounded wait for the bind: a request fails at once (ICMP unreachable) until it is up.
-  const client = await createH3Client(origin, { tls: { insecure: true }, timeoutMs: 500 });
-  try {
-    for (let i = 0; i < 100; i++) {
-      if (await client.request({ path: "/1" }).then(() => true, () => false)) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  } finally {
-    await client.close();
-  }
-  return {
-    port,
-    origin,
-    pathFor: (n: number) => `/${n}`,
-    async close() {
-      child.kill("SIGTERM");
-      await child.status;
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
+  return await startGtlsServer(await testPki(), extra);
 }
 
 for (const parameter of INVALID_TRANSPORT_PARAMETERS) {
