@@ -1,6 +1,6 @@
 /** `lab doctor`: what this machine offers sbilab. */
 import type { Command } from "commander";
-import { findTool } from "../transports/host.ts";
+import { findTool, pathExists } from "../transports/host.ts";
 
 function libVersion(lib: string, fn: string): string | undefined {
   try {
@@ -17,15 +17,6 @@ function libVersion(lib: string, fn: string): string | undefined {
     }
   } catch {
     return undefined;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -100,13 +91,13 @@ export async function doctorReport(): Promise<[string, string][]> {
   }
   rows.push([
     "/dev/net/tun",
-    (await exists("/dev/net/tun")) ? "present" : "missing (TUN link emulation unavailable)",
+    (await pathExists("/dev/net/tun")) ? "present" : "missing (TUN link emulation unavailable)",
   ]);
   const netns = uid === 0 && await run(["ip", "netns", "list"]);
   rows.push(["network namespaces", netns ? "available" : "unavailable (needs root and iproute2)"]);
   const release = Deno.osRelease();
-  const netem = (await exists(`/lib/modules/${release}/kernel/net/sched/sch_netem.ko`)) ||
-    (await exists(`/lib/modules/${release}/kernel/net/sched/sch_netem.ko.xz`)) ||
+  const netem = (await pathExists(`/lib/modules/${release}/kernel/net/sched/sch_netem.ko`)) ||
+    (await pathExists(`/lib/modules/${release}/kernel/net/sched/sch_netem.ko.xz`)) ||
     (await Deno.readTextFile("/proc/modules").catch(() => "")).includes("sch_netem");
   rows.push([
     "tc netem",

@@ -19,6 +19,16 @@ export function findTool(name: string): string | undefined {
   return undefined;
 }
 
+/** Whether anything (file, folder, device) exists at `path`. */
+export async function pathExists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A free TCP port on `hostname` (bound, then released). */
 export function freePort(hostname = "127.0.0.1"): number {
   const l = Deno.listen({ hostname, port: 0 });

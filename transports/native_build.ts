@@ -5,7 +5,7 @@
  * `deno task build:native` (scripts/build_native.ts) builds everything at once.
  */
 import { NATIVE_TARGETS, type NativeTarget } from "./native_targets.ts";
-import { ROOT } from "./host.ts";
+import { pathExists, ROOT } from "./host.ts";
 /** Folder the artefacts are written to. Override with SBILAB_BUILD_DIR. */
 export const BUILD_DIR = Deno.env.get("SBILAB_BUILD_DIR") ?? `${ROOT}/build`;
 
@@ -14,15 +14,6 @@ export class NativeBuildError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "NativeBuildError";
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -52,12 +43,12 @@ export async function ensureBuilt(
   const out = `${BUILD_DIR}/${target.output}`;
   const stamp = `${out}.sha256`;
   const fp = await fingerprint(target);
-  if (await exists(out)) {
+  if (await pathExists(out)) {
     const old = await Deno.readTextFile(stamp).catch(() => "");
     if (old === fp) return out;
   }
   for (const r of target.requires ?? []) {
-    if (!(await exists(r.header))) {
+    if (!(await pathExists(r.header))) {
       throw new NativeBuildError(
         `Missing ${r.header}: run apt-get install -y ${r.apt}`,
       );

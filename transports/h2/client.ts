@@ -19,8 +19,7 @@ import {
 } from "../types.ts";
 import { toClientResponse } from "./convert.ts";
 import { applyNoDelay } from "./nodelay.ts";
-
-const DEFAULT_TIMEOUT_MS = 5000;
+import { requestTimeoutMs } from "../client_core.ts";
 
 class H2Client implements SbiClient {
   readonly transport: TransportName;
@@ -55,7 +54,7 @@ class H2Client implements SbiClient {
     if (!req.path.startsWith("/")) {
       throw new TypeError(`Request path must start with /: ${req.path}`);
     }
-    const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeoutMs = requestTimeoutMs(req, this.#options);
     const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
     const controller = new AbortController();
     let timedOut = false;

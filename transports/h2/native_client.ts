@@ -32,10 +32,16 @@ import {
   type ConnectionInfo,
   type SbiClient,
   type SetupTimings,
-  TimeoutError,
   TransportError,
   type TransportName,
 } from "../types.ts";
+import {
+  ClientCore,
+  type PendingRequest,
+  PendingStreams,
+  requestTimeoutMs,
+  timedRequest,
+} from "../client_core.ts";
 import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
 import { decodeResponseBlock, RequestBlockWriter } from "../wire.ts";
 import { loadH2Library } from "./loader.ts";
@@ -46,7 +52,6 @@ import { SetupRecorder } from "../setup_timings.ts";
 import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
 import { runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 
-const DEFAULT_TIMEOUT_MS = 5000;
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 const IO_BUFFER = 256 * 1024;
 
@@ -79,12 +84,6 @@ export interface NativeH2Client extends SbiClient {
   ): Promise<Uint8Array>;
 }
 
-interface Pending {
-  resolve(r: ClientResponse): void;
-  reject(e: Error): void;
-  timer: ReturnType<typeof setTimeout>;
-}
-
 /** One TCP connection (with TLS inside the module, or not) and its HTTP/2 session. */
 class Session implements KeyingMaterialExporter {
   #sock: Deno.TcpConn;
@@ -93,7 +92,7 @@ class Session implements KeyingMaterialExporter {
   #onTicket: ((ticket: Uint8Array) => void) | undefined;
   #label: string;
   #setup: SetupRecorder;
-  #pending = new Map<number, Pending>();
+  #pending = new PendingStreams();
   #in = new Uint8Array(IO_BUFFER);
   #out = new Uint8Array(IO_BUFFER);
   #flushQueued = false;
@@ -179,7 +178,12 @@ class Session implements KeyingMaterialExporter {
   }
 
   /** Submits one request; the caller's timer is already running. */
-  submit(block: Uint8Array, blockLength: number, body: Uint8Array | undefined, p: Pending): number {
+  submit(
+    block: Uint8Array,
+    blockLength: number,
+    body: Uint8Array | undefined,
+    p: PendingRequest,
+  ): number {
     if (this.#dead) throw new TransportError(`${this.#label} failed: connection is closed`);
     const id = this.#h2.request(block, blockLength, body);
     if (id < 0) {
@@ -189,7 +193,7 @@ class Session implements KeyingMaterialExporter {
         `${this.#label} failed: rejected by the session (${h2ErrorName(id)})`,
       );
     }
-    this.#pending.set(id, p);
+    this.#pending.add(id, p);
     this.#setup.requestSent();
     this.#dirty = true;
     if (!this.#flushQueued) {
@@ -287,9 +291,8 @@ class Session implements KeyingMaterialExporter {
   ): void {
     switch (type) {
       case H2_EVENT.MESSAGE: {
-        const p = this.#pending.get(id);
+        const p = this.#pending.take(id);
         if (!p) return;
-        this.#pending.delete(id);
         this.#setup.responseComplete();
         let head;
         try {
@@ -310,9 +313,8 @@ class Session implements KeyingMaterialExporter {
         return;
       }
       case H2_EVENT.RESET: {
-        const p = this.#pending.get(id);
+        const p = this.#pending.take(id);
         if (!p) return;
-        this.#pending.delete(id);
         p.reject(
           new TransportError(
             `${this.#label} failed: stream reset by the server (error 0x${code.toString(16)})`,
@@ -337,9 +339,7 @@ class Session implements KeyingMaterialExporter {
     if (this.#dead) return;
     this.unusable = true;
     this.#dead = true;
-    const pending = [...this.#pending.values()];
-    this.#pending.clear();
-    for (const p of pending) p.reject(err);
+    this.#pending.rejectAll(err);
     void this.close();
   }
 
@@ -400,12 +400,18 @@ class Client implements NativeH2Client {
   #authority: string;
   #label: string;
   #writer = new RequestBlockWriter();
-  #session: Session | undefined;
-  #lastSession: Session | undefined;
-  #connecting: Promise<Session> | undefined;
+  #core: ClientCore<Session> = new ClientCore(() => this.#connect(), {
+    onClosing: () => {
+      try {
+        this.#handshaking?.close(); // a handshake in progress ends now
+      } catch {
+        // already closed
+      }
+    },
+    onDetach: () => this.connectionInfo(), // keep what the report will ask for
+  });
   /** The socket of a TLS handshake in progress. */
   #handshaking: Deno.TcpConn | undefined;
-  #closed = false;
 
   constructor(origin: URL, options: NativeH2ClientOptions, sym: Sbh2Symbols, tls?: ResolvedTls) {
     this.transport = origin.protocol === "https:" ? "h2-tls" : "h2c";
@@ -497,7 +503,7 @@ class Client implements NativeH2Client {
           `${this.#label} failed: TLS handshake timed out after ${limit} ms`,
         );
       }
-      if (this.#closed) throw new TransportError("Client is closed");
+      if (this.#core.closed) throw new TransportError("Client is closed");
       throw err;
     } finally {
       clearTimeout(timer);
@@ -505,66 +511,23 @@ class Client implements NativeH2Client {
     }
   }
 
-  #sessionFor(): Session | Promise<Session> {
-    if (this.#session && !this.#session.unusable) return this.#session;
-    if (this.#connecting) return this.#connecting;
-    const old = this.#session;
-    this.#session = undefined;
-    if (old) void old.close();
-    this.#connecting = this.#connect().then(
-      (s) => {
-        this.#connecting = undefined;
-        if (this.#closed) {
-          void s.close();
-          throw new TransportError("Client is closed");
-        }
-        this.#session = this.#lastSession = s;
-        return s;
-      },
-      (err) => {
-        this.#connecting = undefined;
-        throw err;
-      },
-    );
-    return this.#connecting;
-  }
-
   request(req: ClientRequest): Promise<ClientResponse> {
-    if (this.#closed) return Promise.reject(new TransportError("Client is closed"));
+    if (this.#core.closed) return Promise.reject(new TransportError("Client is closed"));
     const path = req.path;
     if (typeof path !== "string" || !path.startsWith("/")) {
       return Promise.reject(new TypeError(`Request path must start with /: ${path}`));
     }
-    const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeoutMs = requestTimeoutMs(req, this.#options);
     const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
     const body = req.body && req.body.length > 0 ? req.body : undefined;
     const method = (req.method ?? "GET").toUpperCase();
-    const { promise, resolve, reject } = Promise.withResolvers<ClientResponse>();
-    let settled = false;
     let session: Session | undefined;
     let streamId = -1;
-    const p: Pending = {
-      resolve: (r) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(p.timer);
-        resolve(r);
-      },
-      reject: (e) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(p.timer);
-        reject(e);
-      },
-      timer: setTimeout(() => {
-        if (settled) return;
-        settled = true;
-        if (session && streamId >= 0) session.cancel(streamId);
-        reject(new TimeoutError(timeoutMs));
-      }, timeoutMs),
-    };
+    const { promise, pending: p, settled } = timedRequest(timeoutMs, () => {
+      if (session && streamId >= 0) session.cancel(streamId);
+    });
     const start = (s: Session) => {
-      if (settled) return;
+      if (settled()) return;
       session = s;
       try {
         const w = this.#writer;
@@ -581,7 +544,7 @@ class Client implements NativeH2Client {
         p.reject(err as Error);
       }
     };
-    const s = this.#sessionFor();
+    const s = this.#core.session();
     if (s instanceof Session) start(s);
     else s.then(start, (err) => p.reject(err));
     return promise;
@@ -589,13 +552,13 @@ class Client implements NativeH2Client {
 
   /** Streams the current connection's shim state still holds (for tests). */
   get openStreams(): number {
-    return this.#session?.streamCount ?? 0;
+    return this.#core.openStreams;
   }
 
   async #tlsSession(): Promise<Session> {
     if (this.transport !== "h2-tls") throw new TypeError("h2c has no TLS connection");
-    if (this.#closed) throw new TransportError("Client is closed");
-    return await this.#sessionFor();
+    if (this.#core.closed) throw new TransportError("Client is closed");
+    return await this.#core.session();
   }
 
   async tlsInfo(): Promise<TlsConnectionInfo> {
@@ -605,7 +568,7 @@ class Client implements NativeH2Client {
   }
 
   setupTimings(): SetupTimings | undefined {
-    return (this.#session ?? this.#lastSession)?.setupTimings();
+    return (this.#core.current ?? this.#core.last)?.setupTimings();
   }
 
   /**
@@ -614,7 +577,7 @@ class Client implements NativeH2Client {
    * before any opened.
    */
   connectionInfo(): ConnectionInfo | undefined {
-    const s = this.#session;
+    const s = this.#core.current;
     if (!s) return this.#lastInfo;
     const v = sbh2Versions(this.#sym);
     let tls;
@@ -650,18 +613,8 @@ class Client implements NativeH2Client {
   #lastInfo: ConnectionInfo | undefined;
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    try {
-      this.#handshaking?.close(); // a handshake in progress ends now
-    } catch {
-      // already closed
-    }
-    const s = this.#session ??
-      (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
-    if (this.#session) this.connectionInfo(); // keep what the report will ask for
-    this.#session = undefined;
-    await s?.close();
+    if (this.#core.closed) return;
+    await this.#core.close();
     this.#tlsConfig?.close();
   }
 }

@@ -20,9 +20,15 @@ import {
   type ConnectionInfo,
   type SbiClient,
   type SetupTimings,
-  TimeoutError,
   TransportError,
 } from "../types.ts";
+import {
+  ClientCore,
+  type PendingRequest,
+  PendingStreams,
+  requestTimeoutMs,
+  timedRequest,
+} from "../client_core.ts";
 import {
   H3_ERR,
   H3_EVENT,
@@ -42,8 +48,6 @@ import type { HeaderList } from "../wire.ts";
 import { loadH3Library } from "./loader.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
 import { requestHeaderList, toClientResponse } from "./convert.ts";
-
-const DEFAULT_TIMEOUT_MS = 5000;
 
 /** Extra options of the HTTP/3 client. */
 export interface H3ClientOptions extends ClientOptions {
@@ -90,12 +94,7 @@ export interface H3ClientOptions extends ClientOptions {
 /** Methods a client may send in 0-RTT: safe, so a replay changes nothing (RFC 8470 §4.1, RFC 9110 §9.2.1). */
 const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-interface Pending {
-  resolve(r: ClientResponse): void;
-  reject(e: Error): void;
-}
-
-interface Queued extends Pending {
+interface Queued extends PendingRequest {
   method: string;
   headers: HeaderList;
   body: Uint8Array;
@@ -114,7 +113,7 @@ class Session {
   #timing = true;
   #connected = false;
   #lastTls: TlsConnectionInfo | null = null;
-  #pending = new Map<number, Queued>();
+  #pending = new PendingStreams<Queued>();
   #queued: Queued[] = [];
   #timer = new DeadlineTimer(() => {
     if (!this.#dead) this.#process();
@@ -154,12 +153,8 @@ class Session {
     body: Uint8Array,
     timeoutMs: number,
   ): Promise<ClientResponse> {
-    const { promise, resolve, reject } = Promise.withResolvers<ClientResponse>();
     let streamId = -1;
-    let settled = false;
-    const timer = setTimeout(() => {
-      if (settled) return;
-      settled = true;
+    const { promise, pending } = timedRequest(timeoutMs, () => {
       if (streamId >= 0) {
         this.#pending.delete(streamId);
         if (!this.#dead) {
@@ -169,25 +164,14 @@ class Session {
       } else {
         this.#queued = this.#queued.filter((q) => q !== entry);
       }
-      reject(new TimeoutError(timeoutMs));
-    }, timeoutMs);
+    });
     const entry: Queued = {
       method,
       headers,
       body,
       onStream: (id) => (streamId = id),
-      resolve: (r) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(r);
-      },
-      reject: (e) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        reject(e);
-      },
+      resolve: pending.resolve,
+      reject: pending.reject,
     };
     this.#queued.push(entry);
     this.#submit();
@@ -220,7 +204,7 @@ class Session {
       this.#setup.requestSent();
       this.#queued.splice(i, 1);
       q.onStream(id);
-      this.#pending.set(id, q);
+      this.#pending.add(id, q);
     }
   }
 
@@ -297,9 +281,8 @@ class Session {
   #onEvent(e: H3Event): void {
     switch (e.type) {
       case H3_EVENT.MESSAGE: {
-        const p = this.#pending.get(e.streamId);
+        const p = this.#pending.take(e.streamId);
         if (!p) return;
-        this.#pending.delete(e.streamId);
         if (this.#timing) {
           // The first byte is the response's first header, timed by the shim: other datagrams
           // (a handshake packet the server sent again after a spurious timeout) do not count.
@@ -320,9 +303,8 @@ class Session {
         return;
       }
       case H3_EVENT.RESET: {
-        const p = this.#pending.get(e.streamId);
+        const p = this.#pending.take(e.streamId);
         if (!p) return;
-        this.#pending.delete(e.streamId);
         p.reject(
           new TransportError(`HTTP/3 stream reset by the server (error 0x${e.code.toString(16)})`),
         );
@@ -339,8 +321,7 @@ class Session {
         return;
       case H3_EVENT.EARLY_REJECTED: {
         // The server refused 0-RTT: what went early is gone; send it again, in order.
-        const again = [...this.#pending.values()];
-        this.#pending.clear();
+        const again = this.#pending.drain();
         for (const q of again) q.onStream(-1);
         this.#queued.unshift(...again);
         return;
@@ -366,9 +347,8 @@ class Session {
     this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls;
     if (!this.#gotTicket && this.#offered && this.#lastTls?.resumed) this.#onTicket(this.#offered);
     this.#dead = true;
-    for (const p of this.#pending.values()) p.reject(err);
+    this.#pending.rejectAll(err);
     for (const q of this.#queued) q.reject(err);
-    this.#pending.clear();
     this.#queued = [];
     this.#timer.cancel();
     try {
@@ -473,14 +453,11 @@ export interface H3SbiClient extends SbiClient {
 class H3Client implements H3SbiClient {
   readonly transport = "h3" as const;
   readonly maxUdpPayload: number | undefined;
-  #lastSession: Session | undefined;
   #origin: URL;
   #options: H3ClientOptions;
   #sym: Sbh3Symbols;
   #tls: ResolvedTls;
-  #session: Session | undefined;
-  #connecting: Promise<Session> | undefined;
-  #closed = false;
+  #core = new ClientCore<Session>(() => this.#connect());
   #tickets: TicketCache | undefined;
   #ticketKey: string;
   #versions: string;
@@ -535,7 +512,7 @@ class H3Client implements H3SbiClient {
         maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
         ecn: this.#options.ecn,
         quicVersions: this.#options.quicVersions,
-        token: this.#lastSession?.token() ?? undefined,
+        token: this.#core.last?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
         handshakeTimeoutMs: this.#options.handshakeTimeoutMs,
         earlyData: this.#options.earlyData !== false,
@@ -572,24 +549,9 @@ class H3Client implements H3SbiClient {
     return new Session(sock, conn, (t) => cache?.put(key, t), ticket, setup!);
   }
 
-  async #sessionFor(): Promise<Session> {
-    if (this.#session && !this.#session.unusable) return this.#session;
-    if (this.#connecting) return await this.#connecting;
-    const old = this.#session;
-    this.#session = undefined;
-    if (old) void old.close();
-    this.#connecting = this.#connect();
-    try {
-      this.#session = this.#lastSession = await this.#connecting;
-      return this.#session;
-    } finally {
-      this.#connecting = undefined;
-    }
-  }
-
   async request(req: ClientRequest): Promise<ClientResponse> {
-    if (this.#closed) throw new TransportError("Client is closed");
-    const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (this.#core.closed) throw new TransportError("Client is closed");
+    const timeoutMs = requestTimeoutMs(req, this.#options);
     const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
     const body = req.body ?? new Uint8Array(0);
     const list = requestHeaderList(
@@ -599,24 +561,24 @@ class H3Client implements H3SbiClient {
       headers,
       body.length,
     );
-    const session = await this.#sessionFor();
+    const session = await this.#core.session();
     return await session.request(req.method?.toUpperCase() ?? "GET", list, body, timeoutMs);
   }
 
   datagramStats(): H3DatagramStats | null {
-    return this.#lastSession?.stats() ?? null;
+    return this.#core.last?.stats() ?? null;
   }
 
   tlsInfo(): TlsConnectionInfo | null {
-    return this.#lastSession?.tlsInfo() ?? null;
+    return this.#core.last?.tlsInfo() ?? null;
   }
 
   setupTimings(): SetupTimings | undefined {
-    return this.#lastSession?.setupTimings();
+    return this.#core.last?.setupTimings();
   }
 
   connectionInfo(): ConnectionInfo | undefined {
-    const session = this.#lastSession;
+    const session = this.#core.last;
     if (!session) return undefined;
     const v = Object.fromEntries(this.#versions.split(" ").map((p) => p.split("/")));
     const tls = session.tlsInfo();
@@ -641,27 +603,22 @@ class H3Client implements H3SbiClient {
   }
 
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
-    const session = this.#session;
+    const session = this.#core.current;
     if (!session) throw new RangeError("No HTTP/3 connection is open");
     return session.exportKeyingMaterial(label, context, length);
   }
 
   updateKey(): boolean {
-    return this.#session?.updateKey() ?? false;
+    return this.#core.current?.updateKey() ?? false;
   }
 
   /** Request streams the current connection's shim state still holds (for tests and diagnostics). */
   get openStreams(): number {
-    return this.#session?.streamCount ?? 0;
+    return this.#core.openStreams;
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    const s = this.#session ??
-      (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
-    this.#session = undefined;
-    await s?.close();
+  close(): Promise<void> {
+    return this.#core.close();
   }
 }
 

@@ -24,6 +24,21 @@
   "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"      \
   "+CHACHA20-POLY1305:%DISABLE_TLS13_COMPAT_MODE"
 
+/* Loads a PEM certificate chain and its private key into cred; 0, or GnuTLS's negative code. */
+static inline int sb_tls_cred_set_cert(gnutls_certificate_credentials_t cred, const uint8_t *cert, size_t cert_len,
+                                       const uint8_t *key, size_t key_len) {
+  gnutls_datum_t c = {(unsigned char *)cert, (unsigned int)cert_len};
+  gnutls_datum_t k = {(unsigned char *)key, (unsigned int)key_len};
+  int rv = gnutls_certificate_set_x509_key_mem(cred, &c, &k, GNUTLS_X509_FMT_PEM);
+  return rv < 0 ? rv : 0;
+}
+
+/* Adds the PEM CA certificates to cred's trust list; how many were added (<= 0: none or failure). */
+static inline int sb_tls_cred_add_ca(gnutls_certificate_credentials_t cred, const uint8_t *pem, size_t len) {
+  gnutls_datum_t d = {(unsigned char *)pem, (unsigned int)len};
+  return gnutls_certificate_set_x509_trust_mem(cred, &d, GNUTLS_X509_FMT_PEM);
+}
+
 /* Writes the RFC 4514 subject of the peer's first certificate into buf (truncated to cap, no NUL); its length, 0 when none. */
 static inline int sb_tls_peer_subject(gnutls_session_t s, uint8_t *buf, size_t cap) {
   unsigned n = 0;

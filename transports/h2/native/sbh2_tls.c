@@ -202,16 +202,12 @@ void sbh2_tls_config_free(sbh2_tls_config *cfg) { config_unref(cfg); }
 int sbh2_tls_config_set_cert(sbh2_tls_config *cfg, const uint8_t *cert, uint32_t cert_len, const uint8_t *key,
                              uint32_t key_len) {
   if (!cfg || !cert || !key || !cert_len || !key_len) return SBH2_ERR_INVALID;
-  gnutls_datum_t c = {(unsigned char *)cert, cert_len};
-  gnutls_datum_t k = {(unsigned char *)key, key_len};
-  if (gnutls_certificate_set_x509_key_mem(cfg->cred, &c, &k, GNUTLS_X509_FMT_PEM) < 0) return SBH2_ERR_TLS;
-  return 0;
+  return sb_tls_cred_set_cert(cfg->cred, cert, cert_len, key, key_len) < 0 ? SBH2_ERR_TLS : 0;
 }
 
 int sbh2_tls_config_add_ca(sbh2_tls_config *cfg, const uint8_t *pem, uint32_t len) {
   if (!cfg || !pem || !len) return SBH2_ERR_INVALID;
-  gnutls_datum_t d = {(unsigned char *)pem, len};
-  int n = gnutls_certificate_set_x509_trust_mem(cfg->cred, &d, GNUTLS_X509_FMT_PEM);
+  int n = sb_tls_cred_add_ca(cfg->cred, pem, len);
   if (n <= 0) return SBH2_ERR_TLS;
   cfg->has_ca = 1;
   return n;

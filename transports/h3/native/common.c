@@ -1,6 +1,7 @@
 /* sbh3 common parts: buffers, clock, addresses, randomness, event queue, configuration, header blocks. */
 #define _GNU_SOURCE
 #include "sbh3_int.h"
+#include "../../native/sb_tls.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -148,17 +149,14 @@ void sbh3_config_free(sbh3_config *cfg) { config_unref(cfg); }
 
 int sbh3_config_set_cert(sbh3_config *cfg, const uint8_t *cert, size_t cert_len, const uint8_t *key, size_t key_len) {
   if (!cfg || !cert || !key || cert_len > UINT32_MAX || key_len > UINT32_MAX) return SBH3_ERR_INVALID;
-  gnutls_datum_t c = {(unsigned char *)cert, (unsigned int)cert_len};
-  gnutls_datum_t k = {(unsigned char *)key, (unsigned int)key_len};
-  if (gnutls_certificate_set_x509_key_mem(cfg->cred, &c, &k, GNUTLS_X509_FMT_PEM) < 0) return SBH3_ERR_TLS;
+  if (sb_tls_cred_set_cert(cfg->cred, cert, cert_len, key, key_len) < 0) return SBH3_ERR_TLS;
   cfg->has_cert = 1;
   return 0;
 }
 
 int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len) {
   if (!cfg || !pem || len > UINT32_MAX) return SBH3_ERR_INVALID;
-  gnutls_datum_t d = {(unsigned char *)pem, (unsigned int)len};
-  int n = gnutls_certificate_set_x509_trust_mem(cfg->cred, &d, GNUTLS_X509_FMT_PEM);
+  int n = sb_tls_cred_add_ca(cfg->cred, pem, len);
   if (n <= 0) return SBH3_ERR_TLS;
   return n;
 }

@@ -1,0 +1,203 @@
+/**
+ * What the native h2 and h3 clients share, whatever the protocol: one
+ * connection at a time, reopened on the next request once it is dead or told
+ * to go away; a per-request timer that rejects with `TimeoutError`; the
+ * default timeout; the table of requests waiting on a stream; an idempotent
+ * `close()`. Each protocol keeps its own session (how a connection is opened,
+ * fed, and how a request becomes a stream) behind {@linkcode CoreSession}.
+ */
+import { type ClientResponse, TimeoutError, TransportError } from "./types.ts";
+
+/** Time a request may take when neither it nor the client sets one, ms. */
+export const DEFAULT_TIMEOUT_MS = 5000;
+
+/** The timeout of one request: its own, else the client's, else {@linkcode DEFAULT_TIMEOUT_MS}. */
+export function requestTimeoutMs(
+  req: { timeoutMs?: number },
+  options: { timeoutMs?: number },
+): number {
+  return req.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+}
+
+/** A request waiting for its response; settling it more than once does nothing. */
+export interface PendingRequest {
+  resolve(r: ClientResponse): void;
+  reject(e: Error): void;
+}
+
+/** A request whose timer runs, as {@linkcode timedRequest} returns it. */
+export interface TimedRequest {
+  /** Settles with the response, the error, or `TimeoutError`. */
+  promise: Promise<ClientResponse>;
+  /** Settles `promise` (once) and stops the timer. */
+  pending: PendingRequest;
+  /** True once `promise` is settled (answered, failed or timed out). */
+  settled(): boolean;
+}
+
+/**
+ * Starts a request's timer: `pending` settles `promise` once and stops the
+ * timer; when the timer fires first, `onTimeout` runs (to cancel the stream)
+ * and the promise rejects with `TimeoutError`.
+ */
+export function timedRequest(timeoutMs: number, onTimeout: () => void): TimedRequest {
+  const { promise, resolve, reject } = Promise.withResolvers<ClientResponse>();
+  let settled = false;
+  const timer = setTimeout(() => {
+    if (settled) return;
+    settled = true;
+    onTimeout();
+    reject(new TimeoutError(timeoutMs));
+  }, timeoutMs);
+  const pending: PendingRequest = {
+    resolve: (r) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(r);
+    },
+    reject: (e) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      reject(e);
+    },
+  };
+  return { promise, pending, settled: () => settled };
+}
+
+/** The requests of one connection that wait on an open stream, by stream id. */
+export class PendingStreams<P extends PendingRequest = PendingRequest> {
+  #byId = new Map<number, P>();
+
+  /** Requests still waiting. */
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  /** Records the request sent on stream `id`. */
+  add(id: number, p: P): void {
+    this.#byId.set(id, p);
+  }
+
+  /** Forgets stream `id`; false when it was not waiting. */
+  delete(id: number): boolean {
+    return this.#byId.delete(id);
+  }
+
+  /** Removes and returns the request of stream `id`, for the event that settles it. */
+  take(id: number): P | undefined {
+    const p = this.#byId.get(id);
+    if (p) this.#byId.delete(id);
+    return p;
+  }
+
+  /** Removes and returns every waiting request, oldest first. */
+  drain(): P[] {
+    const all = [...this.#byId.values()];
+    this.#byId.clear();
+    return all;
+  }
+
+  /** Rejects every waiting request with `err` (a failed connection). */
+  rejectAll(err: Error): void {
+    for (const p of this.drain()) p.reject(err);
+  }
+}
+
+/** One connection of a protocol, as the core drives it. */
+export interface CoreSession {
+  /** No new requests: closed, failed or told to go away. */
+  readonly unusable: boolean;
+  /** Streams the native state still holds. */
+  readonly streamCount: number;
+  /** Shuts the connection and frees it; rejects what still waits. */
+  close(): Promise<void>;
+}
+
+/** Hooks of {@linkcode ClientCore}. */
+export interface ClientCoreOptions<S extends CoreSession> {
+  /** Runs first in `close()`, to cut short a connection attempt. Default: nothing. */
+  onClosing?: () => void;
+  /** Runs in `close()` with the open session just before it is closed. Default: nothing. */
+  onDetach?: (session: S) => void;
+}
+
+/**
+ * One connection per client: `session()` returns the open one, or opens one
+ * (one attempt at a time) when there is none or it became unusable.
+ */
+export class ClientCore<S extends CoreSession> {
+  #connect: () => Promise<S>;
+  #options: ClientCoreOptions<S>;
+  #session: S | undefined;
+  #lastSession: S | undefined;
+  #connecting: Promise<S> | undefined;
+  #closed = false;
+
+  constructor(connect: () => Promise<S>, options: ClientCoreOptions<S> = {}) {
+    this.#connect = connect;
+    this.#options = options;
+  }
+
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The open session, if any. */
+  get current(): S | undefined {
+    return this.#session;
+  }
+
+  /** The open session, else the last one (kept after close), else undefined. */
+  get last(): S | undefined {
+    return this.#lastSession;
+  }
+
+  /** Streams the open session still holds (for tests and diagnostics). */
+  get openStreams(): number {
+    return this.#session?.streamCount ?? 0;
+  }
+
+  /**
+   * The usable session, synchronously when one is open; else a new
+   * connection (rejecting with `TransportError` when it fails or the client
+   * closes meanwhile).
+   */
+  session(): S | Promise<S> {
+    if (this.#session && !this.#session.unusable) return this.#session;
+    if (this.#connecting) return this.#connecting;
+    const old = this.#session;
+    this.#session = undefined;
+    if (old) void old.close();
+    this.#connecting = this.#connect().then(
+      (s) => {
+        this.#connecting = undefined;
+        if (this.#closed) {
+          void s.close();
+          throw new TransportError("Client is closed");
+        }
+        this.#session = this.#lastSession = s;
+        return s;
+      },
+      (err) => {
+        this.#connecting = undefined;
+        throw err;
+      },
+    );
+    return this.#connecting;
+  }
+
+  /** Closes the open session (waiting for a connection attempt to end first). Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#options.onClosing?.();
+    const s = this.#session ??
+      (this.#connecting ? await this.#connecting.catch(() => undefined) : undefined);
+    if (this.#session) this.#options.onDetach?.(this.#session);
+    this.#session = undefined;
+    await s?.close();
+  }
+}
