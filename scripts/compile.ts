@@ -23,7 +23,7 @@ async function main(): Promise<number> {
     }
   }
   const include: string[] = [];
-  for (const [target, what] of [["h3", "HTTP/3"], ["h2", "HTTP/2 client"]]) {
+  for (const [target, what] of [["h3", "HTTP/3"], ["h2", "HTTP/2"]]) {
     try {
       include.push("--include", await ensureBuilt(target));
     } catch (err) {
