@@ -25,8 +25,8 @@ import {
   type ResultRow,
   SCHEMA_VERSION,
 } from "./schema.ts";
-import { ROOT } from "../transports/host.ts";
-import { readListening } from "../cli/listening.ts";
+import { ROOT } from "../lib/host.ts";
+import { readListening } from "../lib/listening.ts";
 
 /** Environment variable holding the JSON link record a child run crosses. */
 export const LINK_RECORD_ENV = "SBILAB_LINK_RECORD";

@@ -3,9 +3,8 @@
  * each labelled with its value, so a few figures read as figures (the HTML
  * report, `--html`, has the plotted charts).
  */
-import type { BenchRun, ResultRow } from "./schema.ts";
-import { formatDuration, formatRate } from "./units.ts";
-import { isFlowRow } from "./verdict.ts";
+import { type BenchRun, isFlowRow, type ResultRow } from "./schema.ts";
+import { formatDuration, formatRate } from "../lib/units.ts";
 
 const PERCENTILES: [string, "p50" | "p90" | "p99" | "p999"][] = [
   ["p50", "p50"],

@@ -6,7 +6,7 @@
 import { compareMedians, type Interval } from "./stats.ts";
 import type { BenchRun } from "./schema.ts";
 import { layoutColumns } from "./table.ts";
-import { formatDuration, formatPercent } from "./units.ts";
+import { formatDuration, formatPercent } from "../lib/units.ts";
 
 /** Verdict on one row. */
 export type Verdict =

@@ -1,7 +1,7 @@
 /** CSV of the rows (one line per row, durations in ns), a pure function of a run. */
-import { floorMultiple } from "./table.ts";
-import type { BenchRun, ResultRow } from "./schema.ts";
-import { isFlowRow, studyVerdict } from "./verdict.ts";
+import { floorMultiple } from "./floors.ts";
+import type { BenchRun } from "./schema.ts";
+import type { RenderOptions } from "./report_sections.ts";
 
 const COLUMNS = [
   "id",
@@ -37,8 +37,6 @@ const COLUMNS = [
   "step",
   "failed",
   "retries",
-  "cell_verdict",
-  "cell_h3_p99_reduction",
 ];
 
 function cell(v: unknown): string {
@@ -48,22 +46,14 @@ function cell(v: unknown): string {
 }
 
 /**
- * Renders the rows as CSV with a header line. Flow-time rows carry their
- * cell's verdict (material, not-material, no-data) and HTTP/3's p99 reduction.
+ * Renders the rows as CSV with a header line; each section of `options` adds
+ * its own columns (the study adds each flow-time row's cell verdict).
  */
-export function renderCsv(run: BenchRun): string {
-  const lines = [COLUMNS.join(",")];
-  const linkOf = (r: ResultRow) => r.link ?? run.config.link?.spec ?? "loopback";
-  const verdict = run.rows.some(isFlowRow) ? studyVerdict(run) : undefined;
-  const cellOf = (r: ResultRow) =>
-    isFlowRow(r)
-      ? verdict?.cells.find((c) =>
-        c.link === linkOf(r) && c.flow === r.flow && c.ues === (r.concurrency ?? 1) &&
-        (c.stack ?? "") === (r.stack ?? run.config.stack ?? "")
-      )
-      : undefined;
+export function renderCsv(run: BenchRun, options: RenderOptions = {}): string {
+  const sections = (options.sections ?? []).filter((s) => s.csvColumns?.length);
+  const lines = [[...COLUMNS, ...sections.flatMap((s) => s.csvColumns!)].join(",")];
+  const linkOf = (r: BenchRun["rows"][number]) => r.link ?? run.config.link?.spec ?? "loopback";
   for (const r of run.rows) {
-    const verdictCell = cellOf(r);
     const e = r.estimate;
     lines.push(
       [
@@ -100,8 +90,7 @@ export function renderCsv(run: BenchRun): string {
         r.step,
         r.extra?.failed,
         r.extra?.retries,
-        verdictCell?.status,
-        verdictCell?.reduction,
+        ...sections.flatMap((s) => s.csvCells?.(run, r) ?? []),
       ].map(cell).join(","),
     );
   }

@@ -1,6 +1,6 @@
 /** Describes the machine and software a run used. */
 import type { Environment } from "./schema.ts";
-import { ROOT } from "../transports/host.ts";
+import { ROOT } from "../lib/host.ts";
 
 const LIBRARIES = ["hdr-histogram-js", "chart.js", "cli-progress", "commander", "@peculiar/x509"];
 

@@ -5,11 +5,11 @@
  * Deno's own sockets (`runtime`).
  */
 import { onServerCpu, placement } from "./affinity.ts";
-import { ensureBuilt } from "../transports/native_build.ts";
+import { ensureBuilt } from "../lib/native_build.ts";
 import { Recorder } from "./recorder.ts";
 import { estimate } from "./stats.ts";
 import { type Clock, defaultClock, type SamplingPlan } from "./sampler.ts";
-import type { FloorKind, FloorRow } from "./schema.ts";
+import type { BenchRun, FloorKind, FloorRow, ResultRow } from "./schema.ts";
 
 /** Largest payload a floor can carry in one datagram. */
 export const MAX_FLOOR_BYTES = 65000;
@@ -182,4 +182,11 @@ export function findFloor(
   return floors.find((f) =>
     f.source === source && f.protocol === protocol && f.sizeBytes === sizeBytes
   );
+}
+
+/** Multiple of the matching kernel floor, or undefined. */
+export function floorMultiple(run: BenchRun, row: ResultRow): number | undefined {
+  if (!row.floor) return undefined;
+  const f = findFloor(run.floors.rows, row.floor, row.sizeBytes);
+  return f ? row.estimate.median / f.estimate.median : undefined;
 }

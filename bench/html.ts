@@ -8,10 +8,9 @@
  * interval per row, the concurrency curve (req/s against in-flight requests,
  * or p99 flow time against UEs), and flow-time bars per link.
  */
-import type { BenchRun, ResultRow } from "./schema.ts";
-import { formatBytes, formatDuration, formatDurationSource, formatRate } from "./units.ts";
-import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
-import { verdictTable } from "./verdict_table.ts";
+import { type BenchRun, isFlowRow, type ResultRow } from "./schema.ts";
+import { formatBytes, formatDuration, formatDurationSource, formatRate } from "../lib/units.ts";
+import type { RenderOptions } from "./report_sections.ts";
 import { medianWithCi } from "./table.ts";
 
 /** A chart library's browser build, to be inlined. */
@@ -342,14 +341,17 @@ function scriptJson(value: unknown): string {
 }
 
 /** Renders the report page. */
-export function renderHtml(run: BenchRun, lib: ChartLibrary): string {
+export function renderHtml(
+  run: BenchRun,
+  lib: ChartLibrary,
+  options: RenderOptions = {},
+): string {
   const charts = [
     ...flowBarCharts(run),
     ...cdfCharts(run),
     ...medianChart(run),
     ...concurrencyCharts(run),
   ];
-  const flowRows = run.rows.filter(isFlowRow);
   const env = run.environment;
   const parts: string[] = [];
   const title = run.study
@@ -370,12 +372,15 @@ export function renderHtml(run: BenchRun, lib: ChartLibrary): string {
         esc(lib.version)
       }.</p>`,
   );
-  if (flowRows.length > 0 || run.study) {
-    const v = studyVerdict(run);
-    const t = verdictTable(v);
-    parts.push(`<section id="verdict"><h2>Verdict</h2><p class="verdict">${esc(v.summary)}</p>`);
-    parts.push(`<p class="rule">Rule: ${esc(ruleText(v.rule))}</p>`);
-    parts.push(table(t.header, t.body), "</section>");
+  for (const section of options.sections ?? []) {
+    const c = section.render(run);
+    if (!c) continue;
+    parts.push(
+      `<section id="${esc(section.id)}"><h2>${esc(section.title)}</h2>` +
+        `<p class="verdict">${esc(c.summary)}</p>`,
+    );
+    for (const n of c.notes) parts.push(`<p class="rule">${esc(n)}</p>`);
+    parts.push(table(c.table.header, c.table.body), "</section>");
   }
   parts.push(`<section id="charts"><h2>Charts</h2><div class="grid">`);
   for (const c of charts) {

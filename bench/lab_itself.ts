@@ -12,12 +12,12 @@
  */
 import { Recorder } from "./recorder.ts";
 import { onServerCpu, placement } from "./affinity.ts";
-import { runLoad } from "../transports/load/mod.ts";
+import { runLoad } from "../load/mod.ts";
 import type { EngineName } from "./schema.ts";
 import { sampleOperation, type SamplingPlan } from "./sampler.ts";
 import type { ResultRow } from "./schema.ts";
 import { makeRow, payloadPath, type ScenarioContext } from "./scenarios/context.ts";
-import { findTool, freePort, waitForPort } from "../transports/host.ts";
+import { findTool, freePort, waitForPort } from "../lib/host.ts";
 
 /** Connections × streams compared with h2load (the SBI client and fetch rows: one connection only). */
 export const PEER_SHAPES = [

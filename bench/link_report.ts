@@ -11,7 +11,7 @@ import {
   formatDuration,
   formatMultiple,
   formatShare,
-} from "./units.ts";
+} from "../lib/units.ts";
 
 function direction(d: LinkDirectionRecord): string {
   const parts = [`delay ${d.delayMs} ms`];

@@ -1,13 +1,18 @@
 /** The Markdown report, shaped like a short study; a pure function of a run. */
 import { stackLines } from "./stack_report.ts";
-import { findFloor } from "./floors.ts";
-import { floorMultiple, medianWithCi } from "./table.ts";
+import { findFloor, floorMultiple } from "./floors.ts";
+import { medianWithCi } from "./table.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import { setupTable } from "./setup_report.ts";
-import type { BenchRun, ResultRow } from "./schema.ts";
-import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
-import { verdictTable } from "./verdict_table.ts";
-import { formatBitRate, formatBytes, formatDuration, formatMultiple, formatRate } from "./units.ts";
+import { type BenchRun, isFlowRow, type ResultRow } from "./schema.ts";
+import type { RenderOptions } from "./report_sections.ts";
+import {
+  formatBitRate,
+  formatBytes,
+  formatDuration,
+  formatMultiple,
+  formatRate,
+} from "../lib/units.ts";
 
 /** Observations computed from the numbers, one sentence each. */
 export function observations(run: BenchRun): string[] {
@@ -155,7 +160,7 @@ function cellRow(cells: string[]): string {
 }
 
 /** Renders the Markdown report. */
-export function renderMarkdown(run: BenchRun): string {
+export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): string {
   const c = run.config;
   const env = run.environment;
   const lines: string[] = [];
@@ -179,21 +184,17 @@ export function renderMarkdown(run: BenchRun): string {
     "",
   );
   lines.push("## Stack", "", "```", ...stackLines(run), "```", "");
-  if (run.study || run.rows.some(isFlowRow)) {
-    const v = studyVerdict(run);
-    const t = verdictTable(v);
-    lines.push("## Verdict", "", `**${v.summary}**`, "", `Rule: ${ruleText(v.rule)}`, "");
-    lines.push(cellRow(t.header), cellRow(t.header.map(() => "---")), ...t.body.map(cellRow), "");
-    if (run.study) {
-      lines.push(
-        `The matrix took ${(run.study.elapsedMs / 1000).toFixed(0)} s of a ${
-          (run.study.budgetMs / 1000).toFixed(0)
-        } s budget, with ${run.study.samples} UE arrivals per row (at most ${
-          (run.study.sampleMs / 1000).toFixed(1)
-        } s each).`,
-        "",
-      );
-    }
+  for (const section of options.sections ?? []) {
+    const c = section.render(run);
+    if (!c) continue;
+    lines.push(`## ${section.title}`, "", `**${c.summary}**`, "");
+    for (const n of c.notes) lines.push(n, "");
+    lines.push(
+      cellRow(c.table.header),
+      cellRow(c.table.header.map(() => "---")),
+      ...c.table.body.map(cellRow),
+      "",
+    );
   }
   lines.push("## Results", "");
   lines.push(

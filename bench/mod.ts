@@ -1,9 +1,9 @@
 /**
  * The benchmark: a runner that measures the transports and the machine's
- * floors in one run, pure statistics, scenarios (including SBI call flows),
- * the study matrix with its verdict, and reporters (terminal table and bars,
- * JSON, Markdown, CSV, HTML) that are pure functions of the saved run record,
- * plus run-to-run comparison.
+ * floors in one run, pure statistics, scenarios, and reporters (terminal
+ * table and bars, JSON, Markdown, CSV, HTML) that are pure functions of the
+ * saved run record, plus run-to-run comparison. Higher layers (the study)
+ * add their own report sections and scenarios.
  */
 export { type BenchOptions, DEFAULT_SIZES, runBench } from "./run.ts";
 export {
@@ -37,17 +37,5 @@ export { observations, renderMarkdown } from "./markdown.ts";
 export { renderCsv } from "./csv.ts";
 export { compareRuns, renderComparison, type RunComparison } from "./compare.ts";
 export { fileReporters, type Reporter, serializeRun, writeReports } from "./reporters.ts";
-export { registerBenchCommands, registerStudyCommand } from "./cli.ts";
-export { planRows, runStudy, type StudyOptions } from "./study.ts";
-export {
-  type CellVerdict,
-  DEFAULT_RULE,
-  judgeCell,
-  ruleText,
-  type StudyVerdict,
-  studyVerdict,
-  type VerdictRule,
-} from "./verdict.ts";
 export { type ChartLibrary, loadChartLibrary, renderHtml } from "./html.ts";
-export { type FlowDefinition, FLOWS, type FlowStep, JOURNEY } from "./flows/definitions.ts";
-export { type FlowOutcome, runFlow, runStep } from "./flows/runner.ts";
+export type { RenderOptions, ReportSection, SectionContent } from "./report_sections.ts";

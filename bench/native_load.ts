@@ -12,7 +12,7 @@ import {
   loadTarget,
   runLoad,
   type TargetOptions,
-} from "../transports/load/mod.ts";
+} from "../load/mod.ts";
 import * as hdr from "hdr-histogram-js";
 import type { SampleSet } from "./recorder.ts";
 import type { ResultRow } from "./schema.ts";

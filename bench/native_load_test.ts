@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { engineFor, runBench } from "./run.ts";
 import { stepVerdict } from "./scenarios/capacity.ts";
 import type { NativeRun } from "./native_load.ts";
-import type { LoadResult } from "../transports/load/mod.ts";
+import type { LoadResult } from "../load/mod.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 
 Deno.test("engineFor: native by default for load scenarios, sbi for the others, refusals", () => {

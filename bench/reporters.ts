@@ -6,6 +6,7 @@
 import { renderCsv } from "./csv.ts";
 import { renderMarkdown } from "./markdown.ts";
 import type { BenchRun, FloorRow, ResultRow, RunConfig } from "./schema.ts";
+import type { RenderOptions } from "./report_sections.ts";
 
 /** One output of a benchmark. */
 export interface Reporter {
@@ -60,23 +61,30 @@ export interface ReportFiles {
 }
 
 /** The file reporters for the given paths (the HTML one reads its chart library first). */
-export async function fileReporters(files: ReportFiles): Promise<Reporter[]> {
+export async function fileReporters(
+  files: ReportFiles,
+  options: RenderOptions = {},
+): Promise<Reporter[]> {
   const out: Reporter[] = [];
   if (files.json) out.push(fileReporter("JSON", files.json, serializeRun));
-  if (files.md) out.push(fileReporter("Markdown", files.md, renderMarkdown));
-  if (files.csv) out.push(fileReporter("CSV", files.csv, renderCsv));
+  if (files.md) out.push(fileReporter("Markdown", files.md, (run) => renderMarkdown(run, options)));
+  if (files.csv) out.push(fileReporter("CSV", files.csv, (run) => renderCsv(run, options)));
   if (files.html) {
     const { loadChartLibrary, renderHtml } = await import("./html.ts");
     const lib = await loadChartLibrary();
-    out.push(fileReporter("HTML", files.html, (run) => renderHtml(run, lib)));
+    out.push(fileReporter("HTML", files.html, (run) => renderHtml(run, lib, options)));
   }
   return out;
 }
 
 /** Runs every file reporter's finish hook; returns the paths written. */
-export async function writeReports(run: BenchRun, files: ReportFiles): Promise<string[]> {
+export async function writeReports(
+  run: BenchRun,
+  files: ReportFiles,
+  options: RenderOptions = {},
+): Promise<string[]> {
   const written: string[] = [];
-  for (const r of await fileReporters(files)) {
+  for (const r of await fileReporters(files, options)) {
     const p = await r.finish(run);
     if (p) written.push(p);
   }

@@ -33,7 +33,6 @@ import { rateScenario } from "./scenarios/rate.ts";
 import { peersScenario } from "./lab_itself.ts";
 import { DEFAULT_STREAMS, holScenario } from "./scenarios/hol.ts";
 import { migrationScenario } from "./scenarios/migration.ts";
-import { DEFAULT_UES, FLOW_STREAMS, flowsScenario } from "./scenarios/flows.ts";
 import { capacityScenario, DEFAULT_P99_BOUND_MS } from "./scenarios/capacity.ts";
 import type { EngineName } from "./schema.ts";
 
@@ -95,12 +94,22 @@ export interface BenchOptions {
   onFloor?: (floor: FloorRow) => void;
   /** Stops the run early. */
   signal?: AbortSignal;
+  /** Scenarios a higher layer supplies (the study's `flows`). Default none. */
+  plugins?: Partial<Record<ScenarioName, ScenarioPlugin>>;
+}
+
+/** A scenario supplied from above the benchmark: how it runs and what it adds to the config. */
+export interface ScenarioPlugin {
+  /** Runs the scenario's rows. */
+  run: Scenario;
+  /** Checks the options (throws `RangeError`) and returns the config fields the scenario sets. */
+  configure(options: BenchOptions): Partial<RunConfig>;
 }
 
 /** Default body sizes. */
 export const DEFAULT_SIZES = [256, 16 * 1024];
 
-const SCENARIO_FUNCTIONS: Record<ScenarioName, Scenario> = {
+const SCENARIO_FUNCTIONS: Partial<Record<ScenarioName, Scenario>> = {
   rtt: rttScenario,
   concurrency: concurrencyScenario,
   cold: coldScenario,
@@ -109,7 +118,6 @@ const SCENARIO_FUNCTIONS: Record<ScenarioName, Scenario> = {
   peers: peersScenario,
   hol: holScenario,
   migration: migrationScenario,
-  flows: flowsScenario,
   capacity: capacityScenario,
 };
 
@@ -152,7 +160,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   const clock = options.clock ?? defaultClock;
   const wallStart = Date.now();
   const scenario = options.scenario ?? "rtt";
-  if (!SCENARIO_FUNCTIONS[scenario]) throw new RangeError(`Unknown scenario ${scenario}`);
+  const runScenario = SCENARIO_FUNCTIONS[scenario] ?? options.plugins?.[scenario]?.run;
+  if (!runScenario) throw new RangeError(`Unknown scenario ${scenario}`);
   positive("warmup", options.warmupMs);
   positive("sample time", options.sampleMs);
   positive("samples", options.samples, true);
@@ -164,11 +173,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   if (options.samples !== undefined && options.samples < 2) {
     throw new RangeError("samples must be at least 2");
   }
-  for (const f of options.flows ?? []) {
-    if (!(FLOW_STREAMS as readonly string[]).includes(f)) {
-      throw new RangeError(`Unknown flow stream ${f} (choose from ${FLOW_STREAMS.join(", ")})`);
-    }
-  }
+  const plugin = options.plugins?.[scenario];
+  const pluginConfig = plugin?.configure(options) ?? {};
   const engine = engineFor(scenario, options.engine);
   if (options.p99BoundMs !== undefined && !(options.p99BoundMs > 0)) {
     throw new RangeError(`p99 bound must be > 0 ms, got ${options.p99BoundMs}`);
@@ -230,14 +236,13 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     rate: scenario === "rate" ? options.rate ?? 1000 : options.rate,
     concurrency: scenario === "concurrency"
       ? options.concurrency ?? [1, 8, 64, 256]
-      : scenario === "flows"
-      ? options.concurrency ?? DEFAULT_UES
       : options.concurrency,
-    flows: scenario === "flows" ? options.flows ?? [...FLOW_STREAMS] : options.flows,
+    flows: options.flows,
     streams: scenario === "hol" ? options.streams ?? DEFAULT_STREAMS : options.streams,
     link: options.link,
     engine,
     ...(scenario === "capacity" ? { p99BoundMs: options.p99BoundMs ?? DEFAULT_P99_BOUND_MS } : {}),
+    ...pluginConfig,
   };
   const environment = await collectEnvironment();
   enablePlacement(serverMode === "process");
@@ -330,7 +335,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       rebind: options.rebind,
       signal: options.signal,
     };
-    rows.push(...await SCENARIO_FUNCTIONS[scenario](ctx));
+    rows.push(...await runScenario(ctx));
   } finally {
     for (const c of clients) {
       const info = c.connectionInfo?.();

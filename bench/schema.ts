@@ -279,3 +279,8 @@ export function parseRun(text: string, source = "input"): BenchRun {
   }
   return run as BenchRun;
 }
+
+/** Whether a row is a flow-time row (not a step, not a heartbeat). */
+export function isFlowRow(r: ResultRow): boolean {
+  return r.scenario === "flows" && r.flow !== undefined && r.step === undefined;
+}

@@ -5,8 +5,8 @@
 import { onServerCpu, placement } from "./affinity.ts";
 import type { TlsMaterial } from "../transports/tls.ts";
 import type { SbiServer, StackName, TransportName } from "../transports/types.ts";
-import { ROOT } from "../transports/host.ts";
-import { readListening } from "../cli/listening.ts";
+import { ROOT } from "../lib/host.ts";
+import { readListening } from "../lib/listening.ts";
 
 /** Endpoints to benchmark and how to trust them. */
 export interface Endpoints {

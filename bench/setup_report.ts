@@ -5,8 +5,8 @@
  */
 import type { BenchRun, ResultRow } from "./schema.ts";
 import { SETUP_PHASES, type SetupMode, setupModes } from "./scenarios/cold.ts";
-import { floorMultiple } from "./table.ts";
-import { formatDuration } from "./units.ts";
+import { floorMultiple } from "./floors.ts";
+import { formatDuration } from "../lib/units.ts";
 import type { TransportName } from "../transports/types.ts";
 
 /** The round-trip unit of a run: the link's RTT, or the floor (per row). */

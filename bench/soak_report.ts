@@ -1,7 +1,7 @@
 /** Renders a soak report (pure functions of the `sbilab-soak/1` record). */
 import type { SoakInterval, SoakReport, SoakSlice } from "./soak.ts";
 import type { TransportName } from "../transports/types.ts";
-import { formatBytes, formatDuration } from "./units.ts";
+import { formatBytes, formatDuration } from "../lib/units.ts";
 
 function ms(x: number | undefined): string {
   return x === undefined ? "–" : formatDuration(x * 1e6);

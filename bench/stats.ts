@@ -12,6 +12,9 @@
  * - the confidence interval of the median is a percentile bootstrap driven by
  *   a seeded PRNG, so the same samples and seed give the same interval.
  */
+import { median, quantile, quantileSorted, sorted } from "../lib/median.ts";
+
+export { median, quantile, quantileSorted, sorted };
 
 /** Counts of samples outside Tukey's fences. */
 export interface OutlierCounts {
@@ -75,33 +78,6 @@ function check(samples: ArrayLike<number>, min: number, what: string): void {
       throw new RangeError(`${what} got a non-finite sample at index ${i}`);
     }
   }
-}
-
-/** Returns an ascending copy of the samples as a Float64Array. */
-export function sorted(samples: ArrayLike<number>): Float64Array {
-  const a = Float64Array.from(samples as ArrayLike<number>);
-  a.sort();
-  return a;
-}
-
-/** Type-7 quantile of already ascending samples; `p` in [0, 1]. */
-export function quantileSorted(asc: ArrayLike<number>, p: number): number {
-  check(asc, 1, "quantile");
-  if (!(p >= 0 && p <= 1)) throw new RangeError(`Quantile ${p} is outside [0, 1]`);
-  const h = (asc.length - 1) * p;
-  const lo = Math.floor(h);
-  const hi = Math.min(lo + 1, asc.length - 1);
-  return asc[lo] + (h - lo) * (asc[hi] - asc[lo]);
-}
-
-/** Type-7 quantile of unsorted samples. */
-export function quantile(samples: ArrayLike<number>, p: number): number {
-  return quantileSorted(sorted(samples), p);
-}
-
-/** Median (type-7 quantile 0.5: the mean of the two middle values for even n). */
-export function median(samples: ArrayLike<number>): number {
-  return quantile(samples, 0.5);
 }
 
 /** Arithmetic mean. */

@@ -2,7 +2,7 @@
  * The terminal table: a pure function of a run record, so `lab report`
  * re-renders a saved run to exactly what `lab bench` printed.
  */
-import { findFloor } from "./floors.ts";
+import { findFloor, floorMultiple } from "./floors.ts";
 import type { BenchRun, FloorRow, ResultRow } from "./schema.ts";
 import {
   formatBitRate,
@@ -11,7 +11,7 @@ import {
   formatDurationWithInterval,
   formatMultiple,
   formatRate,
-} from "./units.ts";
+} from "../lib/units.ts";
 import { linkLines, migrationTable, percentileTable } from "./link_report.ts";
 import { roundTripUnit, setupTable } from "./setup_report.ts";
 import { stackLines } from "./stack_report.ts";
@@ -29,13 +29,6 @@ export function layoutColumns(header: string[], body: string[][]): string {
 export function medianWithCi(row: { estimate: ResultRow["estimate"] }): string {
   const e = row.estimate;
   return formatDurationWithInterval(e.median, e.medianCi.lower, e.medianCi.upper);
-}
-
-/** Multiple of the matching kernel floor, or undefined. */
-export function floorMultiple(run: BenchRun, row: ResultRow): number | undefined {
-  if (!row.floor) return undefined;
-  const f = findFloor(run.floors.rows, row.floor, row.sizeBytes);
-  return f ? row.estimate.median / f.estimate.median : undefined;
 }
 
 function throughput(row: ResultRow): string {

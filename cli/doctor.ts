@@ -1,6 +1,6 @@
 /** `lab doctor`: what this machine offers sbilab. */
 import type { Command } from "commander";
-import { findTool, pathExists } from "../transports/host.ts";
+import { findTool, pathExists } from "../lib/host.ts";
 
 function libVersion(lib: string, fn: string): string | undefined {
   try {

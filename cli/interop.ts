@@ -7,7 +7,7 @@ import {
   matrixPassed,
   type MatrixRow,
   runInterop,
-} from "../transports/h3/interop/matrix.ts";
+} from "../interop/matrix.ts";
 import { UsageError } from "./args.ts";
 
 interface InteropCliOptions {

@@ -1,13 +1,9 @@
 /** `lab load`: h2load-style load from the native engines (h2c and h3), with h2load's and oha's flags. */
 import type { Command } from "commander";
 import { UsageError } from "./args.ts";
-import {
-  formatProgressLine,
-  renderLatencyHistogram,
-  renderLoadSummary,
-} from "../bench/load_report.ts";
+import { formatProgressLine, renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
 import { parseDuration } from "../linkemu/link_spec.ts";
-import { type LoadPlan, type LoadProgress, loadTarget, runLoad } from "../transports/load/mod.ts";
+import { type LoadPlan, type LoadProgress, loadTarget, runLoad } from "../load/mod.ts";
 import { parseHeader } from "./args.ts";
 
 interface LoadFlags {

@@ -21,7 +21,7 @@ import {
   writeDevPki,
 } from "../transports/pki.ts";
 import { defaultStateDir } from "./state.ts";
-import { listeningLine } from "./listening.ts";
+import { listeningLine } from "../lib/listening.ts";
 import {
   asUsage,
   type ExportSpec,

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { ensureBuilt } from "../transports/native_build.ts";
+import { ensureBuilt } from "../lib/native_build.ts";
 import {
   DEFAULT_STATE_DIR,
   DEV_PREFIX,

@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { ensureBuilt } from "../transports/native_build.ts";
+import { ensureBuilt } from "../lib/native_build.ts";
 import { type LinkBackend, openLink, type RelayStats } from "./link.ts";
 import { formatLinkSpec, type LinkSpec } from "./link_spec.ts";
 import { burstDesignEffect, jitterMedianMs, wilsonInterval, Z99 } from "./link_stats.ts";
-import { median } from "../bench/stats.ts";
+import { median } from "../lib/median.ts";
 
 /** IP size of one probe datagram: 24 bytes of payload + UDP + IPv4 headers. */
 export const PROBE_IP_BYTES = 52;

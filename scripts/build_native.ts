@@ -3,8 +3,8 @@
  *
  * Usage: deno run -A scripts/build_native.ts [name…]
  */
-import { ensureBuilt } from "../transports/native_build.ts";
-import { NATIVE_TARGETS } from "../transports/native_targets.ts";
+import { ensureBuilt } from "../lib/native_build.ts";
+import { NATIVE_TARGETS } from "../lib/native_targets.ts";
 
 const names = Deno.args.length ? Deno.args : Object.keys(NATIVE_TARGETS);
 try {

@@ -7,8 +7,8 @@
  * denort from its own host, which may be unreachable, and this script then
  * fails with one line saying so.
  */
-import { BUILD_DIR, ensureBuilt, NativeBuildError } from "../transports/native_build.ts";
-import { ROOT } from "../transports/host.ts";
+import { BUILD_DIR, ensureBuilt, NativeBuildError } from "../lib/native_build.ts";
+import { ROOT } from "../lib/host.ts";
 
 const OUTPUT = `${BUILD_DIR}/lab`;
 

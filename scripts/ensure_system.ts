@@ -7,9 +7,9 @@
  * Usage: deno run -A scripts/ensure_system.ts
  * (SBILAB_PACKAGES_FILE names another package list, for tests.)
  */
-import { NATIVE_TARGETS } from "../transports/native_targets.ts";
-import { ensureBuilt } from "../transports/native_build.ts";
-import { ROOT } from "../transports/host.ts";
+import { NATIVE_TARGETS } from "../lib/native_targets.ts";
+import { ensureBuilt } from "../lib/native_build.ts";
+import { ROOT } from "../lib/host.ts";
 
 /** The packages of system_packages.txt, in order. */
 export async function systemPackages(): Promise<string[]> {

@@ -287,7 +287,7 @@ for (const stack of ["native", "deno"] as const) {
         `TCP_NODELAY is set on the ${transport} listener, the accepted socket and the client socket (${stack} stack)`,
       ignore: stack === "native" && NATIVE_SKIP,
       fn: async () => {
-        const { tcpSocketsNoDelay } = await import("../transports/h2/nodelay.ts");
+        const { tcpSocketsNoDelay } = await import("../transports/native/nodelay.ts");
         const pair = await startPair(transport, { stack });
         try {
           await pair.client.request({ path: "/nbench/v1/payload?size=10" });

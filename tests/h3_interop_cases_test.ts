@@ -12,8 +12,8 @@ import {
   checkKeyUpdate,
   checkRetry,
   INVALID_TRANSPORT_PARAMETERS,
-} from "../transports/h3/interop/mod.ts";
-import { startGtlsServer } from "../transports/h3/interop/peers.ts";
+} from "../interop/mod.ts";
+import { startGtlsServer } from "../interop/peers.ts";
 import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "../transports/h3/ffi.ts";
 import { loadH3Library } from "../transports/h3/loader.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";

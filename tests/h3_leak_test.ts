@@ -5,7 +5,7 @@
  * nor leave its /proc/self/fd listing open).
  */
 import assert from "node:assert/strict";
-import { ensureBuilt } from "../transports/native_build.ts";
+import { ensureBuilt } from "../lib/native_build.ts";
 import { writeDevPki } from "../transports/pki.ts";
 import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
 

@@ -5,10 +5,10 @@
  * codes. Every case ngtcp2 0.12.1 supports must pass; the rest must say why.
  */
 import assert from "node:assert/strict";
-import { INTEROP_CASES, type MatrixRow, runInterop } from "../transports/h3/interop/matrix.ts";
-import { linkSkipReason } from "../transports/h3/interop/link_cases.ts";
+import { INTEROP_CASES, type MatrixRow, runInterop } from "../interop/matrix.ts";
+import { linkSkipReason } from "../interop/link_cases.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
-import { freeUdpPort } from "../transports/host.ts";
+import { freeUdpPort } from "../lib/host.ts";
 import { needsTool, runLab } from "./support.ts";
 
 const ignore = H3_SKIP !== null;

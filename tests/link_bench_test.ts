@@ -12,7 +12,7 @@ import { renderTable } from "../bench/table.ts";
 import { parseLinkSpec } from "../linkemu/mod.ts";
 import { LINK_SKIP } from "../linkemu/_test_util.ts";
 import { availableTransports } from "../transports/mod.ts";
-import { ROOT } from "../transports/host.ts";
+import { ROOT } from "../lib/host.ts";
 
 const ignore = LINK_SKIP !== null;
 

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { runBenchAcrossLink } from "../bench/across_link.ts";
-import { JOURNEY } from "../bench/flows/definitions.ts";
+import { JOURNEY } from "../study/flows/definitions.ts";
 import { parseRun } from "../bench/schema.ts";
 import { parseLinkSpec } from "../linkemu/mod.ts";
 import { LINK_SKIP } from "../linkemu/_test_util.ts";

@@ -6,7 +6,7 @@
  * The driver is transports/native/sbl_load_check.c.
  */
 import assert from "node:assert/strict";
-import { ensureBuilt } from "../transports/native_build.ts";
+import { ensureBuilt } from "../lib/native_build.ts";
 import { writeDevPki } from "../transports/pki.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { freePort, needsTool, waitForPort } from "./support.ts";

@@ -15,10 +15,10 @@ import {
   type TransportName,
 } from "../transports/mod.ts";
 import { createDevPki, DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
-import { readListening } from "../cli/listening.ts";
-import { findTool, freeUdpPort, ROOT } from "../transports/host.ts";
+import { readListening } from "../lib/listening.ts";
+import { findTool, freeUdpPort, ROOT } from "../lib/host.ts";
 
-export { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../transports/host.ts";
+export { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../lib/host.ts";
 
 let pkiPromise: Promise<DevPki> | undefined;
 /** One dev PKI shared by every test in the process. */

@@ -5,8 +5,8 @@
  * group between sbilab's own ends (checked in the binaries and on the wire).
  */
 import assert from "node:assert/strict";
-import { ROOT } from "../transports/host.ts";
-import { ensureBuilt } from "../transports/native_build.ts";
+import { ROOT } from "../lib/host.ts";
+import { ensureBuilt } from "../lib/native_build.ts";
 import { H2_NATIVE_SKIP } from "../transports/h2/_test_util.ts";
 import { sbh2Versions } from "../transports/h2/ffi.ts";
 import { loadH2Library } from "../transports/h2/loader.ts";

@@ -47,7 +47,7 @@ export async function createServer(
 ): Promise<SbiServer> {
   const stack = resolveStack(options.stack);
   if (stack === "deno") {
-    const h2 = await import("./h2/server.ts");
+    const h2 = await import("./deno/server.ts");
     if (transport === "h2c") return await h2.createH2cServer(handler, options);
     if (transport === "h2-tls") return await h2.createH2TlsServer(handler, options);
     unsupported(transport, stack);
@@ -70,7 +70,7 @@ export async function createClient(
   const stack = resolveStack(options.stack);
   if (stack === "deno") {
     if (transport === "h3") unsupported(transport, stack);
-    return await (await import("./h2/client.ts")).createFetchH2Client(origin, options);
+    return await (await import("./deno/client.ts")).createFetchH2Client(origin, options);
   }
   if (transport === "h3") {
     return await (await import("./h3/mod.ts")).createH3Client(origin, options);

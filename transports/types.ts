@@ -7,11 +7,9 @@ import type { TlsConnection, TlsMaterial } from "./tls.ts";
 import type { TicketCache } from "./ticket_cache.ts";
 import type { ByteBudget } from "./byte_budget.ts";
 
-/** The transports sbilab knows. */
-export type TransportName = "h2c" | "h2-tls" | "h3";
+import { type TransportName, TRANSPORTS } from "../lib/transport_names.ts";
 
-/** Every transport name, in report order. */
-export const TRANSPORTS: readonly TransportName[] = ["h2c", "h2-tls", "h3"];
+export { type TransportName, TRANSPORTS };
 
 /**
  * The implementation family under a transport. `native`: h2 on nghttp2 and

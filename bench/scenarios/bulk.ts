@@ -1,5 +1,5 @@
 /** `bulk`: 1 MiB and 16 MiB downloads and uploads on a warm connection → goodput. */
-import { formatBytes } from "../units.ts";
+import { formatBytes } from "../../lib/units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { getPayload, makeRow, payloadPath, postEcho, type ScenarioContext } from "./context.ts";

@@ -4,7 +4,7 @@
  * doubling the rate until a step fails and then bisecting, every step a short
  * native-engine run. Bounded in steps and in time per transport.
  */
-import { formatDuration, formatRate } from "../units.ts";
+import { formatDuration, formatRate } from "../../lib/units.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, payloadPath, type ScenarioContext } from "./context.ts";
 import {

@@ -14,12 +14,12 @@
  */
 import { TicketCache } from "../../transports/ticket_cache.ts";
 import type { SbiClient, SetupTimings, TransportName } from "../../transports/types.ts";
-import { formatBytes } from "../units.ts";
+import { formatBytes } from "../../lib/units.ts";
 import { Recorder } from "../recorder.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
 import { nativePlan, nativeSkipNote, runNative } from "../native_load.ts";
-import type { ConnectionTimes } from "../../transports/load/mod.ts";
+import type { ConnectionTimes } from "../../load/mod.ts";
 
 /** Most new connections per mode (keeps TIME_WAIT sockets bounded). */
 const MAX_CONNECTIONS = 2000;

@@ -1,5 +1,5 @@
 /** `concurrency`: N requests in flight on one connection → req/s and latency percentiles. */
-import { formatBytes } from "../units.ts";
+import { formatBytes } from "../../lib/units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";

@@ -5,7 +5,7 @@
  * blocking shows: one lost segment delays every HTTP/2 stream behind it,
  * while a lost QUIC packet delays only the streams whose data it carried.
  */
-import { formatBytes } from "../units.ts";
+import { formatBytes } from "../../lib/units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";

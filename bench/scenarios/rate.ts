@@ -1,5 +1,5 @@
 /** `rate`: open loop at a fixed request rate, coordinated omission corrected. */
-import { formatBytes } from "../units.ts";
+import { formatBytes } from "../../lib/units.ts";
 import { sampleOpenLoop } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";

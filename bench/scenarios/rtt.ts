@@ -1,5 +1,5 @@
 /** `rtt`: warm GET round trip, one reused connection, a new stream per request. */
-import { formatBytes } from "../units.ts";
+import { formatBytes } from "../../lib/units.ts";
 import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";

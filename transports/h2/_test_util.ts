@@ -4,7 +4,7 @@
  * that reports the HTTP/2 frame types a client sends, and OpenSSL's
  * `s_client` with the dev PKI as files.
  */
-import { findTool } from "../host.ts";
+import { findTool } from "../../lib/host.ts";
 import { h2NativeAvailable } from "./loader.ts";
 
 /** Null when the native client tests can run, else why they are skipped. */

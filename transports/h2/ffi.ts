@@ -5,7 +5,7 @@
  * numbers from {@linkcode H2_ERR}; `DONE` becomes 0 or "no event".
  */
 import type { Sbh2Symbols } from "./symbols.ts";
-import { EVENT_HEADER_LEN, WIRE_EVENT } from "../wire.ts";
+import { EVENT_HEADER_LEN, WIRE_EVENT } from "../native/wire.ts";
 
 /** Error codes of the shim (enum sbh2_error). */
 export const H2_ERR = {

@@ -6,7 +6,7 @@
  * is a test program, not a build artefact).
  */
 import assert from "node:assert/strict";
-import { ROOT } from "../host.ts";
+import { ROOT } from "../../lib/host.ts";
 import { createDevPki } from "../pki.ts";
 
 async function have(cmd: string, args: string[]): Promise<boolean> {

@@ -1,20 +1,8 @@
 /**
- * HTTP/2 transports: h2c (prior knowledge, the TS 29.500 production path) and
- * h2 over TLS, on two stacks: native (nghttp2 through FFI, servers and
- * clients; the default) and deno (`Deno.serve` and `fetch`, the reference).
+ * HTTP/2 on the native stack: h2c (prior knowledge, the TS 29.500 production
+ * path) and h2 over TLS, servers and clients on nghttp2 through FFI, with TLS
+ * 1.3 from GnuTLS. The deno stack's HTTP/2 lives in `../deno/`.
  */
-export {
-  createH2cServer,
-  createH2TlsServer,
-  DEFAULT_STALL_TIMEOUT_MS,
-  type H2ServerOptions,
-} from "./server.ts";
-export {
-  type ConnectionLimits,
-  DEFAULT_CONNECTION_LIMITS,
-  type GuardCounts,
-} from "./conn_guard.ts";
-export { createFetchH2Client } from "./client.ts";
 export {
   createNativeH2Client,
   type NativeH2Client,
@@ -28,7 +16,7 @@ export {
   type NativeH2ServerOptions,
 } from "./native_server.ts";
 export { EMBEDDED_H2_LIBRARY_URL, H2LoadError, h2NativeAvailable } from "./loader.ts";
-export { applyNoDelay, tcpSocketsNoDelay } from "./nodelay.ts";
+export { applyNoDelay, tcpSocketsNoDelay } from "../native/nodelay.ts";
 
 /** The native h2 module's versions and path, or why it does not load (for `lab doctor`). */
 export async function h2ModuleInfo(): Promise<string> {

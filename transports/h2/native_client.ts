@@ -43,9 +43,9 @@ import {
   timedRequest,
 } from "../client_core.ts";
 import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
-import { decodeResponseBlock, RequestBlockWriter } from "../wire.ts";
+import { decodeResponseBlock, RequestBlockWriter } from "../native/wire.ts";
 import { loadH2Library } from "./loader.ts";
-import { tcpMaxSegment } from "./nodelay.ts";
+import { tcpMaxSegment } from "../native/nodelay.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";

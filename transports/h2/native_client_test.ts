@@ -3,9 +3,9 @@ import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { createDevPki } from "../pki.ts";
 import { TimeoutError, TransportError } from "../types.ts";
-import { createH2cServer, createH2TlsServer } from "./server.ts";
+import { createH2cServer, createH2TlsServer } from "../deno/server.ts";
 import { createNativeH2Client } from "./native_client.ts";
-import { tcpSocketsNoDelay } from "./nodelay.ts";
+import { tcpSocketsNoDelay } from "../native/nodelay.ts";
 import { FRAME, frameRelay, H2_NATIVE_SKIP, rawServer } from "./_test_util.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;

@@ -9,7 +9,7 @@ import { createDevPki, issueServerCertificate } from "../pki.ts";
 import { TransportError } from "../types.ts";
 import { H2_NATIVE_SKIP, OPENSSL_SKIP, rawServer, withPemFiles } from "./_test_util.ts";
 import { createNativeH2Client } from "./native_client.ts";
-import { createH2TlsServer } from "./server.ts";
+import { createH2TlsServer } from "../deno/server.ts";
 import { TicketCache } from "../ticket_cache.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;

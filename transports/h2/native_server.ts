@@ -44,10 +44,10 @@ import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
 import { BodyBudgetError, type ByteBudget, defaultBodyBudget } from "../byte_budget.ts";
 import { resolveTls, type TlsConnection } from "../tls.ts";
 import { DEFAULT_SERVER_LIMITS, type SbiServer, type ServerOptions } from "../types.ts";
-import { decodeRequestBlock, ResponseBlockWriter } from "../wire.ts";
+import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
 import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
 import { loadH2Library } from "./loader.ts";
-import { applyNoDelay } from "./nodelay.ts";
+import { applyNoDelay } from "../native/nodelay.ts";
 import {
   H2_STAT,
   H2ServerConn,

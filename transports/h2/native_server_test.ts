@@ -8,7 +8,7 @@ import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler, SbiRequest } from "../../handler/types.ts";
 import type { SbiClient } from "../types.ts";
 import { createNativeH2Client } from "./native_client.ts";
-import { createH2cServer } from "./server.ts";
+import { createH2cServer } from "../deno/server.ts";
 import {
   createNativeH2cServer,
   type NativeH2Server,

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler } from "../../handler/types.ts";
-import { findTool } from "../host.ts";
+import { findTool } from "../../lib/host.ts";
 import { createDevPki } from "../pki.ts";
 import type { TlsConnection, TlsConnectionInfo, TlsMaterial } from "../tls.ts";
 import { TransportError } from "../types.ts";

@@ -3,7 +3,7 @@
  * (else a skip message naming the Debian packages), and a dev PKI.
  */
 import { h3Available } from "./mod.ts";
-import { findTool } from "../host.ts";
+import { findTool } from "../../lib/host.ts";
 
 /** Debian packages the native module needs. */
 export const H3_PACKAGES =

@@ -44,7 +44,7 @@ import {
 } from "./ffi.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
-import type { HeaderList } from "../wire.ts";
+import type { HeaderList } from "../native/wire.ts";
 import { loadH3Library } from "./loader.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
 import { requestHeaderList, toClientResponse } from "./convert.ts";

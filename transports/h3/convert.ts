@@ -3,7 +3,7 @@
  */
 import type { SbiHeaders, SbiRequest, SbiResponse } from "../../handler/types.ts";
 import type { ClientResponse } from "../types.ts";
-import { DROPPED_FIELDS, type HeaderList, requestFromHeaderList } from "../wire.ts";
+import { DROPPED_FIELDS, type HeaderList, requestFromHeaderList } from "../native/wire.ts";
 
 function fields(headers: Record<string, string>, out: HeaderList): void {
   for (const [k, v] of Object.entries(headers)) {

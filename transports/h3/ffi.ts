@@ -13,7 +13,7 @@ import {
   type HeaderList,
   readEventRecord,
   WIRE_EVENT,
-} from "../wire.ts";
+} from "../native/wire.ts";
 
 /** Error codes of the shim (enum sbh3_error). */
 export const H3_ERR = {

@@ -8,7 +8,7 @@
  * Failure raises {@linkcode H3LoadError} with a one-line message and the
  * attempts as `cause`.
  */
-import { openNativeLibrary } from "../native_library.ts";
+import { openNativeLibrary } from "../native/library.ts";
 import { type Sbh3Symbols, SYMBOLS } from "./symbols.ts";
 
 /** Where `deno compile --include build/libsbilab_h3.so` puts the library. */

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { H3_SKIP } from "./_test_util.ts";
 
 const ignore = H3_SKIP !== null;
-import { ROOT } from "../host.ts";
+import { ROOT } from "../../lib/host.ts";
 
 const root = `${ROOT}/`;
 
@@ -32,7 +32,7 @@ Deno.test({
   name: "h3 loader honours SBILAB_H3_LIB and names the path when it cannot be opened",
   ignore,
   fn: async () => {
-    const { ensureBuilt } = await import("../native_build.ts");
+    const { ensureBuilt } = await import("../../lib/native_build.ts");
     const lib = await ensureBuilt("h3", { quiet: true });
     const good = await run(SNIPPET, { SBILAB_H3_LIB: lib });
     const v = JSON.parse(good.out);
@@ -50,7 +50,7 @@ Deno.test({
   fn: async () => {
     // CC pointing nowhere and an empty build dir make ensureBuilt fail; the file at
     // EMBEDDED_LIBRARY_URL (build/libsbilab_h3.so, as deno compile --include puts it) is then used.
-    const { ensureBuilt } = await import("../native_build.ts");
+    const { ensureBuilt } = await import("../../lib/native_build.ts");
     await ensureBuilt("h3", { quiet: true });
     const empty = await Deno.makeTempDir();
     try {

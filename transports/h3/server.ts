@@ -12,7 +12,7 @@
 import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
-import type { HeaderList } from "../wire.ts";
+import type { HeaderList } from "../native/wire.ts";
 import { resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import {

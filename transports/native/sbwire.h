@@ -1,6 +1,6 @@
 /*
  * sbwire: the one wire format the native modules (sbh2, sbh3) and their
- * TypeScript side (transports/wire.ts) exchange through FFI buffers.
+ * TypeScript side (transports/native/wire.ts) exchange through FFI buffers.
  *
  * Byte order: every integer is LITTLE-ENDIAN, written and read byte by byte
  * by the helpers below, whatever the host's order (on x86-64 and arm64 the

@@ -1,0 +1,520 @@
+/**
+ * The `bench` and `report` commands. This module and the reporters are the
+ * only parts of `bench/` that write to the console.
+ */
+import type { Command } from "commander";
+import { parseStack, type StackName, type TransportName } from "../transports/types.ts";
+import { engineFor, runBench } from "../bench/run.ts";
+import { parseRun, type ScenarioName, SCENARIOS } from "../bench/schema.ts";
+import { parseSize } from "../lib/units.ts";
+import { createProgress } from "../bench/progress.ts";
+import { writeReports } from "../bench/reporters.ts";
+import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
+import { compareRuns, renderComparison } from "../bench/compare.ts";
+import { renderTable } from "../bench/table.ts";
+import { renderCharts } from "../bench/charts.ts";
+import { linkContextFromEnv, runBenchAcrossLink } from "../bench/across_link.ts";
+import { parseLinkSpec } from "../linkemu/link_spec.ts";
+import { UsageError } from "./args.ts";
+import type { LinkBackend } from "../linkemu/link.ts";
+import { runSoak } from "../bench/soak.ts";
+import { renderSoakInterval, renderSoakSummary } from "../bench/soak_report.ts";
+import { type AttackName, ATTACKS } from "../bench/attackers.ts";
+
+function list(text: string, what: string): string[] {
+  const items = text.split(",").map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new UsageError(`No ${what} given`);
+  return items;
+}
+
+function number(text: string, what: string, min: number): number {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n < min || text.trim() === "") {
+    throw new UsageError(`Invalid ${what} "${text}" (need a number ≥ ${min})`);
+  }
+  return n;
+}
+
+function integer(text: string, what: string, min: number): number {
+  const n = number(text, what, min);
+  if (!Number.isInteger(n)) {
+    throw new UsageError(`Invalid ${what} "${text}" (need a whole number ≥ ${min})`);
+  }
+  return n;
+}
+
+/** Options as commander hands them over. */
+interface BenchFlags {
+  scenario: string;
+  stack?: string;
+  mtu?: string;
+  transports?: string;
+  sizes?: string;
+  warmup?: string;
+  time?: string;
+  samples?: string;
+  quick?: boolean;
+  inProcess?: boolean;
+  target?: string;
+  ca?: string;
+  insecure?: boolean;
+  delayMs?: string;
+  rate?: string;
+  concurrency?: string;
+  streams?: string;
+  flows?: string;
+  engine?: string;
+  p99?: string;
+  link?: string;
+  linkBackend?: string;
+  floors?: boolean;
+  json?: string;
+  md?: string;
+  csv?: string;
+  html?: string;
+  charts?: boolean;
+}
+
+async function bench(flags: BenchFlags): Promise<void> {
+  if (!(SCENARIOS as readonly string[]).includes(flags.scenario)) {
+    throw new UsageError(
+      `Unknown scenario ${flags.scenario} (choose from ${SCENARIOS.join(", ")})`,
+    );
+  }
+  let stack: StackName | undefined;
+  if (flags.stack !== undefined) {
+    try {
+      stack = parseStack(flags.stack);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  try {
+    engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  let transports: TransportName[] | undefined;
+  if (flags.transports) {
+    const { parseTransports } = await import("../transports/mod.ts");
+    try {
+      transports = parseTransports(flags.transports);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  let sizes: number[] | undefined;
+  if (flags.sizes) {
+    try {
+      sizes = list(flags.sizes, "size").map(parseSize);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  if (flags.target) {
+    try {
+      const u = new URL(flags.target);
+      if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error();
+    } catch {
+      throw new UsageError(
+        `Invalid --target ${flags.target} (use http://host:port or https://host:port)`,
+      );
+    }
+    if (flags.inProcess) throw new UsageError("--target and --in-process exclude each other");
+  }
+  let link: ReturnType<typeof parseLinkSpec> | undefined;
+  if (flags.link !== undefined) {
+    if (flags.target) throw new UsageError("--link and --target exclude each other");
+    if (flags.inProcess) throw new UsageError("--link and --in-process exclude each other");
+    try {
+      link = parseLinkSpec(flags.link);
+    } catch (err) {
+      throw new UsageError(`Invalid --link ${flags.link}: ${(err as Error).message}`);
+    }
+  }
+  if (
+    flags.linkBackend !== undefined &&
+    !["relay", "netem", "veth"].includes(flags.linkBackend)
+  ) {
+    throw new UsageError(`Invalid --link-backend ${flags.linkBackend} (use relay, netem or veth)`);
+  }
+  let mtu: number | undefined;
+  if (flags.mtu !== undefined) {
+    mtu = integer(flags.mtu, "--mtu", 1280);
+    if (mtu > 65535) throw new UsageError(`Invalid --mtu ${flags.mtu} (need 1280 … 65535)`);
+    if (flags.target) throw new UsageError("--mtu and --target exclude each other");
+    if (flags.inProcess) throw new UsageError("--mtu and --in-process exclude each other");
+    if (link === undefined) {
+      // A plain veth pair: nothing but the MTU differs from loopback.
+      link = parseLinkSpec("lan");
+      flags.linkBackend ??= "veth";
+      flags.link = "lan";
+    }
+  }
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  Deno.addSignalListener("SIGINT", onSignal);
+  const progress = createProgress();
+  try {
+    const options = {
+      scenario: flags.scenario as ScenarioName,
+      stack,
+      transports,
+      sizes,
+      warmupMs: flags.warmup !== undefined ? number(flags.warmup, "--warmup", 0) * 1000 : undefined,
+      sampleMs: flags.time !== undefined ? number(flags.time, "--time", 0.05) * 1000 : undefined,
+      samples: flags.samples !== undefined ? integer(flags.samples, "--samples", 2) : undefined,
+      quick: flags.quick,
+      inProcess: flags.inProcess,
+      target: flags.target,
+      caFile: flags.ca,
+      insecure: flags.insecure,
+      delayMs: flags.delayMs !== undefined ? number(flags.delayMs, "--delay-ms", 0) : undefined,
+      rate: flags.rate !== undefined ? number(flags.rate, "--rate", 0.001) : undefined,
+      concurrency: flags.concurrency
+        ? list(flags.concurrency, "concurrency level").map((c) =>
+          integer(c, "concurrency level", 1)
+        )
+        : undefined,
+      streams: flags.streams !== undefined ? integer(flags.streams, "--streams", 1) : undefined,
+      flows: flags.flows !== undefined ? list(flags.flows, "flow stream") : undefined,
+      engine: flags.engine as "native" | "sbi" | undefined,
+      p99BoundMs: flags.p99 !== undefined ? number(flags.p99, "--p99", 0.001) : undefined,
+      skipFloors: flags.floors === false,
+      onProgress: progress.update,
+      signal: controller.signal,
+    };
+    const run = link
+      ? await runBenchAcrossLink(link, {
+        ...options,
+        specText: flags.link,
+        backend: (flags.linkBackend ?? "relay") as LinkBackend,
+        mtu,
+      })
+      : await runBench({ ...options, ...linkContextFromEnv(), plugins: STUDY_PLUGINS });
+    progress.stop();
+    console.log(renderTable(run));
+    if (flags.charts !== false) {
+      const charts = renderCharts(run);
+      if (charts) console.log(`\n${charts}`);
+    }
+    const written = await writeReports(run, {
+      json: flags.json,
+      md: flags.md,
+      csv: flags.csv,
+      html: flags.html,
+    }, { sections: STUDY_SECTIONS });
+    for (const w of written) console.error(`wrote ${w}`);
+  } finally {
+    progress.stop();
+    Deno.removeSignalListener("SIGINT", onSignal);
+  }
+}
+
+async function readRun(path: string) {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (err) {
+    throw new UsageError(`Cannot read ${path}: ${(err as Error).message}`);
+  }
+  try {
+    return parseRun(text, path);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+async function report(
+  a: string,
+  b: string | undefined,
+  flags: {
+    failOnRegression?: boolean;
+    threshold: string;
+    md?: string;
+    csv?: string;
+    html?: string;
+    charts?: boolean;
+  },
+): Promise<void> {
+  const base = await readRun(a);
+  if (!b) {
+    console.log(renderTable(base));
+    if (flags.charts !== false) {
+      const charts = renderCharts(base);
+      if (charts) console.log(`\n${charts}`);
+    }
+    const written = await writeReports(
+      base,
+      { md: flags.md, csv: flags.csv, html: flags.html },
+      { sections: STUDY_SECTIONS },
+    );
+    for (const w of written) console.error(`wrote ${w}`);
+    return;
+  }
+  const threshold = number(flags.threshold, "--threshold", 0) / 100;
+  const cand = await readRun(b);
+  const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
+  console.log(renderComparison(cmp));
+  const regressed = cmp.rows.filter((r) => r.verdict === "regressed").length;
+  if (flags.failOnRegression && regressed > 0) {
+    throw new Error(`${regressed} row(s) regressed beyond ${flags.threshold} %`);
+  }
+}
+
+/** Options of `lab soak` as commander hands them over. */
+interface SoakFlags {
+  time: string;
+  stack?: string;
+  transports?: string;
+  rate: string;
+  interval: string;
+  attacks: string;
+  json?: string;
+}
+
+async function soak(flags: SoakFlags): Promise<void> {
+  const durationMs = number(flags.time, "--time", 1) * 1000;
+  const rate = number(flags.rate, "--rate", 1);
+  const intervalMs = number(flags.interval, "--interval", 0.1) * 1000;
+  const { availableTransports, parseTransports } = await import("../transports/mod.ts");
+  let transports: TransportName[];
+  let stack: StackName | undefined;
+  try {
+    if (flags.stack !== undefined) stack = parseStack(flags.stack);
+    transports = flags.transports
+      ? parseTransports(flags.transports)
+      : await availableTransports(stack);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const attacks = flags.attacks === "none" ? [] : list(flags.attacks, "attack");
+  for (const a of attacks) {
+    if (!(ATTACKS as readonly string[]).includes(a)) {
+      throw new UsageError(`Unknown attack ${a} (choose from ${ATTACKS.join(", ")}, or none)`);
+    }
+  }
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  Deno.addSignalListener("SIGINT", onSignal);
+  try {
+    const report = await runSoak({
+      stack,
+      transports,
+      durationMs,
+      intervalMs,
+      rate,
+      attacks: attacks as AttackName[],
+      signal: controller.signal,
+      onInterval: (i) => console.log(renderSoakInterval(i, intervalMs)),
+    });
+    console.log(`\n${renderSoakSummary(report)}`);
+    if (flags.json) {
+      await Deno.writeTextFile(flags.json, JSON.stringify(report, null, 2) + "\n");
+      console.error(`wrote ${flags.json}`);
+    }
+    if (!report.serverAlive) throw new Error("lab serve exited during the soak");
+  } finally {
+    Deno.removeSignalListener("SIGINT", onSignal);
+  }
+}
+
+/** Adds `bench` and `report` to the program. Bad input throws {@linkcode UsageError}. */
+export function registerBenchCommands(program: Command): void {
+  program
+    .command("bench")
+    .description("benchmark the transports against the machine's floors")
+    .option("--scenario <name>", `one of ${SCENARIOS.join(", ")}`, "rtt")
+    .option(
+      "--stack <stack>",
+      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch, h2 only)",
+    )
+    .option("--transports <list>", "comma-separated transports (default: every available one)")
+    .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
+    .option("--warmup <seconds>", "warm-up per row (default 3, quick 0.3)")
+    .option("--time <seconds>", "sampling time per row (default 5, quick 0.7)")
+    .option("--samples <n>", "samples per row instead of a sampling time (bounded by 60 s)")
+    .option("--quick", "a run of a few seconds")
+    .option("--in-process", "run the servers in this process instead of their own")
+    .option("--target <url>", "benchmark a server elsewhere (floors are skipped)")
+    .option("--ca <file>", "CA certificate to trust for an https target")
+    .option("-k, --insecure", "do not verify an https target's certificate")
+    .option("--delay-ms <ms>", "handler delay passed to the server", undefined)
+    .option(
+      "--rate <per-s>",
+      "open-loop rate: req/s for --scenario rate (default 1000), UE arrivals/s for flows (default: half the UE slots busy)",
+    )
+    .option(
+      "--concurrency <list>",
+      "in-flight levels for --scenario concurrency (default 1,8,64,256); UEs in flight for flows (default 8)",
+    )
+    .option("--flows <list>", "streams for --scenario flows: journey,warm-get (default both)")
+    .option("--streams <n>", "concurrent streams on one connection for --scenario hol (default 16)")
+    .option(
+      "--engine <engine>",
+      "native (load engine in C; default for concurrency, rate, bulk, capacity) or sbi (SBI client)",
+    )
+    .option("--p99 <ms>", "p99 bound for --scenario capacity (default 10)")
+    .option(
+      "--link <spec>",
+      "run across an emulated link: a profile (lan, wan, lossy, …) or key=value list; needs root",
+    )
+    .option(
+      "--link-backend <backend>",
+      "how the link's namespaces are joined: relay (default), netem, or veth (no impairment)",
+    )
+    .option(
+      "--mtu <bytes>",
+      "run across two namespaces with this MTU (alone: a plain veth pair, e.g. 1500); needs root",
+    )
+    .option("--no-floors", "skip the floor measurements")
+    .option("--no-charts", "do not print the terminal bar charts")
+    .option("--json <file>", "save the run as JSON (re-render with lab report)")
+    .option("--md <file>", "write a Markdown report")
+    .option("--csv <file>", "write the rows as CSV")
+    .option("--html <file>", "write a self-contained HTML report with charts")
+    .action(async (flags: BenchFlags) => {
+      await bench(flags);
+    });
+  program
+    .command("soak")
+    .description(
+      "steady load on every transport while attackers run beside it; rate, errors, latency and server RSS over time",
+    )
+    .option("--time <seconds>", "how long to run", "60")
+    .option("--stack <stack>", "native (default) or deno: the servers lab serve runs")
+    .option("--transports <list>", "comma-separated transports (default: every available one)")
+    .option("--rate <req/s>", "steady requests per second on each transport", "200")
+    .option("--interval <seconds>", "reporting interval", "1")
+    .option("--attacks <list>", `${ATTACKS.join(",")}, or none`, ATTACKS.join(","))
+    .option("--json <file>", "save the report as JSON")
+    .action(async (flags: SoakFlags) => {
+      await soak(flags);
+    });
+  program
+    .command("report")
+    .description("re-render a saved run, or compare a baseline A with a candidate B")
+    .argument("<a.json>", "saved run (the baseline when comparing)")
+    .argument("[b.json]", "candidate run to compare with the baseline")
+    .option("--fail-on-regression", "exit 1 when a row got slower beyond the threshold")
+    .option("--threshold <percent>", "noise threshold in percent", "2")
+    .option("--md <file>", "write a Markdown report of A")
+    .option("--csv <file>", "write A's rows as CSV")
+    .option("--html <file>", "write A as a self-contained HTML report with charts")
+    .option("--no-charts", "do not print the terminal bar charts")
+    .action(async (a: string, b: string | undefined, flags) => {
+      await report(a, b, flags);
+    });
+}
+
+interface StudyFlags {
+  stack?: string;
+  quick?: boolean;
+  budget?: string;
+  links?: string;
+  transports?: string;
+  ues?: string;
+  flows?: string;
+  out: string;
+}
+
+async function study(flags: StudyFlags): Promise<number> {
+  const { parseBudget, runStudy, STUDY_LINKS } = await import("../study/study.ts");
+  const { studyVerdict } = await import("../study/verdict.ts");
+  const { verdictTable } = await import("../study/verdict_table.ts");
+  const { layoutColumns } = await import("../bench/table.ts");
+  let budgetMs: number | undefined;
+  let links: string[] | undefined;
+  let transports: TransportName[] | undefined;
+  let stack: StackName | undefined;
+  try {
+    if (flags.stack !== undefined) stack = parseStack(flags.stack);
+    if (flags.budget !== undefined) budgetMs = parseBudget(flags.budget);
+    if (flags.links !== undefined) {
+      links = list(flags.links, "link");
+      for (const l of links) if (l !== "loopback") parseLinkSpec(l);
+    }
+    if (flags.transports) {
+      const { parseTransports } = await import("../transports/mod.ts");
+      transports = parseTransports(flags.transports);
+    }
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const ues = flags.ues
+    ? list(flags.ues, "UE concurrency").map((c) => integer(c, "UE concurrency", 1))
+    : undefined;
+  const flows = flags.flows ? list(flags.flows, "flow stream") : undefined;
+  for (const f of flows ?? []) {
+    if (f !== "journey" && f !== "warm-get") {
+      throw new UsageError(`Unknown flow stream ${f} (choose from journey, warm-get)`);
+    }
+  }
+  try {
+    await Deno.mkdir(flags.out, { recursive: true });
+  } catch (err) {
+    throw new Error(`Cannot create ${flags.out}: ${(err as Error).message}`);
+  }
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  Deno.addSignalListener("SIGINT", onSignal);
+  const progress = createProgress();
+  try {
+    const run = await runStudy({
+      stack,
+      quick: flags.quick,
+      budgetMs,
+      links: links ?? STUDY_LINKS,
+      transports,
+      ues,
+      flows,
+      onProgress: progress.update,
+      signal: controller.signal,
+    });
+    progress.stop();
+    const v = studyVerdict(run);
+    const t = verdictTable(v);
+    console.log(`Verdict: ${v.summary}\n`);
+    console.log(layoutColumns(t.header, t.body));
+    const base = `${flags.out.replace(/\/$/, "")}/study`;
+    const written = await writeReports(run, {
+      json: `${base}.json`,
+      md: `${base}.md`,
+      csv: `${base}.csv`,
+      html: `${base}.html`,
+    }, { sections: STUDY_SECTIONS });
+    for (const w of written) console.error(`wrote ${w}`);
+    console.error(
+      `study took ${(run.durationMs / 1000).toFixed(0)} s of a ${
+        (run.study!.budgetMs / 1000).toFixed(0)
+      } s budget`,
+    );
+  } finally {
+    progress.stop();
+    Deno.removeSignalListener("SIGINT", onSignal);
+  }
+  return 0;
+}
+
+/** Adds `study` to the program. */
+export function registerStudyCommand(program: Command): void {
+  program
+    .command("study")
+    .description(
+      "run the follow-up study: call flows × links × transports × UE concurrency, with a verdict (needs root for links)",
+    )
+    .option(
+      "--stack <stack>",
+      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch, h2 only)",
+    )
+    .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
+    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")
+    .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
+    .option("--transports <list>", "comma-separated transports (default: every available one)")
+    .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")
+    .option("--flows <list>", "streams: journey,warm-get (default both)")
+    .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
+    .action(async (flags: StudyFlags) => {
+      await study(flags);
+    });
+}

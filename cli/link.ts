@@ -1,0 +1,131 @@
+/**
+ * `lab link …` commands: `selftest`, `up`, `cleanup`, `profiles`.
+ *
+ * @module
+ */
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { cleanupLinks } from "../linkemu/cleanup.ts";
+import { type LinkBackend, openLink } from "../linkemu/link.ts";
+import {
+  formatLinkSpec,
+  LINK_PROFILES,
+  type LinkSpec,
+  parseLinkSpec,
+} from "../linkemu/link_spec.ts";
+import { formatSelftestReport } from "../linkemu/report.ts";
+import { runSelftest } from "../linkemu/selftest.ts";
+
+/** commander argument parser for `--link SPEC` (usable by other commands). */
+export function linkSpecArg(value: string): LinkSpec {
+  try {
+    return parseLinkSpec(value);
+  } catch (err) {
+    if (err instanceof RangeError || err instanceof SyntaxError) {
+      throw new InvalidArgumentError(err.message);
+    }
+    throw err;
+  }
+}
+
+/** The `--link-backend` option (usable by other commands). */
+export function linkBackendOption(): Option {
+  return new Option("--link-backend <backend>", "how namespaces are joined")
+    .choices(["relay", "netem"])
+    .default("relay");
+}
+
+function intArg(name: string, min: number, max: number): (v: string) => number {
+  return (v: string) => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || n < min || n > max) {
+      throw new InvalidArgumentError(`${name} must be a whole number ${min}..${max}`);
+    }
+    return n;
+  };
+}
+
+/** Registers `link selftest|up|cleanup|profiles` on `program`. */
+export function registerLinkCommands(program: Command): void {
+  const link = program.command("link").description(
+    "emulated WAN links between two network namespaces (needs root)",
+  );
+
+  link.command("selftest")
+    .description(
+      "send probes through a link and compare configured with measured delay, loss, rate",
+    )
+    .option("--link <spec>", "profile or key=value list", linkSpecArg, parseLinkSpec("wan"))
+    .option("--packets <n>", "probes to send", intArg("--packets", 100, 1_000_000), 10000)
+    .option(
+      "--pps <n>",
+      "probes per second (default: 10000, less on rate-limited links)",
+      intArg("--pps", 1, 100000),
+    )
+    .option("--seed <n>", "relay random seed", intArg("--seed", 0, 2 ** 31))
+    .option("--json <file>", "also write the report as JSON")
+    .addOption(linkBackendOption())
+    .action(async (o: {
+      link: LinkSpec;
+      packets: number;
+      pps?: number;
+      seed?: number;
+      json?: string;
+      linkBackend: LinkBackend;
+    }) => {
+      const report = await runSelftest(o.link, {
+        packets: o.packets,
+        pps: o.pps,
+        seed: o.seed,
+        backend: o.linkBackend,
+      });
+      console.log(formatSelftestReport(report));
+      if (o.json) await Deno.writeTextFile(o.json, JSON.stringify(report, null, 2) + "\n");
+      if (!report.passed) throw new Error("Selftest failed: the link does not match its spec");
+    });
+
+  link.command("up")
+    .description("open a link and hold it until Ctrl-C, printing its namespaces and addresses")
+    .option("--link <spec>", "profile or key=value list", linkSpecArg, parseLinkSpec("lan"))
+    .option("--seed <n>", "relay random seed", intArg("--seed", 0, 2 ** 31))
+    .addOption(linkBackendOption())
+    .action(async (o: { link: LinkSpec; seed?: number; linkBackend: LinkBackend }) => {
+      const l = await openLink(o.link, { seed: o.seed, backend: o.linkBackend });
+      console.log(`link ${l.id} up: ${formatLinkSpec(o.link)} (${l.backend})`);
+      console.log(`client namespace ${l.clientNs} address ${l.clientAddr} device ${l.clientIf}`);
+      console.log(`server namespace ${l.serverNs} address ${l.serverAddr} device ${l.serverIf}`);
+      if (l.relayPid) {
+        console.log(
+          `relay pid ${l.relayPid} (kill -USR2 ${l.relayPid} moves the client to a new source port)`,
+        );
+      }
+      console.log(`run commands with: ip netns exec ${l.clientNs} …; Ctrl-C removes the link`);
+      // The link's signal hook closes it and exits; this only waits.
+      await l.closed;
+    });
+
+  link.command("cleanup")
+    .description("remove links whose owner died (namespaces, devices, relays, state files)")
+    .option("--all", "also remove links whose owner still runs", false)
+    .action(async (o: { all: boolean }) => {
+      const r = await cleanupLinks({ all: o.all });
+      const parts = [
+        `${r.links.length} link(s)`,
+        `${r.namespaces.length} namespace(s)`,
+        `${r.devices.length} device(s)`,
+        `${r.pids.length} process(es)`,
+      ];
+      console.log(`removed ${parts.join(", ")}`);
+      for (const ns of r.namespaces) console.log(`  namespace ${ns}`);
+      for (const dev of r.devices) console.log(`  device ${dev}`);
+      for (const pid of r.pids) console.log(`  pid ${pid}`);
+      if (r.kept.length) console.log(`kept (owner still running): ${r.kept.join(", ")}`);
+    });
+
+  link.command("profiles")
+    .description("list the named link profiles")
+    .action(() => {
+      for (const name of Object.keys(LINK_PROFILES)) {
+        console.log(`${name.padEnd(14)} ${formatLinkSpec(parseLinkSpec(name))}`);
+      }
+    });
+}

@@ -1,0 +1,176 @@
+/**
+ * The peers an interop run talks to: our h3 server in this process, ngtcp2's
+ * `gtlsserver` (package ngtcp2-server) as a child, and ngtcp2's `gtlsclient`
+ * (package ngtcp2-client) run once per check.
+ */
+import { createHandler } from "../handler/mod.ts";
+import { findTool, freeUdpPort } from "../lib/host.ts";
+import { DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
+import type { H3DatagramStats } from "../transports/h3/ffi.ts";
+import { createH3Client } from "../transports/h3/client.ts";
+import { createH3Server, type H3ServerOptions } from "../transports/h3/server.ts";
+
+/** A server the checks can reach. */
+export interface ServerPeer {
+  /** `https://host:port`. */
+  origin: string;
+  host: string;
+  port: number;
+  /** The path that returns `size` bytes. */
+  pathFor(size: number): string;
+  /** Our server's counters (undefined for other servers). */
+  datagramStats(): H3DatagramStats | undefined;
+  close(): Promise<void>;
+}
+
+/** sbilab's payload path: `size` bytes. */
+export function sbilabPath(size: number): string {
+  return `/nbench/v1/payload?size=${size}`;
+}
+
+/** gtlsserver's generated-content path: `size` bytes. */
+export function gtlsPath(size: number): string {
+  return `/${size}`;
+}
+
+/** GnuTLS priority that leaves ChaCha20-Poly1305 as the only TLS 1.3 cipher. */
+export const CHACHA20_ONLY = "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+CHACHA20-POLY1305";
+
+/** Starts our h3 server on 127.0.0.1 with `pki`'s server certificate. */
+export async function startOurServer(
+  pki: DevPki,
+  options: Omit<H3ServerOptions, "tls"> = {},
+): Promise<ServerPeer> {
+  const server = await createH3Server(createHandler(), {
+    tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+    ...options,
+  });
+  return {
+    origin: server.url,
+    host: "127.0.0.1",
+    port: server.port,
+    pathFor: sbilabPath,
+    datagramStats: () => server.datagramStats() ?? undefined,
+    close: () => server.close(),
+  };
+}
+
+/**
+ * Starts `gtlsserver` on a free UDP port of 127.0.0.1 with `pki` and `extra`
+ * flags; resolves once it answers a request (bounded: 5 s).
+ * @throws {Error} when gtlsserver is not installed or never answers
+ */
+export async function startGtlsServer(pki: DevPki, extra: string[] = []): Promise<ServerPeer> {
+  const exe = findTool("gtlsserver");
+  if (!exe) throw new Error("gtlsserver not found: apt-get install ngtcp2-server");
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-interop-" });
+  await writeDevPki(dir, pki);
+  const port = freeUdpPort();
+  const child = new Deno.Command(exe, {
+    args: [
+      "-q",
+      ...extra,
+      "127.0.0.1",
+      String(port),
+      `${dir}/${DEV_PKI_FILES.serverKey}`,
+      `${dir}/${DEV_PKI_FILES.serverCert}`,
+    ],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  // Interrupted (Ctrl-C): take the child and its files along, then exit as the signal would.
+  const onSignal = () => {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* already gone */ }
+    Deno.removeSync(dir, { recursive: true });
+    Deno.exit(130);
+  };
+  Deno.addSignalListener("SIGINT", onSignal);
+  Deno.addSignalListener("SIGTERM", onSignal);
+  const close = async () => {
+    Deno.removeSignalListener("SIGINT", onSignal);
+    Deno.removeSignalListener("SIGTERM", onSignal);
+    try {
+      child.kill("SIGTERM");
+    } catch { /* already gone */ }
+    await child.status;
+    await Deno.remove(dir, { recursive: true });
+  };
+  const origin = `https://127.0.0.1:${port}`;
+  // Until it has bound, a request fails at once (ICMP port unreachable).
+  const client = await createH3Client(origin, { tls: { insecure: true }, timeoutMs: 500 });
+  let up = false;
+  try {
+    for (let i = 0; i < 100 && !up; i++) {
+      up = await client.request({ path: gtlsPath(1) }).then(() => true, () => false);
+      if (!up) await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await client.close();
+  }
+  if (!up) {
+    await close();
+    throw new Error("gtlsserver did not answer within 5 s");
+  }
+  return {
+    origin,
+    host: "127.0.0.1",
+    port,
+    pathFor: gtlsPath,
+    datagramStats: () => undefined,
+    close,
+  };
+}
+
+/** What one gtlsclient run left behind. */
+export interface GtlsClientRun {
+  code: number;
+  /** Its stderr. */
+  stderr: string;
+  /** Sizes of the downloaded files by name. */
+  files: Map<string, number>;
+}
+
+/**
+ * Runs `gtlsclient` against `host`:`port` for `urls` with `flags`, saving
+ * downloads in a temporary folder; bounded by `timeoutMs`.
+ * @throws {Error} when gtlsclient is not installed
+ */
+export async function runGtlsClient(
+  host: string,
+  port: number,
+  urls: string[],
+  options: { flags?: string[]; timeoutMs?: number } = {},
+): Promise<GtlsClientRun> {
+  const exe = findTool("gtlsclient");
+  if (!exe) throw new Error("gtlsclient not found: apt-get install ngtcp2-client");
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-interop-" });
+  try {
+    const args = [
+      ...(options.flags ?? ["-q"]),
+      "--exit-on-all-streams-close",
+      "--download",
+      dir,
+      host,
+      String(port),
+      ...urls,
+    ];
+    const out = await new Deno.Command(exe, {
+      args,
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+      signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
+    }).output();
+    const files = new Map<string, number>();
+    for await (const e of Deno.readDir(dir)) {
+      files.set(e.name, (await Deno.stat(`${dir}/${e.name}`)).size);
+    }
+    const stderr = new TextDecoder().decode(out.stderr);
+    return { code: out.code, stderr, files };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The project's native code: one entry per artefact. Each owner edits only its
+ * own entry. Sources are relative to the repository root.
+ */
+
+/** How one native artefact is built. */
+export interface NativeTarget {
+  /** Output file name inside the build folder (e.g. `libsbilab_h3.so`). */
+  output: string;
+  /** `shared` for a dlopen-able library, `exe` for a program. */
+  kind: "shared" | "exe";
+  /** C sources, relative to the repository root. */
+  sources: string[];
+  /** Extra files whose change forces a rebuild (headers). */
+  deps?: string[];
+  /** Extra compiler flags. */
+  cflags?: string[];
+  /** Linker inputs: `-l…` flags or absolute paths of static archives (`.a`). */
+  libs?: string[];
+  /** Headers that must exist, each with the apt package that ships it. */
+  requires?: { header: string; apt: string }[];
+}
+
+/** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h). */
+const H3_SOURCES = ["common", "conn", "client", "server", "udp", "tls"].map((f) =>
+  `transports/h3/native/sbh3_${f}.c`
+);
+const H3_HEADERS = [
+  "transports/h3/native/sbh3.h",
+  "transports/h3/native/sbh3_int.h",
+  "transports/native/sbwire.h",
+  "transports/native/sb_tls.h",
+];
+
+/** The load engine's shared part, linked into the h2 and h3 modules (load/). */
+const LOAD_SOURCES = ["load/native/sbl_load.c", "load/native/sbl_hist.c"];
+const LOAD_HEADERS = ["load/native/sbl_load.h", "load/native/sbl_hist.h"];
+
+/** Every native target, by name. */
+export const NATIVE_TARGETS: Record<string, NativeTarget> = {
+  /** Kernel TCP/UDP ping-pong floor for the benchmark (bench/floors.ts). */
+  pingpong: {
+    output: "sbilab_pingpong",
+    kind: "exe",
+    sources: ["bench/native/pingpong.c"],
+  },
+  // linkemu (issue 5): the TUN relay and the selftest's UDP probe.
+  linkrelay: {
+    output: "sbilab-linkrelay",
+    kind: "exe",
+    sources: ["linkemu/native/relay.c"],
+  },
+  linkprobe: {
+    output: "sbilab-linkprobe",
+    kind: "exe",
+    sources: ["linkemu/native/probe.c"],
+  },
+  // HTTP/3 (issue 3): the sbh3 shim over ngtcp2 + nghttp3 + GnuTLS. Debian's
+  // libngtcp2.a / libnghttp3.a are built without -fPIC and cannot go into a
+  // shared object, so the libraries are linked dynamically.
+  h3: {
+    output: "libsbilab_h3.so",
+    kind: "shared",
+    sources: [...H3_SOURCES, ...LOAD_SOURCES, "load/native/sbl_h3.c"],
+    deps: [...H3_HEADERS, ...LOAD_HEADERS],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", "-lpthread"],
+    requires: [
+      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
+      {
+        header: "/usr/include/ngtcp2/ngtcp2_crypto_gnutls.h",
+        apt: "libngtcp2-crypto-gnutls-dev",
+      },
+      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
+      { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
+    ],
+  },
+  // HTTP/2 client and server: the sbh2 shim over nghttp2 (transports/h2/native_client.ts,
+  // transports/h2/native_server.ts) and its TLS 1.3 record layer on GnuTLS
+  // (sbh2_tls.c), with the TLS settings shared with h3 (transports/native/sb_tls.h).
+  h2: {
+    output: "libsbilab_h2.so",
+    kind: "shared",
+    sources: [
+      "transports/h2/native/sbh2.c",
+      "transports/h2/native/sbh2_server.c",
+      "transports/h2/native/sbh2_tls.c",
+      ...LOAD_SOURCES,
+      "load/native/sbl_h2.c",
+    ],
+    deps: [
+      "transports/h2/native/sbh2.h",
+      "transports/h2/native/sbh2_server.h",
+      "transports/h2/native/sbh2_common.h",
+      "transports/h2/native/sbh2_tls.h",
+      "transports/native/sbwire.h",
+      "transports/native/sb_tls.h",
+      ...LOAD_HEADERS,
+    ],
+    libs: ["-lnghttp2", "-lgnutls", "-lpthread"],
+    requires: [
+      { header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" },
+      { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
+    ],
+  },
+  // Check driver for the load engines' histogram (load/histogram_test.ts).
+  load_histcheck: {
+    output: "sbilab_load_histcheck",
+    kind: "exe",
+    sources: ["load/native/sbl_hist_check.c", "load/native/sbl_hist.c"],
+    deps: ["load/native/sbl_hist.h"],
+  },
+  // Leak check driver of both load engines (tests/load_leak_test.ts).
+  load_check: {
+    output: "sbilab_load_check",
+    kind: "exe",
+    sources: [
+      "load/native/sbl_load_check.c",
+      ...LOAD_SOURCES,
+      "load/native/sbl_h2.c",
+      "transports/h2/native/sbh2_tls.c",
+      "transports/h2/native/sbh2.c",
+      "transports/h2/native/sbh2_server.c",
+      "load/native/sbl_h3.c",
+      ...H3_SOURCES,
+    ],
+    deps: [
+      ...H3_HEADERS,
+      ...LOAD_HEADERS,
+      "transports/native/sbwire.h",
+      "transports/h2/native/sbh2_tls.h",
+    ],
+    cflags: ["-O0"],
+    libs: ["-lnghttp2", "-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", "-lpthread"],
+  },
+  // Leak check driver for the h3 shim: a client and a server talking in memory.
+  h3_leakcheck: {
+    output: "sbilab_h3_leakcheck",
+    kind: "exe",
+    sources: ["transports/h3/native/leakcheck.c", ...H3_SOURCES],
+    deps: H3_HEADERS,
+    cflags: ["-O0"],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    requires: [
+      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
+      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
+    ],
+  }, // The h3 interop probe: a client that misbehaves on purpose (interop/).
+  h3_probe: {
+    output: "sbilab_h3_probe",
+    kind: "exe",
+    sources: ["transports/h3/native/probe.c", ...H3_SOURCES],
+    deps: H3_HEADERS,
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    requires: [
+      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
+      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
+    ],
+  },
+};

@@ -1,0 +1,272 @@
+/*
+ * sbh3_load: the HTTP/3 load engine. Each connection is an sbh3 client
+ * connection on the engine's own connected UDP socket, driven through the
+ * module's public API (sbh3.h: sbh3_conn_io for batched receive, timers and
+ * send; sbh3_conn_poll for finished responses) by the shared worker loop in
+ * transports/native/sbl_load.c. Its byte counts are HTTP message bytes (header
+ * blocks and bodies): the module does not report datagram bytes.
+ */
+#define _GNU_SOURCE
+#include "sbl_load.h"
+#include "../../transports/native/sbwire.h"
+#include "../../transports/h3/native/sbh3.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define EVBUF_LEN 65536
+
+typedef struct h3_worker {
+  sbh3_config *cfg;
+  uint8_t *ev;
+  size_t evcap;
+} h3_worker;
+
+typedef struct h3_conn {
+  sbl_conn base;
+  sbh3_conn *q;
+  sbh3_udp *u;
+  int goaway;
+} h3_conn;
+
+static void *h3_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t errcap) {
+  (void)w;
+  h3_worker *st = calloc(1, sizeof *st);
+  if (!st) return NULL;
+  st->cfg = sbh3_config_new(0);
+  st->ev = malloc(EVBUF_LEN);
+  st->evcap = EVBUF_LEN;
+  if (!st->cfg || !st->ev) {
+    snprintf(err, errcap, "cannot create an HTTP/3 client configuration");
+    goto fail;
+  }
+  if (p->ca_len && sbh3_config_add_ca(st->cfg, p->ca, p->ca_len) <= 0) {
+    snprintf(err, errcap, "no CA certificate could be read");
+    goto fail;
+  }
+  sbh3_config_set_verify(st->cfg, (p->flags & SBL_PLAN_INSECURE) ? SBH3_VERIFY_NONE : SBH3_VERIFY_PEER);
+  if (p->max_body) sbh3_config_set_max_body(st->cfg, p->max_body);
+  return st;
+fail:
+  sbh3_config_free(st->cfg);
+  free(st->ev);
+  free(st);
+  return NULL;
+}
+
+static void h3_worker_free(void *state) {
+  h3_worker *st = state;
+  if (!st) return;
+  sbh3_config_free(st->cfg);
+  free(st->ev);
+  free(st);
+}
+
+/* Reads the :status field of a header block; 0 when absent or malformed. */
+static int block_status(const uint8_t *b, uint32_t len) {
+  if (sbwire_count_fields(b, len) < 0) return 0;
+  for (size_t off = 0; off < len;) {
+    const uint8_t *name, *value;
+    size_t nl, vl;
+    sbwire_next_field(b, &off, &name, &nl, &value, &vl);
+    if (nl == 7 && memcmp(name, ":status", 7) == 0) {
+      int st = 0;
+      for (size_t i = 0; i < vl && i < 3; i++) st = st * 10 + (value[i] - '0');
+      return st;
+    }
+  }
+  return 0;
+}
+
+static int kind_of(int code, int up) {
+  switch (code) {
+  case SBH3_ERR_REFUSED:
+  case SBH3_ERR_SOCKET:
+    return up ? SBL_ERRK_CLOSED : SBL_ERRK_CONNECT;
+  case SBH3_ERR_TLS:
+    return SBL_ERRK_TLS;
+  case SBH3_ERR_PROTO:
+    return SBL_ERRK_PROTO;
+  case SBH3_ERR_IDLE:
+    return up ? SBL_ERRK_TIMEOUT : SBL_ERRK_CONNECT;
+  default:
+    return up ? SBL_ERRK_CLOSED : SBL_ERRK_CONNECT;
+  }
+}
+
+/* Moves datagrams both ways, hands finished responses to the engine and re-arms the timer. */
+static void drive(sbl_conn *c) {
+  h3_conn *h = (h3_conn *)c;
+  h3_worker *st = sbl_worker_state(c->w);
+  sbh3_conn_io(h->q, h->u, NULL, 0);
+  for (;;) {
+    int n = sbh3_conn_poll(h->q, st->ev, st->evcap);
+    if (n == SBH3_ERR_BUFFER_TOO_SHORT) {
+      uint64_t need = (uint64_t)sbwire_get_u32(st->ev) | (uint64_t)sbwire_get_u32(st->ev + 4) << 32;
+      uint8_t *nb = realloc(st->ev, need);
+      if (!nb) {
+        sbl_conn_failed(c, SBL_ERRK_OTHER, "out of memory");
+        return;
+      }
+      st->ev = nb;
+      st->evcap = need;
+      continue;
+    }
+    if (n < 0) break;
+    uint32_t type = sbwire_get_u32(st->ev), hl = sbwire_get_u32(st->ev + 24), bl = sbwire_get_u32(st->ev + 28);
+    int64_t sid = (int64_t)((uint64_t)sbwire_get_u32(st->ev + 8) | (uint64_t)sbwire_get_u32(st->ev + 12) << 32);
+    int64_t code = (int64_t)((uint64_t)sbwire_get_u32(st->ev + 16) | (uint64_t)sbwire_get_u32(st->ev + 20) << 32);
+    if (type == SBH3_EV_CONNECTED) {
+      sbl_conn_handshaken(c);
+    } else if (type == SBH3_EV_MESSAGE) {
+      sbl_req *r = sbl_conn_find(c, sid);
+      sbl_conn_bytes(c, (uint64_t)hl + bl, 0);
+      if (r) sbl_req_done(c, r, block_status(st->ev + SBH3_EVENT_HEADER_LEN, hl), bl);
+    } else if (type == SBH3_EV_RESET) {
+      sbl_req *r = sbl_conn_find(c, sid);
+      if (r) sbl_req_failed(c, r, SBL_ERRK_RESET);
+    } else if (type == SBH3_EV_CLOSED) {
+      char text[200] = "";
+      int tl = sbh3_conn_error(h->q, (uint8_t *)text, sizeof text - 1);
+      text[tl > 0 ? tl : 0] = 0;
+      sbl_conn_failed(c, kind_of((int)code, c->up), text[0] ? text : "the connection closed");
+      return;
+    } else if (type == SBH3_EV_GOAWAY) {
+      h->goaway = 1;
+    }
+  }
+  if (h->goaway && c->inflight == 0) {
+    sbl_conn_failed(c, SBL_ERRK_CLOSED, "the server sent GOAWAY");
+    return;
+  }
+  int ms = sbh3_conn_timeout_ms(h->q);
+  c->timer_ns = ms >= 0 ? sbl_now() + (uint64_t)ms * 1000000ull : 0;
+  if (ms == 0) c->timer_ns = sbl_now() + 100000ull; /* sub-millisecond: look again soon */
+}
+
+static int h3_conn_open(sbl_conn *c) {
+  const sbl_plan *p = sbl_worker_plan(c->w);
+  h3_conn *h = (h3_conn *)c;
+  h3_worker *st = sbl_worker_state(c->w);
+  struct sockaddr_storage ss = {0}, local = {0};
+  socklen_t sl, ll = sizeof local;
+  struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+  if (inet_pton(AF_INET, p->host, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)p->port);
+    sl = sizeof *a4;
+  } else if (inet_pton(AF_INET6, p->host, &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons((uint16_t)p->port);
+    sl = sizeof *a6;
+  } else {
+    sbl_conn_failed(c, SBL_ERRK_CONNECT, "bad address");
+    return -1;
+  }
+  char lip[INET6_ADDRSTRLEN] = "";
+  uint16_t lport = 0;
+  c->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&ss, sl) != 0 ||
+      getsockname(c->fd, (struct sockaddr *)&local, &ll) != 0) {
+    char t[128];
+    snprintf(t, sizeof t, "udp socket: %s", strerror(errno));
+    sbl_conn_failed(c, SBL_ERRK_CONNECT, t);
+    return -1;
+  }
+  if (local.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &((struct sockaddr_in *)&local)->sin_addr, lip, sizeof lip);
+    lport = ntohs(((struct sockaddr_in *)&local)->sin_port);
+  } else {
+    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&local)->sin6_addr, lip, sizeof lip);
+    lport = ntohs(((struct sockaddr_in6 *)&local)->sin6_port);
+  }
+  h->q = sbh3_conn_new_client(st->cfg, p->sni, lip, lport, p->host, (uint16_t)p->port);
+  h->u = h->q ? sbh3_udp_adopt(lip, lport) : NULL;
+  if (!h->q || !h->u || sbh3_udp_connect(h->u, p->host, (uint16_t)p->port) != 0) {
+    sbl_conn_failed(c, SBL_ERRK_OTHER, "cannot start a QUIC connection");
+    return -1;
+  }
+  sbl_conn_watch(c, 0);
+  drive(c);
+  return 0;
+}
+
+static void h3_conn_io(sbl_conn *c, uint32_t events) {
+  (void)events;
+  drive(c);
+}
+
+static void h3_conn_timer(sbl_conn *c) { drive(c); }
+
+static int h3_conn_submit(sbl_conn *c, sbl_req *r) {
+  h3_conn *h = (h3_conn *)c;
+  const sbl_plan *p = sbl_worker_plan(c->w);
+  if (h->goaway) return 1;
+  int64_t sid = sbh3_conn_request(h->q, p->hdrs, p->hdrs_len, p->body, p->body_len);
+  if (sid == SBH3_ERR_STREAM_BLOCKED) return 1;
+  if (sid < 0) {
+    sbl_conn_failed(c, SBL_ERRK_CLOSED, "cannot open a request stream");
+    return 0;
+  }
+  sbl_conn_bytes(c, 0, (uint64_t)p->hdrs_len + p->body_len);
+  r->stream_id = sid;
+  return 0;
+}
+
+static void h3_conn_flush(sbl_conn *c) { drive(c); }
+
+static void h3_conn_cancel(sbl_conn *c, sbl_req *r) {
+  h3_conn *h = (h3_conn *)c;
+  if (h->q && r->stream_id >= 0) sbh3_conn_cancel(h->q, r->stream_id);
+}
+
+static void h3_conn_free(sbl_conn *c) {
+  h3_conn *h = (h3_conn *)c;
+  sbh3_udp_free(h->u);
+  h->u = NULL;
+  sbh3_conn_free(h->q);
+  h->q = NULL;
+  if (c->fd >= 0) close(c->fd);
+  c->fd = -1;
+}
+
+static const sbl_proto H3_PROTO = {
+    .conn_size = sizeof(h3_conn),
+    .worker_new = h3_worker_new,
+    .worker_free = h3_worker_free,
+    .conn_open = h3_conn_open,
+    .conn_io = h3_conn_io,
+    .conn_timer = h3_conn_timer,
+    .conn_submit = h3_conn_submit,
+    .conn_flush = h3_conn_flush,
+    .conn_cancel = h3_conn_cancel,
+    .conn_free = h3_conn_free,
+};
+
+/* Creates an idle HTTP/3 load engine from a plan record (sbl_load.h); NULL on a bad plan. */
+sbl_engine *sbh3_load_new(const uint8_t *plan, uint32_t len) { return sbl_engine_new(&H3_PROTO, plan, len); }
+/* Starts the engine's worker threads. */
+int sbh3_load_start(sbl_engine *e) { return sbl_engine_start(e); }
+/* Writes the 64-byte progress record. */
+int sbh3_load_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_progress(e, buf, cap); }
+/* Asks the engine to stop early. */
+int sbh3_load_stop(sbl_engine *e) { return sbl_engine_stop(e); }
+/* Waits for the worker threads to end. */
+int sbh3_load_join(sbl_engine *e) { return sbl_engine_join(e); }
+/* Writes the result record (buf NULL: returns the size needed). */
+int sbh3_load_result(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_result(e, buf, cap); }
+/* Writes one latency histogram as (value, count) pairs. */
+int sbh3_load_histogram(sbl_engine *e, int kind, uint8_t *buf, uint32_t cap) {
+  return sbl_engine_histogram(e, kind, buf, cap);
+}
+/* Writes the first failure's text. */
+int sbh3_load_error(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_error(e, buf, cap); }
+/* Stops, joins and frees the engine. */
+void sbh3_load_free(sbl_engine *e) { sbl_engine_free(e); }

@@ -1,0 +1,118 @@
+/**
+ * Text reports of one native load run (`lab load`): the live progress line, an
+ * h2load-like summary and a latency histogram chart. Pure functions of the
+ * run record; only the CLI prints them.
+ */
+import type { ConnectionTimes, LatencySummary, LoadProgress, LoadResult } from "./mod.ts";
+import { formatBytes, formatDuration, formatRate } from "../lib/units.ts";
+
+/** How the run was set up, for the headline. */
+export interface LoadShape {
+  connections: number;
+  streams: number;
+  threads: number;
+  /** Open-loop rate, req/s; 0 or absent for closed loop. */
+  rate?: number;
+}
+
+/** One progress line (no newline), e.g. `  3.2 s  measure  41.2k req/s  128456 done  0 errors  64 in flight`. */
+export function formatProgressLine(p: LoadProgress, previous?: LoadProgress): string {
+  let rate = "";
+  if (previous && p.elapsedNs > previous.elapsedNs) {
+    const dt = (p.elapsedNs - previous.elapsedNs) / 1e9;
+    rate = `  ${formatRate((p.completed - previous.completed) / dt)}`;
+  }
+  const t = (p.elapsedNs / 1e9).toFixed(1).padStart(6);
+  return `${t} s  ${p.phase.padEnd(7)}${rate}  ${p.completed} done  ${p.errors} errors  ` +
+    `${p.inFlight} in flight  ${p.connectionsUp} conns up` +
+    (p.connectionsFailed ? `  ${p.connectionsFailed} failed` : "");
+}
+
+function row(label: string, s: LatencySummary): string {
+  const cells = [s.min, s.mean, s.p50, s.p90, s.p99, s.p999, s.max].map((v) =>
+    formatDuration(v).padStart(10)
+  );
+  return `  ${label.padEnd(12)}${cells.join("")}`;
+}
+
+function spread(label: string, values: number[]): string {
+  if (!values.length) return `  ${label.padEnd(12)}${"–".padStart(10)}`;
+  const min = Math.min(...values);
+  const max = Math.max(...values);
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  return `  ${label.padEnd(12)}${
+    [min, mean, max].map((v) => formatDuration(v).padStart(10)).join("")
+  }`;
+}
+
+/** The summary after a run. */
+export function renderLoadSummary(r: LoadResult, shape: LoadShape): string {
+  const secs = r.measuredNs / 1e9;
+  const loop = shape.rate ? `open loop at ${shape.rate} req/s` : "closed loop";
+  const lines = [
+    `${r.partial ? "PARTIAL: " : ""}finished in ${secs.toFixed(2)} s, ${
+      formatRate(r.reqPerSec)
+    }, ` +
+    `${formatBytes(secs > 0 ? r.bytesIn / secs : 0)}/s in ` +
+    `(${r.protocol}, ${shape.connections} conn × ${shape.streams} streams, ` +
+    `${shape.threads} thread${shape.threads === 1 ? "" : "s"}, ${loop})`,
+    `requests: ${r.sent} sent, ${r.completed} completed, ${r.errors} errors` +
+    (r.warmupCompleted ? ` (+${r.warmupCompleted} in warm-up)` : ""),
+    `status codes: ${Object.entries(r.status).map(([k, v]) => `${v} × ${k}`).join(", ") || "none"}`,
+  ];
+  const errs = Object.entries(r.errorsByKind).filter(([, v]) => v > 0);
+  if (errs.length) lines.push(`errors: ${errs.map(([k, v]) => `${v} ${k}`).join(", ")}`);
+  lines.push(
+    `traffic: ${formatBytes(r.bytesIn)} in, ${formatBytes(r.bytesOut)} out, ` +
+      `${formatBytes(r.bodyBytesIn)} of response bodies`,
+    "",
+    `  ${"latency".padEnd(12)}${
+      ["min", "mean", "p50", "p90", "p99", "p99.9", "max"].map((h) => h.padStart(10)).join("")
+    }`,
+  );
+  if (shape.rate) {
+    lines.push(row("intended", r.latency), row("uncorrected", r.latencyUncorrected));
+  } else {
+    lines.push(row("request", r.latency));
+  }
+  const conns = r.connections;
+  const pick = (f: (c: ConnectionTimes) => number | null) =>
+    conns.map(f).filter((v): v is number => v !== null);
+  lines.push(
+    "",
+    `  ${"connections".padEnd(12)}${["min", "mean", "max"].map((h) => h.padStart(10)).join("")}` +
+      `   (${r.connectionsUp} up, ${r.connectionsFailed} failed)`,
+    spread("connect", pick((c) => c.connectNs)),
+    spread("handshake", pick((c) => c.handshakeNs)),
+    spread("first byte", pick((c) => c.firstByteNs)),
+  );
+  if (r.error) lines.push("", `first error: ${r.error}`);
+  return lines.join("\n");
+}
+
+/** A latency histogram chart: log-spaced bins between the fastest and slowest response. */
+export function renderLatencyHistogram(buckets: [number, number][], bins = 12, width = 40): string {
+  const total = buckets.reduce((n, [, c]) => n + c, 0);
+  if (!total) return "latency histogram: no responses";
+  const lo = Math.max(1, buckets[0][0]);
+  const hi = Math.max(lo + 1, buckets[buckets.length - 1][0]);
+  const edges = Array.from({ length: bins }, (_, i) => lo * Math.pow(hi / lo, (i + 1) / bins));
+  const counts = new Array(bins).fill(0);
+  for (const [v, c] of buckets) {
+    let i = edges.findIndex((e) => v <= e);
+    if (i < 0) i = bins - 1;
+    counts[i] += c;
+  }
+  const top = Math.max(...counts);
+  const lines = ["latency histogram (≤ upper edge):"];
+  for (let i = 0; i < bins; i++) {
+    const bar = "■".repeat(Math.round((counts[i] / top) * width));
+    const share = ((counts[i] / total) * 100).toFixed(1).padStart(5);
+    lines.push(
+      `  ${formatDuration(edges[i]).padStart(9)} ${share} % ${
+        String(counts[i]).padStart(9)
+      } |${bar}`,
+    );
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,52 @@
+/** The verdict as table cells, shared by the terminal, Markdown and CSV reporters. */
+import { formatDuration } from "../lib/units.ts";
+import type { CellVerdict, StudyVerdict } from "./verdict.ts";
+
+const TRANSPORTS = ["h2c", "h2-tls", "h3"];
+
+function p99Of(c: CellVerdict, t: string): string {
+  const x = c.transports.find((r) => r.transport === t);
+  return x ? formatDuration(x.p99) : "–";
+}
+
+function failedOf(c: CellVerdict): string {
+  return TRANSPORTS.map((t) => {
+    const x = c.transports.find((r) => r.transport === t);
+    return x ? `${x.failed}/${x.n + x.failed}` : "–";
+  }).join(" · ");
+}
+
+/** One row per cell: link, flow, UEs, p99 per transport, the comparison and the decision. */
+export function verdictTable(v: StudyVerdict): { header: string[]; body: string[][] } {
+  // A stack column only when the run mixes stacks.
+  const stacks = new Set(v.cells.map((c) => c.stack)).size > 1;
+  const header = [
+    ...(stacks ? ["stack"] : []),
+    "link",
+    "flow",
+    "UEs",
+    ...TRANSPORTS.map((t) => `${t} p99`),
+    "h3 vs better h2",
+    "95 % CI of h3 − h2 p99",
+    "failed h2c · h2-tls · h3",
+    "verdict",
+  ];
+  const body = v.cells.map((c) => [
+    ...(stacks ? [c.stack ?? "–"] : []),
+    c.link,
+    c.flow,
+    String(c.ues),
+    ...TRANSPORTS.map((t) => p99Of(c, t)),
+    c.reduction === undefined
+      ? "–"
+      : `${c.reduction >= 0 ? "−" : "+"}${Math.abs(c.reduction * 100).toFixed(1)} % vs ${c.bestH2}`,
+    c.diffCi ? `[${formatDuration(c.diffCi.lower)}, ${formatDuration(c.diffCi.upper)}]` : "–",
+    failedOf(c),
+    c.status === "material"
+      ? "MATERIAL"
+      : c.status === "no-data"
+      ? `no data: ${c.reason}`
+      : `no: ${c.reason}`,
+  ]);
+  return { header, body };
+}

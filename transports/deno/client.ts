@@ -1,0 +1,131 @@
+/**
+ * The fallback HTTP/2 client, on `fetch` with `Deno.createHttpClient({ http1: false })`:
+ * h2c with prior knowledge for `http://`, ALPN h2 for `https://`. The client
+ * never falls back to HTTP/1.1. TCP_NODELAY is set on its connection after
+ * the first request and after every reconnect.
+ */
+import { parseOrigin } from "../origin.ts";
+import { resolveTls } from "../tls.ts";
+import { sbiRequestHeaders } from "../sbi_headers.ts";
+import {
+  type ClientOptions,
+  type ClientRequest,
+  type ClientResponse,
+  type ConnectionInfo,
+  type SbiClient,
+  TimeoutError,
+  TransportError,
+  type TransportName,
+} from "../types.ts";
+import { toClientResponse } from "./convert.ts";
+import { applyNoDelay } from "../native/nodelay.ts";
+import { requestTimeoutMs } from "../client_core.ts";
+
+class H2Client implements SbiClient {
+  readonly transport: TransportName;
+  #origin: URL;
+  #base: string;
+  #client: Deno.HttpClient;
+  #options: ClientOptions;
+  #port: number;
+  #noDelaySet = false;
+  #closed = false;
+
+  constructor(origin: URL, client: Deno.HttpClient, options: ClientOptions) {
+    this.transport = origin.protocol === "https:" ? "h2-tls" : "h2c";
+    this.#origin = origin;
+    this.#base = origin.origin;
+    this.#client = client;
+    this.#options = options;
+    this.#port = Number(origin.port || (origin.protocol === "https:" ? 443 : 80));
+  }
+
+  /** Deno's fetch does not expose the negotiated suite or group, nor the socket. */
+  connectionInfo(): ConnectionInfo {
+    return {
+      stack: "deno",
+      implementation: `Deno fetch (Deno ${Deno.version.deno})`,
+      tls: this.transport === "h2-tls" ? { library: "rustls (Deno)" } : undefined,
+    };
+  }
+
+  async request(req: ClientRequest): Promise<ClientResponse> {
+    if (this.#closed) throw new TransportError("Client is closed");
+    if (!req.path.startsWith("/")) {
+      throw new TypeError(`Request path must start with /: ${req.path}`);
+    }
+    const timeoutMs = requestTimeoutMs(req, this.#options);
+    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    try {
+      const res = await fetch(this.#base + req.path, {
+        method: req.method ?? "GET",
+        headers,
+        body: req.body && req.body.length > 0 ? req.body as Uint8Array<ArrayBuffer> : undefined,
+        client: this.#client,
+        signal: controller.signal,
+      });
+      const out = await toClientResponse(res);
+      if (!this.#noDelaySet) {
+        this.#noDelaySet = true;
+        applyNoDelay({ remotePort: this.#port });
+      }
+      return out;
+    } catch (err) {
+      if (timedOut) throw new TimeoutError(timeoutMs);
+      this.#noDelaySet = false;
+      const msg = err instanceof Error ? err.message : String(err);
+      throw new TransportError(`${this.transport} request to ${this.#origin.host} failed: ${msg}`, {
+        cause: err,
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#client.close();
+    }
+    return Promise.resolve();
+  }
+}
+
+/** Creates a `fetch` HTTP/2 client for `http://host:port` (h2c) or `https://host:port` (h2). */
+export async function createFetchH2Client(
+  origin: string,
+  options: ClientOptions = {},
+): Promise<SbiClient> {
+  const url = parseOrigin(origin);
+  const init: Deno.CreateHttpClientOptions & Partial<Deno.TlsCertifiedKeyPem> = {
+    http1: false,
+    http2: true,
+  };
+  if (url.protocol === "https:") {
+    if (options.tls) {
+      const tls = await resolveTls(options.tls);
+      if (tls.insecure && Deno.env.get("SBILAB_TLS_INSECURE") !== "1") {
+        throw new TypeError(
+          "The h2 client skips verification only under deno run --unsafely-ignore-certificate-errors (lab request -k does this); pass the server's CA instead",
+        );
+      }
+      if (tls.caPem.length) init.caCerts = tls.caPem;
+      if (tls.certPem && tls.keyPem) {
+        init.cert = tls.certPem;
+        init.key = tls.keyPem;
+      }
+      if (tls.serverName && tls.serverName !== url.hostname) {
+        throw new TypeError(
+          "The h2 client verifies the URL's host name; serverName is not supported",
+        );
+      }
+    }
+  }
+  return new H2Client(url, Deno.createHttpClient(init), options);
+}

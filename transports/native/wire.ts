@@ -1,0 +1,313 @@
+/**
+ * The wire format the native modules (sbh2, sbh3) exchange with TypeScript
+ * through FFI buffers, defined once for both in `transports/native/sbwire.h`:
+ *
+ * - a header block: for each field a u32 name length and a u32 value length,
+ *   then the name and value bytes;
+ * - an event record: 32 bytes (u32 type, u32 conn id, i64 stream id, i64
+ *   code, u32 header length, u32 body length), then the header block and body.
+ *
+ * Every integer is little-endian. Names and values are byte strings, as in
+ * `fetch`'s `Headers`: one character per byte (Latin-1); a character above
+ * U+00FF, CR, LF or NUL in a value is a `TypeError`. Writers reuse one
+ * buffer, so encoding allocates nothing per message.
+ */
+import type { SbiHeaders, SbiRequest, SbiResponse } from "../../handler/types.ts";
+
+/** Header fields in order, names lower-case, pseudo-headers first. */
+export type HeaderList = [name: string, value: string][];
+
+/** Size of the fixed part of an event record. */
+export const EVENT_HEADER_LEN = 32;
+
+/** Event types (enum sbwire_event_type). */
+export const WIRE_EVENT = {
+  CONNECTED: 1,
+  MESSAGE: 2,
+  RESET: 3,
+  CLOSED: 4,
+  GOAWAY: 5,
+  RELEASED: 6,
+  /** Server: a request body passed the limit; headers only, reading stopped; answer 413. */
+  TOO_LARGE: 7,
+  /** Client: the server refused 0-RTT; what was submitted early must be submitted again. */
+  EARLY_REJECTED: 8,
+} as const;
+
+/** The fixed part of one event record. */
+export interface EventRecord {
+  /** One of {@linkcode WIRE_EVENT}. */
+  type: number;
+  /** Server connection id where the module has one, else 0. */
+  connId: number;
+  /** Stream id, -1 for connection events. */
+  streamId: number;
+  /** Per type: protocol error code, module error code, status or token. */
+  code: number;
+  /** Bytes of header block after the record. */
+  headerLength: number;
+  /** Bytes of body after the header block. */
+  bodyLength: number;
+}
+
+/** Reads the event record at `offset` of `view`. */
+export function readEventRecord(view: DataView, offset: number): EventRecord {
+  return {
+    type: view.getUint32(offset, true),
+    connId: view.getUint32(offset + 4, true),
+    streamId: Number(view.getBigInt64(offset + 8, true)),
+    code: Number(view.getBigInt64(offset + 16, true)),
+    headerLength: view.getUint32(offset + 24, true),
+    bodyLength: view.getUint32(offset + 28, true),
+  };
+}
+
+/**
+ * Fields a writer never copies from the caller: the connection-specific ones
+ * HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2), `host` (the
+ * authority travels as `:authority`) and `content-length` (set from the body).
+ */
+export const DROPPED_FIELDS: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "content-length",
+]);
+
+/** Writes header blocks into a buffer it reuses. */
+export class HeaderBlockWriter {
+  /** The block written since the last {@linkcode reset}, in its first {@linkcode length} bytes. */
+  buffer: Uint8Array<ArrayBuffer> = new Uint8Array(4096);
+  #view = new DataView(this.buffer.buffer);
+  #off = 0;
+
+  /** Bytes written since the last {@linkcode reset}. */
+  get length(): number {
+    return this.#off;
+  }
+
+  /** Starts a new block. */
+  reset(): void {
+    this.#off = 0;
+  }
+
+  #reserve(n: number): void {
+    if (this.#off + n <= this.buffer.length) return;
+    let cap = this.buffer.length * 2;
+    while (cap < this.#off + n) cap *= 2;
+    const next = new Uint8Array(cap);
+    next.set(this.buffer.subarray(0, this.#off));
+    this.buffer = next;
+    this.#view = new DataView(next.buffer);
+  }
+
+  /** Appends one field; upper-case ASCII letters in the name are lowered. */
+  field(name: string, value: string): void {
+    const nl = name.length, vl = value.length;
+    this.#reserve(8 + nl + vl);
+    const b = this.buffer;
+    this.#view.setUint32(this.#off, nl, true);
+    this.#view.setUint32(this.#off + 4, vl, true);
+    let o = this.#off + 8;
+    for (let i = 0; i < nl; i++) {
+      const c = name.charCodeAt(i);
+      // anything outside token characters is refused; ':' only leads a pseudo-header
+      if (c <= 0x20 || c >= 0x7f || c === 0x3a && i > 0) {
+        throw new TypeError(`Invalid header name: ${name}`);
+      }
+      b[o++] = c >= 0x41 && c <= 0x5a ? c + 32 : c;
+    }
+    for (let i = 0; i < vl; i++) {
+      const c = value.charCodeAt(i);
+      if (c > 0xff || c === 0x0a || c === 0x0d || c === 0) {
+        throw new TypeError(`Invalid value for header ${name}`);
+      }
+      b[o++] = c;
+    }
+    this.#off = o;
+  }
+
+  /** Appends `headers` minus connection-specific fields, pseudo-headers and `content-length`. */
+  fields(headers: Record<string, string>): void {
+    for (const name in headers) {
+      const lower = name.toLowerCase();
+      if (DROPPED_FIELDS.has(lower) || lower.charCodeAt(0) === 0x3a) continue;
+      if (lower === "te" && headers[name].toLowerCase() !== "trailers") continue;
+      this.field(lower, headers[name]);
+    }
+  }
+}
+
+/** Writes request header blocks into a buffer it reuses. */
+export class RequestBlockWriter extends HeaderBlockWriter {
+  /**
+   * Encodes the pseudo-headers, then `headers` (connection-specific fields
+   * and caller pseudo-headers dropped), then `content-length` when the body
+   * is not empty; returns the block's length.
+   */
+  encode(
+    method: string,
+    scheme: string,
+    authority: string,
+    path: string,
+    headers: Record<string, string>,
+    bodyLength: number,
+  ): number {
+    this.reset();
+    this.field(":method", method);
+    this.field(":scheme", scheme);
+    this.field(":authority", authority);
+    this.field(":path", path);
+    this.fields(headers);
+    if (bodyLength > 0) this.field("content-length", String(bodyLength));
+    return this.length;
+  }
+}
+
+/** Writes response header blocks into a buffer it reuses. */
+export class ResponseBlockWriter extends HeaderBlockWriter {
+  /**
+   * Encodes `:status`, the response's headers (connection-specific fields
+   * dropped) and `content-length` (except for 204 and 304); returns the
+   * block's length.
+   */
+  encode(response: SbiResponse): number {
+    this.reset();
+    this.field(":status", String(response.status));
+    this.fields(response.headers);
+    if (response.status !== 204 && response.status !== 304) {
+      this.field("content-length", String(response.body.length));
+    }
+    return this.length;
+  }
+}
+
+/** Serialises header fields into a new block (names taken as given, lower-case letters expected). */
+export function encodeHeaderBlock(headers: HeaderList): Uint8Array<ArrayBuffer> {
+  const w = new HeaderBlockWriter();
+  for (const [n, v] of headers) w.field(n, v);
+  return w.buffer.slice(0, w.length);
+}
+
+/**
+ * Short strings seen before, by a hash of their bytes: header names and most
+ * values repeat from message to message, and a hit (checked byte by byte)
+ * costs a tenth of building the string again. Values that never repeat
+ * (trace ids, timestamps) fill it up to its cap, then it starts over; each
+ * entry is built flat in one call (a string grown character by character is a
+ * rope of one node per character, which made the full cache hold 3 MiB).
+ */
+const interned = new Map<number, string>();
+const INTERN_MAX_LEN = 96;
+const INTERN_MAX_ENTRIES = 512;
+
+function flatLatin1(b: Uint8Array, start: number, end: number): string {
+  return String.fromCharCode.apply(null, b.subarray(start, end) as unknown as number[]);
+}
+
+function latin1(b: Uint8Array, start: number, end: number): string {
+  const len = end - start;
+  if (len > INTERN_MAX_LEN) return flatLatin1(b, start, end);
+  let h = len;
+  for (let i = start; i < end; i++) h = Math.imul(h ^ b[i], 0x01000193);
+  const seen = interned.get(h);
+  if (seen !== undefined && seen.length === len) {
+    let same = true;
+    for (let i = 0; i < len && same; i++) same = seen.charCodeAt(i) === b[start + i];
+    if (same) return seen;
+  }
+  const s = flatLatin1(b, start, end);
+  if (interned.size >= INTERN_MAX_ENTRIES) interned.clear();
+  interned.set(h, s);
+  return s;
+}
+
+/** Calls `field` for each field of a block; throws `SyntaxError` when it is truncated. */
+function eachField(block: Uint8Array, field: (name: string, value: string) => void): void {
+  const v = new DataView(block.buffer, block.byteOffset, block.byteLength);
+  let off = 0;
+  while (off < block.length) {
+    if (block.length - off < 8) throw new SyntaxError("Truncated header block");
+    const nl = v.getUint32(off, true);
+    const vl = v.getUint32(off + 4, true);
+    off += 8;
+    if (nl + vl > block.length - off) throw new SyntaxError("Truncated header block");
+    field(latin1(block, off, off + nl), latin1(block, off + nl, off + nl + vl));
+    off += nl + vl;
+  }
+}
+
+/** Parses a header block; throws `SyntaxError` when it is truncated. */
+export function decodeHeaderBlock(block: Uint8Array): HeaderList {
+  const out: HeaderList = [];
+  eachField(block, (n, v) => out.push([n, v]));
+  return out;
+}
+
+function addField(headers: SbiHeaders, name: string, value: string): void {
+  headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+}
+
+/** A decoded response head. */
+export interface ResponseHead {
+  /** `:status`, or 0 when missing or malformed. */
+  status: number;
+  /** Regular fields, lower-case names; repeated fields joined with ", ". */
+  headers: SbiHeaders;
+}
+
+/** Decodes a response header block; throws `SyntaxError` when it is truncated. */
+export function decodeResponseBlock(block: Uint8Array): ResponseHead {
+  const headers: SbiHeaders = {};
+  let status = 0;
+  eachField(block, (name, value) => {
+    if (name === ":status") status = /^\d{3}$/.test(value) ? Number(value) : 0;
+    else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
+  });
+  return { status, headers };
+}
+
+/** Builds an `SbiRequest` from the fields `visit` hands over; throws `SyntaxError` without `:method` or a `:path` starting with "/". */
+function buildRequest(
+  visit: (field: (name: string, value: string) => void) => void,
+  body: Uint8Array,
+): SbiRequest {
+  const headers: SbiHeaders = {};
+  let method = "";
+  let target = "";
+  visit((name, value) => {
+    if (name === ":method") method = value;
+    else if (name === ":path") target = value;
+    else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
+  });
+  if (!method || target.charCodeAt(0) !== 0x2f) {
+    throw new SyntaxError("Request lacks :method or :path");
+  }
+  const q = target.indexOf("?");
+  return {
+    method: method.toUpperCase(),
+    path: q < 0 ? target : target.slice(0, q),
+    query: new URLSearchParams(q < 0 ? "" : target.slice(q + 1)),
+    headers,
+    body,
+  };
+}
+
+/**
+ * Decodes a request header block and its body into an `SbiRequest`; throws
+ * `SyntaxError` when the block is truncated or lacks `:method` or a `:path`
+ * starting with "/". Repeated fields are joined with ", ".
+ */
+export function decodeRequestBlock(block: Uint8Array, body: Uint8Array): SbiRequest {
+  return buildRequest((field) => eachField(block, field), body);
+}
+
+/** The same as {@linkcode decodeRequestBlock} for fields already decoded into a list. */
+export function requestFromHeaderList(list: HeaderList, body: Uint8Array): SbiRequest {
+  return buildRequest((field) => {
+    for (const [name, value] of list) field(name, value);
+  }, body);
+}
