@@ -9,6 +9,7 @@ import { chromium } from "playwright-core";
 import { runBench } from "../bench/run.ts";
 import { type ChartLibrary, loadChartLibrary, renderHtml } from "../bench/html.ts";
 import type { BenchRun } from "../bench/schema.ts";
+import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
 import { needsTool, ROOT } from "./support.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -119,6 +120,7 @@ function flowsRun() {
       warmupMs: 100,
       sampleMs: 400,
       concurrency: [2, 4],
+      plugins: STUDY_PLUGINS,
     }),
     lib: await loadChartLibrary(),
   }))();
@@ -132,7 +134,7 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     const { run, lib } = await flowsRun();
-    const html = renderHtml(run, lib);
+    const html = renderHtml(run, lib, { sections: STUDY_SECTIONS });
     assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=/i, "no external resources");
     await Deno.mkdir(ARTIFACTS, { recursive: true });
     const shot = `${ARTIFACTS}/report.png`;
@@ -170,7 +172,9 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     const { run } = await flowsRun();
-    const broken = renderHtml(run, { name: "none", version: "0", source: "" });
+    const broken = renderHtml(run, { name: "none", version: "0", source: "" }, {
+      sections: STUDY_SECTIONS,
+    });
     const dir = await Deno.makeTempDir({ prefix: "sbilab-html-" });
     try {
       const page = await inspect(`${dir}/broken.html`, broken);
