@@ -199,6 +199,8 @@ Deno.test("h2 engine: a refused connection gives a partial result and one error 
   assertEquals(r.sent, 0);
   assertEquals(r.connectionsFailed, 2);
   assertEquals(r.connections[0].error, "connect");
+  assertEquals(r.errors, 2, "each refused connection is an error");
+  assertEquals(r.errorsByKind.connect, 2);
   assert(r.error && /refused/i.test(r.error) && !r.error.includes("\n"), r.error);
 });
 

@@ -30,7 +30,7 @@ export function formatProgressLine(p: LoadProgress, previous?: LoadProgress): st
 
 function row(label: string, s: LatencySummary): string {
   const cells = [s.min, s.mean, s.p50, s.p90, s.p99, s.p999, s.max].map((v) =>
-    formatDuration(v).padStart(10)
+    (s.count > 0 ? formatDuration(v) : "–").padStart(10)
   );
   return `  ${label.padEnd(12)}${cells.join("")}`;
 }
@@ -56,15 +56,18 @@ export function renderLoadSummary(r: LoadResult, shape: LoadShape): string {
     `${formatBytes(secs > 0 ? r.bytesIn / secs : 0)}/s in ` +
     `(${r.protocol}, ${shape.connections} conn × ${shape.streams} streams, ` +
     `${shape.threads} thread${shape.threads === 1 ? "" : "s"}, ${loop})`,
-    `requests: ${r.sent} sent, ${r.completed} completed, ${r.errors} errors` +
+    `requests: ${r.sent} sent, ${r.completed} completed, ${r.errors} error${
+      r.errors === 1 ? "" : "s"
+    }` +
     (r.warmupCompleted ? ` (+${r.warmupCompleted} in warm-up)` : ""),
     `status codes: ${Object.entries(r.status).map(([k, v]) => `${v} × ${k}`).join(", ") || "none"}`,
   ];
   const errs = Object.entries(r.errorsByKind).filter(([, v]) => v > 0);
   if (errs.length) lines.push(`errors: ${errs.map(([k, v]) => `${v} ${k}`).join(", ")}`);
   lines.push(
-    `traffic: ${formatBytes(r.bytesIn)} in, ${formatBytes(r.bytesOut)} out, ` +
-      `${formatBytes(r.bodyBytesIn)} of response bodies`,
+    `traffic on the wire (${r.protocol === "h3" ? "UDP" : "TCP"} payload): ${
+      formatBytes(r.bytesIn)
+    } in, ${formatBytes(r.bytesOut)} out, ${formatBytes(r.bodyBytesIn)} of response bodies`,
     "",
     `  ${"latency".padEnd(12)}${
       ["min", "mean", "p50", "p90", "p99", "p99.9", "max"].map((h) => h.padStart(10)).join("")

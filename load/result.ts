@@ -55,14 +55,15 @@ export interface LoadResult {
   partial: boolean;
   /** True when it was stopped early. */
   stopped: boolean;
-  /** Measured requests sent; equals completed + errors. */
+  /** Measured requests sent; equals completed plus the errors of requests. */
   sent: number;
   completed: number;
+  /** Failed requests, plus one for each connection that never came up (nothing was sent on it). */
   errors: number;
   errorsByKind: Record<ErrorKind, number>;
   /** Responses by status code. */
   status: Record<string, number>;
-  /** Bytes read from and written to the sockets (h2; h3: header blocks and bodies), whole run. */
+  /** Bytes on the wire, whole run: TCP payload for h2 (TLS records included), UDP payload for h3. */
   bytesIn: number;
   bytesOut: number;
   /** Response body bytes of the measured requests. */
@@ -182,12 +183,21 @@ export function decodeResult(
   }
   const completed = u64(32);
   const measuredNs = u64(72);
+  // A connection that never came up sent nothing, so no request counted its
+  // failure: count it once, under its kind, as h2load counts such requests errored.
+  let neverUp = 0;
+  for (const c of connections) {
+    if (c.error && (c.connectNs === null || c.handshakeNs === null)) {
+      errorsByKind[c.error] += 1;
+      neverUp++;
+    }
+  }
   return {
     partial: (flags & 1) !== 0,
     stopped: (flags & 2) !== 0,
     sent: u64(24),
     completed,
-    errors: u64(40),
+    errors: u64(40) + neverUp,
     errorsByKind,
     status,
     bytesIn: u64(48),

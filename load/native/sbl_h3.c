@@ -33,6 +33,8 @@ typedef struct h3_conn {
   sbh3_conn *q;
   sbh3_udp *u;
   int goaway;
+  /* UDP payload bytes already counted, each way (the engine counts bytes on the wire). */
+  uint64_t counted_out, counted_in;
 } h3_conn;
 
 static void *h3_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t errcap) {
@@ -101,10 +103,21 @@ static int kind_of(int code, int up) {
 }
 
 /* Moves datagrams both ways, hands finished responses to the engine and re-arms the timer. */
+/* Counts the UDP payload bytes sent and received since the last call. */
+static void count_wire(sbl_conn *c) {
+  h3_conn *h = (h3_conn *)c;
+  uint64_t st[SBH3_STAT_BYTES_RECV + 1];
+  if (sbh3_conn_stats(h->q, st, SBH3_STAT_BYTES_RECV + 1) <= SBH3_STAT_BYTES_RECV) return;
+  sbl_conn_bytes(c, st[SBH3_STAT_BYTES_RECV] - h->counted_in, st[SBH3_STAT_BYTES_SENT] - h->counted_out);
+  h->counted_in = st[SBH3_STAT_BYTES_RECV];
+  h->counted_out = st[SBH3_STAT_BYTES_SENT];
+}
+
 static void drive(sbl_conn *c) {
   h3_conn *h = (h3_conn *)c;
   h3_worker *st = sbl_worker_state(c->w);
   sbh3_conn_io(h->q, h->u, NULL, 0);
+  count_wire(c);
   for (;;) {
     int n = sbh3_conn_poll(h->q, st->ev, st->evcap);
     if (n == SBH3_ERR_BUFFER_TOO_SHORT) {
@@ -126,7 +139,6 @@ static void drive(sbl_conn *c) {
       sbl_conn_handshaken(c);
     } else if (type == SBH3_EV_MESSAGE) {
       sbl_req *r = sbl_conn_find(c, sid);
-      sbl_conn_bytes(c, (uint64_t)hl + bl, 0);
       if (r) sbl_req_done(c, r, block_status(st->ev + SBH3_EVENT_HEADER_LEN, hl), bl);
     } else if (type == SBH3_EV_RESET) {
       sbl_req *r = sbl_conn_find(c, sid);
@@ -215,7 +227,6 @@ static int h3_conn_submit(sbl_conn *c, sbl_req *r) {
     sbl_conn_failed(c, SBL_ERRK_CLOSED, "cannot open a request stream");
     return 0;
   }
-  sbl_conn_bytes(c, 0, (uint64_t)p->hdrs_len + p->body_len);
   r->stream_id = sid;
   return 0;
 }
