@@ -7,10 +7,11 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { cleanupLinks } from "../linkemu/cleanup.ts";
 import { type LinkBackend, openLink } from "../linkemu/link.ts";
 import {
+  configuredRttMs,
   formatLinkSpec,
-  LINK_PROFILES,
   type LinkSpec,
   parseLinkSpec,
+  PROFILES,
 } from "../linkemu/link_spec.ts";
 import { formatSelftestReport } from "../linkemu/report.ts";
 import { runSelftest } from "../linkemu/selftest.ts";
@@ -42,6 +43,27 @@ function intArg(name: string, min: number, max: number): (v: string) => number {
     }
     return n;
   };
+}
+
+/** The named profiles as a table: round trip, loss, rate, what each stands for, its spec. */
+export function profileTable(): string {
+  const rows = Object.entries(PROFILES).map(([name, p]) => {
+    const spec = parseLinkSpec(name);
+    const loss = Math.max(spec.up.loss, spec.down.loss);
+    const rate = Math.max(spec.up.rateBps, spec.down.rateBps);
+    return [
+      name,
+      `${+configuredRttMs(spec).toFixed(3)} ms`,
+      loss ? `${+(loss * 100).toFixed(3)} %` : "0",
+      rate ? `${+(rate / 1e6).toFixed(3)} Mbit/s` : "unlimited",
+      p.standsFor,
+      formatLinkSpec(spec) || "(none)",
+    ];
+  });
+  const header = ["profile", "RTT", "loss", "rate", "stands for", "spec (one-way delays)"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+  return [line(header), ...rows.map(line)].join("\n");
 }
 
 /** Registers `link selftest|up|cleanup|profiles` on `program`. */
@@ -124,8 +146,6 @@ export function registerLinkCommands(program: Command): void {
   link.command("profiles")
     .description("list the named link profiles")
     .action(() => {
-      for (const name of Object.keys(LINK_PROFILES)) {
-        console.log(`${name.padEnd(14)} ${formatLinkSpec(parseLinkSpec(name))}`);
-      }
+      console.log(profileTable());
     });
 }

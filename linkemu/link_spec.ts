@@ -70,25 +70,48 @@ export interface LinkSpec {
 /** Queue limit when a rate is set without `queue=`. */
 export const DEFAULT_QUEUE = 1000;
 
-/** The named profiles, each as the spec text it stands for. */
-export const LINK_PROFILES: Readonly<Record<string, string>> = {
-  /** No impairment: only the relay's own latency. */
-  lan: "",
-  /** A metropolitan link. */
-  metro: "rtt=5ms",
-  /** A long-haul WAN. */
-  wan: "rtt=50ms,loss=0.1%",
-  /** A lossy WAN with short loss bursts. */
-  lossy: "rtt=50ms,loss=2%,burst=3",
-  /** The QUIC interop runner's default link. */
-  qir: "delay=15ms,rate=10mbit,queue=25",
-  /** The interop runner's handshake-loss link: its default link plus 30 % loss. */
-  handshakeloss: "delay=15ms,rate=10mbit,queue=25,loss=30%",
-  /** The interop runner's long-RTT link (750 ms one way). */
-  longrtt: "delay=750ms,rate=10mbit,queue=25",
-  /** The interop runner's blackhole link: 5 s forwarding, 2 s dropping. */
-  blackhole: "delay=15ms,rate=10mbit,queue=25,blackhole=5s/2s",
+/** A named link profile: the spec text it stands for and what it models. */
+export interface LinkProfile {
+  /** The spec the name expands to. */
+  spec: string;
+  /** What the profile stands for, in a few words. */
+  standsFor: string;
+}
+
+/** The named profiles, in the order `lab link profiles` lists them. */
+export const PROFILES: Readonly<Record<string, LinkProfile>> = {
+  lan: { spec: "", standsFor: "no impairment: the relay's own latency only" },
+  metro: { spec: "rtt=5ms", standsFor: "NFs in two data centres of one metro area" },
+  wan: {
+    spec: "rtt=50ms,loss=0.1%",
+    standsFor: "a long-haul WAN between regions (e.g. N32 roaming)",
+  },
+  lossy: {
+    spec: "rtt=50ms,loss=2%,burst=3",
+    standsFor: "a congested WAN with short loss bursts",
+  },
+  qir: {
+    spec: "delay=15ms,rate=10mbit,queue=25",
+    standsFor: "the QUIC interop runner's default link",
+  },
+  handshakeloss: {
+    spec: "delay=15ms,rate=10mbit,queue=25,loss=30%",
+    standsFor: "the interop runner's handshake-loss link (its default plus 30 % loss)",
+  },
+  longrtt: {
+    spec: "delay=750ms,rate=10mbit,queue=25",
+    standsFor: "the interop runner's long-RTT link (a satellite hop)",
+  },
+  blackhole: {
+    spec: "delay=15ms,rate=10mbit,queue=25,blackhole=5s/2s",
+    standsFor: "the interop runner's blackhole link: 5 s forwarding, 2 s dropping",
+  },
 };
+
+/** The named profiles, each as the spec text it stands for. */
+export const LINK_PROFILES: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(PROFILES).map(([name, p]) => [name, p.spec]),
+);
 
 function emptyDirection(): DirectionSpec {
   return {

@@ -44,7 +44,12 @@ Deno.test("link profiles lists every named profile with its settings", async () 
   ) {
     assert.match(r.stdout, new RegExp(`^${name} `, "m"));
   }
-  assert.match(r.stdout, /^wan\s+delay=25ms,loss=0\.1%$/m);
+  assert.match(r.stdout, /^profile\s+RTT\s+loss\s+rate\s+stands for/m);
+  assert.match(
+    r.stdout,
+    /^wan\s+50 ms\s+0\.1 %\s+unlimited\s+a long-haul WAN.*delay=25ms,loss=0\.1%$/m,
+  );
+  assert.match(r.stdout, /^qir\s+30 ms\s+0\s+10 Mbit\/s\s+the QUIC interop runner's default link/m);
 });
 
 Deno.test({
