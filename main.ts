@@ -77,8 +77,24 @@ async function maybeReexecInsecure(args: string[]): Promise<number | undefined> 
   return (await child.status).code;
 }
 
+/**
+ * `deno task` runs every task in the folder of deno.json and leaves the folder
+ * the user stood in as `INIT_CWD`: go back there, so relative paths in options
+ * (`--out ./pki`, `--json run.json`, `-d @body.json`) mean what the user typed.
+ */
+function standWhereTheUserStands(): void {
+  const dir = Deno.env.get("INIT_CWD");
+  if (!dir || dir === Deno.cwd()) return;
+  try {
+    Deno.chdir(dir);
+  } catch {
+    // the folder is gone or unreadable: relative paths stay relative to deno.json's folder
+  }
+}
+
 if (import.meta.main) {
   const args = Deno.args;
+  standWhereTheUserStands();
   try {
     const code = await maybeReexecInsecure(args);
     if (code !== undefined) Deno.exit(code);
