@@ -340,6 +340,12 @@ function scriptJson(value: unknown): string {
   return JSON.stringify(value).replace(/</g, "\\u003c");
 }
 
+/** The body sizes the run's rows measured (the config may list sizes a scenario did not use). */
+export function measuredSizes(run: BenchRun): number[] {
+  const sizes = new Set(run.rows.map((r) => r.sizeBytes).filter((s) => s !== undefined));
+  return sizes.size ? [...sizes].sort((a, b) => a - b) : run.config.sizes;
+}
+
 /** Renders the report page. */
 export function renderHtml(
   run: BenchRun,
@@ -424,7 +430,7 @@ export function renderHtml(
     );
   }
   parts.push(
-    `<p class="meta">Sizes: ${esc(run.config.sizes.map(formatBytes).join(", "))}; schema ${
+    `<p class="meta">Sizes: ${esc(measuredSizes(run).map(formatBytes).join(", "))}; schema ${
       esc(run.schema)
     }. Every figure above is computed from the saved run.</p>`,
   );

@@ -54,3 +54,18 @@ Deno.test("the deno stack refuses h3 with a one-line error", async () => {
     /The deno stack has no h3/,
   );
 });
+
+Deno.test("the HTML footer names the sizes the rows measured, not every size the config lists", async () => {
+  const { measuredSizes, renderHtml } = await import("./html.ts");
+  const measured = await runBench({
+    inProcess: true,
+    transports: ["h2c"],
+    skipFloors: true,
+    samples: 2,
+    sizes: [256],
+  });
+  const run = { ...measured, config: { ...measured.config, sizes: [256, 16384] } };
+  assert.deepEqual(measuredSizes(run), [256]);
+  const html = renderHtml(run, { name: "none", version: "0", source: "" });
+  assert.match(html, /Sizes: 256 B;/);
+});
