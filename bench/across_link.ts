@@ -178,7 +178,7 @@ export async function runBenchAcrossLink(
   const runs: BenchRun[] = [];
   let firstError: Error | undefined;
   const tmp = await Deno.makeTempDir({ prefix: "sbilab-bench-link-" });
-  // Ctrl-C: the link's own signal hook closes the link and exits; this removes the files.
+  // Ctrl-C: the interrupt closes the link and ends the process; this removes the files at exit.
   const removeTmp = () => {
     try {
       Deno.removeSync(tmp, { recursive: true });

@@ -237,13 +237,13 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
     [
       "header without a colon",
       ["request", "-H", "nocolon", "http://127.0.0.1:9/"],
-      /error: Header must look like/,
+      /^error: -H must be a header like 'Name: value', got 'nocolon'$/,
       2,
     ],
     [
       "header name with a space",
       ["request", "-H", "bad header", "http://127.0.0.1:9/"],
-      /error: Header must look like 'Name: value', got 'bad header'/,
+      /^error: -H must be a header like 'Name: value', got 'bad header'$/,
       2,
     ],
     [
@@ -252,7 +252,12 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
       /--timeout/,
       2,
     ],
-    ["unknown transport", ["serve", "--transports", "h4"], /error: Unknown transport h4/, 2],
+    [
+      "unknown transport",
+      ["serve", "--transports", "h4"],
+      /^error: --transports: Unknown transport h4/,
+      2,
+    ],
     ["bogus transport list", ["serve", "--transports", "bogus"], /Unknown transport bogus/, 2],
     ["bad port", ["serve", "--h2c-port", "70000"], /error: --h2c-port must be a port/, 2],
     [
@@ -262,17 +267,61 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
       2,
     ],
     ["bench with an unknown transport", ["bench", "--transports", "bogus"], /bogus/, 2],
-    ["bench with a bad number", ["bench", "--samples", "x"], /--samples/, 2],
+    [
+      "bench with a bad number",
+      ["bench", "--samples", "x"],
+      /^error: --samples must be a whole number ≥ 2, got x$/,
+      2,
+    ],
+    [
+      "bench with an MTU below IPv6's minimum",
+      ["bench", "--mtu", "900"],
+      /^error: --mtu must be a whole number 1280-65535, got 900$/,
+      2,
+    ],
+    [
+      "link selftest with too few probes",
+      ["link", "selftest", "--packets", "5"],
+      /^error: --packets must be a whole number 100-1000000, got 5$/,
+      2,
+    ],
+    [
+      "link with an unknown backend",
+      ["link", "up", "--link-backend", "veth"],
+      /^error: --link-backend must be one of relay, netem, got veth$/,
+      2,
+    ],
+    [
+      "load with a fractional connection count",
+      ["load", "http://127.0.0.1:9/", "-n", "5", "-c", "1.5"],
+      /^error: -c must be a whole number 1-100000, got 1\.5$/,
+      2,
+    ],
     ["report of a missing file", ["report", "/nonexistent/run.json"], /Cannot read/, 2],
-    ["link with a bad spec", ["link", "selftest", "--link", "wam"], /wam/, 2],
+    [
+      "link with a bad spec",
+      ["link", "selftest", "--link", "wam"],
+      /^error: --link: Unknown link profile "wam"/,
+      2,
+    ],
     [
       "h3 datagram size below QUIC's minimum",
       ["serve", "--transports", "h3", "--h3-max-udp-payload", "1000"],
-      /error: --h3-max-udp-payload must be 1200-65527, got 1000/,
+      /^error: --h3-max-udp-payload must be a whole number 1200-65527, got 1000$/,
       2,
     ],
-    ["soak with an unknown attack", ["soak", "--attacks", "bogus"], /Unknown attack bogus/, 2],
-    ["soak with a bad time", ["soak", "--time", "soon"], /--time/, 2],
+    [
+      "soak with an unknown attack",
+      ["soak", "--attacks", "bogus"],
+      /^error: --attacks must be one of .*, got bogus$/,
+      2,
+    ],
+    [
+      "soak with a bad time",
+      ["soak", "--time", "soon"],
+      /^error: --time must be a number ≥ 1, got soon$/,
+      2,
+    ],
     ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/, 2],
   ];
   for (const [name, args, pattern, code] of cases) {

@@ -120,11 +120,14 @@ Deno.test({
 
 for (
   const [args, message] of [
-    [["--cases", "handshake,warp"], /Unknown case warp/],
-    [["--server", "ftp://127.0.0.1:1"], /--server needs an https:\/\/ URL/],
+    [["--cases", "handshake,warp"], /^error: --cases must be one of .*, got warp$/],
+    [
+      ["--server", "ftp://127.0.0.1:1"],
+      /^error: --server must be ours, gtlsserver or an https:\/\/ URL, got ftp:\/\/127\.0\.0\.1:1$/,
+    ],
     [["--server", "not a url"], /--server must be ours, gtlsserver or an https:\/\/ URL/],
-    [["--client", "--server", "ours"], /--server and --client exclude each other/],
-    [["--link-backend", "veth"], /--link-backend must be one of relay, netem/],
+    [["--client", "--server", "ours"], /^error: --server and --client exclude each other$/],
+    [["--link-backend", "veth"], /^error: --link-backend must be one of relay, netem, got veth$/],
   ] as const
 ) {
   Deno.test({
