@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { h3Available } from "../transports/h3/mod.ts";
+import type { LabServeOptions } from "../lib/lab_serve.ts";
 import {
   directCall,
   freePort,
@@ -22,8 +23,8 @@ const NF_ID = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
 const lab = runLab;
 
 /** Starts `lab serve` and resolves with its listener URLs once they are printed. */
-async function startServe(args: string[]) {
-  const srv = await startLabServe(args);
+async function startServe(options: LabServeOptions) {
+  const srv = await startLabServe(options);
   return { urls: srv.urls as Record<string, string>, stop: srv.stop };
 }
 
@@ -37,16 +38,7 @@ function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp
 
 Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls (verified, -k, and refused without the CA)", async () => {
   const state = await Deno.makeTempDir();
-  const srv = await startServe([
-    "--transports",
-    "h2c,h2-tls",
-    "--h2c-port",
-    "0",
-    "--tls-port",
-    "0",
-    "--state-dir",
-    state,
-  ]);
+  const srv = await startServe({ transports: ["h2c", "h2-tls"], stateDir: state });
   try {
     assert.match(srv.urls["h2c"], /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.match(srv.urls["h2-tls"], /^https:\/\/127\.0\.0\.1:\d+$/);
@@ -108,7 +100,7 @@ Deno.test({
   fn: async () => {
     const state = await Deno.makeTempDir();
     const dir = await Deno.makeTempDir();
-    const srv = await startServe(["--transports", "h3", "--tls-port", "0", "--state-dir", state]);
+    const srv = await startServe({ transports: ["h3"], stateDir: state });
     try {
       const url = new URL(srv.urls["h3"]);
       const sizes = [16384, 1048576];
@@ -142,15 +134,11 @@ Deno.test({
   ignore: needsTool("gtlsclient", "ngtcp2-client") || !(await h3Available()),
   fn: async () => {
     const state = await Deno.makeTempDir();
-    const srv = await startServe([
-      "--transports",
-      "h3",
-      "--tls-port",
-      "0",
-      "--h3-retry",
-      "--state-dir",
-      state,
-    ]);
+    const srv = await startServe({
+      transports: ["h3"],
+      stateDir: state,
+      extraArgs: ["--h3-retry"],
+    });
     try {
       const url = new URL(srv.urls["h3"]);
       const r = await runTool("gtlsclient", [
@@ -171,7 +159,7 @@ Deno.test({
 
 Deno.test("lab request reads a body from @FILE and keeps binary bytes intact", async () => {
   const state = await Deno.makeTempDir();
-  const srv = await startServe(["--transports", "h2c", "--h2c-port", "0", "--state-dir", state]);
+  const srv = await startServe({ transports: ["h2c"], stateDir: state });
   try {
     const data = crypto.getRandomValues(new Uint8Array(40_000));
     await Deno.writeFile(`${state}/body.bin`, data);
@@ -344,19 +332,13 @@ Deno.test("lab certs writes a CA, server and client certificate that lab serve c
       const text = await Deno.readTextFile(`${dir}/${f}`);
       assert.match(text, /^-----BEGIN (CERTIFICATE|PRIVATE KEY)-----/);
     }
-    const srv = await startServe([
-      "--transports",
-      "h2-tls",
-      "--tls-port",
-      "0",
-      "--cert",
-      `${dir}/server.pem`,
-      "--key",
-      `${dir}/server-key.pem`,
-      "--ca",
-      `${dir}/ca.pem`,
-      "--mtls",
-    ]);
+    const srv = await startServe({
+      transports: ["h2-tls"],
+      cert: `${dir}/server.pem`,
+      key: `${dir}/server-key.pem`,
+      ca: `${dir}/ca.pem`,
+      mtls: true,
+    });
     try {
       const url = `${srv.urls["h2-tls"]}/nbench/v1/payload?size=10`;
       const anon = await lab(["request", "--ca", `${dir}/ca.pem`, "--timeout", "3000", url]);
@@ -417,16 +399,7 @@ Deno.test("deno task compile refuses a DENORT_BIN that does not exist with one l
 
 Deno.test("lab load drives lab serve over h2c, h2-TLS and h3 with matching counts and saves JSON", async () => {
   const state = await Deno.makeTempDir();
-  const srv = await startServe([
-    "--transports",
-    "h2c,h2-tls,h3",
-    "--h2c-port",
-    "0",
-    "--tls-port",
-    "0",
-    "--state-dir",
-    state,
-  ]);
+  const srv = await startServe({ transports: ["h2c", "h2-tls", "h3"], stateDir: state });
   try {
     const path = "/nbench/v1/payload?size=256";
     for (
