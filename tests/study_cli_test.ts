@@ -21,9 +21,9 @@ Deno.test("lab study rejects bad options with one line and exit 2", async () => 
       [["--links", "lan,nowhere"], /^error: --links: .*nowhere/],
       [
         ["--flows", "journey,teleport"],
-        /^error: --flows must be one of journey, warm-get, got teleport$/,
+        /^error: --flows must be one of journey, warm-get, got teleport$/m,
       ],
-      [["--ues", "0"], /^error: --ues must be a whole number ≥ 1, got 0$/],
+      [["--ues", "0"], /^error: --ues must be a whole number ≥ 1, got 0$/m],
       [["--transports", "h9"], /^error: --transports: Unknown transport h9/],
     ] as const
   ) {
