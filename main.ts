@@ -13,7 +13,7 @@ import { registerLoadCommand } from "./cli/load.ts";
 import { registerLinkCommands } from "./cli/link.ts";
 import { registerInteropCommand } from "./cli/interop.ts";
 import { UsageError } from "./cli/args.ts";
-import { Interrupted, setInterruptEnd } from "./lib/interrupt.ts";
+import { Interrupted, interruptSettled, setInterruptEnd } from "./lib/interrupt.ts";
 import { STACK_ENV } from "./transports/mod.ts";
 
 /** Builds the command tree (exported for tests). */
@@ -87,8 +87,11 @@ if (import.meta.main) {
     const code = await maybeReexecInsecure(args);
     if (code !== undefined) Deno.exit(code);
     await buildProgram().parseAsync(args, { from: "user" });
+    await interruptSettled();
     Deno.exit(0);
   } catch (err) {
+    // An interrupt's status wins over the error it caused (a run cut short).
+    await interruptSettled();
     // commander already printed its own message (help, version or a usage error)
     if (!(err instanceof CommanderError)) {
       const msg = err instanceof Error ? err.message : String(err);

@@ -68,6 +68,16 @@ export function onInterrupt(cleanup: Cleanup): () => void {
   };
 }
 
+/**
+ * Resolves at once when no interrupt arrived; otherwise once its cleanups
+ * ran and the chosen end was called. An entry point awaits it before it
+ * picks an exit status itself, so a command that returns because its
+ * resources were cleaned up does not pre-empt the interrupt's status.
+ */
+export async function interruptSettled(): Promise<void> {
+  await running;
+}
+
 /** Chooses how the process ends after an interrupt's cleanups ran (the entry point's choice). */
 export function setInterruptEnd(fn: (why: Interrupted) => void): void {
   end = fn;

@@ -51,3 +51,31 @@ Deno.test("with no end chosen, an interrupt runs the cleanups and the signal end
   assert.equal(out, "ready\ncleaned\n");
   assert.equal(status.signal, "SIGINT");
 });
+
+Deno.test("a command that returns because an interrupt released its resource still ends with the interrupt's status", async () => {
+  const script = `
+    import { interruptSettled, onInterrupt, setInterruptEnd } from ${JSON.stringify(MODULE)};
+    setInterruptEnd((why) => Deno.exit(why.signal === "SIGINT" ? 41 : 43));
+    const released = Promise.withResolvers<void>();
+    onInterrupt(async () => { released.resolve(); await new Promise((r) => setTimeout(r, 50)); });
+    console.log("ready");
+    await released.promise; // the command's work ends here, as a link's holder does
+    await interruptSettled();
+    Deno.exit(0);
+  `;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--quiet", script],
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!out.includes("ready\n")) {
+    const next = await reader.read();
+    if (next.done) break;
+    out += next.value;
+  }
+  child.kill("SIGINT");
+  await reader.cancel();
+  assert.equal((await child.status).code, 41);
+});
