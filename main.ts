@@ -13,6 +13,7 @@ import { registerLoadCommand } from "./cli/load.ts";
 import { registerLinkCommands } from "./cli/link.ts";
 import { registerInteropCommand } from "./cli/interop.ts";
 import { UsageError } from "./cli/args.ts";
+import { Interrupted, interruptSettled, setInterruptEnd } from "./lib/interrupt.ts";
 import { STACK_ENV } from "./transports/mod.ts";
 
 /** Builds the command tree (exported for tests). */
@@ -37,11 +38,13 @@ export function buildProgram(): Command {
 /**
  * The exit status for an error a command threw: 0 for commander's help and
  * version, 2 for usage errors (commander's own and {@linkcode UsageError}),
- * 1 for everything else.
+ * 128 + the signal's number for an interrupt whose cleanups ran (130 for
+ * SIGINT, 143 for SIGTERM), 1 for everything else.
  */
 export function exitCodeFor(err: unknown): number {
   if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
   if (err instanceof UsageError) return 2;
+  if (err instanceof Interrupted) return err.signal === "SIGINT" ? 130 : 143;
   return 1;
 }
 
@@ -95,11 +98,16 @@ function standWhereTheUserStands(): void {
 if (import.meta.main) {
   const args = Deno.args;
   standWhereTheUserStands();
+  setInterruptEnd((why) => Deno.exit(exitCodeFor(why)));
   try {
     const code = await maybeReexecInsecure(args);
     if (code !== undefined) Deno.exit(code);
     await buildProgram().parseAsync(args, { from: "user" });
+    await interruptSettled();
+    Deno.exit(0);
   } catch (err) {
+    // An interrupt's status wins over the error it caused (a run cut short).
+    await interruptSettled();
     // commander already printed its own message (help, version or a usage error)
     if (!(err instanceof CommanderError)) {
       const msg = err instanceof Error ? err.message : String(err);

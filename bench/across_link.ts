@@ -25,8 +25,7 @@ import {
   type ResultRow,
   SCHEMA_VERSION,
 } from "./schema.ts";
-import { ROOT } from "../lib/host.ts";
-import { readListening } from "../lib/listening.ts";
+import { labCommand, startLabServe } from "../lib/lab_serve.ts";
 
 /** Environment variable holding the JSON link record a child run crosses. */
 export const LINK_RECORD_ENV = "SBILAB_LINK_RECORD";
@@ -95,10 +94,6 @@ export function linkContextFromEnv(): Pick<BenchOptions, "link" | "rebind"> {
     };
   }
   return out;
-}
-
-function defaultLab(): string[] {
-  return [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
 }
 
 /** The `lab bench` arguments a child gets for the options the user gave. */
@@ -171,14 +166,14 @@ export async function runBenchAcrossLink(
   const { availableTransports, resolveStack } = await import("../transports/mod.ts");
   const stack = resolveStack(options.stack);
   const transports = options.transports ?? await availableTransports(stack);
-  const lab = options.lab ?? defaultLab();
+  const lab = options.lab ?? labCommand();
   const progress = options.onProgress ?? (() => {});
   const notes: string[] = [];
   const rows: ResultRow[] = [];
   const runs: BenchRun[] = [];
   let firstError: Error | undefined;
   const tmp = await Deno.makeTempDir({ prefix: "sbilab-bench-link-" });
-  // Ctrl-C: the link's own signal hook closes the link and exits; this removes the files.
+  // Ctrl-C: the interrupt closes the link and ends the process; this removes the files at exit.
   const removeTmp = () => {
     try {
       Deno.removeSync(tmp, { recursive: true });
@@ -189,24 +184,19 @@ export async function runBenchAcrossLink(
   try {
     progress(`opening link ${specText}`, 0);
     await using link = await openLink(spec, { backend, mtu: options.mtu });
-    const serveArgs = [
-      "serve",
-      "--stack",
+    // Serves in the link's server namespace; the link kills it when it closes.
+    const { urls } = await startLabServe({
+      transports,
       stack,
-      "--transports",
-      transports.join(","),
-      "--host",
-      link.serverAddr,
-      "--h2c-port",
-      "0",
-      "--tls-port",
-      "0",
-      "--state-dir",
-      tmp,
-    ];
-    if (options.delayMs) serveArgs.push("--delay-ms", String(options.delayMs));
-    const server = link.exec("server", [...lab, ...serveArgs], { stdout: "piped", stderr: "null" });
-    const urls = await readListening(server.stdout, transports, 60_000).catch((err) => {
+      host: link.serverAddr,
+      stateDir: tmp,
+      delayMs: options.delayMs,
+    }, {
+      lab,
+      timeoutMs: 60_000,
+      spawn: (argv) =>
+        link.exec("server", argv, { stdin: "null", stdout: "piped", stderr: "piped" }),
+    }).catch((err) => {
       throw new Error(`In the link's server namespace: ${err.message}`, { cause: err });
     });
     const env: Record<string, string> = { [LINK_RECORD_ENV]: JSON.stringify(record) };

@@ -2,11 +2,10 @@
  * Where the benchmark sends its requests: servers started in their own
  * process (`lab serve`, the default), in this process, or a target elsewhere.
  */
-import { onServerCpu, placement } from "./affinity.ts";
+import { placement } from "./affinity.ts";
 import type { TlsMaterial } from "../transports/tls.ts";
 import type { SbiServer, StackName, TransportName } from "../transports/types.ts";
-import { ROOT } from "../lib/host.ts";
-import { readListening } from "../lib/listening.ts";
+import { startLabServe } from "../lib/lab_serve.ts";
 
 /** Endpoints to benchmark and how to trust them. */
 export interface Endpoints {
@@ -102,91 +101,30 @@ async function startProcess(
   timeoutS: number,
 ): Promise<Endpoints> {
   const stateDir = await Deno.makeTempDir({ prefix: "sbilab-bench-" });
-  const args = [
-    "run",
-    "-A",
-    "--unstable-net",
-    `${ROOT}/main.ts`,
-    "serve",
-    "--stack",
-    stack,
-    "--transports",
-    transports.join(","),
-    "--host",
-    "127.0.0.1",
-    "--h2c-port",
-    "0",
-    "--tls-port",
-    "0",
-    "--state-dir",
-    stateDir,
-    "--delay-ms",
-    String(delayMs),
-  ];
-  let child: Deno.ChildProcess;
+  let server;
   try {
-    const [cmd, cmdArgs] = onServerCpu(await placement(), Deno.execPath(), args);
-    child = new Deno.Command(cmd, {
-      args: cmdArgs,
-      stdout: "piped",
-      stderr: "piped",
-      stdin: "null",
-    }).spawn();
+    server = await startLabServe({ transports, stack, stateDir, delayMs }, {
+      cpu: (await placement())?.server,
+      timeoutMs: timeoutS * 1000,
+    });
   } catch (err) {
     await Deno.remove(stateDir, { recursive: true }).catch(() => {});
-    throw new ServerSetupError(`Cannot spawn lab serve: ${(err as Error).message}`, { cause: err });
+    throw new ServerSetupError(`Cannot start lab serve: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   let closed = false;
-  const status = child.status;
-  const stderrText = new Response(child.stderr).text();
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    try {
-      child.kill("SIGTERM");
-    } catch {
-      // already exited
-    }
-    const killer = setTimeout(() => {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // gone
-      }
-    }, 5000);
-    await status;
-    clearTimeout(killer);
-    await stderrText.catch(() => "");
-    await Deno.remove(stateDir, { recursive: true }).catch(() => {});
-  };
-  let urls: Endpoints["urls"];
-  try {
-    // Rejects when lab serve exits first (stdout ends) or after the timeout; drains stdout after.
-    urls = await readListening(child.stdout, transports, timeoutS * 1000);
-  } catch (err) {
-    // stdout ends a moment before the exit status arrives: wait for it, briefly.
-    let exited = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      status.then(() => (exited = true)),
-      new Promise((r) => (timer = setTimeout(r, 1000))),
-    ]);
-    clearTimeout(timer);
-    await close();
-    const lines = (await stderrText.catch(() => "")).trim().split("\n").filter(Boolean);
-    throw new ServerSetupError(
-      exited
-        ? `lab serve exited before listening: ${lines.at(-1) ?? "no message"}`
-        : `lab serve printed no listener within ${timeoutS} s`,
-      { cause: err },
-    );
-  }
   return {
-    urls,
+    urls: server.urls,
     tls: { ca: { path: `${stateDir}/ca.pem` } },
     mode: "process",
-    pid: child.pid,
-    close,
+    pid: server.pid,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await server.stop();
+      await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+    },
   };
 }
 

@@ -1,6 +1,11 @@
 /**
- * Argument checks shared by the CLI commands. Each throws {@linkcode UsageError}
- * with one line; `main.ts` turns that into exit status 2.
+ * The argument checks every CLI command uses: one set of parsers, one message
+ * style. Each throws {@linkcode UsageError} with one line that names the
+ * option, says what it must be and what it got:
+ * `--h2c-port must be a port 0-65535, got 70000`. A parser of a lower layer
+ * that rejects the text (a `RangeError`, `TypeError` or `SyntaxError`) keeps
+ * its own message behind the option's name: `--link: Unknown link spec key "rtt"`.
+ * `main.ts` turns a `UsageError` into exit status 2.
  */
 
 /** Bad command-line input: `main.ts` prints its message and exits 2. */
@@ -11,47 +16,119 @@ export class UsageError extends Error {
   }
 }
 
-/** Runs `fn`; a `RangeError`, `TypeError` or `SyntaxError` it throws becomes a {@linkcode UsageError}. */
-export function asUsage<T>(fn: () => T): T {
+/** The one message shape: `<flag> must be <what>, got <value>`. */
+export function invalid(flag: string, what: string, value: string): UsageError {
+  return new UsageError(`${flag} must be ${what}, got ${value === "" ? '""' : value}`);
+}
+
+/** `<a> and <b> exclude each other`, as a {@linkcode UsageError}. */
+export function exclusive(a: string, b: string): UsageError {
+  return new UsageError(`${a} and ${b} exclude each other`);
+}
+
+function isBadInput(err: unknown): err is Error {
+  return err instanceof RangeError || err instanceof TypeError || err instanceof SyntaxError;
+}
+
+/**
+ * Runs `fn` (a parser of a lower layer); a `RangeError`, `TypeError` or
+ * `SyntaxError` it throws becomes a {@linkcode UsageError} with the same
+ * message, behind `flag` when one is given. Anything else passes through.
+ */
+export function asUsage<T>(fn: () => T, flag?: string): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof RangeError || err instanceof TypeError || err instanceof SyntaxError) {
-      throw new UsageError(err.message, { cause: err });
-    }
-    throw err;
+    if (!isBadInput(err)) throw err;
+    throw new UsageError(flag ? `${flag}: ${err.message}` : err.message, { cause: err });
   }
 }
 
-/** Parses a TCP/UDP port (0 allowed). */
+/** The same as {@linkcode asUsage} for an async parser. */
+export async function asUsageAsync<T>(fn: () => Promise<T>, flag?: string): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!isBadInput(err)) throw err;
+    throw new UsageError(flag ? `${flag}: ${err.message}` : err.message, { cause: err });
+  }
+}
+
+/** Bounds for {@linkcode parseInteger} and {@linkcode parseNumber}. */
+export interface Bounds {
+  /** Smallest value accepted. Default 0. */
+  min?: number;
+  /** Largest value accepted. Default `Number.MAX_SAFE_INTEGER`. */
+  max?: number;
+}
+
+function describe(kind: string, min: number, max: number): string {
+  if (max < Number.MAX_SAFE_INTEGER) return `${kind} ${min}-${max}`;
+  return `${kind} ≥ ${min}`;
+}
+
+/** Parses a whole decimal number within `bounds` (default 0 up). */
+export function parseInteger(value: string, flag: string, bounds: Bounds = {}): number {
+  const { min = 0, max = Number.MAX_SAFE_INTEGER } = bounds;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw invalid(flag, describe("a whole number", min, max), value);
+  }
+  return n;
+}
+
+/** Parses a TCP or UDP port (0 allowed: any free port). */
 export function parsePort(value: string, flag: string): number {
+  if (!/^\d+$/.test(value) || Number(value) > 65535) throw invalid(flag, "a port 0-65535", value);
+  return Number(value);
+}
+
+/** Options for {@linkcode parseNumber}. */
+export interface NumberBounds extends Bounds {
+  /** Accept only values strictly above this (instead of `min`). */
+  above?: number;
+}
+
+/** Parses a finite decimal number (fractions allowed) within `bounds` (default 0 up). */
+export function parseNumber(value: string, flag: string, bounds: NumberBounds = {}): number {
+  const { min = 0, max = Number.MAX_SAFE_INTEGER, above } = bounds;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 65535) {
-    throw new UsageError(`${flag} must be a port 0-65535, got ${value}`);
+  const low = above === undefined ? n >= min : n > above;
+  if (value.trim() === "" || !Number.isFinite(n) || !low || n > max) {
+    const what = above === undefined ? describe("a number", min, max) : `a number above ${above}`;
+    throw invalid(flag, what, value);
   }
   return n;
 }
 
-/** Parses a positive integer (or zero when `allowZero`). */
-export function parsePositiveInt(value: string, flag: string, allowZero = false): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || (!allowZero && n === 0) || !Number.isSafeInteger(n)) {
-    throw new UsageError(
-      `${flag} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${value}`,
-    );
+/** Splits a comma-separated list; an empty list is a usage error. */
+export function parseList(value: string, flag: string): string[] {
+  const items = value.split(",").map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw invalid(flag, "a comma-separated list", value);
+  return items;
+}
+
+/** Checks that `value` is one of `choices`. */
+export function parseChoice<T extends string>(
+  value: string,
+  flag: string,
+  choices: readonly T[],
+): T {
+  if (!(choices as readonly string[]).includes(value)) {
+    throw invalid(flag, `one of ${choices.join(", ")}`, value);
   }
-  return n;
+  return value as T;
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-/** Parses `Name: value` into a pair; the name must be an HTTP token. */
+/** Parses `Name: value` (the `-H` option) into a pair; the name must be an HTTP token. */
 export function parseHeader(line: string): [string, string] {
   const i = line.indexOf(":");
   const name = i > 0 ? line.slice(0, i).trim() : "";
-  if (!TOKEN.test(name)) throw new UsageError(`Header must look like 'Name: value', got '${line}'`);
+  if (!TOKEN.test(name)) throw invalid("-H", "a header like 'Name: value'", `'${line}'`);
   const value = line.slice(i + 1).trim();
-  if (/[\r\n\0]/.test(value)) throw new UsageError(`Header value of ${name} has a line break`);
+  if (/[\r\n\0]/.test(value)) throw invalid("-H", "one line", `a line break in ${name}`);
   return [name, value];
 }
 
@@ -69,7 +146,7 @@ export function parseExport(value: string): ExportSpec {
   const label = value.slice(0, at), len = value.slice(at + 1);
   const length = Number(len);
   if (at <= 0 || !/^\d+$/.test(len) || length < 1 || length > 65535) {
-    throw new UsageError(`--export must be LABEL:LEN with LEN 1-65535, got ${value}`);
+    throw invalid("--export", "LABEL:LEN with LEN 1-65535", value);
   }
   return { label, length };
 }

@@ -3,7 +3,7 @@
  * only parts of `bench/` that write to the console.
  */
 import type { Command } from "commander";
-import { parseStack, type StackName, type TransportName } from "../transports/types.ts";
+import { parseStack, type TransportName } from "../transports/types.ts";
 import { engineFor, runBench } from "../bench/run.ts";
 import { parseRun, type ScenarioName, SCENARIOS } from "../bench/schema.ts";
 import { parseSize } from "../lib/units.ts";
@@ -15,33 +15,20 @@ import { renderTable } from "../bench/table.ts";
 import { renderCharts } from "../bench/charts.ts";
 import { linkContextFromEnv, runBenchAcrossLink } from "../bench/across_link.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
-import { UsageError } from "./args.ts";
+import {
+  asUsage,
+  exclusive,
+  invalid,
+  parseChoice,
+  parseInteger,
+  parseList,
+  parseNumber,
+  UsageError,
+} from "./args.ts";
 import type { LinkBackend } from "../linkemu/link.ts";
 import { runSoak } from "../bench/soak.ts";
 import { renderSoakInterval, renderSoakSummary } from "../bench/soak_report.ts";
 import { type AttackName, ATTACKS } from "../bench/attackers.ts";
-
-function list(text: string, what: string): string[] {
-  const items = text.split(",").map((s) => s.trim()).filter(Boolean);
-  if (items.length === 0) throw new UsageError(`No ${what} given`);
-  return items;
-}
-
-function number(text: string, what: string, min: number): number {
-  const n = Number(text);
-  if (!Number.isFinite(n) || n < min || text.trim() === "") {
-    throw new UsageError(`Invalid ${what} "${text}" (need a number ≥ ${min})`);
-  }
-  return n;
-}
-
-function integer(text: string, what: string, min: number): number {
-  const n = number(text, what, min);
-  if (!Number.isInteger(n)) {
-    throw new UsageError(`Invalid ${what} "${text}" (need a whole number ≥ ${min})`);
-  }
-  return n;
-}
 
 /** Options as commander hands them over. */
 interface BenchFlags {
@@ -76,74 +63,46 @@ interface BenchFlags {
 }
 
 async function bench(flags: BenchFlags): Promise<void> {
-  if (!(SCENARIOS as readonly string[]).includes(flags.scenario)) {
-    throw new UsageError(
-      `Unknown scenario ${flags.scenario} (choose from ${SCENARIOS.join(", ")})`,
-    );
-  }
-  let stack: StackName | undefined;
-  if (flags.stack !== undefined) {
-    try {
-      stack = parseStack(flags.stack);
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-  }
-  try {
-    engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  parseChoice(flags.scenario, "--scenario", SCENARIOS);
+  const stack = flags.stack === undefined
+    ? undefined
+    : asUsage(() => parseStack(flags.stack!), "--stack");
+  asUsage(
+    () => engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined),
+    "--engine",
+  );
   let transports: TransportName[] | undefined;
   if (flags.transports) {
     const { parseTransports } = await import("../transports/mod.ts");
-    try {
-      transports = parseTransports(flags.transports);
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
+    transports = asUsage(() => parseTransports(flags.transports!), "--transports");
   }
-  let sizes: number[] | undefined;
-  if (flags.sizes) {
-    try {
-      sizes = list(flags.sizes, "size").map(parseSize);
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-  }
+  const sizes = flags.sizes
+    ? asUsage(() => parseList(flags.sizes!, "--sizes").map(parseSize), "--sizes")
+    : undefined;
   if (flags.target) {
+    let scheme: string | undefined;
     try {
-      const u = new URL(flags.target);
-      if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error();
-    } catch {
-      throw new UsageError(
-        `Invalid --target ${flags.target} (use http://host:port or https://host:port)`,
-      );
+      scheme = new URL(flags.target).protocol;
+    } catch { /* not a URL */ }
+    if (scheme !== "http:" && scheme !== "https:") {
+      throw invalid("--target", "http://host:port or https://host:port", flags.target);
     }
-    if (flags.inProcess) throw new UsageError("--target and --in-process exclude each other");
+    if (flags.inProcess) throw exclusive("--target", "--in-process");
   }
   let link: ReturnType<typeof parseLinkSpec> | undefined;
   if (flags.link !== undefined) {
-    if (flags.target) throw new UsageError("--link and --target exclude each other");
-    if (flags.inProcess) throw new UsageError("--link and --in-process exclude each other");
-    try {
-      link = parseLinkSpec(flags.link);
-    } catch (err) {
-      throw new UsageError(`Invalid --link ${flags.link}: ${(err as Error).message}`);
-    }
+    if (flags.target) throw exclusive("--link", "--target");
+    if (flags.inProcess) throw exclusive("--link", "--in-process");
+    link = asUsage(() => parseLinkSpec(flags.link!), "--link");
   }
-  if (
-    flags.linkBackend !== undefined &&
-    !["relay", "netem", "veth"].includes(flags.linkBackend)
-  ) {
-    throw new UsageError(`Invalid --link-backend ${flags.linkBackend} (use relay, netem or veth)`);
+  if (flags.linkBackend !== undefined) {
+    parseChoice(flags.linkBackend, "--link-backend", ["relay", "netem", "veth"]);
   }
   let mtu: number | undefined;
   if (flags.mtu !== undefined) {
-    mtu = integer(flags.mtu, "--mtu", 1280);
-    if (mtu > 65535) throw new UsageError(`Invalid --mtu ${flags.mtu} (need 1280 … 65535)`);
-    if (flags.target) throw new UsageError("--mtu and --target exclude each other");
-    if (flags.inProcess) throw new UsageError("--mtu and --in-process exclude each other");
+    mtu = parseInteger(flags.mtu, "--mtu", { min: 1280, max: 65535 });
+    if (flags.target) throw exclusive("--mtu", "--target");
+    if (flags.inProcess) throw exclusive("--mtu", "--in-process");
     if (link === undefined) {
       // A plain veth pair: nothing but the MTU differs from loopback.
       link = parseLinkSpec("lan");
@@ -161,25 +120,37 @@ async function bench(flags: BenchFlags): Promise<void> {
       stack,
       transports,
       sizes,
-      warmupMs: flags.warmup !== undefined ? number(flags.warmup, "--warmup", 0) * 1000 : undefined,
-      sampleMs: flags.time !== undefined ? number(flags.time, "--time", 0.05) * 1000 : undefined,
-      samples: flags.samples !== undefined ? integer(flags.samples, "--samples", 2) : undefined,
+      warmupMs: flags.warmup !== undefined
+        ? parseNumber(flags.warmup, "--warmup") * 1000
+        : undefined,
+      sampleMs: flags.time !== undefined
+        ? parseNumber(flags.time, "--time", { min: 0.05 }) * 1000
+        : undefined,
+      samples: flags.samples !== undefined
+        ? parseInteger(flags.samples, "--samples", { min: 2 })
+        : undefined,
       quick: flags.quick,
       inProcess: flags.inProcess,
       target: flags.target,
       caFile: flags.ca,
       insecure: flags.insecure,
-      delayMs: flags.delayMs !== undefined ? number(flags.delayMs, "--delay-ms", 0) : undefined,
-      rate: flags.rate !== undefined ? number(flags.rate, "--rate", 0.001) : undefined,
+      delayMs: flags.delayMs !== undefined ? parseNumber(flags.delayMs, "--delay-ms") : undefined,
+      rate: flags.rate !== undefined
+        ? parseNumber(flags.rate, "--rate", { min: 0.001 })
+        : undefined,
       concurrency: flags.concurrency
-        ? list(flags.concurrency, "concurrency level").map((c) =>
-          integer(c, "concurrency level", 1)
+        ? parseList(flags.concurrency, "--concurrency").map((c) =>
+          parseInteger(c, "--concurrency", { min: 1 })
         )
         : undefined,
-      streams: flags.streams !== undefined ? integer(flags.streams, "--streams", 1) : undefined,
-      flows: flags.flows !== undefined ? list(flags.flows, "flow stream") : undefined,
+      streams: flags.streams !== undefined
+        ? parseInteger(flags.streams, "--streams", { min: 1 })
+        : undefined,
+      flows: flags.flows !== undefined ? parseList(flags.flows, "--flows") : undefined,
       engine: flags.engine as "native" | "sbi" | undefined,
-      p99BoundMs: flags.p99 !== undefined ? number(flags.p99, "--p99", 0.001) : undefined,
+      p99BoundMs: flags.p99 !== undefined
+        ? parseNumber(flags.p99, "--p99", { min: 0.001 })
+        : undefined,
       skipFloors: flags.floors === false,
       onProgress: progress.update,
       signal: controller.signal,
@@ -252,7 +223,7 @@ async function report(
     for (const w of written) console.error(`wrote ${w}`);
     return;
   }
-  const threshold = number(flags.threshold, "--threshold", 0) / 100;
+  const threshold = parseNumber(flags.threshold, "--threshold") / 100;
   const cand = await readRun(b);
   const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
   console.log(renderComparison(cmp));
@@ -274,26 +245,19 @@ interface SoakFlags {
 }
 
 async function soak(flags: SoakFlags): Promise<void> {
-  const durationMs = number(flags.time, "--time", 1) * 1000;
-  const rate = number(flags.rate, "--rate", 1);
-  const intervalMs = number(flags.interval, "--interval", 0.1) * 1000;
+  const durationMs = parseNumber(flags.time, "--time", { min: 1 }) * 1000;
+  const rate = parseNumber(flags.rate, "--rate", { min: 1 });
+  const intervalMs = parseNumber(flags.interval, "--interval", { min: 0.1 }) * 1000;
   const { availableTransports, parseTransports } = await import("../transports/mod.ts");
-  let transports: TransportName[];
-  let stack: StackName | undefined;
-  try {
-    if (flags.stack !== undefined) stack = parseStack(flags.stack);
-    transports = flags.transports
-      ? parseTransports(flags.transports)
-      : await availableTransports(stack);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const attacks = flags.attacks === "none" ? [] : list(flags.attacks, "attack");
-  for (const a of attacks) {
-    if (!(ATTACKS as readonly string[]).includes(a)) {
-      throw new UsageError(`Unknown attack ${a} (choose from ${ATTACKS.join(", ")}, or none)`);
-    }
-  }
+  const stack = flags.stack === undefined
+    ? undefined
+    : asUsage(() => parseStack(flags.stack!), "--stack");
+  const transports = flags.transports
+    ? asUsage(() => parseTransports(flags.transports!), "--transports")
+    : await availableTransports(stack);
+  const attacks = flags.attacks === "none"
+    ? []
+    : parseList(flags.attacks, "--attacks").map((a) => parseChoice(a, "--attacks", ATTACKS));
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
@@ -423,33 +387,27 @@ async function study(flags: StudyFlags): Promise<number> {
   const { studyVerdict } = await import("../study/verdict.ts");
   const { verdictTable } = await import("../study/verdict_table.ts");
   const { layoutColumns } = await import("../bench/table.ts");
-  let budgetMs: number | undefined;
-  let links: string[] | undefined;
+  const stack = flags.stack === undefined
+    ? undefined
+    : asUsage(() => parseStack(flags.stack!), "--stack");
+  const budgetMs = flags.budget === undefined
+    ? undefined
+    : asUsage(() => parseBudget(flags.budget!), "--budget");
+  const links = flags.links === undefined ? undefined : parseList(flags.links, "--links");
+  for (const l of links ?? []) if (l !== "loopback") asUsage(() => parseLinkSpec(l), "--links");
   let transports: TransportName[] | undefined;
-  let stack: StackName | undefined;
-  try {
-    if (flags.stack !== undefined) stack = parseStack(flags.stack);
-    if (flags.budget !== undefined) budgetMs = parseBudget(flags.budget);
-    if (flags.links !== undefined) {
-      links = list(flags.links, "link");
-      for (const l of links) if (l !== "loopback") parseLinkSpec(l);
-    }
-    if (flags.transports) {
-      const { parseTransports } = await import("../transports/mod.ts");
-      transports = parseTransports(flags.transports);
-    }
-  } catch (err) {
-    throw new UsageError((err as Error).message);
+  if (flags.transports) {
+    const { parseTransports } = await import("../transports/mod.ts");
+    transports = asUsage(() => parseTransports(flags.transports!), "--transports");
   }
   const ues = flags.ues
-    ? list(flags.ues, "UE concurrency").map((c) => integer(c, "UE concurrency", 1))
+    ? parseList(flags.ues, "--ues").map((c) => parseInteger(c, "--ues", { min: 1 }))
     : undefined;
-  const flows = flags.flows ? list(flags.flows, "flow stream") : undefined;
-  for (const f of flows ?? []) {
-    if (f !== "journey" && f !== "warm-get") {
-      throw new UsageError(`Unknown flow stream ${f} (choose from journey, warm-get)`);
-    }
-  }
+  const flows = flags.flows
+    ? parseList(flags.flows, "--flows").map((f) =>
+      parseChoice(f, "--flows", ["journey", "warm-get"])
+    )
+    : undefined;
   try {
     await Deno.mkdir(flags.out, { recursive: true });
   } catch (err) {

@@ -8,7 +8,7 @@ import {
   type MatrixRow,
   runInterop,
 } from "../interop/matrix.ts";
-import { UsageError } from "./args.ts";
+import { exclusive, invalid, parseChoice, parseList } from "./args.ts";
 
 interface InteropCliOptions {
   server?: string;
@@ -40,34 +40,20 @@ export function registerInteropCommand(program: Command): void {
     )
     .option("--json <file>", "also write the matrix as JSON to FILE")
     .action(async (o: InteropCliOptions) => {
-      if (o.server !== undefined && o.client) {
-        throw new UsageError("--server and --client exclude each other");
-      }
+      if (o.server !== undefined && o.client) throw exclusive("--server", "--client");
       if (o.server !== undefined && o.server !== "ours" && o.server !== "gtlsserver") {
-        let url: URL;
+        let scheme: string | undefined;
         try {
-          url = new URL(o.server);
-        } catch {
-          throw new UsageError(
-            `--server must be ours, gtlsserver or an https:// URL, got ${o.server}`,
-          );
-        }
-        if (url.protocol !== "https:") {
-          throw new UsageError(`--server needs an https:// URL, got ${o.server}`);
+          scheme = new URL(o.server).protocol;
+        } catch { /* not a URL */ }
+        if (scheme !== "https:") {
+          throw invalid("--server", "ours, gtlsserver or an https:// URL", o.server);
         }
       }
-      if (!BACKENDS.includes(o.linkBackend)) {
-        throw new UsageError(
-          `--link-backend must be one of ${BACKENDS.join(", ")}, got ${o.linkBackend}`,
-        );
-      }
-      const cases = o.cases?.split(",").map((c) => c.trim()).filter(Boolean);
-      if (cases && cases.length === 0) throw new UsageError("--cases needs at least one case");
-      for (const c of cases ?? []) {
-        if (!INTEROP_CASES.includes(c)) {
-          throw new UsageError(`Unknown case ${c} (known: ${INTEROP_CASES.join(", ")})`);
-        }
-      }
+      parseChoice(o.linkBackend, "--link-backend", BACKENDS);
+      const cases = o.cases === undefined
+        ? undefined
+        : parseList(o.cases, "--cases").map((c) => parseChoice(c, "--cases", INTEROP_CASES));
       const pairing = o.client
         ? "gtlsclient → our h3 server"
         : `our h3 client → ${

@@ -3,7 +3,8 @@
  *
  * @module
  */
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, Option } from "commander";
+import { asUsage, parseChoice, parseInteger } from "./args.ts";
 import { cleanupLinks } from "../linkemu/cleanup.ts";
 import { type LinkBackend, openLink } from "../linkemu/link.ts";
 import {
@@ -18,31 +19,19 @@ import { runSelftest } from "../linkemu/selftest.ts";
 
 /** commander argument parser for `--link SPEC` (usable by other commands). */
 export function linkSpecArg(value: string): LinkSpec {
-  try {
-    return parseLinkSpec(value);
-  } catch (err) {
-    if (err instanceof RangeError || err instanceof SyntaxError) {
-      throw new InvalidArgumentError(err.message);
-    }
-    throw err;
-  }
+  return asUsage(() => parseLinkSpec(value), "--link");
 }
 
 /** The `--link-backend` option (usable by other commands). */
 export function linkBackendOption(): Option {
-  return new Option("--link-backend <backend>", "how namespaces are joined")
-    .choices(["relay", "netem"])
+  return new Option("--link-backend <backend>", "how namespaces are joined: relay or netem")
+    .argParser((v) => parseChoice(v, "--link-backend", ["relay", "netem"]))
     .default("relay");
 }
 
-function intArg(name: string, min: number, max: number): (v: string) => number {
-  return (v: string) => {
-    const n = Number(v);
-    if (!/^\d+$/.test(v) || n < min || n > max) {
-      throw new InvalidArgumentError(`${name} must be a whole number ${min}..${max}`);
-    }
-    return n;
-  };
+/** commander argument parser for a whole-number option. */
+function intArg(flag: string, min: number, max: number): (v: string) => number {
+  return (v: string) => parseInteger(v, flag, { min, max });
 }
 
 /** The named profiles as a table: round trip, loss, rate, what each stands for, its spec. */
@@ -121,7 +110,7 @@ export function registerLinkCommands(program: Command): void {
         );
       }
       console.log(`run commands with: ip netns exec ${l.clientNs} …; Ctrl-C removes the link`);
-      // The link's signal hook closes it and exits; this only waits.
+      // An interrupt closes the link (lib/interrupt.ts) and main.ts ends the process; this only waits.
       await l.closed;
     });
 

@@ -1,10 +1,9 @@
 /** `lab load`: h2load-style load from the native engines (h2c and h3), with h2load's and oha's flags. */
 import type { Command } from "commander";
-import { UsageError } from "./args.ts";
+import { exclusive, invalid, parseHeader, parseInteger, parseNumber, UsageError } from "./args.ts";
 import { formatProgressLine, renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
 import { parseDuration } from "../linkemu/link_spec.ts";
 import { type LoadPlan, type LoadProgress, loadTarget, runLoad } from "../load/mod.ts";
-import { parseHeader } from "./args.ts";
 
 interface LoadFlags {
   requests?: string;
@@ -26,21 +25,13 @@ interface LoadFlags {
   progress?: boolean;
 }
 
-function int(text: string, flag: string, min: number, max: number): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) {
-    throw new UsageError(`${flag} must be a whole number ${min}-${max}, got ${text}`);
-  }
-  return n;
-}
-
 /** `10s`, `500ms`, or a bare number of seconds (h2load's -D), in ms. */
 function duration(text: string, flag: string): number {
   const t = /^\d+(\.\d+)?$/.test(text) ? `${text}s` : text;
   try {
     return parseDuration(flag, t);
   } catch {
-    throw new UsageError(`${flag} must be a duration like 10s or 500ms, got ${text}`);
+    throw invalid(flag, "a duration like 10s or 500ms", text);
   }
 }
 
@@ -62,37 +53,26 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   if ((f.requests === undefined) === (f.duration === undefined)) {
     throw new UsageError("Give either -n N or -D DURATION");
   }
-  if (f.ca && f.insecure) throw new UsageError("--ca and -k exclude each other");
-  const connections = int(f.connections, "-c", 1, 100_000);
+  if (f.ca && f.insecure) throw exclusive("--ca", "-k");
+  const connections = parseInteger(f.connections, "-c", { min: 1, max: 100_000 });
   const plan: Partial<LoadPlan> = {
     connections,
-    streams: int(f.streams, "-m", 1, 100_000),
-    threads: Math.min(int(f.threads, "-t", 1, 64), connections),
-    ...(f.requests !== undefined ? { requests: int(f.requests, "-n", 1, 2 ** 50) } : {}),
+    streams: parseInteger(f.streams, "-m", { min: 1, max: 100_000 }),
+    threads: Math.min(parseInteger(f.threads, "-t", { min: 1, max: 64 }), connections),
+    ...(f.requests !== undefined
+      ? { requests: parseInteger(f.requests, "-n", { min: 1, max: 2 ** 50 }) }
+      : {}),
     ...(f.duration !== undefined ? { durationMs: duration(f.duration, "-D") } : {}),
     ...(f.warmUp !== undefined ? { warmupMs: duration(f.warmUp, "--warm-up") } : {}),
   };
-  if (plan.durationMs === 0) throw new UsageError("-D must be longer than 0");
-  if (f.rate !== undefined) {
-    const rate = Number(f.rate);
-    if (!(Number.isFinite(rate) && rate > 0) || f.rate.trim() === "") {
-      throw new UsageError(
-        `--rate must be a positive number of requests per second, got ${f.rate}`,
-      );
-    }
-    plan.rate = rate;
-  }
+  if (plan.durationMs === 0) throw invalid("-D", "longer than 0", f.duration!);
+  if (f.rate !== undefined) plan.rate = parseNumber(f.rate, "--rate", { above: 0 });
   const headers: Record<string, string> = {};
   for (const h of f.header) {
-    let pair: [string, string];
-    try {
-      pair = parseHeader(h);
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-    headers[pair[0]] = pair[1];
+    const [name, value] = parseHeader(h);
+    headers[name] = value;
   }
-  const timeoutMs = int(f.timeout, "--timeout", 1, 3_600_000);
+  const timeoutMs = parseInteger(f.timeout, "--timeout", { min: 1, max: 3_600_000 });
   let target;
   try {
     target = await loadTarget(urlText, {

@@ -8,7 +8,7 @@ import {
   type TlsMaterial,
   type TransportName,
 } from "../transports/mod.ts";
-import { parseExport, parseHeader, parsePositiveInt, UsageError } from "./args.ts";
+import { asUsage, parseExport, parseHeader, parseInteger, UsageError } from "./args.ts";
 import { toHex } from "../transports/n32.ts";
 
 interface RequestOptions {
@@ -75,10 +75,12 @@ export function registerRequestCommand(program: Command): void {
     )
     .action(async (urlText: string, o: RequestOptions) => {
       const url = parseOrigin(urlText);
-      const stack = resolveStack(o.stack === undefined ? undefined : parseStack(o.stack));
+      const stack = asUsage(() =>
+        resolveStack(o.stack === undefined ? undefined : parseStack(o.stack))
+      );
       if (o.h3 && url.protocol !== "https:") throw new TypeError("--h3 needs an https:// URL");
       const transport: TransportName = o.h3 ? "h3" : url.protocol === "https:" ? "h2-tls" : "h2c";
-      const timeoutMs = parsePositiveInt(o.timeout, "--timeout");
+      const timeoutMs = parseInteger(o.timeout, "--timeout", { min: 1 });
       const exporter = o.export === undefined ? undefined : parseExport(o.export);
       if (exporter && url.protocol !== "https:") {
         throw new UsageError("--export needs TLS: an https:// URL");

@@ -26,8 +26,8 @@ import {
   asUsage,
   type ExportSpec,
   parseExport,
+  parseInteger,
   parsePort,
-  parsePositiveInt,
   UsageError,
 } from "./args.ts";
 import { toHex } from "../transports/n32.ts";
@@ -141,7 +141,7 @@ function serveLimits(o: ServeOptions, transports: TransportName[]): ServerOption
   const tcpListeners = transports.filter((t) => t !== "h3").length;
   const fits = fd ? connectionsWithin(fd, tcpListeners) : DEFAULT_SERVER_LIMITS.maxConnections;
   const maxConnections = o.maxConnections
-    ? parsePositiveInt(o.maxConnections, "--max-connections")
+    ? parseInteger(o.maxConnections, "--max-connections", { min: 1 })
     : Math.min(DEFAULT_SERVER_LIMITS.maxConnections, fits);
   if (fd && maxConnections > fits) {
     console.error(
@@ -150,12 +150,14 @@ function serveLimits(o: ServeOptions, transports: TransportName[]): ServerOption
   }
   return {
     maxConnections,
-    handshakeTimeoutMs: parsePositiveInt(o.handshakeTimeout, "--handshake-timeout"),
-    idleTimeoutMs: parsePositiveInt(o.idleTimeout, "--idle-timeout"),
-    stallTimeoutMs: parsePositiveInt(o.stallTimeout, "--stall-timeout"),
-    bodyBudget: new ByteBudget(parsePositiveInt(o.maxInflightBodies, "--max-inflight-bodies")),
+    handshakeTimeoutMs: parseInteger(o.handshakeTimeout, "--handshake-timeout", { min: 1 }),
+    idleTimeoutMs: parseInteger(o.idleTimeout, "--idle-timeout", { min: 1 }),
+    stallTimeoutMs: parseInteger(o.stallTimeout, "--stall-timeout", { min: 1 }),
+    bodyBudget: new ByteBudget(
+      parseInteger(o.maxInflightBodies, "--max-inflight-bodies", { min: 1 }),
+    ),
     responseBudget: new ByteBudget(
-      parsePositiveInt(o.maxQueuedResponses, "--max-queued-responses"),
+      parseInteger(o.maxQueuedResponses, "--max-queued-responses", { min: 1 }),
     ),
   };
 }
@@ -224,17 +226,14 @@ export function registerServeCommand(program: Command): void {
     )
     .option("--no-early-data", "h3: refuse 0-RTT (resumed clients wait for the handshake)")
     .action(async (o: ServeOptions) => {
-      const stack = asUsage(() => resolveStack(o.stack));
-      const transports = asUsage(() => parseTransports(o.transports));
+      const stack = asUsage(() => resolveStack(o.stack), "--stack");
+      const transports = asUsage(() => parseTransports(o.transports), "--transports");
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
-      const delayMs = parsePositiveInt(o.delayMs ?? "0", "--delay-ms", true);
+      const delayMs = parseInteger(o.delayMs ?? "0", "--delay-ms");
       const h3MaxUdpPayload = o.h3MaxUdpPayload === undefined
         ? undefined
-        : parsePositiveInt(o.h3MaxUdpPayload, "--h3-max-udp-payload");
-      if (h3MaxUdpPayload !== undefined && (h3MaxUdpPayload < 1200 || h3MaxUdpPayload > 65527)) {
-        throw new UsageError(`--h3-max-udp-payload must be 1200-65527, got ${h3MaxUdpPayload}`);
-      }
+        : parseInteger(o.h3MaxUdpPayload, "--h3-max-udp-payload", { min: 1200, max: 65527 });
       const limits = serveLimits(o, transports);
       const exporter = o.export === undefined ? undefined : parseExport(o.export);
       if (exporter && stack === "deno") {
@@ -242,21 +241,25 @@ export function registerServeCommand(program: Command): void {
           "--export needs the native stack (Deno.serve exposes no TLS exporter)",
         );
       }
-      const ticketLifetimeSeconds = parsePositiveInt(o.ticketLifetime, "--ticket-lifetime", true);
+      const ticketLifetimeSeconds = parseInteger(o.ticketLifetime, "--ticket-lifetime");
       const needsTls = transports.some((t) => t !== "h2c");
       const tls = needsTls ? await serverTls(o) : undefined;
       // One body limit: the transports refuse a larger body as it streams in with the
       // handler's own 413, and the handler checks the same number.
       const maxBodyBytes = o.maxBody
-        ? parsePositiveInt(o.maxBody, "--max-body")
+        ? parseInteger(o.maxBody, "--max-body", { min: 1 })
         : DEFAULT_MAX_BODY_BYTES;
       const handler = createHandler({
         delayMs,
         maxBodyBytes,
         nrf: {
-          maxInstances: parsePositiveInt(o.nrfMaxInstances ?? "4096", "--nrf-max-instances"),
-          maxProfileBytes: parsePositiveInt(o.nrfMaxProfile ?? "65536", "--nrf-max-profile"),
-          maxJsonDepth: parsePositiveInt(o.maxJsonDepth ?? "32", "--max-json-depth"),
+          maxInstances: parseInteger(o.nrfMaxInstances ?? "4096", "--nrf-max-instances", {
+            min: 1,
+          }),
+          maxProfileBytes: parseInteger(o.nrfMaxProfile ?? "65536", "--nrf-max-profile", {
+            min: 1,
+          }),
+          maxJsonDepth: parseInteger(o.maxJsonDepth ?? "32", "--max-json-depth", { min: 1 }),
           anyInstanceId: o.nrfAnyId ?? false,
         },
         onError: (err, req) =>
@@ -265,10 +268,9 @@ export function registerServeCommand(program: Command): void {
           ),
       });
       const servers: SbiServer[] = [];
-      const stop = async () => {
-        await Promise.allSettled(servers.map((s) => s.close()));
-        Deno.exit(0);
-      };
+      // SIGINT and SIGTERM are how a server is told to stop: close, return, exit 0.
+      const stopped = Promise.withResolvers<void>();
+      const stop = () => stopped.resolve();
       Deno.addSignalListener("SIGINT", stop);
       Deno.addSignalListener("SIGTERM", stop);
       try {
@@ -312,9 +314,11 @@ export function registerServeCommand(program: Command): void {
             );
           }
         }
-      } catch (err) {
+        await stopped.promise;
+      } finally {
         await Promise.allSettled(servers.map((s) => s.close()));
-        throw err;
+        Deno.removeSignalListener("SIGINT", stop);
+        Deno.removeSignalListener("SIGTERM", stop);
       }
     });
 }

@@ -6,9 +6,9 @@
  * each case.
  */
 import { hasNetAdmin, type LinkBackend, openLink, parseLinkSpec } from "../linkemu/mod.ts";
-import { findTool, ROOT } from "../lib/host.ts";
+import { findTool } from "../lib/host.ts";
 import { DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
-import { readListening } from "../lib/listening.ts";
+import { startLabServe } from "../lib/lab_serve.ts";
 import type { MatrixRow } from "./row.ts";
 import { gtlsPath, sbilabPath } from "./peers.ts";
 
@@ -95,28 +95,17 @@ export async function runLinkCase(name: string, o: LinkCaseOptions): Promise<Mat
   try {
     const origin = `https://${link.serverAddr}:${PORT}`;
     if (o.server === "ours") {
-      const server = link.exec("server", [
-        Deno.execPath(),
-        "run",
-        "-A",
-        "--unstable-net",
-        "--quiet",
-        `${ROOT}/main.ts`,
-        "serve",
-        "--transports",
-        "h3",
-        "--host",
-        link.serverAddr,
-        "--tls-port",
-        String(PORT),
-        "--cert",
+      await startLabServe({
+        transports: ["h3"],
+        host: link.serverAddr,
+        tlsPort: PORT,
         cert,
-        "--key",
         key,
-        "--handshake-timeout",
-        String(HANDSHAKE_TIMEOUT_S * 1000),
-      ], { stdin: "null", stdout: "piped", stderr: "null", signal });
-      await readListening(server.stdout, ["h3"]);
+        limits: { handshakeTimeoutMs: HANDSHAKE_TIMEOUT_S * 1000 },
+      }, {
+        spawn: (argv) =>
+          link.exec("server", argv, { stdin: "null", stdout: "piped", stderr: "piped", signal }),
+      });
     } else {
       const exe = findTool("gtlsserver");
       if (!exe) throw new Error("gtlsserver not found: apt-get install ngtcp2-server");

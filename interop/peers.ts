@@ -5,6 +5,7 @@
  */
 import { createHandler } from "../handler/mod.ts";
 import { findTool, freeUdpPort } from "../lib/host.ts";
+import { onInterrupt } from "../lib/interrupt.ts";
 import { DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
 import type { H3DatagramStats } from "../transports/h3/ffi.ts";
 import { createH3Client } from "../transports/h3/client.ts";
@@ -79,19 +80,15 @@ export async function startGtlsServer(pki: DevPki, extra: string[] = []): Promis
     stdout: "null",
     stderr: "null",
   }).spawn();
-  // Interrupted (Ctrl-C): take the child and its files along, then exit as the signal would.
-  const onSignal = () => {
+  // Interrupted (Ctrl-C): take the child and its files along before the process ends.
+  const unregister = onInterrupt(async () => {
     try {
       child.kill("SIGTERM");
     } catch { /* already gone */ }
-    Deno.removeSync(dir, { recursive: true });
-    Deno.exit(130);
-  };
-  Deno.addSignalListener("SIGINT", onSignal);
-  Deno.addSignalListener("SIGTERM", onSignal);
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  });
   const close = async () => {
-    Deno.removeSignalListener("SIGINT", onSignal);
-    Deno.removeSignalListener("SIGTERM", onSignal);
+    unregister();
     try {
       child.kill("SIGTERM");
     } catch { /* already gone */ }

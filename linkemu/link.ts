@@ -8,6 +8,7 @@
  * @module
  */
 import { ensureBuilt } from "../lib/native_build.ts";
+import { onInterrupt } from "../lib/interrupt.ts";
 import {
   DEFAULT_STATE_DIR,
   DEV_PREFIX,
@@ -79,7 +80,7 @@ export interface OpenLinkOptions {
   /** Folder of state files used by `lab link cleanup`. Default `/run/sbilab/links`
    * (or SBILAB_LINK_STATE_DIR). */
   stateDir?: string;
-  /** Remove the link on SIGINT/SIGTERM (then exit) and at process exit. Default true. */
+  /** Remove the link when the process is interrupted (SIGINT, SIGTERM) and at exit. Default true. */
   autoCleanup?: boolean;
 }
 
@@ -123,37 +124,28 @@ export interface Link {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-// ---- process-wide registry: remove open links on signals and at exit -------
+// ---- process-wide registry: remove open links on interrupts and at exit ----
 
 const openLinks = new Set<LinkImpl>();
-let hooksInstalled = false;
+let unregister: (() => void) | undefined;
 
-function onSignal(code: number): () => void {
-  return () => {
-    Promise.allSettled([...openLinks].map((l) => l.close())).finally(() => Deno.exit(code));
-  };
-}
-const onInt = onSignal(130);
-const onTerm = onSignal(143);
 function onUnload(): void {
   for (const l of openLinks) l.closeSync();
 }
 
 function track(link: LinkImpl): void {
   openLinks.add(link);
-  if (hooksInstalled) return;
-  hooksInstalled = true;
-  Deno.addSignalListener("SIGINT", onInt);
-  Deno.addSignalListener("SIGTERM", onTerm);
+  if (unregister) return;
+  // An interrupt closes every open link before the process ends (lib/interrupt.ts).
+  unregister = onInterrupt(() => Promise.allSettled([...openLinks].map((l) => l.close())));
   globalThis.addEventListener("unload", onUnload);
 }
 
 function untrack(link: LinkImpl): void {
   openLinks.delete(link);
-  if (!hooksInstalled || openLinks.size > 0) return;
-  hooksInstalled = false;
-  Deno.removeSignalListener("SIGINT", onInt);
-  Deno.removeSignalListener("SIGTERM", onTerm);
+  if (!unregister || openLinks.size > 0) return;
+  unregister();
+  unregister = undefined;
   globalThis.removeEventListener("unload", onUnload);
 }
 

@@ -20,19 +20,12 @@ function hexOn(line: string): string {
 }
 
 Deno.test("lab request --export prints the N32 master key the server logs, on h2-tls and h3", async () => {
-  const transports = withH3 ? "h2-tls,h3" : "h2-tls";
-  const srv = await startLabServe([
-    "--transports",
-    transports,
-    "--tls-port",
-    "0",
-    "--export",
-    SPEC,
-  ]);
+  const transports: ("h2-tls" | "h3")[] = withH3 ? ["h2-tls", "h3"] : ["h2-tls"];
+  const srv = await startLabServe({ transports, extraArgs: ["--export", SPEC] });
   const state = srv.stateDir;
   try {
-    for (const t of transports.split(",")) {
-      const url = `${srv.urls[t as "h2-tls" | "h3"]}/nbench/v1/payload?size=16`;
+    for (const t of transports) {
+      const url = `${srv.urls[t]}/nbench/v1/payload?size=16`;
       const args = ["request", "--ca", `${state}/ca.pem`, "--export", SPEC, url];
       const r = await runLab(t === "h3" ? ["request", "--h3", ...args.slice(1)] : args);
       assert.equal(r.code, 0, r.stderr);
@@ -53,14 +46,7 @@ Deno.test({
   name: "openssl s_client -keymatexport prints the N32 master key our h2-TLS server logs",
   ignore: needsTool("openssl", "openssl"),
   fn: async () => {
-    const srv = await startLabServe([
-      "--transports",
-      "h2-tls",
-      "--tls-port",
-      "0",
-      "--export",
-      SPEC,
-    ]);
+    const srv = await startLabServe({ transports: ["h2-tls"], extraArgs: ["--export", SPEC] });
     const state = srv.stateDir;
     try {
       const url = new URL(srv.urls["h2-tls"]!);

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { h3Available } from "../transports/h3/mod.ts";
+import type { LabServeOptions } from "../lib/lab_serve.ts";
 import {
   directCall,
   freePort,
@@ -22,8 +23,8 @@ const NF_ID = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
 const lab = runLab;
 
 /** Starts `lab serve` and resolves with its listener URLs once they are printed. */
-async function startServe(args: string[]) {
-  const srv = await startLabServe(args);
+async function startServe(options: LabServeOptions) {
+  const srv = await startLabServe(options);
   return { urls: srv.urls as Record<string, string>, stop: srv.stop };
 }
 
@@ -37,16 +38,7 @@ function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp
 
 Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls (verified, -k, and refused without the CA)", async () => {
   const state = await Deno.makeTempDir();
-  const srv = await startServe([
-    "--transports",
-    "h2c,h2-tls",
-    "--h2c-port",
-    "0",
-    "--tls-port",
-    "0",
-    "--state-dir",
-    state,
-  ]);
+  const srv = await startServe({ transports: ["h2c", "h2-tls"], stateDir: state });
   try {
     assert.match(srv.urls["h2c"], /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.match(srv.urls["h2-tls"], /^https:\/\/127\.0\.0\.1:\d+$/);
@@ -108,7 +100,7 @@ Deno.test({
   fn: async () => {
     const state = await Deno.makeTempDir();
     const dir = await Deno.makeTempDir();
-    const srv = await startServe(["--transports", "h3", "--tls-port", "0", "--state-dir", state]);
+    const srv = await startServe({ transports: ["h3"], stateDir: state });
     try {
       const url = new URL(srv.urls["h3"]);
       const sizes = [16384, 1048576];
@@ -142,15 +134,11 @@ Deno.test({
   ignore: needsTool("gtlsclient", "ngtcp2-client") || !(await h3Available()),
   fn: async () => {
     const state = await Deno.makeTempDir();
-    const srv = await startServe([
-      "--transports",
-      "h3",
-      "--tls-port",
-      "0",
-      "--h3-retry",
-      "--state-dir",
-      state,
-    ]);
+    const srv = await startServe({
+      transports: ["h3"],
+      stateDir: state,
+      extraArgs: ["--h3-retry"],
+    });
     try {
       const url = new URL(srv.urls["h3"]);
       const r = await runTool("gtlsclient", [
@@ -171,7 +159,7 @@ Deno.test({
 
 Deno.test("lab request reads a body from @FILE and keeps binary bytes intact", async () => {
   const state = await Deno.makeTempDir();
-  const srv = await startServe(["--transports", "h2c", "--h2c-port", "0", "--state-dir", state]);
+  const srv = await startServe({ transports: ["h2c"], stateDir: state });
   try {
     const data = crypto.getRandomValues(new Uint8Array(40_000));
     await Deno.writeFile(`${state}/body.bin`, data);
@@ -237,13 +225,13 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
     [
       "header without a colon",
       ["request", "-H", "nocolon", "http://127.0.0.1:9/"],
-      /error: Header must look like/,
+      /^error: -H must be a header like 'Name: value', got 'nocolon'$/,
       2,
     ],
     [
       "header name with a space",
       ["request", "-H", "bad header", "http://127.0.0.1:9/"],
-      /error: Header must look like 'Name: value', got 'bad header'/,
+      /^error: -H must be a header like 'Name: value', got 'bad header'$/,
       2,
     ],
     [
@@ -252,7 +240,12 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
       /--timeout/,
       2,
     ],
-    ["unknown transport", ["serve", "--transports", "h4"], /error: Unknown transport h4/, 2],
+    [
+      "unknown transport",
+      ["serve", "--transports", "h4"],
+      /^error: --transports: Unknown transport h4/,
+      2,
+    ],
     ["bogus transport list", ["serve", "--transports", "bogus"], /Unknown transport bogus/, 2],
     ["bad port", ["serve", "--h2c-port", "70000"], /error: --h2c-port must be a port/, 2],
     [
@@ -262,17 +255,61 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
       2,
     ],
     ["bench with an unknown transport", ["bench", "--transports", "bogus"], /bogus/, 2],
-    ["bench with a bad number", ["bench", "--samples", "x"], /--samples/, 2],
+    [
+      "bench with a bad number",
+      ["bench", "--samples", "x"],
+      /^error: --samples must be a whole number ≥ 2, got x$/,
+      2,
+    ],
+    [
+      "bench with an MTU below IPv6's minimum",
+      ["bench", "--mtu", "900"],
+      /^error: --mtu must be a whole number 1280-65535, got 900$/,
+      2,
+    ],
+    [
+      "link selftest with too few probes",
+      ["link", "selftest", "--packets", "5"],
+      /^error: --packets must be a whole number 100-1000000, got 5$/,
+      2,
+    ],
+    [
+      "link with an unknown backend",
+      ["link", "up", "--link-backend", "veth"],
+      /^error: --link-backend must be one of relay, netem, got veth$/,
+      2,
+    ],
+    [
+      "load with a fractional connection count",
+      ["load", "http://127.0.0.1:9/", "-n", "5", "-c", "1.5"],
+      /^error: -c must be a whole number 1-100000, got 1\.5$/,
+      2,
+    ],
     ["report of a missing file", ["report", "/nonexistent/run.json"], /Cannot read/, 2],
-    ["link with a bad spec", ["link", "selftest", "--link", "wam"], /wam/, 2],
+    [
+      "link with a bad spec",
+      ["link", "selftest", "--link", "wam"],
+      /^error: --link: Unknown link profile "wam"/,
+      2,
+    ],
     [
       "h3 datagram size below QUIC's minimum",
       ["serve", "--transports", "h3", "--h3-max-udp-payload", "1000"],
-      /error: --h3-max-udp-payload must be 1200-65527, got 1000/,
+      /^error: --h3-max-udp-payload must be a whole number 1200-65527, got 1000$/,
       2,
     ],
-    ["soak with an unknown attack", ["soak", "--attacks", "bogus"], /Unknown attack bogus/, 2],
-    ["soak with a bad time", ["soak", "--time", "soon"], /--time/, 2],
+    [
+      "soak with an unknown attack",
+      ["soak", "--attacks", "bogus"],
+      /^error: --attacks must be one of .*, got bogus$/,
+      2,
+    ],
+    [
+      "soak with a bad time",
+      ["soak", "--time", "soon"],
+      /^error: --time must be a number ≥ 1, got soon$/,
+      2,
+    ],
     ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/, 2],
   ];
   for (const [name, args, pattern, code] of cases) {
@@ -295,19 +332,13 @@ Deno.test("lab certs writes a CA, server and client certificate that lab serve c
       const text = await Deno.readTextFile(`${dir}/${f}`);
       assert.match(text, /^-----BEGIN (CERTIFICATE|PRIVATE KEY)-----/);
     }
-    const srv = await startServe([
-      "--transports",
-      "h2-tls",
-      "--tls-port",
-      "0",
-      "--cert",
-      `${dir}/server.pem`,
-      "--key",
-      `${dir}/server-key.pem`,
-      "--ca",
-      `${dir}/ca.pem`,
-      "--mtls",
-    ]);
+    const srv = await startServe({
+      transports: ["h2-tls"],
+      cert: `${dir}/server.pem`,
+      key: `${dir}/server-key.pem`,
+      ca: `${dir}/ca.pem`,
+      mtls: true,
+    });
     try {
       const url = `${srv.urls["h2-tls"]}/nbench/v1/payload?size=10`;
       const anon = await lab(["request", "--ca", `${dir}/ca.pem`, "--timeout", "3000", url]);
@@ -368,16 +399,7 @@ Deno.test("deno task compile refuses a DENORT_BIN that does not exist with one l
 
 Deno.test("lab load drives lab serve over h2c, h2-TLS and h3 with matching counts and saves JSON", async () => {
   const state = await Deno.makeTempDir();
-  const srv = await startServe([
-    "--transports",
-    "h2c,h2-tls,h3",
-    "--h2c-port",
-    "0",
-    "--tls-port",
-    "0",
-    "--state-dir",
-    state,
-  ]);
+  const srv = await startServe({ transports: ["h2c", "h2-tls", "h3"], stateDir: state });
   try {
     const path = "/nbench/v1/payload?size=256";
     for (

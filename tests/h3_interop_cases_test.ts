@@ -17,7 +17,7 @@ import { startGtlsServer } from "../interop/peers.ts";
 import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "../transports/h3/ffi.ts";
 import { loadH3Library } from "../transports/h3/loader.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
-import { needsTool, runTool, testPki } from "./support.ts";
+import { needsTool, runTool, testPki, until } from "./support.ts";
 
 const ignore = H3_SKIP !== null;
 const noGtlsClient = ignore || needsTool("gtlsclient", "ngtcp2-client");
@@ -117,13 +117,16 @@ Deno.test({
       await client.request({ path: "/nbench/v1/payload?size=10" });
       assert.equal(client.datagramStats()!.retries, 1);
       assert.equal(client.datagramStats()!.newTokens, 1);
-      // Bounded wait for both sides to drop the idle connection.
-      const end = performance.now() + 3000;
-      while (server.connectionCount > 0 && performance.now() < end) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.equal(server.connectionCount, 0);
-      await new Promise((r) => setTimeout(r, 100)); // the client's own idle timer, just after the server's
+      // Both sides drop the idle connection: the client's ends (its event), the server's count
+      // falls to 0; bounded by 3 s.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        client.connectionEnded(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error("the client kept its connection")), 3000);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      await until(() => server.connectionCount === 0, "the server to drop the connection", 3000);
       const res = await client.request({ path: "/nbench/v1/payload?size=20" });
       assert.equal(res.body.length, 20);
       assert.equal(client.datagramStats()!.retries, 0, "the new connection went through a Retry");
@@ -157,10 +160,13 @@ async function rawConnect(port: number, localIp: string, token?: Uint8Array) {
   const end = performance.now() + 3000;
   let connected = false;
   for (let i = 0; i < 50 && performance.now() < end; i++) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const got = await Promise.race([
       sock.receive(),
-      new Promise<null>((r) => setTimeout(() => r(null), Math.max(1, end - performance.now()))),
-    ]);
+      new Promise<null>((
+        r,
+      ) => (timer = setTimeout(() => r(null), Math.max(1, end - performance.now())))),
+    ]).finally(() => clearTimeout(timer));
     if (!got) break;
     conn.io(sock, got[0]);
     for (let e; (e = conn.poll());) connected ||= e.type === H3_EVENT.CONNECTED;

@@ -120,11 +120,14 @@ Deno.test({
 
 for (
   const [args, message] of [
-    [["--cases", "handshake,warp"], /Unknown case warp/],
-    [["--server", "ftp://127.0.0.1:1"], /--server needs an https:\/\/ URL/],
+    [["--cases", "handshake,warp"], /^error: --cases must be one of .*, got warp$/m],
+    [
+      ["--server", "ftp://127.0.0.1:1"],
+      /^error: --server must be ours, gtlsserver or an https:\/\/ URL, got ftp:\/\/127\.0\.0\.1:1$/m,
+    ],
     [["--server", "not a url"], /--server must be ours, gtlsserver or an https:\/\/ URL/],
-    [["--client", "--server", "ours"], /--server and --client exclude each other/],
-    [["--link-backend", "veth"], /--link-backend must be one of relay, netem/],
+    [["--client", "--server", "ours"], /^error: --server and --client exclude each other$/m],
+    [["--link-backend", "veth"], /^error: --link-backend must be one of relay, netem, got veth$/m],
   ] as const
 ) {
   Deno.test({

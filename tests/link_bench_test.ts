@@ -146,7 +146,7 @@ Deno.test("lab bench --link with a bad spec fails with one line and exit 2", asy
   const err = new TextDecoder().decode(out.stderr).trim();
   assert.equal(out.code, 2);
   assert.equal(err.split("\n").length, 1, err);
-  assert.match(err, /^error: Invalid --link rtt=fast/);
+  assert.match(err, /^error: --link: Bad value for rtt: "fast"/);
 });
 
 Deno.test("lab bench --scenario migration without --link says it needs a link", async () => {

@@ -17,11 +17,14 @@ async function lab(args: string[], timeoutMs = 120_000) {
 Deno.test("lab study rejects bad options with one line and exit 2", async () => {
   for (
     const [args, message] of [
-      [["--budget", "5s"], /Invalid budget "5s"/],
-      [["--links", "lan,nowhere"], /nowhere/],
-      [["--flows", "journey,teleport"], /Unknown flow stream teleport/],
-      [["--ues", "0"], /UE concurrency/],
-      [["--transports", "h9"], /Unknown transport h9/],
+      [["--budget", "5s"], /^error: --budget: Invalid budget "5s"/],
+      [["--links", "lan,nowhere"], /^error: --links: .*nowhere/],
+      [
+        ["--flows", "journey,teleport"],
+        /^error: --flows must be one of journey, warm-get, got teleport$/m,
+      ],
+      [["--ues", "0"], /^error: --ues must be a whole number ≥ 1, got 0$/m],
+      [["--transports", "h9"], /^error: --transports: Unknown transport h9/],
     ] as const
   ) {
     const r = await lab(["study", ...args]);

@@ -15,8 +15,13 @@ import {
   type TransportName,
 } from "../transports/mod.ts";
 import { createDevPki, DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
-import { readListening } from "../lib/listening.ts";
-import { findTool, freeUdpPort, ROOT } from "../lib/host.ts";
+import {
+  labCommand,
+  type LabServeOptions,
+  type LabServeProcess,
+  startLabServe as startServe,
+} from "../lib/lab_serve.ts";
+import { findTool, freeUdpPort } from "../lib/host.ts";
 
 export { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../lib/host.ts";
 
@@ -24,6 +29,21 @@ let pkiPromise: Promise<DevPki> | undefined;
 /** One dev PKI shared by every test in the process. */
 export function testPki(): Promise<DevPki> {
   return pkiPromise ??= createDevPki();
+}
+
+/**
+ * Resolves once `cond()` holds, checking every 10 ms; throws naming `what`
+ * after `ms` (default 5 s). For state that offers no event to await (a
+ * server's connection count); await the event where there is one.
+ */
+export async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > deadline) {
+      throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 /** `ignore` flag for a test needing `tool`; prints which Debian package to install when missing. */
@@ -146,100 +166,40 @@ export function directCall(
   return handler({ method, path: url.pathname, query: url.searchParams, headers: lower, body });
 }
 
-/** A `lab serve` child process. */
-export interface LabServe {
-  /** Listener URLs by transport. */
-  urls: Partial<Record<TransportName, string>>;
-  /** The server's process id (for its RSS). */
-  pid: number;
+/** A `lab serve` child process with its dev PKI folder. */
+export interface LabServe extends LabServeProcess {
   /** The dev PKI folder (its `ca.pem` signs the server). */
   stateDir: string;
-  /** Resolves with the exit status once the process ended. */
-  status: Promise<Deno.CommandStatus>;
-  /** Whether the process still runs. */
-  running(): boolean;
-  /** Everything the server wrote to stderr so far (complete after `stop`). */
-  stderr(): string;
-  /** Resolves with the first stderr line matching `pattern`; rejects after `timeoutMs` (default 10 s). */
-  stderrLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
-  /** SIGTERM (SIGKILL after 5 s), waits, removes the PKI folder; returns the exit status. */
-  stop(): Promise<Deno.CommandStatus>;
 }
 
 /**
- * Starts `lab serve` with `args` in a child process (under `ulimit -n` when
- * `nofile` is given) and waits for its listening lines; bounded by 30 s.
+ * Starts `lab serve` for `options` in a child process (under `ulimit -n` when
+ * `nofile` is given) and waits for its listening lines; bounded by 30 s. The
+ * dev PKI goes to a fresh folder unless `options.stateDir` names one; a
+ * folder made here is removed by `stop`.
  */
 export async function startLabServe(
-  args: string[],
-  options: { nofile?: number } = {},
+  options: LabServeOptions,
+  launch: { nofile?: number } = {},
 ): Promise<LabServe> {
-  const stateDir = await Deno.makeTempDir({ prefix: "sbilab-test-" });
-  const lab = [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
-  const all = [...lab, "serve", "--state-dir", stateDir, ...args];
-  const [cmd, cmdArgs] = options.nofile === undefined
-    ? [all[0], all.slice(1)]
-    : ["sh", ["-c", `ulimit -n ${options.nofile} && exec "$@"`, "sh", ...all]];
-  const child = new Deno.Command(cmd, {
-    args: cmdArgs,
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
-  let running = true;
-  const status = child.status.finally(() => (running = false));
-  let err = "";
-  let wake: (() => void) | undefined;
-  const stderrDone = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-    new WritableStream({
-      write: (c) => {
-        err += c;
-        wake?.();
-      },
-    }),
-  ).catch(() => {});
-  const stderrLine = async (pattern: RegExp, timeoutMs = 10_000): Promise<string> => {
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const hit = err.split("\n").find((l) => pattern.test(l));
-      if (hit !== undefined) return hit;
-      const left = end - Date.now();
-      if (left <= 0) throw new Error(`No stderr line matched ${pattern}:\n${err}`);
-      const { promise, resolve } = Promise.withResolvers<void>();
-      wake = resolve;
-      const t = setTimeout(resolve, left);
-      await promise;
-      clearTimeout(t);
-    }
-  };
-  const want = (args[args.indexOf("--transports") + 1] ?? "h2c,h2-tls").split(",");
-  const stop = async () => {
-    if (running) {
-      child.kill("SIGTERM");
-      const killer = setTimeout(() => running && child.kill("SIGKILL"), 5000);
-      await status;
-      clearTimeout(killer);
-    }
-    await stderrDone;
-    await Deno.remove(stateDir, { recursive: true }).catch(() => {});
-    return await status;
-  };
-  let urls;
+  const own = options.stateDir === undefined;
+  const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sbilab-test-" });
+  const removeOwn = () => own ? Deno.remove(stateDir, { recursive: true }).catch(() => {}) : {};
+  let srv: LabServeProcess;
   try {
-    urls = await readListening(child.stdout, want as TransportName[]);
-  } catch (e) {
-    await stop();
-    throw new Error(`${(e as Error).message}: ${err.trim()}`);
+    srv = await startServe({ ...options, stateDir }, { nofile: launch.nofile });
+  } catch (err) {
+    await removeOwn();
+    throw err;
   }
   return {
-    urls,
-    pid: child.pid,
+    ...srv,
     stateDir,
-    status,
-    running: () => running,
-    stderr: () => err,
-    stderrLine,
-    stop,
+    stop: async () => {
+      const status = await srv.stop();
+      await removeOwn();
+      return status;
+    },
   };
 }
 
@@ -255,8 +215,9 @@ export async function runLab(
   args: string[],
   timeoutMs = 30_000,
 ): Promise<{ code: number; stdout: Uint8Array; stderr: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`, ...args],
+  const [cmd, ...prefix] = labCommand();
+  const child = new Deno.Command(cmd, {
+    args: [...prefix, ...args],
     stdout: "piped",
     stderr: "piped",
     stdin: "null",

@@ -113,7 +113,12 @@ Deno.test("timed request rejects with TimeoutError after cancelling its stream",
   );
   assert.equal(cancelled, 1);
   assert(t.settled());
-  t.pending.resolve(ok); // too late: nothing happens
+  // An answer or a failure arriving after the timeout changes nothing: no second cancel,
+  // and the request stays timed out.
+  t.pending.resolve(ok);
+  t.pending.reject(new Error("late"));
+  assert.equal(cancelled, 1);
+  await assert.rejects(() => t.promise, TimeoutError);
 });
 
 Deno.test("timed request settles once and stops its timer", async () => {

@@ -1,42 +1,100 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
+import { ConnectionGuard } from "./conn_guard.ts";
 import { createH2cServer } from "./server.ts";
 
-/** Whether the server ends `conn` within `ms` (EOF or reset). */
-async function endsWithin(conn: Deno.Conn, ms: number): Promise<boolean> {
-  const timer = setTimeout(() => conn.close(), ms);
-  let ended = false;
+Deno.test("a connection guard over its cap shuts the newest connections and keeps the older ones", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = listener.addr.port;
+  const guard = new ConnectionGuard(port, {
+    maxConnections: 5,
+    handshakeTimeoutMs: 60_000,
+    idleTimeoutMs: 60_000,
+  });
+  /** Client side and server side of each connection, oldest first. */
+  const pairs: [Deno.Conn, Deno.Conn][] = [];
+  const connect = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const client = await Deno.connect({ hostname: "127.0.0.1", port });
+      pairs.push([client, await listener.accept()]);
+    }
+  };
+  const buf = new Uint8Array(16);
   try {
-    ended = (await conn.read(new Uint8Array(1024))) === null;
-  } catch (err) {
-    ended = !(err instanceof Deno.errors.BadResource) && !(err instanceof Deno.errors.Interrupted);
+    await connect(5);
+    guard.sweep();
+    assert.equal(guard.counts.cap, 0, "at the cap nothing is closed");
+    assert.equal(guard.open, 5);
+    await connect(15);
+    // The guard's own timer may have swept meanwhile; either way the newest fifteen go.
+    guard.sweep();
+    assert.equal(guard.counts.cap, 15);
+    assert.equal(guard.open, 5);
+    for (const [i, [client]] of pairs.slice(5).entries()) {
+      assert.equal(await client.read(buf), null, `connection ${5 + i} was not ended`);
+    }
+    // The first five still carry bytes both ways.
+    for (const [client, server] of pairs.slice(0, 5)) {
+      await client.write(new Uint8Array([1]));
+      assert.equal(await server.read(buf), 1);
+      await server.write(new Uint8Array([2]));
+      assert.equal(await client.read(buf), 1);
+    }
   } finally {
-    clearTimeout(timer);
+    guard.close();
+    for (const c of pairs.flat()) {
+      try {
+        c.close();
+      } catch { /* already closed */ }
+    }
+    listener.close();
   }
-  return ended;
-}
+});
 
-Deno.test("an h2c listener holding its connection cap closes the newest connections beyond it", async () => {
+/** The client preface and an empty SETTINGS frame: what an h2c client sends first. */
+const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+const EMPTY_SETTINGS = new Uint8Array([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+
+Deno.test("an h2c listener holding its connection cap ends every connection beyond it and serves the rest", async () => {
   const server = await createH2cServer(createHandler(), {
     maxConnections: 5,
     handshakeTimeoutMs: 60_000,
     idleTimeoutMs: 60_000,
   });
   const conns: Deno.Conn[] = [];
+  const bound = Promise.withResolvers<never>();
+  const timer = setTimeout(() => bound.reject(new Error("not settled within 10 s")), 10_000);
   try {
-    const port = server.port;
-    for (let i = 0; i < 5; i++) conns.push(await Deno.connect({ hostname: "127.0.0.1", port }));
-    // Let one sweep see the first five before the rest arrive.
-    await new Promise((r) => setTimeout(r, 700));
-    for (let i = 0; i < 15; i++) conns.push(await Deno.connect({ hostname: "127.0.0.1", port }));
-    const ended = await Promise.all(conns.map((c, i) => endsWithin(c, i < 5 ? 2000 : 3000)));
-    assert.deepEqual(ended.slice(0, 5), [false, false, false, false, false], "the first five stay");
-    assert.equal(ended.slice(5).filter(Boolean).length, 15, "every one beyond the cap is closed");
+    for (let i = 0; i < 20; i++) {
+      conns.push(await Deno.connect({ hostname: "127.0.0.1", port: server.port }));
+    }
+    // Each connection's first read: EOF when the listener ends it, bytes when it answers.
+    const firstRead = conns.map((c) => c.read(new Uint8Array(1024)).catch(() => null));
+    const ended = new Set<number>();
+    const fifteenEnded = Promise.withResolvers<void>();
+    firstRead.forEach((p, i) =>
+      p.then((n) => {
+        if (n === null) ended.add(i);
+        if (ended.size === 15) fifteenEnded.resolve();
+      })
+    );
+    await Promise.race([fifteenEnded.promise, bound.promise]);
+    const kept = conns.map((_, i) => i).filter((i) => !ended.has(i));
+    assert.equal(kept.length, 5);
+    // The five kept are served: each answers a client preface with the server's SETTINGS.
+    for (const i of kept) {
+      await conns[i].write(PREFACE);
+      await conns[i].write(EMPTY_SETTINGS);
+    }
+    const answers = await Promise.race([Promise.all(kept.map((i) => firstRead[i])), bound.promise]);
+    for (const n of answers) assert.ok(n !== null && n >= 9, "no SETTINGS from the server");
+    assert.equal(ended.size, 15, "a kept connection ended meanwhile");
   } finally {
+    clearTimeout(timer);
     for (const c of conns) {
       try {
         c.close();
-      } catch { /* closed by the timer */ }
+      } catch { /* ended by the server */ }
     }
     await server.close();
   }

@@ -15,6 +15,7 @@ import {
   type NativeH2ServerOptions,
 } from "./native_server.ts";
 import { H2_STAT } from "./server_ffi.ts";
+import { until } from "../../tests/support.ts";
 import {
   FLAG,
   FRAME,
@@ -268,10 +269,10 @@ Deno.test({
       assert.equal(total(), 6 * MiB);
       const open = s.server.connectionCount;
       await a.close();
-      const deadline = Date.now() + 5000;
-      while (s.server.connectionCount >= open && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await until(
+        () => s.server.connectionCount < open,
+        "the server to drop the closed connection",
+      );
       assert.equal(total(), 2 * MiB, "a closed connection's queued bytes leave the count");
       await assertServes(s.client);
       await b.close();
@@ -448,17 +449,23 @@ Deno.test({
     const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
     let text = "";
     const raws: RawH2Client[] = [];
-    try {
-      while (!text.includes("\n")) {
+    /** Reads the probe's stdout until it printed `line`. */
+    const printed = async (line: string) => {
+      while (!text.split("\n").some((l) => l.startsWith(line))) {
         const { value, done } = await lines.read();
-        if (done) throw new Error("probe exited before listening");
+        if (done) throw new Error(`probe exited before printing ${line}: ${text}`);
         text += value;
       }
+    };
+    // bounded: a probe that never prints what is awaited is killed after 30 s
+    const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    try {
+      await printed("listening ");
       const url = /listening (\S+)/.exec(text)![1];
       const port = Number(new URL(url).port);
       // more connections than descriptors: the kernel queues them, accept fails with EMFILE
       for (let i = 0; i < 120; i++) raws.push(await RawH2Client.open(port));
-      await new Promise((r) => setTimeout(r, 300));
+      await printed("accept-failed");
       for (const r of raws) await r.close();
       const client = await createNativeH2Client(url, { timeoutMs: 5000 });
       try {
@@ -477,6 +484,7 @@ Deno.test({
       const errors = Number(/accept-errors (\d+)/.exec(text)?.[1] ?? -1);
       assert.ok(errors > 0, `the probe saw no accept error: ${text}`);
     } finally {
+      clearTimeout(killer);
       for (const r of raws) await r.close();
       try {
         child.kill("SIGKILL");

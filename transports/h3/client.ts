@@ -122,6 +122,7 @@ class Session {
   /** No new requests: closed, failed or told to go away. */
   unusable = false;
   #dead = false;
+  #ended = Promise.withResolvers<void>();
   #lastStats: H3DatagramStats | null = null;
   #lastToken: Uint8Array | null = null;
 
@@ -347,6 +348,7 @@ class Session {
     this.#lastTls = this.#conn.tlsInfo() ?? this.#lastTls;
     if (!this.#gotTicket && this.#offered && this.#lastTls?.resumed) this.#onTicket(this.#offered);
     this.#dead = true;
+    this.#ended.resolve();
     this.#pending.rejectAll(err);
     for (const q of this.#queued) q.reject(err);
     this.#queued = [];
@@ -395,6 +397,11 @@ class Session {
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
     if (this.#dead) throw new RangeError("The HTTP/3 connection is closed");
     return this.#conn.exportKeyingMaterial(label, context, length);
+  }
+
+  /** Resolves once the connection ended: closed, failed, idle or closed by the peer. */
+  get ended(): Promise<void> {
+    return this.#ended.promise;
   }
 
   /** Closes gracefully: CONNECTION_CLOSE with H3_NO_ERROR, then frees everything. */
@@ -448,6 +455,12 @@ export interface H3SbiClient extends SbiClient {
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array;
   /** Starts a 1-RTT key update on the current connection; false when there is none or it is not allowed yet. */
   updateKey(): boolean;
+  /**
+   * Resolves once the current connection has ended (idle timeout, closed by
+   * the peer, failed); at once when none is open. The next request opens a
+   * new one.
+   */
+  connectionEnded(): Promise<void>;
 }
 
 class H3Client implements H3SbiClient {
@@ -610,6 +623,10 @@ class H3Client implements H3SbiClient {
 
   updateKey(): boolean {
     return this.#core.current?.updateKey() ?? false;
+  }
+
+  connectionEnded(): Promise<void> {
+    return this.#core.current?.ended ?? Promise.resolve();
   }
 
   /** Request streams the current connection's shim state still holds (for tests and diagnostics). */

@@ -12,7 +12,7 @@ import type { TlsConnection, TlsConnectionInfo } from "../tls.ts";
 import { TicketCache } from "../ticket_cache.ts";
 import { createH3Client, createH3Server, type H3SbiServer, type H3ServerOptions } from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
-import { recordingHandler } from "../../tests/support.ts";
+import { recordingHandler, until } from "../../tests/support.ts";
 import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "./ffi.ts";
 import { loadH3Library } from "./loader.ts";
 
@@ -232,15 +232,6 @@ Deno.test({
     }
   },
 });
-
-/** Resolves once `cond()` holds, checking every 5 ms for at most `ms`; throws otherwise. */
-async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 Deno.test({
   name:

@@ -1,0 +1,31 @@
+/**
+ * Only `main.ts` chooses the exit status: no other product module calls
+ * `Deno.exit`. The processes sbilab spawns as entry points of their own
+ * (the echo peer, the setup scripts) end themselves.
+ */
+import assert from "node:assert/strict";
+import { ROOT } from "../lib/host.ts";
+
+/** Entry points of their own processes, besides main.ts. */
+const OWN_PROCESSES = [/^scripts\//, /^bench\/_echo_peer\.ts$/];
+
+Deno.test("no product module but main.ts calls Deno.exit", async () => {
+  const out = await new Deno.Command("git", {
+    args: ["ls-files", "--cached", "--others", "--exclude-standard", "*.ts"],
+    cwd: ROOT,
+    stdout: "piped",
+  }).output();
+  assert.ok(out.success, "git ls-files failed");
+  const files = new TextDecoder().decode(out.stdout).split("\n").filter((f) =>
+    f.endsWith(".ts") && !f.endsWith("_test.ts") && !f.startsWith("tests/") &&
+    !f.startsWith("node_modules/") && f !== "main.ts" && !OWN_PROCESSES.some((p) => p.test(f))
+  );
+  assert.ok(files.length > 50, `only ${files.length} product modules found`);
+  const calling: string[] = [];
+  for (const f of files) {
+    const text = await Deno.readTextFile(`${ROOT}/${f}`);
+    if (/\bDeno\.exit\s*\(/.test(text)) calling.push(f);
+  }
+  assert.deepEqual(calling, []);
+  assert.match(await Deno.readTextFile(`${ROOT}/main.ts`), /\bDeno\.exit\(/);
+});
