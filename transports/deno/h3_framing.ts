@@ -134,7 +134,13 @@ export class H3Framing {
   /** Feeds bytes that arrived on `streamId`; `fin` when the peer ended the stream. */
   read(streamId: number, bytes: Uint8Array, fin: boolean): void {
     this.#check(
-      this.#sym.sbdh3_conn_read(this.#live(), BigInt(streamId), bytes, BigInt(bytes.length), fin ? 1 : 0),
+      this.#sym.sbdh3_conn_read(
+        this.#live(),
+        BigInt(streamId),
+        bytes,
+        BigInt(bytes.length),
+        fin ? 1 : 0,
+      ),
       "read",
     );
   }
@@ -145,7 +151,9 @@ export class H3Framing {
     const h = this.#live();
     const view = new DataView(this.#meta.buffer);
     for (;;) {
-      const n = Number(this.#sym.sbdh3_conn_write(h, this.#out, BigInt(this.#out.length), this.#meta));
+      const n = Number(
+        this.#sym.sbdh3_conn_write(h, this.#out, BigInt(this.#out.length), this.#meta),
+      );
       if (n === DH3_ERR.DONE) return out;
       this.#check(n, "write");
       out.push({
