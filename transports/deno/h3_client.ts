@@ -76,13 +76,20 @@ class Session implements CoreSession {
 
   async request(list: HeaderList, body: Uint8Array, timeoutMs: number): Promise<ClientResponse> {
     let streamId = -1;
-    const { promise, pending } = timedRequest(timeoutMs, () => {
+    const { promise, pending, settled } = timedRequest(timeoutMs, () => {
       if (streamId < 0) return;
       this.#pending.delete(streamId);
       this.conn.cancel(streamId, H3_CODE.REQUEST_CANCELLED);
     });
     try {
-      const bidi = await this.conn.quic.createBidirectionalStream();
+      // past the peer's stream credit, wait for a stream as the native client queues
+      const bidi = await this.conn.quic.createBidirectionalStream({ waitUntilAvailable: true });
+      if (settled()) {
+        // timed out while waiting for a stream: give the stream back unused
+        bidi.writable.abort(H3_CODE.REQUEST_CANCELLED).catch(() => {});
+        bidi.readable.cancel(H3_CODE.REQUEST_CANCELLED).catch(() => {});
+        return await promise;
+      }
       streamId = this.conn.adopt(bidi);
       this.#pending.add(streamId, pending);
       this.conn.framing.request(streamId, list, body);

@@ -125,3 +125,45 @@ Deno.test("quinn h3 client refuses -k and client certificates with one line each
     /cannot send a client certificate/,
   );
 });
+
+Deno.test("quinn h3 keeps serving after junk and truncated datagrams at its port", async () => {
+  await withPair(async (client, url) => {
+    const port = Number(new URL(url).port);
+    const sock = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+    try {
+      const rng = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+      for (let i = 0; i < 2000; i++) {
+        const junk = rng(1 + (i * 37) % 1400);
+        if (i % 3 === 0) junk[0] = 0xc0 | (junk[0] & 0x0f); // looks like a long-header Initial
+        await sock.send(junk, { transport: "udp", hostname: "127.0.0.1", port });
+      }
+    } finally {
+      sock.close();
+    }
+    const res = await client.request({ path: "/nbench/v1/payload?size=64" });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.length, 64);
+  });
+});
+
+Deno.test("quinn h3 runs at most 100 requests of one connection at once, whatever the client asks", async () => {
+  let running = 0, peak = 0;
+  const release = Promise.withResolvers<void>();
+  const inner = createHandler();
+  const handler: SbiHandler = async (req) => {
+    peak = Math.max(peak, ++running);
+    if (running >= 100) release.resolve();
+    await release.promise;
+    running--;
+    return inner(req);
+  };
+  await withPair(async (client) => {
+    const all = Array.from(
+      { length: 300 },
+      () => client.request({ path: "/nbench/v1/payload?size=8", timeoutMs: 20_000 }),
+    );
+    const res = await Promise.all(all);
+    assert.equal(res.filter((r) => r.status === 200).length, 300);
+    assert.equal(peak, 100, "QUIC stream credit holds the connection at 100 requests in flight");
+  }, handler);
+});
