@@ -48,11 +48,20 @@ Deno.test("a deno-stack run names its stack in the config, every row id, the tab
   assert.ok(run.notes.some((n) => n.startsWith("Stack deno:")), run.notes.join(" | "));
 });
 
-Deno.test("the deno stack refuses h3 with a one-line error", async () => {
-  await assert.rejects(
-    runBench({ stack: "deno", inProcess: true, transports: ["h3"], skipFloors: true, samples: 2 }),
-    /The deno stack has no h3/,
-  );
+Deno.test("a deno-stack h3 row runs on quinn with nghttp3 framing and says so", async () => {
+  const run = await runBench({
+    stack: "deno",
+    inProcess: true,
+    transports: ["h3"],
+    sizes: [256],
+    warmupMs: 20,
+    samples: 5,
+    skipFloors: true,
+  });
+  assert.equal(run.rows.length, 1);
+  assert.equal(run.rows[0].id, "deno/rtt/h3/256");
+  assert.ok(run.rows[0].estimate.median > 0);
+  assert.match(stackLines(run).join("\n"), /h3: quinn \(Deno [\d.]+\), nghttp3 0\.8/);
 });
 
 Deno.test("the HTML footer names the sizes the rows measured, not every size the config lists", async () => {

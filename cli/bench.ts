@@ -291,7 +291,7 @@ export function registerBenchCommands(program: Command): void {
     .option("--scenario <name>", `one of ${SCENARIOS.join(", ")}`, "rtt")
     .option(
       "--stack <stack>",
-      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch, h2 only)",
+      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch for h2; Deno's QUIC (quinn) + nghttp3 for h3)",
     )
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
@@ -463,7 +463,7 @@ export function registerStudyCommand(program: Command): void {
     )
     .option(
       "--stack <stack>",
-      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch, h2 only)",
+      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch for h2; Deno's QUIC (quinn) + nghttp3 for h3)",
     )
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
     .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")

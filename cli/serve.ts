@@ -168,7 +168,7 @@ export function registerServeCommand(program: Command): void {
     .description("serve the SBI handler on h2c, h2 over TLS and h3")
     .option(
       "--stack <stack>",
-      "native (nghttp2/ngtcp2, GnuTLS; default) or deno (Deno.serve, h2 only)",
+      "native (nghttp2/ngtcp2, GnuTLS; default) or deno (Deno.serve for h2; Deno's QUIC (quinn) + nghttp3 for h3)",
     )
     .option("--transports <list>", "comma-separated: h2c,h2-tls,h3", "h2c,h2-tls")
     .option("--host <host>", "address to bind", "127.0.0.1")

@@ -74,6 +74,16 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
     ],
   },
+  // HTTP/3 framing for the deno stack: nghttp3 over the streams of Deno's own QUIC
+  // (quinn), so its h3 differs from the native one only in the QUIC layer.
+  dh3: {
+    output: "libsbilab_dh3.so",
+    kind: "shared",
+    sources: ["transports/deno/native/sbdh3.c"],
+    deps: ["transports/deno/native/sbdh3.h", "transports/native/sbwire.h"],
+    libs: ["-lnghttp3"],
+    requires: [{ header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" }],
+  },
   // HTTP/2 client and server: the sbh2 shim over nghttp2 (transports/h2/native_client.ts,
   // transports/h2/native_server.ts) and its TLS 1.3 record layer on GnuTLS
   // (sbh2_tls.c), with the TLS settings shared with h3 (transports/native/sb_tls.h).

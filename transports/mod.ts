@@ -1,7 +1,7 @@
 /**
  * Every transport behind one pair of factories, on either stack (see
  * `StackName`): `native` (nghttp2 / ngtcp2 modules through FFI, GnuTLS) or
- * `deno` (`Deno.serve` and `fetch`, h2 only). Native modules load lazily.
+ * `deno` (`Deno.serve` and `fetch` for h2, Deno's QUIC with nghttp3 framing for h3). Native modules load lazily.
  */
 import type { SbiHandler } from "../handler/types.ts";
 import {
@@ -47,6 +47,9 @@ export async function createServer(
 ): Promise<SbiServer> {
   const stack = resolveStack(options.stack);
   if (stack === "deno") {
+    if (transport === "h3") {
+      return await (await import("./deno/h3_server.ts")).createQuinnH3Server(handler, options);
+    }
     const h2 = await import("./deno/server.ts");
     if (transport === "h2c") return await h2.createH2cServer(handler, options);
     if (transport === "h2-tls") return await h2.createH2TlsServer(handler, options);
@@ -69,7 +72,9 @@ export async function createClient(
 ): Promise<SbiClient> {
   const stack = resolveStack(options.stack);
   if (stack === "deno") {
-    if (transport === "h3") unsupported(transport, stack);
+    if (transport === "h3") {
+      return await (await import("./deno/h3_client.ts")).createQuinnH3Client(origin, options);
+    }
     return await (await import("./deno/client.ts")).createFetchH2Client(origin, options);
   }
   if (transport === "h3") {
@@ -84,7 +89,16 @@ export async function createClient(
  */
 export async function availableTransports(stack?: StackName): Promise<TransportName[]> {
   const s = resolveStack(stack);
-  if (s === "deno") return [...stackTransports(s)];
+  if (s === "deno") {
+    const out: TransportName[] = ["h2c", "h2-tls"];
+    try {
+      await (await import("./deno/h3_framing.ts")).loadDh3Library();
+      out.push("h3");
+    } catch {
+      // the framing module is not built: the deno stack has h2 only here
+    }
+    return out;
+  }
   const out: TransportName[] = [];
   const { h2NativeAvailable } = await import("./h2/loader.ts");
   if (await h2NativeAvailable()) out.push("h2c", "h2-tls");

@@ -15,9 +15,9 @@ export { type TransportName, TRANSPORTS };
  * The implementation family under a transport. `native`: h2 on nghttp2 and
  * h3 on ngtcp2 + nghttp3, TLS from GnuTLS in both, each a small C module
  * driven through FFI with the same I/O shape (the matched stack every
- * comparison runs on by default). `deno`: `Deno.serve` and `fetch` on
- * rustls for h2 (what a Deno-based NF would run), kept as a reference; it
- * has no h3.
+ * comparison runs on by default). `deno`: `Deno.serve` and `fetch` on hyper
+ * and rustls for h2, Deno's QUIC (quinn, rustls) with nghttp3 framing for
+ * h3: what a Deno-based NF would run, and the study's own pairing.
  */
 export type StackName = "native" | "deno";
 
@@ -25,8 +25,8 @@ export type StackName = "native" | "deno";
 export const STACKS: readonly StackName[] = ["native", "deno"];
 
 /** The transports a stack implements. */
-export function stackTransports(stack: StackName): readonly TransportName[] {
-  return stack === "deno" ? ["h2c", "h2-tls"] : TRANSPORTS;
+export function stackTransports(_stack: StackName): readonly TransportName[] {
+  return TRANSPORTS;
 }
 
 /** Parses a stack name; throws `RangeError` naming the choices. */
@@ -173,7 +173,7 @@ export interface ClientOptions {
   timeoutMs?: number;
   /**
    * Implementation family. `native`: nghttp2 (h2) or ngtcp2 (h3) through
-   * FFI; `deno`: Deno's `fetch` (h2 only). Default `native`, or the
+   * FFI; `deno`: Deno's `fetch` for h2, Deno's QUIC for h3. Default `native`, or the
    * `SBILAB_STACK` environment variable when set.
    */
   stack?: StackName;

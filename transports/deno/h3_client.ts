@@ -1,0 +1,208 @@
+/**
+ * The deno stack's HTTP/3 client: QUIC from Deno itself (`Deno.connectQuic`,
+ * quinn with rustls), HTTP/3 framing and QPACK from nghttp3 through the sbdh3
+ * shim. It stands on the same client core as the native clients (one
+ * connection per origin, reopened after it dies or is told to go away, a
+ * per-request timer that resets the stream) and sends the same SBI headers.
+ *
+ * Deno's QUIC has no way to skip certificate verification, no client
+ * certificates, and shows neither the TLS parameters nor session tickets:
+ * `insecure` and a client certificate are refused with one line, and the
+ * connection line names only the libraries.
+ */
+import { parseOrigin } from "../origin.ts";
+import { sbiRequestHeaders } from "../sbi_headers.ts";
+import { resolveTls } from "../tls.ts";
+import {
+  type ClientOptions,
+  type ClientRequest,
+  type ClientResponse,
+  type ConnectionInfo,
+  type SbiClient,
+  TransportError,
+} from "../types.ts";
+import {
+  ClientCore,
+  type CoreSession,
+  PendingStreams,
+  requestTimeoutMs,
+  timedRequest,
+} from "../client_core.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
+import type { HeaderList } from "../native/wire.ts";
+import { WIRE_EVENT } from "../native/wire.ts";
+import { requestHeaderList, toClientResponse } from "../h3/convert.ts";
+import { dh3Version, H3Framing, loadDh3Library } from "./h3_framing.ts";
+import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
+
+class Session implements CoreSession {
+  conn!: QuicH3Conn;
+  #pending = new PendingStreams();
+  #goaway = false;
+
+  get unusable(): boolean {
+    return this.#goaway || this.conn.dead;
+  }
+
+  get streamCount(): number {
+    return this.conn.framing.streamCount;
+  }
+
+  onEvents(events: ReturnType<H3Framing["poll"]>): void {
+    for (const e of events) {
+      if (e.type === WIRE_EVENT.GOAWAY) this.#goaway = true;
+      else if (e.type === WIRE_EVENT.MESSAGE) {
+        const p = this.#pending.take(e.streamId);
+        if (!p) continue;
+        try {
+          p.resolve(toClientResponse(e.headers, e.body));
+        } catch (err) {
+          p.reject(new TransportError((err as Error).message, { cause: err }));
+        }
+      } else if (e.type === WIRE_EVENT.RESET) {
+        this.#pending.take(e.streamId)?.reject(
+          new TransportError(
+            `HTTP/3 stream ${e.streamId} was reset (code 0x${e.code.toString(16)})`,
+          ),
+        );
+        this.conn.cancel(e.streamId, e.code || H3_CODE.REQUEST_CANCELLED);
+      }
+    }
+  }
+
+  onClosed(reason: string): void {
+    this.#pending.rejectAll(new TransportError(`HTTP/3 connection closed: ${reason}`));
+  }
+
+  async request(list: HeaderList, body: Uint8Array, timeoutMs: number): Promise<ClientResponse> {
+    let streamId = -1;
+    const { promise, pending, settled } = timedRequest(timeoutMs, () => {
+      if (streamId < 0) return;
+      this.#pending.delete(streamId);
+      this.conn.cancel(streamId, H3_CODE.REQUEST_CANCELLED);
+    });
+    try {
+      // past the peer's stream credit, wait for a stream as the native client queues
+      const bidi = await this.conn.quic.createBidirectionalStream({ waitUntilAvailable: true });
+      if (settled()) {
+        // timed out while waiting for a stream: give the stream back unused
+        bidi.writable.abort(H3_CODE.REQUEST_CANCELLED).catch(() => {});
+        bidi.readable.cancel(H3_CODE.REQUEST_CANCELLED).catch(() => {});
+        return await promise;
+      }
+      streamId = this.conn.adopt(bidi);
+      this.#pending.add(streamId, pending);
+      this.conn.framing.request(streamId, list, body);
+      this.conn.flush();
+    } catch (err) {
+      pending.reject(
+        err instanceof TransportError
+          ? err
+          : new TransportError(`Cannot send the HTTP/3 request: ${(err as Error).message}`, {
+            cause: err,
+          }),
+      );
+    }
+    return await promise;
+  }
+
+  close(): Promise<void> {
+    this.conn.close(H3_CODE.NO_ERROR, "client closing");
+    this.#pending.rejectAll(new TransportError("Client is closed"));
+    return Promise.resolve();
+  }
+}
+
+class QuinnH3Client implements SbiClient {
+  readonly transport = "h3" as const;
+  #origin: URL;
+  #options: ClientOptions;
+  #core: ClientCore<Session>;
+  #versions = "";
+
+  constructor(origin: URL, options: ClientOptions) {
+    this.#origin = origin;
+    this.#options = options;
+    this.#core = new ClientCore<Session>(() => this.#connect());
+  }
+
+  async #connect(): Promise<Session> {
+    const { symbols } = await loadDh3Library();
+    this.#versions = dh3Version(symbols);
+    const tls = await resolveTls(this.#options.tls ?? {});
+    let quic: Deno.QuicConn;
+    try {
+      quic = await Deno.connectQuic({
+        hostname: this.#origin.hostname.replace(/^\[|\]$/g, ""),
+        port: Number(this.#origin.port || 443),
+        serverName: tls.serverName,
+        alpnProtocols: ["h3"],
+        caCerts: tls.caPem.length ? tls.caPem : undefined,
+      });
+      await quic.handshake;
+    } catch (err) {
+      throw new TransportError(
+        `Cannot open an HTTP/3 connection to ${this.#origin.host}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    const session = new Session();
+    const framing = new H3Framing(symbols, false, { maxBodyBytes: DEFAULT_MAX_BODY_BYTES });
+    session.conn = await QuicH3Conn.open(quic, framing, {
+      onEvents: (events) => session.onEvents(events),
+      onClosed: (reason) => session.onClosed(reason),
+    }, { server: false });
+    return session;
+  }
+
+  async request(req: ClientRequest): Promise<ClientResponse> {
+    if (this.#core.closed) throw new TransportError("Client is closed");
+    const timeoutMs = requestTimeoutMs(req, this.#options);
+    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
+    const body = req.body ?? new Uint8Array(0);
+    const list = requestHeaderList(
+      req.method ?? "GET",
+      this.#origin.host,
+      req.path,
+      headers,
+      body.length,
+    );
+    const session = await this.#core.session();
+    return await session.request(list, body, timeoutMs);
+  }
+
+  connectionInfo(): ConnectionInfo | undefined {
+    if (!this.#core.last) return undefined;
+    const nghttp3 = /nghttp3 (\S+)/.exec(this.#versions)?.[1] ?? "?";
+    return {
+      stack: "deno",
+      implementation: `quinn (Deno ${Deno.version.deno}), nghttp3 ${nghttp3}`,
+      tls: { library: "rustls (Deno)" },
+    };
+  }
+
+  close(): Promise<void> {
+    return this.#core.close();
+  }
+}
+
+/** A client for `https://host:port` over HTTP/3 on Deno's QUIC. */
+export async function createQuinnH3Client(
+  origin: string,
+  options: ClientOptions = {},
+): Promise<SbiClient> {
+  const url = parseOrigin(origin);
+  if (url.protocol !== "https:") throw new TypeError(`HTTP/3 needs an https:// origin: ${origin}`);
+  if (options.tls?.insecure) {
+    throw new RangeError(
+      "The deno stack's h3 cannot skip certificate verification (Deno's QUIC has no option for it); pass the CA",
+    );
+  }
+  if (options.tls?.cert) {
+    throw new RangeError(
+      "The deno stack's h3 cannot send a client certificate (Deno's QUIC has no mutual TLS); use the native stack",
+    );
+  }
+  await loadDh3Library();
+  return new QuinnH3Client(url, options);
+}

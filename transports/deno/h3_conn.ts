@@ -1,0 +1,280 @@
+/**
+ * One HTTP/3 connection on Deno's QUIC (quinn, rustls): the streams of a
+ * `Deno.QuicConn` joined to an {@linkcode H3Framing}. It opens and binds the
+ * three unidirectional streams HTTP/3 needs, feeds every byte that arrives on
+ * any stream to the framing layer, writes what the layer has for each stream
+ * in order (one write chain per stream, so a slow stream never holds up the
+ * others), and forgets a stream once both its directions are done. The
+ * server and client add their roles on top.
+ */
+import { WIRE_EVENT } from "../native/wire.ts";
+import { type FramingEvent, H3Framing, H3FramingError, type StreamChunk } from "./h3_framing.ts";
+
+/** HTTP/3 error codes used here (RFC 9114 §8.1). */
+export const H3_CODE = {
+  NO_ERROR: 0x100,
+  GENERAL_PROTOCOL_ERROR: 0x101,
+  INTERNAL_ERROR: 0x102,
+  REQUEST_CANCELLED: 0x10c,
+  EXCESSIVE_LOAD: 0x107,
+} as const;
+
+const EMPTY = new Uint8Array(0);
+
+interface StreamState {
+  writer?: WritableStreamDefaultWriter<Uint8Array>;
+  reader?: ReadableStreamDefaultReader<Uint8Array>;
+  chain: Promise<void>;
+  readDone: boolean;
+  writeDone: boolean;
+  /** Bytes handed to the writer and not yet written. */
+  queued: number;
+}
+
+/** What the connection tells its owner. */
+export interface H3ConnHooks {
+  /** Events the framing layer produced (messages, resets, GOAWAY, too large). */
+  onEvents(events: FramingEvent[]): void;
+  /** The connection ended: closed by either side, failed, or timed out. */
+  onClosed(reason: string): void;
+}
+
+/** An HTTP/3 connection over one `Deno.QuicConn`. */
+export class QuicH3Conn {
+  readonly quic: Deno.QuicConn;
+  readonly framing: H3Framing;
+  #hooks: H3ConnHooks;
+  #streams = new Map<number, StreamState>();
+  #dead = false;
+  #reason = "";
+
+  private constructor(quic: Deno.QuicConn, framing: H3Framing, hooks: H3ConnHooks) {
+    this.quic = quic;
+    this.framing = framing;
+    this.#hooks = hooks;
+  }
+
+  /** Opens our control and QPACK streams, binds them, and starts reading the peer's streams. */
+  static async open(
+    quic: Deno.QuicConn,
+    framing: H3Framing,
+    hooks: H3ConnHooks,
+    options: { server: boolean },
+  ): Promise<QuicH3Conn> {
+    const c = new QuicH3Conn(quic, framing, hooks);
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const send = await quic.createUnidirectionalStream();
+      const id = Number(send.id);
+      ids.push(id);
+      c.#streams.set(id, c.#state({ writer: send.getWriter() }));
+    }
+    framing.bind(ids[0], ids[1], ids[2]);
+    void c.#acceptUni();
+    if (options.server) void c.#acceptBidi();
+    void quic.closed.then(
+      (info) => c.#die(info.reason || `closed with code ${info.closeCode}`),
+      (err) => c.#die((err as Error).message),
+    );
+    c.flush();
+    return c;
+  }
+
+  #state(parts: Partial<StreamState>): StreamState {
+    return { chain: Promise.resolve(), readDone: false, writeDone: false, queued: 0, ...parts };
+  }
+
+  /** True once the connection can carry nothing more. */
+  get dead(): boolean {
+    return this.#dead;
+  }
+
+  /** Why it died, once dead. */
+  get reason(): string {
+    return this.#reason;
+  }
+
+  /** Request streams open now. */
+  get openStreams(): number {
+    return this.#streams.size - 3;
+  }
+
+  /** Bytes handed to streams and not yet written (the peer may not be reading). */
+  get queuedBytes(): number {
+    let n = 0;
+    for (const s of this.#streams.values()) n += s.queued;
+    return n;
+  }
+
+  async #acceptUni(): Promise<void> {
+    try {
+      for await (const recv of this.quic.incomingUnidirectionalStreams) {
+        const id = Number(recv.id);
+        const s = this.#state({ writeDone: true });
+        this.#streams.set(id, s);
+        void this.#read(id, s, recv);
+      }
+    } catch {
+      // the connection ended; #die runs from `closed`
+    }
+  }
+
+  async #acceptBidi(): Promise<void> {
+    try {
+      for await (const bidi of this.quic.incomingBidirectionalStreams) {
+        this.adopt(bidi);
+      }
+    } catch {
+      // the connection ended
+    }
+  }
+
+  /** Takes a bidirectional stream (the peer's, or one the client opened); returns its id. */
+  adopt(bidi: Deno.QuicBidirectionalStream): number {
+    const id = Number(bidi.writable.id);
+    const s = this.#state({ writer: bidi.writable.getWriter() });
+    this.#streams.set(id, s);
+    void this.#read(id, s, bidi.readable);
+    return id;
+  }
+
+  async #read(id: number, s: StreamState, readable: ReadableStream<Uint8Array>): Promise<void> {
+    const reader = readable.getReader();
+    s.reader = reader;
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (this.#dead) return;
+        if (done) {
+          this.#feed(id, EMPTY, true);
+          break;
+        }
+        this.#feed(id, value, false);
+      }
+    } catch {
+      // reset by the peer, or cancelled by us
+      if (!this.#dead) this.#closeStream(id, H3_CODE.REQUEST_CANCELLED);
+      return;
+    } finally {
+      s.readDone = true;
+    }
+    this.#settle(id, s);
+  }
+
+  #feed(id: number, bytes: Uint8Array, fin: boolean): void {
+    try {
+      this.framing.read(id, bytes, fin);
+    } catch (err) {
+      const code = err instanceof H3FramingError ? err.h3Code : H3_CODE.INTERNAL_ERROR;
+      this.close(code, `HTTP/3 error on stream ${id}: ${(err as Error).message}`);
+      return;
+    }
+    this.pump();
+  }
+
+  /** Hands out the framing layer's events, then writes what is due. */
+  pump(): void {
+    if (this.#dead) return;
+    let events;
+    try {
+      events = this.framing.poll();
+    } catch (err) {
+      this.close(H3_CODE.INTERNAL_ERROR, (err as Error).message);
+      return;
+    }
+    if (events.length) this.#hooks.onEvents(events);
+    this.flush();
+  }
+
+  /** Writes every chunk the framing layer has, each on its stream's chain. */
+  flush(): void {
+    if (this.#dead) return;
+    let chunks: StreamChunk[];
+    try {
+      chunks = this.framing.drain();
+    } catch (err) {
+      this.close(H3_CODE.INTERNAL_ERROR, (err as Error).message);
+      return;
+    }
+    for (const c of chunks) this.#write(c);
+  }
+
+  #write(c: StreamChunk): void {
+    const s = this.#streams.get(c.streamId);
+    if (!s?.writer || s.writeDone) return;
+    const w = s.writer;
+    s.queued += c.bytes.length;
+    s.chain = s.chain.then(async () => {
+      if (c.bytes.length) await w.write(c.bytes);
+      s.queued -= c.bytes.length;
+      if (c.fin) {
+        await w.close();
+        s.writeDone = true;
+        this.#settle(c.streamId, s);
+      }
+    }).catch(() => {
+      s.queued = 0;
+      s.writeDone = true;
+      this.#settle(c.streamId, s);
+    });
+  }
+
+  #settle(id: number, s: StreamState): void {
+    if (!s.readDone || !s.writeDone || !this.#streams.has(id)) return;
+    this.#closeStream(id, H3_CODE.NO_ERROR);
+  }
+
+  #closeStream(id: number, code: number): void {
+    if (!this.#streams.delete(id)) return;
+    try {
+      this.framing.closeStream(id, code);
+    } catch {
+      // a stream nghttp3 no longer knows
+    }
+    this.pump();
+  }
+
+  /** Gives up stream `id` both ways with `code` (a timed-out request, a body over the limit). */
+  cancel(id: number, code: number = H3_CODE.REQUEST_CANCELLED): void {
+    const s = this.#streams.get(id);
+    if (!s) return;
+    s.reader?.cancel(code).catch(() => {});
+    s.writer?.abort(code).catch(() => {});
+    s.readDone = s.writeDone = true;
+    this.#closeStream(id, code);
+  }
+
+  /** Stops reading stream `id` (STOP_SENDING) but keeps its sending side, for an early answer. */
+  stopReading(id: number): void {
+    const s = this.#streams.get(id);
+    if (!s || s.readDone) return;
+    s.reader?.cancel(H3_CODE.NO_ERROR).catch(() => {});
+    s.readDone = true;
+  }
+
+  #die(reason: string): void {
+    if (this.#dead) return;
+    this.#dead = true;
+    this.#reason = reason;
+    this.#streams.clear();
+    this.framing.close();
+    this.#hooks.onClosed(reason);
+  }
+
+  /** Closes the QUIC connection with an HTTP/3 code. Idempotent. */
+  close(code: number = H3_CODE.NO_ERROR, reason = ""): void {
+    if (this.#dead) return;
+    try {
+      this.quic.close({ closeCode: code, reason });
+    } catch {
+      // already closed
+    }
+    this.#die(reason || "closed");
+  }
+}
+
+/** True for the event types that settle a request stream. */
+export function settlesStream(e: FramingEvent): boolean {
+  return e.type === WIRE_EVENT.MESSAGE || e.type === WIRE_EVENT.RESET ||
+    e.type === WIRE_EVENT.TOO_LARGE;
+}

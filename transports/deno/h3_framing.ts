@@ -1,0 +1,254 @@
+/**
+ * HTTP/3 framing for one QUIC connection of Deno's own (quinn): a safe
+ * wrapper over the sbdh3 shim. {@linkcode H3Framing} owns one native handle;
+ * the caller feeds it the bytes of every stream, pulls what each stream must
+ * send, and polls complete messages. Failures are {@linkcode H3FramingError}.
+ */
+import { openNativeLibrary } from "../native/library.ts";
+import {
+  decodeHeaderBlock,
+  encodeHeaderBlock,
+  EVENT_HEADER_LEN,
+  type HeaderList,
+  readEventRecord,
+} from "../native/wire.ts";
+import { type Sbdh3Symbols, SYMBOLS } from "./h3_symbols.ts";
+
+/** Where `deno compile --include build/libsbilab_dh3.so` puts the library. */
+export const EMBEDDED_DH3_LIBRARY_URL = new URL("../../build/libsbilab_dh3.so", import.meta.url);
+
+/** Error codes of the shim (enum sbdh3_error). */
+export const DH3_ERR = {
+  DONE: -1,
+  INVALID: -2,
+  NOMEM: -3,
+  PROTO: -4,
+  BUFFER_TOO_SHORT: -5,
+} as const;
+
+/** A failure of the HTTP/3 layer; `code` is the shim's, `h3Code` the HTTP/3 error to close with. */
+export class H3FramingError extends Error {
+  readonly code: number;
+  readonly h3Code: number;
+  constructor(message: string, code: number, h3Code = 0x102) {
+    super(message);
+    this.name = "H3FramingError";
+    this.code = code;
+    this.h3Code = h3Code;
+  }
+}
+
+let loading: Promise<{ symbols: Sbdh3Symbols; path: string }> | undefined;
+
+/** Opens the shim once per process. */
+export function loadDh3Library(): Promise<{ symbols: Sbdh3Symbols; path: string }> {
+  loading ??= openNativeLibrary({
+    envVar: "SBILAB_DH3_LIB",
+    target: "dh3",
+    embeddedUrl: EMBEDDED_DH3_LIBRARY_URL,
+    symbols: SYMBOLS,
+    what: "HTTP/3 framing module (deno stack)",
+    error: (message, options) => new Error(message, options),
+  }).catch((err) => {
+    loading = undefined;
+    throw err;
+  });
+  return loading;
+}
+
+/** The shim's and nghttp3's versions, e.g. `sbdh3 0.1.0, nghttp3 0.8.0`. */
+export function dh3Version(symbols: Sbdh3Symbols): string {
+  const p = symbols.sbdh3_version();
+  return p ? new Deno.UnsafePointerView(p).getCString() : "unknown";
+}
+
+/** One polled event. */
+export interface FramingEvent {
+  /** One of `WIRE_EVENT`: MESSAGE, RESET, GOAWAY or TOO_LARGE. */
+  type: number;
+  streamId: number;
+  /** RESET: the HTTP/3 error code. */
+  code: number;
+  headers: HeaderList;
+  body: Uint8Array;
+}
+
+/** Bytes one stream must send. */
+export interface StreamChunk {
+  streamId: number;
+  bytes: Uint8Array;
+  /** The stream ends after these bytes. */
+  fin: boolean;
+}
+
+const EMPTY = new Uint8Array(0);
+const WRITE_CAP = 64 * 1024;
+
+/** The HTTP/3 layer of one connection. */
+export class H3Framing {
+  #sym: Sbdh3Symbols;
+  #handle: Deno.PointerValue;
+  #out = new Uint8Array(WRITE_CAP);
+  #meta = new Uint8Array(16);
+  #events = new Uint8Array(64 * 1024);
+
+  /** Creates the layer: `server` side or client, with a body limit and a header-section limit in bytes. */
+  constructor(
+    symbols: Sbdh3Symbols,
+    server: boolean,
+    options: { maxBodyBytes: number; maxFieldSectionBytes?: number },
+  ) {
+    this.#sym = symbols;
+    this.#handle = symbols.sbdh3_conn_new(
+      server ? 1 : 0,
+      BigInt(options.maxBodyBytes),
+      BigInt(options.maxFieldSectionBytes ?? 65536),
+    );
+    if (!this.#handle) throw new H3FramingError("Cannot create the HTTP/3 layer", DH3_ERR.NOMEM);
+  }
+
+  #live(): Deno.PointerValue {
+    if (!this.#handle) throw new H3FramingError("The HTTP/3 layer is closed", DH3_ERR.INVALID);
+    return this.#handle;
+  }
+
+  #check(rv: number, what: string): void {
+    if (rv >= 0) return;
+    const h3 = rv === DH3_ERR.PROTO ? Number(this.#sym.sbdh3_conn_error_code(this.#live())) : 0x102;
+    throw new H3FramingError(`HTTP/3 ${what} failed (${rv})`, rv, h3 || 0x101);
+  }
+
+  /** Server: how many client request streams QUIC allows at once. */
+  setMaxStreams(n: number): void {
+    this.#check(this.#sym.sbdh3_conn_set_max_streams(this.#live(), BigInt(n)), "stream limit");
+  }
+
+  /** Binds our control and QPACK encoder/decoder streams. */
+  bind(control: number, encoder: number, decoder: number): void {
+    this.#check(
+      this.#sym.sbdh3_conn_bind(this.#live(), BigInt(control), BigInt(encoder), BigInt(decoder)),
+      "bind",
+    );
+  }
+
+  /** Feeds bytes that arrived on `streamId`; `fin` when the peer ended the stream. */
+  read(streamId: number, bytes: Uint8Array, fin: boolean): void {
+    this.#check(
+      this.#sym.sbdh3_conn_read(
+        this.#live(),
+        BigInt(streamId),
+        bytes,
+        BigInt(bytes.length),
+        fin ? 1 : 0,
+      ),
+      "read",
+    );
+  }
+
+  /** Everything due to send now, per stream, in order. */
+  drain(): StreamChunk[] {
+    const out: StreamChunk[] = [];
+    const h = this.#live();
+    const view = new DataView(this.#meta.buffer);
+    for (;;) {
+      const n = Number(
+        this.#sym.sbdh3_conn_write(h, this.#out, BigInt(this.#out.length), this.#meta),
+      );
+      if (n === DH3_ERR.DONE) return out;
+      this.#check(n, "write");
+      out.push({
+        streamId: Number(view.getBigInt64(0, true)),
+        bytes: n ? this.#out.slice(0, n) : EMPTY,
+        fin: view.getUint32(8, true) === 1,
+      });
+    }
+  }
+
+  /** Client: submits a request on the bidirectional stream `streamId`. */
+  request(streamId: number, headers: HeaderList, body: Uint8Array): void {
+    const block = encodeHeaderBlock(headers);
+    this.#check(
+      this.#sym.sbdh3_conn_request(
+        this.#live(),
+        BigInt(streamId),
+        block,
+        BigInt(block.length),
+        body,
+        BigInt(body.length),
+      ),
+      "request",
+    );
+  }
+
+  /** Server: submits the response on `streamId`. */
+  respond(streamId: number, headers: HeaderList, body: Uint8Array): void {
+    const block = encodeHeaderBlock(headers);
+    this.#check(
+      this.#sym.sbdh3_conn_respond(
+        this.#live(),
+        BigInt(streamId),
+        block,
+        BigInt(block.length),
+        body,
+        BigInt(body.length),
+      ),
+      "respond",
+    );
+  }
+
+  /** Every event ready now. */
+  poll(): FramingEvent[] {
+    const out: FramingEvent[] = [];
+    const h = this.#live();
+    for (;;) {
+      const n = Number(this.#sym.sbdh3_conn_poll(h, this.#events, BigInt(this.#events.length)));
+      if (n === DH3_ERR.DONE) return out;
+      if (n === DH3_ERR.BUFFER_TOO_SHORT) {
+        const need = Number(new DataView(this.#events.buffer).getBigUint64(0, true));
+        this.#events = new Uint8Array(need);
+        continue;
+      }
+      this.#check(n, "poll");
+      const view = new DataView(this.#events.buffer, 0, n);
+      for (let off = 0; off < n;) {
+        const r = readEventRecord(view, off);
+        off += EVENT_HEADER_LEN;
+        const headers = decodeHeaderBlock(this.#events.subarray(off, off + r.headerLength));
+        off += r.headerLength;
+        const body = this.#events.slice(off, off + r.bodyLength);
+        off += r.bodyLength;
+        out.push({ type: r.type, streamId: r.streamId, code: r.code, headers, body });
+      }
+    }
+  }
+
+  /** QUIC closed `streamId` (both ways, or reset with `appError`): the layer forgets it. */
+  closeStream(streamId: number, appError = 0): void {
+    if (!this.#handle) return;
+    this.#check(
+      this.#sym.sbdh3_conn_close_stream(this.#handle, BigInt(streamId), BigInt(appError)),
+      "stream close",
+    );
+  }
+
+  /** Server: GOAWAY; no new requests after it. */
+  shutdown(): void {
+    this.#check(this.#sym.sbdh3_conn_shutdown(this.#live()), "shutdown");
+  }
+
+  /** Streams with a message in progress or queued. */
+  get streamCount(): number {
+    return this.#handle ? this.#sym.sbdh3_conn_stream_count(this.#handle) : 0;
+  }
+
+  /** Frees the native layer. Idempotent. */
+  close(): void {
+    if (!this.#handle) return;
+    this.#sym.sbdh3_conn_free(this.#handle);
+    this.#handle = null;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}

@@ -1,0 +1,284 @@
+/**
+ * The deno stack's HTTP/3 server: QUIC from Deno itself (`Deno.QuicEndpoint`,
+ * quinn with rustls), HTTP/3 framing and QPACK from nghttp3 through the
+ * sbdh3 shim, the same handler behind it. Only the QUIC layer differs from
+ * the native h3 server.
+ *
+ * Limits: the body limit (the handler's 413 as soon as a body passes it, then
+ * STOP_SENDING), the in-flight body budget (503), a cap on connections (the
+ * newest are refused), a handshake timeout, the QUIC idle timeout, 100
+ * concurrent request streams per connection (QUIC stream credit), and a stall
+ * timeout on responses the peer does not read. Requests that arrive before
+ * the handshake completed are 0-RTT: only GET, HEAD and OPTIONS run there,
+ * others get 425 Too Early.
+ *
+ * What Deno's QUIC does not offer: the TLS exporter, session tickets and
+ * their lifetime, connection phases, datagram sizes and ECN counts; mutual
+ * TLS (no client certificates). The server says so rather than report them.
+ */
+import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
+import {
+  bodyTooLarge,
+  overloaded,
+  systemFailure,
+  tooEarly,
+  unreadableRequest,
+} from "../../handler/problem.ts";
+import { BodyBudgetError, defaultBodyBudget } from "../byte_budget.ts";
+import { resolveTls } from "../tls.ts";
+import { DEFAULT_SERVER_LIMITS, type SbiServer, type ServerOptions } from "../types.ts";
+import { WIRE_EVENT } from "../native/wire.ts";
+import { responseHeaderList, toSbiRequest } from "../h3/convert.ts";
+import { type FramingEvent, H3Framing, loadDh3Library } from "./h3_framing.ts";
+import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
+
+/** Request streams one connection may have open at once. */
+export const MAX_STREAMS = 100;
+
+const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+function urlHost(hostname: string): string {
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
+}
+
+/** Options of the quinn h3 server: the shared {@linkcode ServerOptions}; `earlyData` allows 0-RTT. */
+export interface QuinnH3ServerOptions extends ServerOptions {
+  /** Accept 0-RTT (replay-safe methods only). Default true. */
+  earlyData?: boolean;
+}
+
+class QuinnH3Server implements SbiServer {
+  readonly transport = "h3" as const;
+  readonly hostname: string;
+  readonly port: number;
+  readonly url: string;
+  #endpoint: Deno.QuicEndpoint;
+  #listener: Deno.QuicListener;
+  #handler: SbiHandler;
+  #options: QuinnH3ServerOptions;
+  #conns = new Set<QuicH3Conn>();
+  #pending = 0;
+  #inflight = 0;
+  #closing: Promise<void> | undefined;
+  #maxBody: number;
+  #accepting: Promise<void>;
+  #sym: Awaited<ReturnType<typeof loadDh3Library>>["symbols"];
+
+  constructor(
+    endpoint: Deno.QuicEndpoint,
+    listener: Deno.QuicListener,
+    handler: SbiHandler,
+    options: QuinnH3ServerOptions,
+    symbols: Awaited<ReturnType<typeof loadDh3Library>>["symbols"],
+  ) {
+    this.#endpoint = endpoint;
+    this.#listener = listener;
+    this.#handler = handler;
+    this.#options = options;
+    this.#sym = symbols;
+    this.#maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.hostname = endpoint.addr.hostname;
+    this.port = endpoint.addr.port;
+    this.url = `https://${urlHost(this.hostname)}:${this.port}`;
+    this.#accepting = this.#acceptLoop();
+  }
+
+  /** The limits in force (the same defaults as every other server). */
+  get limits() {
+    return {
+      maxConnections: this.#options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections,
+      handshakeTimeoutMs: this.#options.handshakeTimeoutMs ??
+        DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
+      idleTimeoutMs: this.#options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
+      stallTimeoutMs: this.#options.stallTimeoutMs ?? DEFAULT_SERVER_LIMITS.stallTimeoutMs,
+      maxBodyBytes: this.#maxBody,
+      maxStreams: MAX_STREAMS,
+    };
+  }
+
+  /** Connections open now. */
+  get connectionCount(): number {
+    return this.#conns.size;
+  }
+
+  async #acceptLoop(): Promise<void> {
+    const { maxConnections } = this.limits;
+    try {
+      for await (const incoming of this.#listener) {
+        if (this.#closing || this.#conns.size + this.#pending >= maxConnections) {
+          incoming.refuse();
+          continue;
+        }
+        void this.#start(incoming);
+      }
+    } catch (err) {
+      if (!this.#closing) this.#options.onError?.(err);
+    }
+  }
+
+  async #start(incoming: Deno.QuicIncoming): Promise<void> {
+    this.#pending++;
+    const { handshakeTimeoutMs } = this.limits;
+    let quic: Deno.QuicConn | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const early = this.#options.earlyData ?? true;
+      const accepted = incoming.accept({ alpnProtocols: ["h3"], zeroRtt: early });
+      quic = await accepted;
+      const handshake = quic.handshake;
+      let handshaken = false;
+      const done = handshake.then(() => (handshaken = true));
+      const late = new Promise<"late">((resolve) => {
+        timer = setTimeout(() => resolve("late"), handshakeTimeoutMs);
+      });
+      const framing = new H3Framing(this.#sym, true, { maxBodyBytes: this.#maxBody });
+      framing.setMaxStreams(MAX_STREAMS);
+      const conn: QuicH3Conn = await QuicH3Conn.open(quic, framing, {
+        onEvents: (events) => this.#onEvents(conn, events, !handshaken),
+        onClosed: () => this.#conns.delete(conn),
+      }, { server: true });
+      this.#conns.add(conn);
+      if ((await Promise.race([done, late])) === "late") {
+        conn.close(H3_CODE.NO_ERROR, "handshake timed out");
+      }
+    } catch (err) {
+      // a failed handshake ends that connection only
+      this.#options.onError?.(err);
+      try {
+        quic?.close({ closeCode: H3_CODE.INTERNAL_ERROR, reason: "" });
+      } catch {
+        // already closed
+      }
+    } finally {
+      clearTimeout(timer);
+      this.#pending--;
+    }
+  }
+
+  #onEvents(conn: QuicH3Conn, events: FramingEvent[], early: boolean): void {
+    for (const e of events) {
+      if (e.type === WIRE_EVENT.MESSAGE) void this.#dispatch(conn, e, early);
+      else if (e.type === WIRE_EVENT.TOO_LARGE) {
+        conn.stopReading(e.streamId);
+        this.#respond(conn, e.streamId, bodyTooLarge(this.#maxBody));
+      } else if (e.type === WIRE_EVENT.RESET) conn.cancel(e.streamId, e.code);
+    }
+  }
+
+  async #dispatch(conn: QuicH3Conn, e: FramingEvent, early: boolean): Promise<void> {
+    this.#inflight++;
+    const budget = this.#options.bodyBudget ?? defaultBodyBudget;
+    const held = e.body.length > 0 && budget.take(e.body.length) ? e.body.length : 0;
+    let response: SbiResponse | undefined;
+    try {
+      let request;
+      if (e.body.length > 0 && held === 0) {
+        response = overloaded(new BodyBudgetError(budget.limit).message);
+      } else {
+        try {
+          request = toSbiRequest(e.headers, e.body);
+        } catch (err) {
+          this.#options.onError?.(err);
+          response = unreadableRequest();
+        }
+      }
+      if (request && early && !EARLY_METHODS.has(request.method)) {
+        // replayable: never run it in 0-RTT (RFC 8470 §5.2)
+        response = tooEarly();
+        request = undefined;
+      }
+      if (request) {
+        try {
+          response = await this.#handler(request);
+        } catch (err) {
+          this.#options.onError?.(err);
+          response = systemFailure();
+        }
+      }
+      if (response) this.#respond(conn, e.streamId, response);
+    } finally {
+      budget.release(held);
+      this.#inflight--;
+    }
+  }
+
+  #respond(conn: QuicH3Conn, streamId: number, response: SbiResponse): void {
+    if (conn.dead) return;
+    try {
+      conn.framing.respond(streamId, responseHeaderList(response), response.body);
+    } catch (err) {
+      this.#options.onError?.(err);
+      conn.cancel(streamId, H3_CODE.INTERNAL_ERROR);
+      return;
+    }
+    conn.flush();
+    this.#watchStall(conn);
+  }
+
+  /** A connection whose peer leaves response bytes unread past the stall timeout is closed. */
+  #watchStall(conn: QuicH3Conn): void {
+    const queued = conn.queuedBytes;
+    if (queued === 0) return;
+    setTimeout(() => {
+      if (!conn.dead && conn.queuedBytes >= queued && conn.queuedBytes > 0) {
+        conn.close(H3_CODE.EXCESSIVE_LOAD, "response stalled");
+      }
+    }, this.limits.stallTimeoutMs);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#listener.stop();
+      for (const c of this.#conns) {
+        try {
+          c.framing.shutdown();
+          c.flush();
+        } catch {
+          // a connection that is already gone
+        }
+      }
+      const deadline = Date.now() + 2000;
+      while (this.#inflight > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      for (const c of [...this.#conns]) c.close(H3_CODE.NO_ERROR, "server closing");
+      this.#endpoint.close();
+      await this.#accepting;
+    })();
+    return this.#closing;
+  }
+}
+
+/** Starts the quinn HTTP/3 server around `handler` (`tls.cert` and `tls.key` required). */
+export async function createQuinnH3Server(
+  handler: SbiHandler,
+  options: QuinnH3ServerOptions = {},
+): Promise<SbiServer & { readonly limits: QuinnH3Server["limits"] }> {
+  if (!options.tls?.cert || !options.tls.key) {
+    throw new TypeError("The h3 server needs a certificate and key (tls.cert, tls.key)");
+  }
+  const tls = await resolveTls(options.tls);
+  if (tls.requireClientCert) {
+    throw new RangeError(
+      "The deno stack's h3 cannot ask for client certificates (Deno's QUIC has no mutual TLS); use the native stack",
+    );
+  }
+  const { symbols } = await loadDh3Library();
+  const endpoint = new Deno.QuicEndpoint({
+    hostname: options.hostname ?? "127.0.0.1",
+    port: options.port ?? 0,
+  });
+  const limits = {
+    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
+  };
+  const listener = endpoint.listen({
+    alpnProtocols: ["h3"],
+    cert: tls.certPem!,
+    key: tls.keyPem!,
+    maxIdleTimeout: limits.idleTimeoutMs,
+    maxConcurrentBidirectionalStreams: MAX_STREAMS,
+    maxConcurrentUnidirectionalStreams: 16,
+  });
+  return new QuinnH3Server(endpoint, listener, handler, options, symbols);
+}
