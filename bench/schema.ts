@@ -218,6 +218,8 @@ export interface RunConfig {
 export interface StudyRecord {
   /** Every link crossed, in report order (counters included). */
   links: LinkRecord[];
+  /** The stack families that each ran the whole matrix, when more than one. */
+  stacks?: StackName[];
   /** The time budget (ms) and whether the run kept it. */
   budgetMs: number;
   /** Wall time the matrix took (ms). */

@@ -373,6 +373,7 @@ export function registerBenchCommands(program: Command): void {
 
 interface StudyFlags {
   stack?: string;
+  stacks?: string;
   quick?: boolean;
   budget?: string;
   links?: string;
@@ -390,6 +391,10 @@ async function study(flags: StudyFlags): Promise<number> {
   const stack = flags.stack === undefined
     ? undefined
     : asUsage(() => parseStack(flags.stack!), "--stack");
+  const stacks = flags.stacks === undefined
+    ? undefined
+    : parseList(flags.stacks, "--stacks").map((st) => asUsage(() => parseStack(st), "--stacks"));
+  if (stacks && stack) throw new UsageError("--stack and --stacks cannot be used together");
   const budgetMs = flags.budget === undefined
     ? undefined
     : asUsage(() => parseBudget(flags.budget!), "--budget");
@@ -420,6 +425,7 @@ async function study(flags: StudyFlags): Promise<number> {
   try {
     const run = await runStudy({
       stack,
+      stacks,
       quick: flags.quick,
       budgetMs,
       links: links ?? STUDY_LINKS,
@@ -464,6 +470,10 @@ export function registerStudyCommand(program: Command): void {
     .option(
       "--stack <stack>",
       "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch for h2; Deno's QUIC (quinn) + nghttp3 for h3)",
+    )
+    .option(
+      "--stacks <list>",
+      "run the matrix on several families within the one budget, e.g. native,deno; the verdict says whether they agree",
     )
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
     .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")

@@ -187,7 +187,7 @@ export function decodeResult(
   // failure: count it once, under its kind, as h2load counts such requests errored.
   let neverUp = 0;
   for (const c of connections) {
-    if (c.error && (c.connectNs === null || c.handshakeNs === null)) {
+    if (c.error === "connect" || c.error === "tls") {
       errorsByKind[c.error] += 1;
       neverUp++;
     }

@@ -38,6 +38,8 @@ export interface StudyOptions {
   links?: string[];
   /** Implementation family of every row. Default `native` (or `SBILAB_STACK`). */
   stack?: StackName;
+  /** Several families, each running the whole matrix within the one budget (overrides `stack`). */
+  stacks?: StackName[];
   /** Transports. Default every available one on the stack. */
   transports?: TransportName[];
   /** UE concurrency levels. Default {@link STUDY_UES} ({@link QUICK_UES} with `quick`). */
@@ -152,8 +154,16 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     );
   }
   const { availableTransports, resolveStack } = await import("../transports/mod.ts");
-  const stack = resolveStack(options.stack);
-  const transports = options.transports ?? await availableTransports(stack);
+  const stacks = options.stacks?.length
+    ? [...new Set(options.stacks)]
+    : [resolveStack(options.stack)];
+  const stack = stacks[0];
+  const transportsOf = new Map<StackName, TransportName[]>();
+  for (const st of stacks) {
+    transportsOf.set(st, options.transports ?? await availableTransports(st));
+  }
+  const transports = transportsOf.get(stack)!;
+  const rowTransports = [...transportsOf.values()].reduce((n, ts) => n + ts.length, 0);
   const warmupMs = quick ? 300 : 1000;
   const progress = options.onProgress ?? (() => {});
   const start = Date.now();
@@ -171,7 +181,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     const plan = planRows({
       remainingMs: budgetMs - (Date.now() - start),
       links: specs.slice(i).map((r) => ({ rttMs: rttOf(r), loopback: !r.spec })),
-      transports: transports.length,
+      transports: rowTransports,
       ues,
       streams: flows,
       warmupMs,
@@ -180,48 +190,56 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       maxSamples: quick ? 100 : undefined,
     });
     lastPlan = plan;
-    const bench = {
-      scenario: "flows" as const,
-      stack,
-      transports,
-      concurrency: ues,
-      flows,
-      warmupMs,
-      sampleMs: Math.round(plan.sampleMs),
-      samples: plan.samples,
-      skipFloors: true,
-      onProgress: (label: string, f: number) => progress(`${s.text}: ${label}`, f),
-      signal: options.signal,
-      plugins: STUDY_PLUGINS,
-    };
-    let run: BenchRun;
-    try {
-      run = s.spec
-        ? await runBenchAcrossLink(s.spec, {
-          ...bench,
-          specText: s.text,
-          childTimeoutMs: Math.max(120_000, 3 * plan.estimateMs),
-        })
-        : await runBench(bench);
-    } catch (err) {
-      notes.push(
-        `${s.text}: the run failed (${
-          (err as Error).message.split("\n")[0]
-        }); its cells have no data.`,
-      );
-      if (s.spec) {
-        const { linkRecord } = await import("../bench/across_link.ts");
-        linkRecords.push(linkRecord(s.spec, s.text, "relay"));
+    let recorded = false;
+    for (const st of stacks) {
+      const label = stacks.length > 1 ? `${s.text} (${st})` : s.text;
+      const bench = {
+        scenario: "flows" as const,
+        stack: st,
+        transports: transportsOf.get(st)!,
+        concurrency: ues,
+        flows,
+        warmupMs,
+        sampleMs: Math.round(plan.sampleMs),
+        samples: plan.samples,
+        skipFloors: true,
+        onProgress: (l: string, f: number) => progress(`${label}: ${l}`, f),
+        signal: options.signal,
+        plugins: STUDY_PLUGINS,
+      };
+      let run: BenchRun;
+      try {
+        run = s.spec
+          ? await runBenchAcrossLink(s.spec, {
+            ...bench,
+            specText: s.text,
+            childTimeoutMs: Math.max(120_000, 3 * plan.estimateMs),
+          })
+          : await runBench(bench);
+      } catch (err) {
+        notes.push(
+          `${label}: the run failed (${
+            (err as Error).message.split("\n")[0]
+          }); its cells have no data.`,
+        );
+        if (s.spec && !recorded && st === stacks.at(-1)) {
+          const { linkRecord } = await import("../bench/across_link.ts");
+          linkRecords.push(linkRecord(s.spec, s.text, "relay"));
+        }
+        continue;
       }
-      continue;
-    }
-    if (run.config.link) linkRecords.push(run.config.link);
-    else linkRecords.push(loopbackRecord());
-    for (const r of run.rows) rows.push({ ...r, id: `${s.text}/${r.id}`, link: s.text });
-    for (const [t, c] of Object.entries(run.connections ?? {})) connections[t] ??= c;
-    for (const n of run.notes) {
-      const note = `${s.text}: ${n}`;
-      if (!notes.includes(note)) notes.push(note);
+      if (!recorded) {
+        linkRecords.push(run.config.link ?? loopbackRecord());
+        recorded = true;
+      }
+      for (const r of run.rows) {
+        rows.push({ ...r, id: `${s.text}/${r.id}`, link: s.text, stack: r.stack ?? st });
+      }
+      for (const [t, c] of Object.entries(run.connections ?? {})) connections[t] ??= c;
+      for (const n of run.notes) {
+        const note = `${label}: ${n}`;
+        if (!notes.includes(note)) notes.push(note);
+      }
     }
   }
   const elapsedMs = Date.now() - start;
@@ -261,6 +279,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
     ...(Object.keys(connections).length ? { connections } : {}),
     study: {
       links: linkRecords,
+      ...(stacks.length > 1 ? { stacks } : {}),
       budgetMs,
       elapsedMs,
       sampleMs: Math.round(lastPlan?.sampleMs ?? 0),

@@ -133,6 +133,8 @@ export interface CellVerdict extends CellDecision {
 export interface StudyVerdict {
   rule: VerdictRule;
   cells: CellVerdict[];
+  /** When the run holds two or more stack families: cells both judged, and how many agree. */
+  families?: { stacks: string[]; judged: number; agree: number; disagree: string[] };
   /** Cells where HTTP/3 has a material advantage. */
   material: number;
   /** The answer, in one or two sentences. */
@@ -167,11 +169,13 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
     const flows = (run.config.flows ?? []).flatMap((s) =>
       s === "journey" ? JOURNEY.map((f) => f.name) : [s]
     );
-    for (const link of run.study.links) {
-      for (const ues of run.config.concurrency ?? []) {
-        for (const flow of flows) {
-          const key = `${run.config.stack ?? ""}\n${link.spec}\n${flow}\n${ues}`;
-          if (!cells.has(key)) cells.set(key, []);
+    for (const stack of run.study.stacks ?? [run.config.stack ?? ""]) {
+      for (const link of run.study.links) {
+        for (const ues of run.config.concurrency ?? []) {
+          for (const flow of flows) {
+            const key = `${stack}\n${link.spec}\n${flow}\n${ues}`;
+            if (!cells.has(key)) cells.set(key, []);
+          }
         }
       }
     }
@@ -241,5 +245,32 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
     summary = `HTTP/3 has a material advantage in ${material} of ${out.length} cells (${where}): ` +
       "the study's condition for looking again at HTTP/3 is met there.";
   }
-  return { rule, cells: out, material, summary };
+  const families = familyAgreement(out);
+  if (families && families.judged > 0) {
+    summary += ` The ${families.stacks.join(" and ")} families agree in ${families.agree} of the ` +
+      `${families.judged} cells both could judge` +
+      (families.disagree.length ? ` (not in ${families.disagree.join(", ")})` : "") + ".";
+  }
+  return { rule, cells: out, material, summary, ...(families ? { families } : {}) };
+}
+
+/** Whether the stack families reach the same decision in each cell that every family judged. */
+export function familyAgreement(cells: CellVerdict[]): StudyVerdict["families"] {
+  const stacks = [...new Set(cells.map((c) => c.stack ?? ""))];
+  if (stacks.length < 2) return undefined;
+  const byCell = new Map<string, CellVerdict[]>();
+  for (const c of cells) {
+    const key = `${c.link}\n${c.flow}\n${c.ues}`;
+    byCell.set(key, [...(byCell.get(key) ?? []), c]);
+  }
+  let judged = 0, agree = 0;
+  const disagree: string[] = [];
+  for (const cs of byCell.values()) {
+    const decided = cs.filter((c) => c.status !== "no-data");
+    if (decided.length < stacks.length) continue;
+    judged++;
+    if (new Set(decided.map((c) => c.status)).size === 1) agree++;
+    else disagree.push(`${cs[0].flow} on ${cs[0].link} at ${cs[0].ues} UEs`);
+  }
+  return { stacks, judged, agree, disagree };
 }

@@ -30,8 +30,22 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     "95 % CI of h3 − h2 p99",
     "failed h2c · h2-tls · h3",
     "verdict",
+    ...(stacks ? ["families agree"] : []),
   ];
-  const body = v.cells.map((c) => [
+  // Families side by side: the cells of one link, flow and UE count next to each other.
+  const cells = stacks
+    ? [...v.cells].sort((a, b) =>
+      `${a.link}\n${a.flow}\n${String(a.ues).padStart(6)}\n${a.stack}`.localeCompare(
+        `${b.link}\n${b.flow}\n${String(b.ues).padStart(6)}\n${b.stack}`,
+      )
+    )
+    : v.cells;
+  const agreeOf = (c: CellVerdict): string => {
+    const peers = v.cells.filter((o) => o.link === c.link && o.flow === c.flow && o.ues === c.ues);
+    if (peers.some((o) => o.status === "no-data")) return "–";
+    return new Set(peers.map((o) => o.status)).size === 1 ? "yes" : "NO";
+  };
+  const body = cells.map((c) => [
     ...(stacks ? [c.stack ?? "–"] : []),
     c.link,
     c.flow,
@@ -47,6 +61,7 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
       : c.status === "no-data"
       ? `no data: ${c.reason}`
       : `no: ${c.reason}`,
+    ...(stacks ? [agreeOf(c)] : []),
   ]);
   return { header, body };
 }

@@ -157,3 +157,32 @@ Deno.test("studyVerdict never mixes stacks in one cell", () => {
   assert.equal(n.bestH2, "h2c");
   assert.equal(v.cells.find((c) => c.stack === "deno")!.status, "no-data");
 });
+
+Deno.test("two stack families agree where both judged a cell the same way and say where not", async () => {
+  const { familyAgreement } = await import("./verdict.ts");
+  const cell = (stack: string, flow: string, status: "material" | "not-material" | "no-data") =>
+    ({
+      stack,
+      link: "wan",
+      flow,
+      ues: 16,
+      status,
+      reason: "",
+      transports: [],
+    }) as unknown as Parameters<typeof familyAgreement>[0][number];
+  const f = familyAgreement([
+    cell("native", "registration", "not-material"),
+    cell("deno", "registration", "not-material"),
+    cell("native", "pdu-session", "material"),
+    cell("deno", "pdu-session", "not-material"),
+    cell("native", "warm-get", "not-material"),
+    cell("deno", "warm-get", "no-data"),
+  ]);
+  assert.deepEqual(f, {
+    stacks: ["native", "deno"],
+    judged: 2,
+    agree: 1,
+    disagree: ["pdu-session on wan at 16 UEs"],
+  });
+  assert.equal(familyAgreement([cell("native", "registration", "material")]), undefined);
+});
