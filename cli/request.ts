@@ -67,7 +67,10 @@ export function registerRequestCommand(program: Command): void {
     .option("--timeout <ms>", "per-request timeout", "5000")
     .option("-i, --include", "print status and headers before the body")
     .option("--h3", "use HTTP/3 over QUIC (https:// only)")
-    .option("--stack <stack>", "native (nghttp2/ngtcp2, GnuTLS; default) or deno (fetch for h2; Deno's QUIC + nghttp3 for h3)")
+    .option(
+      "--stack <stack>",
+      "native (nghttp2/ngtcp2, GnuTLS; default) or deno (fetch for h2; Deno's QUIC + nghttp3 for h3)",
+    )
     .option("--nf-type <type>", "NF type in User-Agent", "SMF")
     .option(
       "--export <label:len>",

@@ -320,7 +320,10 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
 Deno.test("lab link runs through main.ts and lists its profiles", async () => {
   const r = await lab(["link", "profiles"]);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(dec.decode(r.stdout), /^wan\s+50 ms\s+0\.1 %\s+unlimited\s.*delay=25ms,loss=0\.1%$/m);
+  assert.match(
+    dec.decode(r.stdout),
+    /^wan\s+50 ms\s+0\.1 %\s+unlimited\s.*delay=25ms,loss=0\.1%$/m,
+  );
 });
 
 Deno.test("lab certs writes a CA, server and client certificate that lab serve can use", async () => {
