@@ -25,6 +25,11 @@ Deno.test("lab study rejects bad options with one line and exit 2", async () => 
       ],
       [["--ues", "0"], /^error: --ues must be a whole number ≥ 1, got 0$/m],
       [["--transports", "h9"], /^error: --transports: Unknown transport h9/],
+      [["--stacks", "native,rust"], /^error: --stacks: Unknown stack rust/],
+      [
+        ["--stack", "native", "--stacks", "native,deno"],
+        /^error: --stack and --stacks cannot be used together$/m,
+      ],
     ] as const
   ) {
     const r = await lab(["study", ...args]);
