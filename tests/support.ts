@@ -172,10 +172,18 @@ export interface LabServe {
  */
 export async function startLabServe(
   args: string[],
-  options: { nofile?: number } = {},
+  options: {
+    /** Limit of open files for the server. */
+    nofile?: number;
+    /** The command that runs `lab` (default: this checkout's main.ts under this Deno). */
+    lab?: string[];
+    /** The `--state-dir` to pass, kept on stop (default: a new temporary folder, removed on stop). */
+    stateDir?: string;
+  } = {},
 ): Promise<LabServe> {
-  const stateDir = await Deno.makeTempDir({ prefix: "sbilab-test-" });
-  const lab = [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
+  const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sbilab-test-" });
+  const lab = options.lab ??
+    [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
   const all = [...lab, "serve", "--state-dir", stateDir, ...args];
   const [cmd, cmdArgs] = options.nofile === undefined
     ? [all[0], all.slice(1)]
@@ -221,7 +229,9 @@ export async function startLabServe(
       clearTimeout(killer);
     }
     await stderrDone;
-    await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+    if (options.stateDir === undefined) {
+      await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+    }
     return await status;
   };
   let urls;
