@@ -134,6 +134,7 @@ export async function packExecutable(
     env: { DENO_DIR: `${stage}/deno_dir`, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
   });
 
+  const unpackedMb = Math.ceil(Number((await run("du", ["-sm", stage])).split("\t")[0]) * 1.05);
   const archive = `${work}/payload.tar.gz`;
   await run("sh", [
     "-c",
@@ -149,7 +150,8 @@ export async function packExecutable(
 
   // SKIP is tail's 1-based start of the archive, so it counts its own digits: pad it
   const template = await Deno.readTextFile(`${ROOT}/scripts/launcher.sh`);
-  const withoutSkip = template.replace("@ID@", id).replace("@SHA@", sha);
+  const withoutSkip = template.replace("@ID@", id).replace("@SHA@", sha)
+    .replace("@MB@", String(unpackedMb));
   const width = 10;
   const stubBytes = new TextEncoder().encode(withoutSkip).length - "@SKIP@".length + width;
   const stub = withoutSkip.replace("@SKIP@", String(stubBytes + 1).padStart(width, "0"));
