@@ -96,6 +96,27 @@ Deno.test("a lab whose archive was damaged refuses to run and leaves no cache fo
   }
 });
 
+Deno.test({
+  name: "a lab without room to unpack says how much it needs and leaves nothing behind",
+  ignore: Deno.uid() !== 0,
+  fn: async () => {
+    const { path } = await lab();
+    const dir = await Deno.makeTempDir({ prefix: "sbilab-small-" });
+    const mount = (args: string[]) => new Deno.Command(args[0], { args: args.slice(1) }).output();
+    assert.ok((await mount(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir])).success);
+    try {
+      const env = { PATH: "/usr/bin:/bin", HOME: "/nonexistent", XDG_CACHE_HOME: dir };
+      const r = await run([path, "--version"], env);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /^error: unpacking .*lab into .* failed \(it needs \d{2,} MB there\)/);
+      assert.deepEqual(await cacheEntries(`${dir}/sbilab`), []);
+    } finally {
+      await mount(["umount", dir]);
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
 /** A clean root entered through a private network (loopback only) and mount namespace. */
 class CleanHost {
   readonly home = "/home/op";
