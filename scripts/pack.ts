@@ -134,6 +134,10 @@ export async function packExecutable(
     env: { DENO_DIR: `${stage}/deno_dir`, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
   });
 
+  // Deno's analysis caches (SQLite) differ from one install to the next and are rebuilt on use
+  for await (const e of Deno.readDir(`${stage}/deno_dir`)) {
+    if (e.name !== "npm") await Deno.remove(`${stage}/deno_dir/${e.name}`, { recursive: true });
+  }
   const unpackedMb = Math.ceil(Number((await run("du", ["-sm", stage])).split("\t")[0]) * 1.05);
   const archive = `${work}/payload.tar.gz`;
   await run("sh", [
