@@ -14,13 +14,14 @@ import { registerLinkCommands } from "./cli/link.ts";
 import { registerInteropCommand } from "./cli/interop.ts";
 import { UsageError } from "./cli/args.ts";
 import { Interrupted, interruptSettled, setInterruptEnd } from "./lib/interrupt.ts";
+import { versionLine } from "./cli/version.ts";
 import { STACK_ENV } from "./transports/mod.ts";
 
 /** Builds the command tree (exported for tests). */
 export function buildProgram(): Command {
   const program = new Command("lab")
     .description("sbilab: HTTP/2 (h2c, TLS) and HTTP/3 for the 5G core SBI, side by side")
-    .version("0.1.0")
+    .version(versionLine())
     .showHelpAfterError("(run lab --help for usage)")
     .exitOverride();
   registerServeCommand(program);

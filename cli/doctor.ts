@@ -1,5 +1,6 @@
 /** `lab doctor`: what this machine offers sbilab. */
 import type { Command } from "commander";
+import { versionLine } from "./version.ts";
 import { findTool, pathExists } from "../lib/host.ts";
 
 function libVersion(lib: string, fn: string): string | undefined {
@@ -30,9 +31,33 @@ async function run(cmd: string[]): Promise<boolean> {
   }
 }
 
+/**
+ * The shared libraries mapped into this process, in address order, each with
+ * the file it was loaded from (read from /proc/self/maps, so the dynamic loader's
+ * actual choice, not a guess from its search path). The Deno binary is left out.
+ */
+export async function loadedLibraries(): Promise<{ name: string; path: string }[]> {
+  const maps = await Deno.readTextFile("/proc/self/maps").catch(() => "");
+  const seen = new Set<string>();
+  const libs: { name: string; path: string }[] = [];
+  for (const line of maps.split("\n")) {
+    // a deno compile executable's embedded copy is removed once mapped: "(deleted)"
+    const path = line.split(/\s+/).slice(5).join(" ").replace(/ \(deleted\)$/, "");
+    if (!path.startsWith("/") || seen.has(path) || path === Deno.execPath()) continue;
+    const file = path.slice(path.lastIndexOf("/") + 1);
+    if (!/\.so(\.|$)/.test(file)) continue;
+    // libgnutls.so.30.34.3 -> libgnutls.so.30, the name the modules ask for
+    const name = file.replace(/(\.so\.\d+)(\.\d+)+$/, "$1");
+    seen.add(path);
+    libs.push({ name, path });
+  }
+  return libs;
+}
+
 /** Collects the doctor's findings as `[label, value]` rows. */
 export async function doctorReport(): Promise<[string, string][]> {
   const rows: [string, string][] = [];
+  rows.push(["lab", versionLine()]);
   rows.push([
     "deno",
     `${Deno.version.deno} (v8 ${Deno.version.v8}, typescript ${Deno.version.typescript})`,
@@ -45,6 +70,25 @@ export async function doctorReport(): Promise<[string, string][]> {
       ? "root (network namespaces and TUN allowed)"
       : `uid ${uid} (not root: link emulation needs root)`,
   ]);
+  // the modules first: they find their libraries through their RPATH, and the
+  // soname probes below then see the copies already loaded, not the host's
+  const moduleRows: [string, string][] = [];
+  try {
+    const h2 = await import("../transports/h2/mod.ts");
+    moduleRows.push(["h2 module", await h2.h2ModuleInfo()]);
+  } catch (err) {
+    moduleRows.push(["h2 module", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
+  }
+  try {
+    const h3 = await import("../transports/h3/mod.ts");
+    const v = await h3.h3Versions();
+    moduleRows.push([
+      "h3 module",
+      `sbh3 ${v.shim} (ngtcp2 ${v.ngtcp2}, nghttp3 ${v.nghttp3}, gnutls ${v.gnutls}) at ${v.path}`,
+    ]);
+  } catch (err) {
+    moduleRows.push(["h3 module", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
+  }
   rows.push([
     "libnghttp2",
     libVersion("libnghttp2.so.14", "nghttp2_version") ?? "missing (apt-get install libnghttp2-14)",
@@ -57,22 +101,9 @@ export async function doctorReport(): Promise<[string, string][]> {
     "libnghttp3",
     libVersion("libnghttp3.so.3", "nghttp3_version") ?? "missing (apt-get install libnghttp3-3)",
   ]);
-  try {
-    const h2 = await import("../transports/h2/mod.ts");
-    rows.push(["h2 module", await h2.h2ModuleInfo()]);
-  } catch (err) {
-    rows.push(["h2 module", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
-  }
-  try {
-    const h3 = await import("../transports/h3/mod.ts");
-    const v = await h3.h3Versions();
-    rows.push([
-      "h3 module",
-      `sbh3 ${v.shim} (ngtcp2 ${v.ngtcp2}, nghttp3 ${v.nghttp3}, gnutls ${v.gnutls}) at ${v.path}`,
-    ]);
-  } catch (err) {
-    rows.push(["h3 module", `unavailable: ${(err as Error).message.split("\n")[0]}`]);
-  }
+  rows.push(...moduleRows);
+  rows.push(["loaded from", "(what the modules and Deno map, from /proc/self/maps)"]);
+  for (const { name, path } of await loadedLibraries()) rows.push([`  ${name}`, path]);
   const tools: [string, string][] = [
     ["nghttp", "nghttp2-client"],
     ["h2load", "nghttp2-client"],

@@ -21,6 +21,15 @@ export interface NativeTarget {
   requires?: { header: string; apt: string }[];
 }
 
+/**
+ * Linker flag for everything that links the nghttp2/ngtcp2/nghttp3/GnuTLS
+ * libraries: look for them first in `lib/` beside the artefact. The
+ * self-unpacking executable (scripts/pack.ts) puts its copies there; a
+ * checkout has no `build/lib/` and uses the system's. DT_RPATH (not RUNPATH)
+ * also covers the libraries' own dependencies (GnuTLS's nettle, gmp, ...).
+ */
+const OWN_LIB_DIR = "-Wl,--disable-new-dtags,-rpath,$ORIGIN/lib";
+
 /** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h). */
 const H3_SOURCES = ["common", "conn", "client", "server", "udp", "tls"].map((f) =>
   `transports/h3/native/sbh3_${f}.c`
@@ -63,7 +72,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     kind: "shared",
     sources: [...H3_SOURCES, ...LOAD_SOURCES, "load/native/sbl_h3.c"],
     deps: [...H3_HEADERS, ...LOAD_HEADERS],
-    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", "-lpthread"],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", "-lpthread", OWN_LIB_DIR],
     requires: [
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
       {
@@ -106,7 +115,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       "transports/native/sb_tls.h",
       ...LOAD_HEADERS,
     ],
-    libs: ["-lnghttp2", "-lgnutls", "-lpthread"],
+    libs: ["-lnghttp2", "-lgnutls", "-lpthread", OWN_LIB_DIR],
     requires: [
       { header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" },
       { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
@@ -140,7 +149,15 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       "transports/h2/native/sbh2_tls.h",
     ],
     cflags: ["-O0"],
-    libs: ["-lnghttp2", "-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", "-lpthread"],
+    libs: [
+      "-lnghttp2",
+      "-lngtcp2_crypto_gnutls",
+      "-lngtcp2",
+      "-lnghttp3",
+      "-lgnutls",
+      "-lpthread",
+      OWN_LIB_DIR,
+    ],
   },
   // Leak check driver for the h3 shim: a client and a server talking in memory.
   h3_leakcheck: {
@@ -149,7 +166,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     sources: ["transports/h3/native/leakcheck.c", ...H3_SOURCES],
     deps: H3_HEADERS,
     cflags: ["-O0"],
-    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", OWN_LIB_DIR],
     requires: [
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
       { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
@@ -160,7 +177,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     kind: "exe",
     sources: ["transports/h3/native/probe.c", ...H3_SOURCES],
     deps: H3_HEADERS,
-    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls"],
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", OWN_LIB_DIR],
     requires: [
       { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
       { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },

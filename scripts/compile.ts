@@ -1,26 +1,39 @@
 /**
- * `deno task compile`: builds the native HTTP/3 and HTTP/2-client modules and
- * compiles `lab` into one executable (`build/lab`) that carries them inside.
+ * `deno task compile`: builds the native modules and writes one executable,
+ * `build/lab`, that an operator copies to a host. Two kinds:
  *
- * `deno compile` needs a `denort` runtime. It honours `DENORT_BIN` (a path
- * to a denort binary of the same Deno version); without it Deno downloads
- * denort from its own host, which may be unreachable, and this script then
- * fails with one line saying so.
+ * - with `DENORT_BIN` (a denort binary of the same Deno version): `deno
+ *   compile`, with the native HTTP/3 and HTTP/2 modules embedded;
+ * - without it: the self-unpacking executable of scripts/pack.ts (the Deno CLI,
+ *   the program with its npm packages installed, the native modules and the
+ *   shared libraries they need beyond glibc), because no reachable registry
+ *   ships denort.
  */
 import { BUILD_DIR, ensureBuilt, NativeBuildError } from "../lib/native_build.ts";
 import { ROOT } from "../lib/host.ts";
+import { packExecutable } from "./pack.ts";
 
 const OUTPUT = `${BUILD_DIR}/lab`;
 
 async function main(): Promise<number> {
   const denort = Deno.env.get("DENORT_BIN");
-  if (denort) {
+  if (!denort) {
     try {
-      await Deno.stat(denort);
-    } catch {
-      console.error(`error: DENORT_BIN points to ${denort}, which does not exist`);
+      const packed = await packExecutable({ output: OUTPUT });
+      const mib = (packed.bytes / 1048576).toFixed(1);
+      console.error(`self-unpacking executable ${packed.id}, ${mib} MiB`);
+    } catch (err) {
+      console.error(`error: packing ${OUTPUT} failed: ${(err as Error).message.split("\n")[0]}`);
       return 1;
     }
+    console.log(OUTPUT);
+    return 0;
+  }
+  try {
+    await Deno.stat(denort);
+  } catch {
+    console.error(`error: DENORT_BIN points to ${denort}, which does not exist`);
+    return 1;
   }
   const include: string[] = [];
   for (const [target, what] of [["h3", "HTTP/3"], ["h2", "HTTP/2"]]) {
@@ -53,14 +66,8 @@ async function main(): Promise<number> {
   clearTimeout(timer);
   if (!out.success) {
     const text = new TextDecoder().decode(out.stderr);
-    if (!denort && /download|denort|dl\.deno\.land|error sending request|dns|connect/i.test(text)) {
-      console.error(
-        "error: deno compile could not download denort; set DENORT_BIN=/path/to/denort (Deno 2.9.6) and retry",
-      );
-    } else {
-      const line = text.split("\n").find((l) => /error/i.test(l)) ?? text.split("\n")[0];
-      console.error(`error: deno compile failed: ${line.trim()}`);
-    }
+    const line = text.split("\n").find((l) => /error/i.test(l)) ?? text.split("\n")[0];
+    console.error(`error: deno compile failed: ${line.trim()}`);
     return 1;
   }
   console.log(OUTPUT);

@@ -180,14 +180,19 @@ export interface LabServe extends LabServeProcess {
  */
 export async function startLabServe(
   options: LabServeOptions,
-  launch: { nofile?: number } = {},
+  launch: {
+    /** Limit of open files for the server. */
+    nofile?: number;
+    /** The command that runs `lab` (default: this checkout's main.ts under this Deno). */
+    lab?: readonly string[];
+  } = {},
 ): Promise<LabServe> {
   const own = options.stateDir === undefined;
   const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sbilab-test-" });
   const removeOwn = () => own ? Deno.remove(stateDir, { recursive: true }).catch(() => {}) : {};
   let srv: LabServeProcess;
   try {
-    srv = await startServe({ ...options, stateDir }, { nofile: launch.nofile });
+    srv = await startServe({ ...options, stateDir }, { nofile: launch.nofile, lab: launch.lab });
   } catch (err) {
     await removeOwn();
     throw err;

@@ -42,12 +42,16 @@ async function openEmbedded<S extends Deno.ForeignLibraryInterface>(
   spec: NativeLibrarySpec<S>,
 ): Promise<NativeLibrary<S>> {
   const bytes = await Deno.readFile(spec.embeddedUrl);
-  const tmp = await Deno.makeTempFile({ prefix: `sbilab_${spec.target}_`, suffix: ".so" });
-  await Deno.writeFile(tmp, bytes, { mode: 0o700 });
-  const lib = open(tmp, spec.symbols);
-  // The mapping stays valid after the name is gone.
-  await Deno.remove(tmp).catch(() => {});
-  return lib;
+  // a private folder: the module looks for libraries in lib/ beside itself first
+  const dir = await Deno.makeTempDir({ prefix: `sbilab_${spec.target}_` });
+  const tmp = `${dir}/${spec.target}.so`;
+  try {
+    await Deno.writeFile(tmp, bytes, { mode: 0o700 });
+    return open(tmp, spec.symbols);
+  } finally {
+    // The mapping stays valid after the name is gone.
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
 }
 
 /** Opens the library; throws `spec.error(...)` with one line and the attempts as `cause`. */
