@@ -217,7 +217,7 @@ static int tls_out(sbl_conn *c, const uint8_t *d, size_t n) {
   h2_worker *st = state_of(c);
   for (int first = 1;; first = 0) {
     int m = sbh2_tls_send(h->tls, first ? d : NULL, first ? (uint32_t)n : 0, st->plain, PLAIN_LEN);
-    if (m == SBH2_ERR_DONE) return 0;
+    if (m == SBWIRE_ERR_DONE) return 0;
     if (m < 0) {
       char t[200] = "";
       int tl = sbh2_tls_error(h->tls, (uint8_t *)t, sizeof t - 1);

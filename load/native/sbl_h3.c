@@ -86,14 +86,14 @@ static int block_status(const uint8_t *b, uint32_t len) {
 
 static int kind_of(int code, int up) {
   switch (code) {
-  case SBH3_ERR_REFUSED:
-  case SBH3_ERR_SOCKET:
+  case SBWIRE_ERR_REFUSED:
+  case SBWIRE_ERR_SOCKET:
     return up ? SBL_ERRK_CLOSED : SBL_ERRK_CONNECT;
-  case SBH3_ERR_TLS:
+  case SBWIRE_ERR_TLS:
     return SBL_ERRK_TLS;
-  case SBH3_ERR_PROTO:
+  case SBWIRE_ERR_PROTO:
     return SBL_ERRK_PROTO;
-  case SBH3_ERR_IDLE:
+  case SBWIRE_ERR_IDLE:
     return up ? SBL_ERRK_TIMEOUT : SBL_ERRK_CONNECT;
   default:
     return up ? SBL_ERRK_CLOSED : SBL_ERRK_CONNECT;
@@ -107,7 +107,7 @@ static void drive(sbl_conn *c) {
   sbh3_conn_io(h->q, h->u, NULL, 0);
   for (;;) {
     int n = sbh3_conn_poll(h->q, st->ev, st->evcap);
-    if (n == SBH3_ERR_BUFFER_TOO_SHORT) {
+    if (n == SBWIRE_ERR_BUFFER_TOO_SHORT) {
       uint64_t need = (uint64_t)sbwire_get_u32(st->ev) | (uint64_t)sbwire_get_u32(st->ev + 4) << 32;
       uint8_t *nb = realloc(st->ev, need);
       if (!nb) {
@@ -210,7 +210,7 @@ static int h3_conn_submit(sbl_conn *c, sbl_req *r) {
   const sbl_plan *p = sbl_worker_plan(c->w);
   if (h->goaway) return 1;
   int64_t sid = sbh3_conn_request(h->q, p->hdrs, p->hdrs_len, p->body, p->body_len);
-  if (sid == SBH3_ERR_STREAM_BLOCKED) return 1;
+  if (sid == SBWIRE_ERR_STREAM_BLOCKED) return 1;
   if (sid < 0) {
     sbl_conn_failed(c, SBL_ERRK_CLOSED, "cannot open a request stream");
     return 0;

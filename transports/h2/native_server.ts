@@ -45,7 +45,9 @@ import { BodyBudgetError, type ByteBudget, defaultBodyBudget } from "../byte_bud
 import { resolveTls, type TlsConnection } from "../tls.ts";
 import { DEFAULT_SERVER_LIMITS, type SbiServer, type ServerOptions } from "../types.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
-import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
+import { H2_EVENT } from "./ffi.ts";
+import { NATIVE_ERR } from "../native/errors.ts";
+import { EventPoller } from "../native/event_poller.ts";
 import { loadH2Library } from "./loader.ts";
 import { applyNoDelay } from "../native/nodelay.ts";
 import {
@@ -299,7 +301,7 @@ class Connection {
       return;
     }
     pool.give(out);
-    if (n === H2_ERR.CLOSED) this.finish();
+    if (n === NATIVE_ERR.CLOSED) this.finish();
   }
 
   async #writeLoop(out: Uint8Array<ArrayBuffer>, n: number): Promise<void> {
@@ -313,7 +315,7 @@ class Connection {
         this.#dirty = false;
         n = this.finished ? 0 : this.#pull(out);
       }
-      if (n === H2_ERR.CLOSED) this.finish();
+      if (n === NATIVE_ERR.CLOSED) this.finish();
     } catch {
       this.finish(); // the peer went away
     } finally {
@@ -537,7 +539,7 @@ class NativeH2cServer implements NativeH2Server {
         c.finish(); // the peer stopped reading from TCP
         continue;
       }
-      if (c.session.tick() === H2_ERR.CLOSED) {
+      if (c.session.tick() === NATIVE_ERR.CLOSED) {
         c.finish();
         continue;
       }

@@ -6,7 +6,7 @@
  * idempotent; sessions keep their configuration alive natively.
  */
 import type { ResolvedTls, TlsConnectionInfo } from "../tls.ts";
-import { H2_ERR, h2ErrorName } from "./ffi.ts";
+import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 
 /** Bits of the session state (enum sbh2_tls_state_bits). */
@@ -151,11 +151,11 @@ export class H2Tls {
 
   /**
    * Feeds `length` bytes of received ciphertext and writes plaintext into
-   * `out`; returns its length, or a negative code (`H2_ERR.TLS`: see
+   * `out`; returns its length, or a negative code (`NATIVE_ERR.TLS`: see
    * {@linkcode errorText}). Call again with no input while it fills `out`.
    */
   recv(data: Uint8Array | undefined, length: number, out: Uint8Array): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     const d = data ?? out;
     return this.#sym.sbh2_tls_recv(
       this.#ptr,
@@ -171,7 +171,7 @@ export class H2Tls {
    * returns its length (0 when nothing is pending) or a negative code.
    */
   send(plain: Uint8Array | undefined, out: Uint8Array): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     const p = plain ?? out;
     const n = this.#sym.sbh2_tls_send(
       this.#ptr,
@@ -180,7 +180,7 @@ export class H2Tls {
       out as Uint8Array<ArrayBuffer>,
       out.length,
     );
-    return n === H2_ERR.DONE ? 0 : n;
+    return n === NATIVE_ERR.DONE ? 0 : n;
   }
 
   /** Queues close_notify; drain {@linkcode send} afterwards. */
@@ -252,7 +252,7 @@ export class H2Tls {
       length,
     );
     if (n !== length) {
-      throw new RangeError(`Cannot export keying material (${h2ErrorName(n)})`);
+      throw new RangeError(`Cannot export keying material (${nativeErrorName(n)})`);
     }
     return out;
   }
@@ -262,7 +262,7 @@ export class H2Tls {
     if (this.#ptr === null || !(this.state() & TLS_STATE.TICKET)) return undefined;
     let buf = new Uint8Array(4096);
     let n = this.#sym.sbh2_tls_ticket(this.#ptr, buf, buf.length);
-    if (n === H2_ERR.BUFFER_TOO_SHORT) {
+    if (n === NATIVE_ERR.BUFFER_TOO_SHORT) {
       buf = new Uint8Array(65536);
       n = this.#sym.sbh2_tls_ticket(this.#ptr, buf, buf.length);
     }

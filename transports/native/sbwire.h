@@ -23,7 +23,12 @@
  *   then header_len bytes of header block and body_len bytes of body.
  * One poll writes as many whole records as fit, back to back. When even the
  * first does not fit, the module writes the size it needs as a u64 at offset
- * 0 and returns its BUFFER_TOO_SHORT code.
+ * 0 and returns SBWIRE_ERR_BUFFER_TOO_SHORT.
+ *
+ * Return codes: every function of both modules returns a count (>= 0) or a
+ * negative code from enum sbwire_error, one numbering for both (TypeScript:
+ * NATIVE_ERR in transports/native/errors.ts). SBWIRE_ERR_DONE means
+ * "nothing more to do" and is not a failure.
  */
 #ifndef SBWIRE_H
 #define SBWIRE_H
@@ -36,6 +41,35 @@
 #define SBWIRE_EVENT_HEADER_LEN 32
 /* Size of the length prefix of one header field. */
 #define SBWIRE_FIELD_PREFIX_LEN 8
+
+enum sbwire_error {
+  /* Nothing more to do right now; not a failure. */
+  SBWIRE_ERR_DONE = -1,
+  /* The caller's buffer is too small (poll writes the size it needs as u64 at offset 0). */
+  SBWIRE_ERR_BUFFER_TOO_SHORT = -2,
+  /* A bad argument: NULL handle, malformed header block, bad address, wrong state for the call. */
+  SBWIRE_ERR_INVALID = -3,
+  /* Out of memory. */
+  SBWIRE_ERR_NOMEM = -4,
+  /* TLS failed: material not loadable, handshake, verification, ALPN, a bad record or an alert. */
+  SBWIRE_ERR_TLS = -5,
+  /* The peer broke the protocol: bytes that are not HTTP/2, a datagram QUIC rejected. */
+  SBWIRE_ERR_PROTO = -6,
+  /* The connection is closed or closing (by either side, GOAWAY included). */
+  SBWIRE_ERR_CLOSED = -7,
+  /* h3: no stream can be opened, or the send queue is full, yet; retry after the next received datagram. */
+  SBWIRE_ERR_STREAM_BLOCKED = -8,
+  /* The connection or stream is unknown. */
+  SBWIRE_ERR_NOT_FOUND = -9,
+  /* h3: the connection was idle for longer than the idle timeout. */
+  SBWIRE_ERR_IDLE = -10,
+  /* The protocol library returned an unexpected error. */
+  SBWIRE_ERR_INTERNAL = -11,
+  /* h3: nothing listens at the peer's UDP port (ICMP port unreachable). */
+  SBWIRE_ERR_REFUSED = -12,
+  /* h3: a socket call failed (errno in the connection's error text where it applies). */
+  SBWIRE_ERR_SOCKET = -13,
+};
 
 enum sbwire_event_type {
   /* Handshake completed (client; an h3 server too, with the connection id). */

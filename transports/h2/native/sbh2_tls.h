@@ -16,8 +16,8 @@
  * client passes a saved ticket to sbh2_tls_new and reads new ones with
  * sbh2_tls_ticket.
  *
- * Return values follow sbh2.h: a count (>= 0) or a negative enum sbh2_error;
- * SBH2_ERR_TLS carries a one-line reason in sbh2_tls_error.
+ * Return values follow sbh2.h: a count (>= 0) or a negative enum sbwire_error (transports/native/sbwire.h);
+ * SBWIRE_ERR_TLS carries a one-line reason in sbh2_tls_error.
  */
 #ifndef SBH2_TLS_H
 #define SBH2_TLS_H
@@ -88,7 +88,7 @@ sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint
 void sbh2_tls_free(sbh2_tls *tls);
 /* Feeds received ciphertext and writes the plaintext it yields into out; returns its length (0 for none). */
 int sbh2_tls_recv(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
-/* Encrypts plaintext (may be empty) and writes pending ciphertext into out; returns its length or SBH2_ERR_DONE. */
+/* Encrypts plaintext (may be empty) and writes pending ciphertext into out; returns its length or SBWIRE_ERR_DONE. */
 int sbh2_tls_send(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
 /* Queues close_notify; then drain sbh2_tls_send. */
 int sbh2_tls_close(sbh2_tls *tls);
@@ -101,14 +101,14 @@ int sbh2_tls_handshake_bytes(sbh2_tls *tls, int sent);
 /* RFC 5705 / RFC 8446 §7.5 exporter: writes out_len bytes for label and context (may be empty). */
 int sbh2_tls_export(sbh2_tls *tls, const uint8_t *label, uint32_t label_len, const uint8_t *context,
                     uint32_t context_len, uint8_t *out, uint32_t out_len);
-/* Client: writes the latest ticket (resumption data) into buf; returns its length or SBH2_ERR_DONE. */
+/* Client: writes the latest ticket (resumption data) into buf; returns its length or SBWIRE_ERR_DONE. */
 int sbh2_tls_ticket(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
 /* Writes why the session failed (one line) into buf; returns its length. */
 int sbh2_tls_error(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
 
 /* Decrypts received ciphertext straight into the HTTP/2 session; returns sbh2_conn_recv's result (0 while handshaking, CLOSED after close_notify). */
 int sbh2_conn_recv_tls(sbh2_conn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
-/* Encrypts the HTTP/2 session's pending output (after the handshake) and writes ciphertext into out, or SBH2_ERR_DONE. */
+/* Encrypts the HTTP/2 session's pending output (after the handshake) and writes ciphertext into out, or SBWIRE_ERR_DONE. */
 int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
 
 /* Server: decrypts received ciphertext straight into the server session; returns sbh2_sconn_recv's result. */

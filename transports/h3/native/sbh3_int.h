@@ -184,7 +184,7 @@ HIDDEN void config_unref(sbh3_config *cfg);
 HIDDEN ngtcp2_cc_algo cc_algo(int cc);
 /* Parses a flat header block into a new nv array pointing into p; 0, -1 (malformed) or -2 (memory). */
 HIDDEN int parse_headers(const uint8_t *p, size_t len, nghttp3_nv **pnv, size_t *pn);
-/* Milliseconds from now until deadline (ns), or SBH3_ERR_DONE for none. */
+/* Milliseconds from now until deadline (ns), or SBWIRE_ERR_DONE for none. */
 HIDDEN int deadline_to_ms(uint64_t deadline);
 
 /* ---- conn.c ---- */
@@ -201,7 +201,7 @@ HIDDEN stream_t *stream_new(sbh3_conn *c, int64_t id);
 HIDDEN void stream_free(sbh3_conn *c, stream_t *s);
 /* Remembers a connection id that routes to c (server). */
 HIDDEN void cid_add(sbh3_conn *c, const ngtcp2_cid *cid);
-/* sbh3_error for an ngtcp2 error. */
+/* sbwire_error for an ngtcp2 error. */
 HIDDEN int map_liberr(int rv);
 /* Marks c closed for reason rv, prepares CONNECTION_CLOSE when one is due, posts CLOSED. */
 HIDDEN void conn_fail(sbh3_conn *c, int rv);
@@ -217,7 +217,7 @@ HIDDEN sbh3_conn *conn_alloc(sbh3_config *cfg);
 HIDDEN void conn_destroy(sbh3_conn *c);
 /* Feeds one received datagram to c; returns ngtcp2's result. */
 HIDDEN int conn_read(sbh3_conn *c, const ngtcp2_path *path, const uint8_t *data, size_t len, uint8_t ecn, uint64_t now);
-/* Writes c's next datagram into out and its ECN codepoint into *ecn (may be NULL); its length, SBH3_ERR_DONE or an error. */
+/* Writes c's next datagram into out and its ECN codepoint into *ecn (may be NULL); its length, SBWIRE_ERR_DONE or an error. */
 HIDDEN int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ecn);
 /* When c's next timer is due (ns), UINT64_MAX for none. */
 HIDDEN uint64_t conn_deadline(sbh3_conn *c);

@@ -77,24 +77,24 @@ void tls_config_clear(sbh3_config *cfg) {
 }
 
 int sbh3_config_set_tickets(sbh3_config *cfg, uint32_t lifetime_s) {
-  if (!cfg || !cfg->is_server) return SBH3_ERR_INVALID;
+  if (!cfg || !cfg->is_server) return SBWIRE_ERR_INVALID;
   if (lifetime_s && !cfg->ticket_key.data && gnutls_session_ticket_key_generate(&cfg->ticket_key) != 0)
-    return SBH3_ERR_TLS;
+    return SBWIRE_ERR_TLS;
   cfg->ticket_lifetime = lifetime_s;
   return 0;
 }
 
 int sbh3_config_set_early_data(sbh3_config *cfg, int on, uint32_t window_ms) {
-  if (!cfg || (on && cfg->is_server && window_ms == 0)) return SBH3_ERR_INVALID;
+  if (!cfg || (on && cfg->is_server && window_ms == 0)) return SBWIRE_ERR_INVALID;
   cfg->early_data = on ? 1 : 0;
   if (!on || !cfg->is_server) return 0;
   if (!cfg->anti_replay) {
     cfg->replay = calloc(1, sizeof(*cfg->replay));
-    if (!cfg->replay) return SBH3_ERR_NOMEM;
+    if (!cfg->replay) return SBWIRE_ERR_NOMEM;
     if (gnutls_anti_replay_init(&cfg->anti_replay) != 0) {
       free(cfg->replay);
       cfg->replay = NULL;
-      return SBH3_ERR_TLS;
+      return SBWIRE_ERR_TLS;
     }
     gnutls_anti_replay_set_add_function(cfg->anti_replay, replay_add);
     gnutls_anti_replay_set_ptr(cfg->anti_replay, cfg->replay);
@@ -217,13 +217,13 @@ int tls_init(sbh3_conn *c, const char *server_name) {
 }
 
 int sbh3_conn_resume(sbh3_conn *c, const uint8_t *ticket, size_t len) {
-  if (!c || c->srv || !ticket || len <= TICKET_HEAD || len - TICKET_HEAD > UINT32_MAX) return SBH3_ERR_INVALID;
+  if (!c || c->srv || !ticket || len <= TICKET_HEAD || len - TICKET_HEAD > UINT32_MAX) return SBWIRE_ERR_INVALID;
   uint32_t magic, count;
   memcpy(&magic, ticket, 4);
   memcpy(&count, ticket + 4, 4);
-  if (magic != TICKET_MAGIC || count != TICKET_TP_COUNT) return SBH3_ERR_INVALID;
-  if (c->hs_sent || c->hc) return SBH3_ERR_INVALID; /* only before the first flight */
-  if (gnutls_session_set_data(c->tls, ticket + TICKET_HEAD, len - TICKET_HEAD) != 0) return SBH3_ERR_TLS;
+  if (magic != TICKET_MAGIC || count != TICKET_TP_COUNT) return SBWIRE_ERR_INVALID;
+  if (c->hs_sent || c->hc) return SBWIRE_ERR_INVALID; /* only before the first flight */
+  if (gnutls_session_set_data(c->tls, ticket + TICKET_HEAD, len - TICKET_HEAD) != 0) return SBWIRE_ERR_TLS;
   if (!c->cfg->early_data) return 0;
   ngtcp2_transport_params p;
   ngtcp2_transport_params_default(&p);
@@ -237,7 +237,7 @@ int sbh3_conn_resume(sbh3_conn *c, const uint8_t *ticket, size_t len) {
   p.active_connection_id_limit = get64(tp + 48);
   p.max_udp_payload_size = get64(tp + 56);
   ngtcp2_conn_set_early_remote_transport_params(c->qc, &p);
-  if (setup_http(c) != 0) return SBH3_ERR_INTERNAL;
+  if (setup_http(c) != 0) return SBWIRE_ERR_INTERNAL;
   c->early_attempt = 1;
   return 0;
 }
@@ -293,7 +293,7 @@ int tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
     return put_text(buf, cap, (const char *)p.data, p.size);
   }
   case SBH3_TLS_PEER_SUBJECT: return sb_tls_peer_subject(c->tls, buf, cap);
-  default: return SBH3_ERR_INVALID;
+  default: return SBWIRE_ERR_INVALID;
   }
   return put_text(buf, cap, t, t ? strlen(t) : 0);
 }
@@ -301,60 +301,60 @@ int tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
 int tls_export(sbh3_conn *c, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
                uint8_t *out, size_t out_len) {
   if (!label || label_len == 0 || !out || out_len == 0 || out_len > 65535 || (context_len && !context))
-    return SBH3_ERR_INVALID;
-  if (!ngtcp2_conn_get_handshake_completed(c->qc) || c->closed) return SBH3_ERR_INVALID;
+    return SBWIRE_ERR_INVALID;
+  if (!ngtcp2_conn_get_handshake_completed(c->qc) || c->closed) return SBWIRE_ERR_INVALID;
   if (gnutls_prf_rfc5705(c->tls, label_len, (const char *)label, context_len, (const char *)context, out_len,
                          (char *)out) != 0)
-    return SBH3_ERR_TLS;
+    return SBWIRE_ERR_TLS;
   return (int)out_len;
 }
 
 int sbh3_conn_ticket(sbh3_conn *c, uint8_t *buf, size_t cap) {
-  if (!c || c->srv || !buf) return SBH3_ERR_INVALID;
-  if (!c->ticket.len) return SBH3_ERR_DONE;
-  if (cap < c->ticket.len) return SBH3_ERR_BUFFER_TOO_SHORT;
+  if (!c || c->srv || !buf) return SBWIRE_ERR_INVALID;
+  if (!c->ticket.len) return SBWIRE_ERR_DONE;
+  if (cap < c->ticket.len) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   memcpy(buf, c->ticket.p, c->ticket.len);
   int n = (int)c->ticket.len;
   c->ticket.len = 0;
   return n;
 }
 
-int sbh3_conn_tls_state(sbh3_conn *c) { return c ? tls_state(c) : SBH3_ERR_INVALID; }
+int sbh3_conn_tls_state(sbh3_conn *c) { return c ? tls_state(c) : SBWIRE_ERR_INVALID; }
 
 int sbh3_conn_tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
-  return c && buf ? tls_info(c, kind, buf, cap) : SBH3_ERR_INVALID;
+  return c && buf ? tls_info(c, kind, buf, cap) : SBWIRE_ERR_INVALID;
 }
 
 int64_t sbh3_conn_handshake_bytes(sbh3_conn *c, int sent) {
-  if (!c) return SBH3_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   return (int64_t)(sent ? c->hs_sent : c->hs_recv);
 }
 
 int sbh3_conn_export(sbh3_conn *c, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
                      uint8_t *out, size_t out_len) {
-  return c ? tls_export(c, label, label_len, context, context_len, out, out_len) : SBH3_ERR_INVALID;
+  return c ? tls_export(c, label, label_len, context, context_len, out, out_len) : SBWIRE_ERR_INVALID;
 }
 
 int sbh3_server_tls_state(sbh3_server *srv, uint32_t conn_id) {
   sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  return c ? tls_state(c) : SBH3_ERR_NOT_FOUND;
+  return c ? tls_state(c) : SBWIRE_ERR_NOT_FOUND;
 }
 
 int sbh3_server_tls_info(sbh3_server *srv, uint32_t conn_id, int kind, uint8_t *buf, size_t cap) {
   sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  if (!c) return SBH3_ERR_NOT_FOUND;
-  return buf ? tls_info(c, kind, buf, cap) : SBH3_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  return buf ? tls_info(c, kind, buf, cap) : SBWIRE_ERR_INVALID;
 }
 
 int64_t sbh3_server_handshake_bytes(sbh3_server *srv, uint32_t conn_id, int sent) {
   sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  if (!c) return SBH3_ERR_NOT_FOUND;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
   return (int64_t)(sent ? c->hs_sent : c->hs_recv);
 }
 
 int sbh3_server_export(sbh3_server *srv, uint32_t conn_id, const uint8_t *label, size_t label_len,
                        const uint8_t *context, size_t context_len, uint8_t *out, size_t out_len) {
   sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  if (!c) return SBH3_ERR_NOT_FOUND;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
   return tls_export(c, label, label_len, context, context_len, out, out_len);
 }

@@ -1,0 +1,18 @@
+import assert from "node:assert/strict";
+import { NATIVE_ERR, nativeErrorName } from "./errors.ts";
+
+Deno.test("native error codes in TypeScript are the ones sbwire.h gives both modules", async () => {
+  const header = await Deno.readTextFile(new URL("./sbwire.h", import.meta.url));
+  const body = /enum sbwire_error \{([^}]*)\}/.exec(header)?.[1] ?? "";
+  const c = Object.fromEntries(
+    [...body.matchAll(/SBWIRE_ERR_(\w+) = (-\d+)/g)].map((m) => [m[1], Number(m[2])]),
+  );
+  assert.ok(Object.keys(c).length >= 13, "the enum was not found in sbwire.h");
+  assert.deepEqual(c, { ...NATIVE_ERR });
+});
+
+Deno.test("native error names come from the one enum, numbers stand for unknown codes", () => {
+  assert.equal(nativeErrorName(NATIVE_ERR.CLOSED), "CLOSED");
+  assert.equal(nativeErrorName(-5), "TLS");
+  assert.equal(nativeErrorName(-99), "-99");
+});
