@@ -317,7 +317,7 @@ static int feed(sbl_conn *c, const uint8_t *d, size_t n) {
       sbl_conn_failed(c, c->up ? SBL_ERRK_PROTO : SBL_ERRK_TLS, t[0] ? t : "TLS failed");
       return -1;
     }
-    if (!h->s && (sbh2_tls_state(h->tls) & SBH2_TLS_ESTABLISHED)) {
+    if (!h->s && (sbh2_tls_state(h->tls) & SBWIRE_TLS_ESTABLISHED)) {
       session_up(c);
       if (c->dead) return -1;
     }
@@ -330,7 +330,7 @@ static int feed(sbl_conn *c, const uint8_t *d, size_t n) {
     }
     if (m < PLAIN_LEN) break;
   }
-  if (sbh2_tls_state(h->tls) & SBH2_TLS_PEER_CLOSED) {
+  if (sbh2_tls_state(h->tls) & SBWIRE_TLS_PEER_CLOSED) {
     sbl_conn_failed(c, SBL_ERRK_CLOSED, "the server closed the TLS session");
     return -1;
   }

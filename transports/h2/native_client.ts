@@ -50,7 +50,8 @@ import { tcpMaxSegment } from "../native/nodelay.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
-import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
+import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
+import { TLS_STATE } from "../native/tls_session.ts";
 import { runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -160,7 +161,7 @@ class Session implements KeyingMaterialExporter {
   tlsInfo(): TlsConnectionInfo | undefined {
     // A session the peer failed after its handshake (an mTLS server refusing the client's
     // certificate does so after the client's Finished) has nothing to report.
-    return this.#tls?.established ? this.#tls.info() : undefined;
+    return this.#tls?.info() ?? undefined;
   }
 
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {

@@ -48,6 +48,7 @@ import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
 import { H2_EVENT } from "./ffi.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { EventPoller } from "../native/event_poller.ts";
+import { requireTlsInfo } from "../native/tls_session.ts";
 import { loadH2Library } from "./loader.ts";
 import { applyNoDelay } from "../native/nodelay.ts";
 import {
@@ -162,7 +163,7 @@ class Connection {
     if (tls.established) {
       this.#server.tlsEstablished({
         remoteAddr: { hostname: addr.hostname, port: addr.port },
-        info: () => tls.info(),
+        info: () => requireTlsInfo(tls.info()),
         exportKeyingMaterial: (label, context, length) =>
           tls.exportKeyingMaterial(label, context, length),
       });

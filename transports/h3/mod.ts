@@ -9,18 +9,15 @@
  * synchronous `io()` call feeds it, drains the socket with recvmmsg, runs
  * due timers and sends all output with one sendmmsg on the same descriptor.
  */
-import { shimVersion } from "./ffi.ts";
+import { shimVersion } from "./shim_version.ts";
 import { loadH3Library } from "./loader.ts";
 
 export { createH3Server, type H3SbiServer, type H3ServerOptions } from "./server.ts";
 export { createH3Client, type H3ClientOptions, type H3SbiClient } from "./client.ts";
-export {
-  H3_ERR,
-  type H3CongestionControl,
-  type H3DatagramStats,
-  H3Error,
-  type H3QuicVersion,
-} from "./ffi.ts";
+export { NATIVE_ERR } from "../native/errors.ts";
+export { type H3CongestionControl, type H3QuicVersion } from "./h3_config.ts";
+export type { H3DatagramStats } from "./h3_datagram_stats.ts";
+export { H3Error } from "./h3_error.ts";
 export { EMBEDDED_LIBRARY_URL, H3LoadError } from "./loader.ts";
 
 /** Versions of the shim and the libraries it runs on. */

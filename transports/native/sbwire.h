@@ -90,6 +90,38 @@ enum sbwire_event_type {
   SBWIRE_EV_EARLY_REJECTED = 8,
 };
 
+/* Bits of a TLS session's state (sbh2_tls_state, sbh3_*_tls_state), one numbering for both modules. */
+enum sbwire_tls_state {
+  /* The handshake completed; application data flows. */
+  SBWIRE_TLS_ESTABLISHED = 1,
+  /* The handshake resumed an earlier session (a ticket was accepted). */
+  SBWIRE_TLS_RESUMED = 2,
+  /* h3: 0-RTT data was accepted (server: received and accepted; client: the server accepted it). */
+  SBWIRE_TLS_EARLY_ACCEPTED = 4,
+  /* Client: a ticket arrived that has not been taken yet. */
+  SBWIRE_TLS_TICKET = 8,
+  /* h3 client: 0-RTT was attempted. */
+  SBWIRE_TLS_EARLY_ATTEMPTED = 16,
+  /* h2: the peer sent close_notify. */
+  SBWIRE_TLS_PEER_CLOSED = 32,
+  /* h2: a fatal TLS error happened (text: sbh2_tls_error). */
+  SBWIRE_TLS_FAILED = 64,
+};
+
+/* What a TLS info call (sbh2_tls_info, sbh3_*_tls_info) writes: text, no NUL. */
+enum sbwire_tls_info {
+  /* Protocol version, e.g. "TLS1.3". */
+  SBWIRE_TLS_INFO_VERSION = 1,
+  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
+  SBWIRE_TLS_INFO_SUITE = 2,
+  /* Key-exchange group, e.g. "SECP256R1". */
+  SBWIRE_TLS_INFO_GROUP = 3,
+  /* Negotiated ALPN protocol ("h2", "h3"). */
+  SBWIRE_TLS_INFO_ALPN = 4,
+  /* RFC 4514 subject of the peer's verified certificate (empty when it sent none). */
+  SBWIRE_TLS_INFO_PEER_SUBJECT = 5,
+};
+
 /* Writes v little-endian at p. */
 static inline void sbwire_put_u32(uint8_t *p, uint32_t v) {
   p[0] = (uint8_t)v;

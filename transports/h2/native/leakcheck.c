@@ -424,8 +424,8 @@ static int tls_handshake(sbh2_tls *c, sbh2_tls *s) {
   for (int i = 0; i < 20; i++) {
     tls_move(c, s);
     tls_move(s, c);
-    if ((sbh2_tls_state(c) & SBH2_TLS_ESTABLISHED) && (sbh2_tls_state(s) & SBH2_TLS_ESTABLISHED)) return 1;
-    if ((sbh2_tls_state(c) | sbh2_tls_state(s)) & SBH2_TLS_FAILED) return 0;
+    if ((sbh2_tls_state(c) & SBWIRE_TLS_ESTABLISHED) && (sbh2_tls_state(s) & SBWIRE_TLS_ESTABLISHED)) return 1;
+    if ((sbh2_tls_state(c) | sbh2_tls_state(s)) & SBWIRE_TLS_FAILED) return 0;
   }
   return 0;
 }
@@ -445,7 +445,7 @@ static int pump_tls(sbh2_conn *c, sbh2_tls *ct, sbh2_tls *st, nghttp2_session *s
     }
     const uint8_t *p;
     ssize_t k;
-    while ((sbh2_tls_state(st) & SBH2_TLS_ESTABLISHED) && (k = nghttp2_session_mem_send(s, &p)) > 0) {
+    while ((sbh2_tls_state(st) & SBWIRE_TLS_ESTABLISHED) && (k = nghttp2_session_mem_send(s, &p)) > 0) {
       int m = sbh2_tls_send(st, p, (uint32_t)k, wire, sizeof wire);
       while (m > 0) {
         int r = sbh2_conn_recv_tls(c, ct, wire, (uint32_t)m);
@@ -499,12 +499,12 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   if (sbh2_tls_export(ct, (const uint8_t *)"EXPORTER_3GPP_N32_MASTER", 24, NULL, 0, a, 64) != 64) wrong++;
   if (sbh2_tls_export(st, (const uint8_t *)"EXPORTER_3GPP_N32_MASTER", 24, NULL, 0, b, 64) != 64) wrong++;
   int same = memcmp(a, b, 64) == 0;
-  int sl = sbh2_tls_info(st, SBH2_TLS_INFO_PEER_SUBJECT, subject, sizeof subject);
+  int sl = sbh2_tls_info(st, SBWIRE_TLS_INFO_PEER_SUBJECT, subject, sizeof subject);
   if (sl <= 0) wrong++;
   int tl = sbh2_tls_ticket(ct, ticket, sizeof ticket);
   sbh2_tls_close(ct);
   tls_move(ct, st);
-  int peer_closed = (sbh2_tls_state(st) & SBH2_TLS_PEER_CLOSED) != 0;
+  int peer_closed = (sbh2_tls_state(st) & SBWIRE_TLS_PEER_CLOSED) != 0;
   sbh2_conn_free(c);
   server_free(s);
   sbh2_tls_free(ct);
@@ -530,7 +530,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   }
   drain(c, 0);
   int served_tls = messages - before;
-  int server_closed = finished && (sbh2_tls_state(ct) & SBH2_TLS_PEER_CLOSED);
+  int server_closed = finished && (sbh2_tls_state(ct) & SBWIRE_TLS_PEER_CLOSED);
   sbh2_conn_free(c);
   sbh2_sconn_free(ss);
   sbh2_server_free(srv);
@@ -541,7 +541,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   ct = sbh2_tls_new(ccfg, "localhost", tl > 0 ? ticket : NULL, tl > 0 ? (uint32_t)tl : 0);
   st = sbh2_tls_new(scfg, NULL, NULL, 0);
   sbh2_tls_config_free(ccfg);
-  int resumed = tls_handshake(ct, st) && (sbh2_tls_state(ct) & SBH2_TLS_RESUMED) && (sbh2_tls_state(st) & SBH2_TLS_RESUMED);
+  int resumed = tls_handshake(ct, st) && (sbh2_tls_state(ct) & SBWIRE_TLS_RESUMED) && (sbh2_tls_state(st) & SBWIRE_TLS_RESUMED);
   sbh2_tls_free(ct);
   sbh2_tls_free(st);
 
@@ -550,7 +550,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   st = sbh2_tls_new(scfg, NULL, NULL, 0);
   tls_handshake(ct, st);
   tls_move(ct, st);
-  int refused = (sbh2_tls_state(st) & SBH2_TLS_FAILED) != 0;
+  int refused = (sbh2_tls_state(st) & SBWIRE_TLS_FAILED) != 0;
   uint8_t err[256];
   int el = sbh2_tls_error(st, err, sizeof err);
   sbh2_tls_free(ct);

@@ -426,11 +426,11 @@ int sbh2_tls_close(sbh2_tls *t) {
 int sbh2_tls_state(sbh2_tls *t) {
   if (!t) return SBWIRE_ERR_INVALID;
   int st = 0;
-  if (t->established) st |= SBH2_TLS_ESTABLISHED;
-  if (t->established && gnutls_session_is_resumed(t->s)) st |= SBH2_TLS_RESUMED;
-  if (t->peer_closed) st |= SBH2_TLS_PEER_CLOSED;
-  if (t->ticket_new) st |= SBH2_TLS_TICKET;
-  if (t->failed) st |= SBH2_TLS_FAILED;
+  if (t->established) st |= SBWIRE_TLS_ESTABLISHED;
+  if (t->established && gnutls_session_is_resumed(t->s)) st |= SBWIRE_TLS_RESUMED;
+  if (t->peer_closed) st |= SBWIRE_TLS_PEER_CLOSED;
+  if (t->ticket_new) st |= SBWIRE_TLS_TICKET;
+  if (t->failed) st |= SBWIRE_TLS_FAILED;
   return st;
 }
 
@@ -446,21 +446,21 @@ int sbh2_tls_info(sbh2_tls *t, int kind, uint8_t *buf, uint32_t cap) {
   if (!t->established) return 0;
   const char *s = NULL;
   switch (kind) {
-  case SBH2_TLS_INFO_VERSION:
+  case SBWIRE_TLS_INFO_VERSION:
     s = gnutls_protocol_get_name(gnutls_protocol_get_version(t->s));
     break;
-  case SBH2_TLS_INFO_SUITE:
+  case SBWIRE_TLS_INFO_SUITE:
     s = gnutls_ciphersuite_get(t->s);
     break;
-  case SBH2_TLS_INFO_GROUP:
+  case SBWIRE_TLS_INFO_GROUP:
     s = gnutls_group_get_name(gnutls_group_get(t->s));
     break;
-  case SBH2_TLS_INFO_ALPN: {
+  case SBWIRE_TLS_INFO_ALPN: {
     gnutls_datum_t alpn = {0};
     if (gnutls_alpn_get_selected_protocol(t->s, &alpn) != 0) return 0;
     return put_text((const char *)alpn.data, alpn.size, buf, cap);
   }
-  case SBH2_TLS_INFO_PEER_SUBJECT:
+  case SBWIRE_TLS_INFO_PEER_SUBJECT:
     return sb_tls_peer_subject(t->s, buf, cap);
   default:
     return SBWIRE_ERR_INVALID;
@@ -475,12 +475,14 @@ int sbh2_tls_handshake_bytes(sbh2_tls *t, int sent) {
 
 int sbh2_tls_export(sbh2_tls *t, const uint8_t *label, uint32_t label_len, const uint8_t *context,
                     uint32_t context_len, uint8_t *out, uint32_t out_len) {
-  if (!t || !label || !label_len || (context_len && !context) || !out || !out_len) return SBWIRE_ERR_INVALID;
-  if (!t->established || t->failed) return SBWIRE_ERR_CLOSED;
+  if (!t || !label || !label_len || (context_len && !context) || !out || !out_len || out_len > 65535)
+    return SBWIRE_ERR_INVALID;
+  if (t->failed) return SBWIRE_ERR_CLOSED;
+  if (!t->established) return SBWIRE_ERR_INVALID;
   /* RFC 8446 §7.5: an absent context and an empty one derive the same bytes. */
   int rv = gnutls_prf_rfc5705(t->s, label_len, (const char *)label, context_len,
                               context_len ? (const char *)context : "", out_len, (char *)out);
-  return rv == 0 ? (int)out_len : SBWIRE_ERR_INVALID;
+  return rv == 0 ? (int)out_len : SBWIRE_ERR_TLS;
 }
 
 int sbh2_tls_ticket(sbh2_tls *t, uint8_t *buf, uint32_t cap) {

@@ -37,33 +37,7 @@ enum sbh2_tls_verify {
   SBH2_TLS_VERIFY_PEER = 1,
 };
 
-/* Bits of sbh2_tls_state. */
-enum sbh2_tls_state_bits {
-  /* The handshake completed; application data flows. */
-  SBH2_TLS_ESTABLISHED = 1,
-  /* The session resumed a previous one (ticket accepted). */
-  SBH2_TLS_RESUMED = 2,
-  /* The peer sent close_notify. */
-  SBH2_TLS_PEER_CLOSED = 4,
-  /* Client: a ticket arrived that sbh2_tls_ticket has not returned yet. */
-  SBH2_TLS_TICKET = 8,
-  /* A fatal TLS error happened; see sbh2_tls_error. */
-  SBH2_TLS_FAILED = 16,
-};
 
-/* What sbh2_tls_info writes. */
-enum sbh2_tls_info_kind {
-  /* Protocol version, e.g. "TLS1.3". */
-  SBH2_TLS_INFO_VERSION = 1,
-  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
-  SBH2_TLS_INFO_SUITE = 2,
-  /* Key-exchange group, e.g. "SECP256R1". */
-  SBH2_TLS_INFO_GROUP = 3,
-  /* Negotiated ALPN protocol ("h2"). */
-  SBH2_TLS_INFO_ALPN = 4,
-  /* Subject DN (RFC 4514) of the peer's verified certificate; empty when none. */
-  SBH2_TLS_INFO_PEER_SUBJECT = 5,
-};
 
 typedef struct sbh2_tls_config sbh2_tls_config;
 typedef struct sbh2_tls sbh2_tls;
@@ -92,13 +66,14 @@ int sbh2_tls_recv(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *ou
 int sbh2_tls_send(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
 /* Queues close_notify; then drain sbh2_tls_send. */
 int sbh2_tls_close(sbh2_tls *tls);
-/* Returns the enum sbh2_tls_state_bits that hold. */
+/* Returns the enum sbwire_tls_state bits that hold. */
 int sbh2_tls_state(sbh2_tls *tls);
-/* Writes one enum sbh2_tls_info_kind text into buf; returns its length. */
+/* Writes one enum sbwire_tls_info text into buf; returns its length. */
 int sbh2_tls_info(sbh2_tls *tls, int kind, uint8_t *buf, uint32_t cap);
 /* Ciphertext bytes of the handshake: received (sent = 0) or sent (sent = 1). */
 int sbh2_tls_handshake_bytes(sbh2_tls *tls, int sent);
-/* RFC 5705 / RFC 8446 §7.5 exporter: writes out_len bytes for label and context (may be empty). */
+/* RFC 5705 / RFC 8446 §7.5 exporter: writes out_len (1 to 65535) bytes for label and context (may be empty); returns out_len,
+ * SBWIRE_ERR_INVALID before the handshake completed, SBWIRE_ERR_CLOSED once the session failed or closed. */
 int sbh2_tls_export(sbh2_tls *tls, const uint8_t *label, uint32_t label_len, const uint8_t *context,
                     uint32_t context_len, uint8_t *out, uint32_t out_len);
 /* Client: writes the latest ticket (resumption data) into buf; returns its length or SBWIRE_ERR_DONE. */

@@ -320,7 +320,7 @@ static int tls_connection(sbh3_server *srv, sbh3_config *ccfg, const uint8_t *ti
       memcmp(cx, sx, 32) == 0)
     state = sbh3_conn_tls_state(cli);
   uint8_t subject[256];
-  if (sbh3_conn_tls_info(cli, SBH3_TLS_PEER_SUBJECT, subject, sizeof(subject)) <= 0) state = -1;
+  if (sbh3_conn_tls_info(cli, SBWIRE_TLS_INFO_PEER_SUBJECT, subject, sizeof(subject)) <= 0) state = -1;
   *out = malloc(65536);
   int tl = sbh3_conn_ticket(cli, *out, 65536);
   *out_len = tl > 0 ? (size_t)tl : 0;
@@ -351,9 +351,9 @@ static int tls_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, size
   int resumed = tls_connection(srv, ccfg, t1, l1, &t2, &l2, 6002);
   /* A server with another ticket key cannot resume it: full handshake, the early GET sent again. */
   int foreign = tls_connection(nosrv, ccfg, t1, l1, &t3, &l3, 6003);
-  if (full < 0 || (full & SBH3_TLS_RESUMED) || !l1) ok = 0;
-  if (resumed < 0 || !(resumed & SBH3_TLS_RESUMED) || !(resumed & SBH3_TLS_EARLY_ACCEPTED)) ok = 0;
-  if (foreign < 0 || (foreign & SBH3_TLS_RESUMED) || (foreign & SBH3_TLS_EARLY_ACCEPTED)) ok = 0;
+  if (full < 0 || (full & SBWIRE_TLS_RESUMED) || !l1) ok = 0;
+  if (resumed < 0 || !(resumed & SBWIRE_TLS_RESUMED) || !(resumed & SBWIRE_TLS_EARLY_ACCEPTED)) ok = 0;
+  if (foreign < 0 || (foreign & SBWIRE_TLS_RESUMED) || (foreign & SBWIRE_TLS_EARLY_ACCEPTED)) ok = 0;
   if (!ok) fprintf(stderr, "tls: states full %d resumed %d foreign %d, ticket %zu B\n", full, resumed, foreign, l1);
   uint8_t bad[80] = {0};
   sbh3_conn *c = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", 6004, "127.0.0.1", 4433);

@@ -55,33 +55,7 @@ enum sbh3_event_type {
 /* Bit in the code of a server MESSAGE event: the request arrived (at least partly) in 0-RTT. */
 #define SBH3_MSG_EARLY 1
 
-/* What sbh3_*_tls_info writes. */
-enum sbh3_tls_info {
-  /* Protocol version, e.g. "TLS1.3". */
-  SBH3_TLS_VERSION = 1,
-  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
-  SBH3_TLS_SUITE = 2,
-  /* Key-exchange group, e.g. "SECP256R1". */
-  SBH3_TLS_GROUP = 3,
-  /* Negotiated ALPN protocol ("h3"). */
-  SBH3_TLS_ALPN = 4,
-  /* RFC 4514 subject of the peer's verified certificate (empty when it sent none). */
-  SBH3_TLS_PEER_SUBJECT = 5,
-};
 
-/* Bits returned by sbh3_*_tls_state. */
-enum sbh3_tls_state {
-  /* The handshake completed. */
-  SBH3_TLS_ESTABLISHED = 1,
-  /* The handshake resumed an earlier session (a ticket was accepted). */
-  SBH3_TLS_RESUMED = 2,
-  /* 0-RTT data was accepted (server: received and accepted; client: the server accepted it). */
-  SBH3_TLS_EARLY_ACCEPTED = 4,
-  /* Client: a ticket is waiting in sbh3_conn_ticket. */
-  SBH3_TLS_TICKET = 8,
-  /* Client: 0-RTT was attempted. */
-  SBH3_TLS_EARLY_ATTEMPTED = 16,
-};
 
 enum sbh3_verify {
   /* Client: do not verify the server. Server: do not ask for a client cert. */
@@ -214,15 +188,16 @@ int sbh3_conn_update_key(sbh3_conn *conn);
 int sbh3_conn_resume(sbh3_conn *conn, const uint8_t *ticket, size_t len);
 /* Moves the newest ticket the server sent (with its transport parameters) into buf; its length or SBWIRE_ERR_DONE. */
 int sbh3_conn_ticket(sbh3_conn *conn, uint8_t *buf, size_t cap);
-/* Returns the enum sbh3_tls_state bits of the connection. */
+/* Returns the enum sbwire_tls_state bits of the connection. */
 int sbh3_conn_tls_state(sbh3_conn *conn);
-/* Writes one enum sbh3_tls_info text into buf (no NUL); returns its length. */
+/* Writes one enum sbwire_tls_info text into buf (no NUL); returns its length. */
 int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
 /* Microseconds from the connection's creation to the first response header received, or SBWIRE_ERR_DONE before one. */
 int64_t sbh3_conn_first_response_us(sbh3_conn *conn);
 /* Handshake (CRYPTO frame) bytes sent (sent = 1) or received (sent = 0) until the handshake completed. */
 int64_t sbh3_conn_handshake_bytes(sbh3_conn *conn, int sent);
-/* RFC 5705 / RFC 8446 7.5 exporter once the handshake completed: writes out_len bytes; returns out_len. */
+/* RFC 5705 / RFC 8446 §7.5 exporter: writes out_len (1 to 65535) bytes for label and context (may be empty); returns out_len,
+ * SBWIRE_ERR_INVALID before the handshake completed, SBWIRE_ERR_CLOSED once the session failed or closed. */
 int sbh3_conn_export(sbh3_conn *conn, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
                      uint8_t *out, size_t out_len);
 

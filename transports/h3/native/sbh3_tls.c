@@ -262,13 +262,13 @@ int tls_handshake_done(sbh3_conn *c) {
 int tls_state(sbh3_conn *c) {
   int st = 0;
   if (ngtcp2_conn_get_handshake_completed(c->qc)) {
-    st |= SBH3_TLS_ESTABLISHED;
-    if (gnutls_session_is_resumed(c->tls)) st |= SBH3_TLS_RESUMED;
+    st |= SBWIRE_TLS_ESTABLISHED;
+    if (gnutls_session_is_resumed(c->tls)) st |= SBWIRE_TLS_RESUMED;
     if ((gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA) && (c->srv || c->early_attempt))
-      st |= SBH3_TLS_EARLY_ACCEPTED;
+      st |= SBWIRE_TLS_EARLY_ACCEPTED;
   }
-  if (c->ticket.len) st |= SBH3_TLS_TICKET;
-  if (c->early_attempt) st |= SBH3_TLS_EARLY_ATTEMPTED;
+  if (c->ticket.len) st |= SBWIRE_TLS_TICKET;
+  if (c->early_attempt) st |= SBWIRE_TLS_EARLY_ATTEMPTED;
   return st;
 }
 
@@ -284,15 +284,15 @@ int tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
   if (!ngtcp2_conn_get_handshake_completed(c->qc)) return 0;
   const char *t = NULL;
   switch (kind) {
-  case SBH3_TLS_VERSION: t = gnutls_protocol_get_name(gnutls_protocol_get_version(c->tls)); break;
-  case SBH3_TLS_SUITE: t = gnutls_ciphersuite_get(c->tls); break;
-  case SBH3_TLS_GROUP: t = gnutls_group_get_name(gnutls_group_get(c->tls)); break;
-  case SBH3_TLS_ALPN: {
+  case SBWIRE_TLS_INFO_VERSION: t = gnutls_protocol_get_name(gnutls_protocol_get_version(c->tls)); break;
+  case SBWIRE_TLS_INFO_SUITE: t = gnutls_ciphersuite_get(c->tls); break;
+  case SBWIRE_TLS_INFO_GROUP: t = gnutls_group_get_name(gnutls_group_get(c->tls)); break;
+  case SBWIRE_TLS_INFO_ALPN: {
     gnutls_datum_t p;
     if (gnutls_alpn_get_selected_protocol(c->tls, &p) != 0) return 0;
     return put_text(buf, cap, (const char *)p.data, p.size);
   }
-  case SBH3_TLS_PEER_SUBJECT: return sb_tls_peer_subject(c->tls, buf, cap);
+  case SBWIRE_TLS_INFO_PEER_SUBJECT: return sb_tls_peer_subject(c->tls, buf, cap);
   default: return SBWIRE_ERR_INVALID;
   }
   return put_text(buf, cap, t, t ? strlen(t) : 0);
@@ -302,7 +302,8 @@ int tls_export(sbh3_conn *c, const uint8_t *label, size_t label_len, const uint8
                uint8_t *out, size_t out_len) {
   if (!label || label_len == 0 || !out || out_len == 0 || out_len > 65535 || (context_len && !context))
     return SBWIRE_ERR_INVALID;
-  if (!ngtcp2_conn_get_handshake_completed(c->qc) || c->closed) return SBWIRE_ERR_INVALID;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
+  if (!ngtcp2_conn_get_handshake_completed(c->qc)) return SBWIRE_ERR_INVALID;
   if (gnutls_prf_rfc5705(c->tls, label_len, (const char *)label, context_len, (const char *)context, out_len,
                          (char *)out) != 0)
     return SBWIRE_ERR_TLS;
