@@ -8,6 +8,7 @@ import type { Sbh2Symbols } from "./symbols.ts";
 import { WIRE_EVENT } from "../native/wire.ts";
 import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
 import { type EventHandler, EventPoller } from "../native/event_poller.ts";
+import { versionParts } from "../native/library.ts";
 
 /** Event types (enum sbwire_event_type). */
 export const H2_EVENT = WIRE_EVENT;
@@ -152,13 +153,15 @@ export class H2Conn {
   }
 }
 
-/** Reads the shim and nghttp2 versions, for example `sbh2/0.1.0 nghttp2/1.52.0`. */
 /** The module's library versions, parsed from {@linkcode sbh2Version} (cached per process). */
 export function sbh2Versions(sym: Sbh2Symbols): { sbh2: string; nghttp2: string; gnutls: string } {
   if (!versions) {
-    const text = sbh2Version(sym);
-    const pick = (name: string) => new RegExp(`${name}/(\\S+)`).exec(text)?.[1] ?? "unknown";
-    versions = { sbh2: pick("sbh2"), nghttp2: pick("nghttp2"), gnutls: pick("gnutls") };
+    const p = versionParts(sbh2Version(sym));
+    versions = {
+      sbh2: p.sbh2 ?? "unknown",
+      nghttp2: p.nghttp2 ?? "unknown",
+      gnutls: p.gnutls ?? "unknown",
+    };
   }
   return versions;
 }
