@@ -267,7 +267,7 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
  * One in-memory connection for the TLS phase: the client offers `ticket` (may be NULL), sends one
  * GET at once (0-RTT when resuming) and one after the handshake, checks both answers and the
  * exporter on both ends, and leaves with the server's new ticket in *out (malloc'd). Returns the
- * client's sbh3_tls_state bits, or -1.
+ * client's sbwire_tls_state bits, or -1.
  */
 static int tls_connection(sbh3_server *srv, sbh3_config *ccfg, const uint8_t *ticket, size_t ticket_len,
                           uint8_t **out, size_t *out_len, int port) {

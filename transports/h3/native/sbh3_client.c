@@ -186,3 +186,14 @@ int64_t sbh3_conn_first_response_us(sbh3_conn *c) {
   if (!c->first_resp_ns) return SBWIRE_ERR_DONE;
   return (int64_t)((c->first_resp_ns - c->created_ns) / 1000);
 }
+
+int sbh3_conn_resume(sbh3_conn *c, const uint8_t *ticket, size_t len) {
+  if (!c || c->srv) return SBWIRE_ERR_INVALID;
+  ngtcp2_transport_params p;
+  int rv = tls_resume(c, ticket, len, &p);
+  if (rv != 0 || !c->cfg->early_data) return rv;
+  ngtcp2_conn_set_early_remote_transport_params(c->qc, &p);
+  if (setup_http(c) != 0) return SBWIRE_ERR_INTERNAL;
+  c->early_attempt = 1;
+  return 0;
+}

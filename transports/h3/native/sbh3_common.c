@@ -137,9 +137,22 @@ sbh3_config *sbh3_config_new(int is_server) {
   return cfg;
 }
 
+/* Releases the ticket key and anti-replay state of cfg. */
+static void config_tls_clear(sbh3_config *cfg) {
+  if (cfg->ticket_key.data) {
+    gnutls_memset(cfg->ticket_key.data, 0, cfg->ticket_key.size);
+    gnutls_free(cfg->ticket_key.data);
+    cfg->ticket_key.data = NULL;
+  }
+  if (cfg->anti_replay) gnutls_anti_replay_deinit(cfg->anti_replay);
+  cfg->anti_replay = NULL;
+  free(cfg->replay);
+  cfg->replay = NULL;
+}
+
 void config_unref(sbh3_config *cfg) {
   if (!cfg || --cfg->refs > 0) return;
-  tls_config_clear(cfg);
+  config_tls_clear(cfg);
   buf_free(&cfg->token);
   gnutls_certificate_free_credentials(cfg->cred);
   free(cfg);

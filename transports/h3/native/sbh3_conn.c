@@ -519,12 +519,28 @@ static int q_remove_connection_id(ngtcp2_conn *qc, const ngtcp2_cid *cid, void *
   return 0;
 }
 
-/* ngtcp2: the handshake completed: TLS follow-ups (tickets, refused 0-RTT), a NEW_TOKEN when the server validates addresses, then post CONNECTED. */
-static int q_handshake_completed(ngtcp2_conn *qc, void *user_data) {
+/* The handshake completed: a server sends its ticket; a client whose 0-RTT was refused starts HTTP/3 again. 0 or -1. */
+static int conn_handshake_done(sbh3_conn *c) {
+  if (c->srv) {
+    /* A ticket that cannot be sent only costs the client its next resumption. */
+    if (c->cfg->ticket_lifetime) (void)gnutls_session_ticket_send(c->tls, 1, 0);
+    return 0;
+  }
+  if (!c->early_attempt || (gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA)) return 0;
+  /* 0-RTT refused: drop what was sent early and start HTTP/3 again at 1-RTT; the caller resubmits. */
+  if (ngtcp2_conn_early_data_rejected(c->qc) != 0) return -1;
+  nghttp3_conn_del(c->hc);
+  c->hc = NULL;
+  while (c->streams) stream_free(c, c->streams);
+  if (setup_http(c) != 0) return -1;
+  evq_push(c->q, SBH3_EV_EARLY_REJECTED, c->id, -1, 0);
+  return 0;
+}
+
+int conn_handshake_completed(ngtcp2_conn *qc, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
-  if (tls_handshake_done(c) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
-  if (c->srv && c->cfg->retry) server_new_token(c);
+  if (conn_handshake_done(c) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
   evq_push(c->q, SBH3_EV_CONNECTED, c->id, -1, 0);
   return 0;
 }
@@ -555,7 +571,7 @@ void fill_callbacks(ngtcp2_callbacks *cb, int is_server) {
     cb->recv_rx_key = q_recv_rx_key;
   }
   cb->recv_crypto_data = tls_recv_crypto_data;
-  cb->handshake_completed = q_handshake_completed;
+  cb->handshake_completed = conn_handshake_completed;
   cb->encrypt = ngtcp2_crypto_encrypt_cb;
   cb->decrypt = ngtcp2_crypto_decrypt_cb;
   cb->hp_mask = ngtcp2_crypto_hp_mask_cb;

@@ -144,7 +144,8 @@ static const uint8_t *token_key(sbh3_server *srv, uint64_t now) {
   return srv->token_keys[0];
 }
 
-void server_new_token(sbh3_conn *c) {
+/* Queues a NEW_TOKEN for c's client (a token bound to its address, for a later connection). */
+static void server_new_token(sbh3_conn *c) {
   uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
   uint64_t now = now_ns();
   ngtcp2_ssize n = ngtcp2_crypto_generate_regular_token(token, token_key(c->srv, now), 32, &c->ps.remote_addrbuf.sa,
@@ -153,6 +154,14 @@ void server_new_token(sbh3_conn *c) {
     c->st[SBH3_STAT_NEW_TOKENS]++;
     c->srv->st[SBH3_STAT_NEW_TOKENS]++;
   }
+}
+
+/* ngtcp2: the connection's handshake completed (see conn_handshake_completed); a NEW_TOKEN follows when the server validates addresses. */
+static int server_handshake_completed(ngtcp2_conn *qc, void *user_data) {
+  int rv = conn_handshake_completed(qc, user_data);
+  sbh3_conn *c = user_data;
+  if (rv == 0 && c->cfg->retry) server_new_token(c);
+  return rv;
 }
 
 enum { TOKEN_NONE, TOKEN_RETRY_OK, TOKEN_REGULAR_OK, TOKEN_RETRY_BAD };
@@ -228,6 +237,7 @@ static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const
   rand_bytes(scid.data, scid.datalen);
   ngtcp2_callbacks cb;
   fill_callbacks(&cb, 1);
+  cb.handshake_completed = server_handshake_completed;
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
   fill_settings(&settings, &params, srv->cfg);
@@ -480,4 +490,28 @@ int sbh3_server_peer(sbh3_server *srv, uint32_t conn_id, uint8_t *meta, size_t m
   if (!c) return SBWIRE_ERR_NOT_FOUND;
   if (write_meta(meta, meta_cap, conn_id, &c->ps.remote_addrbuf.sa) != 0) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   return 0;
+}
+
+int sbh3_server_tls_state(sbh3_server *srv, uint32_t conn_id) {
+  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
+  return c ? tls_state(c) : SBWIRE_ERR_NOT_FOUND;
+}
+
+int sbh3_server_tls_info(sbh3_server *srv, uint32_t conn_id, int kind, uint8_t *buf, size_t cap) {
+  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  return buf ? tls_info(c, kind, buf, cap) : SBWIRE_ERR_INVALID;
+}
+
+int64_t sbh3_server_handshake_bytes(sbh3_server *srv, uint32_t conn_id, int sent) {
+  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  return (int64_t)(sent ? c->hs_sent : c->hs_recv);
+}
+
+int sbh3_server_export(sbh3_server *srv, uint32_t conn_id, const uint8_t *label, size_t label_len,
+                       const uint8_t *context, size_t context_len, uint8_t *out, size_t out_len) {
+  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  return tls_export(c, label, label_len, context, context_len, out, out_len);
 }

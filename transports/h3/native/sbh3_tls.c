@@ -64,18 +64,6 @@ static int replay_add(void *ptr, time_t expires, const gnutls_datum_t *key, cons
   return 0;
 }
 
-void tls_config_clear(sbh3_config *cfg) {
-  if (cfg->ticket_key.data) {
-    gnutls_memset(cfg->ticket_key.data, 0, cfg->ticket_key.size);
-    gnutls_free(cfg->ticket_key.data);
-    cfg->ticket_key.data = NULL;
-  }
-  if (cfg->anti_replay) gnutls_anti_replay_deinit(cfg->anti_replay);
-  cfg->anti_replay = NULL;
-  free(cfg->replay);
-  cfg->replay = NULL;
-}
-
 int sbh3_config_set_tickets(sbh3_config *cfg, uint32_t lifetime_s) {
   if (!cfg || !cfg->is_server) return SBWIRE_ERR_INVALID;
   if (lifetime_s && !cfg->ticket_key.data && gnutls_session_ticket_key_generate(&cfg->ticket_key) != 0)
@@ -216,46 +204,24 @@ int tls_init(sbh3_conn *c, const char *server_name) {
   return 0;
 }
 
-int sbh3_conn_resume(sbh3_conn *c, const uint8_t *ticket, size_t len) {
-  if (!c || c->srv || !ticket || len <= TICKET_HEAD || len - TICKET_HEAD > UINT32_MAX) return SBWIRE_ERR_INVALID;
+int tls_resume(sbh3_conn *c, const uint8_t *ticket, size_t len, ngtcp2_transport_params *p) {
+  if (!ticket || len <= TICKET_HEAD || len - TICKET_HEAD > UINT32_MAX) return SBWIRE_ERR_INVALID;
   uint32_t magic, count;
   memcpy(&magic, ticket, 4);
   memcpy(&count, ticket + 4, 4);
   if (magic != TICKET_MAGIC || count != TICKET_TP_COUNT) return SBWIRE_ERR_INVALID;
   if (c->hs_sent || c->hc) return SBWIRE_ERR_INVALID; /* only before the first flight */
   if (gnutls_session_set_data(c->tls, ticket + TICKET_HEAD, len - TICKET_HEAD) != 0) return SBWIRE_ERR_TLS;
-  if (!c->cfg->early_data) return 0;
-  ngtcp2_transport_params p;
-  ngtcp2_transport_params_default(&p);
+  ngtcp2_transport_params_default(p);
   const uint8_t *tp = ticket + 8;
-  p.initial_max_streams_bidi = get64(tp);
-  p.initial_max_streams_uni = get64(tp + 8);
-  p.initial_max_stream_data_bidi_local = get64(tp + 16);
-  p.initial_max_stream_data_bidi_remote = get64(tp + 24);
-  p.initial_max_stream_data_uni = get64(tp + 32);
-  p.initial_max_data = get64(tp + 40);
-  p.active_connection_id_limit = get64(tp + 48);
-  p.max_udp_payload_size = get64(tp + 56);
-  ngtcp2_conn_set_early_remote_transport_params(c->qc, &p);
-  if (setup_http(c) != 0) return SBWIRE_ERR_INTERNAL;
-  c->early_attempt = 1;
-  return 0;
-}
-
-int tls_handshake_done(sbh3_conn *c) {
-  if (c->srv) {
-    /* A ticket that cannot be sent only costs the client its next resumption. */
-    if (c->cfg->ticket_lifetime) (void)gnutls_session_ticket_send(c->tls, 1, 0);
-    return 0;
-  }
-  if (!c->early_attempt || (gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA)) return 0;
-  /* 0-RTT refused: drop what was sent early and start HTTP/3 again at 1-RTT; the caller resubmits. */
-  if (ngtcp2_conn_early_data_rejected(c->qc) != 0) return -1;
-  nghttp3_conn_del(c->hc);
-  c->hc = NULL;
-  while (c->streams) stream_free(c, c->streams);
-  if (setup_http(c) != 0) return -1;
-  evq_push(c->q, SBH3_EV_EARLY_REJECTED, c->id, -1, 0);
+  p->initial_max_streams_bidi = get64(tp);
+  p->initial_max_streams_uni = get64(tp + 8);
+  p->initial_max_stream_data_bidi_local = get64(tp + 16);
+  p->initial_max_stream_data_bidi_remote = get64(tp + 24);
+  p->initial_max_stream_data_uni = get64(tp + 32);
+  p->initial_max_data = get64(tp + 40);
+  p->active_connection_id_limit = get64(tp + 48);
+  p->max_udp_payload_size = get64(tp + 56);
   return 0;
 }
 
@@ -334,28 +300,4 @@ int64_t sbh3_conn_handshake_bytes(sbh3_conn *c, int sent) {
 int sbh3_conn_export(sbh3_conn *c, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
                      uint8_t *out, size_t out_len) {
   return c ? tls_export(c, label, label_len, context, context_len, out, out_len) : SBWIRE_ERR_INVALID;
-}
-
-int sbh3_server_tls_state(sbh3_server *srv, uint32_t conn_id) {
-  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  return c ? tls_state(c) : SBWIRE_ERR_NOT_FOUND;
-}
-
-int sbh3_server_tls_info(sbh3_server *srv, uint32_t conn_id, int kind, uint8_t *buf, size_t cap) {
-  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  if (!c) return SBWIRE_ERR_NOT_FOUND;
-  return buf ? tls_info(c, kind, buf, cap) : SBWIRE_ERR_INVALID;
-}
-
-int64_t sbh3_server_handshake_bytes(sbh3_server *srv, uint32_t conn_id, int sent) {
-  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  if (!c) return SBWIRE_ERR_NOT_FOUND;
-  return (int64_t)(sent ? c->hs_sent : c->hs_recv);
-}
-
-int sbh3_server_export(sbh3_server *srv, uint32_t conn_id, const uint8_t *label, size_t label_len,
-                       const uint8_t *context, size_t context_len, uint8_t *out, size_t out_len) {
-  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  if (!c) return SBWIRE_ERR_NOT_FOUND;
-  return tls_export(c, label, label_len, context, context_len, out, out_len);
 }
