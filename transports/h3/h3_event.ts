@@ -3,7 +3,7 @@
  * its header block decoded and its body owned by the caller, read one at a
  * time through the native layer's one event poller.
  */
-import { EventPoller, type PollCall } from "../native/event_poller.ts";
+import { type EventHandler, EventPoller, type PollCall } from "../native/event_poller.ts";
 import { decodeHeaderBlock, type HeaderList, WIRE_EVENT } from "../native/wire.ts";
 import { H3Error } from "./h3_error.ts";
 import { nativeErrorName } from "../native/errors.ts";
@@ -36,15 +36,7 @@ export class H3EventReader {
     error: (code) => new H3Error(code, `poll failed: ${nativeErrorName(code)}`),
   });
   #ready: H3Event[] = [];
-  #take = (
-    type: number,
-    streamId: number,
-    code: number,
-    block: Uint8Array,
-    body: Uint8Array,
-    owned: boolean,
-    connId: number,
-  ) => {
+  #take: EventHandler = (type, streamId, code, block, body, owned, connId) => {
     this.#ready.push({
       type,
       connId,

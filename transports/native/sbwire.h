@@ -141,6 +141,11 @@ static inline uint32_t sbwire_get_u32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* Reads a little-endian u64 at p. */
+static inline uint64_t sbwire_get_u64(const uint8_t *p) {
+  return (uint64_t)sbwire_get_u32(p) | (uint64_t)sbwire_get_u32(p + 4) << 32;
+}
+
 /* Writes the fixed 32-byte part of an event record at p. */
 static inline void sbwire_put_event(uint8_t *p, uint32_t type, uint32_t conn_id, int64_t stream_id, int64_t code,
                                     uint32_t header_len, uint32_t body_len) {

@@ -116,16 +116,6 @@ int tls_recv_crypto_data(ngtcp2_conn *qc, ngtcp2_crypto_level level, uint64_t of
 /* ngtcp2_crypto: the QUIC connection behind a TLS session. */
 static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref) { return ((sbh3_conn *)ref->user_data)->qc; }
 
-/* Little-endian u64 store and load for the ticket blob. */
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 /* GnuTLS hook (client): a NewSessionTicket arrived; keep it with the server's transport parameters. */
 static int on_ticket(gnutls_session_t session, unsigned htype, unsigned when, unsigned incoming,
                      const gnutls_datum_t *msg) {
@@ -147,7 +137,7 @@ static int on_ticket(gnutls_session_t session, unsigned htype, unsigned when, un
   uint32_t magic = TICKET_MAGIC, count = TICKET_TP_COUNT;
   memcpy(head, &magic, 4);
   memcpy(head + 4, &count, 4);
-  for (int i = 0; i < TICKET_TP_COUNT; i++) put64(head + 8 + 8 * i, tp[i]);
+  for (int i = 0; i < TICKET_TP_COUNT; i++) sbwire_put_u64(head + 8 + 8 * i, tp[i]);
   c->ticket.len = 0;
   if (buf_append(&c->ticket, head, sizeof(head)) != 0 || buf_append(&c->ticket, d.data, d.size) != 0)
     c->ticket.len = 0;
@@ -214,14 +204,14 @@ int tls_resume(sbh3_conn *c, const uint8_t *ticket, size_t len, ngtcp2_transport
   if (gnutls_session_set_data(c->tls, ticket + TICKET_HEAD, len - TICKET_HEAD) != 0) return SBWIRE_ERR_TLS;
   ngtcp2_transport_params_default(p);
   const uint8_t *tp = ticket + 8;
-  p->initial_max_streams_bidi = get64(tp);
-  p->initial_max_streams_uni = get64(tp + 8);
-  p->initial_max_stream_data_bidi_local = get64(tp + 16);
-  p->initial_max_stream_data_bidi_remote = get64(tp + 24);
-  p->initial_max_stream_data_uni = get64(tp + 32);
-  p->initial_max_data = get64(tp + 40);
-  p->active_connection_id_limit = get64(tp + 48);
-  p->max_udp_payload_size = get64(tp + 56);
+  p->initial_max_streams_bidi = sbwire_get_u64(tp);
+  p->initial_max_streams_uni = sbwire_get_u64(tp + 8);
+  p->initial_max_stream_data_bidi_local = sbwire_get_u64(tp + 16);
+  p->initial_max_stream_data_bidi_remote = sbwire_get_u64(tp + 24);
+  p->initial_max_stream_data_uni = sbwire_get_u64(tp + 32);
+  p->initial_max_data = sbwire_get_u64(tp + 40);
+  p->active_connection_id_limit = sbwire_get_u64(tp + 48);
+  p->max_udp_payload_size = sbwire_get_u64(tp + 56);
   return 0;
 }
 
