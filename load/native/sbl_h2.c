@@ -441,23 +441,5 @@ static const sbl_proto H2_PROTO = {
     .conn_free = h2_conn_free,
 };
 
-/* Creates an idle HTTP/2 load engine from a plan record (sbl_load.h); NULL on a bad plan. */
-sbl_engine *sbh2_load_new(const uint8_t *plan, uint32_t len) { return sbl_engine_new(&H2_PROTO, plan, len); }
-/* Starts the engine's worker threads. */
-int sbh2_load_start(sbl_engine *e) { return sbl_engine_start(e); }
-/* Writes the 64-byte progress record. */
-int sbh2_load_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_progress(e, buf, cap); }
-/* Asks the engine to stop early. */
-int sbh2_load_stop(sbl_engine *e) { return sbl_engine_stop(e); }
-/* Waits for the worker threads to end. */
-int sbh2_load_join(sbl_engine *e) { return sbl_engine_join(e); }
-/* Writes the result record (buf NULL: returns the size needed). */
-int sbh2_load_result(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_result(e, buf, cap); }
-/* Writes one latency histogram as (value, count) pairs. */
-int sbh2_load_histogram(sbl_engine *e, int kind, uint8_t *buf, uint32_t cap) {
-  return sbl_engine_histogram(e, kind, buf, cap);
-}
-/* Writes the first failure's text. */
-int sbh2_load_error(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_error(e, buf, cap); }
-/* Stops, joins and frees the engine. */
-void sbh2_load_free(sbl_engine *e) { sbl_engine_free(e); }
+/* The module's exported engine API, sbh2_load_* (sbl_load.h). */
+SBL_DEFINE_LOAD_API(sbh2, H2_PROTO)

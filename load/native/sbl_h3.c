@@ -250,23 +250,5 @@ static const sbl_proto H3_PROTO = {
     .conn_free = h3_conn_free,
 };
 
-/* Creates an idle HTTP/3 load engine from a plan record (sbl_load.h); NULL on a bad plan. */
-sbl_engine *sbh3_load_new(const uint8_t *plan, uint32_t len) { return sbl_engine_new(&H3_PROTO, plan, len); }
-/* Starts the engine's worker threads. */
-int sbh3_load_start(sbl_engine *e) { return sbl_engine_start(e); }
-/* Writes the 64-byte progress record. */
-int sbh3_load_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_progress(e, buf, cap); }
-/* Asks the engine to stop early. */
-int sbh3_load_stop(sbl_engine *e) { return sbl_engine_stop(e); }
-/* Waits for the worker threads to end. */
-int sbh3_load_join(sbl_engine *e) { return sbl_engine_join(e); }
-/* Writes the result record (buf NULL: returns the size needed). */
-int sbh3_load_result(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_result(e, buf, cap); }
-/* Writes one latency histogram as (value, count) pairs. */
-int sbh3_load_histogram(sbl_engine *e, int kind, uint8_t *buf, uint32_t cap) {
-  return sbl_engine_histogram(e, kind, buf, cap);
-}
-/* Writes the first failure's text. */
-int sbh3_load_error(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_error(e, buf, cap); }
-/* Stops, joins and frees the engine. */
-void sbh3_load_free(sbl_engine *e) { sbl_engine_free(e); }
+/* The module's exported engine API, sbh3_load_* (sbl_load.h). */
+SBL_DEFINE_LOAD_API(sbh3, H3_PROTO)
