@@ -117,7 +117,7 @@ static void *h2_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t e
                           ? "no CA certificate could be read"
                           : NULL;
     if (!why) {
-      sbh2_tls_config_set_verify(st->tls, (p->flags & SBL_PLAN_INSECURE) ? SBH2_TLS_VERIFY_NONE : SBH2_TLS_VERIFY_PEER);
+      sbh2_tls_config_set_verify(st->tls, (p->flags & SBL_PLAN_INSECURE) ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER);
     } else {
       snprintf(err, errcap, "%s", why);
       sbh2_tls_config_free(st->tls);

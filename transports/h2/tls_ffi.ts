@@ -12,12 +12,10 @@ import {
   readPeerSubject,
   readTlsInfo,
   TLS_STATE,
+  TLS_VERIFY,
   type TlsSessionCalls,
 } from "../native/tls_session.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
-
-const VERIFY_NONE = 0;
-const VERIFY_PEER = 1;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -78,7 +76,10 @@ export class H2TlsConfig {
         if (tls.requireClientCert && tls.caPem.length === 0) {
           throw new TypeError("Mutual TLS needs a CA to verify clients with");
         }
-        sym.sbh2_tls_config_set_verify(ptr, tls.requireClientCert ? VERIFY_PEER : VERIFY_NONE);
+        sym.sbh2_tls_config_set_verify(
+          ptr,
+          tls.requireClientCert ? TLS_VERIFY.PEER : TLS_VERIFY.NONE,
+        );
         const lifetime = options.ticketLifetimeSeconds ?? 0;
         if (!Number.isInteger(lifetime) || lifetime < 0) {
           throw new RangeError(`Ticket lifetime must be a whole number of seconds: ${lifetime}`);
@@ -87,7 +88,7 @@ export class H2TlsConfig {
           throw new RangeError("Cannot enable session tickets");
         }
       } else {
-        sym.sbh2_tls_config_set_verify(ptr, tls.insecure ? VERIFY_NONE : VERIFY_PEER);
+        sym.sbh2_tls_config_set_verify(ptr, tls.insecure ? TLS_VERIFY.NONE : TLS_VERIFY.PEER);
       }
     } catch (err) {
       cfg.close();

@@ -6,6 +6,7 @@
 import type { Sbh3Symbols } from "./symbols.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { check, H3Error } from "./h3_error.ts";
+import { TLS_VERIFY } from "../native/tls_session.ts";
 
 const encoder = new TextEncoder();
 
@@ -98,7 +99,10 @@ export class H3Config {
         if (rc < 0) throw new H3Error(rc, "Cannot load a CA certificate");
       }
       if (options.verifyPeer !== undefined) {
-        check(sym.sbh3_config_set_verify(ptr, options.verifyPeer ? 1 : 0), "set_verify");
+        check(
+          sym.sbh3_config_set_verify(ptr, options.verifyPeer ? TLS_VERIFY.PEER : TLS_VERIFY.NONE),
+          "set_verify",
+        );
       }
       if (options.idleTimeoutMs !== undefined) {
         check(sym.sbh3_config_set_idle_timeout(ptr, options.idleTimeoutMs), "set_idle_timeout");

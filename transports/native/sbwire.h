@@ -108,6 +108,14 @@ enum sbwire_tls_state {
   SBWIRE_TLS_FAILED = 64,
 };
 
+/* Peer verification of a TLS configuration (sbh2_tls_config_set_verify, sbh3_config_set_verify). */
+enum sbwire_tls_verify {
+  /* Client: accept any server certificate. Server: ask for no client certificate (the server's default). */
+  SBWIRE_TLS_VERIFY_NONE = 0,
+  /* Client: verify the chain and the host name (the client's default). Server: require a verified client certificate. */
+  SBWIRE_TLS_VERIFY_PEER = 1,
+};
+
 /* What a TLS info call (sbh2_tls_info, sbh3_*_tls_info) writes: text, no NUL. */
 enum sbwire_tls_info {
   /* Protocol version, e.g. "TLS1.3". */

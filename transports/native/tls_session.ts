@@ -31,8 +31,11 @@ export const TLS_STATE = {
   FAILED: 64,
 } as const;
 
+/** Peer verification of a TLS configuration (enum sbwire_tls_verify). */
+export const TLS_VERIFY = { NONE: 0, PEER: 1 } as const;
+
 /** What a TLS info call writes (enum sbwire_tls_info). */
-const TLS_INFO = { VERSION: 1, SUITE: 2, GROUP: 3, ALPN: 4, PEER_SUBJECT: 5 } as const;
+export const TLS_INFO = { VERSION: 1, SUITE: 2, GROUP: 3, ALPN: 4, PEER_SUBJECT: 5 } as const;
 
 /** Longest exporter output. */
 const MAX_EXPORT = 65535;

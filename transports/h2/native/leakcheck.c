@@ -478,7 +478,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   sbh2_tls_config *scfg = sbh2_tls_config_new(1), *ccfg = sbh2_tls_config_new(0), *anon = sbh2_tls_config_new(0);
   sbh2_tls_config_set_cert(scfg, sc, scl, sk, skl);
   sbh2_tls_config_add_ca(scfg, ca, cal);
-  sbh2_tls_config_set_verify(scfg, SBH2_TLS_VERIFY_PEER);
+  sbh2_tls_config_set_verify(scfg, SBWIRE_TLS_VERIFY_PEER);
   sbh2_tls_config_set_tickets(scfg, 60);
   sbh2_tls_config_set_cert(ccfg, cc, ccl, ck, ckl);
   sbh2_tls_config_add_ca(ccfg, ca, cal);

@@ -181,7 +181,7 @@ sbh2_tls_config *sbh2_tls_config_new(int is_server) {
   }
   cfg->refs = 1;
   cfg->is_server = is_server ? 1 : 0;
-  cfg->verify = is_server ? SBH2_TLS_VERIFY_NONE : SBH2_TLS_VERIFY_PEER;
+  cfg->verify = is_server ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER;
   return cfg;
 }
 
@@ -214,7 +214,7 @@ int sbh2_tls_config_add_ca(sbh2_tls_config *cfg, const uint8_t *pem, uint32_t le
 }
 
 int sbh2_tls_config_set_verify(sbh2_tls_config *cfg, int mode) {
-  if (!cfg || (mode != SBH2_TLS_VERIFY_NONE && mode != SBH2_TLS_VERIFY_PEER)) return SBWIRE_ERR_INVALID;
+  if (!cfg || (mode != SBWIRE_TLS_VERIFY_NONE && mode != SBWIRE_TLS_VERIFY_PEER)) return SBWIRE_ERR_INVALID;
   cfg->verify = mode;
   return 0;
 }
@@ -254,8 +254,8 @@ static int drive_handshake(sbh2_tls *t) {
 
 sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint8_t *ticket, uint32_t ticket_len) {
   if (!cfg) return NULL;
-  if (!cfg->is_server && cfg->verify == SBH2_TLS_VERIFY_PEER && (!server_name || !*server_name)) return NULL;
-  if (!cfg->is_server && cfg->verify == SBH2_TLS_VERIFY_PEER && !cfg->has_ca && !cfg->trust_loaded) {
+  if (!cfg->is_server && cfg->verify == SBWIRE_TLS_VERIFY_PEER && (!server_name || !*server_name)) return NULL;
+  if (!cfg->is_server && cfg->verify == SBWIRE_TLS_VERIFY_PEER && !cfg->has_ca && !cfg->trust_loaded) {
     if (gnutls_certificate_set_x509_system_trust(cfg->cred) < 0) return NULL;
     cfg->trust_loaded = 1;
   }
@@ -280,7 +280,7 @@ sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint
   gnutls_transport_set_pull_timeout_function(t->s, tls_pull_timeout);
   gnutls_handshake_set_timeout(t->s, 0); /* the caller's timers bound the handshake */
   if (cfg->is_server) {
-    if (cfg->verify == SBH2_TLS_VERIFY_PEER) {
+    if (cfg->verify == SBWIRE_TLS_VERIFY_PEER) {
       gnutls_certificate_server_set_request(t->s, GNUTLS_CERT_REQUIRE);
       gnutls_session_set_verify_cert(t->s, NULL, 0);
     }
@@ -295,7 +295,7 @@ sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint
       if (!numeric && gnutls_server_name_set(t->s, GNUTLS_NAME_DNS, server_name, strlen(server_name)) != 0)
         goto fail;
     }
-    if (cfg->verify == SBH2_TLS_VERIFY_PEER) {
+    if (cfg->verify == SBWIRE_TLS_VERIFY_PEER) {
       t->server_name = strdup(server_name); /* GnuTLS keeps the pointer */
       if (!t->server_name) goto fail;
       gnutls_session_set_verify_cert(t->s, t->server_name, 0);

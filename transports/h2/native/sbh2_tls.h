@@ -29,13 +29,6 @@
 extern "C" {
 #endif
 
-/* Verification modes. */
-enum sbh2_tls_verify {
-  /* Client: accept any server certificate. Server: ask for no client certificate (default). */
-  SBH2_TLS_VERIFY_NONE = 0,
-  /* Client: verify the chain and the host name (default). Server: require a verified client certificate. */
-  SBH2_TLS_VERIFY_PEER = 1,
-};
 
 
 
@@ -51,7 +44,7 @@ int sbh2_tls_config_set_cert(sbh2_tls_config *cfg, const uint8_t *cert, uint32_t
                              uint32_t key_len);
 /* Adds trusted CA certificates (PEM); returns how many were added. */
 int sbh2_tls_config_add_ca(sbh2_tls_config *cfg, const uint8_t *pem, uint32_t len);
-/* Sets the verification mode (enum sbh2_tls_verify). */
+/* Sets the verification mode (enum sbwire_tls_verify). */
 int sbh2_tls_config_set_verify(sbh2_tls_config *cfg, int mode);
 /* Server: sends session tickets valid for lifetime_s seconds (0 turns them off, the default). */
 int sbh2_tls_config_set_tickets(sbh2_tls_config *cfg, uint32_t lifetime_s);

@@ -57,12 +57,6 @@ enum sbh3_event_type {
 
 
 
-enum sbh3_verify {
-  /* Client: do not verify the server. Server: do not ask for a client cert. */
-  SBH3_VERIFY_NONE = 0,
-  /* Client: verify the chain and the host name. Server: require a client cert. */
-  SBH3_VERIFY_PEER = 1,
-};
 
 enum sbh3_cc {
   /* The host's TCP congestion controller (net.ipv4.tcp_congestion_control): bbr, reno, else CUBIC. */
@@ -122,7 +116,7 @@ void sbh3_config_free(sbh3_config *cfg);
 int sbh3_config_set_cert(sbh3_config *cfg, const uint8_t *cert, size_t cert_len, const uint8_t *key, size_t key_len);
 /* Adds trusted CA certificates (PEM, may hold several); returns how many. */
 int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len);
-/* Sets peer verification (enum sbh3_verify). Default: client PEER, server NONE. */
+/* Sets peer verification (enum sbwire_tls_verify). Default: client PEER, server NONE. */
 int sbh3_config_set_verify(sbh3_config *cfg, int mode);
 /* Sets the idle timeout in ms (default 30000). */
 int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms);

@@ -123,7 +123,7 @@ sbh3_config *sbh3_config_new(int is_server) {
   }
   cfg->refs = 1;
   cfg->is_server = is_server ? 1 : 0;
-  cfg->verify = is_server ? SBH3_VERIFY_NONE : SBH3_VERIFY_PEER;
+  cfg->verify = is_server ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER;
   cfg->idle_ms = 30000;
   cfg->max_body = 64ull << 20;
   cfg->max_udp_payload = 0;
@@ -175,7 +175,7 @@ int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len) {
 }
 
 int sbh3_config_set_verify(sbh3_config *cfg, int mode) {
-  if (!cfg || (mode != SBH3_VERIFY_NONE && mode != SBH3_VERIFY_PEER)) return SBWIRE_ERR_INVALID;
+  if (!cfg || (mode != SBWIRE_TLS_VERIFY_NONE && mode != SBWIRE_TLS_VERIFY_PEER)) return SBWIRE_ERR_INVALID;
   cfg->verify = mode;
   return 0;
 }

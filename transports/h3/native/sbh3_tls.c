@@ -163,7 +163,7 @@ int tls_init(sbh3_conn *c, const char *server_name) {
   unsigned alpn_flags = GNUTLS_ALPN_MANDATORY | (cfg->is_server ? GNUTLS_ALPN_SERVER_PRECEDENCE : 0);
   if (gnutls_alpn_set_protocols(c->tls, &alpn, 1, alpn_flags) != 0) return -1;
   if (cfg->is_server) {
-    if (cfg->verify == SBH3_VERIFY_PEER) {
+    if (cfg->verify == SBWIRE_TLS_VERIFY_PEER) {
       gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_REQUIRE);
       gnutls_session_set_verify_cert(c->tls, NULL, 0);
     }
@@ -183,7 +183,7 @@ int tls_init(sbh3_conn *c, const char *server_name) {
       int numeric = inet_pton(AF_INET, server_name, &tmp) == 1 || inet_pton(AF_INET6, server_name, &tmp) == 1;
       if (!numeric) gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, server_name, strlen(server_name));
     }
-    if (cfg->verify == SBH3_VERIFY_PEER) {
+    if (cfg->verify == SBWIRE_TLS_VERIFY_PEER) {
       if (!server_name || !*server_name) return -1;
       c->server_name = strdup(server_name);
       if (!c->server_name) return -1;
