@@ -2,24 +2,7 @@
 import type { Command } from "commander";
 import { versionLine } from "./version.ts";
 import { findTool, pathExists } from "../lib/host.ts";
-
-function libVersion(lib: string, fn: string): string | undefined {
-  try {
-    const l = Deno.dlopen(lib, { [fn]: { parameters: ["i32"], result: "pointer" } });
-    try {
-      const p = l.symbols[fn](0) as Deno.PointerValue;
-      if (!p) return "present";
-      // ngtcp2_info / nghttp3_info / nghttp2_info start with (int age, int version_num, const char* version_str)
-      const view = new Deno.UnsafePointerView(p);
-      const str = view.getPointer(8);
-      return str ? Deno.UnsafePointerView.getCString(str) : "present";
-    } finally {
-      l.close();
-    }
-  } catch {
-    return undefined;
-  }
-}
+import { systemLibraryVersion } from "../transports/native/library.ts";
 
 async function run(cmd: string[]): Promise<boolean> {
   try {
@@ -91,15 +74,18 @@ export async function doctorReport(): Promise<[string, string][]> {
   }
   rows.push([
     "libnghttp2",
-    libVersion("libnghttp2.so.14", "nghttp2_version") ?? "missing (apt-get install libnghttp2-14)",
+    systemLibraryVersion("libnghttp2.so.14", "nghttp2_version") ??
+      "missing (apt-get install libnghttp2-14)",
   ]);
   rows.push([
     "libngtcp2",
-    libVersion("libngtcp2.so.9", "ngtcp2_version") ?? "missing (apt-get install libngtcp2-9)",
+    systemLibraryVersion("libngtcp2.so.9", "ngtcp2_version") ??
+      "missing (apt-get install libngtcp2-9)",
   ]);
   rows.push([
     "libnghttp3",
-    libVersion("libnghttp3.so.3", "nghttp3_version") ?? "missing (apt-get install libnghttp3-3)",
+    systemLibraryVersion("libnghttp3.so.3", "nghttp3_version") ??
+      "missing (apt-get install libnghttp3-3)",
   ]);
   rows.push(...moduleRows);
   rows.push(["loaded from", "(what the modules and Deno map, from /proc/self/maps)"]);

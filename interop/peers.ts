@@ -7,7 +7,7 @@ import { createHandler } from "../handler/mod.ts";
 import { findTool, freeUdpPort } from "../lib/host.ts";
 import { onInterrupt } from "../lib/interrupt.ts";
 import { DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
-import type { H3DatagramStats } from "../transports/h3/ffi.ts";
+import type { H3DatagramStats } from "../transports/h3/h3_datagram_stats.ts";
 import { createH3Client } from "../transports/h3/client.ts";
 import { createH3Server, type H3ServerOptions } from "../transports/h3/server.ts";
 

@@ -5,10 +5,9 @@
  * back at the end. No JavaScript runs per request.
  */
 import * as hdr from "hdr-histogram-js";
-import { openNativeLibrary } from "../transports/native/library.ts";
-import { EMBEDDED_H2_LIBRARY_URL } from "../transports/h2/loader.ts";
-import { EMBEDDED_LIBRARY_URL as EMBEDDED_H3_LIBRARY_URL } from "../transports/h3/loader.ts";
-import { H2_LOAD_SYMBOLS, H3_LOAD_SYMBOLS } from "./symbols.ts";
+import { loadH2Library } from "../transports/h2/loader.ts";
+import { loadH3Library } from "../transports/h3/loader.ts";
+import { type LoadEngineCalls, loadEngineCalls } from "../transports/native/load_engine_symbols.ts";
 import { encodePlan, type LoadPlan, type LoadProtocol } from "./plan.ts";
 import {
   decodePairs,
@@ -43,72 +42,17 @@ export interface LoadProgress {
 }
 
 /** The calls one engine makes, whatever its module. */
-interface Calls {
-  create(plan: Uint8Array<ArrayBuffer>, len: number): Deno.PointerValue;
-  start(e: Deno.PointerObject): number;
-  progress(e: Deno.PointerObject, buf: Uint8Array<ArrayBuffer>, cap: number): number;
-  stop(e: Deno.PointerObject): number;
-  join(e: Deno.PointerObject): number;
-  result(e: Deno.PointerObject, buf: Uint8Array<ArrayBuffer> | null, cap: number): number;
-  histogram(e: Deno.PointerObject, kind: number, buf: Uint8Array<ArrayBuffer>, cap: number): number;
-  error(e: Deno.PointerObject, buf: Uint8Array<ArrayBuffer>, cap: number): number;
-  free(e: Deno.PointerObject): void;
-}
+type Calls = LoadEngineCalls;
 
-const cache = new Map<LoadProtocol, Promise<Calls>>();
-
+/** The engine of the plan's module, opened through the module's one loader and symbol table. */
 async function openCalls(protocol: LoadProtocol): Promise<Calls> {
-  const error = (message: string, options?: ErrorOptions) => new LoadEngineError(message, options);
-  if (protocol === "h2") {
-    const s = (await openNativeLibrary({
-      envVar: "SBILAB_H2_LIB",
-      target: "h2",
-      embeddedUrl: EMBEDDED_H2_LIBRARY_URL,
-      symbols: H2_LOAD_SYMBOLS,
-      what: "Native HTTP/2 load engine",
-      error,
-    })).symbols;
-    return {
-      create: s.sbh2_load_new,
-      start: s.sbh2_load_start,
-      progress: s.sbh2_load_progress,
-      stop: s.sbh2_load_stop,
-      join: s.sbh2_load_join,
-      result: s.sbh2_load_result,
-      histogram: s.sbh2_load_histogram,
-      error: s.sbh2_load_error,
-      free: s.sbh2_load_free,
-    };
+  try {
+    return protocol === "h2"
+      ? loadEngineCalls((await loadH2Library()).symbols, "sbh2")
+      : loadEngineCalls((await loadH3Library()).symbols, "sbh3");
+  } catch (err) {
+    throw new LoadEngineError((err as Error).message, { cause: err });
   }
-  const s = (await openNativeLibrary({
-    envVar: "SBILAB_H3_LIB",
-    target: "h3",
-    embeddedUrl: EMBEDDED_H3_LIBRARY_URL,
-    symbols: H3_LOAD_SYMBOLS,
-    what: "Native HTTP/3 load engine",
-    error,
-  })).symbols;
-  return {
-    create: s.sbh3_load_new,
-    start: s.sbh3_load_start,
-    progress: s.sbh3_load_progress,
-    stop: s.sbh3_load_stop,
-    join: s.sbh3_load_join,
-    result: s.sbh3_load_result,
-    histogram: s.sbh3_load_histogram,
-    error: s.sbh3_load_error,
-    free: s.sbh3_load_free,
-  };
-}
-
-function calls(protocol: LoadProtocol): Promise<Calls> {
-  let p = cache.get(protocol);
-  if (!p) {
-    p = openCalls(protocol);
-    p.catch(() => cache.delete(protocol));
-    cache.set(protocol, p);
-  }
-  return p;
 }
 
 /** Options for {@linkcode LoadEngine.run}. */
@@ -138,8 +82,8 @@ export class LoadEngine {
   /** Checks and encodes the plan and creates an idle engine in the plan's module. */
   static async create(plan: LoadPlan): Promise<LoadEngine> {
     const record = encodePlan(plan);
-    const c = await calls(plan.protocol);
-    const handle = c.create(record, record.length);
+    const c = await openCalls(plan.protocol);
+    const handle = c.new(record, record.length);
     if (!handle) throw new LoadEngineError("The load engine refused the plan");
     return new LoadEngine(c, handle, plan.protocol);
   }

@@ -14,7 +14,10 @@ import {
   INVALID_TRANSPORT_PARAMETERS,
 } from "../interop/mod.ts";
 import { startGtlsServer } from "../interop/peers.ts";
-import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "../transports/h3/ffi.ts";
+import { H3_EVENT } from "../transports/h3/h3_event.ts";
+import { H3ClientConn } from "../transports/h3/h3_client_conn.ts";
+import { H3Config } from "../transports/h3/h3_config.ts";
+import { H3Socket } from "../transports/h3/h3_socket.ts";
 import { loadH3Library } from "../transports/h3/loader.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { needsTool, runTool, testPki, until } from "./support.ts";

@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { createH3Client, createH3Server, type H3SbiServer } from "../transports/h3/mod.ts";
-import { H3ClientConn, H3Config } from "../transports/h3/ffi.ts";
+import { H3ClientConn } from "../transports/h3/h3_client_conn.ts";
+import { H3Config } from "../transports/h3/h3_config.ts";
 import { loadH3Library } from "../transports/h3/loader.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { echoPost, needsTool, testPki, until } from "./support.ts";

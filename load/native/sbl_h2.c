@@ -117,7 +117,7 @@ static void *h2_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t e
                           ? "no CA certificate could be read"
                           : NULL;
     if (!why) {
-      sbh2_tls_config_set_verify(st->tls, (p->flags & SBL_PLAN_INSECURE) ? SBH2_TLS_VERIFY_NONE : SBH2_TLS_VERIFY_PEER);
+      sbh2_tls_config_set_verify(st->tls, (p->flags & SBL_PLAN_INSECURE) ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER);
     } else {
       snprintf(err, errcap, "%s", why);
       sbh2_tls_config_free(st->tls);
@@ -217,7 +217,7 @@ static int tls_out(sbl_conn *c, const uint8_t *d, size_t n) {
   h2_worker *st = state_of(c);
   for (int first = 1;; first = 0) {
     int m = sbh2_tls_send(h->tls, first ? d : NULL, first ? (uint32_t)n : 0, st->plain, PLAIN_LEN);
-    if (m == SBH2_ERR_DONE) return 0;
+    if (m == SBWIRE_ERR_DONE) return 0;
     if (m < 0) {
       char t[200] = "";
       int tl = sbh2_tls_error(h->tls, (uint8_t *)t, sizeof t - 1);
@@ -317,7 +317,7 @@ static int feed(sbl_conn *c, const uint8_t *d, size_t n) {
       sbl_conn_failed(c, c->up ? SBL_ERRK_PROTO : SBL_ERRK_TLS, t[0] ? t : "TLS failed");
       return -1;
     }
-    if (!h->s && (sbh2_tls_state(h->tls) & SBH2_TLS_ESTABLISHED)) {
+    if (!h->s && (sbh2_tls_state(h->tls) & SBWIRE_TLS_ESTABLISHED)) {
       session_up(c);
       if (c->dead) return -1;
     }
@@ -330,7 +330,7 @@ static int feed(sbl_conn *c, const uint8_t *d, size_t n) {
     }
     if (m < PLAIN_LEN) break;
   }
-  if (sbh2_tls_state(h->tls) & SBH2_TLS_PEER_CLOSED) {
+  if (sbh2_tls_state(h->tls) & SBWIRE_TLS_PEER_CLOSED) {
     sbl_conn_failed(c, SBL_ERRK_CLOSED, "the server closed the TLS session");
     return -1;
   }
@@ -441,23 +441,5 @@ static const sbl_proto H2_PROTO = {
     .conn_free = h2_conn_free,
 };
 
-/* Creates an idle HTTP/2 load engine from a plan record (sbl_load.h); NULL on a bad plan. */
-sbl_engine *sbh2_load_new(const uint8_t *plan, uint32_t len) { return sbl_engine_new(&H2_PROTO, plan, len); }
-/* Starts the engine's worker threads. */
-int sbh2_load_start(sbl_engine *e) { return sbl_engine_start(e); }
-/* Writes the 64-byte progress record. */
-int sbh2_load_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_progress(e, buf, cap); }
-/* Asks the engine to stop early. */
-int sbh2_load_stop(sbl_engine *e) { return sbl_engine_stop(e); }
-/* Waits for the worker threads to end. */
-int sbh2_load_join(sbl_engine *e) { return sbl_engine_join(e); }
-/* Writes the result record (buf NULL: returns the size needed). */
-int sbh2_load_result(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_result(e, buf, cap); }
-/* Writes one latency histogram as (value, count) pairs. */
-int sbh2_load_histogram(sbl_engine *e, int kind, uint8_t *buf, uint32_t cap) {
-  return sbl_engine_histogram(e, kind, buf, cap);
-}
-/* Writes the first failure's text. */
-int sbh2_load_error(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_error(e, buf, cap); }
-/* Stops, joins and frees the engine. */
-void sbh2_load_free(sbl_engine *e) { sbl_engine_free(e); }
+/* The module's exported engine API, sbh2_load_* (sbl_load.h). */
+SBL_DEFINE_LOAD_API(sbh2, H2_PROTO)

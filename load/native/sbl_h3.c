@@ -52,7 +52,7 @@ static void *h3_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t e
     snprintf(err, errcap, "no CA certificate could be read");
     goto fail;
   }
-  sbh3_config_set_verify(st->cfg, (p->flags & SBL_PLAN_INSECURE) ? SBH3_VERIFY_NONE : SBH3_VERIFY_PEER);
+  sbh3_config_set_verify(st->cfg, (p->flags & SBL_PLAN_INSECURE) ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER);
   if (p->max_body) sbh3_config_set_max_body(st->cfg, p->max_body);
   return st;
 fail:
@@ -88,14 +88,14 @@ static int block_status(const uint8_t *b, uint32_t len) {
 
 static int kind_of(int code, int up) {
   switch (code) {
-  case SBH3_ERR_REFUSED:
-  case SBH3_ERR_SOCKET:
+  case SBWIRE_ERR_REFUSED:
+  case SBWIRE_ERR_SOCKET:
     return up ? SBL_ERRK_CLOSED : SBL_ERRK_CONNECT;
-  case SBH3_ERR_TLS:
+  case SBWIRE_ERR_TLS:
     return SBL_ERRK_TLS;
-  case SBH3_ERR_PROTO:
+  case SBWIRE_ERR_PROTO:
     return SBL_ERRK_PROTO;
-  case SBH3_ERR_IDLE:
+  case SBWIRE_ERR_IDLE:
     return up ? SBL_ERRK_TIMEOUT : SBL_ERRK_CONNECT;
   default:
     return up ? SBL_ERRK_CLOSED : SBL_ERRK_CONNECT;
@@ -120,7 +120,7 @@ static void drive(sbl_conn *c) {
   count_wire(c);
   for (;;) {
     int n = sbh3_conn_poll(h->q, st->ev, st->evcap);
-    if (n == SBH3_ERR_BUFFER_TOO_SHORT) {
+    if (n == SBWIRE_ERR_BUFFER_TOO_SHORT) {
       uint64_t need = (uint64_t)sbwire_get_u32(st->ev) | (uint64_t)sbwire_get_u32(st->ev + 4) << 32;
       uint8_t *nb = realloc(st->ev, need);
       if (!nb) {
@@ -222,7 +222,7 @@ static int h3_conn_submit(sbl_conn *c, sbl_req *r) {
   const sbl_plan *p = sbl_worker_plan(c->w);
   if (h->goaway) return 1;
   int64_t sid = sbh3_conn_request(h->q, p->hdrs, p->hdrs_len, p->body, p->body_len);
-  if (sid == SBH3_ERR_STREAM_BLOCKED) return 1;
+  if (sid == SBWIRE_ERR_STREAM_BLOCKED) return 1;
   if (sid < 0) {
     sbl_conn_failed(c, SBL_ERRK_CLOSED, "cannot open a request stream");
     return 0;
@@ -261,23 +261,5 @@ static const sbl_proto H3_PROTO = {
     .conn_free = h3_conn_free,
 };
 
-/* Creates an idle HTTP/3 load engine from a plan record (sbl_load.h); NULL on a bad plan. */
-sbl_engine *sbh3_load_new(const uint8_t *plan, uint32_t len) { return sbl_engine_new(&H3_PROTO, plan, len); }
-/* Starts the engine's worker threads. */
-int sbh3_load_start(sbl_engine *e) { return sbl_engine_start(e); }
-/* Writes the 64-byte progress record. */
-int sbh3_load_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_progress(e, buf, cap); }
-/* Asks the engine to stop early. */
-int sbh3_load_stop(sbl_engine *e) { return sbl_engine_stop(e); }
-/* Waits for the worker threads to end. */
-int sbh3_load_join(sbl_engine *e) { return sbl_engine_join(e); }
-/* Writes the result record (buf NULL: returns the size needed). */
-int sbh3_load_result(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_result(e, buf, cap); }
-/* Writes one latency histogram as (value, count) pairs. */
-int sbh3_load_histogram(sbl_engine *e, int kind, uint8_t *buf, uint32_t cap) {
-  return sbl_engine_histogram(e, kind, buf, cap);
-}
-/* Writes the first failure's text. */
-int sbh3_load_error(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_error(e, buf, cap); }
-/* Stops, joins and frees the engine. */
-void sbh3_load_free(sbl_engine *e) { sbl_engine_free(e); }
+/* The module's exported engine API, sbh3_load_* (sbl_load.h). */
+SBL_DEFINE_LOAD_API(sbh3, H3_PROTO)

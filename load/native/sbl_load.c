@@ -66,7 +66,7 @@ uint64_t sbl_now(void) {
 }
 
 static uint32_t rd32(const uint8_t *p) { return sbwire_get_u32(p); }
-static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static uint64_t rd64(const uint8_t *p) { return sbwire_get_u64(p); }
 static void wr32(uint8_t *p, uint32_t v) { sbwire_put_u32(p, v); }
 static void wr64(uint8_t *p, uint64_t v) { sbwire_put_u64(p, v); }
 

@@ -173,6 +173,26 @@ int sbl_engine_error(sbl_engine *e, uint8_t *buf, uint32_t cap);
 /* Stops and joins the workers if needed, then frees everything. */
 void sbl_engine_free(sbl_engine *e);
 
+/*
+ * Defines a module's exported engine API over its protocol table: prefix##_load_new (an idle
+ * engine from a plan record; NULL on a bad plan), _start, _progress (the 64-byte record), _stop
+ * (end early), _join, _result (buf NULL: size needed), _histogram ((value, count) pairs), _error
+ * (the first failure's text) and _free (stops, joins, frees). transports/native/load_engine_symbols.ts
+ * lists them for Deno.dlopen.
+ */
+#define SBL_DEFINE_LOAD_API(prefix, proto)                                                                 \
+  sbl_engine *prefix##_load_new(const uint8_t *plan, uint32_t len) { return sbl_engine_new(&(proto), plan, len); } \
+  int prefix##_load_start(sbl_engine *e) { return sbl_engine_start(e); }                                  \
+  int prefix##_load_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_progress(e, buf, cap); } \
+  int prefix##_load_stop(sbl_engine *e) { return sbl_engine_stop(e); }                                    \
+  int prefix##_load_join(sbl_engine *e) { return sbl_engine_join(e); }                                    \
+  int prefix##_load_result(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_result(e, buf, cap); } \
+  int prefix##_load_histogram(sbl_engine *e, int kind, uint8_t *buf, uint32_t cap) {                     \
+    return sbl_engine_histogram(e, kind, buf, cap);                                                       \
+  }                                                                                                       \
+  int prefix##_load_error(sbl_engine *e, uint8_t *buf, uint32_t cap) { return sbl_engine_error(e, buf, cap); } \
+  void prefix##_load_free(sbl_engine *e) { sbl_engine_free(e); }
+
 /* ---- what protocols call back into the engine ---- */
 
 /* Returns the plan. */

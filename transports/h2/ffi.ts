@@ -2,49 +2,16 @@
  * Safe wrapper over the sbh2 symbols: {@linkcode H2Conn} owns one native
  * client session in a `#private` field; `close()` is idempotent and frees it,
  * and `Symbol.dispose` calls `close()`. Negative return codes of the shim are
- * numbers from {@linkcode H2_ERR}; `DONE` becomes 0 or "no event".
+ * numbers from {@linkcode NATIVE_ERR}; `DONE` becomes 0 or "no event".
  */
 import type { Sbh2Symbols } from "./symbols.ts";
-import { EVENT_HEADER_LEN, WIRE_EVENT } from "../native/wire.ts";
+import { WIRE_EVENT } from "../native/wire.ts";
+import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
+import { type EventHandler, EventPoller } from "../native/event_poller.ts";
+import { versionParts } from "../native/library.ts";
 
-/** Error codes of the shim (enum sbh2_error). */
-export const H2_ERR = {
-  DONE: -1,
-  BUFFER_TOO_SHORT: -2,
-  INVALID: -3,
-  NOMEM: -4,
-  PROTO: -5,
-  CLOSED: -6,
-  NOT_FOUND: -7,
-  INTERNAL: -8,
-  TLS: -9,
-} as const;
-
-/** Event types (enum sbh2_event_type). */
+/** Event types (enum sbwire_event_type). */
 export const H2_EVENT = WIRE_EVENT;
-
-const CODE_NAMES: Record<number, string> = Object.fromEntries(
-  Object.entries(H2_ERR).map(([k, v]) => [v, k]),
-);
-
-/** Name of a shim error code, for messages. */
-export function h2ErrorName(code: number): string {
-  return CODE_NAMES[code] ?? String(code);
-}
-
-/**
- * Receives one polled event. `block` holds the header block and `body` the
- * body; both are views into a buffer reused by the next poll unless
- * `bodyOwned` is true (then `body` belongs to the receiver).
- */
-export type H2EventHandler = (
-  type: number,
-  streamId: number,
-  code: number,
-  block: Uint8Array,
-  body: Uint8Array,
-  bodyOwned: boolean,
-) => void;
 
 /** Options for {@linkcode H2Conn}. */
 export interface H2ConnOptions {
@@ -54,75 +21,17 @@ export interface H2ConnOptions {
   maxBodyBytes?: number;
 }
 
-const POLL_BUFFER = 256 * 1024;
 const decoder = new TextDecoder();
-
-/**
- * Polls events into a reused buffer and hands each to a handler. An event
- * larger than the buffer is polled into a buffer of its own, so its body is
- * handed over without a copy (`bodyOwned`). One poller can serve many
- * connections: it is used synchronously.
- */
-export class EventPoller {
-  #buf = new Uint8Array(POLL_BUFFER);
-  #view = new DataView(this.#buf.buffer);
-
-  /** Calls `poll` (a shim poll bound to one session) until `expected` events were handed over or none is left. */
-  poll(
-    poll: (buf: Uint8Array<ArrayBuffer>, cap: number) => number,
-    handler: H2EventHandler,
-    expected = Infinity,
-  ): number {
-    let count = 0;
-    while (count < expected) {
-      const n = poll(this.#buf, this.#buf.length);
-      if (n === H2_ERR.DONE || n === H2_ERR.CLOSED) break;
-      if (n === H2_ERR.BUFFER_TOO_SHORT) {
-        const own = new Uint8Array(Number(this.#view.getBigUint64(0, true)));
-        const m = poll(own, own.length);
-        if (m < 0) throw new RangeError(`HTTP/2 poll failed: ${h2ErrorName(m)}`);
-        count += this.#dispatch(own, m, handler, true);
-        continue;
-      }
-      if (n < 0) throw new RangeError(`HTTP/2 poll failed: ${h2ErrorName(n)}`);
-      count += this.#dispatch(this.#buf, n, handler, false);
-    }
-    return count;
-  }
-
-  #dispatch(buf: Uint8Array, length: number, handler: H2EventHandler, owned: boolean): number {
-    const v = buf === this.#buf ? this.#view : new DataView(buf.buffer, buf.byteOffset, length);
-    let off = 0;
-    let count = 0;
-    while (off < length) {
-      const type = v.getUint32(off, true);
-      const streamId = v.getInt32(off + 8, true);
-      const code = v.getInt32(off + 16, true);
-      const hl = v.getUint32(off + 24, true);
-      const bl = v.getUint32(off + 28, true);
-      const hs = off + EVENT_HEADER_LEN;
-      handler(
-        type,
-        streamId,
-        code,
-        buf.subarray(hs, hs + hl),
-        buf.subarray(hs + hl, hs + hl + bl),
-        owned,
-      );
-      off = hs + hl + bl;
-      count++;
-    }
-    return count;
-  }
-}
 
 /** One HTTP/2 client session: bytes in, bytes out, requests and events. */
 export class H2Conn {
   #sym: Sbh2Symbols;
   #ptr: Deno.PointerValue;
-  #events = new EventPoller();
+  #events = new EventPoller({
+    error: (code) => new RangeError(`HTTP/2 poll failed: ${nativeErrorName(code)}`),
+  });
   #poll = (b: Uint8Array<ArrayBuffer>, cap: number) =>
-    this.#ptr === null ? H2_ERR.CLOSED : this.#sym.sbh2_conn_poll(this.#ptr, b, cap);
+    this.#ptr === null ? NATIVE_ERR.CLOSED : this.#sym.sbh2_conn_poll(this.#ptr, b, cap);
 
   constructor(sym: Sbh2Symbols, options: H2ConnOptions = {}) {
     this.#sym = sym;
@@ -141,7 +50,7 @@ export class H2Conn {
 
   /** Feeds received bytes; returns the number of events ready, or a negative code. */
   recv(data: Uint8Array, length = data.length): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_conn_recv(this.#ptr, data as Uint8Array<ArrayBuffer>, length);
   }
 
@@ -159,7 +68,7 @@ export class H2Conn {
    * error text).
    */
   recvTls(tls: { pointer: Deno.PointerValue }, data: Uint8Array, length = data.length): number {
-    if (this.#ptr === null || tls.pointer === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null || tls.pointer === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_conn_recv_tls(
       this.#ptr,
       tls.pointer,
@@ -181,7 +90,7 @@ export class H2Conn {
       out as Uint8Array<ArrayBuffer>,
       out.length,
     );
-    return n === H2_ERR.DONE ? 0 : n;
+    return n === NATIVE_ERR.DONE ? 0 : n;
   }
 
   /**
@@ -189,7 +98,7 @@ export class H2Conn {
    * `block`; returns the stream id or a negative code.
    */
   request(block: Uint8Array, blockLength: number, body: Uint8Array | undefined): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_conn_request(
       this.#ptr,
       block as Uint8Array<ArrayBuffer>,
@@ -208,7 +117,7 @@ export class H2Conn {
    * Hands ready events to `handler` until `expected` were handed over (the
    * count {@linkcode recv} returned) or none is left; returns how many.
    */
-  poll(handler: H2EventHandler, expected = Infinity): number {
+  poll(handler: EventHandler, expected = Infinity): number {
     if (this.#ptr === null) return 0;
     return this.#events.poll(this.#poll, handler, expected);
   }
@@ -244,13 +153,15 @@ export class H2Conn {
   }
 }
 
-/** Reads the shim and nghttp2 versions, for example `sbh2/0.1.0 nghttp2/1.52.0`. */
 /** The module's library versions, parsed from {@linkcode sbh2Version} (cached per process). */
 export function sbh2Versions(sym: Sbh2Symbols): { sbh2: string; nghttp2: string; gnutls: string } {
   if (!versions) {
-    const text = sbh2Version(sym);
-    const pick = (name: string) => new RegExp(`${name}/(\\S+)`).exec(text)?.[1] ?? "unknown";
-    versions = { sbh2: pick("sbh2"), nghttp2: pick("nghttp2"), gnutls: pick("gnutls") };
+    const p = versionParts(sbh2Version(sym));
+    versions = {
+      sbh2: p.sbh2 ?? "unknown",
+      nghttp2: p.nghttp2 ?? "unknown",
+      gnutls: p.gnutls ?? "unknown",
+    };
   }
   return versions;
 }

@@ -42,14 +42,16 @@ import {
   requestTimeoutMs,
   timedRequest,
 } from "../client_core.ts";
-import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
+import { H2_EVENT, H2Conn, sbh2Versions } from "./ffi.ts";
+import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
 import { decodeResponseBlock, RequestBlockWriter } from "../native/wire.ts";
 import { loadH2Library } from "./loader.ts";
 import { tcpMaxSegment } from "../native/nodelay.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
-import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
+import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
+import { TLS_STATE } from "../native/tls_session.ts";
 import { runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -159,7 +161,7 @@ class Session implements KeyingMaterialExporter {
   tlsInfo(): TlsConnectionInfo | undefined {
     // A session the peer failed after its handshake (an mTLS server refusing the client's
     // certificate does so after the client's Finished) has nothing to report.
-    return this.#tls?.established ? this.#tls.info() : undefined;
+    return this.#tls?.info() ?? undefined;
   }
 
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
@@ -187,10 +189,10 @@ class Session implements KeyingMaterialExporter {
     if (this.#dead) throw new TransportError(`${this.#label} failed: connection is closed`);
     const id = this.#h2.request(block, blockLength, body);
     if (id < 0) {
-      if (id === H2_ERR.INVALID) throw new TypeError("Invalid request header block");
+      if (id === NATIVE_ERR.INVALID) throw new TypeError("Invalid request header block");
       this.unusable = true;
       throw new TransportError(
-        `${this.#label} failed: rejected by the session (${h2ErrorName(id)})`,
+        `${this.#label} failed: rejected by the session (${nativeErrorName(id)})`,
       );
     }
     this.#pending.add(id, p);
@@ -255,7 +257,7 @@ class Session implements KeyingMaterialExporter {
         let ready: number;
         if (this.#tls) {
           ready = this.#h2.recvTls(this.#tls, this.#in, n);
-          if (ready === H2_ERR.TLS) {
+          if (ready === NATIVE_ERR.TLS) {
             this.#fail(new TransportError(`${this.#label} failed: ${this.#tls.errorText()}`));
             return;
           }
@@ -327,7 +329,7 @@ class Session implements KeyingMaterialExporter {
         return;
       case H2_EVENT.CLOSED: {
         const text = this.#h2.errorText() || "connection closed";
-        const what = code === H2_ERR.PROTO ? "protocol error" : "connection closed";
+        const what = code === NATIVE_ERR.PROTO ? "protocol error" : "connection closed";
         this.#fail(new TransportError(`${this.#label} failed: ${what}: ${text}`));
         return;
       }

@@ -45,7 +45,10 @@ import { BodyBudgetError, type ByteBudget, defaultBodyBudget } from "../byte_bud
 import { resolveTls, type TlsConnection } from "../tls.ts";
 import { DEFAULT_SERVER_LIMITS, type SbiServer, type ServerOptions } from "../types.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
-import { EventPoller, H2_ERR, H2_EVENT } from "./ffi.ts";
+import { H2_EVENT } from "./ffi.ts";
+import { NATIVE_ERR } from "../native/errors.ts";
+import { EventPoller } from "../native/event_poller.ts";
+import { requireTlsInfo } from "../native/tls_session.ts";
 import { loadH2Library } from "./loader.ts";
 import { applyNoDelay } from "../native/nodelay.ts";
 import {
@@ -160,7 +163,7 @@ class Connection {
     if (tls.established) {
       this.#server.tlsEstablished({
         remoteAddr: { hostname: addr.hostname, port: addr.port },
-        info: () => tls.info(),
+        info: () => requireTlsInfo(tls.info()),
         exportKeyingMaterial: (label, context, length) =>
           tls.exportKeyingMaterial(label, context, length),
       });
@@ -299,7 +302,7 @@ class Connection {
       return;
     }
     pool.give(out);
-    if (n === H2_ERR.CLOSED) this.finish();
+    if (n === NATIVE_ERR.CLOSED) this.finish();
   }
 
   async #writeLoop(out: Uint8Array<ArrayBuffer>, n: number): Promise<void> {
@@ -313,7 +316,7 @@ class Connection {
         this.#dirty = false;
         n = this.finished ? 0 : this.#pull(out);
       }
-      if (n === H2_ERR.CLOSED) this.finish();
+      if (n === NATIVE_ERR.CLOSED) this.finish();
     } catch {
       this.finish(); // the peer went away
     } finally {
@@ -537,7 +540,7 @@ class NativeH2cServer implements NativeH2Server {
         c.finish(); // the peer stopped reading from TCP
         continue;
       }
-      if (c.session.tick() === H2_ERR.CLOSED) {
+      if (c.session.tick() === NATIVE_ERR.CLOSED) {
         c.finish();
         continue;
       }

@@ -4,10 +4,11 @@
  * and {@linkcode H2ServerConn} one connection's nghttp2 server session. Each
  * owns its handle in a `#private` field; `close()` is idempotent and frees
  * it, and `Symbol.dispose` calls `close()`. Negative return codes are numbers
- * from {@linkcode H2_ERR}.
+ * from {@linkcode NATIVE_ERR}.
  */
 import type { Sbh2Symbols } from "./symbols.ts";
-import { type EventPoller, H2_ERR, h2ErrorName, type H2EventHandler } from "./ffi.ts";
+import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
+import type { EventHandler, EventPoller } from "../native/event_poller.ts";
 
 /** Limits of the native HTTP/2 server (enum sbh2_option); each has a default in the shim. */
 export interface H2ServerLimitOptions {
@@ -134,7 +135,7 @@ export class H2ServerConn {
   #sym: Sbh2Symbols;
   #ptr: Deno.PointerValue;
   #poll = (b: Uint8Array<ArrayBuffer>, cap: number) =>
-    this.#ptr === null ? H2_ERR.CLOSED : this.#sym.sbh2_sconn_poll(this.#ptr, b, cap);
+    this.#ptr === null ? NATIVE_ERR.CLOSED : this.#sym.sbh2_sconn_poll(this.#ptr, b, cap);
 
   constructor(sym: Sbh2Symbols, limits: H2ServerLimits) {
     this.#sym = sym;
@@ -150,7 +151,7 @@ export class H2ServerConn {
 
   /** Feeds received bytes; returns the number of events ready, or a negative code. */
   recv(data: Uint8Array<ArrayBuffer>, length: number): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_sconn_recv(this.#ptr, data, length);
   }
 
@@ -165,7 +166,7 @@ export class H2ServerConn {
     data: Uint8Array<ArrayBuffer>,
     length: number,
   ): number {
-    if (this.#ptr === null || tls.pointer === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null || tls.pointer === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_sconn_recv_tls(this.#ptr, tls.pointer, data, length);
   }
 
@@ -175,12 +176,12 @@ export class H2ServerConn {
    * finished and close_notify went out.
    */
   sendTls(tls: { pointer: Deno.PointerValue }, out: Uint8Array<ArrayBuffer>): number {
-    if (this.#ptr === null || tls.pointer === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null || tls.pointer === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_sconn_send_tls(this.#ptr, tls.pointer, out, out.length);
   }
 
   /** Hands ready events to `handler` through `poller` until `expected` (the count recv returned) were handed over; returns how many. */
-  poll(poller: EventPoller, handler: H2EventHandler, expected = Infinity): number {
+  poll(poller: EventPoller, handler: EventHandler, expected = Infinity): number {
     return this.#ptr === null ? 0 : poller.poll(this.#poll, handler, expected);
   }
 
@@ -197,7 +198,7 @@ export class H2ServerConn {
     body: Uint8Array,
     token: number,
   ): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_sconn_respond(
       this.#ptr,
       streamId,
@@ -211,13 +212,13 @@ export class H2ServerConn {
 
   /** Writes pending output into `out`; returns its length, or DONE / CLOSED (finished: close the socket). */
   send(out: Uint8Array<ArrayBuffer>): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_sconn_send(this.#ptr, out, out.length);
   }
 
   /** Runs the shim's timers; returns ms until the next is due, or CLOSED when the connection is finished. */
   tick(): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_sconn_tick(this.#ptr);
   }
 
@@ -230,7 +231,7 @@ export class H2ServerConn {
   stat(which: number): number {
     if (this.#ptr === null) return 0;
     const v = Number(this.#sym.sbh2_sconn_stat(this.#ptr, which));
-    if (v < 0) throw new RangeError(`HTTP/2 stat failed: ${h2ErrorName(v)}`);
+    if (v < 0) throw new RangeError(`HTTP/2 stat failed: ${nativeErrorName(v)}`);
     return v;
   }
 

@@ -1,8 +1,10 @@
 /**
- * The `Deno.dlopen` table of the sbh2 shim (native/sbh2.h). Only symbols:
+ * The one `Deno.dlopen` table of the sbh2 module (native/sbh2.h and the load
+ * engine linked into it), which every user of the module opens it with. Only symbols:
  * every entry carries its C prototype. Every call is short and never blocks,
  * so all are synchronous.
  */
+import { loadEngineSymbols } from "../native/load_engine_symbols.ts";
 
 /** Symbol table for `Deno.dlopen`. */
 export const SYMBOLS = {
@@ -113,6 +115,9 @@ export const SYMBOLS = {
   sbh2_tls_ticket: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
   // int sbh2_tls_error(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
   sbh2_tls_error: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+
+  // ---- the load engine linked into the module (load/native/sbl_load.h) ----
+  ...loadEngineSymbols("sbh2"),
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** The opened library's symbols. */

@@ -6,21 +6,16 @@
  * idempotent; sessions keep their configuration alive natively.
  */
 import type { ResolvedTls, TlsConnectionInfo } from "../tls.ts";
-import { H2_ERR, h2ErrorName } from "./ffi.ts";
+import { NATIVE_ERR } from "../native/errors.ts";
+import {
+  exportKeyingMaterial,
+  readPeerSubject,
+  readTlsInfo,
+  TLS_STATE,
+  TLS_VERIFY,
+  type TlsSessionCalls,
+} from "../native/tls_session.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
-
-/** Bits of the session state (enum sbh2_tls_state_bits). */
-export const TLS_STATE = {
-  ESTABLISHED: 1,
-  RESUMED: 2,
-  PEER_CLOSED: 4,
-  TICKET: 8,
-  FAILED: 16,
-} as const;
-
-const INFO = { VERSION: 1, SUITE: 2, GROUP: 3, ALPN: 4, PEER_SUBJECT: 5 } as const;
-const VERIFY_NONE = 0;
-const VERIFY_PEER = 1;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -81,7 +76,10 @@ export class H2TlsConfig {
         if (tls.requireClientCert && tls.caPem.length === 0) {
           throw new TypeError("Mutual TLS needs a CA to verify clients with");
         }
-        sym.sbh2_tls_config_set_verify(ptr, tls.requireClientCert ? VERIFY_PEER : VERIFY_NONE);
+        sym.sbh2_tls_config_set_verify(
+          ptr,
+          tls.requireClientCert ? TLS_VERIFY.PEER : TLS_VERIFY.NONE,
+        );
         const lifetime = options.ticketLifetimeSeconds ?? 0;
         if (!Number.isInteger(lifetime) || lifetime < 0) {
           throw new RangeError(`Ticket lifetime must be a whole number of seconds: ${lifetime}`);
@@ -90,7 +88,7 @@ export class H2TlsConfig {
           throw new RangeError("Cannot enable session tickets");
         }
       } else {
-        sym.sbh2_tls_config_set_verify(ptr, tls.insecure ? VERIFY_NONE : VERIFY_PEER);
+        sym.sbh2_tls_config_set_verify(ptr, tls.insecure ? TLS_VERIFY.NONE : TLS_VERIFY.PEER);
       }
     } catch (err) {
       cfg.close();
@@ -151,11 +149,11 @@ export class H2Tls {
 
   /**
    * Feeds `length` bytes of received ciphertext and writes plaintext into
-   * `out`; returns its length, or a negative code (`H2_ERR.TLS`: see
+   * `out`; returns its length, or a negative code (`NATIVE_ERR.TLS`: see
    * {@linkcode errorText}). Call again with no input while it fills `out`.
    */
   recv(data: Uint8Array | undefined, length: number, out: Uint8Array): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     const d = data ?? out;
     return this.#sym.sbh2_tls_recv(
       this.#ptr,
@@ -171,7 +169,7 @@ export class H2Tls {
    * returns its length (0 when nothing is pending) or a negative code.
    */
   send(plain: Uint8Array | undefined, out: Uint8Array): number {
-    if (this.#ptr === null) return H2_ERR.CLOSED;
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     const p = plain ?? out;
     const n = this.#sym.sbh2_tls_send(
       this.#ptr,
@@ -180,7 +178,7 @@ export class H2Tls {
       out as Uint8Array<ArrayBuffer>,
       out.length,
     );
-    return n === H2_ERR.DONE ? 0 : n;
+    return n === NATIVE_ERR.DONE ? 0 : n;
   }
 
   /** Queues close_notify; drain {@linkcode send} afterwards. */
@@ -198,34 +196,22 @@ export class H2Tls {
     return (this.state() & TLS_STATE.ESTABLISHED) !== 0;
   }
 
-  #info(kind: number): string {
-    if (this.#ptr === null) return "";
-    const n = this.#sym.sbh2_tls_info(this.#ptr, kind, this.#text, this.#text.length);
-    return n > 0 ? decoder.decode(this.#text.subarray(0, n)) : "";
-  }
+  #calls: TlsSessionCalls = {
+    state: () => this.#ptr === null ? -1 : this.#sym.sbh2_tls_state(this.#ptr),
+    text: (kind, buf) => this.#sym.sbh2_tls_info(this.#ptr, kind, buf, buf.length),
+    handshakeBytes: (sent) => this.#sym.sbh2_tls_handshake_bytes(this.#ptr, sent),
+    exporter: (l, c, cLen, out) =>
+      this.#sym.sbh2_tls_export(this.#ptr, l, l.length, c, cLen, out, out.length),
+  };
 
-  /** What the handshake negotiated; throws `RangeError` before it completed. */
-  info(): TlsConnectionInfo {
-    const st = this.state();
-    if (!(st & TLS_STATE.ESTABLISHED)) throw new RangeError("The TLS handshake has not completed");
-    const subject = this.#info(INFO.PEER_SUBJECT);
-    return {
-      version: this.#info(INFO.VERSION),
-      cipherSuite: this.#info(INFO.SUITE),
-      group: this.#info(INFO.GROUP),
-      alpn: this.#info(INFO.ALPN),
-      resumed: (st & TLS_STATE.RESUMED) !== 0,
-      ...(subject ? { peerSubject: subject } : {}),
-      handshakeBytes: {
-        sent: this.#sym.sbh2_tls_handshake_bytes(this.#ptr, 1),
-        received: this.#sym.sbh2_tls_handshake_bytes(this.#ptr, 0),
-      },
-    };
+  /** What the handshake negotiated; null before it completed or once closed (see `../native/tls_session.ts`). */
+  info(): TlsConnectionInfo | null {
+    return readTlsInfo(this.#ptr === null ? null : this.#calls);
   }
 
   /** Subject of the peer's certificate, or undefined when it sent none. */
   peerSubject(): string | undefined {
-    return this.#info(INFO.PEER_SUBJECT) || undefined;
+    return readPeerSubject(this.#ptr === null ? null : this.#calls);
   }
 
   /**
@@ -234,27 +220,7 @@ export class H2Tls {
    * or after close.
    */
   exportKeyingMaterial(label: string, context: Uint8Array | undefined, length: number): Uint8Array {
-    if (!Number.isInteger(length) || length < 1 || length > 65535) {
-      throw new RangeError(`Exporter length must be 1 to 65535 bytes: ${length}`);
-    }
-    if (label.length === 0) throw new RangeError("Exporter label must not be empty");
-    if (this.#ptr === null) throw new RangeError("The TLS connection is closed");
-    const l = encoder.encode(label);
-    const c = context ?? new Uint8Array(0);
-    const out = new Uint8Array(length);
-    const n = this.#sym.sbh2_tls_export(
-      this.#ptr,
-      l,
-      l.length,
-      (c.length ? c : l) as Uint8Array<ArrayBuffer>,
-      c.length,
-      out,
-      length,
-    );
-    if (n !== length) {
-      throw new RangeError(`Cannot export keying material (${h2ErrorName(n)})`);
-    }
-    return out;
+    return exportKeyingMaterial(this.#ptr === null ? null : this.#calls, label, context, length);
   }
 
   /** Client: the newest ticket not taken yet, or undefined. */
@@ -262,7 +228,7 @@ export class H2Tls {
     if (this.#ptr === null || !(this.state() & TLS_STATE.TICKET)) return undefined;
     let buf = new Uint8Array(4096);
     let n = this.#sym.sbh2_tls_ticket(this.#ptr, buf, buf.length);
-    if (n === H2_ERR.BUFFER_TOO_SHORT) {
+    if (n === NATIVE_ERR.BUFFER_TOO_SHORT) {
       buf = new Uint8Array(65536);
       n = this.#sym.sbh2_tls_ticket(this.#ptr, buf, buf.length);
     }

@@ -6,12 +6,12 @@
  * flight are not lost), a plain one keeps them for the caller.
  */
 import { TransportError } from "../types.ts";
-import { H2_ERR, h2ErrorName } from "./ffi.ts";
+import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
 import type { H2Tls } from "./tls_ffi.ts";
 
 /** Moves ciphertext through the TLS session (and whatever sits behind it). */
 export interface TlsPump {
-  /** Feeds `length` received bytes; returns >= 0, or a negative code (`H2_ERR.TLS` for a TLS failure). */
+  /** Feeds `length` received bytes; returns >= 0, or a negative code (`NATIVE_ERR.TLS` for a TLS failure). */
   recv(data: Uint8Array, length: number): number;
   /** Writes pending ciphertext into `out`; returns its length (0 when none) or a negative code. */
   send(out: Uint8Array): number;
@@ -49,14 +49,14 @@ export async function runTlsHandshake(
       );
     }
     const rv = pump.recv(io.in, n);
-    if (rv === H2_ERR.TLS) {
+    if (rv === NATIVE_ERR.TLS) {
       await flushTls(sock, pump, io.out).catch(() => {});
       throw new TransportError(`${label} failed: ${tls.errorText()}`);
     }
     // Past the handshake, a failure of what came behind the last flight (close_notify, bytes
     // that are not HTTP/2) is the session's to report: its GOAWAY goes out with the flush.
     if (rv < 0 && !tls.established) {
-      throw new TransportError(`${label} failed: ${h2ErrorName(rv)}`);
+      throw new TransportError(`${label} failed: ${nativeErrorName(rv)}`);
     }
     if (tls.established) {
       // The handshake is done even if the peer already left (a write error here, such as a

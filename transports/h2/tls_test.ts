@@ -17,7 +17,8 @@ import {
 } from "./_test_util.ts";
 import { loadH2Library } from "./loader.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
-import { H2Tls, H2TlsConfig, TLS_STATE } from "./tls_ffi.ts";
+import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
+import { TLS_STATE } from "../native/tls_session.ts";
 import { flushTls, runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;
@@ -186,15 +187,15 @@ Deno.test({
       const c1 = await dial(srv.port, ccfg);
       const s1 = await accepted;
       assert.equal(c1.echoed, "ping");
-      for (const info of [c1.tls.info(), s1.tls.info()]) {
+      for (const info of [c1.tls.info()!, s1.tls.info()!]) {
         assert.equal(info.version, "TLS1.3");
         assert.equal(info.cipherSuite, "TLS_AES_128_GCM_SHA256");
         assert.equal(info.group, "SECP256R1");
         assert.equal(info.alpn, "h2");
         assert.equal(info.resumed, false);
       }
-      assert.equal(c1.tls.info().peerSubject, "CN=localhost");
-      assert.equal(s1.tls.info().peerSubject, undefined, "no client certificate was asked for");
+      assert.equal(c1.tls.info()!.peerSubject, "CN=localhost");
+      assert.equal(s1.tls.info()!.peerSubject, undefined, "no client certificate was asked for");
       const ck = c1.tls.exportKeyingMaterial(N32, undefined, 64);
       const sk = s1.tls.exportKeyingMaterial(N32, new Uint8Array(0), 64);
       assert.equal(ck.length, 64);
@@ -239,14 +240,14 @@ Deno.test({
       const ticket = c1.tls.takeTicket();
       assert.ok(ticket && ticket.length > 0, "no ticket after the first round trip");
       assert.equal(c1.tls.takeTicket(), undefined, "a ticket is handed out once");
-      const full = c1.tls.info();
+      const full = c1.tls.info()!;
       await c1.close();
 
       const accepted = srv.nextAccepted();
       const c2 = await dial(srv.port, ccfg, { ticket });
-      const resumed = c2.tls.info();
+      const resumed = c2.tls.info()!;
       assert.equal(resumed.resumed, true, "the second connection did not resume");
-      assert.equal((await accepted).tls.info().resumed, true);
+      assert.equal((await accepted).tls.info()!.resumed, true);
       assert.ok(
         resumed.handshakeBytes.received < full.handshakeBytes.received / 2,
         `resumed ${resumed.handshakeBytes.received} B vs full ${full.handshakeBytes.received} B`,
@@ -258,13 +259,13 @@ Deno.test({
       await c2.close();
 
       const c3 = await dial(other.port, ccfg, { ticket: ticket2 });
-      assert.equal(c3.tls.info().resumed, false, "a ticket from another server was accepted");
+      assert.equal(c3.tls.info()!.resumed, false, "a ticket from another server was accepted");
       await c3.close();
 
       // The first server's tickets live one second: wait until this one is older.
       await new Promise((r) => setTimeout(r, 2100));
       const c4 = await dial(srv.port, ccfg, { ticket: ticket2 });
-      assert.equal(c4.tls.info().resumed, false, "an expired ticket was accepted");
+      assert.equal(c4.tls.info()!.resumed, false, "an expired ticket was accepted");
       await c4.close();
     } finally {
       await srv.close();
@@ -303,7 +304,7 @@ Deno.test({
     try {
       const accepted = srv.nextAccepted();
       const c = await dial(srv.port, known);
-      assert.equal((await accepted).tls.info().peerSubject, "CN=sbilab client");
+      assert.equal((await accepted).tls.info()!.peerSubject, "CN=sbilab client");
       await c.close();
       for (
         const [cfg, serverSays] of [
@@ -414,11 +415,11 @@ Deno.test({
         assert.equal(printed.toLowerCase(), hex(s.tls.exportKeyingMaterial(N32, undefined, 64)));
         assert.match(out, /ALPN protocol: h2/);
         assert.match(out, /Verify return code: 0 \(ok\)/);
-        assert.equal(s.tls.info().peerSubject, "CN=sbilab client");
+        assert.equal(s.tls.info()!.peerSubject, "CN=sbilab client");
         // the client's preference among the shared suites decides (OpenSSL: AES-256-GCM first)
-        assert.equal(s.tls.info().version, "TLS1.3");
+        assert.equal(s.tls.info()!.version, "TLS1.3");
         assert.match(
-          s.tls.info().cipherSuite,
+          s.tls.info()!.cipherSuite,
           /^TLS_(AES_128_GCM_SHA256|AES_256_GCM_SHA384|CHACHA20_POLY1305_SHA256)$/,
         );
 
@@ -432,7 +433,7 @@ Deno.test({
         const s2 = await again;
         await s2.done;
         assert.match(out2, /Reused, TLSv1\.3/, out2.slice(0, 2000));
-        assert.equal(s2.tls.info().resumed, true);
+        assert.equal(s2.tls.info()!.resumed, true);
       } finally {
         await srv.close();
         scfg.close();
@@ -484,5 +485,27 @@ Deno.test({
       scfg.close();
       ccfg.close();
     }
+  },
+});
+
+Deno.test({
+  name:
+    "h2 TLS session: before its handshake and once closed, info is null and the exporter throws RangeError",
+  ignore,
+  fn: async () => {
+    using cfg = await clientConfig({ ca: pki.caCertPem });
+    const tls = new H2Tls(sym, cfg, "localhost");
+    assert.equal(tls.info(), null);
+    assert.throws(
+      () => tls.exportKeyingMaterial(N32, undefined, 64),
+      (e) => e instanceof RangeError && /the handshake has not completed/.test(e.message),
+    );
+    assert.throws(() => tls.exportKeyingMaterial("", undefined, 64), /label must not be empty/);
+    tls.close();
+    assert.equal(tls.info(), null);
+    assert.throws(
+      () => tls.exportKeyingMaterial(N32, undefined, 64),
+      (e) => e instanceof RangeError && /the connection is closed/.test(e.message),
+    );
   },
 });

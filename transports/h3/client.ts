@@ -29,19 +29,14 @@ import {
   requestTimeoutMs,
   timedRequest,
 } from "../client_core.ts";
-import {
-  H3_ERR,
-  H3_EVENT,
-  H3_TLS_STATE,
-  H3ClientConn,
-  H3Config,
-  type H3CongestionControl,
-  type H3DatagramStats,
-  type H3Event,
-  type H3QuicVersion,
-  H3Socket,
-  shimVersion,
-} from "./ffi.ts";
+import { NATIVE_ERR } from "../native/errors.ts";
+import { TLS_STATE } from "../native/tls_session.ts";
+import { H3_EVENT, type H3Event } from "./h3_event.ts";
+import { H3ClientConn } from "./h3_client_conn.ts";
+import { H3Config, type H3CongestionControl, type H3QuicVersion } from "./h3_config.ts";
+import type { H3DatagramStats } from "./h3_datagram_stats.ts";
+import { H3Socket } from "./h3_socket.ts";
+import { shimVersion } from "./shim_version.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
 import type { HeaderList } from "../native/wire.ts";
@@ -258,7 +253,7 @@ class Session {
 
   #drainEvents(): void {
     for (let e: H3Event | null; !this.#dead && (e = this.#conn.poll());) this.#onEvent(e);
-    if (this.#conn.tlsState() & H3_TLS_STATE.TICKET) {
+    if (this.#conn.tlsState() & TLS_STATE.TICKET) {
       const t = this.#conn.takeTicket();
       if (t) {
         this.#gotTicket = true;
@@ -329,9 +324,9 @@ class Session {
       }
       case H3_EVENT.CLOSED: {
         const text = this.#conn.errorText() || "Connection closed";
-        const prefix = e.code === H3_ERR.TLS
+        const prefix = e.code === NATIVE_ERR.TLS
           ? "HTTP/3 TLS failure"
-          : e.code === H3_ERR.REFUSED
+          : e.code === NATIVE_ERR.REFUSED
           ? "HTTP/3 server unreachable"
           : "HTTP/3 connection closed";
         this.#fail(new TransportError(`${prefix}: ${text}`));

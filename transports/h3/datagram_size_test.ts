@@ -14,7 +14,8 @@ import {
   type H3ClientOptions,
   type H3ServerOptions,
 } from "./mod.ts";
-import { H3ClientConn, H3Config } from "./ffi.ts";
+import { H3ClientConn } from "./h3_client_conn.ts";
+import { H3Config } from "./h3_config.ts";
 import { loadH3Library } from "./loader.ts";
 import { H3_SKIP } from "./_test_util.ts";
 

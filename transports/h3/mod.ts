@@ -9,19 +9,17 @@
  * synchronous `io()` call feeds it, drains the socket with recvmmsg, runs
  * due timers and sends all output with one sendmmsg on the same descriptor.
  */
-import { shimVersion } from "./ffi.ts";
+import { shimVersion } from "./shim_version.ts";
 import { loadH3Library } from "./loader.ts";
+import { versionParts } from "../native/library.ts";
 
 export { createH3Server, type H3SbiServer, type H3ServerOptions } from "./server.ts";
 export { createH3Client, type H3ClientOptions, type H3SbiClient } from "./client.ts";
-export {
-  H3_ERR,
-  type H3CongestionControl,
-  type H3DatagramStats,
-  H3Error,
-  type H3QuicVersion,
-} from "./ffi.ts";
-export { EMBEDDED_LIBRARY_URL, H3LoadError } from "./loader.ts";
+export { NATIVE_ERR } from "../native/errors.ts";
+export { type H3CongestionControl, type H3QuicVersion } from "./h3_config.ts";
+export type { H3DatagramStats } from "./h3_datagram_stats.ts";
+export { H3Error } from "./h3_error.ts";
+export { EMBEDDED_LIBRARY_URL, h3Available, H3LoadError } from "./loader.ts";
 
 /** Versions of the shim and the libraries it runs on. */
 export interface H3Versions {
@@ -40,9 +38,7 @@ export interface H3Versions {
 /** Loads the native module and reports its versions; throws `H3LoadError` when unavailable. */
 export async function h3Versions(): Promise<H3Versions> {
   const lib = await loadH3Library();
-  const parts = Object.fromEntries(
-    shimVersion(lib.symbols).split(" ").map((p) => p.split("/") as [string, string]),
-  );
+  const parts = versionParts(shimVersion(lib.symbols));
   return {
     shim: parts.sbh3 ?? "",
     ngtcp2: parts.ngtcp2 ?? "",
@@ -50,14 +46,4 @@ export async function h3Versions(): Promise<H3Versions> {
     gnutls: parts.gnutls ?? "",
     path: lib.path,
   };
-}
-
-/** True when the native module can be loaded on this machine. */
-export async function h3Available(): Promise<boolean> {
-  try {
-    await loadH3Library();
-    return true;
-  } catch {
-    return false;
-  }
 }

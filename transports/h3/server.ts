@@ -23,18 +23,12 @@ import {
   unreadableRequest,
 } from "../../handler/problem.ts";
 import { BodyBudgetError, defaultBodyBudget } from "../byte_budget.ts";
-import {
-  H3_ERR,
-  H3_EVENT,
-  H3_MSG_EARLY,
-  H3Config,
-  type H3CongestionControl,
-  type H3DatagramStats,
-  type H3Event,
-  type H3QuicVersion,
-  H3ServerEndpoint,
-  H3Socket,
-} from "./ffi.ts";
+import { NATIVE_ERR } from "../native/errors.ts";
+import { H3_EVENT, H3_MSG_EARLY, type H3Event } from "./h3_event.ts";
+import { H3Config, type H3CongestionControl, type H3QuicVersion } from "./h3_config.ts";
+import type { H3DatagramStats } from "./h3_datagram_stats.ts";
+import { H3ServerEndpoint } from "./h3_server_endpoint.ts";
+import { H3Socket } from "./h3_socket.ts";
 import { loadH3Library } from "./loader.ts";
 import { responseHeaderList, toSbiRequest } from "./convert.ts";
 
@@ -312,7 +306,7 @@ class H3Server implements H3SbiServer {
     }
     // Other negative results mean the stream or connection went away meanwhile.
     const rc = this.#ep.respond(connId, streamId, item.headers, item.body);
-    if (rc === H3_ERR.STREAM_BLOCKED) this.#blocked.set(connId, [item]);
+    if (rc === NATIVE_ERR.STREAM_BLOCKED) this.#blocked.set(connId, [item]);
     else this.#scheduleFlush();
   }
 
@@ -322,7 +316,7 @@ class H3Server implements H3SbiServer {
     for (const [connId, waiting] of this.#blocked) {
       while (waiting.length) {
         const b = waiting[0];
-        if (this.#ep.respond(connId, b.streamId, b.headers, b.body) === H3_ERR.STREAM_BLOCKED) {
+        if (this.#ep.respond(connId, b.streamId, b.headers, b.body) === NATIVE_ERR.STREAM_BLOCKED) {
           break;
         }
         waiting.shift();

@@ -1,9 +1,11 @@
 /**
- * The `Deno.dlopen` table of the sbh3 shim (native/sbh3.h). Only symbols:
+ * The one `Deno.dlopen` table of the sbh3 module (native/sbh3.h and the load
+ * engine linked into it), which every user of the module opens it with. Only symbols:
  * every entry carries its C prototype. All calls are short and never block,
  * so they are all synchronous: readiness comes from Deno's own reactor (the
  * socket is a `Deno.DatagramConn`), never from a thread of the shim's.
  */
+import { loadEngineSymbols } from "../native/load_engine_symbols.ts";
 
 /** Symbol table for `Deno.dlopen`. */
 export const SYMBOLS = {
@@ -172,6 +174,9 @@ export const SYMBOLS = {
   sbh3_udp_connect: { parameters: ["pointer", "buffer", "u16"], result: "i32" },
   // int sbh3_udp_refused(sbh3_udp *u);
   sbh3_udp_refused: { parameters: ["pointer"], result: "i32" },
+
+  // ---- the load engine linked into the module (load/native/sbl_load.h) ----
+  ...loadEngineSymbols("sbh3"),
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** The opened library's symbols. */

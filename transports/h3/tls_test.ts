@@ -13,7 +13,10 @@ import { TicketCache } from "../ticket_cache.ts";
 import { createH3Client, createH3Server, type H3SbiServer, type H3ServerOptions } from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
 import { recordingHandler, until } from "../../tests/support.ts";
-import { H3_EVENT, H3ClientConn, H3Config, H3Socket } from "./ffi.ts";
+import { H3_EVENT } from "./h3_event.ts";
+import { H3ClientConn } from "./h3_client_conn.ts";
+import { H3Config } from "./h3_config.ts";
+import { H3Socket } from "./h3_socket.ts";
 import { loadH3Library } from "./loader.ts";
 
 /** A connection the server accepted, with what its handshake negotiated (read in the hook). */

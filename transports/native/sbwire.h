@@ -23,7 +23,12 @@
  *   then header_len bytes of header block and body_len bytes of body.
  * One poll writes as many whole records as fit, back to back. When even the
  * first does not fit, the module writes the size it needs as a u64 at offset
- * 0 and returns its BUFFER_TOO_SHORT code.
+ * 0 and returns SBWIRE_ERR_BUFFER_TOO_SHORT.
+ *
+ * Return codes: every function of both modules returns a count (>= 0) or a
+ * negative code from enum sbwire_error, one numbering for both (TypeScript:
+ * NATIVE_ERR in transports/native/errors.ts). SBWIRE_ERR_DONE means
+ * "nothing more to do" and is not a failure.
  */
 #ifndef SBWIRE_H
 #define SBWIRE_H
@@ -36,6 +41,35 @@
 #define SBWIRE_EVENT_HEADER_LEN 32
 /* Size of the length prefix of one header field. */
 #define SBWIRE_FIELD_PREFIX_LEN 8
+
+enum sbwire_error {
+  /* Nothing more to do right now; not a failure. */
+  SBWIRE_ERR_DONE = -1,
+  /* The caller's buffer is too small (poll writes the size it needs as u64 at offset 0). */
+  SBWIRE_ERR_BUFFER_TOO_SHORT = -2,
+  /* A bad argument: NULL handle, malformed header block, bad address, wrong state for the call. */
+  SBWIRE_ERR_INVALID = -3,
+  /* Out of memory. */
+  SBWIRE_ERR_NOMEM = -4,
+  /* TLS failed: material not loadable, handshake, verification, ALPN, a bad record or an alert. */
+  SBWIRE_ERR_TLS = -5,
+  /* The peer broke the protocol: bytes that are not HTTP/2, a datagram QUIC rejected. */
+  SBWIRE_ERR_PROTO = -6,
+  /* The connection is closed or closing (by either side, GOAWAY included). */
+  SBWIRE_ERR_CLOSED = -7,
+  /* h3: no stream can be opened, or the send queue is full, yet; retry after the next received datagram. */
+  SBWIRE_ERR_STREAM_BLOCKED = -8,
+  /* The connection or stream is unknown. */
+  SBWIRE_ERR_NOT_FOUND = -9,
+  /* h3: the connection was idle for longer than the idle timeout. */
+  SBWIRE_ERR_IDLE = -10,
+  /* The protocol library returned an unexpected error. */
+  SBWIRE_ERR_INTERNAL = -11,
+  /* h3: nothing listens at the peer's UDP port (ICMP port unreachable). */
+  SBWIRE_ERR_REFUSED = -12,
+  /* h3: a socket call failed (errno in the connection's error text where it applies). */
+  SBWIRE_ERR_SOCKET = -13,
+};
 
 enum sbwire_event_type {
   /* Handshake completed (client; an h3 server too, with the connection id). */
@@ -56,6 +90,46 @@ enum sbwire_event_type {
   SBWIRE_EV_EARLY_REJECTED = 8,
 };
 
+/* Bits of a TLS session's state (sbh2_tls_state, sbh3_*_tls_state), one numbering for both modules. */
+enum sbwire_tls_state {
+  /* The handshake completed; application data flows. */
+  SBWIRE_TLS_ESTABLISHED = 1,
+  /* The handshake resumed an earlier session (a ticket was accepted). */
+  SBWIRE_TLS_RESUMED = 2,
+  /* h3: 0-RTT data was accepted (server: received and accepted; client: the server accepted it). */
+  SBWIRE_TLS_EARLY_ACCEPTED = 4,
+  /* Client: a ticket arrived that has not been taken yet. */
+  SBWIRE_TLS_TICKET = 8,
+  /* h3 client: 0-RTT was attempted. */
+  SBWIRE_TLS_EARLY_ATTEMPTED = 16,
+  /* h2: the peer sent close_notify. */
+  SBWIRE_TLS_PEER_CLOSED = 32,
+  /* h2: a fatal TLS error happened (text: sbh2_tls_error). */
+  SBWIRE_TLS_FAILED = 64,
+};
+
+/* Peer verification of a TLS configuration (sbh2_tls_config_set_verify, sbh3_config_set_verify). */
+enum sbwire_tls_verify {
+  /* Client: accept any server certificate. Server: ask for no client certificate (the server's default). */
+  SBWIRE_TLS_VERIFY_NONE = 0,
+  /* Client: verify the chain and the host name (the client's default). Server: require a verified client certificate. */
+  SBWIRE_TLS_VERIFY_PEER = 1,
+};
+
+/* What a TLS info call (sbh2_tls_info, sbh3_*_tls_info) writes: text, no NUL. */
+enum sbwire_tls_info {
+  /* Protocol version, e.g. "TLS1.3". */
+  SBWIRE_TLS_INFO_VERSION = 1,
+  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
+  SBWIRE_TLS_INFO_SUITE = 2,
+  /* Key-exchange group, e.g. "SECP256R1". */
+  SBWIRE_TLS_INFO_GROUP = 3,
+  /* Negotiated ALPN protocol ("h2", "h3"). */
+  SBWIRE_TLS_INFO_ALPN = 4,
+  /* RFC 4514 subject of the peer's verified certificate (empty when it sent none). */
+  SBWIRE_TLS_INFO_PEER_SUBJECT = 5,
+};
+
 /* Writes v little-endian at p. */
 static inline void sbwire_put_u32(uint8_t *p, uint32_t v) {
   p[0] = (uint8_t)v;
@@ -73,6 +147,11 @@ static inline void sbwire_put_u64(uint8_t *p, uint64_t v) {
 /* Reads a little-endian u32 at p. */
 static inline uint32_t sbwire_get_u32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Reads a little-endian u64 at p. */
+static inline uint64_t sbwire_get_u64(const uint8_t *p) {
+  return (uint64_t)sbwire_get_u32(p) | (uint64_t)sbwire_get_u32(p + 4) << 32;
 }
 
 /* Writes the fixed 32-byte part of an event record at p. */

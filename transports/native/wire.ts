@@ -50,16 +50,27 @@ export interface EventRecord {
   bodyLength: number;
 }
 
-/** Reads the event record at `offset` of `view`. */
-export function readEventRecord(view: DataView, offset: number): EventRecord {
-  return {
-    type: view.getUint32(offset, true),
-    connId: view.getUint32(offset + 4, true),
-    streamId: Number(view.getBigInt64(offset + 8, true)),
-    code: Number(view.getBigInt64(offset + 16, true)),
-    headerLength: view.getUint32(offset + 24, true),
-    bodyLength: view.getUint32(offset + 28, true),
-  };
+/** Reads a little-endian i64 as a number (exact within ±2^53, which every field stays in). */
+function readI64(view: DataView, offset: number): number {
+  return view.getUint32(offset, true) + view.getInt32(offset + 4, true) * 0x1_0000_0000;
+}
+
+/**
+ * Reads the event record at `offset` of `view`, into `into` when given (a
+ * reader that polls often reuses one record) or else into a new one.
+ */
+export function readEventRecord(
+  view: DataView,
+  offset: number,
+  into: EventRecord = {} as EventRecord,
+): EventRecord {
+  into.type = view.getUint32(offset, true);
+  into.connId = view.getUint32(offset + 4, true);
+  into.streamId = readI64(view, offset + 8);
+  into.code = readI64(view, offset + 16);
+  into.headerLength = view.getUint32(offset + 24, true);
+  into.bodyLength = view.getUint32(offset + 28, true);
+  return into;
 }
 
 /**

@@ -95,6 +95,13 @@ Deno.test("event records are read little-endian at their offsets", () => {
     headerLength: 10,
     bodyLength: 20,
   });
+  // i64 fields are read whole, not by their low 32 bits
+  v.setBigInt64(40, 2n ** 40n + 3n, true);
+  v.setBigInt64(48, -(2n ** 33n), true);
+  const into = readEventRecord(v, 0);
+  assert.equal(readEventRecord(v, 32, into), into);
+  assert.equal(into.streamId, 2 ** 40 + 3);
+  assert.equal(into.code, -(2 ** 33));
 });
 
 Deno.test("repeated and nearly equal header values decode to their own strings", () => {

@@ -134,14 +134,14 @@ static int pump(sbh2_conn *c, nghttp2_session *s, int rounds) {
 
 static int messages, resets, closed, goaways, bad;
 
-/* Polls every event with a small buffer that grows on SBH2_ERR_BUFFER_TOO_SHORT. */
+/* Polls every event with a small buffer that grows on SBWIRE_ERR_BUFFER_TOO_SHORT. */
 static void drain(sbh2_conn *c, size_t expect_body) {
   uint32_t cap = 4096;
   uint8_t *buf = malloc(cap);
   for (;;) {
     int n = sbh2_conn_poll(c, buf, cap);
-    if (n == SBH2_ERR_DONE) break;
-    if (n == SBH2_ERR_BUFFER_TOO_SHORT) {
+    if (n == SBWIRE_ERR_DONE) break;
+    if (n == SBWIRE_ERR_BUFFER_TOO_SHORT) {
       uint64_t need;
       memcpy(&need, buf, 8);
       cap = (uint32_t)need;
@@ -217,8 +217,8 @@ static void serve(sbh2_sconn *s) {
   uint8_t ok[256];
   for (;;) {
     int n = sbh2_sconn_poll(s, buf, cap);
-    if (n == SBH2_ERR_DONE) break;
-    if (n == SBH2_ERR_BUFFER_TOO_SHORT) {
+    if (n == SBWIRE_ERR_DONE) break;
+    if (n == SBWIRE_ERR_BUFFER_TOO_SHORT) {
       uint64_t need;
       memcpy(&need, buf, 8);
       cap = (uint32_t)need;
@@ -270,7 +270,7 @@ static int server_checks(void) {
   memset(body, 'b', big);
   sbh2_server *srv = sbh2_server_new();
   sbh2_server_set(srv, SBH2_OPT_MAX_BODY, 50000);
-  if (sbh2_server_set(srv, 999, 1) != SBH2_ERR_INVALID) bad++;
+  if (sbh2_server_set(srv, 999, 1) != SBWIRE_ERR_INVALID) bad++;
 
   /* 1. copied and lent bodies, a 413, a client cancel after the responses started */
   sbh2_conn *c = sbh2_conn_new(16u << 20, 0);
@@ -325,7 +325,7 @@ static int server_checks(void) {
   s = sbh2_sconn_new(srv);
   const char *junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   if (sbh2_sconn_recv(s, (const uint8_t *)junk, (uint32_t)strlen(junk)) >= 0) bad++;
-  if (sbh2_sconn_send(s, wire2, sizeof wire2) != SBH2_ERR_CLOSED) bad++;
+  if (sbh2_sconn_send(s, wire2, sizeof wire2) != SBWIRE_ERR_CLOSED) bad++;
   sbh2_sconn_free(s);
 
   /* 4. a CONTINUATION flood: GOAWAY, then CLOSED */
@@ -346,7 +346,7 @@ static int server_checks(void) {
   }
   if (sbh2_sconn_recv(s, flood, (uint32_t)fl) >= 0) bad++;
   int goaway = sbh2_sconn_send(s, wire2, sizeof wire2) > 0;
-  if (!goaway || sbh2_sconn_send(s, wire2, sizeof wire2) != SBH2_ERR_CLOSED) bad++;
+  if (!goaway || sbh2_sconn_send(s, wire2, sizeof wire2) != SBWIRE_ERR_CLOSED) bad++;
   sbh2_sconn_free(s);
 
   /* 5. graceful shutdown with a request in flight */
@@ -359,7 +359,7 @@ static int server_checks(void) {
   serve(s);
   pump2(c, s, 10);
   drain(c, 0);
-  if (sbh2_sconn_send(s, wire2, sizeof wire2) != SBH2_ERR_CLOSED) bad++;
+  if (sbh2_sconn_send(s, wire2, sizeof wire2) != SBWIRE_ERR_CLOSED) bad++;
   sbh2_sconn_free(s);
   sbh2_conn_free(c);
 
@@ -376,7 +376,7 @@ static int server_checks(void) {
     pump2(c, s, 1);
   }
   serve(s);
-  int reset_closed = sbh2_sconn_send(s, wire2, sizeof wire2) == SBH2_ERR_CLOSED;
+  int reset_closed = sbh2_sconn_send(s, wire2, sizeof wire2) == SBWIRE_ERR_CLOSED;
   if (!reset_closed || sbh2_sconn_stat(s, SBH2_STAT_PEER_RESETS) < 10) bad++;
   drain(c, 0);
   sbh2_sconn_free(s);
@@ -424,8 +424,8 @@ static int tls_handshake(sbh2_tls *c, sbh2_tls *s) {
   for (int i = 0; i < 20; i++) {
     tls_move(c, s);
     tls_move(s, c);
-    if ((sbh2_tls_state(c) & SBH2_TLS_ESTABLISHED) && (sbh2_tls_state(s) & SBH2_TLS_ESTABLISHED)) return 1;
-    if ((sbh2_tls_state(c) | sbh2_tls_state(s)) & SBH2_TLS_FAILED) return 0;
+    if ((sbh2_tls_state(c) & SBWIRE_TLS_ESTABLISHED) && (sbh2_tls_state(s) & SBWIRE_TLS_ESTABLISHED)) return 1;
+    if ((sbh2_tls_state(c) | sbh2_tls_state(s)) & SBWIRE_TLS_FAILED) return 0;
   }
   return 0;
 }
@@ -445,7 +445,7 @@ static int pump_tls(sbh2_conn *c, sbh2_tls *ct, sbh2_tls *st, nghttp2_session *s
     }
     const uint8_t *p;
     ssize_t k;
-    while ((sbh2_tls_state(st) & SBH2_TLS_ESTABLISHED) && (k = nghttp2_session_mem_send(s, &p)) > 0) {
+    while ((sbh2_tls_state(st) & SBWIRE_TLS_ESTABLISHED) && (k = nghttp2_session_mem_send(s, &p)) > 0) {
       int m = sbh2_tls_send(st, p, (uint32_t)k, wire, sizeof wire);
       while (m > 0) {
         int r = sbh2_conn_recv_tls(c, ct, wire, (uint32_t)m);
@@ -478,7 +478,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   sbh2_tls_config *scfg = sbh2_tls_config_new(1), *ccfg = sbh2_tls_config_new(0), *anon = sbh2_tls_config_new(0);
   sbh2_tls_config_set_cert(scfg, sc, scl, sk, skl);
   sbh2_tls_config_add_ca(scfg, ca, cal);
-  sbh2_tls_config_set_verify(scfg, SBH2_TLS_VERIFY_PEER);
+  sbh2_tls_config_set_verify(scfg, SBWIRE_TLS_VERIFY_PEER);
   sbh2_tls_config_set_tickets(scfg, 60);
   sbh2_tls_config_set_cert(ccfg, cc, ccl, ck, ckl);
   sbh2_tls_config_add_ca(ccfg, ca, cal);
@@ -499,12 +499,12 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   if (sbh2_tls_export(ct, (const uint8_t *)"EXPORTER_3GPP_N32_MASTER", 24, NULL, 0, a, 64) != 64) wrong++;
   if (sbh2_tls_export(st, (const uint8_t *)"EXPORTER_3GPP_N32_MASTER", 24, NULL, 0, b, 64) != 64) wrong++;
   int same = memcmp(a, b, 64) == 0;
-  int sl = sbh2_tls_info(st, SBH2_TLS_INFO_PEER_SUBJECT, subject, sizeof subject);
+  int sl = sbh2_tls_info(st, SBWIRE_TLS_INFO_PEER_SUBJECT, subject, sizeof subject);
   if (sl <= 0) wrong++;
   int tl = sbh2_tls_ticket(ct, ticket, sizeof ticket);
   sbh2_tls_close(ct);
   tls_move(ct, st);
-  int peer_closed = (sbh2_tls_state(st) & SBH2_TLS_PEER_CLOSED) != 0;
+  int peer_closed = (sbh2_tls_state(st) & SBWIRE_TLS_PEER_CLOSED) != 0;
   sbh2_conn_free(c);
   server_free(s);
   sbh2_tls_free(ct);
@@ -526,11 +526,11 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
     serve(ss);
     if (i == 50) sbh2_sconn_shutdown(ss);
     while ((k = sbh2_sconn_send_tls(ss, st, wire2, sizeof wire2)) > 0) sbh2_conn_recv_tls(c, ct, wire2, (uint32_t)k);
-    if (k == SBH2_ERR_CLOSED) finished = 1;
+    if (k == SBWIRE_ERR_CLOSED) finished = 1;
   }
   drain(c, 0);
   int served_tls = messages - before;
-  int server_closed = finished && (sbh2_tls_state(ct) & SBH2_TLS_PEER_CLOSED);
+  int server_closed = finished && (sbh2_tls_state(ct) & SBWIRE_TLS_PEER_CLOSED);
   sbh2_conn_free(c);
   sbh2_sconn_free(ss);
   sbh2_server_free(srv);
@@ -541,7 +541,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   ct = sbh2_tls_new(ccfg, "localhost", tl > 0 ? ticket : NULL, tl > 0 ? (uint32_t)tl : 0);
   st = sbh2_tls_new(scfg, NULL, NULL, 0);
   sbh2_tls_config_free(ccfg);
-  int resumed = tls_handshake(ct, st) && (sbh2_tls_state(ct) & SBH2_TLS_RESUMED) && (sbh2_tls_state(st) & SBH2_TLS_RESUMED);
+  int resumed = tls_handshake(ct, st) && (sbh2_tls_state(ct) & SBWIRE_TLS_RESUMED) && (sbh2_tls_state(st) & SBWIRE_TLS_RESUMED);
   sbh2_tls_free(ct);
   sbh2_tls_free(st);
 
@@ -550,7 +550,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   st = sbh2_tls_new(scfg, NULL, NULL, 0);
   tls_handshake(ct, st);
   tls_move(ct, st);
-  int refused = (sbh2_tls_state(st) & SBH2_TLS_FAILED) != 0;
+  int refused = (sbh2_tls_state(st) & SBWIRE_TLS_FAILED) != 0;
   uint8_t err[256];
   int el = sbh2_tls_error(st, err, sizeof err);
   sbh2_tls_free(ct);
@@ -579,7 +579,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   printf("tls: %d answered; shim server %d answered, %s; exporter %s; subject %.*s; ticket %d B; close_notify %s; resumed %s; anon %s (%.*s); junk %d; bad %d\n",
          answered, served_tls, server_closed ? "closed" : "NOT closed", same ? "same" : "DIFFERENT", sl > 0 ? sl : 0, subject, tl, peer_closed ? "seen" : "LOST",
          resumed ? "yes" : "NO", refused ? "refused" : "ACCEPTED", el > 0 ? el : 0, err, jr, wrong);
-  return wrong || answered != 22 || served_tls != 11 || !server_closed || !same || tl <= 0 || !peer_closed || !resumed || !refused || jr != SBH2_ERR_TLS;
+  return wrong || answered != 22 || served_tls != 11 || !server_closed || !same || tl <= 0 || !peer_closed || !resumed || !refused || jr != SBWIRE_ERR_TLS;
 }
 
 int main(int argc, char **argv) {
@@ -637,7 +637,7 @@ int main(int argc, char **argv) {
   closed_before = closed;
   drain(c, 0);
   int graceful_closed = closed > closed_before;
-  if (sbh2_conn_request(c, get, (uint32_t)hl, NULL, 0) != SBH2_ERR_CLOSED) bad++;
+  if (sbh2_conn_request(c, get, (uint32_t)hl, NULL, 0) != SBWIRE_ERR_CLOSED) bad++;
   sbh2_conn_free(c);
   server_free(s);
   sbh2_conn_free(NULL);

@@ -101,9 +101,9 @@ static void mark_closed(struct sbh2_conn *c, int code, const char *why) {
 static void check_closed(struct sbh2_conn *c) {
   if (c->closed_queued) return;
   if (!nghttp2_session_want_read(c->session)) {
-    mark_closed(c, SBH2_ERR_CLOSED, c->closing ? "Connection closed by the client" : "Connection closed by the server");
+    mark_closed(c, SBWIRE_ERR_CLOSED, c->closing ? "Connection closed by the client" : "Connection closed by the server");
   } else if (!nghttp2_session_check_request_allowed(c->session) && !c->goaway_recv && !c->closing) {
-    mark_closed(c, SBH2_ERR_PROTO, "HTTP/2 protocol error from the server");
+    mark_closed(c, SBWIRE_ERR_PROTO, "HTTP/2 protocol error from the server");
   }
 }
 
@@ -210,7 +210,7 @@ int sbh2_version(uint8_t *buf, uint32_t cap) {
   char tmp[128];
   int n = snprintf(tmp, sizeof tmp, "sbh2/%s nghttp2/%s gnutls/%s", SBH2_VERSION, info->version_str,
                    gnutls_check_version(NULL));
-  if (n < 0 || (size_t)n > cap) return SBH2_ERR_BUFFER_TOO_SHORT;
+  if (n < 0 || (size_t)n > cap) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   memcpy(buf, tmp, (size_t)n);
   return n;
 }
@@ -268,19 +268,19 @@ void sbh2_conn_free(sbh2_conn *c) {
 }
 
 int sbh2_conn_recv(sbh2_conn *c, const uint8_t *data, uint32_t len) {
-  if (!c || (!data && len)) return SBH2_ERR_INVALID;
-  if (c->closed_queued) return SBH2_ERR_CLOSED;
+  if (!c || (!data && len)) return SBWIRE_ERR_INVALID;
+  if (c->closed_queued) return SBWIRE_ERR_CLOSED;
   ssize_t rv = nghttp2_session_mem_recv(c->session, data, len);
   if (rv < 0) {
-    mark_closed(c, rv == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM : SBH2_ERR_PROTO, nghttp2_strerror((int)rv));
-    return rv == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM : SBH2_ERR_PROTO;
+    mark_closed(c, rv == NGHTTP2_ERR_NOMEM ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_PROTO, nghttp2_strerror((int)rv));
+    return rv == NGHTTP2_ERR_NOMEM ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_PROTO;
   }
   check_closed(c);
   return c->nqueued;
 }
 
 int sbh2_conn_send(sbh2_conn *c, uint8_t *out, uint32_t cap) {
-  if (!c || !out) return SBH2_ERR_INVALID;
+  if (!c || !out) return SBWIRE_ERR_INVALID;
   if (cap > 0x7fffffff) cap = 0x7fffffff;
   size_t n = 0;
   if (c->spill_off < c->spill_len) {
@@ -296,7 +296,7 @@ int sbh2_conn_send(sbh2_conn *c, uint8_t *out, uint32_t cap) {
     const uint8_t *p;
     ssize_t r = nghttp2_session_mem_send(c->session, &p);
     if (r < 0) {
-      mark_closed(c, r == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM : SBH2_ERR_INTERNAL, nghttp2_strerror((int)r));
+      mark_closed(c, r == NGHTTP2_ERR_NOMEM ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_INTERNAL, nghttp2_strerror((int)r));
       break;
     }
     if (r == 0) break;
@@ -305,8 +305,8 @@ int sbh2_conn_send(sbh2_conn *c, uint8_t *out, uint32_t cap) {
       /* keep the rest: nghttp2's pointer is only valid until its next call */
       size_t rest = k - (cap - n);
       if (grow(&c->spill, &c->spill_cap, rest) != 0) {
-        mark_closed(c, SBH2_ERR_NOMEM, "Out of memory");
-        return SBH2_ERR_NOMEM;
+        mark_closed(c, SBWIRE_ERR_NOMEM, "Out of memory");
+        return SBWIRE_ERR_NOMEM;
       }
       memcpy(c->spill, p + (cap - n), rest);
       c->spill_len = rest;
@@ -316,19 +316,19 @@ int sbh2_conn_send(sbh2_conn *c, uint8_t *out, uint32_t cap) {
     n += k;
   }
   check_closed(c);
-  return n ? (int)n : SBH2_ERR_DONE;
+  return n ? (int)n : SBWIRE_ERR_DONE;
 }
 
 int32_t sbh2_conn_request(sbh2_conn *c, const uint8_t *hdrs, uint32_t hdrs_len, const uint8_t *body, uint32_t body_len) {
-  if (!c || (!hdrs && hdrs_len) || (!body && body_len)) return SBH2_ERR_INVALID;
-  if (c->closed_queued || c->closing || c->goaway_recv) return SBH2_ERR_CLOSED;
+  if (!c || (!hdrs && hdrs_len) || (!body && body_len)) return SBWIRE_ERR_INVALID;
+  if (c->closed_queued || c->closing || c->goaway_recv) return SBWIRE_ERR_CLOSED;
   /* point nghttp2 at the fields (it copies names and values) */
   nghttp2_nv stack_nv[32];
   size_t nfields;
   nghttp2_nv *nv = sbh2_block_to_nv(hdrs, hdrs_len, stack_nv, 32, &nfields);
-  if (!nv) return nfields ? SBH2_ERR_NOMEM : SBH2_ERR_INVALID;
+  if (!nv) return nfields ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_INVALID;
   struct stream *s = calloc(1, sizeof *s);
-  int32_t rv = SBH2_ERR_NOMEM;
+  int32_t rv = SBWIRE_ERR_NOMEM;
   if (!s) goto out;
   if (body_len) {
     s->req = malloc(body_len);
@@ -344,10 +344,10 @@ int32_t sbh2_conn_request(sbh2_conn *c, const uint8_t *hdrs, uint32_t hdrs_len, 
   if (id < 0) {
     free(s->req);
     free(s);
-    rv = id == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM
-         : id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE ? SBH2_ERR_CLOSED
-         : id == NGHTTP2_ERR_INVALID_ARGUMENT ? SBH2_ERR_INVALID
-                                                : SBH2_ERR_INTERNAL;
+    rv = id == NGHTTP2_ERR_NOMEM ? SBWIRE_ERR_NOMEM
+         : id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE ? SBWIRE_ERR_CLOSED
+         : id == NGHTTP2_ERR_INVALID_ARGUMENT ? SBWIRE_ERR_INVALID
+                                                : SBWIRE_ERR_INTERNAL;
     goto out;
   }
   s->id = id;
@@ -362,22 +362,22 @@ out:
 }
 
 int sbh2_conn_cancel(sbh2_conn *c, int32_t stream_id) {
-  if (!c) return SBH2_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   /* search our own list: a stream whose HEADERS are still queued has no nghttp2 stream yet */
   struct stream *s = c->streams;
   while (s && s->id != stream_id) s = s->next;
-  if (!s || s->cancelled) return SBH2_ERR_NOT_FOUND;
+  if (!s || s->cancelled) return SBWIRE_ERR_NOT_FOUND;
   s->cancelled = 1;
   if (s->closed) return 0; /* its queued event, if any, is dropped by poll */
   /* nghttp2 sends RST_STREAM for an open stream and drops still-queued HEADERS */
   if (nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL) != 0) {
-    return SBH2_ERR_INTERNAL;
+    return SBWIRE_ERR_INTERNAL;
   }
   return 0;
 }
 
 int sbh2_conn_poll(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
-  if (!c || !buf) return SBH2_ERR_INVALID;
+  if (!c || !buf) return SBWIRE_ERR_INVALID;
   if (cap > 0x7fffffff) cap = 0x7fffffff;
   size_t n = 0;
   /* stream events first: a response that completed before a GOAWAY or CLOSED is delivered first */
@@ -387,7 +387,7 @@ int sbh2_conn_poll(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
       size_t need;
       const struct sbh2_msg *m = s->ev_type == SBH2_EV_MESSAGE ? &s->rsp : NULL;
       if (!sbh2_msg_put_event(m, buf, cap, &n, (uint32_t)s->ev_type, s->id, s->ev_code, &need)) {
-        return sbh2_poll_full(buf, cap, n, need, SBH2_ERR_BUFFER_TOO_SHORT);
+        return sbh2_poll_full(buf, cap, n, need, SBWIRE_ERR_BUFFER_TOO_SHORT);
       }
     }
     c->qhead = s->qnext;
@@ -402,30 +402,30 @@ int sbh2_conn_poll(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
     struct conn_event *e = c->chead;
     size_t need;
     if (!sbh2_msg_put_event(NULL, buf, cap, &n, (uint32_t)e->type, e->stream_id, e->code, &need)) {
-      return sbh2_poll_full(buf, cap, n, need, SBH2_ERR_BUFFER_TOO_SHORT);
+      return sbh2_poll_full(buf, cap, n, need, SBWIRE_ERR_BUFFER_TOO_SHORT);
     }
     c->chead = e->next;
     if (!c->chead) c->ctail = NULL;
     c->nqueued--;
     free(e);
   }
-  return n ? (int)n : SBH2_ERR_DONE;
+  return n ? (int)n : SBWIRE_ERR_DONE;
 }
 
 int sbh2_conn_close(sbh2_conn *c) {
-  if (!c) return SBH2_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   if (c->closing) return 0;
   c->closing = 1;
-  if (nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR) != 0) return SBH2_ERR_INTERNAL;
+  if (nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR) != 0) return SBWIRE_ERR_INTERNAL;
   return 0;
 }
 
 int sbh2_conn_error(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
-  if (!c || !buf) return SBH2_ERR_INVALID;
+  if (!c || !buf) return SBWIRE_ERR_INVALID;
   return sbh2_copy_text(c->err, buf, cap);
 }
 
 int sbh2_conn_stream_count(sbh2_conn *c) {
-  if (!c) return SBH2_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   return c->nstreams;
 }

@@ -6,8 +6,9 @@
  * finished responses and connection events into its own buffers. Nothing
  * here calls back into the caller.
  *
- * Functions return a count (>= 0) or a negative code from enum sbh2_error.
- * SBH2_ERR_DONE means "nothing more to do" and is not a failure. Every _new
+ * Functions return a count (>= 0) or a negative code from enum sbwire_error
+ * (transports/native/sbwire.h, one numbering for both native modules).
+ * SBWIRE_ERR_DONE means "nothing more to do" and is not a failure. Every _new
  * returns NULL on failure and every _free accepts NULL.
  *
  * Lengths and capacities are uint32_t: no single buffer, body or event
@@ -39,33 +40,13 @@ extern "C" {
 /* Size of the fixed part of an event record. */
 #define SBH2_EVENT_HEADER_LEN SBWIRE_EVENT_HEADER_LEN
 
-enum sbh2_error {
-  /* Nothing more to do right now; not a failure. */
-  SBH2_ERR_DONE = -1,
-  /* The caller's buffer is too small for one event (poll writes the needed size as u64). */
-  SBH2_ERR_BUFFER_TOO_SHORT = -2,
-  /* A bad argument: NULL handle, malformed header block. */
-  SBH2_ERR_INVALID = -3,
-  /* Out of memory. */
-  SBH2_ERR_NOMEM = -4,
-  /* The peer broke the HTTP/2 protocol (for example it sent bytes that are not HTTP/2). */
-  SBH2_ERR_PROTO = -5,
-  /* The connection is closed or closing (GOAWAY received or sent). */
-  SBH2_ERR_CLOSED = -6,
-  /* The stream is unknown. */
-  SBH2_ERR_NOT_FOUND = -7,
-  /* nghttp2 returned an unexpected error. */
-  SBH2_ERR_INTERNAL = -8,
-  /* TLS failed: handshake, verification, ALPN, a bad record or an alert (text: sbh2_tls_error). */
-  SBH2_ERR_TLS = -9,
-};
 
 enum sbh2_event_type {
   /* A complete response (client) or request (server): headers and body. */
   SBH2_EV_MESSAGE = SBWIRE_EV_MESSAGE,
   /* The stream ended before its response completed; code = HTTP/2 error code. */
   SBH2_EV_RESET = SBWIRE_EV_RESET,
-  /* The connection can carry nothing more; code = sbh2_error; see sbh2_conn_error. */
+  /* The connection can carry nothing more; code = sbwire_error; see sbh2_conn_error. */
   SBH2_EV_CLOSED = SBWIRE_EV_CLOSED,
   /* The peer sent GOAWAY: open no new streams; code = last stream id it will process. */
   SBH2_EV_GOAWAY = SBWIRE_EV_GOAWAY,
@@ -84,13 +65,13 @@ sbh2_conn *sbh2_conn_new(uint32_t window, uint32_t max_body);
 void sbh2_conn_free(sbh2_conn *conn);
 /* Feeds received bytes; returns the number of events ready to poll, or an error (then a CLOSED event is queued). */
 int sbh2_conn_recv(sbh2_conn *conn, const uint8_t *data, uint32_t len);
-/* Writes pending output into out (as much as fits); returns its length, or SBH2_ERR_DONE when nothing is pending. */
+/* Writes pending output into out (as much as fits); returns its length, or SBWIRE_ERR_DONE when nothing is pending. */
 int sbh2_conn_send(sbh2_conn *conn, uint8_t *out, uint32_t cap);
 /* Submits a request (header block copied, body copied); returns its stream id or an error. */
 int32_t sbh2_conn_request(sbh2_conn *conn, const uint8_t *hdrs, uint32_t hdrs_len, const uint8_t *body, uint32_t body_len);
 /* Abandons a stream (for example after a timeout): RST_STREAM with CANCEL; no event follows for it. */
 int sbh2_conn_cancel(sbh2_conn *conn, int32_t stream_id);
-/* Writes every ready event that fits into buf; returns the bytes written or SBH2_ERR_DONE. */
+/* Writes every ready event that fits into buf; returns the bytes written or SBWIRE_ERR_DONE. */
 int sbh2_conn_poll(sbh2_conn *conn, uint8_t *buf, uint32_t cap);
 /* Starts a graceful close (GOAWAY with NO_ERROR); then drain sbh2_conn_send. */
 int sbh2_conn_close(sbh2_conn *conn);

@@ -404,9 +404,9 @@ static void server_unref(sbh2_server *srv) {
 void sbh2_server_free(sbh2_server *srv) { server_unref(srv); }
 
 int sbh2_server_set(sbh2_server *srv, int option, uint64_t value) {
-  if (!srv || option <= 0 || option >= NOPT || value == 0) return SBH2_ERR_INVALID;
-  if (option == SBH2_OPT_WINDOW && (value < 65535 || value > 0x7fffffff)) return SBH2_ERR_INVALID;
-  if (option == SBH2_OPT_MAX_STREAMS && value > 0x7fffffff) return SBH2_ERR_INVALID;
+  if (!srv || option <= 0 || option >= NOPT || value == 0) return SBWIRE_ERR_INVALID;
+  if (option == SBH2_OPT_WINDOW && (value < 65535 || value > 0x7fffffff)) return SBWIRE_ERR_INVALID;
+  if (option == SBH2_OPT_MAX_STREAMS && value > 0x7fffffff) return SBWIRE_ERR_INVALID;
   srv->opt[option] = value;
   return 0;
 }
@@ -489,8 +489,8 @@ void sbh2_sconn_free(sbh2_sconn *c) {
 }
 
 int sbh2_sconn_recv(sbh2_sconn *c, const uint8_t *data, uint32_t len) {
-  if (!c || (!data && len)) return SBH2_ERR_INVALID;
-  if (c->finished || c->input_dead) return SBH2_ERR_CLOSED;
+  if (!c || (!data && len)) return SBWIRE_ERR_INVALID;
+  if (c->finished || c->input_dead) return SBWIRE_ERR_CLOSED;
   c->last_input = now_ms();
   ssize_t rv = nghttp2_session_mem_recv(c->session, data, len);
   if (rv < 0) {
@@ -498,17 +498,17 @@ int sbh2_sconn_recv(sbh2_sconn *c, const uint8_t *data, uint32_t len) {
       /* one of this module's limits: tell the peer why, then drain and close */
       nghttp2_session_terminate_session(c->session, NGHTTP2_ENHANCE_YOUR_CALM);
       c->input_dead = 1;
-      return SBH2_ERR_PROTO;
+      return SBWIRE_ERR_PROTO;
     }
     set_err(c, nghttp2_strerror((int)rv));
     c->finished = 1; /* not HTTP/2 (bad preface) or a fatal error: nothing worth sending */
-    return rv == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM : SBH2_ERR_PROTO;
+    return rv == NGHTTP2_ERR_NOMEM ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_PROTO;
   }
   return c->nqueued;
 }
 
 int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
-  if (!c || !buf) return SBH2_ERR_INVALID;
+  if (!c || !buf) return SBWIRE_ERR_INVALID;
   if (cap > 0x7fffffff) cap = 0x7fffffff;
   size_t n = 0;
   while (c->qhead) {
@@ -517,7 +517,7 @@ int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
       size_t need;
       int64_t code = s->too_large ? SBH2_MESSAGE_TOO_LARGE : s->over_budget ? SBH2_MESSAGE_OVER_BUDGET : 0;
       if (!sbh2_msg_put_event(&s->req, buf, cap, &n, SBWIRE_EV_MESSAGE, s->id, code, &need)) {
-        return sbh2_poll_full(buf, cap, n, need, SBH2_ERR_BUFFER_TOO_SHORT);
+        return sbh2_poll_full(buf, cap, n, need, SBWIRE_ERR_BUFFER_TOO_SHORT);
       }
       s->delivered = 1;
       c->stat_requests++;
@@ -534,14 +534,14 @@ int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
     struct released *r = c->rhead;
     size_t need;
     if (!sbh2_msg_put_event(NULL, buf, cap, &n, SBWIRE_EV_RELEASED, -1, r->token, &need)) {
-      return sbh2_poll_full(buf, cap, n, need, SBH2_ERR_BUFFER_TOO_SHORT);
+      return sbh2_poll_full(buf, cap, n, need, SBWIRE_ERR_BUFFER_TOO_SHORT);
     }
     c->rhead = r->next;
     if (!c->rhead) c->rtail = NULL;
     c->nqueued--;
     free(r);
   }
-  return n ? (int)n : SBH2_ERR_DONE;
+  return n ? (int)n : SBWIRE_ERR_DONE;
 }
 
 /* True when the peer cannot take any more DATA on this stream right now. */
@@ -552,21 +552,21 @@ static int window_closed(struct sbh2_sconn *c, int32_t id) {
 
 int sbh2_sconn_respond(sbh2_sconn *c, int32_t stream_id, const uint8_t *hdrs, uint32_t hdrs_len, const uint8_t *body,
                        uint32_t body_len, uint32_t token) {
-  if (!c || (!hdrs && hdrs_len) || (!body && body_len)) return SBH2_ERR_INVALID;
-  if (c->finished) return SBH2_ERR_CLOSED;
+  if (!c || (!hdrs && hdrs_len) || (!body && body_len)) return SBWIRE_ERR_INVALID;
+  if (c->finished) return SBWIRE_ERR_CLOSED;
   struct sstream *s = nghttp2_session_get_stream_user_data(c->session, stream_id);
-  if (!s || !s->delivered || s->responded || s->closed) return SBH2_ERR_NOT_FOUND;
+  if (!s || !s->delivered || s->responded || s->closed) return SBWIRE_ERR_NOT_FOUND;
   if (body_len && window_closed(c, stream_id) &&
       (c->queued + body_len > c->max_queued || c->srv->queued + body_len > c->srv->opt[SBH2_OPT_MAX_QUEUED_TOTAL])) {
     /* the peer reads nothing and enough is waiting already: refuse to hold more */
     s->responded = 1;
     reset_stream(c, s, NGHTTP2_ENHANCE_YOUR_CALM);
-    return SBH2_ERR_CLOSED;
+    return SBWIRE_ERR_CLOSED;
   }
   nghttp2_nv stack_nv[32];
   size_t nfields;
   nghttp2_nv *nv = sbh2_block_to_nv(hdrs, hdrs_len, stack_nv, 32, &nfields);
-  if (!nv) return nfields ? SBH2_ERR_NOMEM : SBH2_ERR_INVALID;
+  if (!nv) return nfields ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_INVALID;
   int rv = 0;
   if (body_len) {
     if (token) {
@@ -574,7 +574,7 @@ int sbh2_sconn_respond(sbh2_sconn *c, int32_t stream_id, const uint8_t *hdrs, ui
     } else {
       s->rsp_own = malloc(body_len);
       if (!s->rsp_own) {
-        rv = SBH2_ERR_NOMEM;
+        rv = SBWIRE_ERR_NOMEM;
         goto out;
       }
       memcpy(s->rsp_own, body, body_len);
@@ -592,8 +592,8 @@ int sbh2_sconn_respond(sbh2_sconn *c, int32_t stream_id, const uint8_t *hdrs, ui
   if (r != 0) {
     s->token = 0; /* not referenced: no RELEASED event for it */
     release_body(c, s);
-    rv = r == NGHTTP2_ERR_NOMEM ? SBH2_ERR_NOMEM : r == NGHTTP2_ERR_INVALID_ARGUMENT ? SBH2_ERR_INVALID
-                                                                                     : SBH2_ERR_INTERNAL;
+    rv = r == NGHTTP2_ERR_NOMEM ? SBWIRE_ERR_NOMEM : r == NGHTTP2_ERR_INVALID_ARGUMENT ? SBWIRE_ERR_INVALID
+                                                                                     : SBWIRE_ERR_INTERNAL;
     goto out;
   }
   s->responded = 1;
@@ -603,9 +603,9 @@ out:
 }
 
 int sbh2_sconn_send(sbh2_sconn *c, uint8_t *out, uint32_t cap) {
-  if (!c || !out) return SBH2_ERR_INVALID;
-  if (cap < 16384 + 9) return SBH2_ERR_BUFFER_TOO_SHORT;
-  if (c->finished) return SBH2_ERR_CLOSED;
+  if (!c || !out) return SBWIRE_ERR_INVALID;
+  if (cap < 16384 + 9) return SBWIRE_ERR_BUFFER_TOO_SHORT;
+  if (c->finished) return SBWIRE_ERR_CLOSED;
   c->out = out;
   c->out_cap = cap > 0x7fffffff ? 0x7fffffff : cap;
   c->out_len = 0;
@@ -614,20 +614,20 @@ int sbh2_sconn_send(sbh2_sconn *c, uint8_t *out, uint32_t cap) {
   if (rv != 0) {
     set_err(c, nghttp2_strerror(rv));
     c->finished = 1;
-    return c->out_len ? (int)c->out_len : SBH2_ERR_CLOSED;
+    return c->out_len ? (int)c->out_len : SBWIRE_ERR_CLOSED;
   }
   if (c->out_len) return (int)c->out_len;
   if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session)) {
     set_err(c, c->closing ? "Connection closed by the server" : "Connection closed by the client");
     c->finished = 1;
-    return SBH2_ERR_CLOSED;
+    return SBWIRE_ERR_CLOSED;
   }
-  return SBH2_ERR_DONE;
+  return SBWIRE_ERR_DONE;
 }
 
 int sbh2_sconn_tick(sbh2_sconn *c) {
-  if (!c) return SBH2_ERR_INVALID;
-  if (c->finished) return SBH2_ERR_CLOSED;
+  if (!c) return SBWIRE_ERR_INVALID;
+  if (c->finished) return SBWIRE_ERR_CLOSED;
   int64_t now = now_ms(), next = INT64_MAX;
   if (!c->got_settings || !c->settings_acked) {
     int64_t due = c->created + c->settings_ms;
@@ -635,7 +635,7 @@ int sbh2_sconn_tick(sbh2_sconn *c) {
       if (!c->got_settings) { /* no HTTP/2 peer at all: nothing to say to it */
         set_err(c, "No HTTP/2 preface and SETTINGS within the settings timeout");
         c->finished = 1;
-        return SBH2_ERR_CLOSED;
+        return SBWIRE_ERR_CLOSED;
       }
       if (!c->input_dead) {
         set_err(c, "SETTINGS not acknowledged within the settings timeout");
@@ -671,18 +671,18 @@ int sbh2_sconn_tick(sbh2_sconn *c) {
 }
 
 int sbh2_sconn_shutdown(sbh2_sconn *c) {
-  if (!c) return SBH2_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   if (c->closing || c->finished) return 0;
   c->closing = 1;
   int32_t last = nghttp2_session_get_last_proc_stream_id(c->session);
   if (nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR, NULL, 0) != 0) {
-    return SBH2_ERR_INTERNAL;
+    return SBWIRE_ERR_INTERNAL;
   }
   return 0;
 }
 
 int64_t sbh2_sconn_stat(sbh2_sconn *c, int stat) {
-  if (!c) return SBH2_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   switch (stat) {
   case SBH2_STAT_REQUESTS:
     return c->stat_requests;
@@ -699,11 +699,11 @@ int64_t sbh2_sconn_stat(sbh2_sconn *c, int stat) {
   case SBH2_STAT_BUFFERED:
     return (int64_t)c->srv->buffered;
   default:
-    return SBH2_ERR_INVALID;
+    return SBWIRE_ERR_INVALID;
   }
 }
 
 int sbh2_sconn_error(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
-  if (!c || !buf) return SBH2_ERR_INVALID;
+  if (!c || !buf) return SBWIRE_ERR_INVALID;
   return sbh2_copy_text(c->err, buf, cap);
 }

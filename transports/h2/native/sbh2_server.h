@@ -23,7 +23,7 @@
  * Timers run when the caller calls sbh2_sconn_tick; the clock is
  * CLOCK_MONOTONIC.
  *
- * Return values follow sbh2.h: a count (>= 0) or a negative enum sbh2_error.
+ * Return values follow sbh2.h: a count (>= 0) or a negative enum sbwire_error (transports/native/sbwire.h).
  */
 #ifndef SBH2_SERVER_H
 #define SBH2_SERVER_H
@@ -95,7 +95,7 @@ typedef struct sbh2_sconn sbh2_sconn;
 sbh2_server *sbh2_server_new(void);
 /* Drops the caller's reference; connections keep theirs. */
 void sbh2_server_free(sbh2_server *srv);
-/* Sets one enum sbh2_option for connections created afterwards; SBH2_ERR_INVALID for an unknown option or 0. */
+/* Sets one enum sbh2_option for connections created afterwards; SBWIRE_ERR_INVALID for an unknown option or 0. */
 int sbh2_server_set(sbh2_server *srv, int option, uint64_t value);
 
 /* Starts a server session for one accepted connection (server SETTINGS queued). */
@@ -104,7 +104,7 @@ sbh2_sconn *sbh2_sconn_new(sbh2_server *srv);
 void sbh2_sconn_free(sbh2_sconn *conn);
 /* Feeds received bytes; returns the number of events ready to poll, or an error (then send drains and reports CLOSED). */
 int sbh2_sconn_recv(sbh2_sconn *conn, const uint8_t *data, uint32_t len);
-/* Writes every ready event that fits into buf; returns the bytes written or SBH2_ERR_DONE. */
+/* Writes every ready event that fits into buf; returns the bytes written or SBWIRE_ERR_DONE. */
 int sbh2_sconn_poll(sbh2_sconn *conn, uint8_t *buf, uint32_t cap);
 /* Answers a request: header block copied; body copied when token is 0, else lent until RELEASED with token. */
 int sbh2_sconn_respond(sbh2_sconn *conn, int32_t stream_id, const uint8_t *hdrs, uint32_t hdrs_len,

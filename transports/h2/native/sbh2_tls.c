@@ -86,7 +86,7 @@ static int grow(uint8_t **buf, size_t *cap, size_t need) {
   return 0;
 }
 
-/* Records a fatal GnuTLS error with a one-line reason; returns SBH2_ERR_TLS. */
+/* Records a fatal GnuTLS error with a one-line reason; returns SBWIRE_ERR_TLS. */
 static int fail(sbh2_tls *t, int rv, const char *what) {
   t->failed = 1;
   if (rv == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR || rv == GNUTLS_E_CERTIFICATE_ERROR) {
@@ -105,7 +105,7 @@ static int fail(sbh2_tls *t, int rv, const char *what) {
     set_err(t, "%s: the client sent no certificate", what);
   }
   set_err(t, "%s: %s", what, gnutls_strerror(rv));
-  return SBH2_ERR_TLS;
+  return SBWIRE_ERR_TLS;
 }
 
 /* ---- GnuTLS transport callbacks ---- */
@@ -181,7 +181,7 @@ sbh2_tls_config *sbh2_tls_config_new(int is_server) {
   }
   cfg->refs = 1;
   cfg->is_server = is_server ? 1 : 0;
-  cfg->verify = is_server ? SBH2_TLS_VERIFY_NONE : SBH2_TLS_VERIFY_PEER;
+  cfg->verify = is_server ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER;
   return cfg;
 }
 
@@ -201,28 +201,28 @@ void sbh2_tls_config_free(sbh2_tls_config *cfg) { config_unref(cfg); }
 
 int sbh2_tls_config_set_cert(sbh2_tls_config *cfg, const uint8_t *cert, uint32_t cert_len, const uint8_t *key,
                              uint32_t key_len) {
-  if (!cfg || !cert || !key || !cert_len || !key_len) return SBH2_ERR_INVALID;
-  return sb_tls_cred_set_cert(cfg->cred, cert, cert_len, key, key_len) < 0 ? SBH2_ERR_TLS : 0;
+  if (!cfg || !cert || !key || !cert_len || !key_len) return SBWIRE_ERR_INVALID;
+  return sb_tls_cred_set_cert(cfg->cred, cert, cert_len, key, key_len) < 0 ? SBWIRE_ERR_TLS : 0;
 }
 
 int sbh2_tls_config_add_ca(sbh2_tls_config *cfg, const uint8_t *pem, uint32_t len) {
-  if (!cfg || !pem || !len) return SBH2_ERR_INVALID;
+  if (!cfg || !pem || !len) return SBWIRE_ERR_INVALID;
   int n = sb_tls_cred_add_ca(cfg->cred, pem, len);
-  if (n <= 0) return SBH2_ERR_TLS;
+  if (n <= 0) return SBWIRE_ERR_TLS;
   cfg->has_ca = 1;
   return n;
 }
 
 int sbh2_tls_config_set_verify(sbh2_tls_config *cfg, int mode) {
-  if (!cfg || (mode != SBH2_TLS_VERIFY_NONE && mode != SBH2_TLS_VERIFY_PEER)) return SBH2_ERR_INVALID;
+  if (!cfg || (mode != SBWIRE_TLS_VERIFY_NONE && mode != SBWIRE_TLS_VERIFY_PEER)) return SBWIRE_ERR_INVALID;
   cfg->verify = mode;
   return 0;
 }
 
 int sbh2_tls_config_set_tickets(sbh2_tls_config *cfg, uint32_t lifetime_s) {
-  if (!cfg || !cfg->is_server) return SBH2_ERR_INVALID;
+  if (!cfg || !cfg->is_server) return SBWIRE_ERR_INVALID;
   if (lifetime_s && !cfg->ticket_key.data && gnutls_session_ticket_key_generate(&cfg->ticket_key) != 0)
-    return SBH2_ERR_NOMEM;
+    return SBWIRE_ERR_NOMEM;
   cfg->ticket_lifetime = lifetime_s;
   return 0;
 }
@@ -232,7 +232,7 @@ int sbh2_tls_config_set_tickets(sbh2_tls_config *cfg, uint32_t lifetime_s) {
 /* Runs the handshake as far as the received ciphertext allows; checks ALPN at the end. */
 static int drive_handshake(sbh2_tls *t) {
   if (t->established) return 0;
-  if (t->failed) return SBH2_ERR_TLS;
+  if (t->failed) return SBWIRE_ERR_TLS;
   int rv;
   do {
     rv = gnutls_handshake(t->s);
@@ -254,8 +254,8 @@ static int drive_handshake(sbh2_tls *t) {
 
 sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint8_t *ticket, uint32_t ticket_len) {
   if (!cfg) return NULL;
-  if (!cfg->is_server && cfg->verify == SBH2_TLS_VERIFY_PEER && (!server_name || !*server_name)) return NULL;
-  if (!cfg->is_server && cfg->verify == SBH2_TLS_VERIFY_PEER && !cfg->has_ca && !cfg->trust_loaded) {
+  if (!cfg->is_server && cfg->verify == SBWIRE_TLS_VERIFY_PEER && (!server_name || !*server_name)) return NULL;
+  if (!cfg->is_server && cfg->verify == SBWIRE_TLS_VERIFY_PEER && !cfg->has_ca && !cfg->trust_loaded) {
     if (gnutls_certificate_set_x509_system_trust(cfg->cred) < 0) return NULL;
     cfg->trust_loaded = 1;
   }
@@ -280,7 +280,7 @@ sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint
   gnutls_transport_set_pull_timeout_function(t->s, tls_pull_timeout);
   gnutls_handshake_set_timeout(t->s, 0); /* the caller's timers bound the handshake */
   if (cfg->is_server) {
-    if (cfg->verify == SBH2_TLS_VERIFY_PEER) {
+    if (cfg->verify == SBWIRE_TLS_VERIFY_PEER) {
       gnutls_certificate_server_set_request(t->s, GNUTLS_CERT_REQUIRE);
       gnutls_session_set_verify_cert(t->s, NULL, 0);
     }
@@ -295,7 +295,7 @@ sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint
       if (!numeric && gnutls_server_name_set(t->s, GNUTLS_NAME_DNS, server_name, strlen(server_name)) != 0)
         goto fail;
     }
-    if (cfg->verify == SBH2_TLS_VERIFY_PEER) {
+    if (cfg->verify == SBWIRE_TLS_VERIFY_PEER) {
       t->server_name = strdup(server_name); /* GnuTLS keeps the pointer */
       if (!t->server_name) goto fail;
       gnutls_session_set_verify_cert(t->s, t->server_name, 0);
@@ -323,14 +323,14 @@ void sbh2_tls_free(sbh2_tls *t) {
   free(t);
 }
 
-/* Keeps the part of the borrowed input GnuTLS did not pull; returns 0 or SBH2_ERR_NOMEM. */
+/* Keeps the part of the borrowed input GnuTLS did not pull; returns 0 or SBWIRE_ERR_NOMEM. */
 static int keep_leftover(sbh2_tls *t) {
   size_t rest = t->borrow_len - t->borrow_off;
   int rv = 0;
   if (rest) {
     if (t->in_off == t->in_len) t->in_off = t->in_len = 0;
     if (grow(&t->in, &t->in_cap, t->in_len + rest) != 0) {
-      rv = SBH2_ERR_NOMEM;
+      rv = SBWIRE_ERR_NOMEM;
     } else {
       memcpy(t->in + t->in_len, t->borrow + t->borrow_off, rest);
       t->in_len += rest;
@@ -342,8 +342,8 @@ static int keep_leftover(sbh2_tls *t) {
 }
 
 int sbh2_tls_recv(sbh2_tls *t, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap) {
-  if (!t || (in_len && !in) || (cap && !out)) return SBH2_ERR_INVALID;
-  if (t->failed) return SBH2_ERR_TLS;
+  if (!t || (in_len && !in) || (cap && !out)) return SBWIRE_ERR_INVALID;
+  if (t->failed) return SBWIRE_ERR_TLS;
   t->borrow = in;
   t->borrow_len = in_len;
   t->borrow_off = 0;
@@ -386,10 +386,10 @@ static int encrypt_all(sbh2_tls *t, const uint8_t *p, size_t len) {
   return 0;
 }
 
-/* Copies pending ciphertext into out; returns its length or SBH2_ERR_DONE. */
+/* Copies pending ciphertext into out; returns its length or SBWIRE_ERR_DONE. */
 static int drain_out(sbh2_tls *t, uint8_t *out, uint32_t cap) {
   size_t n = t->out_len - t->out_off;
-  if (n == 0) return t->failed ? SBH2_ERR_TLS : SBH2_ERR_DONE;
+  if (n == 0) return t->failed ? SBWIRE_ERR_TLS : SBWIRE_ERR_DONE;
   if (n > cap) n = cap;
   memcpy(out, t->out + t->out_off, n);
   t->out_off += n;
@@ -405,10 +405,10 @@ static int drain_out(sbh2_tls *t, uint8_t *out, uint32_t cap) {
 }
 
 int sbh2_tls_send(sbh2_tls *t, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap) {
-  if (!t || (in_len && !in) || !out || !cap) return SBH2_ERR_INVALID;
+  if (!t || (in_len && !in) || !out || !cap) return SBWIRE_ERR_INVALID;
   if (in_len) {
-    if (t->failed) return SBH2_ERR_TLS;
-    if (!t->established || t->bye_sent) return SBH2_ERR_CLOSED;
+    if (t->failed) return SBWIRE_ERR_TLS;
+    if (!t->established || t->bye_sent) return SBWIRE_ERR_CLOSED;
     int rv = encrypt_all(t, in, in_len);
     if (rv < 0) return rv;
   }
@@ -416,7 +416,7 @@ int sbh2_tls_send(sbh2_tls *t, const uint8_t *in, uint32_t in_len, uint8_t *out,
 }
 
 int sbh2_tls_close(sbh2_tls *t) {
-  if (!t) return SBH2_ERR_INVALID;
+  if (!t) return SBWIRE_ERR_INVALID;
   if (!t->established || t->failed || t->bye_sent) return 0;
   t->bye_sent = 1;
   int rv = gnutls_bye(t->s, GNUTLS_SHUT_WR);
@@ -424,13 +424,13 @@ int sbh2_tls_close(sbh2_tls *t) {
 }
 
 int sbh2_tls_state(sbh2_tls *t) {
-  if (!t) return SBH2_ERR_INVALID;
+  if (!t) return SBWIRE_ERR_INVALID;
   int st = 0;
-  if (t->established) st |= SBH2_TLS_ESTABLISHED;
-  if (t->established && gnutls_session_is_resumed(t->s)) st |= SBH2_TLS_RESUMED;
-  if (t->peer_closed) st |= SBH2_TLS_PEER_CLOSED;
-  if (t->ticket_new) st |= SBH2_TLS_TICKET;
-  if (t->failed) st |= SBH2_TLS_FAILED;
+  if (t->established) st |= SBWIRE_TLS_ESTABLISHED;
+  if (t->established && gnutls_session_is_resumed(t->s)) st |= SBWIRE_TLS_RESUMED;
+  if (t->peer_closed) st |= SBWIRE_TLS_PEER_CLOSED;
+  if (t->ticket_new) st |= SBWIRE_TLS_TICKET;
+  if (t->failed) st |= SBWIRE_TLS_FAILED;
   return st;
 }
 
@@ -442,55 +442,57 @@ static int put_text(const char *s, size_t len, uint8_t *buf, uint32_t cap) {
 }
 
 int sbh2_tls_info(sbh2_tls *t, int kind, uint8_t *buf, uint32_t cap) {
-  if (!t || !buf) return SBH2_ERR_INVALID;
+  if (!t || !buf) return SBWIRE_ERR_INVALID;
   if (!t->established) return 0;
   const char *s = NULL;
   switch (kind) {
-  case SBH2_TLS_INFO_VERSION:
+  case SBWIRE_TLS_INFO_VERSION:
     s = gnutls_protocol_get_name(gnutls_protocol_get_version(t->s));
     break;
-  case SBH2_TLS_INFO_SUITE:
+  case SBWIRE_TLS_INFO_SUITE:
     s = gnutls_ciphersuite_get(t->s);
     break;
-  case SBH2_TLS_INFO_GROUP:
+  case SBWIRE_TLS_INFO_GROUP:
     s = gnutls_group_get_name(gnutls_group_get(t->s));
     break;
-  case SBH2_TLS_INFO_ALPN: {
+  case SBWIRE_TLS_INFO_ALPN: {
     gnutls_datum_t alpn = {0};
     if (gnutls_alpn_get_selected_protocol(t->s, &alpn) != 0) return 0;
     return put_text((const char *)alpn.data, alpn.size, buf, cap);
   }
-  case SBH2_TLS_INFO_PEER_SUBJECT:
+  case SBWIRE_TLS_INFO_PEER_SUBJECT:
     return sb_tls_peer_subject(t->s, buf, cap);
   default:
-    return SBH2_ERR_INVALID;
+    return SBWIRE_ERR_INVALID;
   }
   return s ? put_text(s, strlen(s), buf, cap) : 0;
 }
 
 int sbh2_tls_handshake_bytes(sbh2_tls *t, int sent) {
-  if (!t) return SBH2_ERR_INVALID;
+  if (!t) return SBWIRE_ERR_INVALID;
   return (int)(sent ? t->hs_out : t->hs_in);
 }
 
 int sbh2_tls_export(sbh2_tls *t, const uint8_t *label, uint32_t label_len, const uint8_t *context,
                     uint32_t context_len, uint8_t *out, uint32_t out_len) {
-  if (!t || !label || !label_len || (context_len && !context) || !out || !out_len) return SBH2_ERR_INVALID;
-  if (!t->established || t->failed) return SBH2_ERR_CLOSED;
+  if (!t || !label || !label_len || (context_len && !context) || !out || !out_len || out_len > 65535)
+    return SBWIRE_ERR_INVALID;
+  if (t->failed) return SBWIRE_ERR_CLOSED;
+  if (!t->established) return SBWIRE_ERR_INVALID;
   /* RFC 8446 §7.5: an absent context and an empty one derive the same bytes. */
   int rv = gnutls_prf_rfc5705(t->s, label_len, (const char *)label, context_len,
                               context_len ? (const char *)context : "", out_len, (char *)out);
-  return rv == 0 ? (int)out_len : SBH2_ERR_INVALID;
+  return rv == 0 ? (int)out_len : SBWIRE_ERR_TLS;
 }
 
 int sbh2_tls_ticket(sbh2_tls *t, uint8_t *buf, uint32_t cap) {
-  if (!t || !buf) return SBH2_ERR_INVALID;
-  if (t->cfg->is_server || !t->ticket_new) return SBH2_ERR_DONE;
+  if (!t || !buf) return SBWIRE_ERR_INVALID;
+  if (t->cfg->is_server || !t->ticket_new) return SBWIRE_ERR_DONE;
   gnutls_datum_t d = {0};
-  if (gnutls_session_get_data2(t->s, &d) != 0) return SBH2_ERR_DONE;
+  if (gnutls_session_get_data2(t->s, &d) != 0) return SBWIRE_ERR_DONE;
   int rv;
   if (d.size > cap) {
-    rv = SBH2_ERR_BUFFER_TOO_SHORT;
+    rv = SBWIRE_ERR_BUFFER_TOO_SHORT;
   } else {
     memcpy(buf, d.data, d.size);
     rv = (int)d.size;
@@ -501,7 +503,7 @@ int sbh2_tls_ticket(sbh2_tls *t, uint8_t *buf, uint32_t cap) {
 }
 
 int sbh2_tls_error(sbh2_tls *t, uint8_t *buf, uint32_t cap) {
-  if (!t || !buf) return SBH2_ERR_INVALID;
+  if (!t || !buf) return SBWIRE_ERR_INVALID;
   return put_text(t->err, strlen(t->err), buf, cap);
 }
 
@@ -523,9 +525,9 @@ static uint8_t *scratch(sbh2_tls *t) {
 
 /* Decrypts into the scratch buffer and feeds each piece to the session; returns its last count. */
 static int recv_into(void *session, feed_fn feed, sbh2_tls *t, const uint8_t *in, uint32_t in_len) {
-  if (!session || !t) return SBH2_ERR_INVALID;
+  if (!session || !t) return SBWIRE_ERR_INVALID;
   uint8_t *plain = scratch(t);
-  if (!plain) return SBH2_ERR_NOMEM;
+  if (!plain) return SBWIRE_ERR_NOMEM;
   int ready = 0;
   int n = sbh2_tls_recv(t, in, in_len, plain, PLAIN_CAP);
   while (n > 0) {
@@ -537,19 +539,19 @@ static int recv_into(void *session, feed_fn feed, sbh2_tls *t, const uint8_t *in
   }
   if (n < 0) return n;
   /* close_notify with nothing new to poll reads like EOF */
-  return t->peer_closed && ready == 0 ? SBH2_ERR_CLOSED : ready;
+  return t->peer_closed && ready == 0 ? SBWIRE_ERR_CLOSED : ready;
 }
 
 /* Encrypts the session's output until cap bytes of ciphertext wait; a finished session gets close_notify. */
 static int send_from(void *session, pull_fn pull, sbh2_tls *t, uint8_t *out, uint32_t cap) {
-  if (!session || !t || !out || !cap) return SBH2_ERR_INVALID;
+  if (!session || !t || !out || !cap) return SBWIRE_ERR_INVALID;
   int finished = 0;
   if (t->established && !t->failed && !t->bye_sent) {
     uint8_t *plain = scratch(t);
-    if (!plain) return SBH2_ERR_NOMEM;
+    if (!plain) return SBWIRE_ERR_NOMEM;
     while (t->out_len - t->out_off < cap) {
       int m = pull(session, plain, PLAIN_CAP);
-      if (m == SBH2_ERR_CLOSED) {
+      if (m == SBWIRE_ERR_CLOSED) {
         finished = 1;
         sbh2_tls_close(t);
         break;
@@ -562,7 +564,7 @@ static int send_from(void *session, pull_fn pull, sbh2_tls *t, uint8_t *out, uin
     finished = 1;
   }
   int n = drain_out(t, out, cap);
-  return n == SBH2_ERR_DONE && finished ? SBH2_ERR_CLOSED : n;
+  return n == SBWIRE_ERR_DONE && finished ? SBWIRE_ERR_CLOSED : n;
 }
 
 int sbh2_conn_recv_tls(sbh2_conn *conn, sbh2_tls *t, const uint8_t *in, uint32_t in_len) {
@@ -571,7 +573,7 @@ int sbh2_conn_recv_tls(sbh2_conn *conn, sbh2_tls *t, const uint8_t *in, uint32_t
 
 int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *t, uint8_t *out, uint32_t cap) {
   int n = send_from(conn, conn_pull, t, out, cap);
-  return n == SBH2_ERR_CLOSED ? SBH2_ERR_DONE : n; /* the client closes on its own schedule */
+  return n == SBWIRE_ERR_CLOSED ? SBWIRE_ERR_DONE : n; /* the client closes on its own schedule */
 }
 
 int sbh2_sconn_recv_tls(sbh2_sconn *conn, sbh2_tls *t, const uint8_t *in, uint32_t in_len) {

@@ -16,8 +16,8 @@
  * client passes a saved ticket to sbh2_tls_new and reads new ones with
  * sbh2_tls_ticket.
  *
- * Return values follow sbh2.h: a count (>= 0) or a negative enum sbh2_error;
- * SBH2_ERR_TLS carries a one-line reason in sbh2_tls_error.
+ * Return values follow sbh2.h: a count (>= 0) or a negative enum sbwire_error (transports/native/sbwire.h);
+ * SBWIRE_ERR_TLS carries a one-line reason in sbh2_tls_error.
  */
 #ifndef SBH2_TLS_H
 #define SBH2_TLS_H
@@ -29,41 +29,8 @@
 extern "C" {
 #endif
 
-/* Verification modes. */
-enum sbh2_tls_verify {
-  /* Client: accept any server certificate. Server: ask for no client certificate (default). */
-  SBH2_TLS_VERIFY_NONE = 0,
-  /* Client: verify the chain and the host name (default). Server: require a verified client certificate. */
-  SBH2_TLS_VERIFY_PEER = 1,
-};
 
-/* Bits of sbh2_tls_state. */
-enum sbh2_tls_state_bits {
-  /* The handshake completed; application data flows. */
-  SBH2_TLS_ESTABLISHED = 1,
-  /* The session resumed a previous one (ticket accepted). */
-  SBH2_TLS_RESUMED = 2,
-  /* The peer sent close_notify. */
-  SBH2_TLS_PEER_CLOSED = 4,
-  /* Client: a ticket arrived that sbh2_tls_ticket has not returned yet. */
-  SBH2_TLS_TICKET = 8,
-  /* A fatal TLS error happened; see sbh2_tls_error. */
-  SBH2_TLS_FAILED = 16,
-};
 
-/* What sbh2_tls_info writes. */
-enum sbh2_tls_info_kind {
-  /* Protocol version, e.g. "TLS1.3". */
-  SBH2_TLS_INFO_VERSION = 1,
-  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
-  SBH2_TLS_INFO_SUITE = 2,
-  /* Key-exchange group, e.g. "SECP256R1". */
-  SBH2_TLS_INFO_GROUP = 3,
-  /* Negotiated ALPN protocol ("h2"). */
-  SBH2_TLS_INFO_ALPN = 4,
-  /* Subject DN (RFC 4514) of the peer's verified certificate; empty when none. */
-  SBH2_TLS_INFO_PEER_SUBJECT = 5,
-};
 
 typedef struct sbh2_tls_config sbh2_tls_config;
 typedef struct sbh2_tls sbh2_tls;
@@ -77,7 +44,7 @@ int sbh2_tls_config_set_cert(sbh2_tls_config *cfg, const uint8_t *cert, uint32_t
                              uint32_t key_len);
 /* Adds trusted CA certificates (PEM); returns how many were added. */
 int sbh2_tls_config_add_ca(sbh2_tls_config *cfg, const uint8_t *pem, uint32_t len);
-/* Sets the verification mode (enum sbh2_tls_verify). */
+/* Sets the verification mode (enum sbwire_tls_verify). */
 int sbh2_tls_config_set_verify(sbh2_tls_config *cfg, int mode);
 /* Server: sends session tickets valid for lifetime_s seconds (0 turns them off, the default). */
 int sbh2_tls_config_set_tickets(sbh2_tls_config *cfg, uint32_t lifetime_s);
@@ -88,27 +55,28 @@ sbh2_tls *sbh2_tls_new(sbh2_tls_config *cfg, const char *server_name, const uint
 void sbh2_tls_free(sbh2_tls *tls);
 /* Feeds received ciphertext and writes the plaintext it yields into out; returns its length (0 for none). */
 int sbh2_tls_recv(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
-/* Encrypts plaintext (may be empty) and writes pending ciphertext into out; returns its length or SBH2_ERR_DONE. */
+/* Encrypts plaintext (may be empty) and writes pending ciphertext into out; returns its length or SBWIRE_ERR_DONE. */
 int sbh2_tls_send(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
 /* Queues close_notify; then drain sbh2_tls_send. */
 int sbh2_tls_close(sbh2_tls *tls);
-/* Returns the enum sbh2_tls_state_bits that hold. */
+/* Returns the enum sbwire_tls_state bits that hold. */
 int sbh2_tls_state(sbh2_tls *tls);
-/* Writes one enum sbh2_tls_info_kind text into buf; returns its length. */
+/* Writes one enum sbwire_tls_info text into buf; returns its length. */
 int sbh2_tls_info(sbh2_tls *tls, int kind, uint8_t *buf, uint32_t cap);
 /* Ciphertext bytes of the handshake: received (sent = 0) or sent (sent = 1). */
 int sbh2_tls_handshake_bytes(sbh2_tls *tls, int sent);
-/* RFC 5705 / RFC 8446 §7.5 exporter: writes out_len bytes for label and context (may be empty). */
+/* RFC 5705 / RFC 8446 §7.5 exporter: writes out_len (1 to 65535) bytes for label and context (may be empty); returns out_len,
+ * SBWIRE_ERR_INVALID before the handshake completed, SBWIRE_ERR_CLOSED once the session failed or closed. */
 int sbh2_tls_export(sbh2_tls *tls, const uint8_t *label, uint32_t label_len, const uint8_t *context,
                     uint32_t context_len, uint8_t *out, uint32_t out_len);
-/* Client: writes the latest ticket (resumption data) into buf; returns its length or SBH2_ERR_DONE. */
+/* Client: writes the latest ticket (resumption data) into buf; returns its length or SBWIRE_ERR_DONE. */
 int sbh2_tls_ticket(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
 /* Writes why the session failed (one line) into buf; returns its length. */
 int sbh2_tls_error(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
 
 /* Decrypts received ciphertext straight into the HTTP/2 session; returns sbh2_conn_recv's result (0 while handshaking, CLOSED after close_notify). */
 int sbh2_conn_recv_tls(sbh2_conn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
-/* Encrypts the HTTP/2 session's pending output (after the handshake) and writes ciphertext into out, or SBH2_ERR_DONE. */
+/* Encrypts the HTTP/2 session's pending output (after the handshake) and writes ciphertext into out, or SBWIRE_ERR_DONE. */
 int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
 
 /* Server: decrypts received ciphertext straight into the server session; returns sbh2_sconn_recv's result. */

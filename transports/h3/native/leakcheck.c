@@ -10,7 +10,7 @@
  * each wake-up received here as the runtime would; the server sends with UDP
  * segmentation offload, then, once the kernel refuses it halfway through,
  * one datagram per message), and a client aimed at a
- * closed port must see SBH3_ERR_REFUSED, both when the shim's own recvmmsg
+ * closed port must see SBWIRE_ERR_REFUSED, both when the shim's own recvmmsg
  * gets ECONNREFUSED and when the caller's receive does. A TLS phase runs a full
  * handshake, a resumption with 0-RTT and a foreign ticket (0-RTT refused). Run it under
  * valgrind --leak-check=full or LeakSanitizer. Exit 0 when every response was
@@ -83,7 +83,7 @@ static int retry_waiting(sbh3_server *srv, waiting_t *w, int n) {
   for (int i = 0; i < n; i++) {
     uint8_t hdr[64];
     size_t h = put_field(hdr, ":status", "200");
-    if (k == 0 && sbh3_server_respond(srv, w[i].conn_id, w[i].sid, hdr, h, w[i].body, w[i].len) != SBH3_ERR_STREAM_BLOCKED) {
+    if (k == 0 && sbh3_server_respond(srv, w[i].conn_id, w[i].sid, hdr, h, w[i].body, w[i].len) != SBWIRE_ERR_STREAM_BLOCKED) {
       free(w[i].body);
       continue;
     }
@@ -147,7 +147,7 @@ static int refused_seen(sbh3_config *ccfg, uint8_t *ev, int via_caller) {
       int64_t code;
       memcpy(&type, ev, 4);
       memcpy(&code, ev + 16, 8);
-      if (type == SBH3_EV_CLOSED && code == SBH3_ERR_REFUSED) refused = 1;
+      if (type == SBH3_EV_CLOSED && code == SBWIRE_ERR_REFUSED) refused = 1;
     }
     if (!refused) wait_readable(rfd, 50);
   }
@@ -252,7 +252,7 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
   if (close(sfd) != 0 || close(cfd) != 0) answered = -1;
 
   if (!refused_seen(ccfg, ev, 0) || !refused_seen(ccfg, ev, 1)) {
-    fprintf(stderr, "no SBH3_ERR_REFUSED from a closed port\n");
+    fprintf(stderr, "no SBWIRE_ERR_REFUSED from a closed port\n");
     answered = -1;
   }
   sbh3_config_free(scfg);
@@ -267,7 +267,7 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
  * One in-memory connection for the TLS phase: the client offers `ticket` (may be NULL), sends one
  * GET at once (0-RTT when resuming) and one after the handshake, checks both answers and the
  * exporter on both ends, and leaves with the server's new ticket in *out (malloc'd). Returns the
- * client's sbh3_tls_state bits, or -1.
+ * client's sbwire_tls_state bits, or -1.
  */
 static int tls_connection(sbh3_server *srv, sbh3_config *ccfg, const uint8_t *ticket, size_t ticket_len,
                           uint8_t **out, size_t *out_len, int port) {
@@ -320,7 +320,7 @@ static int tls_connection(sbh3_server *srv, sbh3_config *ccfg, const uint8_t *ti
       memcmp(cx, sx, 32) == 0)
     state = sbh3_conn_tls_state(cli);
   uint8_t subject[256];
-  if (sbh3_conn_tls_info(cli, SBH3_TLS_PEER_SUBJECT, subject, sizeof(subject)) <= 0) state = -1;
+  if (sbh3_conn_tls_info(cli, SBWIRE_TLS_INFO_PEER_SUBJECT, subject, sizeof(subject)) <= 0) state = -1;
   *out = malloc(65536);
   int tl = sbh3_conn_ticket(cli, *out, 65536);
   *out_len = tl > 0 ? (size_t)tl : 0;
@@ -341,7 +341,7 @@ static int tls_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, size
       sbh3_config_set_cert(nocfg, cert, cert_len, key, key_len) != 0 || sbh3_config_add_ca(ccfg, ca, ca_len) <= 0 ||
       sbh3_config_set_tickets(scfg, 60) != 0 || sbh3_config_set_tickets(nocfg, 60) != 0 ||
       sbh3_config_set_early_data(scfg, 1, 10000) != 0 || sbh3_config_set_early_data(ccfg, 1, 0) != 0 ||
-      sbh3_config_set_early_data(scfg, 1, 0) != SBH3_ERR_INVALID)
+      sbh3_config_set_early_data(scfg, 1, 0) != SBWIRE_ERR_INVALID)
     return 0;
   sbh3_server *srv = sbh3_server_new(scfg, "127.0.0.1", 4433), *nosrv = sbh3_server_new(nocfg, "127.0.0.1", 4433);
   uint8_t *t1 = NULL, *t2 = NULL, *t3 = NULL;
@@ -351,13 +351,13 @@ static int tls_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, size
   int resumed = tls_connection(srv, ccfg, t1, l1, &t2, &l2, 6002);
   /* A server with another ticket key cannot resume it: full handshake, the early GET sent again. */
   int foreign = tls_connection(nosrv, ccfg, t1, l1, &t3, &l3, 6003);
-  if (full < 0 || (full & SBH3_TLS_RESUMED) || !l1) ok = 0;
-  if (resumed < 0 || !(resumed & SBH3_TLS_RESUMED) || !(resumed & SBH3_TLS_EARLY_ACCEPTED)) ok = 0;
-  if (foreign < 0 || (foreign & SBH3_TLS_RESUMED) || (foreign & SBH3_TLS_EARLY_ACCEPTED)) ok = 0;
+  if (full < 0 || (full & SBWIRE_TLS_RESUMED) || !l1) ok = 0;
+  if (resumed < 0 || !(resumed & SBWIRE_TLS_RESUMED) || !(resumed & SBWIRE_TLS_EARLY_ACCEPTED)) ok = 0;
+  if (foreign < 0 || (foreign & SBWIRE_TLS_RESUMED) || (foreign & SBWIRE_TLS_EARLY_ACCEPTED)) ok = 0;
   if (!ok) fprintf(stderr, "tls: states full %d resumed %d foreign %d, ticket %zu B\n", full, resumed, foreign, l1);
   uint8_t bad[80] = {0};
   sbh3_conn *c = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", 6004, "127.0.0.1", 4433);
-  if (!c || sbh3_conn_resume(c, bad, sizeof(bad)) != SBH3_ERR_INVALID) ok = 0;
+  if (!c || sbh3_conn_resume(c, bad, sizeof(bad)) != SBWIRE_ERR_INVALID) ok = 0;
   sbh3_conn_free(c);
   free(t1);
   free(t2);
@@ -468,7 +468,7 @@ int main(int argc, char **argv) {
       h += put_field(hdr + h, ":authority", "localhost");
       h += put_field(hdr + h, ":path", "/echo");
       int64_t id = sbh3_conn_request(cli, hdr, h, body, body_size(submitted));
-      if (id == SBH3_ERR_STREAM_BLOCKED) break;
+      if (id == SBWIRE_ERR_STREAM_BLOCKED) break;
       if (id < 0) {
         fprintf(stderr, "request failed: %lld\n", (long long)id);
         return 1;

@@ -54,7 +54,7 @@ static int badtp(const char *host, uint16_t port) {
   char local[INET_ADDRSTRLEN];
   inet_ntop(AF_INET, &me.sin_addr, local, sizeof(local));
   sbh3_config *cfg = sbh3_config_new(0);
-  sbh3_config_set_verify(cfg, SBH3_VERIFY_NONE);
+  sbh3_config_set_verify(cfg, SBWIRE_TLS_VERIFY_NONE);
   client_params_hook = make_invalid;
   sbh3_conn *c = sbh3_conn_new_client(cfg, "localhost", local, ntohs(me.sin_port), host, port);
   client_params_hook = NULL;

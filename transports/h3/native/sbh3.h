@@ -2,12 +2,13 @@
  * sbh3: a small HTTP/3 shim over ngtcp2 0.12 + nghttp3 0.8 + GnuTLS.
  *
  * Bring your own I/O: the caller owns the UDP socket and the timers. It feeds
- * received datagrams in, pulls datagrams to send out until SBH3_ERR_DONE, asks
+ * received datagrams in, pulls datagrams to send out until SBWIRE_ERR_DONE, asks
  * when the next timer is due, and polls finished HTTP messages and connection
  * events into its own buffers. Nothing here calls back into the caller.
  *
- * Functions return a count (>= 0) or a negative code from enum sbh3_error.
- * SBH3_ERR_DONE means "nothing more to do" and is not a failure. Every _new
+ * Functions return a count (>= 0) or a negative code from enum sbwire_error
+ * (transports/native/sbwire.h, one numbering for both native modules).
+ * SBWIRE_ERR_DONE means "nothing more to do" and is not a failure. Every _new
  * returns NULL on failure and every _free accepts NULL.
  *
  * Headers cross the boundary as one flat block and events as 32-byte records
@@ -33,34 +34,6 @@ extern "C" {
 /* Size of the fixed part of an event record. */
 #define SBH3_EVENT_HEADER_LEN SBWIRE_EVENT_HEADER_LEN
 
-enum sbh3_error {
-  /* Nothing more to do right now; not a failure. */
-  SBH3_ERR_DONE = -1,
-  /* The caller's buffer is too small (poll writes the needed size as u64). */
-  SBH3_ERR_BUFFER_TOO_SHORT = -2,
-  /* A bad argument: NULL handle, malformed header block, bad address. */
-  SBH3_ERR_INVALID = -3,
-  /* Out of memory. */
-  SBH3_ERR_NOMEM = -4,
-  /* TLS material could not be loaded, or the handshake failed. */
-  SBH3_ERR_TLS = -5,
-  /* A datagram could not be parsed or was rejected by QUIC. */
-  SBH3_ERR_PROTO = -6,
-  /* The connection is closed (by either side) or closing. */
-  SBH3_ERR_CLOSED = -7,
-  /* No stream can be opened yet; retry after the next received datagram. */
-  SBH3_ERR_STREAM_BLOCKED = -8,
-  /* The connection or stream is unknown. */
-  SBH3_ERR_NOT_FOUND = -9,
-  /* The connection was idle for longer than the idle timeout. */
-  SBH3_ERR_IDLE = -10,
-  /* The library returned an unexpected error. */
-  SBH3_ERR_INTERNAL = -11,
-  /* Nothing listens at the peer's UDP port (ICMP port unreachable). */
-  SBH3_ERR_REFUSED = -12,
-  /* A socket call failed (see errno in the text of sbh3_conn_error where it applies). */
-  SBH3_ERR_SOCKET = -13,
-};
 
 enum sbh3_event_type {
   /* Handshake completed (client; and server, with conn_id). */
@@ -69,7 +42,7 @@ enum sbh3_event_type {
   SBH3_EV_MESSAGE = SBWIRE_EV_MESSAGE,
   /* The peer reset a stream before its message completed; code = app error. */
   SBH3_EV_RESET = SBWIRE_EV_RESET,
-  /* The connection closed; code = sbh3_error; see sbh3_conn_error for text. */
+  /* The connection closed; code = sbwire_error; see sbh3_conn_error for text. */
   SBH3_EV_CLOSED = SBWIRE_EV_CLOSED,
   /* The peer sent GOAWAY: open no new streams on this connection. */
   SBH3_EV_GOAWAY = SBWIRE_EV_GOAWAY,
@@ -82,40 +55,8 @@ enum sbh3_event_type {
 /* Bit in the code of a server MESSAGE event: the request arrived (at least partly) in 0-RTT. */
 #define SBH3_MSG_EARLY 1
 
-/* What sbh3_*_tls_info writes. */
-enum sbh3_tls_info {
-  /* Protocol version, e.g. "TLS1.3". */
-  SBH3_TLS_VERSION = 1,
-  /* Cipher suite, e.g. "TLS_AES_128_GCM_SHA256". */
-  SBH3_TLS_SUITE = 2,
-  /* Key-exchange group, e.g. "SECP256R1". */
-  SBH3_TLS_GROUP = 3,
-  /* Negotiated ALPN protocol ("h3"). */
-  SBH3_TLS_ALPN = 4,
-  /* RFC 4514 subject of the peer's verified certificate (empty when it sent none). */
-  SBH3_TLS_PEER_SUBJECT = 5,
-};
 
-/* Bits returned by sbh3_*_tls_state. */
-enum sbh3_tls_state {
-  /* The handshake completed. */
-  SBH3_TLS_ESTABLISHED = 1,
-  /* The handshake resumed an earlier session (a ticket was accepted). */
-  SBH3_TLS_RESUMED = 2,
-  /* 0-RTT data was accepted (server: received and accepted; client: the server accepted it). */
-  SBH3_TLS_EARLY_ACCEPTED = 4,
-  /* Client: a ticket is waiting in sbh3_conn_ticket. */
-  SBH3_TLS_TICKET = 8,
-  /* Client: 0-RTT was attempted. */
-  SBH3_TLS_EARLY_ATTEMPTED = 16,
-};
 
-enum sbh3_verify {
-  /* Client: do not verify the server. Server: do not ask for a client cert. */
-  SBH3_VERIFY_NONE = 0,
-  /* Client: verify the chain and the host name. Server: require a client cert. */
-  SBH3_VERIFY_PEER = 1,
-};
 
 enum sbh3_cc {
   /* The host's TCP congestion controller (net.ipv4.tcp_congestion_control): bbr, reno, else CUBIC. */
@@ -175,7 +116,7 @@ void sbh3_config_free(sbh3_config *cfg);
 int sbh3_config_set_cert(sbh3_config *cfg, const uint8_t *cert, size_t cert_len, const uint8_t *key, size_t key_len);
 /* Adds trusted CA certificates (PEM, may hold several); returns how many. */
 int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len);
-/* Sets peer verification (enum sbh3_verify). Default: client PEER, server NONE. */
+/* Sets peer verification (enum sbwire_tls_verify). Default: client PEER, server NONE. */
 int sbh3_config_set_verify(sbh3_config *cfg, int mode);
 /* Sets the idle timeout in ms (default 30000). */
 int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms);
@@ -213,9 +154,9 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
 void sbh3_conn_free(sbh3_conn *conn);
 /* Feeds one received datagram; returns 0 or an error (the connection may now be closed). */
 int sbh3_conn_recv(sbh3_conn *conn, const uint8_t *data, size_t len);
-/* Writes the next datagram to send into out; returns its length or SBH3_ERR_DONE. */
+/* Writes the next datagram to send into out; returns its length or SBWIRE_ERR_DONE. */
 int sbh3_conn_send(sbh3_conn *conn, uint8_t *out, size_t cap);
-/* Returns ms until sbh3_conn_on_timeout is due, or SBH3_ERR_DONE if no timer is pending. */
+/* Returns ms until sbh3_conn_on_timeout is due, or SBWIRE_ERR_DONE if no timer is pending. */
 int sbh3_conn_timeout_ms(sbh3_conn *conn);
 /* Runs expired timers (retransmission, ACK, idle); then call sbh3_conn_send. */
 int sbh3_conn_on_timeout(sbh3_conn *conn);
@@ -223,7 +164,7 @@ int sbh3_conn_on_timeout(sbh3_conn *conn);
 int64_t sbh3_conn_request(sbh3_conn *conn, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body, size_t body_len);
 /* Abandons a stream (for example after a timeout): resets it with H3_REQUEST_CANCELLED. */
 int sbh3_conn_cancel(sbh3_conn *conn, int64_t stream_id);
-/* Writes the next event into buf; returns its length or SBH3_ERR_DONE. */
+/* Writes the next event into buf; returns its length or SBWIRE_ERR_DONE. */
 int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Starts a graceful close (CONNECTION_CLOSE with H3_NO_ERROR); then drain sbh3_conn_send. */
 int sbh3_conn_close(sbh3_conn *conn);
@@ -233,23 +174,24 @@ int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
 int sbh3_conn_stream_count(sbh3_conn *conn);
 /* Copies up to n counters (enum sbh3_stat) into out; returns how many. */
 int sbh3_conn_stats(sbh3_conn *conn, uint64_t *out, size_t n);
-/* Client: copies the last NEW_TOKEN the server gave into buf; its length, SBH3_ERR_DONE when none. */
+/* Client: copies the last NEW_TOKEN the server gave into buf; its length, SBWIRE_ERR_DONE when none. */
 int sbh3_conn_token(sbh3_conn *conn, uint8_t *buf, size_t cap);
-/* Starts a 1-RTT key update; SBH3_ERR_STREAM_BLOCKED: not allowed yet (handshake unconfirmed, or the last update unacknowledged). */
+/* Starts a 1-RTT key update; SBWIRE_ERR_STREAM_BLOCKED: not allowed yet (handshake unconfirmed, or the last update unacknowledged). */
 int sbh3_conn_update_key(sbh3_conn *conn);
 /* Offers a ticket from sbh3_conn_ticket (before the first send); with early data on, requests may follow at once (0-RTT). */
 int sbh3_conn_resume(sbh3_conn *conn, const uint8_t *ticket, size_t len);
-/* Moves the newest ticket the server sent (with its transport parameters) into buf; its length or SBH3_ERR_DONE. */
+/* Moves the newest ticket the server sent (with its transport parameters) into buf; its length or SBWIRE_ERR_DONE. */
 int sbh3_conn_ticket(sbh3_conn *conn, uint8_t *buf, size_t cap);
-/* Returns the enum sbh3_tls_state bits of the connection. */
+/* Returns the enum sbwire_tls_state bits of the connection. */
 int sbh3_conn_tls_state(sbh3_conn *conn);
-/* Writes one enum sbh3_tls_info text into buf (no NUL); returns its length. */
+/* Writes one enum sbwire_tls_info text into buf (no NUL); returns its length. */
 int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
-/* Microseconds from the connection's creation to the first response header received, or SBH3_ERR_DONE before one. */
+/* Microseconds from the connection's creation to the first response header received, or SBWIRE_ERR_DONE before one. */
 int64_t sbh3_conn_first_response_us(sbh3_conn *conn);
 /* Handshake (CRYPTO frame) bytes sent (sent = 1) or received (sent = 0) until the handshake completed. */
 int64_t sbh3_conn_handshake_bytes(sbh3_conn *conn, int sent);
-/* RFC 5705 / RFC 8446 7.5 exporter once the handshake completed: writes out_len bytes; returns out_len. */
+/* RFC 5705 / RFC 8446 §7.5 exporter: writes out_len (1 to 65535) bytes for label and context (may be empty); returns out_len,
+ * SBWIRE_ERR_INVALID before the handshake completed, SBWIRE_ERR_CLOSED once the session failed or closed. */
 int sbh3_conn_export(sbh3_conn *conn, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
                      uint8_t *out, size_t out_len);
 
@@ -257,17 +199,17 @@ int sbh3_conn_export(sbh3_conn *conn, const uint8_t *label, size_t label_len, co
 sbh3_server *sbh3_server_new(sbh3_config *cfg, const char *local_ip, uint16_t local_port);
 /* Frees the server and every connection it holds. */
 void sbh3_server_free(sbh3_server *srv);
-/* Feeds one datagram from ip:port; returns the connection id (> 0), SBH3_ERR_DONE, or an error. */
+/* Feeds one datagram from ip:port; returns the connection id (> 0), SBWIRE_ERR_DONE, or an error. */
 int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const char *from_ip, uint16_t from_port);
 /* Writes the next datagram into out and its destination into meta (u32 conn_id, u16 port, IP text NUL); returns length or DONE. */
 int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, size_t meta_cap);
-/* Returns ms until sbh3_server_on_timeout is due, or SBH3_ERR_DONE. */
+/* Returns ms until sbh3_server_on_timeout is due, or SBWIRE_ERR_DONE. */
 int sbh3_server_timeout_ms(sbh3_server *srv);
 /* Runs expired timers of every connection and frees connections that finished closing. */
 int sbh3_server_on_timeout(sbh3_server *srv);
-/* Writes the next event of any connection into buf; returns its length or SBH3_ERR_DONE. */
+/* Writes the next event of any connection into buf; returns its length or SBWIRE_ERR_DONE. */
 int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap);
-/* Sends a response on a request stream (header block + body, copied); SBH3_ERR_STREAM_BLOCKED: the send queue is full, retry after sbh3_server_io. */
+/* Sends a response on a request stream (header block + body, copied); SBWIRE_ERR_STREAM_BLOCKED: the send queue is full, retry after sbh3_server_io. */
 int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,
                         const uint8_t *body, size_t body_len);
 /* Refuses new connections and sends GOAWAY on existing ones. */
@@ -309,9 +251,9 @@ int sbh3_server_export(sbh3_server *srv, uint32_t conn_id, const uint8_t *label,
 sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port);
 /* Frees the wrapper; the socket stays open (its owner closes it, after this). */
 void sbh3_udp_free(sbh3_udp *u);
-/* Connects the socket to ip:port, so an ICMP port unreachable surfaces as SBH3_ERR_REFUSED. */
+/* Connects the socket to ip:port, so an ICMP port unreachable surfaces as SBWIRE_ERR_REFUSED. */
 int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port);
-/* Records an ECONNREFUSED that the caller's own receive got; the next sbh3_conn_io reports SBH3_ERR_REFUSED. */
+/* Records an ECONNREFUSED that the caller's own receive got; the next sbh3_conn_io reports SBWIRE_ERR_REFUSED. */
 int sbh3_udp_refused(sbh3_udp *u);
 /* Client: feeds data (len 0: none), receives every further ready datagram, runs due timers, sends all that is due; returns datagrams received. */
 int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u, const uint8_t *data, size_t len);

@@ -11,11 +11,11 @@
 void (*client_params_hook)(ngtcp2_transport_params *params);
 
 int sbh3_version(uint8_t *buf, size_t cap) {
-  if (!buf) return SBH3_ERR_INVALID;
+  if (!buf) return SBWIRE_ERR_INVALID;
   int n = snprintf((char *)buf, cap, "sbh3/%s ngtcp2/%s nghttp3/%s gnutls/%s", SBH3_VERSION,
                    ngtcp2_version(0)->version_str, nghttp3_version(0)->version_str, gnutls_check_version(NULL));
-  if (n < 0) return SBH3_ERR_INTERNAL;
-  if ((size_t)n >= cap) return SBH3_ERR_BUFFER_TOO_SHORT;
+  if (n < 0) return SBWIRE_ERR_INTERNAL;
+  if ((size_t)n >= cap) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   return n;
 }
 
@@ -60,8 +60,8 @@ void sbh3_conn_free(sbh3_conn *conn) {
 }
 
 int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
-  if (!c || !data || c->srv) return SBH3_ERR_INVALID;
-  if (c->closed) return SBH3_ERR_CLOSED;
+  if (!c || !data || c->srv) return SBWIRE_ERR_INVALID;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
   int rv = conn_read(c, &c->ps.path, data, len, NGTCP2_ECN_NOT_ECT, now_ns());
   if (rv != 0) {
     conn_fail(c, rv);
@@ -71,42 +71,42 @@ int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
 }
 
 int sbh3_conn_send(sbh3_conn *c, uint8_t *out, size_t cap) {
-  if (!c || !out || c->srv) return SBH3_ERR_INVALID;
+  if (!c || !out || c->srv) return SBWIRE_ERR_INVALID;
   return conn_write(c, out, cap, now_ns(), NULL);
 }
 
 int sbh3_conn_timeout_ms(sbh3_conn *c) {
-  if (!c) return SBH3_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   return deadline_to_ms(conn_deadline(c));
 }
 
 int sbh3_conn_on_timeout(sbh3_conn *c) {
-  if (!c || c->srv) return SBH3_ERR_INVALID;
-  if (c->closed) return SBH3_ERR_CLOSED;
+  if (!c || c->srv) return SBWIRE_ERR_INVALID;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
   conn_expire(c, now_ns());
-  return c->closed ? SBH3_ERR_CLOSED : 0;
+  return c->closed ? SBWIRE_ERR_CLOSED : 0;
 }
 
 int64_t sbh3_conn_request(sbh3_conn *c, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body, size_t body_len) {
-  if (!c || c->srv || !hdrs || (body_len && !body)) return SBH3_ERR_INVALID;
-  if (c->closed || c->goaway) return SBH3_ERR_CLOSED;
-  if (!c->hc) return SBH3_ERR_STREAM_BLOCKED;
+  if (!c || c->srv || !hdrs || (body_len && !body)) return SBWIRE_ERR_INVALID;
+  if (c->closed || c->goaway) return SBWIRE_ERR_CLOSED;
+  if (!c->hc) return SBWIRE_ERR_STREAM_BLOCKED;
   nghttp3_nv *nv;
   size_t n;
   int rv = parse_headers(hdrs, hdrs_len, &nv, &n);
-  if (rv != 0) return rv == -2 ? SBH3_ERR_NOMEM : SBH3_ERR_INVALID;
+  if (rv != 0) return rv == -2 ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_INVALID;
   int64_t sid;
   rv = ngtcp2_conn_open_bidi_stream(c->qc, &sid, NULL);
   if (rv != 0) {
     free(nv);
-    return rv == NGTCP2_ERR_STREAM_ID_BLOCKED ? SBH3_ERR_STREAM_BLOCKED : SBH3_ERR_INTERNAL;
+    return rv == NGTCP2_ERR_STREAM_ID_BLOCKED ? SBWIRE_ERR_STREAM_BLOCKED : SBWIRE_ERR_INTERNAL;
   }
   stream_t *s = stream_new(c, sid);
   if (!s || copy_body(s, body, body_len) != 0) {
     free(nv);
     if (s) stream_free(c, s);
     ngtcp2_conn_shutdown_stream(c->qc, sid, NGHTTP3_H3_INTERNAL_ERROR);
-    return SBH3_ERR_NOMEM;
+    return SBWIRE_ERR_NOMEM;
   }
   nghttp3_data_reader dr = {.read_data = h3_read_body};
   rv = nghttp3_conn_submit_request(c->hc, sid, nv, n, body_len ? &dr : NULL, s);
@@ -114,36 +114,36 @@ int64_t sbh3_conn_request(sbh3_conn *c, const uint8_t *hdrs, size_t hdrs_len, co
   if (rv != 0) {
     stream_free(c, s);
     ngtcp2_conn_shutdown_stream(c->qc, sid, NGHTTP3_H3_INTERNAL_ERROR);
-    return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBH3_ERR_INVALID : SBH3_ERR_INTERNAL;
+    return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBWIRE_ERR_INVALID : SBWIRE_ERR_INTERNAL;
   }
   return sid;
 }
 
 int sbh3_conn_cancel(sbh3_conn *c, int64_t stream_id) {
-  if (!c) return SBH3_ERR_INVALID;
-  if (c->closed) return SBH3_ERR_CLOSED;
+  if (!c) return SBWIRE_ERR_INVALID;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
   stream_t *s = stream_find(c, stream_id);
-  if (!s) return SBH3_ERR_NOT_FOUND;
+  if (!s) return SBWIRE_ERR_NOT_FOUND;
   s->done = 1; /* the caller gave up on it: no RESET event */
-  if (ngtcp2_conn_shutdown_stream(c->qc, stream_id, NGHTTP3_H3_REQUEST_CANCELLED) != 0) return SBH3_ERR_NOT_FOUND;
+  if (ngtcp2_conn_shutdown_stream(c->qc, stream_id, NGHTTP3_H3_REQUEST_CANCELLED) != 0) return SBWIRE_ERR_NOT_FOUND;
   return 0;
 }
 
 int sbh3_conn_poll(sbh3_conn *c, uint8_t *buf, size_t cap) {
-  if (!c || !buf || cap < 8) return SBH3_ERR_INVALID;
+  if (!c || !buf || cap < 8) return SBWIRE_ERR_INVALID;
   return evq_poll(c->q, buf, cap);
 }
 
 
 int sbh3_conn_close(sbh3_conn *c) {
-  if (!c) return SBH3_ERR_INVALID;
-  if (c->closed) return SBH3_ERR_CLOSED;
+  if (!c) return SBWIRE_ERR_INVALID;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
   close_locally(c, NGHTTP3_H3_NO_ERROR, "Connection closed locally");
   return 0;
 }
 
 int sbh3_conn_error(sbh3_conn *c, uint8_t *buf, size_t cap) {
-  if (!c || !buf || cap == 0) return SBH3_ERR_INVALID;
+  if (!c || !buf || cap == 0) return SBWIRE_ERR_INVALID;
   size_t n = strlen(c->errmsg);
   if (n >= cap) n = cap - 1;
   memcpy(buf, c->errmsg, n);
@@ -152,37 +152,48 @@ int sbh3_conn_error(sbh3_conn *c, uint8_t *buf, size_t cap) {
 }
 
 int sbh3_conn_stream_count(sbh3_conn *c) {
-  if (!c) return SBH3_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   return c->nstreams;
 }
 
 
 int sbh3_conn_token(sbh3_conn *c, uint8_t *buf, size_t cap) {
-  if (!c || !buf) return SBH3_ERR_INVALID;
-  if (!c->token.len) return SBH3_ERR_DONE;
-  if (c->token.len > cap || c->token.len > INT32_MAX) return SBH3_ERR_BUFFER_TOO_SHORT;
+  if (!c || !buf) return SBWIRE_ERR_INVALID;
+  if (!c->token.len) return SBWIRE_ERR_DONE;
+  if (c->token.len > cap || c->token.len > INT32_MAX) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   memcpy(buf, c->token.p, c->token.len);
   return (int)c->token.len;
 }
 
 int sbh3_conn_update_key(sbh3_conn *c) {
-  if (!c) return SBH3_ERR_INVALID;
-  if (c->closed) return SBH3_ERR_CLOSED;
+  if (!c) return SBWIRE_ERR_INVALID;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
   int rv = ngtcp2_conn_initiate_key_update(c->qc, now_ns());
   if (rv == 0) {
     c->own_update = 1;
     c->st[SBH3_STAT_KEY_UPDATES]++;
   }
-  return rv == 0 ? 0 : rv == NGTCP2_ERR_INVALID_STATE ? SBH3_ERR_STREAM_BLOCKED : SBH3_ERR_INTERNAL;
+  return rv == 0 ? 0 : rv == NGTCP2_ERR_INVALID_STATE ? SBWIRE_ERR_STREAM_BLOCKED : SBWIRE_ERR_INTERNAL;
 }
 
 int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
-  if (!c) return SBH3_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   return stats_copy(c->st, c, c->queued, out, n);
 }
 
 int64_t sbh3_conn_first_response_us(sbh3_conn *c) {
-  if (!c || c->srv) return SBH3_ERR_INVALID;
-  if (!c->first_resp_ns) return SBH3_ERR_DONE;
+  if (!c || c->srv) return SBWIRE_ERR_INVALID;
+  if (!c->first_resp_ns) return SBWIRE_ERR_DONE;
   return (int64_t)((c->first_resp_ns - c->created_ns) / 1000);
+}
+
+int sbh3_conn_resume(sbh3_conn *c, const uint8_t *ticket, size_t len) {
+  if (!c || c->srv) return SBWIRE_ERR_INVALID;
+  ngtcp2_transport_params p;
+  int rv = tls_resume(c, ticket, len, &p);
+  if (rv != 0 || !c->cfg->early_data) return rv;
+  ngtcp2_conn_set_early_remote_transport_params(c->qc, &p);
+  if (setup_http(c) != 0) return SBWIRE_ERR_INTERNAL;
+  c->early_attempt = 1;
+  return 0;
 }

@@ -98,11 +98,11 @@ void evq_clear(evq_t *q) {
 
 int evq_poll(evq_t *q, uint8_t *out, size_t cap) {
   event_t *e = q->head;
-  if (!e) return SBH3_ERR_DONE;
+  if (!e) return SBWIRE_ERR_DONE;
   uint64_t need = SBH3_EVENT_HEADER_LEN + e->hdr.len + e->body.len;
   if (need > cap || need > INT32_MAX) {
     if (cap >= 8) sbwire_put_u64(out, need);
-    return SBH3_ERR_BUFFER_TOO_SHORT;
+    return SBWIRE_ERR_BUFFER_TOO_SHORT;
   }
   uint32_t hl = (uint32_t)e->hdr.len, bl = (uint32_t)e->body.len;
   sbwire_put_event(out, e->type, e->conn_id, e->stream_id, e->code, hl, bl);
@@ -123,7 +123,7 @@ sbh3_config *sbh3_config_new(int is_server) {
   }
   cfg->refs = 1;
   cfg->is_server = is_server ? 1 : 0;
-  cfg->verify = is_server ? SBH3_VERIFY_NONE : SBH3_VERIFY_PEER;
+  cfg->verify = is_server ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER;
   cfg->idle_ms = 30000;
   cfg->max_body = 64ull << 20;
   cfg->max_udp_payload = 0;
@@ -137,9 +137,22 @@ sbh3_config *sbh3_config_new(int is_server) {
   return cfg;
 }
 
+/* Releases the ticket key and anti-replay state of cfg. */
+static void config_tls_clear(sbh3_config *cfg) {
+  if (cfg->ticket_key.data) {
+    gnutls_memset(cfg->ticket_key.data, 0, cfg->ticket_key.size);
+    gnutls_free(cfg->ticket_key.data);
+    cfg->ticket_key.data = NULL;
+  }
+  if (cfg->anti_replay) gnutls_anti_replay_deinit(cfg->anti_replay);
+  cfg->anti_replay = NULL;
+  free(cfg->replay);
+  cfg->replay = NULL;
+}
+
 void config_unref(sbh3_config *cfg) {
   if (!cfg || --cfg->refs > 0) return;
-  tls_config_clear(cfg);
+  config_tls_clear(cfg);
   buf_free(&cfg->token);
   gnutls_certificate_free_credentials(cfg->cred);
   free(cfg);
@@ -148,56 +161,56 @@ void config_unref(sbh3_config *cfg) {
 void sbh3_config_free(sbh3_config *cfg) { config_unref(cfg); }
 
 int sbh3_config_set_cert(sbh3_config *cfg, const uint8_t *cert, size_t cert_len, const uint8_t *key, size_t key_len) {
-  if (!cfg || !cert || !key || cert_len > UINT32_MAX || key_len > UINT32_MAX) return SBH3_ERR_INVALID;
-  if (sb_tls_cred_set_cert(cfg->cred, cert, cert_len, key, key_len) < 0) return SBH3_ERR_TLS;
+  if (!cfg || !cert || !key || cert_len > UINT32_MAX || key_len > UINT32_MAX) return SBWIRE_ERR_INVALID;
+  if (sb_tls_cred_set_cert(cfg->cred, cert, cert_len, key, key_len) < 0) return SBWIRE_ERR_TLS;
   cfg->has_cert = 1;
   return 0;
 }
 
 int sbh3_config_add_ca(sbh3_config *cfg, const uint8_t *pem, size_t len) {
-  if (!cfg || !pem || len > UINT32_MAX) return SBH3_ERR_INVALID;
+  if (!cfg || !pem || len > UINT32_MAX) return SBWIRE_ERR_INVALID;
   int n = sb_tls_cred_add_ca(cfg->cred, pem, len);
-  if (n <= 0) return SBH3_ERR_TLS;
+  if (n <= 0) return SBWIRE_ERR_TLS;
   return n;
 }
 
 int sbh3_config_set_verify(sbh3_config *cfg, int mode) {
-  if (!cfg || (mode != SBH3_VERIFY_NONE && mode != SBH3_VERIFY_PEER)) return SBH3_ERR_INVALID;
+  if (!cfg || (mode != SBWIRE_TLS_VERIFY_NONE && mode != SBWIRE_TLS_VERIFY_PEER)) return SBWIRE_ERR_INVALID;
   cfg->verify = mode;
   return 0;
 }
 
 int sbh3_config_set_idle_timeout(sbh3_config *cfg, uint32_t ms) {
-  if (!cfg || ms == 0) return SBH3_ERR_INVALID;
+  if (!cfg || ms == 0) return SBWIRE_ERR_INVALID;
   cfg->idle_ms = ms;
   return 0;
 }
 
 int sbh3_config_set_max_udp_payload(sbh3_config *cfg, uint32_t bytes) {
-  if (!cfg || bytes < 1200 || bytes > MAX_UDP) return SBH3_ERR_INVALID;
+  if (!cfg || bytes < 1200 || bytes > MAX_UDP) return SBWIRE_ERR_INVALID;
   cfg->max_udp_payload = bytes;
   return 0;
 }
 
 int sbh3_config_get_max_udp_payload(const sbh3_config *cfg) {
-  if (!cfg) return SBH3_ERR_INVALID;
+  if (!cfg) return SBWIRE_ERR_INVALID;
   return (int)cfg->max_udp_payload;
 }
 
 int sbh3_config_set_max_recv_udp_payload(sbh3_config *cfg, uint32_t bytes) {
-  if (!cfg || bytes < 1200 || bytes > MAX_UDP) return SBH3_ERR_INVALID;
+  if (!cfg || bytes < 1200 || bytes > MAX_UDP) return SBWIRE_ERR_INVALID;
   cfg->max_recv_udp_payload = bytes;
   return 0;
 }
 
 int sbh3_config_set_handshake_timeout(sbh3_config *cfg, uint32_t ms) {
-  if (!cfg || ms == 0) return SBH3_ERR_INVALID;
+  if (!cfg || ms == 0) return SBWIRE_ERR_INVALID;
   cfg->handshake_ms = ms;
   return 0;
 }
 
 int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t total_bytes, uint32_t stall_ms) {
-  if (!cfg || conn_bytes == 0 || total_bytes < conn_bytes || stall_ms == 0) return SBH3_ERR_INVALID;
+  if (!cfg || conn_bytes == 0 || total_bytes < conn_bytes || stall_ms == 0) return SBWIRE_ERR_INVALID;
   cfg->max_conn_queued = conn_bytes;
   cfg->max_total_queued = total_bytes;
   cfg->stall_ms = stall_ms;
@@ -205,38 +218,38 @@ int sbh3_config_set_send_queue(sbh3_config *cfg, uint64_t conn_bytes, uint64_t t
 }
 
 int sbh3_config_set_retry(sbh3_config *cfg, int on) {
-  if (!cfg || !cfg->is_server) return SBH3_ERR_INVALID;
+  if (!cfg || !cfg->is_server) return SBWIRE_ERR_INVALID;
   cfg->retry = on ? 1 : 0;
   return 0;
 }
 
 int sbh3_config_set_token(sbh3_config *cfg, const uint8_t *token, size_t len) {
-  if (!cfg || cfg->is_server || (len && !token)) return SBH3_ERR_INVALID;
+  if (!cfg || cfg->is_server || (len && !token)) return SBWIRE_ERR_INVALID;
   cfg->token.len = 0;
-  return buf_append(&cfg->token, token, len) == 0 ? 0 : SBH3_ERR_NOMEM;
+  return buf_append(&cfg->token, token, len) == 0 ? 0 : SBWIRE_ERR_NOMEM;
 }
 
 int sbh3_config_set_versions(sbh3_config *cfg, const uint32_t *versions, size_t n) {
-  if (!cfg || !versions || n == 0 || n > 4) return SBH3_ERR_INVALID;
+  if (!cfg || !versions || n == 0 || n > 4) return SBWIRE_ERR_INVALID;
   int has_v1 = 0;
   for (size_t i = 0; i < n; i++) {
-    if (!ngtcp2_is_supported_version(versions[i])) return SBH3_ERR_INVALID;
+    if (!ngtcp2_is_supported_version(versions[i])) return SBWIRE_ERR_INVALID;
     has_v1 |= versions[i] == NGTCP2_PROTO_VER_V1;
   }
-  if (!has_v1) return SBH3_ERR_INVALID;
+  if (!has_v1) return SBWIRE_ERR_INVALID;
   memcpy(cfg->versions, versions, n * sizeof(*versions));
   cfg->nversions = n;
   return 0;
 }
 
 int sbh3_config_set_ecn(sbh3_config *cfg, int on) {
-  if (!cfg) return SBH3_ERR_INVALID;
+  if (!cfg) return SBWIRE_ERR_INVALID;
   cfg->no_ecn = on ? 0 : 1;
   return 0;
 }
 
 int sbh3_config_set_cc(sbh3_config *cfg, int algo) {
-  if (!cfg || algo < SBH3_CC_HOST || algo > SBH3_CC_BBR2) return SBH3_ERR_INVALID;
+  if (!cfg || algo < SBH3_CC_HOST || algo > SBH3_CC_BBR2) return SBWIRE_ERR_INVALID;
   cfg->cc = algo;
   return 0;
 }
@@ -269,7 +282,7 @@ ngtcp2_cc_algo cc_algo(int cc) {
 }
 
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes) {
-  if (!cfg || bytes == 0) return SBH3_ERR_INVALID;
+  if (!cfg || bytes == 0) return SBWIRE_ERR_INVALID;
   cfg->max_body = bytes;
   return 0;
 }
@@ -297,7 +310,7 @@ int parse_headers(const uint8_t *p, size_t len, nghttp3_nv **pnv, size_t *pn) {
 }
 
 int deadline_to_ms(uint64_t deadline) {
-  if (deadline == UINT64_MAX) return SBH3_ERR_DONE;
+  if (deadline == UINT64_MAX) return SBWIRE_ERR_DONE;
   uint64_t now = now_ns();
   if (deadline <= now) return 0;
   uint64_t ms = (deadline - now + 999999) / 1000000;

@@ -80,16 +80,16 @@ static void cid_remove(sbh3_conn *c, const ngtcp2_cid *cid) {
 int map_liberr(int rv) {
   switch (rv) {
   case NGTCP2_ERR_CRYPTO:
-    return SBH3_ERR_TLS;
+    return SBWIRE_ERR_TLS;
   case NGTCP2_ERR_IDLE_CLOSE:
-    return SBH3_ERR_IDLE;
+    return SBWIRE_ERR_IDLE;
   case NGTCP2_ERR_DRAINING:
   case NGTCP2_ERR_CLOSING:
-    return SBH3_ERR_CLOSED;
+    return SBWIRE_ERR_CLOSED;
   case NGTCP2_ERR_NOMEM:
-    return SBH3_ERR_NOMEM;
+    return SBWIRE_ERR_NOMEM;
   default:
-    return SBH3_ERR_PROTO;
+    return SBWIRE_ERR_PROTO;
   }
 }
 
@@ -117,7 +117,7 @@ void conn_fail(sbh3_conn *c, int rv) {
   if (c->closed) return;
   c->closed = 1;
   uint64_t now = now_ns();
-  int code = rv == LOCAL_CLOSE ? SBH3_ERR_CLOSED : map_liberr(rv);
+  int code = rv == LOCAL_CLOSE ? SBWIRE_ERR_CLOSED : map_liberr(rv);
   if (rv == NGTCP2_ERR_DRAINING) {
     describe_peer_close(c);
     /* A peer closing during the handshake with a TLS alert is a TLS failure. */
@@ -125,7 +125,7 @@ void conn_fail(sbh3_conn *c, int rv) {
     ngtcp2_conn_get_connection_close_error(c->qc, &e);
     if (e.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT && e.error_code >= 0x100 &&
         e.error_code <= 0x1ff)
-      code = SBH3_ERR_TLS;
+      code = SBWIRE_ERR_TLS;
   } else if (rv == NGTCP2_ERR_IDLE_CLOSE) {
     set_err(c, "Connection idle timeout%s", "");
   } else if (rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT) {
@@ -519,12 +519,28 @@ static int q_remove_connection_id(ngtcp2_conn *qc, const ngtcp2_cid *cid, void *
   return 0;
 }
 
-/* ngtcp2: the handshake completed: TLS follow-ups (tickets, refused 0-RTT), a NEW_TOKEN when the server validates addresses, then post CONNECTED. */
-static int q_handshake_completed(ngtcp2_conn *qc, void *user_data) {
+/* The handshake completed: a server sends its ticket; a client whose 0-RTT was refused starts HTTP/3 again. 0 or -1. */
+static int conn_handshake_done(sbh3_conn *c) {
+  if (c->srv) {
+    /* A ticket that cannot be sent only costs the client its next resumption. */
+    if (c->cfg->ticket_lifetime) (void)gnutls_session_ticket_send(c->tls, 1, 0);
+    return 0;
+  }
+  if (!c->early_attempt || (gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA)) return 0;
+  /* 0-RTT refused: drop what was sent early and start HTTP/3 again at 1-RTT; the caller resubmits. */
+  if (ngtcp2_conn_early_data_rejected(c->qc) != 0) return -1;
+  nghttp3_conn_del(c->hc);
+  c->hc = NULL;
+  while (c->streams) stream_free(c, c->streams);
+  if (setup_http(c) != 0) return -1;
+  evq_push(c->q, SBH3_EV_EARLY_REJECTED, c->id, -1, 0);
+  return 0;
+}
+
+int conn_handshake_completed(ngtcp2_conn *qc, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
-  if (tls_handshake_done(c) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
-  if (c->srv && c->cfg->retry) server_new_token(c);
+  if (conn_handshake_done(c) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
   evq_push(c->q, SBH3_EV_CONNECTED, c->id, -1, 0);
   return 0;
 }
@@ -555,7 +571,7 @@ void fill_callbacks(ngtcp2_callbacks *cb, int is_server) {
     cb->recv_rx_key = q_recv_rx_key;
   }
   cb->recv_crypto_data = tls_recv_crypto_data;
-  cb->handshake_completed = q_handshake_completed;
+  cb->handshake_completed = conn_handshake_completed;
   cb->encrypt = ngtcp2_crypto_encrypt_cb;
   cb->decrypt = ngtcp2_crypto_decrypt_cb;
   cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
@@ -682,26 +698,26 @@ int conn_read(sbh3_conn *c, const ngtcp2_path *path, const uint8_t *data, size_t
   return ngtcp2_conn_read_pkt(c->qc, path, &pi, data, len, now);
 }
 
-/* Writes one datagram for c into out; returns its length, SBH3_ERR_DONE, or an error. */
+/* Writes one datagram for c into out; returns its length, SBWIRE_ERR_DONE, or an error. */
 int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ecn) {
   if (ecn) *ecn = NGTCP2_ECN_NOT_ECT;
   if (c->close_pending) {
     c->close_pending = 0;
-    if (cap < c->close_len) return SBH3_ERR_BUFFER_TOO_SHORT;
+    if (cap < c->close_len) return SBWIRE_ERR_BUFFER_TOO_SHORT;
     memcpy(out, c->close_pkt, c->close_len);
     conn_count(c, SBH3_STAT_DGRAMS_SENT, c->close_len);
     return (int)c->close_len;
   }
-  if (c->closed) return SBH3_ERR_DONE;
+  if (c->closed) return SBWIRE_ERR_DONE;
   size_t max_payload = conn_tx_cap(c);
-  if (cap < max_payload) return SBH3_ERR_BUFFER_TOO_SHORT;
+  if (cap < max_payload) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   if (c->burst == 0) c->burst_max = pass_budget(c, max_payload, now);
   if (c->burst >= c->burst_max) {
     ngtcp2_conn_update_pkt_tx_time(c->qc, now);
     c->burst = 0;
     c->paced_at = now;
     c->pace_due = ngtcp2_conn_get_expiry(c->qc);
-    return SBH3_ERR_DONE;
+    return SBWIRE_ERR_DONE;
   }
   for (;;) {
     int64_t sid = -1;
@@ -749,7 +765,7 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
       ngtcp2_conn_update_pkt_tx_time(c->qc, now);
       c->burst = 0;
       c->paced_at = 0;
-      return SBH3_ERR_DONE;
+      return SBWIRE_ERR_DONE;
     }
     c->burst++;
     conn_count(c, SBH3_STAT_DGRAMS_SENT, (size_t)n);
@@ -811,13 +827,13 @@ void close_locally(sbh3_conn *c, uint64_t app_code, const char *why) {
   } else {
     c->closed = 1;
     c->close_deadline = now_ns();
-    evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBH3_ERR_CLOSED);
+    evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBWIRE_ERR_CLOSED);
   }
 }
 
 /* Copies up to n counters of st (with c's live path fields when c is given) into out; returns how many. */
 int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t queued, uint64_t *out, size_t n) {
-  if (!out) return SBH3_ERR_INVALID;
+  if (!out) return SBWIRE_ERR_INVALID;
   if (n > SBH3_STAT_COUNT) n = SBH3_STAT_COUNT;
   memcpy(out, st, n * sizeof(*out));
   if (n > SBH3_STAT_QUEUED_BYTES) out[SBH3_STAT_QUEUED_BYTES] = queued;

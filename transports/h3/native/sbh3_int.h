@@ -2,6 +2,18 @@
  * sbh3 internals shared by its source files (not part of the API; see sbh3.h): the connection,
  * server and configuration structures and the helpers each role calls. Nothing here leaves the
  * shared object (hidden visibility).
+ *
+ * One file per role; calls between them run one way only (no file calls a file that calls it):
+ *
+ *   sbh3_udp.c     batched socket I/O (sbh3_*_io)   calls server, conn, common
+ *   sbh3_server.c  the server endpoint              calls conn, tls, common
+ *   sbh3_client.c  the client connection's API      calls conn, tls, common
+ *   sbh3_conn.c    one QUIC + HTTP/3 connection     calls tls, common
+ *   sbh3_tls.c     GnuTLS sessions, tickets, 0-RTT  calls common
+ *   sbh3_common.c  buffers, events, configuration   calls none of them
+ *
+ * Where a lower file needs a higher one's work, the higher file supplies it: the server sets its
+ * own handshake_completed callback (conn_handshake_completed, then a NEW_TOKEN).
  */
 #ifndef SBH3_INT_H
 #define SBH3_INT_H
@@ -184,7 +196,7 @@ HIDDEN void config_unref(sbh3_config *cfg);
 HIDDEN ngtcp2_cc_algo cc_algo(int cc);
 /* Parses a flat header block into a new nv array pointing into p; 0, -1 (malformed) or -2 (memory). */
 HIDDEN int parse_headers(const uint8_t *p, size_t len, nghttp3_nv **pnv, size_t *pn);
-/* Milliseconds from now until deadline (ns), or SBH3_ERR_DONE for none. */
+/* Milliseconds from now until deadline (ns), or SBWIRE_ERR_DONE for none. */
 HIDDEN int deadline_to_ms(uint64_t deadline);
 
 /* ---- conn.c ---- */
@@ -201,7 +213,7 @@ HIDDEN stream_t *stream_new(sbh3_conn *c, int64_t id);
 HIDDEN void stream_free(sbh3_conn *c, stream_t *s);
 /* Remembers a connection id that routes to c (server). */
 HIDDEN void cid_add(sbh3_conn *c, const ngtcp2_cid *cid);
-/* sbh3_error for an ngtcp2 error. */
+/* sbwire_error for an ngtcp2 error. */
 HIDDEN int map_liberr(int rv);
 /* Marks c closed for reason rv, prepares CONNECTION_CLOSE when one is due, posts CLOSED. */
 HIDDEN void conn_fail(sbh3_conn *c, int rv);
@@ -209,6 +221,10 @@ HIDDEN void conn_fail(sbh3_conn *c, int rv);
 HIDDEN void close_locally(sbh3_conn *c, uint64_t app_code, const char *why);
 /* ngtcp2 callbacks for a client or a server connection. */
 HIDDEN void fill_callbacks(ngtcp2_callbacks *cb, int is_server);
+/* ngtcp2 handshake_completed: TLS follow-ups (a server's ticket, a client's refused 0-RTT), then CONNECTED. */
+HIDDEN int conn_handshake_completed(ngtcp2_conn *qc, void *user_data);
+/* Creates the HTTP/3 session and its control and QPACK streams; 0 or -1. */
+HIDDEN int setup_http(sbh3_conn *c);
 /* ngtcp2 settings and local transport parameters from cfg. */
 HIDDEN void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_config *cfg);
 /* Allocates a connection holding a reference to cfg. */
@@ -217,7 +233,7 @@ HIDDEN sbh3_conn *conn_alloc(sbh3_config *cfg);
 HIDDEN void conn_destroy(sbh3_conn *c);
 /* Feeds one received datagram to c; returns ngtcp2's result. */
 HIDDEN int conn_read(sbh3_conn *c, const ngtcp2_path *path, const uint8_t *data, size_t len, uint8_t ecn, uint64_t now);
-/* Writes c's next datagram into out and its ECN codepoint into *ecn (may be NULL); its length, SBH3_ERR_DONE or an error. */
+/* Writes c's next datagram into out and its ECN codepoint into *ecn (may be NULL); its length, SBWIRE_ERR_DONE or an error. */
 HIDDEN int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ecn);
 /* When c's next timer is due (ns), UINT64_MAX for none. */
 HIDDEN uint64_t conn_deadline(sbh3_conn *c);
@@ -236,23 +252,18 @@ HIDDEN int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t queued, uint64_
 /* Test drivers only (never set in the library): edits a new client's transport parameters, to send invalid ones. */
 HIDDEN extern void (*client_params_hook)(ngtcp2_transport_params *params);
 
-/* Creates the HTTP/3 session and its control and QPACK streams; 0 or -1. */
-HIDDEN int setup_http(sbh3_conn *c);
-
 /* ---- tls.c ---- */
 
 /* Creates c's TLS session (server_name: client only); 0 or -1. */
 HIDDEN int tls_init(sbh3_conn *c, const char *server_name);
-/* Releases the ticket key and anti-replay state of cfg. */
-HIDDEN void tls_config_clear(sbh3_config *cfg);
-/* The handshake completed: server sends a ticket; client handles a refused 0-RTT. 0 or -1. */
-HIDDEN int tls_handshake_done(sbh3_conn *c);
+/* Client, before the first flight: offers a ticket from sbh3_conn_ticket and reads the server's transport parameters kept in it into *p; 0 or an error. */
+HIDDEN int tls_resume(sbh3_conn *c, const uint8_t *ticket, size_t len, ngtcp2_transport_params *p);
 /* ngtcp2: received CRYPTO data, counted until the handshake completes, then handed to GnuTLS. */
 HIDDEN int tls_recv_crypto_data(ngtcp2_conn *qc, ngtcp2_crypto_level level, uint64_t offset, const uint8_t *data,
                                 size_t len, void *user_data);
-/* enum sbh3_tls_state bits of c. */
+/* enum sbwire_tls_state bits of c. */
 HIDDEN int tls_state(sbh3_conn *c);
-/* Writes one enum sbh3_tls_info text of c into buf; its length. */
+/* Writes one enum sbwire_tls_info text of c into buf; its length. */
 HIDDEN int tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap);
 /* Exporter of c; out_len or an error. */
 HIDDEN int tls_export(sbh3_conn *c, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
@@ -266,8 +277,6 @@ HIDDEN sbh3_conn *server_find_id(sbh3_server *srv, uint32_t id);
 /* Feeds one datagram from a socket address to the server; see sbh3_server_recv. */
 HIDDEN int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,
                             ngtcp2_socklen fromlen, uint8_t ecn);
-/* Queues a NEW_TOKEN for c's client (a token bound to its address, for a later connection). */
-HIDDEN void server_new_token(sbh3_conn *c);
 /* Writes the server's next datagram into out and its destination into *to; length or DONE. */
 HIDDEN int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
                         uint32_t *conn_id, uint8_t *ecn);

@@ -144,7 +144,8 @@ static const uint8_t *token_key(sbh3_server *srv, uint64_t now) {
   return srv->token_keys[0];
 }
 
-void server_new_token(sbh3_conn *c) {
+/* Queues a NEW_TOKEN for c's client (a token bound to its address, for a later connection). */
+static void server_new_token(sbh3_conn *c) {
   uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
   uint64_t now = now_ns();
   ngtcp2_ssize n = ngtcp2_crypto_generate_regular_token(token, token_key(c->srv, now), 32, &c->ps.remote_addrbuf.sa,
@@ -153,6 +154,14 @@ void server_new_token(sbh3_conn *c) {
     c->st[SBH3_STAT_NEW_TOKENS]++;
     c->srv->st[SBH3_STAT_NEW_TOKENS]++;
   }
+}
+
+/* ngtcp2: the connection's handshake completed (see conn_handshake_completed); a NEW_TOKEN follows when the server validates addresses. */
+static int server_handshake_completed(ngtcp2_conn *qc, void *user_data) {
+  int rv = conn_handshake_completed(qc, user_data);
+  sbh3_conn *c = user_data;
+  if (rv == 0 && c->cfg->retry) server_new_token(c);
+  return rv;
 }
 
 enum { TOKEN_NONE, TOKEN_RETRY_OK, TOKEN_REGULAR_OK, TOKEN_RETRY_BAD };
@@ -228,6 +237,7 @@ static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const
   rand_bytes(scid.data, scid.datalen);
   ngtcp2_callbacks cb;
   fill_callbacks(&cb, 1);
+  cb.handshake_completed = server_handshake_completed;
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
   fill_settings(&settings, &params, srv->cfg);
@@ -258,42 +268,42 @@ static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const
 int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *fromp,
                      ngtcp2_socklen fromlen, uint8_t ecn) {
   ngtcp2_sockaddr_union from = *fromp;
-  if (len == 0) return SBH3_ERR_PROTO;
+  if (len == 0) return SBWIRE_ERR_PROTO;
   if (len > srv->cfg->max_recv_udp_payload) {
     srv->st[SBH3_STAT_DGRAMS_OVERSIZE]++;
-    return SBH3_ERR_DONE;
+    return SBWIRE_ERR_DONE;
   }
   ngtcp2_version_cid vc;
   int rv = ngtcp2_pkt_decode_version_cid(&vc, data, len, SCID_LEN);
   if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
     if (len >= NGTCP2_MAX_UDP_PAYLOAD_SIZE) send_version_negotiation(srv, &vc, &from);
-    return SBH3_ERR_DONE;
+    return SBWIRE_ERR_DONE;
   }
-  if (rv != 0) return SBH3_ERR_PROTO;
+  if (rv != 0) return SBWIRE_ERR_PROTO;
   sbh3_conn *c = server_find(srv, vc.dcid, vc.dcidlen);
   int fresh = 0;
   if (!c) {
     ngtcp2_pkt_hd hd;
     if (ngtcp2_accept(&hd, data, len) != 0) {
       if (!(data[0] & 0x80)) send_stateless_reset(srv, data, len, &from);
-      return SBH3_ERR_PROTO;
+      return SBWIRE_ERR_PROTO;
     }
-    if (srv->shutting_down || srv->nconns >= MAX_CONNS) return SBH3_ERR_CLOSED;
+    if (srv->shutting_down || srv->nconns >= MAX_CONNS) return SBWIRE_ERR_CLOSED;
     ngtcp2_cid odcid;
     int token = token_check(srv, &hd, &from, fromlen, &odcid);
     if (token == TOKEN_RETRY_BAD) {
       send_initial_close(srv, &hd, &from, NGTCP2_INVALID_TOKEN);
-      return SBH3_ERR_PROTO;
+      return SBWIRE_ERR_PROTO;
     }
     if (srv->cfg->retry && token == TOKEN_NONE) {
       send_retry(srv, &hd, &from, fromlen);
-      return SBH3_ERR_DONE;
+      return SBWIRE_ERR_DONE;
     }
     c = server_accept(srv, &hd, &from, fromlen, token == TOKEN_RETRY_OK ? &odcid : NULL);
-    if (!c) return SBH3_ERR_NOMEM;
+    if (!c) return SBWIRE_ERR_NOMEM;
     fresh = 1;
   }
-  if (c->closed) return SBH3_ERR_CLOSED;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
   ngtcp2_path path = c->ps.path;
   path.remote.addr = (ngtcp2_sockaddr *)&from;
   path.remote.addrlen = fromlen;
@@ -303,7 +313,7 @@ int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ng
       /* Not a first packet to answer (undecryptable, or nothing in it): forget it without a trace. */
       server_unlink(srv, c);
       conn_destroy(c);
-      return SBH3_ERR_PROTO;
+      return SBWIRE_ERR_PROTO;
     }
     /* Any other failure, a first packet's included (bad transport parameters), closes with its code. */
     conn_fail(c, rv);
@@ -315,10 +325,10 @@ int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ng
 }
 
 int sbh3_server_recv(sbh3_server *srv, const uint8_t *data, size_t len, const char *from_ip, uint16_t from_port) {
-  if (!srv || !data) return SBH3_ERR_INVALID;
+  if (!srv || !data) return SBWIRE_ERR_INVALID;
   ngtcp2_sockaddr_union from;
   ngtcp2_socklen fromlen;
-  if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBH3_ERR_INVALID;
+  if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBWIRE_ERR_INVALID;
   return server_recv_from(srv, data, len, &from, fromlen, NGTCP2_ECN_NOT_ECT);
 }
 
@@ -328,7 +338,7 @@ int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const
   *ecn = NGTCP2_ECN_NOT_ECT;
   if (srv->sq_count) {
     stateless_pkt_t *p = &srv->sq[srv->sq_head];
-    if (cap < p->len) return SBH3_ERR_BUFFER_TOO_SHORT;
+    if (cap < p->len) return SBWIRE_ERR_BUFFER_TOO_SHORT;
     memcpy(out, p->data, p->len);
     *to = &p->addr;
     *conn_id = 0;
@@ -346,15 +356,15 @@ int server_write(sbh3_server *srv, uint8_t *out, size_t cap, uint64_t now, const
       *conn_id = c->id;
       return n;
     }
-    if (n != SBH3_ERR_DONE) return n;
+    if (n != SBWIRE_ERR_DONE) return n;
     srv->cursor = c->next;
   }
-  return SBH3_ERR_DONE;
+  return SBWIRE_ERR_DONE;
 }
 
 int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, size_t meta_cap) {
-  if (!srv || !out || !meta) return SBH3_ERR_INVALID;
-  if (meta_cap < 6 + INET6_ADDRSTRLEN) return SBH3_ERR_BUFFER_TOO_SHORT;
+  if (!srv || !out || !meta) return SBWIRE_ERR_INVALID;
+  if (meta_cap < 6 + INET6_ADDRSTRLEN) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   const ngtcp2_sockaddr_union *to;
   uint32_t id;
   uint8_t ecn;
@@ -365,7 +375,7 @@ int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, 
 }
 
 int sbh3_server_timeout_ms(sbh3_server *srv) {
-  if (!srv) return SBH3_ERR_INVALID;
+  if (!srv) return SBWIRE_ERR_INVALID;
   uint64_t min = UINT64_MAX;
   for (sbh3_conn *c = srv->conns; c; c = c->next) {
     uint64_t d = conn_deadline(c);
@@ -375,7 +385,7 @@ int sbh3_server_timeout_ms(sbh3_server *srv) {
 }
 
 int sbh3_server_on_timeout(sbh3_server *srv) {
-  if (!srv) return SBH3_ERR_INVALID;
+  if (!srv) return SBWIRE_ERR_INVALID;
   uint64_t now = now_ns();
   sbh3_conn *c = srv->conns;
   while (c) {
@@ -391,29 +401,29 @@ int sbh3_server_on_timeout(sbh3_server *srv) {
 }
 
 int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap) {
-  if (!srv || !buf || cap < 8) return SBH3_ERR_INVALID;
+  if (!srv || !buf || cap < 8) return SBWIRE_ERR_INVALID;
   return evq_poll(&srv->q, buf, cap);
 }
 
 int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,
                         const uint8_t *body, size_t body_len) {
-  if (!srv || !hdrs || (body_len && !body)) return SBH3_ERR_INVALID;
+  if (!srv || !hdrs || (body_len && !body)) return SBWIRE_ERR_INVALID;
   sbh3_conn *c = server_find_id(srv, conn_id);
-  if (!c) return SBH3_ERR_NOT_FOUND;
-  if (c->closed) return SBH3_ERR_CLOSED;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
   stream_t *s = stream_find(c, stream_id);
-  if (!s || !s->done || s->out) return SBH3_ERR_NOT_FOUND;
+  if (!s || !s->done || s->out) return SBWIRE_ERR_NOT_FOUND;
   /* Room in the send queues (one body is always let in, however large, when its queue is empty). */
   if (body_len && ((c->queued && c->queued + body_len > srv->cfg->max_conn_queued) ||
                    (srv->queued && srv->queued + body_len > srv->cfg->max_total_queued)))
-    return SBH3_ERR_STREAM_BLOCKED;
+    return SBWIRE_ERR_STREAM_BLOCKED;
   nghttp3_nv *nv;
   size_t n;
   int rv = parse_headers(hdrs, hdrs_len, &nv, &n);
-  if (rv != 0) return rv == -2 ? SBH3_ERR_NOMEM : SBH3_ERR_INVALID;
+  if (rv != 0) return rv == -2 ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_INVALID;
   if (copy_body(s, body, body_len) != 0) {
     free(nv);
-    return SBH3_ERR_NOMEM;
+    return SBWIRE_ERR_NOMEM;
   }
   nghttp3_data_reader dr = {.read_data = h3_read_body};
   rv = nghttp3_conn_submit_response(c->hc, stream_id, nv, n, body_len ? &dr : NULL);
@@ -422,7 +432,7 @@ int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, c
     free(s->out);
     s->out = NULL;
     s->out_len = 0;
-    return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBH3_ERR_INVALID : SBH3_ERR_INTERNAL;
+    return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBWIRE_ERR_INVALID : SBWIRE_ERR_INTERNAL;
   }
   if (body_len) {
     if (!c->queued) {
@@ -436,7 +446,7 @@ int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, c
 }
 
 int sbh3_server_shutdown(sbh3_server *srv) {
-  if (!srv) return SBH3_ERR_INVALID;
+  if (!srv) return SBWIRE_ERR_INVALID;
   srv->shutting_down = 1;
   for (sbh3_conn *c = srv->conns; c; c = c->next)
     if (c->hc && !c->closed) nghttp3_conn_submit_shutdown_notice(c->hc);
@@ -444,7 +454,7 @@ int sbh3_server_shutdown(sbh3_server *srv) {
 }
 
 int sbh3_server_close_all(sbh3_server *srv) {
-  if (!srv) return SBH3_ERR_INVALID;
+  if (!srv) return SBWIRE_ERR_INVALID;
   srv->shutting_down = 1;
   for (sbh3_conn *c = srv->conns; c; c = c->next) {
     if (c->closed) continue;
@@ -454,7 +464,7 @@ int sbh3_server_close_all(sbh3_server *srv) {
 }
 
 int sbh3_server_open_streams(sbh3_server *srv) {
-  if (!srv) return SBH3_ERR_INVALID;
+  if (!srv) return SBWIRE_ERR_INVALID;
   int n = 0;
   for (sbh3_conn *c = srv->conns; c; c = c->next)
     if (!c->closed) n += c->nstreams;
@@ -462,22 +472,46 @@ int sbh3_server_open_streams(sbh3_server *srv) {
 }
 
 int sbh3_server_stats(sbh3_server *srv, uint32_t conn_id, uint64_t *out, size_t n) {
-  if (!srv) return SBH3_ERR_INVALID;
+  if (!srv) return SBWIRE_ERR_INVALID;
   if (conn_id == 0) return stats_copy(srv->st, NULL, srv->queued, out, n);
   sbh3_conn *c = server_find_id(srv, conn_id);
-  if (!c) return SBH3_ERR_NOT_FOUND;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
   return stats_copy(c->st, c, c->queued, out, n);
 }
 
 int sbh3_server_conn_count(sbh3_server *srv) {
-  if (!srv) return SBH3_ERR_INVALID;
+  if (!srv) return SBWIRE_ERR_INVALID;
   return (int)srv->nconns;
 }
 
 int sbh3_server_peer(sbh3_server *srv, uint32_t conn_id, uint8_t *meta, size_t meta_cap) {
-  if (!srv || !meta) return SBH3_ERR_INVALID;
+  if (!srv || !meta) return SBWIRE_ERR_INVALID;
   sbh3_conn *c = server_find_id(srv, conn_id);
-  if (!c) return SBH3_ERR_NOT_FOUND;
-  if (write_meta(meta, meta_cap, conn_id, &c->ps.remote_addrbuf.sa) != 0) return SBH3_ERR_BUFFER_TOO_SHORT;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  if (write_meta(meta, meta_cap, conn_id, &c->ps.remote_addrbuf.sa) != 0) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   return 0;
+}
+
+int sbh3_server_tls_state(sbh3_server *srv, uint32_t conn_id) {
+  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
+  return c ? tls_state(c) : SBWIRE_ERR_NOT_FOUND;
+}
+
+int sbh3_server_tls_info(sbh3_server *srv, uint32_t conn_id, int kind, uint8_t *buf, size_t cap) {
+  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  return buf ? tls_info(c, kind, buf, cap) : SBWIRE_ERR_INVALID;
+}
+
+int64_t sbh3_server_handshake_bytes(sbh3_server *srv, uint32_t conn_id, int sent) {
+  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  return (int64_t)(sent ? c->hs_sent : c->hs_recv);
+}
+
+int sbh3_server_export(sbh3_server *srv, uint32_t conn_id, const uint8_t *label, size_t label_len,
+                       const uint8_t *context, size_t context_len, uint8_t *out, size_t out_len) {
+  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  return tls_export(c, label, label_len, context, context_len, out, out_len);
 }

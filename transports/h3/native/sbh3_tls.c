@@ -64,37 +64,25 @@ static int replay_add(void *ptr, time_t expires, const gnutls_datum_t *key, cons
   return 0;
 }
 
-void tls_config_clear(sbh3_config *cfg) {
-  if (cfg->ticket_key.data) {
-    gnutls_memset(cfg->ticket_key.data, 0, cfg->ticket_key.size);
-    gnutls_free(cfg->ticket_key.data);
-    cfg->ticket_key.data = NULL;
-  }
-  if (cfg->anti_replay) gnutls_anti_replay_deinit(cfg->anti_replay);
-  cfg->anti_replay = NULL;
-  free(cfg->replay);
-  cfg->replay = NULL;
-}
-
 int sbh3_config_set_tickets(sbh3_config *cfg, uint32_t lifetime_s) {
-  if (!cfg || !cfg->is_server) return SBH3_ERR_INVALID;
+  if (!cfg || !cfg->is_server) return SBWIRE_ERR_INVALID;
   if (lifetime_s && !cfg->ticket_key.data && gnutls_session_ticket_key_generate(&cfg->ticket_key) != 0)
-    return SBH3_ERR_TLS;
+    return SBWIRE_ERR_TLS;
   cfg->ticket_lifetime = lifetime_s;
   return 0;
 }
 
 int sbh3_config_set_early_data(sbh3_config *cfg, int on, uint32_t window_ms) {
-  if (!cfg || (on && cfg->is_server && window_ms == 0)) return SBH3_ERR_INVALID;
+  if (!cfg || (on && cfg->is_server && window_ms == 0)) return SBWIRE_ERR_INVALID;
   cfg->early_data = on ? 1 : 0;
   if (!on || !cfg->is_server) return 0;
   if (!cfg->anti_replay) {
     cfg->replay = calloc(1, sizeof(*cfg->replay));
-    if (!cfg->replay) return SBH3_ERR_NOMEM;
+    if (!cfg->replay) return SBWIRE_ERR_NOMEM;
     if (gnutls_anti_replay_init(&cfg->anti_replay) != 0) {
       free(cfg->replay);
       cfg->replay = NULL;
-      return SBH3_ERR_TLS;
+      return SBWIRE_ERR_TLS;
     }
     gnutls_anti_replay_set_add_function(cfg->anti_replay, replay_add);
     gnutls_anti_replay_set_ptr(cfg->anti_replay, cfg->replay);
@@ -128,16 +116,6 @@ int tls_recv_crypto_data(ngtcp2_conn *qc, ngtcp2_crypto_level level, uint64_t of
 /* ngtcp2_crypto: the QUIC connection behind a TLS session. */
 static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref) { return ((sbh3_conn *)ref->user_data)->qc; }
 
-/* Little-endian u64 store and load for the ticket blob. */
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 /* GnuTLS hook (client): a NewSessionTicket arrived; keep it with the server's transport parameters. */
 static int on_ticket(gnutls_session_t session, unsigned htype, unsigned when, unsigned incoming,
                      const gnutls_datum_t *msg) {
@@ -159,7 +137,7 @@ static int on_ticket(gnutls_session_t session, unsigned htype, unsigned when, un
   uint32_t magic = TICKET_MAGIC, count = TICKET_TP_COUNT;
   memcpy(head, &magic, 4);
   memcpy(head + 4, &count, 4);
-  for (int i = 0; i < TICKET_TP_COUNT; i++) put64(head + 8 + 8 * i, tp[i]);
+  for (int i = 0; i < TICKET_TP_COUNT; i++) sbwire_put_u64(head + 8 + 8 * i, tp[i]);
   c->ticket.len = 0;
   if (buf_append(&c->ticket, head, sizeof(head)) != 0 || buf_append(&c->ticket, d.data, d.size) != 0)
     c->ticket.len = 0;
@@ -185,7 +163,7 @@ int tls_init(sbh3_conn *c, const char *server_name) {
   unsigned alpn_flags = GNUTLS_ALPN_MANDATORY | (cfg->is_server ? GNUTLS_ALPN_SERVER_PRECEDENCE : 0);
   if (gnutls_alpn_set_protocols(c->tls, &alpn, 1, alpn_flags) != 0) return -1;
   if (cfg->is_server) {
-    if (cfg->verify == SBH3_VERIFY_PEER) {
+    if (cfg->verify == SBWIRE_TLS_VERIFY_PEER) {
       gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_REQUIRE);
       gnutls_session_set_verify_cert(c->tls, NULL, 0);
     }
@@ -205,7 +183,7 @@ int tls_init(sbh3_conn *c, const char *server_name) {
       int numeric = inet_pton(AF_INET, server_name, &tmp) == 1 || inet_pton(AF_INET6, server_name, &tmp) == 1;
       if (!numeric) gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, server_name, strlen(server_name));
     }
-    if (cfg->verify == SBH3_VERIFY_PEER) {
+    if (cfg->verify == SBWIRE_TLS_VERIFY_PEER) {
       if (!server_name || !*server_name) return -1;
       c->server_name = strdup(server_name);
       if (!c->server_name) return -1;
@@ -216,59 +194,37 @@ int tls_init(sbh3_conn *c, const char *server_name) {
   return 0;
 }
 
-int sbh3_conn_resume(sbh3_conn *c, const uint8_t *ticket, size_t len) {
-  if (!c || c->srv || !ticket || len <= TICKET_HEAD || len - TICKET_HEAD > UINT32_MAX) return SBH3_ERR_INVALID;
+int tls_resume(sbh3_conn *c, const uint8_t *ticket, size_t len, ngtcp2_transport_params *p) {
+  if (!ticket || len <= TICKET_HEAD || len - TICKET_HEAD > UINT32_MAX) return SBWIRE_ERR_INVALID;
   uint32_t magic, count;
   memcpy(&magic, ticket, 4);
   memcpy(&count, ticket + 4, 4);
-  if (magic != TICKET_MAGIC || count != TICKET_TP_COUNT) return SBH3_ERR_INVALID;
-  if (c->hs_sent || c->hc) return SBH3_ERR_INVALID; /* only before the first flight */
-  if (gnutls_session_set_data(c->tls, ticket + TICKET_HEAD, len - TICKET_HEAD) != 0) return SBH3_ERR_TLS;
-  if (!c->cfg->early_data) return 0;
-  ngtcp2_transport_params p;
-  ngtcp2_transport_params_default(&p);
+  if (magic != TICKET_MAGIC || count != TICKET_TP_COUNT) return SBWIRE_ERR_INVALID;
+  if (c->hs_sent || c->hc) return SBWIRE_ERR_INVALID; /* only before the first flight */
+  if (gnutls_session_set_data(c->tls, ticket + TICKET_HEAD, len - TICKET_HEAD) != 0) return SBWIRE_ERR_TLS;
+  ngtcp2_transport_params_default(p);
   const uint8_t *tp = ticket + 8;
-  p.initial_max_streams_bidi = get64(tp);
-  p.initial_max_streams_uni = get64(tp + 8);
-  p.initial_max_stream_data_bidi_local = get64(tp + 16);
-  p.initial_max_stream_data_bidi_remote = get64(tp + 24);
-  p.initial_max_stream_data_uni = get64(tp + 32);
-  p.initial_max_data = get64(tp + 40);
-  p.active_connection_id_limit = get64(tp + 48);
-  p.max_udp_payload_size = get64(tp + 56);
-  ngtcp2_conn_set_early_remote_transport_params(c->qc, &p);
-  if (setup_http(c) != 0) return SBH3_ERR_INTERNAL;
-  c->early_attempt = 1;
-  return 0;
-}
-
-int tls_handshake_done(sbh3_conn *c) {
-  if (c->srv) {
-    /* A ticket that cannot be sent only costs the client its next resumption. */
-    if (c->cfg->ticket_lifetime) (void)gnutls_session_ticket_send(c->tls, 1, 0);
-    return 0;
-  }
-  if (!c->early_attempt || (gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA)) return 0;
-  /* 0-RTT refused: drop what was sent early and start HTTP/3 again at 1-RTT; the caller resubmits. */
-  if (ngtcp2_conn_early_data_rejected(c->qc) != 0) return -1;
-  nghttp3_conn_del(c->hc);
-  c->hc = NULL;
-  while (c->streams) stream_free(c, c->streams);
-  if (setup_http(c) != 0) return -1;
-  evq_push(c->q, SBH3_EV_EARLY_REJECTED, c->id, -1, 0);
+  p->initial_max_streams_bidi = sbwire_get_u64(tp);
+  p->initial_max_streams_uni = sbwire_get_u64(tp + 8);
+  p->initial_max_stream_data_bidi_local = sbwire_get_u64(tp + 16);
+  p->initial_max_stream_data_bidi_remote = sbwire_get_u64(tp + 24);
+  p->initial_max_stream_data_uni = sbwire_get_u64(tp + 32);
+  p->initial_max_data = sbwire_get_u64(tp + 40);
+  p->active_connection_id_limit = sbwire_get_u64(tp + 48);
+  p->max_udp_payload_size = sbwire_get_u64(tp + 56);
   return 0;
 }
 
 int tls_state(sbh3_conn *c) {
   int st = 0;
   if (ngtcp2_conn_get_handshake_completed(c->qc)) {
-    st |= SBH3_TLS_ESTABLISHED;
-    if (gnutls_session_is_resumed(c->tls)) st |= SBH3_TLS_RESUMED;
+    st |= SBWIRE_TLS_ESTABLISHED;
+    if (gnutls_session_is_resumed(c->tls)) st |= SBWIRE_TLS_RESUMED;
     if ((gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA) && (c->srv || c->early_attempt))
-      st |= SBH3_TLS_EARLY_ACCEPTED;
+      st |= SBWIRE_TLS_EARLY_ACCEPTED;
   }
-  if (c->ticket.len) st |= SBH3_TLS_TICKET;
-  if (c->early_attempt) st |= SBH3_TLS_EARLY_ATTEMPTED;
+  if (c->ticket.len) st |= SBWIRE_TLS_TICKET;
+  if (c->early_attempt) st |= SBWIRE_TLS_EARLY_ATTEMPTED;
   return st;
 }
 
@@ -284,16 +240,16 @@ int tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
   if (!ngtcp2_conn_get_handshake_completed(c->qc)) return 0;
   const char *t = NULL;
   switch (kind) {
-  case SBH3_TLS_VERSION: t = gnutls_protocol_get_name(gnutls_protocol_get_version(c->tls)); break;
-  case SBH3_TLS_SUITE: t = gnutls_ciphersuite_get(c->tls); break;
-  case SBH3_TLS_GROUP: t = gnutls_group_get_name(gnutls_group_get(c->tls)); break;
-  case SBH3_TLS_ALPN: {
+  case SBWIRE_TLS_INFO_VERSION: t = gnutls_protocol_get_name(gnutls_protocol_get_version(c->tls)); break;
+  case SBWIRE_TLS_INFO_SUITE: t = gnutls_ciphersuite_get(c->tls); break;
+  case SBWIRE_TLS_INFO_GROUP: t = gnutls_group_get_name(gnutls_group_get(c->tls)); break;
+  case SBWIRE_TLS_INFO_ALPN: {
     gnutls_datum_t p;
     if (gnutls_alpn_get_selected_protocol(c->tls, &p) != 0) return 0;
     return put_text(buf, cap, (const char *)p.data, p.size);
   }
-  case SBH3_TLS_PEER_SUBJECT: return sb_tls_peer_subject(c->tls, buf, cap);
-  default: return SBH3_ERR_INVALID;
+  case SBWIRE_TLS_INFO_PEER_SUBJECT: return sb_tls_peer_subject(c->tls, buf, cap);
+  default: return SBWIRE_ERR_INVALID;
   }
   return put_text(buf, cap, t, t ? strlen(t) : 0);
 }
@@ -301,60 +257,37 @@ int tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
 int tls_export(sbh3_conn *c, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
                uint8_t *out, size_t out_len) {
   if (!label || label_len == 0 || !out || out_len == 0 || out_len > 65535 || (context_len && !context))
-    return SBH3_ERR_INVALID;
-  if (!ngtcp2_conn_get_handshake_completed(c->qc) || c->closed) return SBH3_ERR_INVALID;
+    return SBWIRE_ERR_INVALID;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
+  if (!ngtcp2_conn_get_handshake_completed(c->qc)) return SBWIRE_ERR_INVALID;
   if (gnutls_prf_rfc5705(c->tls, label_len, (const char *)label, context_len, (const char *)context, out_len,
                          (char *)out) != 0)
-    return SBH3_ERR_TLS;
+    return SBWIRE_ERR_TLS;
   return (int)out_len;
 }
 
 int sbh3_conn_ticket(sbh3_conn *c, uint8_t *buf, size_t cap) {
-  if (!c || c->srv || !buf) return SBH3_ERR_INVALID;
-  if (!c->ticket.len) return SBH3_ERR_DONE;
-  if (cap < c->ticket.len) return SBH3_ERR_BUFFER_TOO_SHORT;
+  if (!c || c->srv || !buf) return SBWIRE_ERR_INVALID;
+  if (!c->ticket.len) return SBWIRE_ERR_DONE;
+  if (cap < c->ticket.len) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   memcpy(buf, c->ticket.p, c->ticket.len);
   int n = (int)c->ticket.len;
   c->ticket.len = 0;
   return n;
 }
 
-int sbh3_conn_tls_state(sbh3_conn *c) { return c ? tls_state(c) : SBH3_ERR_INVALID; }
+int sbh3_conn_tls_state(sbh3_conn *c) { return c ? tls_state(c) : SBWIRE_ERR_INVALID; }
 
 int sbh3_conn_tls_info(sbh3_conn *c, int kind, uint8_t *buf, size_t cap) {
-  return c && buf ? tls_info(c, kind, buf, cap) : SBH3_ERR_INVALID;
+  return c && buf ? tls_info(c, kind, buf, cap) : SBWIRE_ERR_INVALID;
 }
 
 int64_t sbh3_conn_handshake_bytes(sbh3_conn *c, int sent) {
-  if (!c) return SBH3_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   return (int64_t)(sent ? c->hs_sent : c->hs_recv);
 }
 
 int sbh3_conn_export(sbh3_conn *c, const uint8_t *label, size_t label_len, const uint8_t *context, size_t context_len,
                      uint8_t *out, size_t out_len) {
-  return c ? tls_export(c, label, label_len, context, context_len, out, out_len) : SBH3_ERR_INVALID;
-}
-
-int sbh3_server_tls_state(sbh3_server *srv, uint32_t conn_id) {
-  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  return c ? tls_state(c) : SBH3_ERR_NOT_FOUND;
-}
-
-int sbh3_server_tls_info(sbh3_server *srv, uint32_t conn_id, int kind, uint8_t *buf, size_t cap) {
-  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  if (!c) return SBH3_ERR_NOT_FOUND;
-  return buf ? tls_info(c, kind, buf, cap) : SBH3_ERR_INVALID;
-}
-
-int64_t sbh3_server_handshake_bytes(sbh3_server *srv, uint32_t conn_id, int sent) {
-  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  if (!c) return SBH3_ERR_NOT_FOUND;
-  return (int64_t)(sent ? c->hs_sent : c->hs_recv);
-}
-
-int sbh3_server_export(sbh3_server *srv, uint32_t conn_id, const uint8_t *label, size_t label_len,
-                       const uint8_t *context, size_t context_len, uint8_t *out, size_t out_len) {
-  sbh3_conn *c = srv ? server_find_id(srv, conn_id) : NULL;
-  if (!c) return SBH3_ERR_NOT_FOUND;
-  return tls_export(c, label, label_len, context, context_len, out, out_len);
+  return c ? tls_export(c, label, label_len, context, context_len, out, out_len) : SBWIRE_ERR_INVALID;
 }

@@ -107,17 +107,17 @@ void sbh3_udp_free(sbh3_udp *u) {
 }
 
 int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port) {
-  if (!u) return SBH3_ERR_INVALID;
+  if (!u) return SBWIRE_ERR_INVALID;
   ngtcp2_sockaddr_union sa;
   ngtcp2_socklen salen;
-  if (parse_addr(&sa, &salen, ip, port) != 0) return SBH3_ERR_INVALID;
-  if (connect(u->fd, &sa.sa, salen) != 0) return SBH3_ERR_SOCKET;
+  if (parse_addr(&sa, &salen, ip, port) != 0) return SBWIRE_ERR_INVALID;
+  if (connect(u->fd, &sa.sa, salen) != 0) return SBWIRE_ERR_SOCKET;
   u->connected = 1;
   return 0;
 }
 
 int sbh3_udp_refused(sbh3_udp *u) {
-  if (!u) return SBH3_ERR_INVALID;
+  if (!u) return SBWIRE_ERR_INVALID;
   u->refused = 1;
   return 0;
 }
@@ -276,7 +276,7 @@ static void conn_refused(sbh3_conn *c) {
   c->closed = 1;
   c->close_deadline = now_ns();
   set_err(c, "Connection refused: nothing listens at the server's UDP port%s", "");
-  evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBH3_ERR_REFUSED);
+  evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBWIRE_ERR_REFUSED);
 }
 
 /* Takes one received datagram (from: its sender); returns nonzero to stop receiving. */
@@ -312,15 +312,15 @@ static void udp_flush(sbh3_udp *u, udp_source source, void *owner) {
     size_t cap = IO_SEND_BYTES - used;
     const ngtcp2_sockaddr_union *to = NULL;
     uint8_t ecn = 0;
-    int n = cap ? source(owner, u->sbuf + used, cap, now, &to, &ecn) : SBH3_ERR_BUFFER_TOO_SHORT;
+    int n = cap ? source(owner, u->sbuf + used, cap, now, &to, &ecn) : SBWIRE_ERR_BUFFER_TOO_SHORT;
     if (n > 0) {
       int full = udp_add(u, &nmsg, u->sbuf + used, (size_t)n, u->connected ? NULL : to, ecn);
       used += (size_t)n;
       if (!full) continue;
     }
     if (nmsg) udp_send_batch(u, nmsg);
-    if (n == SBH3_ERR_DONE || (n < 0 && n != SBH3_ERR_BUFFER_TOO_SHORT)) break;
-    if (n == SBH3_ERR_BUFFER_TOO_SHORT && nmsg == 0) break;
+    if (n == SBWIRE_ERR_DONE || (n < 0 && n != SBWIRE_ERR_BUFFER_TOO_SHORT)) break;
+    if (n == SBWIRE_ERR_BUFFER_TOO_SHORT && nmsg == 0) break;
     used = 0;
     nmsg = 0;
   }
@@ -354,7 +354,7 @@ static void conn_check_refused(sbh3_conn *c, sbh3_udp *u) {
 }
 
 int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u, const uint8_t *data, size_t len) {
-  if (!c || !u || c->srv) return SBH3_ERR_INVALID;
+  if (!c || !u || c->srv) return SBWIRE_ERR_INVALID;
   int got = 0;
   conn_check_refused(c, u);
   if (data && len && !c->closed) {
@@ -386,12 +386,12 @@ static int server_source(void *owner, uint8_t *out, size_t cap, uint64_t now, co
 
 int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
                    uint16_t from_port) {
-  if (!srv || !u) return SBH3_ERR_INVALID;
+  if (!srv || !u) return SBWIRE_ERR_INVALID;
   int got = 0;
   if (data && len) {
     ngtcp2_sockaddr_union from;
     ngtcp2_socklen fromlen;
-    if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBH3_ERR_INVALID;
+    if (parse_addr(&from, &fromlen, from_ip, from_port) != 0) return SBWIRE_ERR_INVALID;
     server_sink(srv, data, len, &from, fromlen, 0, now_ns()); /* its TOS byte stayed with the caller */
     got = 1;
   }

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { createDevPki } from "../pki.ts";
-import { H3_ERR, H3Config, H3Error, H3ServerEndpoint, H3Socket } from "./ffi.ts";
+import { NATIVE_ERR } from "../native/errors.ts";
+import { H3Config } from "./h3_config.ts";
+import { H3Error } from "./h3_error.ts";
+import { H3ServerEndpoint } from "./h3_server_endpoint.ts";
+import { H3Socket } from "./h3_socket.ts";
 import { loadH3Library } from "./loader.ts";
 import { H3_SKIP } from "./_test_util.ts";
 
@@ -79,7 +83,7 @@ Deno.test({
     sock.close();
     assert.equal(await within(pending, 2000, "receive after close"), null);
     assert.equal(await sock.receive(), null);
-    assert.throws(() => sock.pointer, (e) => e instanceof H3Error && e.code === H3_ERR.CLOSED);
+    assert.throws(() => sock.pointer, (e) => e instanceof H3Error && e.code === NATIVE_ERR.CLOSED);
     sock.close();
     // The port is free again: the descriptor was closed, not just forgotten.
     const again = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: sock.port });
@@ -98,7 +102,7 @@ Deno.test({
       assert.throws(
         () => new H3Socket(symbols, "127.0.0.1", port),
         (e) =>
-          e instanceof H3Error && e.code === H3_ERR.SOCKET &&
+          e instanceof H3Error && e.code === NATIVE_ERR.SOCKET &&
           e.message.includes(`127.0.0.1:${port}`) && /in use/i.test(e.message),
       );
     } finally {

@@ -1,0 +1,22 @@
+/**
+ * {@linkcode H3Error}: a failure the native HTTP/3 module reported, with its
+ * code from the native modules' one enum (`NATIVE_ERR`, transports/native/errors.ts).
+ */
+import { nativeErrorName } from "../native/errors.ts";
+
+/** A failure reported by the native HTTP/3 shim; `code` is from `NATIVE_ERR`. */
+export class H3Error extends Error {
+  /** Negative shim error code. */
+  readonly code: number;
+  constructor(code: number, message?: string, options?: ErrorOptions) {
+    super(message ?? `HTTP/3 shim error ${nativeErrorName(code)}`, options);
+    this.name = "H3Error";
+    this.code = code;
+  }
+}
+
+/** Returns `rc` when it is not negative; throws {@linkcode H3Error} naming `what` otherwise. */
+export function check(rc: number, what: string): number {
+  if (rc < 0) throw new H3Error(rc, `${what} failed: ${nativeErrorName(rc)}`);
+  return rc;
+}

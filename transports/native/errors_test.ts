@@ -1,0 +1,34 @@
+import assert from "node:assert/strict";
+import { NATIVE_ERR, nativeErrorName } from "./errors.ts";
+
+Deno.test("native error codes in TypeScript are the ones sbwire.h gives both modules", async () => {
+  const header = await Deno.readTextFile(new URL("./sbwire.h", import.meta.url));
+  const body = /enum sbwire_error \{([^}]*)\}/.exec(header)?.[1] ?? "";
+  const c = Object.fromEntries(
+    [...body.matchAll(/SBWIRE_ERR_(\w+) = (-\d+)/g)].map((m) => [m[1], Number(m[2])]),
+  );
+  assert.ok(Object.keys(c).length >= 13, "the enum was not found in sbwire.h");
+  assert.deepEqual(c, { ...NATIVE_ERR });
+});
+
+Deno.test("native error names come from the one enum, numbers stand for unknown codes", () => {
+  assert.equal(nativeErrorName(NATIVE_ERR.CLOSED), "CLOSED");
+  assert.equal(nativeErrorName(-5), "TLS");
+  assert.equal(nativeErrorName(-99), "-99");
+});
+
+Deno.test("TLS state bits, info kinds and verification modes in TypeScript are sbwire.h's", async () => {
+  const { TLS_INFO, TLS_STATE, TLS_VERIFY } = await import("./tls_session.ts");
+  const header = await Deno.readTextFile(new URL("./sbwire.h", import.meta.url));
+  const read = (name: string, prefix: string) => {
+    const body = new RegExp(`enum ${name} \\{([^}]*)\\}`).exec(header)?.[1] ?? "";
+    return Object.fromEntries(
+      [...body.matchAll(new RegExp(`${prefix}(\\w+) = (\\d+)`, "g"))].map((
+        m,
+      ) => [m[1], Number(m[2])]),
+    );
+  };
+  assert.deepEqual(read("sbwire_tls_state", "SBWIRE_TLS_"), { ...TLS_STATE });
+  assert.deepEqual(read("sbwire_tls_verify", "SBWIRE_TLS_VERIFY_"), { ...TLS_VERIFY });
+  assert.deepEqual(read("sbwire_tls_info", "SBWIRE_TLS_INFO_"), { ...TLS_INFO });
+});
