@@ -4,7 +4,8 @@
  * the caller feeds it the bytes of every stream, pulls what each stream must
  * send, and polls complete messages. Failures are {@linkcode H3FramingError}.
  */
-import { openNativeLibrary } from "../native/library.ts";
+import { type NativeLibrary, NativeLoadError, nativeModule } from "../native/library.ts";
+import { NATIVE_ERR } from "../native/errors.ts";
 import {
   decodeHeaderBlock,
   encodeHeaderBlock,
@@ -16,15 +17,6 @@ import { type Sbdh3Symbols, SYMBOLS } from "./h3_symbols.ts";
 
 /** Where `deno compile --include build/libsbilab_dh3.so` puts the library. */
 export const EMBEDDED_DH3_LIBRARY_URL = new URL("../../build/libsbilab_dh3.so", import.meta.url);
-
-/** Error codes of the shim (enum sbdh3_error). */
-export const DH3_ERR = {
-  DONE: -1,
-  INVALID: -2,
-  NOMEM: -3,
-  PROTO: -4,
-  BUFFER_TOO_SHORT: -5,
-} as const;
 
 /** A failure of the HTTP/3 layer; `code` is the shim's, `h3Code` the HTTP/3 error to close with. */
 export class H3FramingError extends Error {
@@ -38,23 +30,22 @@ export class H3FramingError extends Error {
   }
 }
 
-let loading: Promise<{ symbols: Sbdh3Symbols; path: string }> | undefined;
-
-/** Opens the shim once per process. */
-export function loadDh3Library(): Promise<{ symbols: Sbdh3Symbols; path: string }> {
-  loading ??= openNativeLibrary({
-    envVar: "SBILAB_DH3_LIB",
-    target: "dh3",
-    embeddedUrl: EMBEDDED_DH3_LIBRARY_URL,
-    symbols: SYMBOLS,
-    what: "HTTP/3 framing module (deno stack)",
-    error: (message, options) => new Error(message, options),
-  }).catch((err) => {
-    loading = undefined;
-    throw err;
-  });
-  return loading;
+/** Raised when the framing module cannot be found, built or opened. */
+export class Dh3LoadError extends NativeLoadError {
+  override readonly name = "Dh3LoadError";
 }
+
+const dh3 = nativeModule({
+  envVar: "SBILAB_DH3_LIB",
+  target: "dh3",
+  embeddedUrl: EMBEDDED_DH3_LIBRARY_URL,
+  symbols: SYMBOLS,
+  what: "HTTP/3 framing module (deno stack)",
+  error: (message, options) => new Dh3LoadError(message, options),
+});
+
+/** Opens the shim once per process; later calls share the result. */
+export const loadDh3Library: () => Promise<NativeLibrary<typeof SYMBOLS>> = dh3.load;
 
 /** The shim's and nghttp3's versions, e.g. `sbdh3 0.1.0, nghttp3 0.8.0`. */
 export function dh3Version(symbols: Sbdh3Symbols): string {
@@ -104,17 +95,19 @@ export class H3Framing {
       BigInt(options.maxBodyBytes),
       BigInt(options.maxFieldSectionBytes ?? 65536),
     );
-    if (!this.#handle) throw new H3FramingError("Cannot create the HTTP/3 layer", DH3_ERR.NOMEM);
+    if (!this.#handle) throw new H3FramingError("Cannot create the HTTP/3 layer", NATIVE_ERR.NOMEM);
   }
 
   #live(): Deno.PointerValue {
-    if (!this.#handle) throw new H3FramingError("The HTTP/3 layer is closed", DH3_ERR.INVALID);
+    if (!this.#handle) throw new H3FramingError("The HTTP/3 layer is closed", NATIVE_ERR.INVALID);
     return this.#handle;
   }
 
   #check(rv: number, what: string): void {
     if (rv >= 0) return;
-    const h3 = rv === DH3_ERR.PROTO ? Number(this.#sym.sbdh3_conn_error_code(this.#live())) : 0x102;
+    const h3 = rv === NATIVE_ERR.PROTO
+      ? Number(this.#sym.sbdh3_conn_error_code(this.#live()))
+      : 0x102;
     throw new H3FramingError(`HTTP/3 ${what} failed (${rv})`, rv, h3 || 0x101);
   }
 
@@ -154,7 +147,7 @@ export class H3Framing {
       const n = Number(
         this.#sym.sbdh3_conn_write(h, this.#out, BigInt(this.#out.length), this.#meta),
       );
-      if (n === DH3_ERR.DONE) return out;
+      if (n === NATIVE_ERR.DONE) return out;
       this.#check(n, "write");
       out.push({
         streamId: Number(view.getBigInt64(0, true)),
@@ -202,8 +195,8 @@ export class H3Framing {
     const h = this.#live();
     for (;;) {
       const n = Number(this.#sym.sbdh3_conn_poll(h, this.#events, BigInt(this.#events.length)));
-      if (n === DH3_ERR.DONE) return out;
-      if (n === DH3_ERR.BUFFER_TOO_SHORT) {
+      if (n === NATIVE_ERR.DONE) return out;
+      if (n === NATIVE_ERR.BUFFER_TOO_SHORT) {
         const need = Number(new DataView(this.#events.buffer).getBigUint64(0, true));
         this.#events = new Uint8Array(need);
         continue;

@@ -276,46 +276,46 @@ void sbdh3_conn_free(sbdh3_conn *c) {
 }
 
 int sbdh3_conn_set_max_streams(sbdh3_conn *c, uint64_t n) {
-  if (!c || !c->server) return SBDH3_ERR_INVALID;
+  if (!c || !c->server) return SBWIRE_ERR_INVALID;
   nghttp3_conn_set_max_client_streams_bidi(c->hc, n);
   return 0;
 }
 
 int sbdh3_conn_bind(sbdh3_conn *c, int64_t control, int64_t qpack_encoder, int64_t qpack_decoder) {
-  if (!c) return SBDH3_ERR_INVALID;
-  if (nghttp3_conn_bind_control_stream(c->hc, control) != 0) return SBDH3_ERR_INVALID;
-  if (nghttp3_conn_bind_qpack_streams(c->hc, qpack_encoder, qpack_decoder) != 0) return SBDH3_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
+  if (nghttp3_conn_bind_control_stream(c->hc, control) != 0) return SBWIRE_ERR_INVALID;
+  if (nghttp3_conn_bind_qpack_streams(c->hc, qpack_encoder, qpack_decoder) != 0) return SBWIRE_ERR_INVALID;
   return 0;
 }
 
 /* Maps an nghttp3 failure: fatal ones close the connection, others are the caller's mistake. */
 static int fail(sbdh3_conn *c, int rv) {
-  if (rv == NGHTTP3_ERR_NOMEM) return SBDH3_ERR_NOMEM;
+  if (rv == NGHTTP3_ERR_NOMEM) return SBWIRE_ERR_NOMEM;
   if (nghttp3_err_is_fatal(rv)) {
     c->error_code = nghttp3_err_infer_quic_app_error_code(rv);
-    return SBDH3_ERR_PROTO;
+    return SBWIRE_ERR_PROTO;
   }
-  return SBDH3_ERR_INVALID;
+  return SBWIRE_ERR_INVALID;
 }
 
 int sbdh3_conn_read(sbdh3_conn *c, int64_t stream_id, const uint8_t *data, size_t len, int fin) {
-  if (!c || (len && !data)) return SBDH3_ERR_INVALID;
+  if (!c || (len && !data)) return SBWIRE_ERR_INVALID;
   nghttp3_ssize n = nghttp3_conn_read_stream(c->hc, stream_id, data, len, fin != 0);
   if (n >= 0) return 0;
-  if (n == NGHTTP3_ERR_NOMEM) return SBDH3_ERR_NOMEM;
+  if (n == NGHTTP3_ERR_NOMEM) return SBWIRE_ERR_NOMEM;
   /* Whatever the peer's bytes broke, the connection must close with the matching HTTP/3 code. */
   c->error_code = nghttp3_err_infer_quic_app_error_code((int)n);
-  return SBDH3_ERR_PROTO;
+  return SBWIRE_ERR_PROTO;
 }
 
 int64_t sbdh3_conn_write(sbdh3_conn *c, uint8_t *out, size_t cap, uint8_t *meta) {
-  if (!c || !out || !meta) return SBDH3_ERR_INVALID;
+  if (!c || !out || !meta) return SBWIRE_ERR_INVALID;
   int64_t sid = -1;
   int fin = 0;
   nghttp3_vec vec[16];
   nghttp3_ssize nvec = nghttp3_conn_writev_stream(c->hc, &sid, &fin, vec, 16);
   if (nvec < 0) return fail(c, (int)nvec);
-  if (sid < 0) return SBDH3_ERR_DONE;
+  if (sid < 0) return SBWIRE_ERR_DONE;
   size_t n = 0;
   int whole = 1;
   for (nghttp3_ssize i = 0; i < nvec; i++) {
@@ -357,23 +357,23 @@ static nghttp3_nv *fields_of(const uint8_t *hdrs, size_t len, size_t *count) {
 /* Submits a message (request or response) with a copied body. */
 static int submit(sbdh3_conn *c, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body,
                   size_t body_len, int request) {
-  if (!c || !hdrs || (body_len && !body) || request == c->server) return SBDH3_ERR_INVALID;
+  if (!c || !hdrs || (body_len && !body) || request == c->server) return SBWIRE_ERR_INVALID;
   size_t count = 0;
   nghttp3_nv *nva = fields_of(hdrs, hdrs_len, &count);
-  if (!nva) return SBDH3_ERR_INVALID;
+  if (!nva) return SBWIRE_ERR_INVALID;
   stream_t *s = NULL;
   if (request) {
     s = stream_new(c, stream_id);
     if (!s) {
       free(nva);
-      return SBDH3_ERR_NOMEM;
+      return SBWIRE_ERR_NOMEM;
     }
   } else {
     for (s = c->streams; s && s->id != stream_id; s = s->next) {
     }
     if (!s) {
       free(nva);
-      return SBDH3_ERR_INVALID;
+      return SBWIRE_ERR_INVALID;
     }
   }
   if (body_len) {
@@ -381,7 +381,7 @@ static int submit(sbdh3_conn *c, int64_t stream_id, const uint8_t *hdrs, size_t 
     if (!s->out) {
       free(nva);
       if (request) stream_free(c, s);
-      return SBDH3_ERR_NOMEM;
+      return SBWIRE_ERR_NOMEM;
     }
     memcpy(s->out, body, body_len);
     s->out_len = body_len;
@@ -408,7 +408,7 @@ int sbdh3_conn_respond(sbdh3_conn *c, int64_t stream_id, const uint8_t *hdrs, si
 }
 
 int64_t sbdh3_conn_poll(sbdh3_conn *c, uint8_t *buf, size_t cap) {
-  if (!c || !buf) return SBDH3_ERR_INVALID;
+  if (!c || !buf) return SBWIRE_ERR_INVALID;
   size_t off = 0;
   while (c->head) {
     event_t *e = c->head;
@@ -416,7 +416,7 @@ int64_t sbdh3_conn_poll(sbdh3_conn *c, uint8_t *buf, size_t cap) {
     if (need > cap - off) {
       if (off) break;
       if (cap >= 8) sbwire_put_u64(buf, need);
-      return SBDH3_ERR_BUFFER_TOO_SHORT;
+      return SBWIRE_ERR_BUFFER_TOO_SHORT;
     }
     sbwire_put_event(buf + off, e->type, 0, e->stream_id, e->code, (uint32_t)e->hdr.len, (uint32_t)e->body.len);
     off += SBWIRE_EVENT_HEADER_LEN;
@@ -428,18 +428,18 @@ int64_t sbdh3_conn_poll(sbdh3_conn *c, uint8_t *buf, size_t cap) {
     if (!c->head) c->tail = NULL;
     event_free(e);
   }
-  return off ? (int64_t)off : SBDH3_ERR_DONE;
+  return off ? (int64_t)off : SBWIRE_ERR_DONE;
 }
 
 int sbdh3_conn_close_stream(sbdh3_conn *c, int64_t stream_id, uint64_t app_error) {
-  if (!c) return SBDH3_ERR_INVALID;
+  if (!c) return SBWIRE_ERR_INVALID;
   int rv = nghttp3_conn_close_stream(c->hc, stream_id, app_error);
   if (rv == NGHTTP3_ERR_STREAM_NOT_FOUND) return 0;
   return rv == 0 ? 0 : fail(c, rv);
 }
 
 int sbdh3_conn_shutdown(sbdh3_conn *c) {
-  if (!c || !c->server) return SBDH3_ERR_INVALID;
+  if (!c || !c->server) return SBWIRE_ERR_INVALID;
   int rv = nghttp3_conn_submit_shutdown_notice(c->hc);
   if (rv == 0) rv = nghttp3_conn_shutdown(c->hc);
   return rv == 0 ? 0 : fail(c, rv);
@@ -447,4 +447,4 @@ int sbdh3_conn_shutdown(sbdh3_conn *c) {
 
 uint64_t sbdh3_conn_error_code(sbdh3_conn *c) { return c ? c->error_code : 0; }
 
-int sbdh3_conn_stream_count(sbdh3_conn *c) { return c ? c->nstreams : SBDH3_ERR_INVALID; }
+int sbdh3_conn_stream_count(sbdh3_conn *c) { return c ? c->nstreams : SBWIRE_ERR_INVALID; }

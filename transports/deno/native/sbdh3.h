@@ -11,8 +11,10 @@
  * (transports/native/sbwire.h). The caller's QUIC is reliable, so bytes are
  * acknowledged to nghttp3 as soon as they are handed out.
  *
- * Functions return a count (>= 0) or a negative code of enum sbdh3_error;
- * SBDH3_ERR_DONE means "nothing more to do" and is not a failure.
+ * Functions return a count (>= 0) or a negative code of the shared enum
+ * sbwire_error (transports/native/sbwire.h): SBWIRE_ERR_DONE means "nothing
+ * more to do" and is not a failure; SBWIRE_ERR_PROTO means the peer broke
+ * HTTP/3 and the connection must close with sbdh3_conn_error_code.
  */
 #ifndef SBDH3_H
 #define SBDH3_H
@@ -21,19 +23,6 @@
 #include <stdint.h>
 
 typedef struct sbdh3_conn sbdh3_conn;
-
-enum sbdh3_error {
-  /* Nothing more to poll or write. */
-  SBDH3_ERR_DONE = -1,
-  /* A bad argument (NULL, wrong side, unknown stream). */
-  SBDH3_ERR_INVALID = -2,
-  /* Out of memory. */
-  SBDH3_ERR_NOMEM = -3,
-  /* The peer broke HTTP/3: close the connection with sbdh3_conn_error_code. */
-  SBDH3_ERR_PROTO = -4,
-  /* The buffer cannot hold even the first record; its first 8 bytes hold the size needed. */
-  SBDH3_ERR_BUFFER_TOO_SHORT = -5,
-};
 
 /* Returns "sbdh3 <version>, nghttp3 <version>" (static storage). */
 const char *sbdh3_version(void);
@@ -47,7 +36,7 @@ int sbdh3_conn_set_max_streams(sbdh3_conn *c, uint64_t n);
 int sbdh3_conn_bind(sbdh3_conn *c, int64_t control, int64_t qpack_encoder, int64_t qpack_decoder);
 /* Feeds len bytes that arrived on stream_id (fin: the peer ended the stream); returns 0 or a negative code. */
 int sbdh3_conn_read(sbdh3_conn *c, int64_t stream_id, const uint8_t *data, size_t len, int fin);
-/* Writes up to cap bytes due on one stream into out; meta gets i64 stream id and u32 fin (16 bytes); returns the bytes (0 with fin: end the stream) or SBDH3_ERR_DONE. */
+/* Writes up to cap bytes due on one stream into out; meta gets i64 stream id and u32 fin (16 bytes); returns the bytes (0 with fin: end the stream) or SBWIRE_ERR_DONE. */
 int64_t sbdh3_conn_write(sbdh3_conn *c, uint8_t *out, size_t cap, uint8_t *meta);
 /* Client: submits a request on the bidirectional stream stream_id the caller opened: an sbwire header block and a body (copied). */
 int sbdh3_conn_request(sbdh3_conn *c, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body,
@@ -55,13 +44,13 @@ int sbdh3_conn_request(sbdh3_conn *c, int64_t stream_id, const uint8_t *hdrs, si
 /* Server: submits the response on stream_id: an sbwire header block and a body (copied). */
 int sbdh3_conn_respond(sbdh3_conn *c, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body,
                        size_t body_len);
-/* Polls MESSAGE, RESET, GOAWAY and TOO_LARGE events (sbwire records) into buf; returns the bytes written, SBDH3_ERR_DONE or SBDH3_ERR_BUFFER_TOO_SHORT. */
+/* Polls MESSAGE, RESET, GOAWAY and TOO_LARGE events (sbwire records) into buf; returns the bytes written, SBWIRE_ERR_DONE or SBWIRE_ERR_BUFFER_TOO_SHORT. */
 int64_t sbdh3_conn_poll(sbdh3_conn *c, uint8_t *buf, size_t cap);
 /* The QUIC layer closed stream_id (ended both ways, or reset with app_error); forgets it. */
 int sbdh3_conn_close_stream(sbdh3_conn *c, int64_t stream_id, uint64_t app_error);
 /* Server: starts a graceful shutdown: GOAWAY, then no new requests. */
 int sbdh3_conn_shutdown(sbdh3_conn *c);
-/* The HTTP/3 error code to close the QUIC connection with after SBDH3_ERR_PROTO. */
+/* The HTTP/3 error code to close the QUIC connection with after SBWIRE_ERR_PROTO. */
 uint64_t sbdh3_conn_error_code(sbdh3_conn *c);
 /* Streams with a message in progress or queued. */
 int sbdh3_conn_stream_count(sbdh3_conn *c);
