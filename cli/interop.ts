@@ -15,6 +15,7 @@ interface InteropCliOptions {
   client?: boolean;
   cases?: string;
   linkBackend: string;
+  stack: string;
   json?: string;
 }
 
@@ -38,6 +39,11 @@ export function registerInteropCommand(program: Command): void {
       "link emulator for the loss/blackhole/rebind cases: relay or netem",
       "relay",
     )
+    .option(
+      "--stack <stack>",
+      "our server's stack: native (ngtcp2, GnuTLS; default) or deno (Deno's QUIC: quinn, rustls; cases it cannot do are unsupported)",
+      "native",
+    )
     .option("--json <file>", "also write the matrix as JSON to FILE")
     .action(async (o: InteropCliOptions) => {
       if (o.server !== undefined && o.client) throw exclusive("--server", "--client");
@@ -51,20 +57,21 @@ export function registerInteropCommand(program: Command): void {
         }
       }
       parseChoice(o.linkBackend, "--link-backend", BACKENDS);
+      const stack = parseChoice(o.stack, "--stack", ["native", "deno"]) as "native" | "deno";
       const cases = o.cases === undefined
         ? undefined
         : parseList(o.cases, "--cases").map((c) => parseChoice(c, "--cases", INTEROP_CASES));
+      const ours = stack === "deno" ? "our h3 server (deno stack: quinn)" : "our h3 server";
       const pairing = o.client
-        ? "gtlsclient → our h3 server"
-        : `our h3 client → ${
-          o.server === undefined || o.server === "ours" ? "our h3 server" : o.server
-        }`;
+        ? `gtlsclient → ${ours}`
+        : `our h3 client → ${o.server === undefined || o.server === "ours" ? ours : o.server}`;
       console.log(`QUIC interop matrix: ${pairing}`);
       const rows: MatrixRow[] = await runInterop({
         server: o.server,
         client: o.client,
         cases,
         linkBackend: o.linkBackend as LinkBackend,
+        stack,
         onRow: (r) => console.log(formatRow(r)),
       });
       const count = (s: MatrixRow["status"]) => rows.filter((r) => r.status === s).length;

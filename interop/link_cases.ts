@@ -67,6 +67,8 @@ export interface LinkCaseOptions {
   pki: DevPki;
   /** Link backend. Default `relay`. */
   backend?: LinkBackend;
+  /** Stack of our server. Default `native`. */
+  stack?: "native" | "deno";
 }
 
 /** Runs one impaired-path case end to end; resolves with its matrix row. */
@@ -97,6 +99,7 @@ export async function runLinkCase(name: string, o: LinkCaseOptions): Promise<Mat
     if (o.server === "ours") {
       await startLabServe({
         transports: ["h3"],
+        stack: o.stack,
         host: link.serverAddr,
         tlsPort: PORT,
         cert,

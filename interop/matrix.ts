@@ -24,6 +24,7 @@ import {
   sbilabPath,
   type ServerPeer,
   startGtlsServer,
+  startOurQuinnServer,
   startOurServer,
 } from "./peers.ts";
 import { LINK_CASES, linkSkipReason, runLinkCase } from "./link_cases.ts";
@@ -72,6 +73,8 @@ export interface InteropOptions {
   cases?: readonly string[];
   /** Link emulator backend for the impaired-path cases (`relay` or `netem`). Default `relay`. */
   linkBackend?: LinkBackend;
+  /** The stack of "our server": `native` (ngtcp2) or `deno` (Deno's QUIC, quinn). Default `native`. */
+  stack?: "native" | "deno";
   /** Called with each row as it is decided. */
   onRow?: (row: MatrixRow) => void;
 }
@@ -90,6 +93,28 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 
 const MiB = 1024 * 1024;
 
+/** Cases our server cannot run on the deno stack, with the reason (what Deno's QUIC lacks). */
+const DENO_SERVER_UNSUPPORTED: Readonly<Record<string, string>> = {
+  retry: "Deno's QUIC (quinn) offers no option to send a Retry",
+  resumption: "Deno's QUIC shows no TLS session state, so a resumed handshake cannot be observed",
+  zerortt: "Deno's QUIC shows no TLS session state, so accepted 0-RTT cannot be observed",
+  ecn: "Deno's QUIC shows no ECN counts",
+};
+
+/** The deno stack's reason a case cannot run, or undefined. */
+function denoUnsupported(ctx: Ctx, name: string): MatrixRow | undefined {
+  if (ctx.options.stack !== "deno" || ctx.server !== "ours") return undefined;
+  const reason = DENO_SERVER_UNSUPPORTED[name];
+  return reason ? { name, status: "unsupported", reason } : undefined;
+}
+
+/** Our server on the stack of `ctx`. */
+function ourServer(ctx: Ctx, options: Omit<H3ServerOptions, "tls">): Promise<ServerPeer> {
+  return ctx.options.stack === "deno"
+    ? startOurQuinnServer(ctx.pki)
+    : startOurServer(ctx.pki, options);
+}
+
 /** One pairing's context, shared by the checks. */
 interface Ctx {
   pki: DevPki;
@@ -102,7 +127,7 @@ interface Ctx {
 async function serverFor(ctx: Ctx, variant: "plain" | "retry" | "chacha20"): Promise<ServerPeer> {
   if (ctx.server === "ours") {
     const options: Omit<H3ServerOptions, "tls"> = variant === "retry" ? { retry: true } : {};
-    return await startOurServer(ctx.pki, options);
+    return await ourServer(ctx, options);
   }
   if (ctx.server === "gtlsserver") {
     const flags = variant === "retry"
@@ -283,6 +308,8 @@ async function gtlsResumption(ctx: Ctx, early: boolean): Promise<MatrixRow> {
 /** One case with our client against the server in `ctx`. */
 async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
   if (UNSUPPORTED[name]) return { name, status: "unsupported", reason: UNSUPPORTED[name] };
+  const deno = denoUnsupported(ctx, name);
+  if (deno) return deno;
   const foreign = ctx.server !== "ours" && ctx.server !== "gtlsserver";
   switch (name) {
     case "rebind-addr":
@@ -322,6 +349,7 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       client: "ours",
       pki: ctx.pki,
       backend: ctx.options.linkBackend,
+      stack: ctx.options.stack,
     });
   }
   const variant = name === "retry" ? "retry" : name === "chacha20" ? "chacha20" : "plain";
@@ -457,6 +485,8 @@ function sizesOk(
 /** One case with gtlsclient against our server. */
 async function clientCase(ctx: Ctx, name: string): Promise<MatrixRow> {
   if (UNSUPPORTED[name]) return { name, status: "unsupported", reason: UNSUPPORTED[name] };
+  const deno = denoUnsupported({ ...ctx, server: "ours" }, name);
+  if (deno) return deno;
   switch (name) {
     case "resumption":
     case "zerortt":
@@ -487,9 +517,10 @@ async function clientCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       client: "gtlsclient",
       pki: ctx.pki,
       backend: ctx.options.linkBackend,
+      stack: ctx.options.stack,
     });
   }
-  const peer = await startOurServer(ctx.pki, name === "retry" ? { retry: true } : {});
+  const peer = await ourServer(ctx, name === "retry" ? { retry: true } : {});
   const url = (n: number) => `${peer.origin}${peer.pathFor(n)}`;
   const run = (sizes: number[], flags?: string[]) =>
     runGtlsClient(peer.host, peer.port, sizes.map(url), { flags });

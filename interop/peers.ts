@@ -10,6 +10,7 @@ import { DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
 import type { H3DatagramStats } from "../transports/h3/h3_datagram_stats.ts";
 import { createH3Client } from "../transports/h3/client.ts";
 import { createH3Server, type H3ServerOptions } from "../transports/h3/server.ts";
+import { createQuinnH3Server } from "../transports/deno/h3_server.ts";
 
 /** A server the checks can reach. */
 export interface ServerPeer {
@@ -52,6 +53,21 @@ export async function startOurServer(
     port: server.port,
     pathFor: sbilabPath,
     datagramStats: () => server.datagramStats() ?? undefined,
+    close: () => server.close(),
+  };
+}
+
+/** Starts the deno stack's h3 server (Deno's QUIC, quinn) on 127.0.0.1 with `pki`'s server certificate. */
+export async function startOurQuinnServer(pki: DevPki): Promise<ServerPeer> {
+  const server = await createQuinnH3Server(createHandler(), {
+    tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+  });
+  return {
+    origin: server.url,
+    host: "127.0.0.1",
+    port: server.port,
+    pathFor: sbilabPath,
+    datagramStats: () => undefined,
     close: () => server.close(),
   };
 }

@@ -53,6 +53,44 @@ Deno.test({
 
 Deno.test({
   name:
+    "lab interop --stack deno: our h3 client passes the cases Deno's QUIC server supports, the rest are unsupported with the reason",
+  ignore,
+  fn: async () => {
+    const cases = [
+      "handshake",
+      "transfer",
+      "multiplexing",
+      "http3",
+      "multiconnect",
+      "retry",
+      "ecn",
+    ];
+    const rows = await runInterop({ stack: "deno", cases });
+    const by = Object.fromEntries(rows.map((r) => [r.name, r]));
+    for (const c of ["handshake", "transfer", "multiplexing", "http3", "multiconnect"]) {
+      assert.equal(by[c].status, "pass", `${c}: ${by[c].reason}`);
+    }
+    assert.equal(by.retry.status, "unsupported");
+    assert.match(by.retry.reason, /Deno's QUIC/);
+    assert.equal(by.ecn.status, "unsupported");
+  },
+});
+
+Deno.test({
+  name: "lab interop --client --stack deno: gtlsclient fetches from the quinn h3 server",
+  ignore: noGtlsClient,
+  fn: async () => {
+    const rows = await runInterop({
+      client: true,
+      stack: "deno",
+      cases: ["handshake", "transfer", "multiplexing", "http3"],
+    });
+    for (const r of rows) assert.equal(r.status, "pass", `${r.name}: ${r.reason}`);
+  },
+});
+
+Deno.test({
+  name:
     "lab interop --client: gtlsclient 0.12.1 passes every case it supports against our h3 server, across the link included",
   ignore: noGtlsClient,
   fn: async () => {
