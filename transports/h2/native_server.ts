@@ -222,17 +222,17 @@ class Connection implements Responder {
     }
     if (type !== H2_EVENT.MESSAGE) return;
     const core = this.#server.core;
-    if (code === MESSAGE_TOO_LARGE) core.tooLarge(this, streamId);
-    else if (code === MESSAGE_OVER_BUDGET) core.overBudget(this, streamId);
-    else {core.serve(
-        this,
-        streamId,
-        decodeRequestBlock,
-        block,
-        owned ? body : body.slice(),
-        false,
-        this.#peer,
-      );}
+    if (code === MESSAGE_TOO_LARGE) {
+      core.tooLarge(this, streamId);
+      return;
+    }
+    if (code === MESSAGE_OVER_BUDGET) {
+      core.overBudget(this, streamId);
+      return;
+    }
+    // a body in the poller's shared buffer is copied out; an empty one needs no copy
+    const own = owned || body.length === 0 ? body : body.slice();
+    core.serve(this, streamId, decodeRequestBlock, block, own, false, this.#peer);
   }
 
   /** Hands a response to the shim; the write follows in this turn of the event loop. */
