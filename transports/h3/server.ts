@@ -11,7 +11,7 @@
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
-import type { HeaderList } from "../native/wire.ts";
+import { ResponseBlockWriter } from "../native/wire.ts";
 import { resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { type Responder, ServerCore } from "../server_core.ts";
@@ -29,7 +29,8 @@ import {
   H3Socket,
 } from "./ffi.ts";
 import { loadH3Library } from "./loader.ts";
-import { responseHeaderList, toSbiRequest } from "./convert.ts";
+import { toSbiRequest } from "./convert.ts";
+import { systemFailure } from "../../handler/problem.ts";
 
 /**
  * Extra options of the HTTP/3 server, beside the shared {@linkcode ServerOptions}
@@ -105,7 +106,8 @@ const DEFAULT_CONN_QUEUED_BYTES = 64 * 1024 * 1024;
 /** A response that waits for room in the server's send queue. */
 interface Blocked {
   streamId: number;
-  headers: HeaderList;
+  /** The encoded header block (a copy of the writer's). */
+  block: Uint8Array;
   body: Uint8Array;
 }
 
@@ -170,6 +172,8 @@ class H3Server implements H3SbiServer {
   #sendTo = this.#send.bind(this);
 
   #blocked = new Map<number, Blocked[]>();
+  /** Encodes every response's header block into one reused buffer. */
+  #writer = new ResponseBlockWriter();
 
   constructor(
     sock: H3Socket,
@@ -201,17 +205,39 @@ class H3Server implements H3SbiServer {
         continue;
       }
       if (got === null || this.#stopped) break;
-      this.#pump(got[0], got[1]);
+      this.#arrived(got[0], got[1]);
     }
   }
 
-  /** One round of I/O: feed `first`, receive the rest, run timers, send all; then hand out the events. */
-  #pump(first?: Uint8Array, from?: Deno.NetAddr): void {
+  /**
+   * A datagram arrived: take it and every further ready one in, run timers,
+   * hand out the events, and send once the handlers that answer at once have
+   * answered (their answers are queued before the flush), so a request's
+   * acknowledgement leaves with its response in one batch, not a datagram
+   * ahead of it.
+   */
+  #arrived(first: Uint8Array, from: Deno.NetAddr): void {
     try {
-      this.#received += Math.max(0, this.#ep.io(this.#sock, first, from));
+      this.#received += Math.max(0, this.#ep.ioDeferSend(this.#sock, first, from));
     } catch (err) {
       this.#core.onError(err);
     }
+    this.#handOut();
+    this.#scheduleFlush();
+  }
+
+  /** One round of I/O: receive what is ready, run timers, send all; then hand out the events. */
+  #pump(): void {
+    try {
+      this.#received += Math.max(0, this.#ep.io(this.#sock));
+    } catch (err) {
+      this.#core.onError(err);
+    }
+    this.#handOut();
+  }
+
+  /** Hands the events out: requests to the core, handshakes to onTls, closes to the books. */
+  #handOut(): void {
     const core = this.#core;
     for (let e: H3Event | null; (e = this.#ep.poll());) {
       if (e.type === H3_EVENT.MESSAGE) {
@@ -269,16 +295,30 @@ class H3Server implements H3SbiServer {
   /** Hands a response to the shim, or queues it behind the connection's waiting ones when there is no room. */
   #send(connId: number, streamId: number, response: SbiResponse): void {
     if (this.#stopped) return;
-    const item = { streamId, headers: responseHeaderList(response), body: response.body };
+    const w = this.#writer;
+    let length;
+    try {
+      length = w.encode(response);
+    } catch (err) {
+      // a header value the wire cannot carry: the handler's fault, answered as one
+      this.#core.onError(err);
+      response = systemFailure();
+      length = w.encode(response);
+    }
     const waiting = this.#blocked.get(connId);
     if (waiting) {
-      waiting.push(item);
+      waiting.push({ streamId, block: w.buffer.slice(0, length), body: response.body });
       return;
     }
     // Other negative results mean the stream or connection went away meanwhile.
-    const rc = this.#ep.respond(connId, streamId, item.headers, item.body);
-    if (rc === H3_ERR.STREAM_BLOCKED) this.#blocked.set(connId, [item]);
-    else this.#scheduleFlush();
+    const rc = this.#ep.respondBlock(connId, streamId, w.buffer, length, response.body);
+    if (rc === H3_ERR.STREAM_BLOCKED) {
+      this.#blocked.set(connId, [{
+        streamId,
+        block: w.buffer.slice(0, length),
+        body: response.body,
+      }]);
+    } else this.#scheduleFlush();
   }
 
   /** Offers waiting responses again, oldest first per connection; true when any went out. */
@@ -287,9 +327,8 @@ class H3Server implements H3SbiServer {
     for (const [connId, waiting] of this.#blocked) {
       while (waiting.length) {
         const b = waiting[0];
-        if (this.#ep.respond(connId, b.streamId, b.headers, b.body) === H3_ERR.STREAM_BLOCKED) {
-          break;
-        }
+        const rc = this.#ep.respondBlock(connId, b.streamId, b.block, b.block.length, b.body);
+        if (rc === H3_ERR.STREAM_BLOCKED) break;
         waiting.shift();
         sent = true;
       }
