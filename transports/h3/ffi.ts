@@ -786,6 +786,11 @@ export class H3ServerEndpoint {
     );
   }
 
+  /** The send half of {@linkcode io}: runs due timers and sends everything due in one batch. */
+  flush(sock: H3Socket): void {
+    this.#sym.sbh3_server_flush(this.#live(), sock.pointer);
+  }
+
   /** Forgets the cached destination of a closed connection. */
   forget(connId: number): void {
     this.#dstCache.delete(connId);

@@ -222,8 +222,20 @@ class H3Server implements H3SbiServer {
     } catch (err) {
       this.#core.onError(err);
     }
+    // Requests wait for their answers' flush; anything else due (more of a response the
+    // peer's acknowledgement lets out, a handshake flight) leaves now.
+    if (this.#handOut() > 0) this.#scheduleFlush();
+    else this.#sendDue();
+  }
+
+  /** Sends everything due (timers first), receiving nothing: the read loop does that. */
+  #sendDue(): void {
+    try {
+      this.#ep.flush(this.#sock);
+    } catch (err) {
+      this.#core.onError(err);
+    }
     this.#handOut();
-    this.#scheduleFlush();
   }
 
   /** One round of I/O: receive what is ready, run timers, send all; then hand out the events. */
@@ -236,11 +248,13 @@ class H3Server implements H3SbiServer {
     this.#handOut();
   }
 
-  /** Hands the events out: requests to the core, handshakes to onTls, closes to the books. */
-  #handOut(): void {
+  /** Hands the events out: requests to the core, handshakes to onTls, closes to the books; returns the requests. */
+  #handOut(): number {
     const core = this.#core;
+    let requests = 0;
     for (let e: H3Event | null; (e = this.#ep.poll());) {
       if (e.type === H3_EVENT.MESSAGE) {
+        requests++;
         const c = this.#conn(e.connId);
         core.serve(
           c,
@@ -261,6 +275,7 @@ class H3Server implements H3SbiServer {
     }
     if (this.#blocked.size && this.#retryBlocked()) this.#scheduleFlush();
     this.#arm();
+    return requests;
   }
 
   #conn(connId: number): H3Connection {
@@ -348,7 +363,7 @@ class H3Server implements H3SbiServer {
 
   #flush(): void {
     if (this.#stopped) return;
-    this.#pump();
+    this.#sendDue();
   }
 
   /**

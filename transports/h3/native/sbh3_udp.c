@@ -400,6 +400,13 @@ int sbh3_server_io_defer(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, siz
   return got;
 }
 
+int sbh3_server_flush(sbh3_server *srv, sbh3_udp *u) {
+  if (!srv || !u) return SBH3_ERR_INVALID;
+  sbh3_server_on_timeout(srv);
+  udp_flush(u, server_source, srv);
+  return 0;
+}
+
 int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
                    uint16_t from_port) {
   int got = sbh3_server_io_defer(srv, u, data, len, from_ip, from_port);
