@@ -1,17 +1,20 @@
 /** `lab serve`: one handler behind every requested transport. */
 import type { Command } from "commander";
-import { createHandler, DEFAULT_MAX_BODY_BYTES } from "../handler/mod.ts";
+import { createHandler } from "../handler/mod.ts";
 import {
   createServer,
   DEFAULT_SERVER_LIMITS,
   parseTransports,
+  resolveServerLimits,
   resolveStack,
   type SbiServer,
+  serverLimitRows,
   type ServerOptions,
   type TlsConnection,
   type TlsMaterial,
   type TransportName,
 } from "../transports/mod.ts";
+import { formatBytes } from "../lib/units.ts";
 import { connectionsWithin, raiseFdLimit } from "../transports/fd_limit.ts";
 import { ByteBudget } from "../transports/byte_budget.ts";
 import {
@@ -52,13 +55,13 @@ interface ServeOptions {
   maxJsonDepth?: string;
   nrfAnyId?: boolean;
   maxConnections?: string;
-  handshakeTimeout: string;
-  idleTimeout: string;
-  stallTimeout: string;
-  maxInflightBodies: string;
-  maxQueuedResponses: string;
+  handshakeTimeout?: string;
+  idleTimeout?: string;
+  stallTimeout?: string;
+  maxInflightBodies?: string;
+  maxQueuedResponses?: string;
   export?: string;
-  ticketLifetime: string;
+  ticketLifetime?: string;
   earlyData: boolean;
 }
 
@@ -129,37 +132,70 @@ function bindError(err: unknown, host: string): unknown {
   return err;
 }
 
+/** An optional positive integer option, undefined when not given. */
+function optionalInt(value: string | undefined, flag: string, allowZero = false) {
+  return value === undefined ? undefined : parseInteger(value, flag, { min: allowZero ? 0 : 1 });
+}
+
 /**
  * The resource limits of one `lab serve` process, the same fields for every
- * stack and transport (see `ServerOptions`); the budgets are shared by all its
- * servers. The soft fd limit is raised to the hard limit first, and the
- * connection cap defaults to what it leaves after a reserve, shared by the TCP
- * listeners.
+ * stack and transport (see `resolveServerLimits`); unset ones take the
+ * defaults, and the budgets are shared by all its servers. The soft fd limit
+ * is raised to the hard limit first, and the connection cap defaults to what
+ * it leaves after a reserve, shared by the TCP listeners.
  */
-function serveLimits(o: ServeOptions, transports: TransportName[]): ServerOptions {
+function serveLimits(
+  o: ServeOptions,
+  transports: TransportName[],
+): ServerOptions & { maxBodyBytes: number } {
   const fd = raiseFdLimit();
   const tcpListeners = transports.filter((t) => t !== "h3").length;
   const fits = fd ? connectionsWithin(fd, tcpListeners) : DEFAULT_SERVER_LIMITS.maxConnections;
-  const maxConnections = o.maxConnections
-    ? parseInteger(o.maxConnections, "--max-connections", { min: 1 })
-    : Math.min(DEFAULT_SERVER_LIMITS.maxConnections, fits);
+  const maxConnections = optionalInt(o.maxConnections, "--max-connections") ??
+    Math.min(DEFAULT_SERVER_LIMITS.maxConnections, fits);
   if (fd && maxConnections > fits) {
     console.error(
       `warning: --max-connections ${maxConnections} is more than the fd limit ${fd.soft} leaves (${fits})`,
     );
   }
-  return {
+  const limits = resolveServerLimits({
+    maxBodyBytes: optionalInt(o.maxBody, "--max-body"),
     maxConnections,
-    handshakeTimeoutMs: parseInteger(o.handshakeTimeout, "--handshake-timeout", { min: 1 }),
-    idleTimeoutMs: parseInteger(o.idleTimeout, "--idle-timeout", { min: 1 }),
-    stallTimeoutMs: parseInteger(o.stallTimeout, "--stall-timeout", { min: 1 }),
-    bodyBudget: new ByteBudget(
-      parseInteger(o.maxInflightBodies, "--max-inflight-bodies", { min: 1 }),
-    ),
-    responseBudget: new ByteBudget(
-      parseInteger(o.maxQueuedResponses, "--max-queued-responses", { min: 1 }),
-    ),
+    handshakeTimeoutMs: optionalInt(o.handshakeTimeout, "--handshake-timeout"),
+    idleTimeoutMs: optionalInt(o.idleTimeout, "--idle-timeout"),
+    stallTimeoutMs: optionalInt(o.stallTimeout, "--stall-timeout"),
+    ticketLifetimeSeconds: optionalInt(o.ticketLifetime, "--ticket-lifetime", true),
+  });
+  const inflight = optionalInt(o.maxInflightBodies, "--max-inflight-bodies") ??
+    limits.maxInflightBodyBytes;
+  const queued = optionalInt(o.maxQueuedResponses, "--max-queued-responses") ??
+    limits.maxQueuedResponseBytes;
+  return {
+    maxBodyBytes: limits.maxBodyBytes,
+    maxConnections: limits.maxConnections,
+    handshakeTimeoutMs: limits.handshakeTimeoutMs,
+    idleTimeoutMs: limits.idleTimeoutMs,
+    stallTimeoutMs: limits.stallTimeoutMs,
+    ticketLifetimeSeconds: limits.ticketLifetimeSeconds,
+    bodyBudget: new ByteBudget(inflight),
+    responseBudget: new ByteBudget(queued),
   };
+}
+
+/** The limits every server applies unless an option sets one, as `lab serve --help` prints them. */
+export function limitsHelp(): string {
+  const rows = serverLimitRows(resolveServerLimits());
+  const width = Math.max(...rows.map((r) => r.option.length));
+  const lines = rows.map((r) => {
+    const value = r.unit === "bytes"
+      ? `${r.value} bytes (${formatBytes(r.value)})`
+      : r.unit === "count"
+      ? String(r.value)
+      : `${r.value} ${r.unit}`;
+    const note = r.name === "maxConnections" ? ", or what the fd limit leaves" : "";
+    return `  ${r.option.padEnd(width)}  ${value}${note}`;
+  });
+  return `\nLimits in force on every stack and transport unless set:\n${lines.join("\n")}\n`;
 }
 
 /** Adds `serve`. */
@@ -190,30 +226,20 @@ export function registerServeCommand(program: Command): void {
     .option("--nrf-max-profile <bytes>", "largest NFProfile in bytes (then 413)", "65536")
     .option("--max-json-depth <n>", "deepest JSON nesting accepted (then 400)", "32")
     .option("--nrf-any-id", "accept any nfInstanceId, not only a UUID")
-    .option(
-      "--max-connections <n>",
-      "TCP connections per h2 listener (default 4096, or what the fd limit leaves)",
-    )
+    .option("--max-connections <n>", "TCP connections per h2 listener")
     .option(
       "--handshake-timeout <ms>",
       "h2: TLS, preface and SETTINGS due within this after connect (deno stack: the first request); h3: QUIC handshake",
-      "10000",
     )
-    .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)", "60000")
+    .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)")
     .option(
       "--stall-timeout <ms>",
       "h2: reset a response the peer has not read for this (deno stack: its connection); h3: close its connection",
-      "30000",
     )
-    .option(
-      "--max-inflight-bodies <bytes>",
-      "request-body bytes held at once (then 503)",
-      "268435456",
-    )
+    .option("--max-inflight-bodies <bytes>", "request-body bytes held at once (then 503)")
     .option(
       "--max-queued-responses <bytes>",
       "response bytes queued for slow readers: per server on the native stack (h2 and h3), per process on deno",
-      "67108864",
     )
     .option(
       "--export <label:len>",
@@ -222,9 +248,9 @@ export function registerServeCommand(program: Command): void {
     .option(
       "--ticket-lifetime <s>",
       "TLS 1.3 session ticket lifetime and key rotation period (0 = no tickets)",
-      "3600",
     )
     .option("--no-early-data", "h3: refuse 0-RTT (resumed clients wait for the handshake)")
+    .addHelpText("after", limitsHelp())
     .action(async (o: ServeOptions) => {
       const stack = asUsage(() => resolveStack(o.stack), "--stack");
       const transports = asUsage(() => parseTransports(o.transports), "--transports");
@@ -241,14 +267,11 @@ export function registerServeCommand(program: Command): void {
           "--export needs the native stack (Deno.serve exposes no TLS exporter)",
         );
       }
-      const ticketLifetimeSeconds = parseInteger(o.ticketLifetime, "--ticket-lifetime");
       const needsTls = transports.some((t) => t !== "h2c");
       const tls = needsTls ? await serverTls(o) : undefined;
       // One body limit: the transports refuse a larger body as it streams in with the
       // handler's own 413, and the handler checks the same number.
-      const maxBodyBytes = o.maxBody
-        ? parseInteger(o.maxBody, "--max-body", { min: 1 })
-        : DEFAULT_MAX_BODY_BYTES;
+      const maxBodyBytes = limits.maxBodyBytes;
       const handler = createHandler({
         delayMs,
         maxBodyBytes,
@@ -278,7 +301,6 @@ export function registerServeCommand(program: Command): void {
           const port = t === "h2c" ? h2cPort : tlsPort;
           const options: ServerOptions & {
             maxUdpPayload?: number;
-            handshakeTimeoutMs?: number;
             maxQueuedBytes?: number;
             retry?: boolean;
             earlyData?: boolean;
@@ -287,11 +309,9 @@ export function registerServeCommand(program: Command): void {
             hostname: o.host,
             port,
             tls,
-            maxBodyBytes,
             ...limits,
             onError: (err: unknown) =>
               console.error(`${t}: ${String((err as Error)?.message ?? err).split("\n")[0]}`),
-            ticketLifetimeSeconds,
             earlyData: o.earlyData,
             onTls: exporter
               ? (conn: TlsConnection) => console.error(tlsLine(t, conn, exporter))

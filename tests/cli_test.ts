@@ -179,6 +179,24 @@ Deno.test("lab request reads a body from @FILE and keeps binary bytes intact", a
   }
 });
 
+Deno.test("lab serve --help prints the limits every server applies, as resolveServerLimits states them", async () => {
+  const { resolveServerLimits, serverLimitRows } = await import("../transports/server_limits.ts");
+  const r = await lab(["serve", "--help"]);
+  assert.equal(r.code, 0, r.stderr);
+  const help = dec.decode(r.stdout);
+  const rows = serverLimitRows(resolveServerLimits());
+  assert.equal(rows.length, 8);
+  for (const row of rows) {
+    const line = help.split("\n").find((l) =>
+      l.trim().startsWith(`${row.option} `) && /\d/.test(l) && !l.includes("<")
+    );
+    assert.ok(line, `no limit line for ${row.option} in:\n${help}`);
+    assert.match(line, new RegExp(`\\s${row.value}(\\s|,|$)`), line);
+  }
+  assert.match(help, /--idle-timeout\s+60000 ms/);
+  assert.match(help, /--max-queued-responses\s+67108864 bytes/);
+});
+
 Deno.test("lab serve refuses a port in use with one line", async () => {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   try {

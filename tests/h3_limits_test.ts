@@ -196,3 +196,28 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "an h3 server built without options applies the same limits as a native h2c server and a deno h2c server built without options: the shared defaults",
+  ignore,
+  fn: async () => {
+    const { createNativeH2cServer } = await import("../transports/h2/native_server.ts");
+    const { createH2cServer } = await import("../transports/deno/server.ts");
+    const { DEFAULT_SERVER_LIMITS } = await import("../transports/server_limits.ts");
+    const handler = createHandler();
+    const h3 = await createH3Server(handler, { tls: await serverTls() });
+    const h2 = await createNativeH2cServer(handler);
+    const deno = await createH2cServer(handler);
+    try {
+      assert.deepEqual(h3.limits, h2.limits);
+      assert.deepEqual(deno.limits, h2.limits);
+      assert.deepEqual(h3.limits, { ...DEFAULT_SERVER_LIMITS });
+      assert.equal(h3.limits.idleTimeoutMs, 60_000);
+      assert.equal(h3.limits.handshakeTimeoutMs, 10_000);
+      assert.equal(h3.limits.maxQueuedResponseBytes, 64 * MiB);
+    } finally {
+      await Promise.all([h3.close(), h2.close(), deno.close()]);
+    }
+  },
+});

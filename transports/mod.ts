@@ -19,6 +19,7 @@ import { resolveStack } from "./stack.ts";
 export { resolveStack, STACK_ENV } from "./stack.ts";
 
 export * from "./types.ts";
+export * from "./server_limits.ts";
 export * from "./tls.ts";
 
 /** Parses a comma-separated transport list; throws `RangeError` naming an unknown one. */

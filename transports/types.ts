@@ -75,7 +75,8 @@ export interface ServerOptions {
   /**
    * Largest request body; a larger one gets the handler's 413 (`bodyTooLarge`)
    * as soon as the transport sees it. Give the handler the same number.
-   * Default the handler's `DEFAULT_MAX_BODY_BYTES`.
+   * Default {@linkcode DEFAULT_SERVER_LIMITS}`.maxBodyBytes` (the handler's
+   * `DEFAULT_MAX_BODY_BYTES`).
    */
   maxBodyBytes?: number;
   /**
@@ -89,7 +90,7 @@ export interface ServerOptions {
    * TLS transports, native stack: lifetime of the TLS 1.3 session tickets sent
    * (one per connection), in seconds; the ticket keys rotate with the same
    * period (GnuTLS derives them from one master key per server). 0 sends none.
-   * Default 3600.
+   * Default {@linkcode DEFAULT_SERVER_LIMITS}`.ticketLifetimeSeconds`.
    */
   ticketLifetimeSeconds?: number;
   /**
@@ -122,7 +123,7 @@ export interface ServerOptions {
    * Request-body bytes held at once, shared by the servers that get the same
    * budget (`lab serve` gives all of them one); a body that does not fit is
    * answered 503 NF_CONGESTION (`overloaded`). Default one budget per process
-   * (`defaultBodyBudget`, 256 MiB).
+   * (`defaultBodyBudget`, {@linkcode DEFAULT_SERVER_LIMITS}`.maxInflightBodyBytes`).
    */
   bodyBudget?: ByteBudget;
   /**
@@ -131,20 +132,18 @@ export interface ServerOptions {
    * native h2 and h3 servers each cap what they queue at the budget's limit
    * (h2 resets a response past it while its peer's window is closed, h3 makes
    * it wait), besides their own cap per connection. Default
-   * `defaultResponseBudget` (64 MiB).
+   * `defaultResponseBudget` ({@linkcode DEFAULT_SERVER_LIMITS}`.maxQueuedResponseBytes`).
    */
   responseBudget?: ByteBudget;
+  /**
+   * How long `close()` waits for in-flight requests before closing
+   * connections, ms (native stack; `Deno.serve` drains by itself). Default
+   * {@linkcode DEFAULT_SERVER_LIMITS}`.drainMs`.
+   */
+  drainMs?: number;
   /** Called with errors the transport swallowed (handler failures, accept errors). Default no-op. */
   onError?: (err: unknown) => void;
 }
-
-/** Defaults of the resource limits in {@linkcode ServerOptions}, the same on every stack. */
-export const DEFAULT_SERVER_LIMITS = {
-  maxConnections: 4096,
-  handshakeTimeoutMs: 10_000,
-  idleTimeoutMs: 60_000,
-  stallTimeoutMs: 30_000,
-} as const;
 
 /** A running server. */
 export interface SbiServer {

@@ -8,7 +8,7 @@
  * connection end and close it cleanly; the listener keeps serving.
  */
 import { libc } from "../native/libc.ts";
-import { DEFAULT_SERVER_LIMITS, type ServerOptions } from "../types.ts";
+import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../server_limits.ts";
 import { tcpSockets } from "../native/nodelay.ts";
 
 /** Connection limits of one listener. */
@@ -28,12 +28,12 @@ export const DEFAULT_CONNECTION_LIMITS: Required<ConnectionLimits> = {
   idleTimeoutMs: DEFAULT_SERVER_LIMITS.idleTimeoutMs,
 };
 
-/** The connection limits a server's options ask for (unset fields take the defaults). */
-export function connectionLimits(options: ServerOptions): Required<ConnectionLimits> {
+/** The connection limits among a server's resolved limits. */
+export function connectionLimits(limits: ServerLimits): Required<ConnectionLimits> {
   return {
-    maxConnections: options.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
-    handshakeTimeoutMs: options.handshakeTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.handshakeTimeoutMs,
-    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.idleTimeoutMs,
+    maxConnections: limits.maxConnections,
+    handshakeTimeoutMs: limits.handshakeTimeoutMs,
+    idleTimeoutMs: limits.idleTimeoutMs,
   };
 }
 

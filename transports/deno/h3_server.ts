@@ -17,17 +17,10 @@
  * TLS (no client certificates). The server says so rather than report them.
  */
 import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
-import {
-  bodyTooLarge,
-  overloaded,
-  systemFailure,
-  tooEarly,
-  unreadableRequest,
-} from "../../handler/problem.ts";
-import { BodyBudgetError, defaultBodyBudget } from "../byte_budget.ts";
 import { resolveTls } from "../tls.ts";
-import { DEFAULT_SERVER_LIMITS, type SbiServer, type ServerOptions } from "../types.ts";
+import type { SbiServer, ServerOptions } from "../types.ts";
+import { type Responder, ServerCore } from "../server_core.ts";
+import { resolveServerLimits, type ServerLimits } from "../server_limits.ts";
 import { WIRE_EVENT } from "../native/wire.ts";
 import { responseHeaderList, toSbiRequest } from "../h3/convert.ts";
 import { type FramingEvent, H3Framing, loadDh3Library } from "./h3_framing.ts";
@@ -35,8 +28,6 @@ import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
 
 /** Request streams one connection may have open at once. */
 export const MAX_STREAMS = 100;
-
-const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 function urlHost(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
@@ -55,13 +46,11 @@ class QuinnH3Server implements SbiServer {
   readonly url: string;
   #endpoint: Deno.QuicEndpoint;
   #listener: Deno.QuicListener;
-  #handler: SbiHandler;
+  #core: ServerCore;
   #options: QuinnH3ServerOptions;
   #conns = new Set<QuicH3Conn>();
   #pending = 0;
-  #inflight = 0;
   #closing: Promise<void> | undefined;
-  #maxBody: number;
   #accepting: Promise<void>;
   #sym: Awaited<ReturnType<typeof loadDh3Library>>["symbols"];
 
@@ -74,27 +63,23 @@ class QuinnH3Server implements SbiServer {
   ) {
     this.#endpoint = endpoint;
     this.#listener = listener;
-    this.#handler = handler;
+    this.#core = new ServerCore(handler, options);
     this.#options = options;
     this.#sym = symbols;
-    this.#maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.hostname = endpoint.addr.hostname;
     this.port = endpoint.addr.port;
     this.url = `https://${urlHost(this.hostname)}:${this.port}`;
     this.#accepting = this.#acceptLoop();
   }
 
-  /** The limits in force (the same defaults as every other server). */
-  get limits() {
-    return {
-      maxConnections: this.#options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections,
-      handshakeTimeoutMs: this.#options.handshakeTimeoutMs ??
-        DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
-      idleTimeoutMs: this.#options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
-      stallTimeoutMs: this.#options.stallTimeoutMs ?? DEFAULT_SERVER_LIMITS.stallTimeoutMs,
-      maxBodyBytes: this.#maxBody,
-      maxStreams: MAX_STREAMS,
-    };
+  /** The limits in force (the same, and the same defaults, as every other server's). */
+  get limits(): ServerLimits & { maxStreams: number } {
+    return { ...this.#core.limits, maxStreams: MAX_STREAMS };
+  }
+
+  /** Requests that arrived in 0-RTT so far, and how many were answered 425 Too Early. */
+  earlyRequests(): { received: number; tooEarly: number } {
+    return this.#core.earlyRequests();
   }
 
   /** Connections open now. */
@@ -113,7 +98,7 @@ class QuinnH3Server implements SbiServer {
         void this.#start(incoming);
       }
     } catch (err) {
-      if (!this.#closing) this.#options.onError?.(err);
+      if (!this.#closing) this.#core.onError(err);
     }
   }
 
@@ -132,7 +117,9 @@ class QuinnH3Server implements SbiServer {
       const late = new Promise<"late">((resolve) => {
         timer = setTimeout(() => resolve("late"), handshakeTimeoutMs);
       });
-      const framing = new H3Framing(this.#sym, true, { maxBodyBytes: this.#maxBody });
+      const framing = new H3Framing(this.#sym, true, {
+        maxBodyBytes: this.#core.limits.maxBodyBytes,
+      });
       framing.setMaxStreams(MAX_STREAMS);
       const conn: QuicH3Conn = await QuicH3Conn.open(quic, framing, {
         onEvents: (events) => this.#onEvents(conn, events, !handshaken),
@@ -144,7 +131,7 @@ class QuinnH3Server implements SbiServer {
       }
     } catch (err) {
       // a failed handshake ends that connection only
-      this.#options.onError?.(err);
+      this.#core.onError(err);
       try {
         quic?.close({ closeCode: H3_CODE.INTERNAL_ERROR, reason: "" });
       } catch {
@@ -157,49 +144,16 @@ class QuinnH3Server implements SbiServer {
   }
 
   #onEvents(conn: QuicH3Conn, events: FramingEvent[], early: boolean): void {
+    const to: Responder = {
+      respond: (streamId, response) => this.#respond(conn, streamId, response),
+    };
     for (const e of events) {
-      if (e.type === WIRE_EVENT.MESSAGE) void this.#dispatch(conn, e, early);
-      else if (e.type === WIRE_EVENT.TOO_LARGE) {
+      if (e.type === WIRE_EVENT.MESSAGE) {
+        this.#core.serve(to, e.streamId, toSbiRequest, e.headers, e.body, early);
+      } else if (e.type === WIRE_EVENT.TOO_LARGE) {
         conn.stopReading(e.streamId);
-        this.#respond(conn, e.streamId, bodyTooLarge(this.#maxBody));
+        this.#core.tooLarge(to, e.streamId);
       } else if (e.type === WIRE_EVENT.RESET) conn.cancel(e.streamId, e.code);
-    }
-  }
-
-  async #dispatch(conn: QuicH3Conn, e: FramingEvent, early: boolean): Promise<void> {
-    this.#inflight++;
-    const budget = this.#options.bodyBudget ?? defaultBodyBudget;
-    const held = e.body.length > 0 && budget.take(e.body.length) ? e.body.length : 0;
-    let response: SbiResponse | undefined;
-    try {
-      let request;
-      if (e.body.length > 0 && held === 0) {
-        response = overloaded(new BodyBudgetError(budget.limit).message);
-      } else {
-        try {
-          request = toSbiRequest(e.headers, e.body);
-        } catch (err) {
-          this.#options.onError?.(err);
-          response = unreadableRequest();
-        }
-      }
-      if (request && early && !EARLY_METHODS.has(request.method)) {
-        // replayable: never run it in 0-RTT (RFC 8470 §5.2)
-        response = tooEarly();
-        request = undefined;
-      }
-      if (request) {
-        try {
-          response = await this.#handler(request);
-        } catch (err) {
-          this.#options.onError?.(err);
-          response = systemFailure();
-        }
-      }
-      if (response) this.#respond(conn, e.streamId, response);
-    } finally {
-      budget.release(held);
-      this.#inflight--;
     }
   }
 
@@ -208,7 +162,7 @@ class QuinnH3Server implements SbiServer {
     try {
       conn.framing.respond(streamId, responseHeaderList(response), response.body);
     } catch (err) {
-      this.#options.onError?.(err);
+      this.#core.onError(err);
       conn.cancel(streamId, H3_CODE.INTERNAL_ERROR);
       return;
     }
@@ -238,10 +192,7 @@ class QuinnH3Server implements SbiServer {
           // a connection that is already gone
         }
       }
-      const deadline = Date.now() + 2000;
-      while (this.#inflight > 0 && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await this.#core.drain(() => false);
       for (const c of [...this.#conns]) c.close(H3_CODE.NO_ERROR, "server closing");
       this.#endpoint.close();
       await this.#accepting;
@@ -269,9 +220,7 @@ export async function createQuinnH3Server(
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 0,
   });
-  const limits = {
-    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
-  };
+  const limits = resolveServerLimits(options);
   const listener = endpoint.listen({
     alpnProtocols: ["h3"],
     cert: tls.certPem!,

@@ -7,7 +7,7 @@
 export {
   createH2cServer,
   createH2TlsServer,
-  DEFAULT_STALL_TIMEOUT_MS,
+  type DenoSbiServer,
   type H2ServerOptions,
 } from "./server.ts";
 export {

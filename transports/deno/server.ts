@@ -13,22 +13,17 @@
  */
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
-import {
-  DEFAULT_SERVER_LIMITS,
-  type SbiServer,
-  type ServerOptions,
-  type TransportName,
-} from "../types.ts";
+import type { SbiServer, ServerOptions, TransportName } from "../types.ts";
 import { BodyBudgetError, BodyTooLargeError, fromSbiResponse, toSbiRequest } from "./convert.ts";
 import { applyNoDelay } from "../native/nodelay.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
 import {
   bodyTooLarge,
   overloaded,
   systemFailure,
   unreadableRequest,
 } from "../../handler/problem.ts";
-import { defaultBodyBudget, defaultResponseBudget } from "../byte_budget.ts";
+import { AcceptBackoff, ServerCore } from "../server_core.ts";
+import type { ServerLimits } from "../server_limits.ts";
 import { ConnectionGuard, connectionLimits } from "./conn_guard.ts";
 import { ResponseBodies, STREAM_THRESHOLD } from "./response_body.ts";
 import { startMtlsFront } from "./mtls_front.ts";
@@ -40,11 +35,15 @@ import { startMtlsFront } from "./mtls_front.ts";
  */
 export type H2ServerOptions = ServerOptions;
 
-/** Default {@linkcode ServerOptions.stallTimeoutMs}. */
-export const DEFAULT_STALL_TIMEOUT_MS: number = DEFAULT_SERVER_LIMITS.stallTimeoutMs;
-
-/** Longest pause between attempts to listen again after accepting failed. */
+/** Pauses between attempts to listen again after accepting failed, ms. */
+const FIRST_BACKOFF_MS = 50;
 const MAX_BACKOFF_MS = 2000;
+
+/** A `Deno.serve` server with the limits it applies. */
+export interface DenoSbiServer extends SbiServer {
+  /** The limits in force. */
+  readonly limits: ServerLimits;
+}
 
 function urlHost(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
@@ -56,9 +55,9 @@ interface Watch {
   bodies: ResponseBodies;
 }
 
-function makeFetchHandler(handler: SbiHandler, options: H2ServerOptions, watch: Watch) {
-  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const budget = options.bodyBudget ?? defaultBodyBudget;
+function makeFetchHandler(core: ServerCore, watch: Watch) {
+  const limit = core.limits.maxBodyBytes;
+  const budget = core.bodyBudget;
   /**
    * The response, and whether its body streams (then `onEnd` runs when it is
    * done, and `onStall` if the peer stops reading it).
@@ -78,17 +77,17 @@ function makeFetchHandler(handler: SbiHandler, options: H2ServerOptions, watch: 
     } catch (err) {
       if (err instanceof BodyTooLargeError) return [fromSbiResponse(bodyTooLarge(limit)), false];
       if (err instanceof BodyBudgetError) return [fromSbiResponse(overloaded(err.message)), false];
-      options.onError?.(err);
+      core.onError(err);
       return [fromSbiResponse(unreadableRequest()), false];
     }
     try {
-      const res = await handler(sbi);
+      const res = await core.answer(sbi);
       if (res.body.length <= STREAM_THRESHOLD) return [fromSbiResponse(res), false];
       const body = watch.bodies.stream(res.body, onEnd, onStall);
       const headers = { ...res.headers, "content-length": String(res.body.length) };
       return [new Response(body, { status: res.status, headers }), true];
     } catch (err) {
-      options.onError?.(err);
+      core.onError(err);
       return [fromSbiResponse(systemFailure()), false];
     } finally {
       budget.release(sbi.body.length);
@@ -116,17 +115,17 @@ function makeFetchHandler(handler: SbiHandler, options: H2ServerOptions, watch: 
 /** A `Deno.serve` listener that opens itself again when its accept loop fails. */
 class Listener {
   port = 0;
-  #options: H2ServerOptions;
+  #core: ServerCore;
   #make: () => Deno.HttpServer<Deno.NetAddr>;
   #server: Deno.HttpServer<Deno.NetAddr> | undefined;
   #closing = false;
   #retry: ReturnType<typeof setTimeout> | undefined;
-  #backoff = 50;
+  #backoff = new AcceptBackoff(FIRST_BACKOFF_MS, MAX_BACKOFF_MS);
   /** How many times the listener was opened again after an accept failure. */
   restarts = 0;
 
-  constructor(options: H2ServerOptions, make: () => Deno.HttpServer<Deno.NetAddr>) {
-    this.#options = options;
+  constructor(core: ServerCore, make: () => Deno.HttpServer<Deno.NetAddr>) {
+    this.#core = core;
     this.#make = make;
   }
 
@@ -144,27 +143,23 @@ class Listener {
     // uncaught rejection that ends the process (and every other transport with it).
     server.finished.catch((err) => {
       if (this.#closing) return;
-      const why = String((err as Error)?.message ?? err).replace(/^Error: /, "");
-      this.#options.onError?.(
-        new Error(`Accepting connections failed: ${why}; listening again`, { cause: err }),
-      );
-      this.#schedule();
+      const wait = this.#backoff.failed();
+      this.#core.onError(AcceptBackoff.error(err, wait));
+      this.#schedule(wait);
     });
   }
 
-  #schedule(): void {
-    const wait = this.#backoff;
-    this.#backoff = Math.min(MAX_BACKOFF_MS, this.#backoff * 2);
+  #schedule(wait: number): void {
     this.#retry = setTimeout(() => {
       this.#retry = undefined;
       if (this.#closing) return;
       try {
         this.#watch(this.#make());
         this.restarts++;
-        this.#backoff = 50;
+        this.#backoff.succeeded();
       } catch (err) {
-        this.#options.onError?.(err);
-        this.#schedule();
+        this.#core.onError(err);
+        this.#schedule(this.#backoff.failed());
       }
     }, wait);
   }
@@ -178,18 +173,15 @@ class Listener {
 
 async function serveOn(
   transport: TransportName,
-  handler: SbiHandler,
+  core: ServerCore,
   options: H2ServerOptions,
   tls?: { cert: string; key: string },
   hostname = options.hostname ?? "127.0.0.1",
   port = options.port ?? 0,
 ): Promise<{ port: number; close(): Promise<void>; guard: ConnectionGuard }> {
-  const bodies = new ResponseBodies(
-    options.responseBudget ?? defaultResponseBudget,
-    options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS,
-  );
+  const bodies = new ResponseBodies(core.responseBudget, core.limits.stallTimeoutMs);
   const watch: Watch = { bodies };
-  const fetchHandler = makeFetchHandler(handler, options, watch);
+  const fetchHandler = makeFetchHandler(core, watch);
   const listening = Promise.withResolvers<Deno.NetAddr>();
   let boundPort = port;
   const make = () =>
@@ -202,11 +194,11 @@ async function serveOn(
         applyNoDelay({ listenPort: addr.port });
       },
       onError: (err) => {
-        options.onError?.(err);
+        core.onError(err);
         return fromSbiResponse(systemFailure());
       },
     }, fetchHandler);
-  const listener = new Listener(options, make);
+  const listener = new Listener(core, make);
   try {
     boundPort = (await listener.start(listening.promise)).port;
   } catch (err) {
@@ -217,7 +209,11 @@ async function serveOn(
     }
     throw err;
   }
-  const guard = new ConnectionGuard(boundPort, connectionLimits(options), options.onError);
+  const guard = new ConnectionGuard(
+    boundPort,
+    connectionLimits(core.limits),
+    (err) => core.onError(err),
+  );
   watch.guard = guard;
   const stallEvery = Math.max(25, Math.min(1000, bodies.stallTimeoutMs / 4));
   const stallTimer = setInterval(() => bodies.sweep(), stallEvery);
@@ -237,12 +233,14 @@ async function serveOn(
 export async function createH2cServer(
   handler: SbiHandler,
   options: H2ServerOptions = {},
-): Promise<SbiServer> {
+): Promise<DenoSbiServer> {
+  const core = new ServerCore(handler, options);
   const hostname = options.hostname ?? "127.0.0.1";
-  const inner = await serveOn("h2c", handler, options);
+  const inner = await serveOn("h2c", core, options);
   let closed: Promise<void> | undefined;
   return {
     transport: "h2c",
+    limits: core.limits,
     hostname,
     port: inner.port,
     url: `http://${urlHost(hostname)}:${inner.port}`,
@@ -254,14 +252,15 @@ export async function createH2cServer(
 export async function createH2TlsServer(
   handler: SbiHandler,
   options: H2ServerOptions = {},
-): Promise<SbiServer> {
+): Promise<DenoSbiServer> {
   if (!options.tls) throw new TypeError("h2-tls needs a certificate and key (tls option)");
+  const core = new ServerCore(handler, options);
   const tls = await resolveTls(options.tls);
   if (!tls.certPem || !tls.keyPem) throw new TypeError("h2-tls needs both a certificate and a key");
   const hostname = options.hostname ?? "127.0.0.1";
   if (tls.requireClientCert) {
     if (tls.caPem.length === 0) throw new TypeError("Mutual TLS needs a CA to verify clients with");
-    const inner = await serveOn("h2-tls", handler, options, undefined, "127.0.0.1", 0);
+    const inner = await serveOn("h2-tls", core, options, undefined, "127.0.0.1", 0);
     const front = await startMtlsFront({
       hostname,
       port: options.port ?? 0,
@@ -269,25 +268,27 @@ export async function createH2TlsServer(
       keyPem: tls.keyPem,
       caPem: tls.caPem,
       innerPort: inner.port,
-      limits: connectionLimits(options),
-      onError: options.onError,
+      limits: connectionLimits(core.limits),
+      onError: (err) => core.onError(err),
     });
     let closed: Promise<void> | undefined;
     return {
       transport: "h2-tls",
+      limits: core.limits,
       hostname,
       port: front.port,
       url: `https://${urlHost(hostname)}:${front.port}`,
       close: () => closed ??= Promise.all([front.close(), inner.close()]).then(() => {}),
     };
   }
-  const inner = await serveOn("h2-tls", handler, options, {
+  const inner = await serveOn("h2-tls", core, options, {
     cert: tls.certPem,
     key: tls.keyPem,
   });
   let closed: Promise<void> | undefined;
   return {
     transport: "h2-tls",
+    limits: core.limits,
     hostname,
     port: inner.port,
     url: `https://${urlHost(hostname)}:${inner.port}`,

@@ -34,16 +34,11 @@
  * that backs off on errors such as EMFILE and keeps serving.
  */
 import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
-import {
-  bodyTooLarge,
-  overloaded,
-  systemFailure,
-  unreadableRequest,
-} from "../../handler/problem.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
-import { BodyBudgetError, type ByteBudget, defaultBodyBudget } from "../byte_budget.ts";
-import { resolveTls, type TlsConnection } from "../tls.ts";
-import { DEFAULT_SERVER_LIMITS, type SbiServer, type ServerOptions } from "../types.ts";
+import { systemFailure } from "../../handler/problem.ts";
+import { resolveTls } from "../tls.ts";
+import type { SbiServer, ServerOptions } from "../types.ts";
+import { AcceptBackoff, type Responder, ServerCore } from "../server_core.ts";
+import type { ServerLimits } from "../server_limits.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
 import { H2_EVENT } from "./ffi.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
@@ -69,13 +64,10 @@ import { runTlsHandshake } from "./tls_handshake.ts";
  * server-wide cap on queued response bytes defaults to the response budget's
  * limit).
  */
-export interface NativeH2ServerOptions
-  extends ServerOptions, Omit<H2ServerLimitOptions, "settingsTimeoutMs"> {
-  /** How long `close()` waits for in-flight requests before closing connections, ms. Default 2000. */
-  drainMs?: number;
-}
+export type NativeH2ServerOptions =
+  & ServerOptions
+  & Omit<H2ServerLimitOptions, "settingsTimeoutMs">;
 
-const DEFAULT_TICKET_LIFETIME_S = 3600;
 const READ_BUFFER = 64 * 1024;
 const WRITE_BUFFER = 256 * 1024;
 /** Bodies from this size on are lent to the shim instead of copied. */
@@ -97,7 +89,7 @@ class BufferPool {
 }
 
 /** One accepted TCP connection (with TLS inside the module, or not) and its HTTP/2 session. */
-class Connection {
+class Connection implements Responder {
   #server: NativeH2cServer;
   #sock: Deno.TcpConn;
   #h2: H2ServerConn;
@@ -161,7 +153,7 @@ class Connection {
     // The hook sees every established connection, also one whose first bytes after the
     // handshake (in the same read) failed HTTP/2 at once, like a TLS-only probe's close.
     if (tls.established) {
-      this.#server.tlsEstablished({
+      this.#server.core.tlsEstablished({
         remoteAddr: { hostname: addr.hostname, port: addr.port },
         info: () => requireTlsInfo(tls.info()),
         exportKeyingMaterial: (label, context, length) =>
@@ -169,7 +161,7 @@ class Connection {
       });
     }
     if (failure !== undefined) {
-      if (!this.finished) this.#server.onError(failure);
+      if (!this.finished) this.#server.core.onError(failure);
       return false;
     }
     const subject = tls.peerSubject();
@@ -232,27 +224,18 @@ class Connection {
       return;
     }
     if (type !== H2_EVENT.MESSAGE) return;
-    const server = this.#server;
+    const core = this.#server.core;
     if (code === MESSAGE_TOO_LARGE) {
-      this.respond(streamId, bodyTooLarge(server.maxBodyBytes));
+      core.tooLarge(this, streamId);
       return;
     }
-    const budget = server.bodyBudget;
-    if (code === MESSAGE_OVER_BUDGET || (body.length > 0 && !budget.take(body.length))) {
-      this.respond(streamId, overloaded(new BodyBudgetError(budget.limit).message));
+    if (code === MESSAGE_OVER_BUDGET) {
+      core.overBudget(this, streamId);
       return;
     }
-    let request;
-    try {
-      request = decodeRequestBlock(block, owned ? body : body.slice());
-    } catch (err) {
-      budget.release(body.length);
-      server.onError(err);
-      this.respond(streamId, unreadableRequest());
-      return;
-    }
-    if (this.#peer) request.peer = this.#peer;
-    server.run(this, streamId, request);
+    // a body in the poller's shared buffer is copied out; an empty one needs no copy
+    const own = owned || body.length === 0 ? body : body.slice();
+    core.serve(this, streamId, decodeRequestBlock, block, own, false, this.#peer);
   }
 
   /** Hands a response to the shim; the write follows in this turn of the event loop. */
@@ -264,7 +247,7 @@ class Connection {
       length = w.encode(response);
     } catch (err) {
       // a header value the wire cannot carry: the handler's fault, answered as one
-      this.#server.onError(err);
+      this.#server.core.onError(err);
       response = systemFailure();
       length = w.encode(response);
     }
@@ -357,6 +340,8 @@ export interface NativeH2Server extends SbiServer {
   readonly connectionCount: number;
   /** Accept errors survived so far. */
   readonly acceptErrors: number;
+  /** The limits in force. */
+  readonly limits: ServerLimits;
   /** Sums one shim counter (`H2_STAT` in server_ffi.ts) over open connections. */
   stat(which: number): number;
 }
@@ -367,27 +352,22 @@ class NativeH2cServer implements NativeH2Server {
   readonly hostname: string;
   readonly port: number;
   readonly url: string;
-  readonly maxBodyBytes: number;
-  /** Request-body bytes held by handlers, shared with the process's other servers. */
-  readonly bodyBudget: ByteBudget;
+  /** The request path, limits, hooks and drain. */
+  readonly core: ServerCore;
   readonly poller = new EventPoller();
   readonly writer = new ResponseBlockWriter();
   readonly pool = new BufferPool();
   #sym: Sbh2Symbols;
   #limits: H2ServerLimits;
   #listener: Deno.TcpListener;
-  #handler: SbiHandler;
-  #options: NativeH2ServerOptions;
   #conns = new Set<Connection>();
-  #inflight = 0;
-  #idle: (() => void) | undefined;
   #accepting: Promise<void>;
   #sweep: ReturnType<typeof setTimeout> | undefined;
   #sweepMs: number;
   #stallMs: number;
   #stopping = false;
   #closing: Promise<void> | undefined;
-  #acceptErrors = 0;
+  #backoff = new AcceptBackoff(5, 1000);
   #tlsConfig: H2TlsConfig | undefined;
 
   constructor(
@@ -395,8 +375,7 @@ class NativeH2cServer implements NativeH2Server {
     limits: H2ServerLimits,
     listener: Deno.TcpListener,
     hostname: string,
-    handler: SbiHandler,
-    options: NativeH2ServerOptions,
+    core: ServerCore,
     tlsConfig?: H2TlsConfig,
   ) {
     this.transport = tlsConfig ? "h2-tls" : "h2c";
@@ -404,67 +383,39 @@ class NativeH2cServer implements NativeH2Server {
     this.#sym = sym;
     this.#limits = limits;
     this.#listener = listener;
-    this.#handler = handler;
-    this.#options = options;
+    this.core = core;
     this.hostname = hostname;
     this.port = (listener.addr as Deno.NetAddr).port;
     this.url = `${tlsConfig ? "https" : "http"}://${urlHost(hostname)}:${this.port}`;
-    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    this.bodyBudget = options.bodyBudget ?? defaultBodyBudget;
-    this.#stallMs = options.stallTimeoutMs ?? DEFAULT_SERVER_LIMITS.stallTimeoutMs;
+    const l = core.limits;
+    this.#stallMs = l.stallTimeoutMs;
     // the shim's timers are checked this often: a quarter of the shortest, within 20 ms .. 1 s
-    const shortest = Math.min(
-      options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
-      options.handshakeTimeoutMs ?? DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
-      this.#stallMs,
-    );
+    const shortest = Math.min(l.idleTimeoutMs, l.handshakeTimeoutMs, l.stallTimeoutMs);
     this.#sweepMs = Math.min(1000, Math.max(20, Math.floor(shortest / 4)));
     this.#accepting = this.#acceptLoop();
   }
 
-  onError(err: unknown): void {
-    try {
-      this.#options.onError?.(err);
-    } catch {
-      // a failing hook must not stop the server
-    }
-  }
-
-  /** Shows a connection whose TLS handshake completed to the `onTls` hook. */
-  tlsEstablished(conn: TlsConnection): void {
-    try {
-      this.#options.onTls?.(conn);
-    } catch (err) {
-      this.onError(err); // a failing hook must not stop the connection
-    }
+  get limits(): ServerLimits {
+    return this.core.limits;
   }
 
   async #acceptLoop(): Promise<void> {
-    let backoff = 0;
+    const backoff = this.#backoff;
     // Bounded by close(): closing the listener ends the pending accept.
     while (!this.#stopping) {
       let sock: Deno.TcpConn;
       try {
         sock = await this.#listener.accept();
-        backoff = 0;
+        backoff.succeeded();
       } catch (err) {
         if (this.#stopping || err instanceof Deno.errors.BadResource) break;
         // EMFILE, ENFILE, ENOMEM, ECONNABORTED: report, wait a little, keep serving
-        this.#acceptErrors++;
-        backoff = Math.min(backoff ? backoff * 2 : 5, 1000);
-        const why = String((err as Error)?.message ?? err).replace(/^Error: /, "");
-        this.onError(
-          new Error(`Accepting connections failed: ${why}; retrying in ${backoff} ms`, {
-            cause: err,
-          }),
-        );
-        await new Promise((r) => setTimeout(r, backoff));
+        const wait = backoff.failed();
+        this.core.onError(AcceptBackoff.error(err, wait));
+        await new Promise((r) => setTimeout(r, wait));
         continue;
       }
-      if (
-        this.#conns.size >=
-          (this.#options.maxConnections ?? DEFAULT_SERVER_LIMITS.maxConnections) || this.#stopping
-      ) {
+      if (this.#conns.size >= this.core.limits.maxConnections || this.#stopping) {
         try {
           sock.close();
         } catch {
@@ -483,7 +434,7 @@ class NativeH2cServer implements NativeH2Server {
         h2 = new H2ServerConn(this.#sym, this.#limits);
         if (this.#tlsConfig) tls = new H2Tls(this.#sym, this.#tlsConfig);
       } catch (err) {
-        this.onError(err);
+        this.core.onError(err);
         h2?.close();
         sock.close();
         continue;
@@ -493,35 +444,9 @@ class NativeH2cServer implements NativeH2Server {
     }
   }
 
-  /** Runs the handler for one request and responds; never throws. */
-  run(conn: Connection, streamId: number, request: Parameters<SbiHandler>[0]): void {
-    this.#inflight++;
-    const held = request.body.length;
-    let answer: Promise<SbiResponse>;
-    try {
-      answer = this.#handler(request);
-    } catch (err) {
-      answer = Promise.reject(err);
-    }
-    answer.then(
-      (response) => this.#done(conn, streamId, response, held),
-      (err) => {
-        this.onError(err);
-        this.#done(conn, streamId, systemFailure(), held);
-      },
-    );
-  }
-
-  #done(conn: Connection, streamId: number, response: SbiResponse, held: number): void {
-    this.#inflight--;
-    this.bodyBudget.release(held);
-    conn.respond(streamId, response);
-    if (this.#inflight === 0) this.#idle?.();
-  }
-
   forget(conn: Connection): void {
     this.#conns.delete(conn);
-    if (this.#conns.size === 0) this.#idle?.();
+    if (this.#conns.size === 0) this.core.wake();
   }
 
   #armSweep(): void {
@@ -555,7 +480,7 @@ class NativeH2cServer implements NativeH2Server {
 
   /** Accept errors survived so far (for tests and diagnostics). */
   get acceptErrors(): number {
-    return this.#acceptErrors;
+    return this.#backoff.errors;
   }
 
   /** Sums one shim counter ({@linkcode H2_STAT}) over open connections (for tests and diagnostics). */
@@ -579,16 +504,9 @@ class NativeH2cServer implements NativeH2Server {
     }
     await this.#accepting;
     for (const c of this.#conns) c.shutdown();
-    const deadline = performance.now() + (this.#options.drainMs ?? 2000);
-    while ((this.#inflight > 0 || this.#conns.size > 0) && performance.now() < deadline) {
-      const { promise, resolve } = Promise.withResolvers<void>();
-      this.#idle = resolve;
-      const t = setTimeout(resolve, 20);
-      await promise;
-      clearTimeout(t);
-      this.#idle = undefined;
+    await this.core.drain(() => this.#conns.size > 0, () => {
       for (const c of this.#conns) if (c.session.stat(H2_STAT.STREAMS) === 0) c.flush();
-    }
+    });
     const left = [...this.#conns];
     for (const c of left) c.finish();
     await Promise.all(left.map((c) => c.reading));
@@ -602,21 +520,22 @@ class NativeH2cServer implements NativeH2Server {
 async function start(
   handler: SbiHandler,
   options: NativeH2ServerOptions,
-  tls?: (sym: Sbh2Symbols) => H2TlsConfig,
+  tls?: (sym: Sbh2Symbols, limits: ServerLimits) => H2TlsConfig,
 ): Promise<NativeH2Server> {
+  const core = new ServerCore(handler, options);
+  const l = core.limits;
   const lib = await loadH2Library();
-  const tlsConfig = tls?.(lib.symbols);
+  const tlsConfig = tls?.(lib.symbols, l);
   let limits: H2ServerLimits;
   try {
     limits = new H2ServerLimits(lib.symbols, {
       ...options,
-      maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-      idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_SERVER_LIMITS.idleTimeoutMs,
-      settingsTimeoutMs: options.handshakeTimeoutMs ?? DEFAULT_SERVER_LIMITS.handshakeTimeoutMs,
-      stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_SERVER_LIMITS.stallTimeoutMs,
-      maxServerQueuedBytes: options.maxServerQueuedBytes ?? options.responseBudget?.limit,
-      maxBufferedBodyBytes: options.maxBufferedBodyBytes ??
-        (options.bodyBudget ?? defaultBodyBudget).limit,
+      maxBodyBytes: l.maxBodyBytes,
+      idleTimeoutMs: l.idleTimeoutMs,
+      settingsTimeoutMs: l.handshakeTimeoutMs,
+      stallTimeoutMs: l.stallTimeoutMs,
+      maxServerQueuedBytes: options.maxServerQueuedBytes ?? l.maxQueuedResponseBytes,
+      maxBufferedBodyBytes: options.maxBufferedBodyBytes ?? l.maxInflightBodyBytes,
     });
   } catch (err) {
     tlsConfig?.close();
@@ -639,7 +558,7 @@ async function start(
   }
   // Accepted sockets inherit TCP_NODELAY from the listener (each is also set on accept).
   applyNoDelay({ listenPort: (listener.addr as Deno.NetAddr).port });
-  return new NativeH2cServer(lib.symbols, limits, listener, hostname, handler, options, tlsConfig);
+  return new NativeH2cServer(lib.symbols, limits, listener, hostname, core, tlsConfig);
 }
 
 /**
@@ -670,8 +589,12 @@ export async function createNativeH2TlsServer(
   if (!material.certPem || !material.keyPem) {
     throw new TypeError("h2-tls needs both a certificate and a key");
   }
-  return await start(handler, options, (sym) =>
-    H2TlsConfig.create(sym, material, "server", {
-      ticketLifetimeSeconds: options.ticketLifetimeSeconds ?? DEFAULT_TICKET_LIFETIME_S,
-    }));
+  return await start(
+    handler,
+    options,
+    (sym, limits) =>
+      H2TlsConfig.create(sym, material, "server", {
+        ticketLifetimeSeconds: limits.ticketLifetimeSeconds,
+      }),
+  );
 }

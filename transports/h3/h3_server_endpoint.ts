@@ -110,6 +110,27 @@ export class H3ServerEndpoint {
     );
   }
 
+  /**
+   * The receive half of {@linkcode io}: feeds `first`, drains every further
+   * ready datagram and runs due timers, but sends nothing; the next `io()`
+   * sends it all (answers to what arrived included) in one batch.
+   */
+  ioDeferSend(sock: H3Socket, first: Uint8Array, from: Deno.NetAddr): number {
+    return this.#sym.sbh3_server_io_defer(
+      this.#live(),
+      sock.pointer,
+      first as Uint8Array<ArrayBuffer>,
+      BigInt(first.length),
+      this.#ip(from.hostname),
+      from.port,
+    );
+  }
+
+  /** The send half of {@linkcode io}: runs due timers and sends everything due in one batch. */
+  flush(sock: H3Socket): void {
+    this.#sym.sbh3_server_flush(this.#live(), sock.pointer);
+  }
+
   /** Forgets the cached destination of a closed connection. */
   forget(connId: number): void {
     this.#dstCache.delete(connId);
@@ -136,12 +157,27 @@ export class H3ServerEndpoint {
   /** Sends a response; returns 0 or a negative code (for example when the stream is gone). */
   respond(connId: number, streamId: number, headers: HeaderList, body: Uint8Array): number {
     const hb = encodeHeaderBlock(headers);
+    return this.respondBlock(connId, streamId, hb, hb.length, body);
+  }
+
+  /**
+   * Sends a response whose header block (the wire format's) is the first
+   * `blockLength` bytes of `block`, copied at once (a reused writer's buffer
+   * will do); returns 0 or a negative code, as {@linkcode respond}.
+   */
+  respondBlock(
+    connId: number,
+    streamId: number,
+    block: Uint8Array,
+    blockLength: number,
+    body: Uint8Array,
+  ): number {
     return this.#sym.sbh3_server_respond(
       this.#live(),
       connId,
       BigInt(streamId),
-      hb,
-      BigInt(hb.length),
+      block as Uint8Array<ArrayBuffer>,
+      BigInt(blockLength),
       (body.length ? body : EMPTY) as Uint8Array<ArrayBuffer>,
       BigInt(body.length),
     );

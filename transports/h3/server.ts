@@ -10,19 +10,12 @@
  * re-armed only when the next deadline moves earlier.
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
-import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
-import type { HeaderList } from "../native/wire.ts";
+import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
+import { ResponseBlockWriter } from "../native/wire.ts";
 import { resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import {
-  bodyTooLarge,
-  overloaded,
-  systemFailure,
-  tooEarly,
-  unreadableRequest,
-} from "../../handler/problem.ts";
-import { BodyBudgetError, defaultBodyBudget } from "../byte_budget.ts";
+import { type Responder, ServerCore } from "../server_core.ts";
+import type { ServerLimits } from "../server_limits.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { H3_EVENT, H3_MSG_EARLY, type H3Event } from "./h3_event.ts";
 import { H3Config, type H3CongestionControl, type H3QuicVersion } from "./h3_config.ts";
@@ -30,19 +23,18 @@ import type { H3DatagramStats } from "./h3_datagram_stats.ts";
 import { H3ServerEndpoint } from "./h3_server_endpoint.ts";
 import { H3Socket } from "./h3_socket.ts";
 import { loadH3Library } from "./loader.ts";
-import { responseHeaderList, toSbiRequest } from "./convert.ts";
+import { toSbiRequest } from "./convert.ts";
+import { systemFailure } from "../../handler/problem.ts";
 
-/** Extra options of the HTTP/3 server. */
+/**
+ * Extra options of the HTTP/3 server, beside the shared {@linkcode ServerOptions}
+ * (whose limits it applies as every server does: `idleTimeoutMs` is the QUIC
+ * idle timeout, `handshakeTimeoutMs` the QUIC handshake's, `stallTimeoutMs`
+ * closes a connection whose held response bytes see no acknowledgement, a
+ * body over `maxBodyBytes` is answered 413 as soon as it passes the limit,
+ * reading stopping with STOP_SENDING H3_NO_ERROR).
+ */
 export interface H3ServerOptions extends ServerOptions {
-  /** Idle timeout of each QUIC connection in ms. Default 30000. */
-  idleTimeoutMs?: number;
-  /**
-   * Largest request body accepted. A larger one is answered with the handler's
-   * 413 ProblemDetails as soon as it passes the limit (reading stops with
-   * STOP_SENDING H3_NO_ERROR) and the stream ends cleanly. Default the
-   * handler's `DEFAULT_MAX_BODY_BYTES`.
-   */
-  maxBodyBytes?: number;
   /**
    * QUIC versions by preference, v1 among them: `["v2draft", "v1"]` moves a
    * peer that offers the v2 draft to it (compatible version negotiation, RFC
@@ -57,8 +49,6 @@ export interface H3ServerOptions extends ServerOptions {
    * stop marking. Default true.
    */
   ecn?: boolean;
-  /** Handshake timeout in ms. Default 5000. */
-  handshakeTimeoutMs?: number;
   /**
    * Validate every new client address with a Retry (RFC 9000 §8.1) and give
    * each client a NEW_TOKEN that skips the Retry next time. Tokens are bound
@@ -68,19 +58,16 @@ export interface H3ServerOptions extends ServerOptions {
    */
   retry?: boolean;
   /**
-   * Response body bytes held for one connection (default 64 MiB) and for the
-   * whole server (default the limit of `responseBudget` when given, else 256 MiB). A response that does not fit waits, in
-   * order, until earlier ones are delivered; the first of a connection always
-   * fits.
+   * Response body bytes held for one connection (default 64 MiB, never more
+   * than `maxQueuedBytes`) and for the whole server (default the limit of
+   * `responseBudget`, `DEFAULT_SERVER_LIMITS.maxQueuedResponseBytes`). A
+   * response that does not fit waits, in order, until earlier ones are
+   * delivered; the first of a connection always fits. A connection whose held
+   * bytes see no acknowledgement for `stallTimeoutMs` is closed with
+   * H3_EXCESSIVE_LOAD.
    */
   maxQueuedBytesPerConnection?: number;
   maxQueuedBytes?: number;
-  /**
-   * A connection whose held response bytes see no acknowledgement for this
-   * long (a peer that keeps its flow-control window closed) is closed with
-   * H3_EXCESSIVE_LOAD. Default 30000 ms.
-   */
-  stallTimeoutMs?: number;
   /**
    * Largest UDP payload to send, for a path MTU you know (1200..65527; 16384
    * on loopback, 1452 on Ethernet). Used once the client's max_udp_payload_size
@@ -96,10 +83,6 @@ export interface H3ServerOptions extends ServerOptions {
    * cubic), so h3 and h2 cross a lossy link under like controllers.
    */
   congestionControl?: H3CongestionControl;
-  /** How long `close()` waits for in-flight requests, in ms. Default 2000. */
-  drainMs?: number;
-  /** Called with errors the transport swallowed. Default no-op. */
-  onError?: (err: unknown) => void;
   /**
    * Accept 0-RTT from resuming clients. A request that arrived in 0-RTT with
    * a method that is not safe (anything but GET, HEAD, OPTIONS) is answered
@@ -111,13 +94,14 @@ export interface H3ServerOptions extends ServerOptions {
   antiReplayWindowMs?: number;
 }
 
-/** Methods served from 0-RTT; others get 425 Too Early (RFC 8470 §5.2). */
-const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+/** Response bytes one connection holds at most, by default. */
+const DEFAULT_CONN_QUEUED_BYTES = 64 * 1024 * 1024;
 
 /** A response that waits for room in the server's send queue. */
 interface Blocked {
   streamId: number;
-  headers: HeaderList;
+  /** The encoded header block (a copy of the writer's). */
+  block: Uint8Array;
   body: Uint8Array;
 }
 
@@ -138,6 +122,26 @@ export interface H3SbiServer extends SbiServer {
   readonly connectionCount: number;
   /** Request streams not yet closed, over all connections. */
   readonly openStreams: number;
+  /** The limits in force. */
+  readonly limits: ServerLimits;
+}
+
+/** One QUIC connection as the server core sees it: where its responses go, and its client's subject. */
+class H3Connection implements Responder {
+  #send: (connId: number, streamId: number, response: SbiResponse) => void;
+  readonly connId: number;
+  /** The verified client certificate's subject (mutual TLS). */
+  peer: SbiPeer | undefined;
+  constructor(
+    connId: number,
+    send: (connId: number, streamId: number, response: SbiResponse) => void,
+  ) {
+    this.connId = connId;
+    this.#send = send;
+  }
+  respond(streamId: number, response: SbiResponse): void {
+    this.#send(this.connId, streamId, response);
+  }
 }
 
 class H3Server implements H3SbiServer {
@@ -148,39 +152,34 @@ class H3Server implements H3SbiServer {
   readonly url: string;
   #sock: H3Socket;
   #ep: H3ServerEndpoint;
-  #handler: SbiHandler;
-  #options: H3ServerOptions;
+  #core: ServerCore;
   #timer = new DeadlineTimer(() => {
     if (!this.#stopped) this.#pump();
   });
   #flushQueued = false;
-  #inflight = 0;
-  #idle: (() => void) | undefined;
   #reading: Promise<void>;
   #closing: Promise<void> | undefined;
   #stopped = false;
   #received = 0;
-  #early = { received: 0, tooEarly: 0 };
-  /** Client certificate subject per connection id (mutual TLS). */
-  #subjects = new Map<number, string>();
+  /** The connections that sent a request or completed a handshake, by id. */
+  #conns = new Map<number, H3Connection>();
+  #sendTo = this.#send.bind(this);
 
   #blocked = new Map<number, Blocked[]>();
-  #maxBody: number;
+  /** Encodes every response's header block into one reused buffer. */
+  #writer = new ResponseBlockWriter();
 
   constructor(
     sock: H3Socket,
     hostname: string,
     ep: H3ServerEndpoint,
-    handler: SbiHandler,
-    options: H3ServerOptions,
+    core: ServerCore,
     maxUdpPayload: number,
   ) {
     this.#sock = sock;
     this.#ep = ep;
-    this.#handler = handler;
-    this.#options = options;
+    this.#core = core;
     this.hostname = hostname;
-    this.#maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.maxUdpPayload = maxUdpPayload || undefined;
     this.port = sock.port;
     this.url = `https://${urlHost(hostname)}:${sock.port}`;
@@ -195,119 +194,140 @@ class H3Server implements H3SbiServer {
         got = await this.#sock.receive();
       } catch (err) {
         // Not expected on an unconnected socket; report it and keep serving, without spinning.
-        this.#options.onError?.(err);
+        this.#core.onError(err);
         await new Promise((r) => setTimeout(r, 1));
         continue;
       }
       if (got === null || this.#stopped) break;
-      this.#pump(got[0], got[1]);
+      this.#arrived(got[0], got[1]);
     }
   }
 
-  /** One round of I/O: feed `first`, receive the rest, run timers, send all; then hand out the events. */
-  #pump(first?: Uint8Array, from?: Deno.NetAddr): void {
+  /**
+   * A datagram arrived: take it and every further ready one in, run timers,
+   * hand out the events, and send once the handlers that answer at once have
+   * answered (their answers are queued before the flush), so a request's
+   * acknowledgement leaves with its response in one batch, not a datagram
+   * ahead of it.
+   */
+  #arrived(first: Uint8Array, from: Deno.NetAddr): void {
     try {
-      this.#received += Math.max(0, this.#ep.io(this.#sock, first, from));
+      this.#received += Math.max(0, this.#ep.ioDeferSend(this.#sock, first, from));
     } catch (err) {
-      this.#options.onError?.(err);
+      this.#core.onError(err);
     }
+    // Requests wait for their answers' flush; anything else due (more of a response the
+    // peer's acknowledgement lets out, a handshake flight) leaves now.
+    if (this.#handOut() > 0) this.#scheduleFlush();
+    else this.#sendDue();
+  }
+
+  /** Sends everything due (timers first), receiving nothing: the read loop does that. */
+  #sendDue(): void {
+    try {
+      this.#ep.flush(this.#sock);
+    } catch (err) {
+      this.#core.onError(err);
+    }
+    this.#handOut();
+  }
+
+  /** One round of I/O: receive what is ready, run timers, send all; then hand out the events. */
+  #pump(): void {
+    try {
+      this.#received += Math.max(0, this.#ep.io(this.#sock));
+    } catch (err) {
+      this.#core.onError(err);
+    }
+    this.#handOut();
+  }
+
+  /** Hands the events out: requests to the core, handshakes to onTls, closes to the books; returns the requests. */
+  #handOut(): number {
+    const core = this.#core;
+    let requests = 0;
     for (let e: H3Event | null; (e = this.#ep.poll());) {
-      if (e.type === H3_EVENT.MESSAGE) void this.#dispatch(e);
-      else if (e.type === H3_EVENT.CONNECTED) this.#onConnected(e.connId);
-      else if (e.type === H3_EVENT.TOO_LARGE) {
-        this.#send(e.connId, e.streamId, bodyTooLarge(this.#maxBody));
-      } else if (e.type === H3_EVENT.CLOSED) {
+      if (e.type === H3_EVENT.MESSAGE) {
+        requests++;
+        const c = this.#conn(e.connId);
+        core.serve(
+          c,
+          e.streamId,
+          toSbiRequest,
+          e.headers,
+          e.body,
+          (e.code & H3_MSG_EARLY) !== 0,
+          c.peer,
+        );
+      } else if (e.type === H3_EVENT.CONNECTED) this.#onConnected(e.connId);
+      else if (e.type === H3_EVENT.TOO_LARGE) core.tooLarge(this.#conn(e.connId), e.streamId);
+      else if (e.type === H3_EVENT.CLOSED) {
         this.#ep.forget(e.connId);
         this.#blocked.delete(e.connId);
-        this.#subjects.delete(e.connId);
+        this.#conns.delete(e.connId);
       }
     }
     if (this.#blocked.size && this.#retryBlocked()) this.#scheduleFlush();
     this.#arm();
+    return requests;
+  }
+
+  #conn(connId: number): H3Connection {
+    let c = this.#conns.get(connId);
+    if (!c) {
+      c = new H3Connection(connId, this.#sendTo);
+      this.#conns.set(connId, c);
+    }
+    return c;
   }
 
   /** A handshake completed: remember the client's subject and show the connection to `onTls`. */
   #onConnected(connId: number): void {
     const tls = this.#ep.tlsInfo(connId);
     if (!tls) return;
-    if (tls.peerSubject) this.#subjects.set(connId, tls.peerSubject);
-    const hook = this.#options.onTls;
+    if (tls.peerSubject) this.#conn(connId).peer = { subject: tls.peerSubject };
     const remote = this.#ep.peer(connId);
-    if (!hook || !remote) return;
+    if (!remote) return;
     const ep = this.#ep;
-    try {
-      hook({
-        remoteAddr: { hostname: remote.hostname, port: remote.port },
-        info(): TlsConnectionInfo {
-          const now = ep.tlsInfo(connId);
-          if (!now) throw new RangeError("The HTTP/3 connection is closed");
-          return now;
-        },
-        exportKeyingMaterial: (label, context, length) =>
-          ep.exportKeyingMaterial(connId, label, context, length),
-      });
-    } catch (err) {
-      this.#options.onError?.(err); // a failing hook must not stop the connection
-    }
-  }
-
-  async #dispatch(e: H3Event): Promise<void> {
-    this.#inflight++;
-    const budget = this.#options.bodyBudget ?? defaultBodyBudget;
-    const held = e.body.length > 0 && budget.take(e.body.length) ? e.body.length : 0;
-    let response;
-    try {
-      let request;
-      if (e.body.length > 0 && held === 0) {
-        // the process holds as many request-body bytes as its budget allows
-        response = overloaded(new BodyBudgetError(budget.limit).message);
-      } else {
-        try {
-          request = toSbiRequest(e.headers, e.body);
-        } catch (err) {
-          this.#options.onError?.(err);
-          response = unreadableRequest();
-        }
-      }
-      if (request && e.code & H3_MSG_EARLY) {
-        this.#early.received++;
-        if (!EARLY_METHODS.has(request.method)) {
-          // Replayable: never run it. The client retries after the handshake (RFC 8470 §5.2).
-          this.#early.tooEarly++;
-          response = tooEarly();
-          request = undefined;
-        }
-      }
-      if (request) {
-        const subject = this.#subjects.get(e.connId);
-        if (subject) request.peer = { subject };
-        try {
-          response = await this.#handler(request);
-        } catch (err) {
-          this.#options.onError?.(err);
-          response = systemFailure();
-        }
-      }
-      if (!this.#stopped && response) this.#send(e.connId, e.streamId, response);
-    } finally {
-      budget.release(held);
-      this.#inflight--;
-      this.#idle?.();
-    }
+    this.#core.tlsEstablished({
+      remoteAddr: { hostname: remote.hostname, port: remote.port },
+      info(): TlsConnectionInfo {
+        const now = ep.tlsInfo(connId);
+        if (!now) throw new RangeError("The HTTP/3 connection is closed");
+        return now;
+      },
+      exportKeyingMaterial: (label, context, length) =>
+        ep.exportKeyingMaterial(connId, label, context, length),
+    });
   }
 
   /** Hands a response to the shim, or queues it behind the connection's waiting ones when there is no room. */
   #send(connId: number, streamId: number, response: SbiResponse): void {
-    const item = { streamId, headers: responseHeaderList(response), body: response.body };
+    if (this.#stopped) return;
+    const w = this.#writer;
+    let length;
+    try {
+      length = w.encode(response);
+    } catch (err) {
+      // a header value the wire cannot carry: the handler's fault, answered as one
+      this.#core.onError(err);
+      response = systemFailure();
+      length = w.encode(response);
+    }
     const waiting = this.#blocked.get(connId);
     if (waiting) {
-      waiting.push(item);
+      waiting.push({ streamId, block: w.buffer.slice(0, length), body: response.body });
       return;
     }
     // Other negative results mean the stream or connection went away meanwhile.
-    const rc = this.#ep.respond(connId, streamId, item.headers, item.body);
-    if (rc === NATIVE_ERR.STREAM_BLOCKED) this.#blocked.set(connId, [item]);
-    else this.#scheduleFlush();
+    const rc = this.#ep.respondBlock(connId, streamId, w.buffer, length, response.body);
+    if (rc === NATIVE_ERR.STREAM_BLOCKED) {
+      this.#blocked.set(connId, [{
+        streamId,
+        block: w.buffer.slice(0, length),
+        body: response.body,
+      }]);
+    } else this.#scheduleFlush();
   }
 
   /** Offers waiting responses again, oldest first per connection; true when any went out. */
@@ -316,9 +336,8 @@ class H3Server implements H3SbiServer {
     for (const [connId, waiting] of this.#blocked) {
       while (waiting.length) {
         const b = waiting[0];
-        if (this.#ep.respond(connId, b.streamId, b.headers, b.body) === NATIVE_ERR.STREAM_BLOCKED) {
-          break;
-        }
+        const rc = this.#ep.respondBlock(connId, b.streamId, b.block, b.block.length, b.body);
+        if (rc === NATIVE_ERR.STREAM_BLOCKED) break;
         waiting.shift();
         sent = true;
       }
@@ -338,7 +357,7 @@ class H3Server implements H3SbiServer {
 
   #flush(): void {
     if (this.#stopped) return;
-    this.#pump();
+    this.#sendDue();
   }
 
   /**
@@ -364,7 +383,11 @@ class H3Server implements H3SbiServer {
   }
 
   earlyRequests(): { received: number; tooEarly: number } {
-    return { ...this.#early };
+    return this.#core.earlyRequests();
+  }
+
+  get limits(): ServerLimits {
+    return this.#core.limits;
   }
 
   /** Request streams not yet closed, over all connections (for tests and diagnostics). */
@@ -380,15 +403,7 @@ class H3Server implements H3SbiServer {
   async #close(): Promise<void> {
     this.#ep.shutdown();
     this.#flush();
-    const deadline = performance.now() + (this.#options.drainMs ?? 2000);
-    while ((this.#inflight > 0 || this.#ep.openStreams() > 0) && performance.now() < deadline) {
-      const { promise, resolve } = Promise.withResolvers<void>();
-      this.#idle = resolve;
-      const t = setTimeout(resolve, 10);
-      await promise;
-      clearTimeout(t);
-      this.#idle = undefined;
-    }
+    await this.#core.drain(() => this.#ep.openStreams() > 0, undefined, 10);
     this.#ep.closeAll();
     this.#flush();
     this.#stopped = true;
@@ -415,37 +430,42 @@ export async function createH3Server(
   if (tls.requireClientCert && tls.caPem.length === 0) {
     throw new TypeError("tls.requireClientCert needs tls.ca to verify client certificates with");
   }
+  const core = new ServerCore(handler, options);
+  const l = core.limits;
   const lib = await loadH3Library();
   const hostname = options.hostname ?? "127.0.0.1";
   // Throws H3Error (SOCKET) when the address is in use or not local.
   const sock = new H3Socket(lib.symbols, hostname, options.port ?? 0);
-  const totalQueued = options.maxQueuedBytes ?? options.responseBudget?.limit ?? 256 * 1024 * 1024;
+  const totalQueued = options.maxQueuedBytes ?? l.maxQueuedResponseBytes;
   try {
     using config = new H3Config(lib.symbols, true, {
       certPem: tls.certPem,
       keyPem: tls.keyPem,
       caPem: tls.caPem,
       verifyPeer: tls.requireClientCert,
-      idleTimeoutMs: options.idleTimeoutMs,
-      maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-      handshakeTimeoutMs: options.handshakeTimeoutMs,
+      idleTimeoutMs: l.idleTimeoutMs,
+      maxBodyBytes: l.maxBodyBytes,
+      handshakeTimeoutMs: l.handshakeTimeoutMs,
       retry: options.retry,
       quicVersions: options.quicVersions,
       ecn: options.ecn,
       sendQueue: {
-        connBytes: Math.min(options.maxQueuedBytesPerConnection ?? 64 * 1024 * 1024, totalQueued),
+        connBytes: Math.min(
+          options.maxQueuedBytesPerConnection ?? DEFAULT_CONN_QUEUED_BYTES,
+          totalQueued,
+        ),
         totalBytes: totalQueued,
-        stallMs: options.stallTimeoutMs ?? 30_000,
+        stallMs: l.stallTimeoutMs,
       },
       maxUdpPayload: options.maxUdpPayload,
       maxRecvUdpPayload: options.maxRecvUdpPayload,
       congestionControl: options.congestionControl,
-      ticketLifetimeSeconds: options.ticketLifetimeSeconds ?? 3600,
+      ticketLifetimeSeconds: l.ticketLifetimeSeconds,
       earlyData: options.earlyData !== false && !tls.requireClientCert,
       antiReplayWindowMs: options.antiReplayWindowMs,
     });
     const ep = new H3ServerEndpoint(lib.symbols, config, hostname, sock.port);
-    return new H3Server(sock, hostname, ep, handler, options, config.maxUdpPayload);
+    return new H3Server(sock, hostname, ep, core, config.maxUdpPayload);
   } catch (err) {
     sock.close();
     throw err;

@@ -165,6 +165,14 @@ export const SYMBOLS = {
     parameters: ["pointer", "pointer", "buffer", "usize", "buffer", "u16"],
     result: "i32",
   },
+  // int sbh3_server_io_defer(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
+  //                          uint16_t from_port);
+  sbh3_server_io_defer: {
+    parameters: ["pointer", "pointer", "buffer", "usize", "buffer", "u16"],
+    result: "i32",
+  },
+  // int sbh3_server_flush(sbh3_server *srv, sbh3_udp *u);
+  sbh3_server_flush: { parameters: ["pointer", "pointer"], result: "i32" },
 
   // sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port);
   sbh3_udp_adopt: { parameters: ["buffer", "u16"], result: "pointer" },

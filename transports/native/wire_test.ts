@@ -6,6 +6,7 @@ import {
   encodeHeaderBlock,
   EVENT_HEADER_LEN,
   type HeaderList,
+  parseQuery,
   readEventRecord,
   RequestBlockWriter,
   ResponseBlockWriter,
@@ -109,5 +110,25 @@ Deno.test("repeated and nearly equal header values decode to their own strings",
   for (let round = 0; round < 3; round++) {
     const list: HeaderList = values.map((v, i) => [`x-${i}`, v]);
     assert.deepEqual(decodeHeaderBlock(encodeHeaderBlock(list)), list);
+  }
+});
+
+Deno.test("query parsing gives the pairs URLSearchParams gives, for plain, empty, repeated, encoded and non-ASCII queries", () => {
+  for (
+    const q of [
+      "",
+      "size=256",
+      "a=1&b=2&a=3",
+      "a&b=",
+      "&&a=1&&",
+      "=x",
+      "a=b=c",
+      "x=%41+b",
+      "%zz=1",
+      "é=ü",
+      "k=v&",
+    ]
+  ) {
+    assert.deepEqual([...parseQuery(q)], [...new URLSearchParams(q)], JSON.stringify(q));
   }
 });

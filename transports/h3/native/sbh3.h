@@ -260,6 +260,11 @@ int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u, const uint8_t *data, size_t len);
 /* Server: the same for every connection of the endpoint; data came from from_ip:from_port. */
 int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
                    uint16_t from_port);
+/* Server: sbh3_server_io without the send, so that answers to what arrived leave with the next io in one batch. */
+int sbh3_server_io_defer(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
+                         uint16_t from_port);
+/* Server: the send half of sbh3_server_io (due timers, then everything due in one batch), receiving nothing. */
+int sbh3_server_flush(sbh3_server *srv, sbh3_udp *u);
 
 #ifdef __cplusplus
 }

@@ -384,8 +384,8 @@ static int server_source(void *owner, uint8_t *out, size_t cap, uint64_t now, co
   return server_write(owner, out, cap, now, to, &id, ecn);
 }
 
-int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
-                   uint16_t from_port) {
+int sbh3_server_io_defer(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
+                         uint16_t from_port) {
   if (!srv || !u) return SBWIRE_ERR_INVALID;
   int got = 0;
   if (data && len) {
@@ -397,6 +397,20 @@ int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t le
   }
   got = udp_drain(u, got, server_sink, srv);
   sbh3_server_on_timeout(srv);
+  return got;
+}
+
+int sbh3_server_flush(sbh3_server *srv, sbh3_udp *u) {
+  if (!srv || !u) return SBWIRE_ERR_INVALID;
+  sbh3_server_on_timeout(srv);
+  udp_flush(u, server_source, srv);
+  return 0;
+}
+
+int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
+                   uint16_t from_port) {
+  int got = sbh3_server_io_defer(srv, u, data, len, from_ip, from_port);
+  if (got < 0) return got;
   udp_flush(u, server_source, srv);
   return got;
 }

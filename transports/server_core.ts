@@ -1,0 +1,254 @@
+/**
+ * The server core under every server (the native h2 server, the h3 server and
+ * the deno servers), as the client core is under the clients: the one request
+ * path from a complete request to the handler's response (body budget,
+ * decoding, the 0-RTT gate, the handler and its failures), the limits in force
+ * ({@linkcode resolveServerLimits}), the hooks (`onError`, `onTls`) called so
+ * that a failing hook never stops a server, the drain that `close()` waits
+ * on, and the back-off of an accept loop that failed (EMFILE).
+ *
+ * A transport keeps only what is its own: its sockets, its sessions, how a
+ * response is handed to them (a {@linkcode Responder}).
+ */
+import type { SbiHandler, SbiPeer, SbiRequest, SbiResponse } from "../handler/types.ts";
+import {
+  bodyTooLarge,
+  overloaded,
+  systemFailure,
+  tooEarly,
+  unreadableRequest,
+} from "../handler/problem.ts";
+import {
+  BodyBudgetError,
+  type ByteBudget,
+  defaultBodyBudget,
+  defaultResponseBudget,
+} from "./byte_budget.ts";
+import type { TlsConnection } from "./tls.ts";
+import type { ServerOptions } from "./types.ts";
+import { resolveServerLimits, type ServerLimits } from "./server_limits.ts";
+
+/** Where the core hands a response: one connection of a transport. */
+export interface Responder {
+  /** Hands `response` to the transport for stream `streamId`; drops it when the connection is gone. */
+  respond(streamId: number, response: SbiResponse): void;
+}
+
+/** Methods served from 0-RTT; others get 425 Too Early (RFC 8470 §5.2). */
+const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** One server's request path, limits, hooks and drain. */
+export class ServerCore {
+  /** The limits in force. */
+  readonly limits: ServerLimits;
+  /** Request-body bytes held by handlers, shared with the process's other servers by default. */
+  readonly bodyBudget: ByteBudget;
+  /** Response bytes queued for slow peers, shared with the process's other servers by default. */
+  readonly responseBudget: ByteBudget;
+  #handler: SbiHandler;
+  #onError: ((err: unknown) => void) | undefined;
+  #onTls: ((conn: TlsConnection) => void) | undefined;
+  #inflight = 0;
+  #idle: (() => void) | undefined;
+  #early = { received: 0, tooEarly: 0 };
+
+  /** Throws `RangeError` for a limit that is not a positive integer. */
+  constructor(handler: SbiHandler, options: ServerOptions = {}) {
+    this.#handler = handler;
+    this.limits = resolveServerLimits(options);
+    this.bodyBudget = options.bodyBudget ?? defaultBodyBudget;
+    this.responseBudget = options.responseBudget ?? defaultResponseBudget;
+    this.#onError = options.onError;
+    this.#onTls = options.onTls;
+  }
+
+  /** Requests whose handler has not answered yet. */
+  get inflight(): number {
+    return this.#inflight;
+  }
+
+  /** Requests that arrived in 0-RTT so far, and how many of them were answered 425 Too Early. */
+  earlyRequests(): { received: number; tooEarly: number } {
+    return { ...this.#early };
+  }
+
+  /** Reports an error the transport swallowed to the `onError` hook; a failing hook is ignored. */
+  onError(err: unknown): void {
+    try {
+      this.#onError?.(err);
+    } catch {
+      // a failing hook must not stop the server
+    }
+  }
+
+  /** Shows a connection whose TLS handshake completed to the `onTls` hook. */
+  tlsEstablished(conn: TlsConnection): void {
+    if (!this.#onTls) return;
+    try {
+      this.#onTls(conn);
+    } catch (err) {
+      this.onError(err); // a failing hook must not stop the connection
+    }
+  }
+
+  /** Answers a request whose body passed `maxBodyBytes` (413), without running the handler. */
+  tooLarge(to: Responder, streamId: number): void {
+    to.respond(streamId, bodyTooLarge(this.limits.maxBodyBytes));
+  }
+
+  /** Answers a request whose body the transport could not buffer within the budget (503). */
+  overBudget(to: Responder, streamId: number): void {
+    to.respond(streamId, overloaded(new BodyBudgetError(this.bodyBudget.limit).message));
+  }
+
+  /**
+   * The one request path. Takes the body from the body budget (503 when it
+   * does not fit), decodes `head` and `body` with `decode` (400 when it
+   * throws), refuses a method that is not safe when the request came in
+   * 0-RTT (`early`: 425 Too Early, the handler never runs it), then runs the
+   * handler and hands its response (500 when it fails) to `to`. The body's
+   * bytes return to the budget once the handler answered. Never throws.
+   */
+  serve<H>(
+    to: Responder,
+    streamId: number,
+    decode: (head: H, body: Uint8Array) => SbiRequest,
+    head: H,
+    body: Uint8Array,
+    early = false,
+    peer?: SbiPeer,
+  ): void {
+    const held = body.length;
+    if (held > 0 && !this.bodyBudget.take(held)) {
+      this.overBudget(to, streamId);
+      return;
+    }
+    let request: SbiRequest;
+    try {
+      request = decode(head, body);
+    } catch (err) {
+      this.bodyBudget.release(held);
+      this.onError(err);
+      to.respond(streamId, unreadableRequest());
+      return;
+    }
+    if (early) {
+      this.#early.received++;
+      if (!EARLY_METHODS.has(request.method)) {
+        // Replayable: never run it. The client retries after the handshake (RFC 8470 §5.2).
+        this.#early.tooEarly++;
+        this.bodyBudget.release(held);
+        to.respond(streamId, tooEarly());
+        return;
+      }
+    }
+    if (peer) request.peer = peer;
+    this.#inflight++;
+    let answer: Promise<SbiResponse>;
+    try {
+      answer = this.#handler(request);
+    } catch (err) {
+      answer = Promise.reject(err);
+    }
+    answer.then(
+      (response) => this.#done(to, streamId, response, held),
+      (err) => {
+        this.onError(err);
+        this.#done(to, streamId, systemFailure(), held);
+      },
+    );
+  }
+
+  /**
+   * Runs the handler for a request the transport decoded and budgeted itself
+   * (the deno stack reads bodies as they stream); resolves with its response,
+   * or a 500 when it fails. Does not release the body's budget.
+   */
+  async answer(request: SbiRequest): Promise<SbiResponse> {
+    this.#inflight++;
+    try {
+      return await this.#handler(request);
+    } catch (err) {
+      this.onError(err);
+      return systemFailure();
+    } finally {
+      this.#inflight--;
+      if (this.#inflight === 0) this.#idle?.();
+    }
+  }
+
+  #done(to: Responder, streamId: number, response: SbiResponse, held: number): void {
+    this.#inflight--;
+    this.bodyBudget.release(held);
+    to.respond(streamId, response);
+    if (this.#inflight === 0) this.#idle?.();
+  }
+
+  /** Wakes a running `drain()` at once (a connection closed or a stream ended). */
+  wake(): void {
+    this.#idle?.();
+  }
+
+  /**
+   * Waits until `busy()` is false (no request in flight counts as busy too)
+   * or `limits.drainMs` passed, calling `poke()` after each wake-up (to let
+   * connections with nothing left close). Wakes on every handler answer and
+   * on `wake()`, else every `pollMs`.
+   */
+  async drain(busy: () => boolean, poke?: () => void, pollMs = 20): Promise<void> {
+    const deadline = performance.now() + this.limits.drainMs;
+    // Bounded by the deadline.
+    while ((this.#inflight > 0 || busy()) && performance.now() < deadline) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      this.#idle = resolve;
+      const t = setTimeout(resolve, pollMs);
+      await promise;
+      clearTimeout(t);
+      this.#idle = undefined;
+      poke?.();
+    }
+  }
+}
+
+/**
+ * The pause before the next accept after accepting failed (EMFILE, ENFILE,
+ * ENOMEM, ECONNABORTED): doubling from `firstMs` up to `maxMs`, back to the
+ * start after an accept succeeded.
+ */
+export class AcceptBackoff {
+  #first: number;
+  #max: number;
+  #next: number;
+  /** Accept errors survived so far. */
+  errors = 0;
+
+  constructor(firstMs = 5, maxMs = 1000) {
+    if (!(firstMs > 0) || !(maxMs >= firstMs)) {
+      throw new RangeError(`Invalid back-off ${firstMs}..${maxMs} ms`);
+    }
+    this.#first = firstMs;
+    this.#max = maxMs;
+    this.#next = firstMs;
+  }
+
+  /** Counts a failure; returns how long to wait before trying again, ms. */
+  failed(): number {
+    this.errors++;
+    const wait = this.#next;
+    this.#next = Math.min(this.#max, this.#next * 2);
+    return wait;
+  }
+
+  /** An accept succeeded: the next failure waits the shortest pause again. */
+  succeeded(): void {
+    this.#next = this.#first;
+  }
+
+  /** The error a server reports to `onError` for a failed accept that waits `waitMs`. */
+  static error(err: unknown, waitMs: number): Error {
+    const why = String((err as Error)?.message ?? err).replace(/^Error: /, "");
+    return new Error(`Accepting connections failed: ${why}; retrying in ${waitMs} ms`, {
+      cause: err,
+    });
+  }
+}
