@@ -21,6 +21,7 @@ Deno.test("a handler delay of 100 ms is measured as 100 ms within 5 %", async ()
     delayMs: 100,
     warmupMs: 100,
     samples: 20,
+    rounds: 4,
     skipFloors: true,
   });
   assertEquals(run.rows.length, 2);
