@@ -314,3 +314,42 @@ export function splitRounds(samples: ArrayLike<number>, counts: readonly number[
   }
   return out;
 }
+
+/** A ratio between the same arm in two independent runs. */
+export interface UnpairedRatio {
+  /** Median of `b`'s samples ÷ median of `a`'s. */
+  ratio: number;
+  /** Interval from resampling each run's rounds independently. */
+  interval: Interval;
+}
+
+/**
+ * Ratio `b ÷ a` of one arm's medians in two independent runs (a baseline and a
+ * candidate), each run's rounds resampled on their own: the comparison that
+ * `lab report A B` makes. Needs two or more rounds on each side.
+ */
+export function unpairedRatio(
+  b: readonly ArrayLike<number>[],
+  a: readonly ArrayLike<number>[],
+  options: RoundBootstrapOptions = {},
+): UnpairedRatio {
+  checkRounds(a, "unpairedRatio baseline");
+  checkRounds(b, "unpairedRatio candidate");
+  const { resamples, level, rng } = settings(options);
+  const pa = pool(a);
+  const pb = pool(b);
+  const wa = new Uint32Array(a.length).fill(1);
+  const wb = new Uint32Array(b.length).fill(1);
+  const ma = weightedMedian(pa, wa);
+  if (!(ma > 0)) throw new RangeError("unpairedRatio needs a positive baseline median");
+  const ratio = weightedMedian(pb, wb) / ma;
+  const dist = new Float64Array(resamples);
+  for (let i = 0; i < resamples; i++) {
+    drawRounds(wa, rng);
+    drawRounds(wb, rng);
+    dist[i] = weightedMedian(pb, wb) / weightedMedian(pa, wa);
+  }
+  dist.sort();
+  // Widened by the smaller side's round count (the conservative choice).
+  return { ratio, interval: widened(dist, ratio, level, Math.min(a.length, b.length), true) };
+}
