@@ -38,9 +38,9 @@ export async function measureKernelFloor(
 }
 
 /**
- * One run of the C ping-pong: `warmup` unrecorded round trips, then at most
- * `count` recorded ones within `maxMs` (warm-up included). Returns the round
- * trips in ns (at least two, else `FloorError`).
+ * One run of the C ping-pong: `warmup` unrecorded round trips (within
+ * `maxMs`), then at most `count` recorded ones within another `maxMs`.
+ * Returns the round trips in ns: at least `min` (default 2), else `FloorError`.
  */
 export async function kernelPingPong(
   protocol: FloorKind,
@@ -48,6 +48,7 @@ export async function kernelPingPong(
   count: number,
   maxMs: number,
   warmup: number,
+  min = 2,
 ): Promise<number[]> {
   const exe = await ensureBuilt("pingpong", { quiet: true });
   const args = [
@@ -74,7 +75,7 @@ export async function kernelPingPong(
   for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
     if (line) values.push(Number(line));
   }
-  if (values.length < 2) {
+  if (values.length < min) {
     throw new FloorError(`Kernel ${protocol} ping-pong gave ${values.length} samples`);
   }
   return values;

@@ -1,7 +1,9 @@
+import process from "node:process";
+
 /**
- * What the machine did while a run measured: CPU time of the client and
- * server processes (every thread's run time from `/proc/<pid>/task/<tid>/schedstat`,
- * in ns), the whole machine's busy and steal time from `/proc/stat`, and the
+ * What the machine did while a run measured: CPU time of the client (this
+ * process, getrusage) and of the server process (every thread's run time from
+ * `/proc/<pid>/task/<tid>/schedstat`), the whole machine's busy and steal time from `/proc/stat`, and the
  * load average. Linux only; elsewhere every reading is undefined and the run
  * simply records less.
  */
@@ -24,8 +26,8 @@ export interface MachineSnapshot {
 
 /** Reads snapshots; injected into the round runner so tests can script the machine. */
 export interface MachineProbe {
-  /** A reading now, or undefined when the platform has none. */
-  snapshot(): Promise<MachineSnapshot | undefined>;
+  /** A reading now at the start or end of a block, or undefined when the platform has none. */
+  snapshot(edge: "start" | "end"): Promise<MachineSnapshot | undefined>;
 }
 
 /** `/proc/stat` counts in USER_HZ ticks, which Linux fixes at 100 per second for user space. */
@@ -47,13 +49,17 @@ export function parseProcStat(text: string): { busyS: number; stealS: number; to
   };
 }
 
-/** CPU time (s) of every thread of a process, or undefined when it cannot be read. */
-export async function processCpuSeconds(pid: number): Promise<number | undefined> {
+/**
+ * CPU time (s) of every thread of a process, or undefined when it cannot be
+ * read. Synchronous: procfs answers in microseconds, and a round trip through
+ * the runtime's thread pool per file would cost more than the reads.
+ */
+export function processCpuSeconds(pid: number): number | undefined {
   let ns = 0;
   try {
-    for await (const t of Deno.readDir(`/proc/${pid}/task`)) {
+    for (const t of Deno.readDirSync(`/proc/${pid}/task`)) {
       try {
-        const text = await Deno.readTextFile(`/proc/${pid}/task/${t.name}/schedstat`);
+        const text = Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/schedstat`);
         ns += Number(text.split(" ")[0]);
       } catch {
         // the thread ended between the listing and the read
@@ -65,26 +71,34 @@ export async function processCpuSeconds(pid: number): Promise<number | undefined
   return ns / 1e9;
 }
 
-/** The probe of this machine, with the server's process id when it runs in its own. */
+/** This process's CPU time (s) from getrusage: a synchronous call of a microsecond. */
+function ownCpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/**
+ * The probe of this machine, with the server's process id when it runs in its
+ * own. The client is this process; its CPU time is read at the edge of the
+ * snapshot nearest the block (last before, first after), so the probe's own
+ * reads are not charged to the block.
+ */
 export function procMachineProbe(serverPid?: number): MachineProbe {
   return {
-    async snapshot() {
+    snapshot(edge) {
+      const first = edge === "end" ? ownCpuSeconds() : undefined;
       try {
-        const [stat, load, client, server] = await Promise.all([
-          Deno.readTextFile("/proc/stat"),
-          Deno.readTextFile("/proc/loadavg"),
-          processCpuSeconds(Deno.pid),
-          serverPid === undefined ? Promise.resolve(0) : processCpuSeconds(serverPid),
-        ]);
-        if (client === undefined) return undefined;
-        return {
+        const stat = Deno.readTextFileSync("/proc/stat");
+        const load = Deno.readTextFileSync("/proc/loadavg");
+        const server = serverPid === undefined ? 0 : processCpuSeconds(serverPid);
+        return Promise.resolve({
           ...parseProcStat(stat),
-          clientS: client,
+          clientS: first ?? ownCpuSeconds(),
           serverS: server ?? 0,
           load1: Number(load.split(" ")[0]),
-        };
+        });
       } catch {
-        return undefined;
+        return Promise.resolve(undefined);
       }
     },
   };

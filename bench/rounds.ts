@@ -132,11 +132,11 @@ export async function runRounds(
     for (const arm of order) {
       if (options.signal?.aborted) break;
       const probe = arm.measureCpu && measured ? options.probe : undefined;
-      const before = await probe?.snapshot();
+      const before = await probe?.snapshot("start");
       const t0 = clock();
       const res = await arm.block(blockMs);
       const t1 = clock();
-      const after = before && await probe?.snapshot();
+      const after = before && await probe?.snapshot("end");
       if (!measured) continue;
       const d = before && after ? delta(before, after) : undefined;
       done.push({ arm, res, ms: t1 - t0, cpu: d });

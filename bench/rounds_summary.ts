@@ -199,8 +199,9 @@ export function assessNoise(
   const floorDrift: Record<string, number> = {};
   let worstDrift = 0;
   for (const f of input.floors) {
-    if (!f.rounds || f.rounds.medians.length < 4) continue;
-    const d = drift(f.rounds.medians);
+    const medians = f.rounds?.medians.filter((m) => m > 0) ?? [];
+    if (medians.length < 4) continue;
+    const d = drift(medians);
     floorDrift[floorId(f)] = d;
     if (f.source !== "kernel") continue;
     worstDrift = Math.max(worstDrift, Math.abs(d));
