@@ -17,7 +17,7 @@ import { roundsOf } from "./rounds_summary.ts";
 import { unpairedRatio } from "./rounds_stats.ts";
 import { layoutColumns } from "./table.ts";
 import { formatBytes, formatDuration, formatPercent } from "./units.ts";
-import { ratioWithInterval } from "./ratio_report.ts";
+import { ratioWithInterval, runNoiseLine } from "./ratio_report.ts";
 
 /** Verdict on one row. */
 export type Verdict =
@@ -51,6 +51,8 @@ export interface RunComparison {
   /** The paired ratios of both runs, compared (runs in rounds only). */
   ratios: RatioComparison[];
   rows: RowComparison[];
+  /** Each run's noise line, when its machine was noisy. */
+  noise: { a?: string; b?: string };
 }
 
 /** One paired ratio in both runs. */
@@ -134,7 +136,13 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
         : "improved",
     });
   }
-  return { noiseThreshold: threshold, method: rounds ? "rounds" : "samples", ratios, rows };
+  return {
+    noiseThreshold: threshold,
+    method: rounds ? "rounds" : "samples",
+    ratios,
+    rows,
+    noise: { a: runNoiseLine(a), b: runNoiseLine(b) },
+  };
 }
 
 function compareRow(
@@ -207,6 +215,9 @@ export function renderComparison(cmp: RunComparison): string {
     (cmp.noiseThreshold * 100).toFixed(1)
   } %)`;
   const parts = [head, ""];
+  if (cmp.noise.a) parts.push(`A: ${cmp.noise.a}`);
+  if (cmp.noise.b) parts.push(`B: ${cmp.noise.b}`);
+  if (cmp.noise.a || cmp.noise.b) parts.push("");
   if (cmp.ratios.length) {
     parts.push(
       layoutColumns(
