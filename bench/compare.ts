@@ -14,7 +14,7 @@
 import { compareMedians, type Interval } from "./stats.ts";
 import type { BenchRun, RatioRecord, ResultRow } from "./schema.ts";
 import { roundsOf } from "./rounds_summary.ts";
-import { unpairedRatio } from "./rounds_stats.ts";
+import { clusterMedian, unpairedRatio } from "./rounds_stats.ts";
 import { layoutColumns } from "./table.ts";
 import { formatBytes, formatDuration, formatPercent } from "./units.ts";
 import { ratioWithInterval, runNoiseLine } from "./ratio_report.ts";
@@ -162,13 +162,13 @@ function compareRow(
     rb.rounds.counts.length >= 2
   ) {
     const keep = (x: number[][]) => x.filter((r) => r.length > 0);
-    const u = unpairedRatio(
-      keep(roundsOf(rb.samples, rb.rounds)),
-      keep(roundsOf(ra.samples, ra.rounds)),
-      { level: 1 - alpha },
-    );
+    const a = keep(roundsOf(ra.samples, ra.rounds));
+    const b = keep(roundsOf(rb.samples, rb.rounds));
+    const u = unpairedRatio(b, a, { level: 1 - alpha });
     changeCi = { level: 1 - alpha, lower: u.interval.lower - 1, upper: u.interval.upper - 1 };
-    const ia = ra.estimate.medianCi, ib = rb.estimate.medianCi;
+    // Each run's own interval over its rounds (recomputed, so both come from the same method).
+    const ia = clusterMedian(a, { level: 1 - alpha }).interval;
+    const ib = clusterMedian(b, { level: 1 - alpha }).interval;
     separate = ia.upper < ib.lower || ib.upper < ia.lower;
   } else {
     const cmp = compareMedians(ra.samples.samples, rb.samples.samples, { level: 1 - alpha });
