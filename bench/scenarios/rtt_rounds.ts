@@ -252,8 +252,17 @@ export async function rttRounds(
       }, arm));
     }
     const ratios = pairedRatios(rows, floors);
+    // With the server elsewhere or in this process, "other processes" cannot be told apart.
+    const serverOwnProcess = ctx.endpoints.pid !== undefined;
+    if (!serverOwnProcess && ctx.endpoints.mode === "in-process") {
+      ctx.notes.push(
+        "The servers ran in this process: the client's CPU per request includes theirs.",
+      );
+    }
     const noise = assessNoise({
-      machine: outcome.machine,
+      machine: serverOwnProcess
+        ? outcome.machine
+        : outcome.machine.map((m) => ({ ...m, otherCores: 0 })),
       rows,
       floors,
       ratios,
