@@ -86,6 +86,9 @@ function roundFlags(flags: BenchFlags) {
   if (flags.schedule !== undefined && !["interleaved", "sequential"].includes(flags.schedule)) {
     throw new UsageError(`Invalid --schedule ${flags.schedule} (use interleaved or sequential)`);
   }
+  if (flags.schedule === "interleaved" && flags.scenario !== "rtt") {
+    throw new UsageError(`--scenario ${flags.scenario} runs sequentially only (interleaved: rtt)`);
+  }
   return {
     schedule: flags.schedule as "interleaved" | "sequential" | undefined,
     rounds: flags.rounds !== undefined ? integer(flags.rounds, "--rounds", 2) : undefined,
