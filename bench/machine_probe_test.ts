@@ -25,3 +25,43 @@ Deno.test("the /proc probe charges this process's own work to the client", async
   assert.ok(b.totalS >= a.totalS && b.busyS >= a.busyS);
   assert.equal(processCpuSeconds(2 ** 30), undefined);
 });
+
+Deno.test("a busy loop on the server's CPU shows up as other processes' CPU in the probe's readings", async () => {
+  if (Deno.build.os !== "linux") return;
+  // The loop runs a fixed number of steps (not a time), then reports and waits to be stopped.
+  const script = "let x = 0; for (let i = 0; i < 2e8; i++) x = (x + i) % 1000003;" +
+    "console.log('done', x); await new Promise((r) => setTimeout(r, 60000));";
+  const hasTaskset = await new Deno.Command("taskset", { args: ["-V"], stdout: "null" })
+    .output().then((o) => o.success, () => false);
+  const cmd = hasTaskset && navigator.hardwareConcurrency > 1
+    ? ["taskset", "-c", "1", Deno.execPath()]
+    : [Deno.execPath()];
+  const probe = procMachineProbe();
+  const a = (await probe.snapshot("start"))!;
+  const child = new Deno.Command(cmd[0], {
+    args: [...cmd.slice(1), "eval", script],
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  try {
+    const reader = child.stdout.getReader();
+    let text = "";
+    while (!text.includes("done")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    reader.releaseLock();
+    const busy = processCpuSeconds(child.pid)!;
+    const b = (await probe.snapshot("end"))!;
+    assert.match(text, /done/);
+    assert.ok(busy > 0.1, `the loop used ${busy} s`);
+    // Others on the machine only add to the figure; /proc/stat counts in 10 ms ticks.
+    const other = (b.busyS - a.busyS) - (b.clientS - a.clientS);
+    assert.ok(other >= busy * 0.75, `other ${other} s for a loop of ${busy} s`);
+  } finally {
+    child.kill("SIGKILL");
+    await child.status;
+    await child.stdout.cancel().catch(() => {});
+  }
+});
