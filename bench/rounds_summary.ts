@@ -27,7 +27,7 @@ import { formatBytes } from "./units.ts";
  * - a kernel floor that moved by more than 10 % from the first quarter of rounds to the
  *   last: the machine itself changed speed during the run;
  * - a transport arm whose per-round median varies by more than 15 % between rounds
- *   (a quiet 2-vCPU VM gives 2–8 %).
+ *   (a starting value, to be calibrated on a quiet VM).
  */
 export const NOISE_THRESHOLDS: NoiseThresholds = {
   stealShare: 0.02,
