@@ -1,12 +1,23 @@
 /**
- * Comparison of two saved runs, row by row (matched by id): a bootstrap test
- * of the median difference, and a noise threshold below which a significant
- * change is still called noise. Every row times something, so slower = worse.
+ * Comparison of two saved runs, row by row (matched by id), and for runs in
+ * rounds their paired ratios too (the figures noise moves least).
+ *
+ * Runs in rounds are compared at the level of rounds: each run's rounds are
+ * resampled on their own (a cluster bootstrap), and a change counts only when
+ * its interval excludes zero, it exceeds the noise threshold, and the two
+ * runs' own intervals do not overlap, so two runs of the same code on a
+ * machine that moved between them read as "within noise", not a regression.
+ * The threshold is at least what a repeated run (`--runs`) showed as its
+ * spread. Runs without rounds fall back to a bootstrap over samples.
+ * Every row times something, so slower = worse.
  */
 import { compareMedians, type Interval } from "./stats.ts";
-import type { BenchRun } from "./schema.ts";
+import type { BenchRun, RatioRecord, ResultRow } from "./schema.ts";
+import { roundsOf } from "./rounds_summary.ts";
+import { clusterMedian, unpairedRatio } from "./rounds_stats.ts";
 import { layoutColumns } from "./table.ts";
-import { formatDuration, formatPercent } from "../lib/units.ts";
+import { formatBytes, formatDuration, formatPercent } from "../lib/units.ts";
+import { ratioWithInterval, runNoiseLine } from "./ratio_report.ts";
 
 /** Verdict on one row. */
 export type Verdict =
@@ -33,8 +44,27 @@ export interface RowComparison {
 
 /** A comparison of two runs. */
 export interface RunComparison {
+  /** The threshold used (the asked one, raised to the repeats' spread when larger). */
   noiseThreshold: number;
+  /** `rounds` when both runs were measured in rounds, else `samples`. */
+  method: "rounds" | "samples";
+  /** The paired ratios of both runs, compared (runs in rounds only). */
+  ratios: RatioComparison[];
   rows: RowComparison[];
+  /** Each run's noise line, when its machine was noisy. */
+  noise: { a?: string; b?: string };
+}
+
+/** One paired ratio in both runs. */
+export interface RatioComparison {
+  id: string;
+  label: string;
+  sizeBytes?: number;
+  base: RatioRecord;
+  candidate: RatioRecord;
+  /** Relative change of the ratio, B/A − 1. */
+  change: number;
+  verdict: Verdict;
 }
 
 /** Options of {@linkcode compareRuns}. */
@@ -47,9 +77,15 @@ export interface CompareOptions {
 
 /** Compares candidate `b` against baseline `a`. */
 export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = {}): RunComparison {
-  const threshold = options.noiseThreshold ?? 0.02;
+  const asked = options.noiseThreshold ?? 0.02;
   const alpha = options.alpha ?? 0.05;
-  if (!(threshold >= 0)) throw new RangeError(`Noise threshold must be ≥ 0, got ${threshold}`);
+  if (!(asked >= 0)) throw new RangeError(`Noise threshold must be ≥ 0, got ${asked}`);
+  const spread = Math.max(
+    0,
+    ...[a, b].flatMap((r) => r.repeats?.spread.map((s) => s.maxDeviation) ?? []),
+  );
+  const threshold = Math.max(asked, spread);
+  const rounds = a.rounds !== undefined && b.rounds !== undefined;
   const byId = new Map(b.rows.map((r) => [r.id, r]));
   const rows: RowComparison[] = [];
   for (const ra of a.rows) {
@@ -65,29 +101,7 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
       continue;
     }
     byId.delete(ra.id);
-    const cmp = compareMedians(ra.samples.samples, rb.samples.samples, { level: 1 - alpha });
-    // Prefer the exact medians of the estimates (from the histogram for long runs).
-    const change = rb.estimate.median / ra.estimate.median - 1;
-    const significant = cmp.changeCi.lower > 0 || cmp.changeCi.upper < 0;
-    let verdict: Verdict = "no change";
-    if (significant) {
-      verdict = change > threshold
-        ? "regressed"
-        : change < -threshold
-        ? "improved"
-        : "within noise";
-    }
-    rows.push({
-      id: ra.id,
-      transport: ra.transport,
-      label: ra.label,
-      baseMedian: ra.estimate.median,
-      candidateMedian: rb.estimate.median,
-      change,
-      changeCi: cmp.changeCi,
-      pValue: cmp.pValue,
-      verdict,
-    });
+    rows.push(compareRow(ra, rb, threshold, alpha, rounds));
   }
   for (const rb of byId.values()) {
     rows.push({
@@ -98,7 +112,89 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
       verdict: "only in B",
     });
   }
-  return { noiseThreshold: threshold, rows };
+  const ratios: RatioComparison[] = [];
+  for (const qa of a.rounds?.ratios ?? []) {
+    if (qa.kind !== "transports") continue;
+    const qb = b.rounds?.ratios.find((q) => q.id === qa.id);
+    if (!qb) continue;
+    const change = qb.ratio / qa.ratio - 1;
+    const overlap = qa.interval.lower <= qb.interval.upper &&
+      qb.interval.lower <= qa.interval.upper;
+    ratios.push({
+      id: qa.id,
+      label: qa.label,
+      sizeBytes: qa.sizeBytes,
+      base: qa,
+      candidate: qb,
+      change,
+      verdict: overlap
+        ? change === 0 ? "no change" : "within noise"
+        : Math.abs(change) <= threshold
+        ? "within noise"
+        : change > 0
+        ? "regressed"
+        : "improved",
+    });
+  }
+  return {
+    noiseThreshold: threshold,
+    method: rounds ? "rounds" : "samples",
+    ratios,
+    rows,
+    noise: { a: runNoiseLine(a), b: runNoiseLine(b) },
+  };
+}
+
+function compareRow(
+  ra: ResultRow,
+  rb: ResultRow,
+  threshold: number,
+  alpha: number,
+  rounds: boolean,
+): RowComparison {
+  // Prefer the exact medians of the estimates (from the histogram for long runs).
+  const change = rb.estimate.median / ra.estimate.median - 1;
+  let changeCi: Interval;
+  let pValue: number | undefined;
+  let separate = true;
+  if (
+    rounds && ra.rounds && rb.rounds && ra.rounds.counts.length >= 2 &&
+    rb.rounds.counts.length >= 2
+  ) {
+    const keep = (x: number[][]) => x.filter((r) => r.length > 0);
+    const a = keep(roundsOf(ra.samples, ra.rounds));
+    const b = keep(roundsOf(rb.samples, rb.rounds));
+    const u = unpairedRatio(b, a, { level: 1 - alpha });
+    changeCi = { level: 1 - alpha, lower: u.interval.lower - 1, upper: u.interval.upper - 1 };
+    // Each run's own interval over its rounds (recomputed, so both come from the same method).
+    const ia = clusterMedian(a, { level: 1 - alpha }).interval;
+    const ib = clusterMedian(b, { level: 1 - alpha }).interval;
+    separate = ia.upper < ib.lower || ib.upper < ia.lower;
+  } else {
+    const cmp = compareMedians(ra.samples.samples, rb.samples.samples, { level: 1 - alpha });
+    changeCi = cmp.changeCi;
+    pValue = cmp.pValue;
+  }
+  const significant = changeCi.lower > 0 || changeCi.upper < 0;
+  let verdict: Verdict = "no change";
+  if (significant) {
+    verdict = !separate || Math.abs(change) <= threshold
+      ? "within noise"
+      : change > 0
+      ? "regressed"
+      : "improved";
+  }
+  return {
+    id: ra.id,
+    transport: ra.transport,
+    label: ra.label,
+    baseMedian: ra.estimate.median,
+    candidateMedian: rb.estimate.median,
+    change,
+    changeCi,
+    pValue,
+    verdict,
+  };
 }
 
 /** The comparison as a terminal table. */
@@ -112,13 +208,37 @@ export function renderComparison(cmp: RunComparison): string {
     r.changeCi ? `[${formatPercent(r.changeCi.lower)}, ${formatPercent(r.changeCi.upper)}]` : "–",
     r.verdict,
   ]);
-  const head = `Comparison, B against baseline A (bootstrap test of the median, noise threshold ${
+  const how = cmp.method === "rounds"
+    ? "each run's rounds resampled on their own"
+    : "bootstrap over samples";
+  const head = `Comparison, B against baseline A (${how}, noise threshold ${
     (cmp.noiseThreshold * 100).toFixed(1)
   } %)`;
-  return `${head}\n\n${
+  const parts = [head, ""];
+  if (cmp.noise.a) parts.push(`A: ${cmp.noise.a}`);
+  if (cmp.noise.b) parts.push(`B: ${cmp.noise.b}`);
+  if (cmp.noise.a || cmp.noise.b) parts.push("");
+  if (cmp.ratios.length) {
+    parts.push(
+      layoutColumns(
+        ["ratio (paired rounds)", "size", "A", "B", "change", "verdict"],
+        cmp.ratios.map((r) => [
+          r.label,
+          r.sizeBytes !== undefined ? formatBytes(r.sizeBytes) : "–",
+          ratioWithInterval(r.base),
+          ratioWithInterval(r.candidate),
+          formatPercent(r.change),
+          r.verdict,
+        ]),
+      ),
+      "",
+    );
+  }
+  parts.push(
     layoutColumns(
       ["transport", "row", "A median", "B median", "change", "95 % CI", "verdict"],
       body,
-    )
-  }`;
+    ),
+  );
+  return parts.join("\n");
 }

@@ -37,6 +37,16 @@ const COLUMNS = [
   "step",
   "failed",
   "retries",
+  "rounds",
+  "round_cv",
+  "client_cpu_ns_per_request",
+  "server_cpu_ns_per_request",
+  "ratio",
+  "ratio_ci_lower",
+  "ratio_ci_upper",
+  "ratio_median_of_rounds",
+  "numerator",
+  "denominator",
 ];
 
 function cell(v: unknown): string {
@@ -90,9 +100,31 @@ export function renderCsv(run: BenchRun, options: RenderOptions = {}): string {
         r.step,
         r.extra?.failed,
         r.extra?.retries,
+        r.rounds?.counts.length,
+        r.rounds?.cv,
+        r.extra?.clientCpuNsPerRequest,
+        r.extra?.serverCpuNsPerRequest,
         ...sections.flatMap((s) => s.csvCells?.(run, r) ?? []),
       ].map(cell).join(","),
     );
+  }
+  // The paired ratios of a run in rounds, one line each (scenario `ratio`).
+  const at = (name: string) => COLUMNS.indexOf(name);
+  for (const q of run.rounds?.ratios ?? []) {
+    const cells: unknown[] = COLUMNS.map(() => undefined);
+    cells[at("id")] = `ratio/${q.id}`;
+    cells[at("scenario")] = "ratio";
+    cells[at("label")] = q.label;
+    cells[at("size_bytes")] = q.sizeBytes;
+    cells[at("rounds")] = q.perRound.length;
+    cells[at("round_cv")] = q.cv;
+    cells[at("ratio")] = q.ratio;
+    cells[at("ratio_ci_lower")] = q.interval.lower;
+    cells[at("ratio_ci_upper")] = q.interval.upper;
+    cells[at("ratio_median_of_rounds")] = q.medianOfRounds;
+    cells[at("numerator")] = q.numerator;
+    cells[at("denominator")] = q.denominator;
+    lines.push(cells.map(cell).join(","));
   }
   return lines.join("\n") + "\n";
 }

@@ -28,13 +28,33 @@ export async function measureKernelFloor(
   sizeBytes: number,
   plan: SamplingPlan,
 ): Promise<FloorRow> {
-  const exe = await ensureBuilt("pingpong", { quiet: true });
+  const recorder = new Recorder();
   const count = Math.min(plan.samples ?? 1_000_000, 1_000_000);
-  const warmup = 200;
+  for (const v of await kernelPingPong(protocol, sizeBytes, count, plan.sampleMs, 200)) {
+    recorder.record(v);
+  }
+  const samples = recorder.finish();
+  return { source: "kernel", protocol, sizeBytes, estimate: estimate(samples.samples), samples };
+}
+
+/**
+ * One run of the C ping-pong: `warmup` unrecorded round trips (within
+ * `maxMs`), then at most `count` recorded ones within another `maxMs`.
+ * Returns the round trips in ns: at least `min` (default 2), else `FloorError`.
+ */
+export async function kernelPingPong(
+  protocol: FloorKind,
+  sizeBytes: number,
+  count: number,
+  maxMs: number,
+  warmup: number,
+  min = 2,
+): Promise<number[]> {
+  const exe = await ensureBuilt("pingpong", { quiet: true });
   const args = [
     protocol,
     String(count),
-    String(Math.max(1, Math.round(plan.sampleMs))),
+    String(Math.max(1, Math.round(maxMs))),
     String(sizeBytes),
     String(warmup),
   ];
@@ -51,15 +71,14 @@ export async function measureKernelFloor(
     const err = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
     throw new FloorError(`Kernel ${protocol} ping-pong failed: ${err}`);
   }
-  const recorder = new Recorder();
+  const values: number[] = [];
   for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
-    if (line) recorder.record(Number(line));
+    if (line) values.push(Number(line));
   }
-  const samples = recorder.finish();
-  if (samples.count < 2) {
-    throw new FloorError(`Kernel ${protocol} ping-pong gave ${samples.count} samples`);
+  if (values.length < min) {
+    throw new FloorError(`Kernel ${protocol} ping-pong gave ${values.length} samples`);
   }
-  return { source: "kernel", protocol, sizeBytes, estimate: estimate(samples.samples), samples };
+  return values;
 }
 
 async function readLine(
@@ -86,13 +105,19 @@ async function readLine(
   return text.split("\n")[0].trim();
 }
 
-/** Runtime floor: Deno sockets in this process against a Deno echo peer in another. */
-export async function measureRuntimeFloor(
+/** A held-open runtime echo: one round trip per call, until closed. */
+export interface RuntimeEcho {
+  /** Sends the payload and waits for it to come back. */
+  roundTrip(): Promise<void>;
+  /** Closes the socket and stops the echo peer. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Starts the Deno echo peer in another process and connects to it. */
+export async function openRuntimeEcho(
   protocol: FloorKind,
   sizeBytes: number,
-  plan: SamplingPlan,
-  clock: Clock = defaultClock,
-): Promise<FloorRow> {
+): Promise<RuntimeEcho> {
   if (protocol === "udp" && typeof Deno.listenDatagram !== "function") {
     throw new FloorError("Runtime UDP floor needs --unstable-net");
   }
@@ -111,55 +136,12 @@ export async function measureRuntimeFloor(
     stderr: "null",
   }).spawn();
   const reader = child.stdout.getReader();
-  try {
-    const port = Number(await readLine(reader, 20_000));
-    const payload = new Uint8Array(sizeBytes).fill(120);
-    const buf = new Uint8Array(Math.max(65536, sizeBytes));
-    let roundTrip: () => Promise<void>;
-    let close: () => void;
-    if (protocol === "tcp") {
-      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-      conn.setNoDelay(true);
-      roundTrip = async () => {
-        let off = 0;
-        while (off < sizeBytes) off += await conn.write(payload.subarray(off));
-        let got = 0;
-        while (got < sizeBytes) {
-          const n = await conn.read(buf);
-          if (n === null) throw new FloorError("Echo peer closed the connection");
-          got += n;
-        }
-      };
-      close = () => conn.close();
-    } else {
-      const sock = Deno.listenDatagram({ hostname: "127.0.0.1", port: 0, transport: "udp" });
-      const peer: Deno.NetAddr = { transport: "udp", hostname: "127.0.0.1", port };
-      roundTrip = async () => {
-        await sock.send(payload, peer);
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([
-          sock.receive(buf),
-          new Promise<never>((_, rej) => {
-            timer = setTimeout(() => rej(new FloorError("UDP echo lost")), 2000);
-          }),
-        ]).finally(() => clearTimeout(timer));
-      };
-      close = () => sock.close();
-    }
-    try {
-      const { sampleOperation } = await import("./sampler.ts");
-      const r = await sampleOperation(roundTrip, plan, 1, { clock });
-      return {
-        source: "runtime",
-        protocol,
-        sizeBytes,
-        estimate: estimate(r.samples.samples),
-        samples: r.samples,
-      };
-    } finally {
-      close();
-    }
-  } finally {
+  let closeSocket = () => {};
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    closeSocket();
     reader.releaseLock();
     try {
       child.kill("SIGTERM");
@@ -169,6 +151,71 @@ export async function measureRuntimeFloor(
     await child.status;
     await child.stdout.cancel().catch(() => {});
     await child.stdin.close().catch(() => {});
+  };
+  try {
+    const port = Number(await readLine(reader, 20_000));
+    const payload = new Uint8Array(sizeBytes).fill(120);
+    const buf = new Uint8Array(Math.max(65536, sizeBytes));
+    if (protocol === "tcp") {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      conn.setNoDelay(true);
+      closeSocket = () => conn.close();
+      return {
+        async roundTrip() {
+          let off = 0;
+          while (off < sizeBytes) off += await conn.write(payload.subarray(off));
+          let got = 0;
+          while (got < sizeBytes) {
+            const n = await conn.read(buf);
+            if (n === null) throw new FloorError("Echo peer closed the connection");
+            got += n;
+          }
+        },
+        close,
+      };
+    }
+    const sock = Deno.listenDatagram({ hostname: "127.0.0.1", port: 0, transport: "udp" });
+    const peer: Deno.NetAddr = { transport: "udp", hostname: "127.0.0.1", port };
+    closeSocket = () => sock.close();
+    return {
+      async roundTrip() {
+        await sock.send(payload, peer);
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          sock.receive(buf),
+          new Promise<never>((_, rej) => {
+            timer = setTimeout(() => rej(new FloorError("UDP echo lost")), 2000);
+          }),
+        ]).finally(() => clearTimeout(timer));
+      },
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** Runtime floor: Deno sockets in this process against a Deno echo peer in another. */
+export async function measureRuntimeFloor(
+  protocol: FloorKind,
+  sizeBytes: number,
+  plan: SamplingPlan,
+  clock: Clock = defaultClock,
+): Promise<FloorRow> {
+  const echo = await openRuntimeEcho(protocol, sizeBytes);
+  try {
+    const { sampleOperation } = await import("./sampler.ts");
+    const r = await sampleOperation(() => echo.roundTrip(), plan, 1, { clock });
+    return {
+      source: "runtime",
+      protocol,
+      sizeBytes,
+      estimate: estimate(r.samples.samples),
+      samples: r.samples,
+    };
+  } finally {
+    await echo.close();
   }
 }
 

@@ -8,6 +8,14 @@
  * interval per row, the concurrency curve (req/s against in-flight requests,
  * or p99 flow time against UEs), and flow-time bars per link.
  */
+import {
+  CPU_NOTE,
+  cpuTable,
+  ratioTable,
+  repeatsTable,
+  runNoiseLine,
+  scheduleLine,
+} from "./ratio_report.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "./schema.ts";
 import { formatBytes, formatDuration, formatDurationSource, formatRate } from "../lib/units.ts";
 import type { RenderOptions } from "./report_sections.ts";
@@ -378,6 +386,25 @@ export function renderHtml(
         esc(lib.version)
       }.</p>`,
   );
+  const noise = runNoiseLine(run);
+  if (noise) parts.push(`<p class="noise"><strong>${esc(noise)}</strong></p>`);
+  const ratios = ratioTable(run);
+  if (ratios.body.length) {
+    parts.push(`<section id="ratios"><h2>Ratios</h2>${table(ratios.header, ratios.body)}`);
+    const schedule = scheduleLine(run);
+    if (schedule) parts.push(`<p class="rule">${esc(schedule)}</p>`);
+    parts.push("</section>");
+  }
+  const repeats = repeatsTable(run);
+  if (repeats.body.length) {
+    parts.push(
+      `<section id="repeats"><h2>Repeats</h2><p>${
+        run.repeats!.runs.length
+      } runs, each with its own server process (* a run that was noisy).</p>${
+        table(repeats.header, repeats.body)
+      }</section>`,
+    );
+  }
   for (const section of options.sections ?? []) {
     const c = section.render(run);
     if (!c) continue;
@@ -400,7 +427,10 @@ export function renderHtml(
   }
   parts.push(`</div></section>`);
   const main = mainRows(run);
-  parts.push(`<section id="rows"><h2>Rows</h2>${rowsTable(run, main)}</section>`);
+  parts.push(`<section id="rows"><h2>Rows</h2>${rowsTable(run, main)}`);
+  const cpu = cpuTable(run);
+  if (cpu.body.length) parts.push(table(cpu.header, cpu.body), `<p>${esc(CPU_NOTE)}</p>`);
+  parts.push("</section>");
   const steps = run.rows.filter((r) => r.step !== undefined);
   if (steps.length) {
     parts.push(`<section id="steps"><h2>Per-step latency</h2>${rowsTable(run, steps)}</section>`);
@@ -444,7 +474,7 @@ export function renderHtml(
 <style>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1400px; padding: 0 16px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
-.meta { color: #555; } .verdict { font-size: 16px; font-weight: 600; } .rule { color: #444; }
+.meta { color: #555; } .noise { color: #a40; } .verdict { font-size: 16px; font-weight: 600; } .rule { color: #444; }
 table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right; } th { background: #f4f4f4; }
 td:first-child, th:first-child, #verdict td:last-child { text-align: left; }

@@ -1,7 +1,16 @@
 /** The Markdown report, shaped like a short study; a pure function of a run. */
 import { stackLines } from "./stack_report.ts";
+import {
+  CPU_NOTE,
+  cpuTable,
+  ratioTable,
+  ratioWithInterval,
+  repeatsTable,
+  runNoiseLine,
+  scheduleLine,
+} from "./ratio_report.ts";
 import { findFloor, floorMultiple } from "./floors.ts";
-import { medianWithCi } from "./table.ts";
+import { floorCell, medianWithCi } from "./table.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import { setupTable } from "./setup_report.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "./schema.ts";
@@ -24,6 +33,19 @@ export function observations(run: BenchRun): string[] {
     a.estimate.medianCi.lower <= b.estimate.medianCi.upper &&
     b.estimate.medianCi.lower <= a.estimate.medianCi.upper;
   const relative = (a: ResultRow, b: ResultRow, size: number) => {
+    const paired = run.rounds?.ratios.find((r) =>
+      r.kind === "transports" && r.numerator === a.id && r.denominator === b.id
+    );
+    if (paired) {
+      const pct = Math.abs(paired.ratio - 1) * 100;
+      const word = paired.ratio >= 1 ? "slower" : "faster";
+      const noise = paired.interval.lower <= 1 && paired.interval.upper >= 1
+        ? ", an interval that holds 1, so this is within the noise"
+        : "";
+      return `${a.transport} is ${pct.toFixed(0)} % ${word} than ${b.transport} at ${
+        formatBytes(size)
+      } (paired over ${paired.perRound.length} rounds: ${ratioWithInterval(paired)}${noise}).`;
+    }
     const ratio = a.estimate.median / b.estimate.median;
     const pct = Math.abs(ratio - 1) * 100;
     const word = ratio >= 1 ? "slower" : "faster";
@@ -179,10 +201,33 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
         : "in the benchmark's process"
     }; warm-up ${c.warmupMs} ms then ${
       c.samples ? `${c.samples} samples` : `${c.sampleMs} ms`
-    } per row` +
+    } per ${run.rounds ? "arm, in rounds" : "row"}` +
       (c.delayMs ? `; handler delay ${c.delayMs} ms` : "") + ".",
     "",
   );
+  const noise = runNoiseLine(run);
+  if (noise) lines.push(`> **${noise[0].toUpperCase()}${noise.slice(1)}.**`, "");
+  const ratios = ratioTable(run);
+  if (ratios.body.length) {
+    lines.push("## Ratios", "");
+    lines.push(cellRow(ratios.header), cellRow(ratios.header.map(() => "---")));
+    lines.push(...ratios.body.map(cellRow), "");
+  }
+  const repeats = repeatsTable(run);
+  if (repeats.body.length) {
+    lines.push(
+      `## Repeats`,
+      "",
+      `${
+        run.repeats!.runs.length
+      } runs, each with its own server process (\\* a run that was noisy):`,
+      "",
+    );
+    lines.push(cellRow(repeats.header), cellRow(repeats.header.map(() => "---")));
+    lines.push(...repeats.body.map(cellRow), "");
+  }
+  const schedule = scheduleLine(run);
+  if (schedule) lines.push(schedule, "");
   lines.push("## Stack", "", "```", ...stackLines(run), "```", "");
   for (const section of options.sections ?? []) {
     const c = section.render(run);
@@ -214,7 +259,6 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
   lines.push(cellRow(Array(10).fill("---")));
   const stepRows = run.rows.filter((r) => r.step !== undefined);
   for (const r of run.rows.filter((r) => r.step === undefined)) {
-    const m = floorMultiple(run, r);
     lines.push(cellRow([
       r.link ? `${r.transport} (${r.link})` : r.transport,
       r.stack ?? "–",
@@ -223,7 +267,7 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
       formatDuration(r.estimate.p90),
       formatDuration(r.estimate.p99),
       formatDuration(r.estimate.p999),
-      m === undefined ? "–" : `${formatMultiple(m)} ${r.floor}`,
+      floorCell(run, r),
       r.bytesPerSecond !== undefined
         ? formatBitRate(r.bytesPerSecond)
         : r.requestsPerSecond !== undefined
@@ -231,6 +275,11 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
         : "–",
       String(r.estimate.n),
     ]));
+  }
+  const cpu = cpuTable(run);
+  if (cpu.body.length) {
+    lines.push("", cellRow(cpu.header), cellRow(cpu.header.map(() => "---")));
+    lines.push(...cpu.body.map(cellRow), "", CPU_NOTE);
   }
   if (stepRows.length) {
     lines.push("", "### Per-step latency", "");

@@ -34,7 +34,10 @@ import { peersScenario } from "./lab_itself.ts";
 import { DEFAULT_STREAMS, holScenario } from "./scenarios/hol.ts";
 import { migrationScenario } from "./scenarios/migration.ts";
 import { capacityScenario, DEFAULT_P99_BOUND_MS } from "./scenarios/capacity.ts";
-import type { EngineName } from "./schema.ts";
+import type { EngineName, RoundsRecord, Schedule } from "./schema.ts";
+import { DEFAULT_BLOCK_MS, DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS } from "./rounds.ts";
+import { type MachineProbe, procMachineProbe } from "./machine_probe.ts";
+import { rttRounds } from "./scenarios/rtt_rounds.ts";
 
 /** Options of {@linkcode runBench}. */
 export interface BenchOptions {
@@ -82,6 +85,17 @@ export interface BenchOptions {
   engine?: "native" | "sbi";
   /** p99 bound of the `capacity` scenario in ms. Default 10. */
   p99BoundMs?: number;
+  /** How arms share the run: `interleaved` rounds (the default for `rtt`) or `sequential`
+   * (one row after another; every other scenario runs so). */
+  schedule?: Schedule;
+  /** Interleaved: measured rounds. Default {@linkcode DEFAULT_ROUNDS} (quick 10). */
+  rounds?: number;
+  /** Interleaved: block per arm and round in ms. Default {@linkcode DEFAULT_BLOCK_MS} (quick 20). */
+  blockMs?: number;
+  /** Interleaved: seed of the round orders. Default a random one (recorded in the run). */
+  seed?: number;
+  /** Reads the machine during interleaved rounds. Default `/proc` (none elsewhere). */
+  probe?: MachineProbe;
   /** Skip the floors. Default false. */
   skipFloors?: boolean;
   /** Clock. Default `performance.now`. */
@@ -189,13 +203,46 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     }
   }
   const quick = options.quick ?? false;
-  const plan: SamplingPlan = {
-    warmupMs: options.warmupMs ?? (quick ? 300 : 3000),
-    sampleMs: options.samples !== undefined && options.sampleMs === undefined
-      ? 60_000
-      : options.sampleMs ?? (quick ? 700 : 5000),
-    samples: options.samples,
-  };
+  const schedule: Schedule = options.schedule ??
+    (scenario === "rtt" ? "interleaved" : "sequential");
+  if (schedule !== "interleaved" && schedule !== "sequential") {
+    throw new RangeError(`Unknown schedule ${schedule} (use interleaved or sequential)`);
+  }
+  const interleaved = schedule === "interleaved";
+  if (interleaved && scenario !== "rtt") {
+    throw new RangeError(`--scenario ${scenario} runs sequentially only (interleaved: rtt)`);
+  }
+  const rounds = options.rounds ?? (quick ? 10 : DEFAULT_ROUNDS);
+  // Interleaved, `sampleMs` is an arm's sampling time over all rounds and `samples` its count.
+  const blockMs = options.blockMs ??
+    (options.sampleMs !== undefined
+      ? Math.max(1, options.sampleMs / rounds)
+      : quick
+      ? 20
+      : DEFAULT_BLOCK_MS);
+  const blockCount = options.samples !== undefined
+    ? Math.max(1, Math.ceil(options.samples / rounds))
+    : undefined;
+  if (!(Number.isInteger(rounds) && rounds >= 2)) {
+    throw new RangeError(`rounds must be a whole number ≥ 2, got ${rounds}`);
+  }
+  if (!(blockMs >= 1 && blockMs <= 10_000)) {
+    throw new RangeError(`block must be 1 … 10000 ms, got ${blockMs}`);
+  }
+  const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
+  const plan: SamplingPlan = interleaved
+    ? {
+      warmupMs: options.warmupMs ?? (quick ? 200 : 1000),
+      sampleMs: rounds * blockMs,
+      samples: blockCount !== undefined ? blockCount * rounds : undefined,
+    }
+    : {
+      warmupMs: options.warmupMs ?? (quick ? 300 : 3000),
+      sampleMs: options.samples !== undefined && options.sampleMs === undefined
+        ? 60_000
+        : options.sampleMs ?? (quick ? 700 : 5000),
+      samples: options.samples,
+    };
   const stack = resolveStack(options.stack);
   const { availableTransports } = await import("../transports/mod.ts");
   const available = await availableTransports(stack);
@@ -239,6 +286,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     link: options.link,
     engine,
     ...(scenario === "capacity" ? { p99BoundMs: options.p99BoundMs ?? DEFAULT_P99_BOUND_MS } : {}),
+    schedule,
+    ...(interleaved ? { rounds, blockMs: blockCount ? undefined : blockMs, seed } : {}),
     ...pluginConfig,
   };
   const environment = await collectEnvironment();
@@ -256,6 +305,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       "Floors were skipped: the server runs elsewhere (--target), so loopback floors do not apply.";
   } else if (options.skipFloors) {
     floorsSkipped = "Floors were skipped on request.";
+  } else if (interleaved) {
+    // Measured inside the rounds, beside the transports.
   } else {
     const floorPlan: SamplingPlan = {
       warmupMs: Math.min(plan.warmupMs, quick ? 100 : 500),
@@ -295,6 +346,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   const clients: SbiClient[] = [];
   const connections: Partial<Record<TransportName, ConnectionInfo>> = {};
   const rows: ResultRow[] = [];
+  let roundsRecord: RoundsRecord | undefined;
   try {
     endpoints = options.target
       ? targetEndpoints(options.target, transports, {
@@ -332,7 +384,35 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       rebind: options.rebind,
       signal: options.signal,
     };
-    rows.push(...await runScenario(ctx));
+    if (interleaved) {
+      const floorSizes = floorsSkipped !== undefined
+        ? []
+        : sizes.filter((s) => s <= MAX_FLOOR_BYTES);
+      const r = await rttRounds(ctx, {
+        rounds,
+        blockMs,
+        warmupRounds: DEFAULT_WARMUP_ROUNDS,
+        seed,
+        blockCount,
+        floorSizes,
+        probe: options.probe ?? procMachineProbe(endpoints?.pid),
+        cores: navigator.hardwareConcurrency,
+      });
+      rows.push(...r.rows);
+      for (const f of r.floors) {
+        floors.push(f);
+        options.onFloor?.(f);
+      }
+      roundsRecord = r.rounds;
+      const left = sizes.filter((s) => s > MAX_FLOOR_BYTES);
+      if (floorSizes.length && left.length) {
+        notes.push(
+          `No floor at ${left.join(", ")} B: a floor carries at most ${MAX_FLOOR_BYTES} B.`,
+        );
+      }
+    } else {
+      rows.push(...await runScenario(ctx));
+    }
   } finally {
     for (const c of clients) {
       const info = c.connectionInfo?.();
@@ -364,6 +444,26 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     rows: rows.map((r) => ({ ...r, stack, id: `${stack}/${r.id}` })),
     connections,
     notes,
+    ...(roundsRecord ? { rounds: prefixRoundIds(roundsRecord, stack) } : {}),
+  };
+}
+
+/** The rounds record with its row ids named like the rows (`<stack>/rtt/…`). */
+function prefixRoundIds(r: RoundsRecord, stack: StackName): RoundsRecord {
+  const id = (x: string) => (x.startsWith("rtt/") ? `${stack}/${x}` : x);
+  return {
+    ...r,
+    order: r.order.map((o) => o.map(id)),
+    ratios: r.ratios.map((x) => ({
+      ...x,
+      id: id(x.id),
+      numerator: id(x.numerator),
+      denominator: id(x.denominator),
+    })),
+    noise: {
+      ...r.noise,
+      armCv: Object.fromEntries(Object.entries(r.noise.armCv).map(([k, v]) => [id(k), v])),
+    },
   };
 }
 

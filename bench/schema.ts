@@ -4,7 +4,7 @@
  * `--json` can be re-rendered or compared later with `lab report`.
  * Durations are nanoseconds; sizes are bytes.
  */
-import type { Estimate } from "./stats.ts";
+import type { Estimate, Interval } from "./stats.ts";
 import type { ConnectionInfo, StackName } from "../transports/types.ts";
 import type { SampleSet } from "./recorder.ts";
 
@@ -20,8 +20,18 @@ import type { SampleSet } from "./recorder.ts";
  * and the
  * stack: `RunConfig.stack`, `ResultRow.stack` and `BenchRun.connections`
  * (a file without them ran h2 on the deno stack's server).
+ *
+ * Version 2: runs measured in interleaved rounds. `BenchRun.rounds` holds the
+ * schedule, the machine's noise and the paired ratios; rows and floors carry
+ * `rounds` (per-round counts and medians, their samples stored in round
+ * order) and their `estimate.medianCi` is the cluster interval over rounds.
+ * `RunConfig.schedule`, `rounds`, `blockMs`, `seed` and `BenchRun.repeats`
+ * are new. Version 1 files still read (they have no rounds).
  */
-export const SCHEMA_VERSION = "sbilab-bench/1";
+export const SCHEMA_VERSION = "sbilab-bench/2";
+
+/** Schemas {@linkcode parseRun} reads. */
+export const READABLE_SCHEMAS: readonly string[] = ["sbilab-bench/1", SCHEMA_VERSION];
 
 /** Scenario names. */
 export type ScenarioName =
@@ -122,6 +132,134 @@ export interface FloorRow {
   estimate: Estimate;
   /** Raw samples or histogram. */
   samples: SampleSet;
+  /** Per-round layout, when the floor was measured in interleaved rounds. */
+  rounds?: RoundSeries;
+}
+
+/**
+ * An arm's blocks in an interleaved run: `samples.samples` holds the values in
+ * round order, `counts[i]` of them from round i.
+ */
+export interface RoundSeries {
+  /** Samples of each round. */
+  counts: number[];
+  /** Median of each round's block (ns). */
+  medians: number[];
+  /** Between-round coefficient of variation of those medians. */
+  cv: number;
+  /** Client CPU time of each round's block (ns), when measured. */
+  clientCpuNs?: number[];
+  /** Server CPU time of each round's block (ns), when measured. */
+  serverCpuNs?: number[];
+}
+
+/** A ratio between two arms of one run, paired by round. */
+export interface RatioRecord {
+  /** Stable key, e.g. `h3/h2-tls/256`. */
+  id: string;
+  /** What the ratio compares, in words (e.g. `h3 ÷ h2-tls`). */
+  label: string;
+  /** `transports` (one transport over another) or `floor` (a row over its kernel floor). */
+  kind: "transports" | "floor";
+  /** Row or floor id of the numerator and of the denominator. */
+  numerator: string;
+  denominator: string;
+  /** Body size both arms moved. */
+  sizeBytes?: number;
+  /** Ratio of the pooled medians. */
+  ratio: number;
+  /** Paired cluster-bootstrap interval (rounds resampled for both arms). */
+  interval: Interval;
+  /** Median of the per-round ratios. */
+  medianOfRounds: number;
+  /** Between-round CV of the per-round ratios. */
+  cv: number;
+  /** Per-round ratio of the block medians. */
+  perRound: number[];
+}
+
+/** Per-round reading of the machine during the CPU-measured blocks. */
+export interface RoundMachineRecord {
+  /** Steal time ÷ all CPU time. */
+  stealShare: number;
+  /** CPU busy outside the client and server processes, in cores. */
+  otherCores: number;
+  /** One-minute load average at the round's end. */
+  load1: number;
+}
+
+/** The machine's noise over a run, and whether it passed the stated thresholds. */
+export interface NoiseRecord {
+  /** True when one of the figures passed its threshold. */
+  noisy: boolean;
+  /** One phrase per figure over its threshold (e.g. `steal 3.1 % of CPU time`). */
+  reasons: string[];
+  /** The spread (± %) a repeat of the run's ratios should be expected within. */
+  expectPercent: number;
+  /** Mean steal share over the run. */
+  stealShare?: number;
+  /** Mean CPU of other processes (cores), and its worst round. */
+  otherCores?: number;
+  otherCoresMax?: number;
+  /** Highest one-minute load average seen. */
+  load1Max?: number;
+  /** Drift of each kernel floor, last quarter of rounds ÷ first quarter − 1 (floor id → drift). */
+  floorDrift: Record<string, number>;
+  /** Between-round CV per arm (row or floor id → CV). */
+  armCv: Record<string, number>;
+  /** The thresholds the figures were held to. */
+  thresholds: NoiseThresholds;
+}
+
+/** Thresholds of the noise line. */
+export interface NoiseThresholds {
+  /** Steal share of CPU time. */
+  stealShare: number;
+  /** Mean CPU of other processes, cores. */
+  otherCores: number;
+  /** Load average above the machine's core count by this much. */
+  loadAboveCores: number;
+  /** |Kernel floor drift|. */
+  floorDrift: number;
+  /** Between-round CV of a transport arm. */
+  armCv: number;
+}
+
+/** How an interleaved run was scheduled, what the machine did, and the paired ratios. */
+export interface RoundsRecord {
+  /** Measured rounds. */
+  rounds: number;
+  /** Block length per arm and round (ms). */
+  blockMs: number;
+  /** Rounds run first and discarded. */
+  warmupRounds: number;
+  /** Seed of the round orders. */
+  seed: number;
+  /** Arm ids in the order each round ran them. */
+  order: string[][];
+  /** Wall time of each round (ms). */
+  roundMs: number[];
+  /** What the machine did in each round (empty without /proc). */
+  machine: RoundMachineRecord[];
+  /** The paired ratios, transports first. */
+  ratios: RatioRecord[];
+  /** The noise assessment. */
+  noise: NoiseRecord;
+}
+
+/** `lab bench --runs N`: every run's ratios and their spread. */
+export interface RepeatsRecord {
+  /** Each run in order: when it started and its transport ratios. */
+  runs: { startedAt: string; durationMs: number; ratios: RatioRecord[]; noisy: boolean }[];
+  /** Per ratio id: mean, min, max and the largest deviation from the mean (relative). */
+  spread: {
+    id: string;
+    label: string;
+    mean: number;
+    min: number;
+    max: number;
+    maxDeviation: number;
+  }[];
 }
 
 /** One measured row. */
@@ -162,6 +300,8 @@ export interface ResultRow {
   link?: string;
   /** Implementation family the row ran on (see `StackName`; absent: a run saved before stacks). */
   stack?: StackName;
+  /** Per-round layout, when the row was measured in interleaved rounds. */
+  rounds?: RoundSeries;
 }
 
 /** Environment of the run. */
@@ -212,7 +352,16 @@ export interface RunConfig {
   engine?: EngineName;
   /** p99 bound of the `capacity` scenario (ms). */
   p99BoundMs?: number;
+  /** `interleaved` (rounds) or `sequential` (one row after another); absent: sequential. */
+  schedule?: Schedule;
+  /** Interleaved: measured rounds, block per arm (ms) and the seed of the orders. */
+  rounds?: number;
+  blockMs?: number;
+  seed?: number;
 }
+
+/** How arms share the run's time. */
+export type Schedule = "interleaved" | "sequential";
 
 /** What `lab study` adds to its run: the links crossed, the budget and the verdict rule. */
 export interface StudyRecord {
@@ -234,7 +383,8 @@ export interface StudyRecord {
 
 /** A complete benchmark run. */
 export interface BenchRun {
-  schema: typeof SCHEMA_VERSION;
+  /** {@linkcode SCHEMA_VERSION} when written by this lab; an older readable one when loaded. */
+  schema: string;
   /** ISO time the run started. */
   startedAt: string;
   /** Wall time of the whole run in ms. */
@@ -250,6 +400,10 @@ export interface BenchRun {
   notes: string[];
   /** Present when the run is a `lab study` matrix. */
   study?: StudyRecord;
+  /** Present when the run was measured in interleaved rounds. */
+  rounds?: RoundsRecord;
+  /** Present when the run was repeated (`--runs N`); the record is the last run's. */
+  repeats?: RepeatsRecord;
 }
 
 /** Parses and checks a saved run; throws `SyntaxError` with a one-line message. */
@@ -264,7 +418,7 @@ export function parseRun(text: string, source = "input"): BenchRun {
     throw new SyntaxError(`${source} is not a benchmark run (expected a JSON object)`);
   }
   const run = data as Partial<BenchRun>;
-  if (run.schema !== SCHEMA_VERSION) {
+  if (!READABLE_SCHEMAS.includes(run.schema as string)) {
     throw new SyntaxError(
       `${source} has schema ${
         JSON.stringify(run.schema ?? null)

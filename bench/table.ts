@@ -15,6 +15,15 @@ import {
 import { linkLines, migrationTable, percentileTable } from "./link_report.ts";
 import { roundTripUnit, setupTable } from "./setup_report.ts";
 import { stackLines } from "./stack_report.ts";
+import {
+  CPU_NOTE,
+  cpuTable,
+  floorRatio,
+  ratioTable,
+  repeatsTable,
+  runNoiseLine,
+  scheduleLine,
+} from "./ratio_report.ts";
 
 /** Lays out rows of cells as aligned columns (first column left, others right). */
 export function layoutColumns(header: string[], body: string[][]): string {
@@ -29,6 +38,15 @@ export function layoutColumns(header: string[], body: string[][]): string {
 export function medianWithCi(row: { estimate: ResultRow["estimate"] }): string {
   const e = row.estimate;
   return formatDurationWithInterval(e.median, e.medianCi.lower, e.medianCi.upper);
+}
+
+/** The row's multiple of its floor, with the paired interval over rounds when there is one. */
+export function floorCell(run: BenchRun, row: ResultRow): string {
+  const m = floorMultiple(run, row);
+  if (m === undefined) return "–";
+  const r = floorRatio(run, row.id);
+  return `${formatMultiple(m)} ${row.floor}` +
+    (r ? ` [${r.interval.lower.toFixed(2)} – ${r.interval.upper.toFixed(2)}]` : "");
 }
 
 function throughput(row: ResultRow): string {
@@ -73,14 +91,13 @@ export function renderRows(run: BenchRun): string {
   if (run.rows.length === 0) return "No rows were measured.";
   const rows = run.rows.filter((r) => r.step === undefined);
   const body = rows.map((r) => {
-    const m = floorMultiple(run, r);
     return [
       r.link ? `${r.transport} · ${r.link}` : r.transport,
       r.stack ?? "–",
       r.label,
       medianWithCi(r),
       formatDuration(r.estimate.p99),
-      m === undefined ? "–" : `${formatMultiple(m)} ${r.floor}`,
+      floorCell(run, r),
       throughput(r),
       String(r.estimate.n),
       outliers(r),
@@ -114,7 +131,9 @@ export function renderTable(run: BenchRun): string {
     : c.serverMode === "process"
     ? "own process"
     : "in process";
-  const plan = c.samples ? `${c.samples} samples` : `${c.sampleMs} ms sampling`;
+  const plan = c.samples
+    ? `${c.samples} samples`
+    : `${c.sampleMs} ms sampling${run.rounds ? " per arm" : ""}`;
   const head = run.study
     ? `sbilab study · links ${run.study.links.map((l) => l.spec).join(", ")} · ${
       c.transports.join(", ")
@@ -123,13 +142,27 @@ export function renderTable(run: BenchRun): string {
     } s)`
     : `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
       (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
-  const parts = [head, ...stackLines(run)];
+  const noise = runNoiseLine(run);
+  const parts = [...(noise ? [noise] : []), head];
+  const ratios = ratioTable(run);
+  if (ratios.body.length) parts.push("", layoutColumns(ratios.header, ratios.body));
+  const repeats = repeatsTable(run);
+  if (repeats.body.length) {
+    parts.push("", `Repeats (${run.repeats!.runs.length} runs, each its own server process):`);
+    parts.push(layoutColumns(repeats.header, repeats.body));
+  }
+  const schedule = scheduleLine(run);
+  if (schedule) parts.push("", schedule);
+  if (ratios.body.length || schedule) parts.push("");
+  parts.push(...stackLines(run));
   if (run.rows.some((r) => r.step !== undefined)) {
     parts.push("Per-step latency rows are in the Markdown (--md) and HTML (--html) reports.");
   }
   const link = linkLines(run);
   if (link.length) parts.push(...link);
   parts.push("", renderFloors(run), "", renderRows(run));
+  const cpu = cpuTable(run);
+  if (cpu.body.length) parts.push("", layoutColumns(cpu.header, cpu.body), CPU_NOTE);
   const pct = percentileTable(run);
   if (pct.body.length) {
     parts.push("", "Per-request latency percentiles:", layoutColumns(pct.header, pct.body));

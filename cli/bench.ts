@@ -29,6 +29,7 @@ import type { LinkBackend } from "../linkemu/link.ts";
 import { runSoak } from "../bench/soak.ts";
 import { renderSoakInterval, renderSoakSummary } from "../bench/soak_report.ts";
 import { type AttackName, ATTACKS } from "../bench/attackers.ts";
+import { runRepeated } from "../bench/repeats.ts";
 
 /** Options as commander hands them over. */
 interface BenchFlags {
@@ -60,6 +61,33 @@ interface BenchFlags {
   csv?: string;
   html?: string;
   charts?: boolean;
+  // Interleaved rounds and repeats (see roundFlags).
+  schedule?: string;
+  rounds?: string;
+  block?: string;
+  seed?: string;
+  runs?: string;
+}
+
+/** The interleaved-round and repeat flags, parsed: `--schedule --rounds --block --seed --runs`. */
+function roundFlags(flags: BenchFlags) {
+  if (flags.schedule !== undefined) {
+    parseChoice(flags.schedule, "--schedule", ["interleaved", "sequential"]);
+  }
+  if (flags.schedule === "interleaved" && flags.scenario !== "rtt") {
+    throw new UsageError(`--scenario ${flags.scenario} runs sequentially only (interleaved: rtt)`);
+  }
+  return {
+    schedule: flags.schedule as "interleaved" | "sequential" | undefined,
+    rounds: flags.rounds !== undefined
+      ? parseInteger(flags.rounds, "--rounds", { min: 2 })
+      : undefined,
+    blockMs: flags.block !== undefined
+      ? parseNumber(flags.block, "--block", { min: 1 })
+      : undefined,
+    seed: flags.seed !== undefined ? parseInteger(flags.seed, "--seed", { min: 0 }) : undefined,
+    runs: flags.runs !== undefined ? parseInteger(flags.runs, "--runs", { min: 1 }) : 1,
+  };
 }
 
 async function bench(flags: BenchFlags): Promise<void> {
@@ -110,12 +138,14 @@ async function bench(flags: BenchFlags): Promise<void> {
       flags.link = "lan";
     }
   }
+  const { runs, ...rounds } = roundFlags(flags);
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
   const progress = createProgress();
   try {
     const options = {
+      ...rounds,
       scenario: flags.scenario as ScenarioName,
       stack,
       transports,
@@ -155,14 +185,20 @@ async function bench(flags: BenchFlags): Promise<void> {
       onProgress: progress.update,
       signal: controller.signal,
     };
-    const run = link
-      ? await runBenchAcrossLink(link, {
-        ...options,
-        specText: flags.link,
-        backend: (flags.linkBackend ?? "relay") as LinkBackend,
-        mtu,
-      })
-      : await runBench({ ...options, ...linkContextFromEnv(), plugins: STUDY_PLUGINS });
+    const runOne = (o: typeof options) =>
+      link
+        ? runBenchAcrossLink(link, {
+          ...o,
+          specText: flags.link,
+          backend: (flags.linkBackend ?? "relay") as LinkBackend,
+          mtu,
+        })
+        : runBench({ ...o, ...linkContextFromEnv(), plugins: STUDY_PLUGINS });
+    const run = await runRepeated(runs, options, runOne, {
+      // Each run its own seed of round orders (consecutive from --seed when given).
+      optionsFor: (i, o) => ({ ...o, seed: o.seed !== undefined ? o.seed + i : undefined }),
+      onRun: (i, n) => n > 1 && progress.update(`run ${i + 1} of ${n}`, 0),
+    });
     progress.stop();
     console.log(renderTable(run));
     if (flags.charts !== false) {
@@ -296,7 +332,10 @@ export function registerBenchCommands(program: Command): void {
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
     .option("--warmup <seconds>", "warm-up per row (default 3, quick 0.3)")
-    .option("--time <seconds>", "sampling time per row (default 5, quick 0.7)")
+    .option(
+      "--time <seconds>",
+      "sampling time per row (default 5, quick 0.7); interleaved: per arm over all rounds",
+    )
     .option("--samples <n>", "samples per row instead of a sampling time (bounded by 60 s)")
     .option("--quick", "a run of a few seconds")
     .option("--in-process", "run the servers in this process instead of their own")
@@ -332,6 +371,15 @@ export function registerBenchCommands(program: Command): void {
       "run across two namespaces with this MTU (alone: a plain veth pair, e.g. 1500); needs root",
     )
     .option("--no-floors", "skip the floor measurements")
+    // Interleaved rounds and repeats.
+    .option(
+      "--schedule <mode>",
+      "interleaved (rounds; the default for rtt) or sequential (one row after another)",
+    )
+    .option("--rounds <n>", "interleaved: measured rounds (default 60, quick 10)")
+    .option("--block <ms>", "interleaved: each arm's block per round in ms (default 30, quick 20)")
+    .option("--seed <n>", "interleaved: seed of the round orders (default random, recorded)")
+    .option("--runs <n>", "repeat the whole run N times, each with its own server process")
     .option("--no-charts", "do not print the terminal bar charts")
     .option("--json <file>", "save the run as JSON (re-render with lab report)")
     .option("--md <file>", "write a Markdown report")

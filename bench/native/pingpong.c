@@ -1,8 +1,9 @@
 /*
  * Kernel ping-pong floor: the parent process sends `size` bytes over TCP or
  * UDP on loopback to a forked child that echoes them back, and prints each
- * round-trip time in nanoseconds, one per line. The loop stops after
- * `count` samples or `max_ms` milliseconds, whichever comes first.
+ * round-trip time in nanoseconds, one per line. The warm-up stops after
+ * `warmup` round trips or `max_ms` milliseconds; the recorded loop then stops
+ * after `count` samples or another `max_ms` milliseconds, whichever comes first.
  *
  * Usage: sbilab_pingpong tcp|udp COUNT MAX_MS SIZE WARMUP
  * With PINGPONG_PARENT_CPU=N in the environment the parent moves to CPU N
@@ -154,7 +155,13 @@ int main(int argc, char **argv) {
   long n = 0, status = 0;
   for (long i = 0; i < warmup + count; i++) {
     uint64_t t0 = now_ns();
-    if (t0 > deadline) break;
+    /* The warm-up and the recorded round trips get MAX_MS each. */
+    if (i == warmup) deadline = t0 + (uint64_t)max_ms * 1000000ull;
+    if (t0 > deadline) {
+      if (i >= warmup) break;
+      i = warmup - 1; /* warm-up out of time: start recording */
+      continue;
+    }
     int bad;
     if (tcp) {
       bad = write_full(fd, out, (size_t)size) != 0 || read_full(fd, in, (size_t)size) != 0;
