@@ -9,7 +9,8 @@
  *           encrypted by it and the records fed to sbh2_conn_recv_tls.
  * After each chunk the target polls and checks every event: at most one per stream, only for
  * streams it opened, bodies within the limit. Options: bit 1 small windows and a 5000-byte body
- * limit, bit 2 small poll buffer, bit 3 cancel the last request half-way, bit 4 close half-way.
+ * limit, bit 2 small poll buffer, bit 3 cancel the last request half-way, bit 4 close half-way,
+ * bit 5 drain the client's output 100 bytes at a time (what does not fit waits in the shim).
  */
 #include <nghttp2/nghttp2.h>
 
@@ -109,9 +110,10 @@ static void poll_all(h2c *t) {
 /* Drains the client's output (mode 1: decrypted by the server session and dropped). */
 static void drain(h2c *t) {
   static uint8_t plain[64 * 1024];
-  for (int i = 0; i < 64; i++) {
-    int n = t->mode == 0 ? sbh2_conn_send(t->conn, t->out, OUT_CAP) : sbh2_conn_send_tls(t->conn, t->tls, t->out, OUT_CAP);
-    FUZZ_CHECK(n <= OUT_CAP);
+  uint32_t cap = (t->opts & 32) ? 100 : OUT_CAP;
+  for (int i = 0; i < 4096; i++) {
+    int n = t->mode == 0 ? sbh2_conn_send(t->conn, t->out, cap) : sbh2_conn_send_tls(t->conn, t->tls, t->out, cap);
+    FUZZ_CHECK(n <= (int)cap);
     if (n <= 0) return;
     if (t->mode == 1) sbh2_tls_recv(t->server, t->out, (uint32_t)n, plain, sizeof plain);
   }

@@ -133,6 +133,164 @@ static void h2_client_hello(void) {
   sbh2_tls_config_free(cfg);
 }
 
+/* ---- h2: frames the tests write by hand (limits, floods, odd frames) ---- */
+
+static void frame(sbuf *b, uint8_t type, uint8_t flags, uint32_t sid, const uint8_t *p, size_t n) {
+  uint8_t h[9] = {(uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n, type, flags,
+                  (uint8_t)(sid >> 24), (uint8_t)(sid >> 16), (uint8_t)(sid >> 8), (uint8_t)sid};
+  put(b, h, 9);
+  if (n) put(b, p, n);
+}
+
+/* An HPACK block: :method (GET or POST), :scheme http, :path /, :authority localhost, then extra literals. */
+static size_t hpack(uint8_t *out, int post, const char *const *extra, size_t nextra) {
+  size_t n = 0;
+  out[n++] = post ? 0x83 : 0x82;
+  out[n++] = 0x86;
+  out[n++] = 0x84;
+  out[n++] = 0x01;
+  out[n++] = 9;
+  memcpy(out + n, "localhost", 9);
+  n += 9;
+  for (size_t i = 0; i < nextra; i++) {
+    size_t nl = strlen(extra[2 * i]), vl = strlen(extra[2 * i + 1]);
+    out[n++] = 0x00;
+    out[n++] = (uint8_t)nl;
+    memcpy(out + n, extra[2 * i], nl);
+    n += nl;
+    if (vl < 127) {
+      out[n++] = (uint8_t)vl;
+    } else { /* 7-bit prefix integer */
+      out[n++] = 127;
+      size_t v = vl - 127;
+      while (v >= 128) {
+        out[n++] = (uint8_t)(0x80 | (v & 127));
+        v >>= 7;
+      }
+      out[n++] = (uint8_t)v;
+    }
+    memcpy(out + n, extra[2 * i + 1], vl);
+    n += vl;
+  }
+  return n;
+}
+
+static void h2_preface(sbuf *b, const uint8_t *settings, size_t n) {
+  put(b, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+  frame(b, 0x4, 0, 0, settings, n);
+  frame(b, 0x4, 0x1, 0, NULL, 0); /* ACK of the server's */
+}
+
+static void h2_frames(void) {
+  uint8_t hb[4096], d[8192];
+  memset(d, 'd', sizeof d);
+  uint8_t small[3] = {0 | 4 | 8, 0x55, 0x66}; /* h2c, small limits, small poll buffer */
+  uint8_t plain[3] = {0, 0x55, 0x66};
+  /* rapid reset: open and reset streams */
+  {
+    sbuf b = {0};
+    h2_preface(&b, NULL, 0);
+    uint8_t rst[4] = {0, 0, 0, 8};
+    for (uint32_t sid = 1; sid < 80; sid += 2) {
+      frame(&b, 0x1, 0x4, sid, hb, hpack(hb, 0, NULL, 0));
+      frame(&b, 0x3, 0, sid, rst, 4);
+    }
+    save("h2_server", "rapid-reset", small, 3, b.p, b.len);
+    free(b.p);
+  }
+  /* CONTINUATION flood */
+  {
+    sbuf b = {0};
+    h2_preface(&b, NULL, 0);
+    const char *x[] = {"x-a", "1"};
+    size_t n = hpack(hb, 0, x, 1);
+    frame(&b, 0x1, 0x1, 1, hb, 6); /* END_STREAM, no END_HEADERS */
+    for (int i = 0; i < 10; i++) frame(&b, 0x9, i == 9 ? 0x4 : 0, 1, hb + 6 + (i < 1 ? 0 : n - 6), i < 1 ? n - 6 : 0);
+    save("h2_server", "continuation-flood", small, 3, b.p, b.len);
+    free(b.p);
+  }
+  /* a header list over the limit, trailers, PING, PRIORITY, WINDOW_UPDATE, GOAWAY */
+  {
+    sbuf b = {0};
+    h2_preface(&b, NULL, 0);
+    char big[800];
+    memset(big, 'v', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    const char *x[] = {"x-big", big};
+    frame(&b, 0x1, 0x5, 1, hb, hpack(hb, 0, x, 1));
+    const char *ct[] = {"content-type", "application/json"};
+    frame(&b, 0x1, 0x4, 3, hb, hpack(hb, 1, ct, 1));
+    frame(&b, 0x0, 0, 3, d, 100);
+    const char *tr[] = {"x-trailer", "t"};
+    size_t tn = hpack(hb, 0, tr, 1);
+    frame(&b, 0x1, 0x5, 3, hb + 14, tn - 14); /* trailers: the extra field only */
+    uint8_t ping[8] = {1, 2, 3, 4, 5, 6, 7, 8}, prio[5] = {0, 0, 0, 3, 16}, wu[4] = {0, 0, 0x10, 0};
+    frame(&b, 0x6, 0, 0, ping, 8);
+    frame(&b, 0x2, 0, 5, prio, 5);
+    frame(&b, 0x8, 0, 0, wu, 4);
+    uint8_t ga[8] = {0, 0, 0, 3, 0, 0, 0, 0};
+    frame(&b, 0x7, 0, 0, ga, 8);
+    save("h2_server", "odd-frames", small, 3, b.p, b.len);
+    save("h2_server", "odd-frames-plain", plain, 3, b.p, b.len);
+    free(b.p);
+  }
+  /* bodies: declared lengths over the server's buffer budget, an undeclared body over the limit */
+  {
+    sbuf b = {0};
+    h2_preface(&b, NULL, 0);
+    const char *cl[] = {"content-length", "2900"};
+    for (uint32_t sid = 1; sid <= 5; sid += 2) frame(&b, 0x1, 0x4, sid, hb, hpack(hb, 1, cl, 1));
+    for (uint32_t sid = 1; sid <= 5; sid += 2) frame(&b, 0x0, 0x1, sid, d, 2900);
+    frame(&b, 0x1, 0x4, 7, hb, hpack(hb, 1, NULL, 0));
+    frame(&b, 0x0, 0, 7, d, 2000);
+    frame(&b, 0x0, 0x1, 7, d, 2000);
+    save("h2_server", "bodies-over-budget", small, 3, b.p, b.len);
+    free(b.p);
+  }
+  /* a closed window: responses queue until the client opens it */
+  {
+    sbuf b = {0};
+    uint8_t win0[6] = {0, 4, 0, 0, 0, 0}; /* SETTINGS_INITIAL_WINDOW_SIZE 0 */
+    h2_preface(&b, win0, 6);
+    for (uint32_t sid = 1; sid <= 9; sid += 2) frame(&b, 0x1, 0x5, sid, hb, hpack(hb, 0, NULL, 0));
+    uint8_t wu[4] = {0, 0, 0x08, 0};
+    frame(&b, 0x8, 0, 3, wu, 4);
+    uint8_t rst[4] = {0, 0, 0, 8};
+    frame(&b, 0x3, 0, 5, rst, 4);
+    save("h2_server", "window-closed", small, 3, b.p, b.len);
+    uint8_t lent[3] = {0 | 4 | 16 | 64, 0x55, 0x66}; /* lent bodies, timers */
+    save("h2_server", "window-closed-lent", lent, 3, b.p, b.len);
+    free(b.p);
+  }
+}
+
+/* What a server sends the client target: interim and final responses, an over-limit body, a reset, GOAWAY. */
+static void h2_server_frames(void) {
+  sbuf b = {0};
+  uint8_t d[8192];
+  memset(d, 'e', sizeof d);
+  frame(&b, 0x4, 0, 0, NULL, 0);
+  frame(&b, 0x4, 0x1, 0, NULL, 0);
+  uint8_t early[] = {0x08, 3, '1', '0', '3'}; /* :status 103 (literal, indexed name) */
+  frame(&b, 0x1, 0x4, 1, early, sizeof early);
+  uint8_t ok[] = {0x88, 0x0f, 0x10, 16, 'a', 'p', 'p', 'l', 'i', 'c', 'a', 't', 'i', 'o', 'n', '/', 'j', 's', 'o', 'n'};
+  frame(&b, 0x1, 0x4, 1, ok, sizeof ok);
+  frame(&b, 0x0, 0x1, 1, d, 30);
+  frame(&b, 0x1, 0x4, 3, ok, 1);
+  frame(&b, 0x0, 0, 3, d, 4000);
+  frame(&b, 0x0, 0x1, 3, d, 3000); /* 7000 bytes: over a 5000-byte limit */
+  uint8_t rst[4] = {0, 0, 0, 2};
+  frame(&b, 0x3, 0, 5, rst, 4);
+  frame(&b, 0x1, 0x5, 7, ok, 1);
+  uint8_t ga[8] = {0, 0, 0, 7, 0, 0, 0, 0};
+  frame(&b, 0x7, 0, 0, ga, 8);
+  uint8_t plain[4] = {0, 0x10, 0x20, 5}, small[4] = {2 | 32, 0x10, 0x20, 5}, tls[4] = {1 | 4, 0x10, 0x20, 5};
+  save("h2_client", "frames", plain, 4, b.p, b.len);
+  save("h2_client", "frames-small", small, 4, b.p, b.len);
+  save("h2_client", "frames-tls", tls, 4, b.p, b.len);
+  free(b.p);
+}
+
 /* ---- h3 ---- */
 
 /* QPACK-encoded requests and responses with the static table only (RFC 9204 appendix A). */
@@ -222,6 +380,101 @@ static void h3_scripts(void) {
     save("h3_client", "responses", head, 4, b.p, b.len);
     free(b.p);
   }
+}
+
+/* QPACK with the dynamic table: a field inserted on the encoder stream, a header block that refers to it
+   (sent before the insert, so its stream waits, blocked, then after it). */
+static void h3_qpack(void) {
+  uint8_t f[256];
+  size_t n;
+  const uint8_t cap[] = {0x3f, 0xe1, 0x1f}; /* Set Dynamic Table Capacity 4096 */
+  const uint8_t ins_auth[] = {0xc0, 9, 'l', 'o', 'c', 'a', 'l', 'h', 'o', 's', 't'}; /* :authority: localhost */
+  const uint8_t ins_ct[] = {0xec, 24, 'a', 'p', 'p', 'l', 'i', 'c', 'a', 't', 'i', 'o', 'n', '/',
+                            'p',  'r', 'o', 'b', 'l', 'e', 'm', '+', 'j', 's', 'o', 'n'};
+  uint8_t enc[64];
+  /* server target: the client's encoder stream is slot 1 of the unidirectional ones */
+  {
+    sbuf b = {0};
+    const uint8_t req[] = {0x01, 0x06, 0x02, 0x00, 0xd1, 0xd7, 0xc1, 0x80};
+    op_write(&b, 0, 0, 1, req, sizeof req); /* blocked until the insert */
+    n = 0;
+    memcpy(enc, cap, sizeof cap);
+    n += sizeof cap;
+    memcpy(enc + n, ins_auth, sizeof ins_auth);
+    n += sizeof ins_auth;
+    op_write(&b, 1, 1, 0, enc, n);
+    op_write(&b, 0, 1, 1, req, sizeof req);
+    uint8_t head[3] = {1, 9, 0};
+    save("h3_server", "qpack-dynamic", head, 3, b.p, b.len);
+    free(b.p);
+  }
+  /* client target: the server's encoder stream */
+  {
+    sbuf b = {0};
+    const uint8_t rsp[] = {0x01, 0x04, 0x02, 0x00, 0xd9, 0x80};
+    n = 0;
+    memcpy(f, rsp, sizeof rsp);
+    n = sizeof rsp;
+    f[n++] = 0x00;
+    f[n++] = 2;
+    f[n++] = '{';
+    f[n++] = '}';
+    op_write(&b, 0, 0, 1, f, n);
+    n = 0;
+    memcpy(enc, cap, sizeof cap);
+    n += sizeof cap;
+    memcpy(enc + n, ins_ct, sizeof ins_ct);
+    n += sizeof ins_ct;
+    op_write(&b, 1, 1, 0, enc, n);
+    op_write(&b, 0, 1, 1, rsp, sizeof rsp);
+    uint8_t head[4] = {1, 9, 0, 2};
+    save("h3_client", "qpack-dynamic", head, 4, b.p, b.len);
+    free(b.p);
+  }
+}
+
+/* Hand-made first datagrams: an unknown version, a short header to an unknown connection, Initials with tokens. */
+static void h3_raw(void) {
+  static uint8_t d[1300];
+  sbuf b = {0};
+  /* unknown version, 1200 bytes: Version Negotiation */
+  memset(d, 0, sizeof d);
+  uint8_t vn[] = {0xc0, 0x0a, 0x1a, 0x2a, 0x3a, 8, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9};
+  memcpy(d, vn, sizeof vn);
+  put16(&b, 1200);
+  put(&b, d, 1200);
+  /* short header, 60 bytes, unknown DCID: stateless reset */
+  memset(d, 0x5c, 60);
+  d[0] = 0x41;
+  put16(&b, 60);
+  put(&b, d, 60);
+  /* Initials (v1) carrying a Retry-looking token (refused) and a NEW_TOKEN-looking one (ignored) */
+  for (int k = 0; k < 2; k++) {
+    size_t o = 0;
+    memset(d, 0, sizeof d);
+    d[o++] = 0xc3;
+    d[o++] = 0; d[o++] = 0; d[o++] = 0; d[o++] = 1;
+    d[o++] = 18;
+    memset(d + o, 0x20 + k, 18);
+    o += 18;
+    d[o++] = 17;
+    memset(d + o, 0x40 + k, 17);
+    o += 17;
+    d[o++] = 40; /* token length */
+    d[o] = k == 0 ? 0xb6 : 0x36;
+    memset(d + o + 1, 0x77, 39);
+    o += 40;
+    size_t rest = 1200 - o - 2;
+    d[o++] = (uint8_t)(0x40 | (rest >> 8));
+    d[o++] = (uint8_t)rest;
+    memset(d + o, 0x99, rest);
+    put16(&b, 1200);
+    put(&b, d, 1200);
+  }
+  uint8_t head[3] = {0, 1, 0}, retry[3] = {4, 1, 0};
+  save("h3_server", "stateless", head, 3, b.p, b.len);
+  save("h3_server", "stateless-retry", retry, 3, b.p, b.len);
+  free(b.p);
 }
 
 /* The datagrams of an in-memory handshake, each direction in the raw mode's format. */
@@ -315,8 +568,12 @@ int main(int argc, char **argv) {
   h2_exchange("many", many, 20, 0);
   h2_exchange("big-cancel", big, 2, 1);
   h2_client_hello();
+  h2_frames();
+  h2_server_frames();
   h3_scripts();
   h3_datagrams(7);
+  h3_raw();
+  h3_qpack();
   wire_and_plan();
   return 0;
 }

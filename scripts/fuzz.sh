@@ -9,6 +9,7 @@
 #                                    fuzz/regressions/TARGET; exit 1 when an input fails
 #                                    (FUZZ_VALGRIND=1: under valgrind, leaks and bad accesses fail too)
 #   scripts/fuzz.sh seeds            regenerate fuzz/corpus/*/gen-* (fuzz/seedgen.c)
+#   scripts/fuzz.sh coverage TARGET  line coverage of the modules' sources by the corpus (llvm-cov)
 #   scripts/fuzz.sh afl TARGET       build TARGET with afl-clang-fast (AFL++) into build/fuzz/afl/
 #   scripts/fuzz.sh list             the target names
 #
@@ -138,6 +139,20 @@ seeds)
   # shellcheck disable=SC2086
   "${CC:-cc}" -g -O1 -o "$BUILD/seedgen" fuzz/seedgen.c fuzz/h3_common.c $H2_SRC $H3_SRC $H2_LIBS $H3_LIBS $H3_WRAP
   "$BUILD/seedgen" fuzz/corpus
+  ;;
+coverage)
+  # line coverage of the modules' sources reached by a target's corpus (and its work folder)
+  t=${2:?usage: scripts/fuzz.sh coverage TARGET}
+  spec=$(target_spec "$t") || die "unknown target $t"
+  mkdir -p "$BUILD/cov"
+  # shellcheck disable=SC2086
+  "$FUZZ_CC" -g -O0 -fprofile-instr-generate -fcoverage-mapping -o "$BUILD/cov/$t" fuzz/driver.c ${spec%%|*} ${spec#*|}
+  dirs=()
+  for d in "fuzz/corpus/$t" "fuzz/regressions/$t" "$BUILD/work/$t"; do [ -d "$d" ] && dirs+=("$d"); done
+  LLVM_PROFILE_FILE="$BUILD/cov/$t.profraw" "$BUILD/cov/$t" "${dirs[@]}" 2>/dev/null
+  llvm-profdata merge -sparse -o "$BUILD/cov/$t.profdata" "$BUILD/cov/$t.profraw"
+  # shellcheck disable=SC2086
+  llvm-cov report "$BUILD/cov/$t" -instr-profile="$BUILD/cov/$t.profdata" $(echo "${spec%%|*}" | tr ' ' '\n' | grep -v '^fuzz/')
   ;;
 afl)
   t=${2:?usage: scripts/fuzz.sh afl TARGET}
