@@ -70,6 +70,10 @@ void h3f_check_server_datagram(const h3f_pair *p, int n) {
   memcpy(&port, p->meta + 4, 2);
   FUZZ_CHECK(memchr(p->meta + 6, 0, sizeof p->meta - 6) != NULL); /* the IP text ends */
   FUZZ_CHECK(id == 0 || server_find_id(p->srv, id) != NULL);
+  /* a QUIC packet the client can route: a long header, or a short one with its 17-byte id */
+  ngtcp2_version_cid vc;
+  int rv = ngtcp2_pkt_decode_version_cid(&vc, p->pkt, (size_t)n, 17);
+  FUZZ_CHECK(rv == 0 || rv == NGTCP2_ERR_VERSION_NEGOTIATION);
 }
 
 void h3f_to_server(h3f_pair *p, const uint8_t *d, size_t n) {
@@ -89,7 +93,8 @@ void h3f_pump(h3f_pair *p) {
   for (int round = 0; round < 64; round++) {
     int moved = 0, n;
     for (int i = 0; p->cli && i < 64 && (n = sbh3_conn_send(p->cli, p->pkt, H3_PKT)) > 0; i++) {
-      FUZZ_CHECK(n <= MAX_UDP);
+      ngtcp2_version_cid vc;
+      FUZZ_CHECK(n <= MAX_UDP && ngtcp2_pkt_decode_version_cid(&vc, p->pkt, (size_t)n, SCID_LEN) == 0);
       h3f_to_server(p, p->pkt, (size_t)n);
       moved = 1;
     }
