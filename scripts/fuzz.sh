@@ -157,6 +157,7 @@ coverage)
 afl)
   t=${2:?usage: scripts/fuzz.sh afl TARGET}
   spec=$(target_spec "$t") || die "unknown target $t"
+  command -v afl-clang-fast >/dev/null || die "afl-clang-fast not found: run apt-get install -y afl++"
   mkdir -p "$BUILD/afl"
   # shellcheck disable=SC2086
   afl-clang-fast -g -O1 -o "$BUILD/afl/$t" fuzz/driver.c ${spec%%|*} ${spec#*|}
@@ -171,7 +172,7 @@ all)
   for t in $TARGETS; do run_fuzz "$t" "$secs" || rc=1; done
   exit $rc
   ;;
-"" | -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
+"" | -h | --help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' ;;
 *)
   secs=${2:?usage: scripts/fuzz.sh TARGET SECONDS}
   target_spec "$cmd" >/dev/null || die "unknown target $cmd (scripts/fuzz.sh list)"
