@@ -13,8 +13,9 @@
  * everything and checks that the server's shared counters went back to zero.
  *
  * Options: bit 2 small limits, bit 3 small poll buffer, bit 4 lent bodies, bit 5 shut down
- * half-way, bit 6 run the timers after each chunk.
+ * half-way, bit 6 timers of 1-3 ms, run after each chunk.
  */
+#include <limits.h>
 #include <nghttp2/nghttp2.h>
 
 #include "../transports/h2/native/sbh2_server.h"
@@ -227,6 +228,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sbh2_server_set(t.srv, SBH2_OPT_MAX_QUEUED_TOTAL, 6000);
     sbh2_server_set(t.srv, SBH2_OPT_MAX_BUFFERED, 8000);
   }
+  if (t.opts & 64) { /* timers short enough to fire between chunks: stalls, a late SETTINGS ACK, idleness */
+    sbh2_server_set(t.srv, SBH2_OPT_STALL_TIMEOUT_MS, 1);
+    sbh2_server_set(t.srv, SBH2_OPT_SETTINGS_TIMEOUT_MS, 3);
+    sbh2_server_set(t.srv, SBH2_OPT_IDLE_TIMEOUT_MS, 2);
+  }
   t.conn = sbh2_sconn_new(t.srv);
   FUZZ_CHECK(t.conn);
   t.poll_cap = (t.opts & 8) ? 40 : POLL_CAP;
@@ -252,7 +258,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     drain(&t);
     check_stats(&t, t.srv);
     if ((t.opts & 32) && in.off - 3 >= half) sbh2_sconn_shutdown(t.conn);
-    if (t.opts & 64) FUZZ_CHECK(sbh2_sconn_tick(t.conn) >= 0 || sbh2_sconn_tick(t.conn) == SBH2_ERR_CLOSED);
+    if (t.opts & 64) {
+      int next = sbh2_sconn_tick(t.conn);
+      FUZZ_CHECK(next >= 0 || next == SBH2_ERR_CLOSED);
+      if (next >= 0 && next != INT_MAX) FUZZ_CHECK(next <= 3); /* never later than the longest timer set */
+    }
   }
   poll_all(&t);
   drain(&t);
