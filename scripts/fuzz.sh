@@ -9,6 +9,7 @@
 #                                    fuzz/regressions/TARGET; exit 1 when an input fails
 #                                    (FUZZ_VALGRIND=1: under valgrind, leaks and bad accesses fail too)
 #   scripts/fuzz.sh seeds            regenerate fuzz/corpus/*/gen-* (fuzz/seedgen.c)
+#   scripts/fuzz.sh sanitize PKI_DIR the modules' leak-check drivers under ASan + UBSan + LeakSanitizer
 #   scripts/fuzz.sh coverage TARGET  line coverage of the modules' sources by the corpus (llvm-cov)
 #   scripts/fuzz.sh afl TARGET       build TARGET with afl-clang-fast (AFL++) into build/fuzz/afl/
 #   scripts/fuzz.sh list             the target names
@@ -139,6 +140,21 @@ seeds)
   # shellcheck disable=SC2086
   "${CC:-cc}" -g -O1 -o "$BUILD/seedgen" fuzz/seedgen.c fuzz/h3_common.c $H2_SRC $H3_SRC $H2_LIBS $H3_LIBS $H3_WRAP
   "$BUILD/seedgen" fuzz/corpus
+  ;;
+sanitize)
+  # the modules' own leak-check drivers built under ASan + UBSan (LeakSanitizer on), with the PEM
+  # files of writeDevPki (transports/pki.ts) in PKI_DIR; their output goes to stdout
+  pki=${2:?usage: scripts/fuzz.sh sanitize PKI_DIR}
+  mkdir -p "$BUILD/san"
+  need_clang
+  # shellcheck disable=SC2086
+  "$FUZZ_CC" -g -O1 $SAN_FLAGS -o "$BUILD/san/h2_leakcheck" transports/h2/native/leakcheck.c $H2_SRC $H2_LIBS
+  # shellcheck disable=SC2086
+  "$FUZZ_CC" -g -O1 $SAN_FLAGS -o "$BUILD/san/h3_leakcheck" transports/h3/native/leakcheck.c $H3_SRC $H3_LIBS
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+  "$BUILD/san/h2_leakcheck" "$pki/ca.pem" "$pki/server.pem" "$pki/server-key.pem" "$pki/client.pem" \
+    "$pki/client-key.pem"
+  "$BUILD/san/h3_leakcheck" "$pki/ca.pem" "$pki/server.pem" "$pki/server-key.pem"
   ;;
 coverage)
   # line coverage of the modules' sources reached by a target's corpus (and its work folder)
