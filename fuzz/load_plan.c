@@ -9,7 +9,7 @@
  */
 #include <math.h>
 
-#include "../transports/native/sbl_load.c"
+#include SBL_LOAD_C /* the engine, whole (scripts/fuzz.sh names the file) */
 #include "fuzz.h"
 
 static const sbl_proto proto = {.conn_size = sizeof(sbl_conn)};

@@ -110,6 +110,9 @@ static void h2_exchange(const char *name, const size_t *bodies, int nreq, int ca
   /* the client target: mode 0, its own requests first (byte 3 = requests, sizes from the stream) */
   uint8_t c0[4] = {0, 0x11, 0x22, (uint8_t)nreq};
   save("h2_client", name, c0, 4, down.p, down.len);
+  /* the load engine's response path: as many streams as requests (up to 8), with bodies */
+  uint8_t l0[3] = {(uint8_t)(((nreq - 1) & 7) | 8), 0x11, 0x22};
+  save("load_h2", name, l0, 3, down.p, down.len);
   uint8_t c2[4] = {2, 0x11, 0x22, (uint8_t)nreq};
   snprintf(n2, sizeof n2, "%s-tls", name);
   save("h2_client", n2, c2, 4, down.p, down.len);
@@ -288,6 +291,8 @@ static void h2_server_frames(void) {
   save("h2_client", "frames", plain, 4, b.p, b.len);
   save("h2_client", "frames-small", small, 4, b.p, b.len);
   save("h2_client", "frames-tls", tls, 4, b.p, b.len);
+  uint8_t l[3] = {4, 0x10, 0x20};
+  save("load_h2", "frames", l, 3, b.p, b.len);
   free(b.p);
 }
 

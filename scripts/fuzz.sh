@@ -25,14 +25,18 @@ ROOT=$PWD
 H2_SRC="transports/h2/native/sbh2.c transports/h2/native/sbh2_server.c transports/h2/native/sbh2_tls.c"
 H3_SRC="transports/h3/native/common.c transports/h3/native/conn.c transports/h3/native/client.c
         transports/h3/native/server.c transports/h3/native/udp.c transports/h3/native/tls.c"
-LOAD_SRC="transports/native/sbl_hist.c" # sbl_load.c is included by the plan target itself
+LOAD_SRC="transports/native/sbl_hist.c"
+# the load targets include these two whole (they reach the files' static functions)
+LOAD_C="transports/native/sbl_load.c"
+H2_LOAD_C="transports/h2/native/sbh2_load.c"
+DEFS=(-DSBL_LOAD_C="\"$ROOT/$LOAD_C\"" -DSBH2_LOAD_C="\"$ROOT/$H2_LOAD_C\"")
 H2_LIBS="-lnghttp2 -lgnutls"
 H3_LIBS="-lngtcp2_crypto_gnutls -lngtcp2 -lnghttp3 -lgnutls"
 # sbh3's own random bytes (connection ids, secrets) come from a seeded generator in the h3 targets,
 # so that an input replays the same way; GnuTLS's own randomness is untouched.
 H3_WRAP="-Wl,--wrap=gnutls_rnd"
 
-TARGETS="h2_server h2_client h3_server h3_client sbwire load_plan"
+TARGETS="h2_server h2_client h3_server h3_client sbwire load_plan load_h2"
 
 # Prints "sources|libs" of a target.
 target_spec() {
@@ -41,6 +45,7 @@ target_spec() {
   h3_server | h3_client) echo "fuzz/$1.c fuzz/h3_common.c $H3_SRC|$H3_LIBS $H3_WRAP" ;;
   sbwire) echo "fuzz/sbwire.c $H3_SRC|$H3_LIBS" ;;
   load_plan) echo "fuzz/load_plan.c $LOAD_SRC|-lpthread -lm" ;;
+  load_h2) echo "fuzz/load_h2.c $LOAD_SRC $H2_SRC|$H2_LIBS -lpthread -lm" ;;
   *) return 1 ;;
   esac
 }
@@ -70,7 +75,7 @@ build_fuzz() {
   mkdir -p "$BUILD"
   # shellcheck disable=SC2086
   "$FUZZ_CC" -g -O1 -fsanitize=fuzzer $SAN_FLAGS -Wall -Wextra -Wno-unused-parameter \
-    -o "$BUILD/$t" $src $libs
+    "${DEFS[@]}" -o "$BUILD/$t" $src $libs
 }
 
 # Builds the plain binary of a target (fuzz/driver.c as main), as the modules are built.
@@ -81,7 +86,7 @@ build_replay() {
   libs=${spec#*|}
   mkdir -p "$BUILD"
   # shellcheck disable=SC2086
-  "${CC:-cc}" -g -O2 -Wall -Wextra -Wno-unused-parameter -o "$BUILD/$t.replay" fuzz/driver.c $src $libs
+  "${CC:-cc}" -g -O2 -Wall -Wextra -Wno-unused-parameter "${DEFS[@]}" -o "$BUILD/$t.replay" fuzz/driver.c $src $libs
 }
 
 # Fuzzes one target for $2 seconds; prints one summary line.
@@ -162,7 +167,8 @@ coverage)
   spec=$(target_spec "$t") || die "unknown target $t"
   mkdir -p "$BUILD/cov"
   # shellcheck disable=SC2086
-  "$FUZZ_CC" -g -O0 -fprofile-instr-generate -fcoverage-mapping -o "$BUILD/cov/$t" fuzz/driver.c ${spec%%|*} ${spec#*|}
+  "$FUZZ_CC" -g -O0 -fprofile-instr-generate -fcoverage-mapping "${DEFS[@]}" -o "$BUILD/cov/$t" fuzz/driver.c \
+    ${spec%%|*} ${spec#*|}
   dirs=()
   for d in "fuzz/corpus/$t" "fuzz/regressions/$t" "$BUILD/work/$t"; do [ -d "$d" ] && dirs+=("$d"); done
   LLVM_PROFILE_FILE="$BUILD/cov/$t.profraw" "$BUILD/cov/$t" "${dirs[@]}" 2>/dev/null
@@ -176,7 +182,7 @@ afl)
   command -v afl-clang-fast >/dev/null || die "afl-clang-fast not found: run apt-get install -y afl++"
   mkdir -p "$BUILD/afl"
   # shellcheck disable=SC2086
-  afl-clang-fast -g -O1 -o "$BUILD/afl/$t" fuzz/driver.c ${spec%%|*} ${spec#*|}
+  afl-clang-fast -g -O1 "${DEFS[@]}" -o "$BUILD/afl/$t" fuzz/driver.c ${spec%%|*} ${spec#*|}
   echo "afl-fuzz -i fuzz/corpus/$t -o $BUILD/afl/$t.out -- $BUILD/afl/$t @@"
   ;;
 all)

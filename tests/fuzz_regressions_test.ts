@@ -18,6 +18,7 @@ const TARGETS: Record<string, string> = {
   h3_client: "the h3 client connection fed server datagrams and stream bytes",
   sbwire: "the shared header-block and event-record format",
   load_plan: "the load engine's plan decoder",
+  load_h2: "the h2 load engine's response path",
 };
 
 for (const [target, what] of Object.entries(TARGETS)) {
