@@ -5,8 +5,9 @@
 #   scripts/fuzz.sh all SECONDS      every target in turn, SECONDS each (what CI runs)
 #   scripts/fuzz.sh build [TARGET…]  only build the fuzzing binaries
 #   scripts/fuzz.sh replay [TARGET…] build each target without libFuzzer or sanitizers (cc, as the
-#                                    modules are built) and run it over fuzz/corpus/TARGET and
-#                                    fuzz/regressions/TARGET; exit 1 when an input fails
+#                                    modules are built) and run it over the seeds in fuzz/corpus/TARGET
+#                                    and fuzz/regressions/TARGET; exit 1 when an input fails
+#                                    (FUZZ_REPLAY_FOUND=1: fuzz/corpus/TARGET/found too)
 #                                    (FUZZ_VALGRIND=1: under valgrind, leaks and bad accesses fail too)
 #   scripts/fuzz.sh seeds            regenerate fuzz/corpus/*/gen-* (fuzz/seedgen.c)
 #   scripts/fuzz.sh sanitize PKI_DIR the modules' leak-check drivers under ASan + UBSan + LeakSanitizer
@@ -127,8 +128,10 @@ replay)
   rc=0
   for t in ${*:-$TARGETS}; do
     build_replay "$t"
+    # the seeds and every regression; the fuzzer's own finds (corpus/TARGET/found) with FUZZ_REPLAY_FOUND=1
     dirs=()
-    for d in "fuzz/corpus/$t" "fuzz/regressions/$t"; do [ -d "$d" ] && dirs+=("$d"); done
+    for f in "fuzz/corpus/$t"/* "fuzz/regressions/$t"/*; do [ -f "$f" ] && dirs+=("$f"); done
+    [ "${FUZZ_REPLAY_FOUND:-0}" = 1 ] && [ -d "fuzz/corpus/$t/found" ] && dirs+=("fuzz/corpus/$t/found")
     [ ${#dirs[@]} -gt 0 ] || continue
     wrap=()
     [ "${FUZZ_VALGRIND:-0}" = 1 ] && wrap=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite)
