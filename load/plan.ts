@@ -52,6 +52,9 @@ export interface LoadPlan {
 
 const MAGIC = 0x504c4253;
 const HEAD = 80;
+/** Limits the engine enforces too (transports/native/sbl_load.h). */
+const MAX_SLOTS = 2 ** 22;
+const MAX_TIME_NS = 2n ** 56n;
 const FLAG_TLS = 1;
 const FLAG_INSECURE = 2;
 const MS = 1_000_000n;
@@ -67,7 +70,11 @@ function count(value: number | undefined, name: string, fallback: number, max = 
 function ms(value: number | undefined, name: string, fallback: number): bigint {
   const v = value ?? fallback;
   if (!Number.isFinite(v) || v < 0) throw new RangeError(`${name} must be ≥ 0 ms, got ${value}`);
-  return BigInt(Math.round(v * 1000)) * MS / 1000n;
+  const ns = BigInt(Math.round(v * 1000)) * MS / 1000n;
+  if (ns > MAX_TIME_NS) {
+    throw new RangeError(`${name} must be at most ${MAX_TIME_NS / MS} ms, got ${value}`);
+  }
+  return ns;
 }
 
 /** Checks a plan and encodes it; throws `RangeError` naming the first bad field. */
@@ -87,6 +94,16 @@ export function encodePlan(plan: LoadPlan): Uint8Array<ArrayBuffer> {
   if (!(Number.isFinite(rate) && rate >= 0)) throw new RangeError(`rate must be ≥ 0, got ${rate}`);
   const conns = count(plan.connections, "connections", 1);
   const streams = count(plan.streams, "streams", 1);
+  if (conns * streams > MAX_SLOTS) {
+    throw new RangeError(
+      `connections × streams must be at most ${MAX_SLOTS}, got ${conns * streams}`,
+    );
+  }
+  /* a connection's share of the rate must leave its schedule within the engine's time limit */
+  const slowest = rate / conns, maxS = Number(MAX_TIME_NS) / 1e9;
+  if (rate > 0 && (1 / slowest > maxS || (plan.requests ?? 0) / slowest > maxS)) {
+    throw new RangeError(`rate ${rate} is too low: the schedule would outlast ${maxS} s`);
+  }
   const threads = Math.min(count(plan.threads, "threads", 1, 64), conns);
   const timeout = ms(plan.timeoutMs, "timeout", 10_000);
   if (timeout === 0n) throw new RangeError("timeout must be > 0 ms");

@@ -9,6 +9,7 @@
 #include "../../transports/native/sbwire.h"
 
 #include <errno.h>
+#include <float.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,8 +132,13 @@ sbl_engine *sbl_engine_new(const sbl_proto *proto, const uint8_t *plan, uint32_t
   if (!h || !s || !pl->hdrs || !pl->body || !pl->ca || hl == 0) goto fail;
   if (sbwire_count_fields(pl->hdrs, pl->hdrs_len) < 1) goto fail;
   if (pl->conns < 1 || pl->conns > 100000 || pl->streams < 1 || pl->streams > 100000) goto fail;
+  if ((uint64_t)pl->conns * pl->streams > SBL_MAX_SLOTS || pl->threads > SBL_MAX_THREADS) goto fail;
   if (pl->port < 1 || pl->port > 65535 || (pl->requests == 0 && pl->duration_ns == 0)) goto fail;
-  if (!(pl->rate >= 0) || pl->timeout_ns == 0) goto fail;
+  if (!(pl->rate >= 0 && pl->rate <= DBL_MAX) || pl->timeout_ns == 0) goto fail;
+  /* every deadline is now plus a few of these: none may wrap */
+  if (pl->duration_ns > SBL_MAX_TIME_NS || pl->warmup_ns > SBL_MAX_TIME_NS || pl->timeout_ns > SBL_MAX_TIME_NS ||
+      pl->connect_timeout_ns > SBL_MAX_TIME_NS)
+    goto fail;
   if (pl->connect_timeout_ns == 0) pl->connect_timeout_ns = pl->timeout_ns;
   e->host = dupz(h, hl);
   e->sni = dupz(s, sl);
@@ -151,6 +157,9 @@ sbl_engine *sbl_engine_new(const sbl_proto *proto, const uint8_t *plan, uint32_t
     w->nconns = (int)(pl->conns / (uint32_t)W + ((uint32_t)i < pl->conns % (uint32_t)W));
     w->quota = pl->requests / (uint64_t)W + ((uint64_t)i < pl->requests % (uint64_t)W);
     w->rate = pl->rate * w->nconns / pl->conns;
+    /* an open loop's interval and, by count, its whole schedule must be a time (intended_at casts them) */
+    if (w->rate > 0 && (1e9 / w->rate > (double)SBL_MAX_TIME_NS || (double)w->quota * 1e9 / w->rate > (double)SBL_MAX_TIME_NS))
+      goto fail;
     w->h_corr = sbl_hist_new(SBL_HIST_HIGHEST);
     w->h_unc = sbl_hist_new(SBL_HIST_HIGHEST);
     w->conns = calloc((size_t)w->nconns, sizeof(sbl_conn *));

@@ -20,6 +20,10 @@
  *  64 u64 connect timeout ns    72 u32 max response body    76 u32 requests per connection (0: no cap)
  *  80 then five blobs, each u32 length + bytes: host (IP text), server name,
  *     request header block (sbwire.h), request body, CA PEM.
+ * Limits the engine checks (it refuses the plan otherwise): conns and streams
+ * 1..100000 with conns x streams <= SBL_MAX_SLOTS, threads <= SBL_MAX_THREADS,
+ * every time <= SBL_MAX_TIME_NS, a finite rate whose schedule (one interval, and
+ * a request count's whole span) stays within SBL_MAX_TIME_NS.
  *
  * Result record (sbl_engine_result): a 128-byte head
  *   0 u32 magic SBL_RESULT_MAGIC  4 u32 flags (SBL_RES_*)  8 u32 status entries  12 u32 conns
@@ -49,6 +53,9 @@
 #define SBL_RESULT_HEAD 128
 #define SBL_PROGRESS_LEN 64
 #define SBL_CONN_RECORD 40
+#define SBL_MAX_SLOTS (1u << 22)       /* request slots (conns x streams) a plan may ask for */
+#define SBL_MAX_THREADS 64
+#define SBL_MAX_TIME_NS (1ull << 56)   /* about 834 days: sums of times from now cannot wrap */
 
 /* Plan flags. */
 #define SBL_PLAN_TLS 1u      /* h2 over TLS (the h3 engine always uses TLS) */
