@@ -14,7 +14,6 @@ import {
   summarize,
 } from "./result.ts";
 import { writeIntervalLog } from "./interval_log.ts";
-import type { LoadShape } from "./report.ts";
 
 /** Record schema name. */
 export const LOAD_SCHEMA = "sbilab-load/1";
@@ -36,7 +35,12 @@ export interface ShardInfo {
 }
 
 /** How the run was planned (as the record keeps it). */
-export interface RecordPlan extends LoadShape {
+export interface RecordPlan {
+  connections: number;
+  streams: number;
+  threads: number;
+  /** Open-loop rate, req/s; absent for closed loop. */
+  rate?: number;
   requests?: number;
   durationMs?: number;
   warmupMs?: number;
