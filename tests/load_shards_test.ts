@@ -174,3 +174,29 @@ Deno.test({
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("lab load refuses a shard it cannot run with one line and exit 2", async () => {
+  const url = "http://127.0.0.1:9/";
+  const cases: [string[], Record<string, string>, RegExp][] = [
+    [["--shard", "4/4"], {}, /shard index must be 0-3, got 4/],
+    [["--shard", "1/4", "-c", "2"], {}, /4 shards need at least 4 connections, got 2/],
+    [["--shard", "0/3", "-c", "3", "-n", "2"], {}, /3 shards need at least 3 requests, got 2/],
+    [[], { JOB_COMPLETION_INDEX: "1" }, /JOB_COMPLETION_INDEX is set: give the shard count/],
+    [["--shard-count", "2"], { JOB_COMPLETION_INDEX: "2" }, /shard index must be 0-1, got 2/],
+    [["--start-at", "soon"], {}, /--start-at must be an ISO time or ms since the epoch, got soon/],
+  ];
+  const [cmd, ...prefix] = labCommand();
+  for (const [args, env, want] of cases) {
+    const out = await new Deno.Command(cmd, {
+      args: [...prefix, "load", url, "-n", "10", ...args],
+      env,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const err = dec.decode(out.stderr).trim();
+    assert.equal(out.code, 2, `${args.join(" ")}: ${err}`);
+    assert.equal(err.split("\n").length, 1, err);
+    assert.match(err, want);
+  }
+});
