@@ -21,7 +21,12 @@ export function writeIntervalLog(intervals: LogInterval[], comment?: string): st
   const base = intervals.length ? Math.min(...intervals.map((i) => i.startMs)) : 0;
   w.outputLogFormatVersion();
   if (comment) w.outputComment(comment);
-  w.outputStartTime(base);
+  // as HdrHistogram's Java writer words it (hdr-histogram-js's outputStartTime adds a blank line)
+  w.outputComment(
+    `[StartTime: ${(base / 1000).toFixed(3)} (seconds since epoch), ${
+      new Date(base).toUTCString()
+    }]`,
+  );
   w.outputComment(`[BaseTime: ${(base / 1000).toFixed(3)} (seconds since epoch)]`);
   w.outputLegend();
   w.baseTime = base;

@@ -155,6 +155,7 @@ Deno.test("a shard's interval log is a HistogramLogWriter log HistogramLogReader
     log,
     /^"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"$/m,
   );
+  assert.doesNotMatch(log, /\n\n/, "no blank lines");
   const read = readIntervalLog(log);
   assert.deepEqual(read.map((r) => r.tag), ["corrected", "uncorrected"]);
   assert.equal(read[0].startSec, 1_700_000_000);
