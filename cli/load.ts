@@ -174,8 +174,11 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     using engine = await LoadEngine.create(full);
     if (startAtMs !== null) {
       // warm up just before the planned start, so the measured phase begins at it
-      const wait = startAtMs - (full.warmupMs ?? 0) - wallNow();
-      if (wait > 0) await abortableSleep(wait, controller.signal);
+      const at = startAtMs - (full.warmupMs ?? 0);
+      // a timer may fire a fraction of a ms early: never start before the planned time
+      while (wallNow() < at && !controller.signal.aborted) {
+        await abortableSleep(Math.ceil(at - wallNow()), controller.signal);
+      }
     }
     t0 = wallNow();
     engine.start();
