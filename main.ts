@@ -12,6 +12,8 @@ import { registerBenchCommands, registerStudyCommand } from "./cli/bench.ts";
 import { registerLoadCommand } from "./cli/load.ts";
 import { registerLinkCommands } from "./cli/link.ts";
 import { registerInteropCommand } from "./cli/interop.ts";
+import { registerReportCommands } from "./cli/report.ts";
+import { registerK8sCommands } from "./cli/k8s.ts";
 import { UsageError } from "./cli/args.ts";
 import { Interrupted, interruptSettled, setInterruptEnd } from "./lib/interrupt.ts";
 import { versionLine } from "./cli/version.ts";
@@ -33,6 +35,8 @@ export function buildProgram(): Command {
   registerLoadCommand(program);
   registerLinkCommands(program);
   registerInteropCommand(program);
+  registerReportCommands(program);
+  registerK8sCommands(program);
   return program;
 }
 

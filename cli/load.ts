@@ -3,7 +3,21 @@ import type { Command } from "commander";
 import { exclusive, invalid, parseHeader, parseInteger, parseNumber, UsageError } from "./args.ts";
 import { formatProgressLine, renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
 import { parseDuration } from "../linkemu/link_spec.ts";
-import { type LoadPlan, type LoadProgress, loadTarget, runLoad } from "../load/mod.ts";
+import {
+  LOAD_SCHEMA,
+  LoadEngine,
+  type LoadPlan,
+  type LoadProgress,
+  type LoadRecord,
+  loadTarget,
+  parseShard,
+  shardFromIndexEnv,
+  type ShardId,
+  shardIntervalLog,
+  shardLabel,
+  shardPlan,
+} from "../load/mod.ts";
+import { clockEstimate } from "../lib/clock.ts";
 
 interface LoadFlags {
   requests?: string;
@@ -23,7 +37,45 @@ interface LoadFlags {
   nfType: string;
   json?: string;
   progress?: boolean;
+  shard?: string;
+  shardCount?: string;
+  startAt?: string;
+  recordToLog?: boolean;
 }
+
+/** Env var with the shard count when the shard comes from `JOB_COMPLETION_INDEX`. */
+export const SHARD_COUNT_ENV = "SBILAB_SHARD_COUNT";
+/** Lines around the run record `--record-to-log` prints (`lab k8s collect` reads them). */
+export const RECORD_BEGIN = "----- sbilab load record begin -----";
+export const RECORD_END = "----- sbilab load record end -----";
+
+/** The shard to run: `--shard I/N`, else `JOB_COMPLETION_INDEX` with `--shard-count` or SBILAB_SHARD_COUNT. */
+function whichShard(f: LoadFlags): ShardId | undefined {
+  try {
+    if (f.shard !== undefined) return parseShard(f.shard);
+    const index = Deno.env.get("JOB_COMPLETION_INDEX");
+    if (index === undefined) return undefined;
+    const countText = f.shardCount ?? Deno.env.get(SHARD_COUNT_ENV);
+    if (countText === undefined) {
+      throw new RangeError(
+        `JOB_COMPLETION_INDEX is set: give the shard count (--shard-count or ${SHARD_COUNT_ENV})`,
+      );
+    }
+    return shardFromIndexEnv(index, parseInteger(countText, "--shard-count", { min: 1 }));
+  } catch (err) {
+    if (err instanceof RangeError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** `--start-at`: an ISO time or ms since the epoch. */
+function parseStartAt(text: string): number {
+  const t = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
+  if (!Number.isFinite(t)) throw invalid("--start-at", "an ISO time or ms since the epoch", text);
+  return t;
+}
+
+const wallNow = () => performance.timeOrigin + performance.now();
 
 /** `10s`, `500ms`, or a bare number of seconds (h2load's -D), in ms. */
 function duration(text: string, flag: string): number {
@@ -97,7 +149,17 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
       throw new UsageError(`Cannot read ${f.ca}`);
     }
   }
-  const full: LoadPlan = { ...target, ...plan, caPem, insecure: f.insecure ?? false } as LoadPlan;
+  const whole: LoadPlan = { ...target, ...plan, caPem, insecure: f.insecure ?? false } as LoadPlan;
+  const shard = whichShard(f);
+  let full = whole;
+  if (shard) {
+    try {
+      full = shardPlan(whole, shard);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  const startAtMs = f.startAt !== undefined ? parseStartAt(f.startAt) : null;
 
   const controller = new AbortController();
   const onSignal = () => controller.abort();
@@ -107,11 +169,23 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   let previous: LoadProgress | undefined;
   let lastDraw = 0;
   let result;
+  let t0 = 0;
   try {
-    result = await runLoad(full, {
+    using engine = await LoadEngine.create(full);
+    if (startAtMs !== null) {
+      // warm up just before the planned start, so the measured phase begins at it
+      const at = startAtMs - (full.warmupMs ?? 0);
+      // a timer may fire a fraction of a ms early: never start before the planned time
+      while (wallNow() < at && !controller.signal.aborted) {
+        await abortableSleep(Math.ceil(at - wallNow()), controller.signal);
+      }
+    }
+    t0 = wallNow();
+    engine.start();
+    result = await engine.run({
       signal: controller.signal,
       onProgress: live
-        ? (p) => {
+        ? (p: LoadProgress) => {
           if (p.elapsedNs - lastDraw < 250e6 && p.phase !== "done") return;
           lastDraw = p.elapsedNs;
           Deno.stderr.writeSync(enc.encode(`\r\x1b[2K${formatProgressLine(p, previous)}`));
@@ -124,16 +198,18 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     if (live) Deno.stderr.writeSync(enc.encode("\r\x1b[2K"));
   }
   const shape = {
-    connections,
+    connections: full.connections!,
     streams: full.streams!,
     threads: full.threads!,
     rate: full.rate,
   };
   console.log(renderLoadSummary(result, shape));
   console.log(`\n${renderLatencyHistogram(result.latencyBuckets)}`);
-  if (f.json) {
-    const record = {
-      schema: "sbilab-load/1",
+  if (f.json || f.recordToLog) {
+    const startMs = t0 + (full.warmupMs ?? 0);
+    const window = { startMs, endMs: startMs + result.measuredNs / 1e6 };
+    const record: LoadRecord = {
+      schema: LOAD_SCHEMA,
       url: urlText,
       engine: "native",
       plan: {
@@ -143,14 +219,42 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
         warmupMs: full.warmupMs,
       },
       result,
+      ...(shard
+        ? {
+          shard: {
+            ...shard,
+            host: Deno.hostname(),
+            startAtMs,
+            window,
+            clock: clockEstimate(),
+            intervalLog: shardIntervalLog(result, window, shardLabel(shard)),
+          },
+        }
+        : {}),
     };
-    await Deno.writeTextFile(f.json, JSON.stringify(record, null, 2) + "\n");
-    console.error(`wrote ${f.json}`);
+    const text = JSON.stringify(record, null, 2) + "\n";
+    if (f.json) {
+      await Deno.writeTextFile(f.json, text);
+      console.error(`wrote ${f.json}`);
+    }
+    if (f.recordToLog) console.log(`${RECORD_BEGIN}\n${text.trimEnd()}\n${RECORD_END}`);
   }
   if (result.partial) {
     // main.ts prints this one line and exits 1; the summary above is the partial result.
     throw new Error(`${result.error ?? "the run was stopped"} (partial results)`);
   }
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** Adds `load`. */
@@ -175,6 +279,13 @@ export function registerLoadCommand(program: Command): void {
     .option("--nf-type <type>", "NF type in User-Agent", "SMF")
     .option("--json <file>", "save the run record as JSON")
     .option("--no-progress", "no live progress line")
+    .option("--shard <I/N>", "run shard I (from 0) of N: its share of connections, -n and --rate")
+    .option(
+      "--shard-count <n>",
+      `shard count when the shard index comes from JOB_COMPLETION_INDEX (or ${SHARD_COUNT_ENV})`,
+    )
+    .option("--start-at <time>", "start measuring at this wall-clock time (ISO, or ms since epoch)")
+    .option("--record-to-log", "also print the run record between marker lines on stdout")
     .action(async (url: string, flags: LoadFlags) => {
       await load(url, flags);
     });

@@ -24,3 +24,25 @@ export {
   summarize,
 } from "./result.ts";
 export { type LoadTarget, loadTarget, type TargetOptions } from "./target.ts";
+export {
+  MAX_SHARDS,
+  parseShard,
+  shardFromIndexEnv,
+  type ShardId,
+  shardLabel,
+  shardPlan,
+  shareOf,
+} from "./shard.ts";
+export {
+  LOAD_SCHEMA,
+  type LoadRecord,
+  type MergeInfo,
+  type MergeOptions,
+  mergeShards,
+  type RecordPlan,
+  renderMergeSummary,
+  type ShardInfo,
+  shardIntervalLog,
+  ShardMergeError,
+} from "./shard_record.ts";
+export { type LogInterval, readIntervalLog, writeIntervalLog } from "./interval_log.ts";
