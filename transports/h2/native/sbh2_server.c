@@ -440,7 +440,13 @@ sbh2_sconn *sbh2_sconn_new(sbh2_server *srv) {
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
   nghttp2_session_callbacks_set_error_callback2(cbs, on_error);
   if (nghttp2_option_new(&opt) != 0) goto fail;
-  nghttp2_option_set_no_closed_streams(opt, 1);
+  /*
+   * Closed streams stay known (nghttp2 keeps at most MAX_STREAMS of them), and RFC 7540
+   * priorities stay on (no SETTINGS_NO_RFC7540_PRIORITIES), as in nghttpd: with either
+   * turned off nghttp2 forgets a stream once it closes and skips PRIORITY frames unread,
+   * so DATA or HEADERS on a closed stream and a PRIORITY frame on stream 0 or on itself
+   * went unanswered instead of a STREAM_CLOSED or PROTOCOL_ERROR (RFC 9113 §5.1, §5.3.1, §6.3).
+   */
   /* one above ours, so that this module's counters trip first and answer with GOAWAY ENHANCE_YOUR_CALM */
   if (nghttp2_option_set_max_continuations) nghttp2_option_set_max_continuations(opt, (size_t)c->max_cont + 1);
   if (nghttp2_option_set_stream_reset_rate_limit) {
@@ -459,7 +465,6 @@ sbh2_sconn *sbh2_sconn_new(sbh2_server *srv) {
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)window},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
        o[SBH2_OPT_MAX_HEADER_LIST] > UINT32_MAX ? UINT32_MAX : (uint32_t)o[SBH2_OPT_MAX_HEADER_LIST]},
-      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   };
   if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]) != 0) goto fail;
   if (nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, (int32_t)conn_window) != 0) goto fail;
