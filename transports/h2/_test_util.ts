@@ -60,6 +60,7 @@ export function rawServer(serve: (conn: Deno.TcpConn) => Promise<void>): RawServ
 export const FRAME = {
   DATA: 0,
   HEADERS: 1,
+  PRIORITY: 2,
   RST_STREAM: 3,
   SETTINGS: 4,
   GOAWAY: 7,
@@ -121,10 +122,16 @@ export function frameRelay(
 }
 
 /** HTTP/2 frame flags used by the raw client. */
-export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4 };
+export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4, PRIORITY: 0x20 };
 
 /** HTTP/2 error codes (RFC 9113 §7) the tests look for. */
-export const H2_CODE = { NO_ERROR: 0, PROTOCOL_ERROR: 1, CANCEL: 8, ENHANCE_YOUR_CALM: 0xb };
+export const H2_CODE = {
+  NO_ERROR: 0,
+  PROTOCOL_ERROR: 1,
+  STREAM_CLOSED: 5,
+  CANCEL: 8,
+  ENHANCE_YOUR_CALM: 0xb,
+};
 
 /** Builds one frame. */
 export function frame(
@@ -216,29 +223,46 @@ export interface RawFrame {
  */
 export class RawH2Client {
   readonly frames: RawFrame[] = [];
-  #conn: Deno.TcpConn;
+  #conn: Deno.Conn;
   #ended = Promise.withResolvers<void>();
   #wake = Promise.withResolvers<void>();
   closedByServer = false;
   readonly done: Promise<void>;
 
-  private constructor(conn: Deno.TcpConn, ackSettings: boolean) {
+  private constructor(conn: Deno.Conn, ackSettings: boolean) {
     this.#conn = conn;
     this.done = this.#read(ackSettings);
   }
 
-  /** Connects; sends the preface and `settings` unless `preface` is false. */
+  /**
+   * Connects (over TLS with ALPN h2 when `tlsCa` names the CA to trust);
+   * sends the preface and `settings` unless `preface` is false.
+   */
   static async open(
     port: number,
-    options: { preface?: boolean; settings?: [number, number][]; ackSettings?: boolean } = {},
+    options: {
+      preface?: boolean;
+      settings?: [number, number][];
+      ackSettings?: boolean;
+      tlsCa?: string;
+    } = {},
   ): Promise<RawH2Client> {
-    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-    const c = new RawH2Client(conn, options.ackSettings ?? true);
+    const conn = options.tlsCa === undefined
+      ? await Deno.connect({ hostname: "127.0.0.1", port })
+      : await Deno.connectTls({
+        hostname: "127.0.0.1",
+        port,
+        caCerts: [options.tlsCa],
+        alpnProtocols: ["h2"],
+      });
     if (options.preface ?? true) {
-      await c.write(new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
-      await c.write(settingsFrame(options.settings ?? []));
+      // written before the reader starts, so that its ACK of the server's SETTINGS cannot
+      // land ahead of them (a server that sends SETTINGS at once would see no preface first)
+      const preface = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+      const bytes = new Uint8Array([...preface, ...settingsFrame(options.settings ?? [])]);
+      for (let off = 0; off < bytes.length;) off += await conn.write(bytes.subarray(off));
     }
-    return c;
+    return new RawH2Client(conn, options.ackSettings ?? true);
   }
 
   async #read(ackSettings: boolean): Promise<void> {
