@@ -6,7 +6,7 @@ import { TimeoutError, TransportError } from "../types.ts";
 import { createH2cServer, createH2TlsServer } from "../deno/server.ts";
 import { createNativeH2Client } from "./native_client.ts";
 import { tcpSocketsNoDelay } from "../native/nodelay.ts";
-import { FRAME, frameRelay, H2_NATIVE_SKIP, rawServer } from "./_test_util.ts";
+import { FLAG, FRAME, frame, frameRelay, H2_NATIVE_SKIP, rawServer } from "./_test_util.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;
 const pki = await createDevPki();
@@ -251,7 +251,60 @@ const garbage: [string, (c: Deno.TcpConn) => Promise<void>][] = [
     await c.read(new Uint8Array(1024));
     c.close();
   }],
+  // frames that break RFC 9113 once the request is in: each is a connection error
+  ["PRIORITY on stream 0 (RFC 9113 §6.3)", violation(priority(0, 1))],
+  ["PRIORITY on the request's stream that depends on itself (§5.3.1)", violation(priority(1, 1))],
+  [
+    "HEADERS on an even stream it never promised (§5.1.1)",
+    violation(
+      frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 2, new Uint8Array([0x88])),
+    ),
+  ],
+  [
+    "WINDOW_UPDATE of 0 on the connection (§6.9)",
+    violation(frame(FRAME.WINDOW_UPDATE, 0, 0, new Uint8Array(4))),
+  ],
 ];
+
+/** A PRIORITY frame: `stream` depends on `dependsOn`. */
+function priority(stream: number, dependsOn: number): Uint8Array {
+  const p = new Uint8Array(5);
+  new DataView(p.buffer).setUint32(0, dependsOn);
+  p[4] = 15;
+  return frame(FRAME.PRIORITY, 0, stream, p);
+}
+
+/**
+ * A server that sends SETTINGS, waits until the client's request (a HEADERS
+ * frame) is in, answers with `bad`, then reads until the client goes away.
+ */
+function violation(bad: Uint8Array): (c: Deno.TcpConn) => Promise<void> {
+  return async (c) => {
+    await c.write(frame(FRAME.SETTINGS, 0, 0));
+    let seen = new Uint8Array(0);
+    const buf = new Uint8Array(65536);
+    // bounded by the client: it closes after its request timeout at the latest
+    while (!hasHeaders(seen)) {
+      const n = await c.read(buf);
+      if (n === null) return;
+      seen = new Uint8Array([...seen, ...buf.subarray(0, n)]);
+    }
+    await c.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
+    await c.write(bad);
+    while ((await c.read(buf)) !== null);
+  };
+}
+
+/** True once `bytes` (preface, then frames) hold a complete HEADERS frame. */
+function hasHeaders(bytes: Uint8Array): boolean {
+  for (let at = 24; at + 9 <= bytes.length;) {
+    const len = (bytes[at] << 16) | (bytes[at + 1] << 8) | bytes[at + 2];
+    if (at + 9 + len > bytes.length) return false;
+    if (bytes[at + 3] === FRAME.HEADERS) return true;
+    at += 9 + len;
+  }
+  return false;
+}
 
 for (const [what, serve] of garbage) {
   Deno.test({
