@@ -12,6 +12,7 @@ import { registerBenchCommands, registerStudyCommand } from "./bench/cli.ts";
 import { registerLoadCommand } from "./cli/load.ts";
 import { registerLinkCommands } from "./linkemu/cli.ts";
 import { registerInteropCommand } from "./cli/interop.ts";
+import { registerProfileCommand } from "./cli/profile.ts";
 import { UsageError } from "./cli/args.ts";
 import { STACK_ENV } from "./transports/mod.ts";
 
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerLoadCommand(program);
   registerLinkCommands(program);
   registerInteropCommand(program);
+  registerProfileCommand(program);
   return program;
 }
 
