@@ -24,7 +24,7 @@ import {
   resolveTls,
   type TlsConnectionInfo,
 } from "../tls.ts";
-import { sbiRequestHeaders } from "../sbi_headers.ts";
+import { SbiRequestBlock } from "../sbi_request_block.ts";
 import {
   type ClientOptions,
   type ClientRequest,
@@ -43,7 +43,7 @@ import {
   timedRequest,
 } from "../client_core.ts";
 import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
-import { decodeResponseBlock, RequestBlockWriter } from "../wire.ts";
+import { decodeResponseBlock } from "../wire.ts";
 import { loadH2Library } from "./loader.ts";
 import { tcpMaxSegment } from "./nodelay.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
@@ -399,7 +399,7 @@ class Client implements NativeH2Client {
   #scheme: string;
   #authority: string;
   #label: string;
-  #writer = new RequestBlockWriter();
+  #block: SbiRequestBlock;
   #core: ClientCore<Session> = new ClientCore(() => this.#connect(), {
     onClosing: () => {
       try {
@@ -430,6 +430,11 @@ class Client implements NativeH2Client {
     this.#scheme = origin.protocol === "https:" ? "https" : "http";
     this.#authority = origin.host;
     this.#label = `${this.transport} request to ${origin.host}`;
+    this.#block = new SbiRequestBlock({
+      scheme: this.#scheme,
+      authority: this.#authority,
+      nfType: options.nfType,
+    });
   }
 
   async #connect(): Promise<Session> {
@@ -518,36 +523,45 @@ class Client implements NativeH2Client {
       return Promise.reject(new TypeError(`Request path must start with /: ${path}`));
     }
     const timeoutMs = requestTimeoutMs(req, this.#options);
-    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
     const body = req.body && req.body.length > 0 ? req.body : undefined;
-    const method = (req.method ?? "GET").toUpperCase();
+    const method = req.method ?? "GET";
     let session: Session | undefined;
     let streamId = -1;
-    const { promise, pending: p, settled } = timedRequest(timeoutMs, () => {
+    const t = timedRequest(timeoutMs, () => {
       if (session && streamId >= 0) session.cancel(streamId);
     });
-    const start = (s: Session) => {
-      if (settled()) return;
-      session = s;
-      try {
-        const w = this.#writer;
-        const len = w.encode(
-          method,
-          this.#scheme,
-          this.#authority,
-          path,
-          headers,
-          body?.length ?? 0,
-        );
-        streamId = s.submit(w.buffer, len, body, p);
-      } catch (err) {
-        p.reject(err as Error);
-      }
-    };
     const s = this.#core.session();
-    if (s instanceof Session) start(s);
-    else s.then(start, (err) => p.reject(err));
-    return promise;
+    if (s instanceof Session) {
+      session = s;
+      streamId = this.#submit(s, method, path, req.headers, timeoutMs, body, t.pending);
+    } else {
+      s.then((s) => {
+        if (t.settled()) return;
+        session = s;
+        streamId = this.#submit(s, method, path, req.headers, timeoutMs, body, t.pending);
+      }, (err) => t.pending.reject(err));
+    }
+    return t.promise;
+  }
+
+  /** Encodes and submits one request on `s`; returns its stream id, or -1 once `p` is rejected. */
+  #submit(
+    s: Session,
+    method: string,
+    path: string,
+    headers: Record<string, string> | undefined,
+    timeoutMs: number,
+    body: Uint8Array | undefined,
+    p: PendingRequest,
+  ): number {
+    try {
+      const b = this.#block;
+      const len = b.encode(method, path, headers, timeoutMs, body?.length ?? 0);
+      return s.submit(b.buffer, len, body, p);
+    } catch (err) {
+      p.reject(err as Error);
+      return -1;
+    }
   }
 
   /** Streams the current connection's shim state still holds (for tests). */
