@@ -3,10 +3,11 @@
  * client keeps it: requests wait in one FIFO lane per timeout value (their
  * deadlines are then in order, so a lane's head is its earliest), and a
  * single system timer is armed for the earliest head. Adding a request costs
- * a list append, settling it an unlink; neither touches the system timer
- * unless the earliest deadline moves earlier. A timer that fires early (the
- * request it was armed for was answered) expires nothing and re-arms for the
- * next head.
+ * a list append, settling it an unlink; neither sets nor clears the system
+ * timer unless the earliest deadline moves earlier. A timer that fires early
+ * (the request it was armed for was answered) expires nothing and re-arms for
+ * the next head. While nothing waits the timer stays armed but unreferenced,
+ * so it keeps no process alive.
  */
 
 /** Where time comes from and how the one timer is set; injected in tests. */
@@ -17,6 +18,8 @@ export interface TimerClock {
   set(fire: () => void, ms: number): unknown;
   /** Cancels a timer {@linkcode set} returned. */
   clear(handle: unknown): void;
+  /** Whether the timer keeps the process alive (default: it does). */
+  ref?(handle: unknown, on: boolean): void;
 }
 
 /** The process's monotonic clock and `setTimeout`. */
@@ -24,6 +27,7 @@ export const SYSTEM_CLOCK: TimerClock = {
   now: () => performance.now(),
   set: (fire, ms) => setTimeout(fire, ms),
   clear: (handle) => clearTimeout(handle as number),
+  ref: (handle, on) => on ? Deno.refTimer(handle as number) : Deno.unrefTimer(handle as number),
 };
 
 /** A request in a lane; subclasses say what expiry does. */
@@ -78,8 +82,9 @@ export class RequestTimers {
     if (lane.tail) lane.tail.next = entry;
     else lane.head = entry;
     lane.tail = entry;
-    this.#count++;
     if (deadline < this.#armedAt) this.#arm(deadline);
+    else if (this.#count === 0) this.#clock.ref?.(this.#handle, true);
+    this.#count++;
   }
 
   /** Stops `entry`'s timeout (it was answered or failed); nothing when it is not waiting. */
@@ -91,14 +96,9 @@ export class RequestTimers {
     if (entry.next) entry.next.prev = entry.prev;
     else lane.tail = entry.prev;
     entry.prev = entry.next = entry.lane = null;
-    // An emptied system timer is stopped; one armed for an earlier head fires early instead.
-    if (--this.#count === 0) this.#disarm();
-  }
-
-  #disarm(): void {
-    if (this.#handle !== undefined) this.#clock.clear(this.#handle);
-    this.#handle = undefined;
-    this.#armedAt = Infinity;
+    // The timer stays armed (it fires early and finds nothing); with nothing waiting it keeps
+    // no process alive.
+    if (--this.#count === 0 && this.#handle !== undefined) this.#clock.ref?.(this.#handle, false);
   }
 
   #arm(at: number): void {

@@ -10,10 +10,22 @@ class FakeClock implements TimerClock {
   #id = 0;
   /** Most system timers armed at once. */
   maxArmed = 0;
+  /** System timers set so far. */
+  sets = 0;
+  /** Timers that keep the process alive (not unreferenced). */
+  #unref = new Set<number>();
+  referenced(): number {
+    return [...this.#timers.keys()].filter((id) => !this.#unref.has(id)).length;
+  }
+  ref(handle: unknown, on: boolean): void {
+    if (on) this.#unref.delete(handle as number);
+    else this.#unref.add(handle as number);
+  }
   now(): number {
     return this.t;
   }
   set(fire: () => void, ms: number): unknown {
+    this.sets++;
     this.#timers.set(++this.#id, { at: this.t + ms, fire });
     this.maxArmed = Math.max(this.maxArmed, this.#timers.size);
     return this.#id;
@@ -63,6 +75,23 @@ Deno.test("request timers expire each entry at its deadline with one system time
   assert.equal(b.expiredAt.length, 0);
   assert.equal(clock.maxArmed, 1);
   assert.equal(timers.size, 0);
+  assert(!timers.armed);
+});
+
+Deno.test("request timers set no system timer per request when requests are answered one by one", () => {
+  const clock = new FakeClock();
+  const timers = new RequestTimers(clock);
+  for (let i = 0; i < 1000; i++) {
+    const p = new Probe(clock);
+    timers.add(p, 5000);
+    assert.equal(clock.referenced(), 1, "a waiting request keeps the process alive");
+    clock.advance(clock.t + 3);
+    timers.remove(p);
+    assert.equal(clock.referenced(), 0, "nothing waits: the timer keeps nothing alive");
+  }
+  // the first timer fires early at 5000, finds nothing and is not set again
+  clock.advance(20_000);
+  assert.ok(clock.sets <= 2, `${clock.sets} system timers for 1000 requests`);
   assert(!timers.armed);
 });
 
