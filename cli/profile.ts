@@ -4,8 +4,11 @@
  * SBI client in a process of its own under the profiler for a bounded number
  * of requests, and prints one table per side (see `bench/cpu_profile.ts`),
  * the CPU time of both processes, and for an h2c peer h2load's time per
- * request on the same server as the yardstick. Client on CPU 0, server on
- * CPU 1, as `lab bench` places them.
+ * request on the same server as the yardstick. With `--callgrind` the
+ * client also runs twice under callgrind (a quarter of the requests, then
+ * all of them) and the difference gives its instructions per request by
+ * object file (see `bench/callgrind.ts`): the figure the machine's noise moves
+ * least. Client on CPU 0, server on CPU 1, as `lab bench` places them.
  */
 import type { Command } from "commander";
 import { UsageError } from "./args.ts";
@@ -14,6 +17,7 @@ import type { ProfileClientJob, ProfileClientResult } from "./_profile_client.ts
 import { breakdown, type CpuTime, parseCpuProfile, renderBreakdown } from "../bench/cpu_profile.ts";
 import { enablePlacement, onServerCpu, placement } from "../bench/affinity.ts";
 import { parseH2loadOutput } from "../bench/lab_itself.ts";
+import { parseAnnotate, perRequestByObject, renderObjectCosts } from "../bench/callgrind.ts";
 import { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../transports/host.ts";
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { type TransportName, TRANSPORTS } from "../transports/types.ts";
@@ -30,6 +34,7 @@ interface ProfileFlags {
   size: string;
   interval: string;
   out?: string;
+  callgrind?: boolean;
 }
 
 function int(text: string, flag: string, min: number, max: number): number {
@@ -210,6 +215,34 @@ async function runClient(
   return JSON.parse(last) as ProfileClientResult;
 }
 
+/** Instructions of one client run of `job` under callgrind, by object file. */
+async function callgrindClient(job: ProfileClientJob, out: string): Promise<Map<string, number>> {
+  const file = `${out}/client-${job.requests}.callgrind`;
+  const run = await new Deno.Command("valgrind", {
+    args: [
+      "--tool=callgrind",
+      `--callgrind-out-file=${file}`,
+      Deno.execPath(),
+      "run",
+      "-A",
+      "--unstable-net",
+      `${ROOT}/cli/_profile_client.ts`,
+      JSON.stringify(job),
+    ],
+    stdout: "piped",
+    stderr: "null",
+    stdin: "null",
+  }).output();
+  if (!run.success) throw new Error(`The client under callgrind failed (exit ${run.code})`);
+  const ann = await new Deno.Command("callgrind_annotate", {
+    args: ["--threshold=100", file],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  if (!ann.success) throw new Error("callgrind_annotate failed");
+  return parseAnnotate(new TextDecoder().decode(ann.stdout));
+}
+
 /** h2load against `origin` for `requests` at `streams` in flight: µs per request. */
 async function h2loadUs(url: string, requests: number, streams: number): Promise<number> {
   const warm = await new Deno.Command("h2load", {
@@ -239,6 +272,7 @@ export function registerProfileCommand(program: Command): void {
     .option("--size <bytes>", "response body size (1-16777216)", "256")
     .option("--interval <µs>", "profiler sampling interval in µs (50-10000)", "100")
     .option("--out <dir>", "keep the profiles here (default: a temporary folder, removed)")
+    .option("--callgrind", "also count the client's instructions per request (valgrind)")
     .action(async (o: ProfileFlags) => {
       const transport = o.transport as TransportName;
       if (!(TRANSPORTS as readonly string[]).includes(transport)) {
@@ -265,27 +299,41 @@ export function registerProfileCommand(program: Command): void {
       const server = o.server === "sbilab"
         ? await startSbilab(transport, size, out, interval)
         : await startPeer(o.server as "nghttpd" | "gtlsserver", size, out);
+      if (o.callgrind && (!findTool("valgrind") || !findTool("callgrind_annotate"))) {
+        throw new UsageError("--callgrind needs valgrind: apt-get install valgrind");
+      }
+      if (o.callgrind && requests < 4) {
+        throw new UsageError("--callgrind needs --requests 4 or more");
+      }
       let result: ProfileClientResult;
       let reference: number | undefined;
+      let instructions: string | undefined;
       try {
-        result = await runClient(
-          {
-            transport,
-            origin: server.origin,
-            path: server.path,
-            size,
-            requests,
-            warmup,
-            streams,
-            caPath: server.caPath,
-            insecure: server.insecure,
-            serverPid: server.pid,
-          },
-          `${out}/client`,
-          interval,
-        );
+        const job: ProfileClientJob = {
+          transport,
+          origin: server.origin,
+          path: server.path,
+          size,
+          requests,
+          warmup,
+          streams,
+          caPath: server.caPath,
+          insecure: server.insecure,
+          serverPid: server.pid,
+        };
+        result = await runClient(job, `${out}/client`, interval);
         if (transport === "h2c" && findTool("h2load")) {
           reference = await h2loadUs(`${server.origin}${server.path}`, requests, streams);
+        }
+        if (o.callgrind) {
+          const few = Math.round(requests / 4);
+          const slow = { ...job, warmup: Math.min(warmup, 500), serverPid: undefined };
+          const small = await callgrindClient({ ...slow, requests: few }, out);
+          const large = await callgrindClient(slow, out);
+          instructions = renderObjectCosts(
+            `client under callgrind (${requests} − ${few} requests)`,
+            perRequestByObject(small, few, large, requests),
+          );
         }
       } finally {
         await server.stop();
@@ -323,6 +371,7 @@ export function registerProfileCommand(program: Command): void {
           );
         }
       }
+      if (instructions) console.log(`\n${instructions}`);
       if (o.out) console.log(`\nprofiles kept in ${out} (open them in Chrome DevTools)`);
       else await Deno.remove(out, { recursive: true });
     });
