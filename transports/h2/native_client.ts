@@ -13,7 +13,9 @@
  * `recv()` that feeds all of it (over TLS: decrypted and fed in the same
  * native call), one `poll()` that hands over every finished response, and
  * one send pass. Requests submitted in the same turn of the
- * event loop leave in one `write()`. A timed-out request resets its stream
+ * event loop leave in one `send()` on the socket's fd, made at once (no
+ * promise) while the kernel takes the bytes; what it does not take goes
+ * through Deno's `write()`. A timed-out request resets its stream
  * (RST_STREAM CANCEL). A failed or reset connection rejects its requests with
  * `TransportError`; the next request opens a new connection.
  */
@@ -45,7 +47,8 @@ import {
 import { H2_ERR, H2_EVENT, H2Conn, h2ErrorName, sbh2Versions } from "./ffi.ts";
 import { decodeResponseBlock } from "../wire.ts";
 import { loadH2Library } from "./loader.ts";
-import { tcpMaxSegment } from "./nodelay.ts";
+import { connectedFd, tcpMaxSegment } from "./nodelay.ts";
+import { libc } from "../libc.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
@@ -54,6 +57,8 @@ import { runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 const IO_BUFFER = 256 * 1024;
+const MSG_DONTWAIT = 0x40;
+const MSG_NOSIGNAL = 0x4000;
 
 /** Extra options of the native HTTP/2 client. */
 export interface NativeH2ClientOptions extends ClientOptions {
@@ -95,6 +100,8 @@ class Session implements KeyingMaterialExporter {
   #pending = new PendingStreams();
   #in = new Uint8Array(IO_BUFFER);
   #out = new Uint8Array(IO_BUFFER);
+  /** The socket's fd, for writes that need no promise; undefined where it cannot be found. */
+  #fd: number | undefined;
   #flushQueued = false;
   /** Output may be pending that the running write loop has not pulled yet. */
   #dirty = false;
@@ -135,6 +142,8 @@ class Session implements KeyingMaterialExporter {
     this.#label = label;
     this.#tls = tls;
     this.#onTicket = onTicket;
+    const local = sock.localAddr as Deno.NetAddr, remote = sock.remoteAddr as Deno.NetAddr;
+    this.#fd = connectedFd(local.port, remote.port);
     this.#reading = this.#readLoop();
     this.#flush(); // client preface and SETTINGS
   }
@@ -211,24 +220,43 @@ class Session implements KeyingMaterialExporter {
     this.#flush();
   }
 
-  /** Writes all pending output; one write per pass, passes repeat while output remains. */
+  /**
+   * Writes all pending output: straight into the socket while the kernel
+   * takes it (one `send` that never waits, no promise), the rest through
+   * Deno's write; passes repeat while output remains.
+   */
   #flush(): void {
     if (this.#dead) return;
     if (this.#writing) {
       this.#dirty = true; // the running write loop pulls it
       return;
     }
-    this.#dirty = false;
-    const n = this.#pull(this.#out);
-    if (n === 0) return;
-    this.#writing = this.#writeLoop(n);
+    for (;;) {
+      this.#dirty = false;
+      const n = this.#pull(this.#out);
+      if (n === 0 || this.#dead) return;
+      const sent = this.#sendNow(n);
+      if (sent < n) {
+        this.#writing = this.#writeLoop(sent, n);
+        return;
+      }
+      if (n < this.#out.length) return; // a short pull drained the session
+    }
   }
 
-  async #writeLoop(n: number): Promise<void> {
+  /** Bytes of `out[0, n)` the kernel took at once; 0 when it would wait or fails (Deno's write then says why). */
+  #sendNow(n: number): number {
+    // #dead is checked by the caller: the socket (and so the fd) is still open.
+    if (this.#fd === undefined) return 0;
+    const k = libc().send(this.#fd, this.#out, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return k > 0 ? k : 0;
+  }
+
+  async #writeLoop(off: number, n: number): Promise<void> {
     try {
       while (n > 0 && !this.#dead) {
-        let off = 0;
         while (off < n) off += await this.#sock.write(this.#out.subarray(off, n));
+        off = 0;
         // A short send drained the session: call again only if a request or
         // cancel came in while the write was pending (or the buffer was full).
         const more = this.#dirty || n === this.#out.length;
