@@ -131,7 +131,11 @@ class Session {
   #pending = new PendingStreams<Queued>();
   #queued: Queued[] = [];
   #timer = new DeadlineTimer(() => {
-    if (!this.#dead) this.#process();
+    if (this.#dead) return;
+    // Fired early (the deadline moved later since it was armed): only re-arm, no I/O pass.
+    const ms = this.#conn.timeoutMs();
+    if (ms > 0) this.#timer.arm(ms);
+    else this.#process();
   });
   #reading: Promise<void>;
   /** No new requests: closed, failed or told to go away. */
