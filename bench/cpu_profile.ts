@@ -93,7 +93,9 @@ export function frameCategory(frame: CallFrame): Category | undefined {
   if (fn === "(program)") return "runtime (native, outside JS)";
   if (fn.startsWith("op_ffi") || url.startsWith("ext:deno_ffi")) return "FFI calls";
   if (TIMER_FILES.test(url) || /^op_(timer|sleep)/.test(fn)) return "timers";
-  if (SOCKET_OPS.test(fn) || SOCKET_FILES.test(url)) return "socket wake-up / reactor";
+  if (SOCKET_OPS.test(fn) || SOCKET_FILES.test(url) || fn === "#sendNow") {
+    return "socket wake-up / reactor"; // #sendNow: the h2 client's send() straight to the fd
+  }
   if (PROMISE_OPS.test(fn) || url === "ext:core/00_infra.js") return "promises / async";
   if (FFI_FILES.test(url)) return "FFI calls";
   if (url.endsWith("/transports/sbi_headers.ts")) return "SBI headers";
