@@ -14,6 +14,7 @@ import { registerLinkCommands } from "./cli/link.ts";
 import { registerInteropCommand } from "./cli/interop.ts";
 import { registerReportCommands } from "./cli/report.ts";
 import { registerK8sCommands } from "./cli/k8s.ts";
+import { registerProfileCommand } from "./cli/profile.ts";
 import { UsageError } from "./cli/args.ts";
 import { Interrupted, interruptSettled, setInterruptEnd } from "./lib/interrupt.ts";
 import { versionLine } from "./cli/version.ts";
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerInteropCommand(program);
   registerReportCommands(program);
   registerK8sCommands(program);
+  registerProfileCommand(program);
   return program;
 }
 

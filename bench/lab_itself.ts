@@ -9,6 +9,11 @@
  * the measuring one. Each row is split into windows; a sample is the time
  * per completed request in one window (1 / throughput), so every row gets a
  * median and a bootstrap CI the same way.
+ *
+ * HTTP/3 has no h2load here: its reference server is `gtlsserver` (ngtcp2's
+ * own example server, on the same ngtcp2, nghttp3 and GnuTLS). The native h3
+ * engine loads gtlsserver and our h3 server, and our SBI h3 client loads
+ * both, at 1 and 64 streams on one connection.
  */
 import { Recorder } from "./recorder.ts";
 import { onServerCpu, placement } from "./affinity.ts";
@@ -17,7 +22,8 @@ import type { EngineName } from "./schema.ts";
 import { sampleOperation, type SamplingPlan } from "./sampler.ts";
 import type { ResultRow } from "./schema.ts";
 import { makeRow, payloadPath, type ScenarioContext } from "./scenarios/context.ts";
-import { findTool, freePort, waitForPort } from "../lib/host.ts";
+import { findTool, freePort, freeUdpPort, waitForPort } from "../lib/host.ts";
+import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 
 /** Connections × streams compared with h2load (the SBI client and fetch rows: one connection only). */
 export const PEER_SHAPES = [
@@ -25,6 +31,9 @@ export const PEER_SHAPES = [
   { connections: 1, streams: 64 },
   { connections: 8, streams: 64 },
 ];
+
+/** Streams in flight on the one connection of the h3 peer rows. */
+export const H3_PEER_STREAMS = [1, 64];
 
 /** Raised when a peer tool is missing or misbehaves. */
 export class PeerError extends Error {
@@ -183,6 +192,176 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
     }
     await nghttpd.status;
     await Deno.remove(docs, { recursive: true }).catch(() => {});
+  }
+  rows.push(...await h3Peers(ctx, size));
+  return rows;
+}
+
+/** gtlsserver on the peer CPU, answering `/<n>` with n bytes; resolves once it answers. */
+async function startGtlsserver(
+  ctx: ScenarioContext,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-peers-h3-" });
+  await writeDevPki(dir, await createDevPki());
+  const port = freeUdpPort();
+  const [cmd, args] = onServerCpu(await placement(), findTool("gtlsserver")!, [
+    "-q",
+    "127.0.0.1",
+    String(port),
+    `${dir}/${DEV_PKI_FILES.serverKey}`,
+    `${dir}/${DEV_PKI_FILES.serverCert}`,
+  ]);
+  const child = new Deno.Command(cmd, { args, stdin: "null", stdout: "null", stderr: "null" })
+    .spawn();
+  const close = async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // exited
+    }
+    await child.status;
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  // Until it has bound, a request fails at once (ICMP port unreachable).
+  const probe = await ctx.openClient("h3", {
+    origin: `https://127.0.0.1:${port}`,
+    tls: { insecure: true },
+    timeoutMs: 500,
+  });
+  let up = false;
+  try {
+    for (let i = 0; i < 100 && !up; i++) {
+      up = await probe.request({ path: "/1" }).then(() => true, () => false);
+      if (!up) await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await probe.close();
+  }
+  if (!up) {
+    await close();
+    throw new PeerError("gtlsserver did not answer within 5 s");
+  }
+  return { port, close };
+}
+
+/** The HTTP/3 rows (see the module comment); none without gtlsserver or our h3 server. */
+async function h3Peers(ctx: ScenarioContext, size: number): Promise<ResultRow[]> {
+  const ours = ctx.endpoints.urls.h3;
+  if (!ours) return [];
+  if (!findTool("gtlsserver")) {
+    ctx.notes.push(
+      "The h3 peers were skipped: gtlsserver is missing (apt-get install ngtcp2-server).",
+    );
+    return [];
+  }
+  const rows: ResultRow[] = [];
+  const windows = ctx.config.quick ? 3 : 5;
+  const windowMs = Math.max(200, ctx.plan.sampleMs / windows);
+  const gtls = await startGtlsserver(ctx);
+  try {
+    const targets = [
+      { name: "gtlsserver", port: gtls.port, path: `/${size}`, insecure: true },
+      {
+        name: "sbilab h3",
+        port: Number(new URL(ours).port),
+        path: payloadPath(size),
+        insecure: false,
+      },
+    ];
+    const engineRate = new Map<string, number>();
+    for (const target of targets) {
+      const origin = `https://127.0.0.1:${target.port}`;
+      const client = await ctx.openClient(
+        "h3",
+        target.insecure ? { origin, tls: { insecure: true } } : { origin },
+      );
+      const tls = target.insecure ? undefined : ctx.endpoints.tls;
+      const caPem = tls?.ca && typeof tls.ca === "object" && "path" in tls.ca
+        ? await Deno.readFile(tls.ca.path)
+        : undefined;
+      const sbi = async () => {
+        const r = await client.request({ path: target.path });
+        if (r.status !== 200 || r.body.length !== size) {
+          throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
+        }
+      };
+      for (const streams of H3_PEER_STREAMS) {
+        const shape = { connections: 1, streams };
+        const rec = new Recorder();
+        let errors = 0;
+        for (let w = 0; w < windows; w++) {
+          const r = await sampleOperation(
+            sbi,
+            {
+              warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
+              sampleMs: windowMs,
+            },
+            streams,
+            {
+              clock: ctx.clock,
+              signal: ctx.signal,
+              onProgress: (f) =>
+                ctx.onProgress(`sbilab h3 client → ${target.name}, ${streams}`, (w + f) / windows),
+            },
+          );
+          errors += r.errors;
+          rec.record((r.elapsedMs * 1e6) / r.samples.count);
+        }
+        rows.push(peerRow("sbilab h3 client", "sbi", target.name, shape, size, rec, errors));
+        ctx.onRow(rows.at(-1)!);
+        const native = new Recorder();
+        let nativeErrors = 0;
+        for (let w = 0; w < windows; w++) {
+          ctx.onProgress(`native h3 engine → ${target.name}, 1×${streams}`, w / windows);
+          const r = await runLoad({
+            protocol: "h3",
+            host: "127.0.0.1",
+            port: target.port,
+            insecure: target.insecure,
+            caPem,
+            serverName: target.insecure ? undefined : "localhost",
+            headers: [
+              [":method", "GET"],
+              [":scheme", "https"],
+              [":authority", `127.0.0.1:${target.port}`],
+              [":path", target.path],
+            ],
+            connections: 1,
+            streams,
+            durationMs: windowMs,
+            warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
+          }, { signal: ctx.signal });
+          nativeErrors += r.errors;
+          if (r.completed < 1) {
+            throw new PeerError(`the native h3 engine completed no request: ${r.error}`);
+          }
+          native.record(1e9 / r.reqPerSec);
+        }
+        const row = peerRow(
+          "sbilab native h3 engine",
+          "native",
+          target.name,
+          shape,
+          size,
+          native,
+          nativeErrors,
+        );
+        rows.push(row);
+        ctx.onRow(row);
+        engineRate.set(`${target.name}/${streams}`, row.requestsPerSecond!);
+      }
+    }
+    ctx.notes.push(
+      `Native h3 engine: sbilab h3 ÷ gtlsserver req/s (medians of ${windows} windows each): ${
+        H3_PEER_STREAMS.map((m) =>
+          `1×${m}: ${
+            (engineRate.get(`sbilab h3/${m}`)! / engineRate.get(`gtlsserver/${m}`)!).toFixed(2)
+          }×`
+        ).join(", ")
+      }.`,
+    );
+  } finally {
+    await gtls.close();
   }
   return rows;
 }

@@ -265,10 +265,15 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     notes.push(await missingNativeNote(available));
   }
   const serverMode = options.target ? "target" : options.inProcess ? "in-process" : "process";
+  // The peers scenario compares our h2c server with nghttpd and, on the native stack, our h3
+  // server with gtlsserver.
+  const peerTransports: TransportName[] = stack === "native" && available.includes("h3")
+    ? ["h2c", "h3"]
+    : ["h2c"];
   const config: RunConfig = {
     scenario,
     stack,
-    transports: scenario === "peers" ? ["h2c"] : transports,
+    transports: scenario === "peers" ? peerTransports : transports,
     sizes,
     warmupMs: plan.warmupMs,
     sampleMs: plan.sampleMs,
@@ -353,7 +358,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
         caFile: options.caFile,
         insecure: options.insecure,
       })
-      : await startServers(scenario === "peers" ? ["h2c"] : transports, {
+      : await startServers(scenario === "peers" ? peerTransports : transports, {
         stack,
         delayMs: options.delayMs,
         inProcess: options.inProcess,

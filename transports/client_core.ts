@@ -1,12 +1,14 @@
 /**
  * What the native h2 and h3 clients share, whatever the protocol: one
  * connection at a time, reopened on the next request once it is dead or told
- * to go away; a per-request timer that rejects with `TimeoutError`; the
+ * to go away; a per-request timeout that rejects with `TimeoutError` (one
+ * timer structure for every pending request, see `request_timers.ts`); the
  * default timeout; the table of requests waiting on a stream; an idempotent
  * `close()`. Each protocol keeps its own session (how a connection is opened,
  * fed, and how a request becomes a stream) behind {@linkcode CoreSession}.
  */
 import { type ClientResponse, TimeoutError, TransportError } from "./types.ts";
+import { RequestTimers, sharedRequestTimers, TimerEntry } from "./request_timers.ts";
 
 /** Time a request may take when neither it nor the client sets one, ms. */
 export const DEFAULT_TIMEOUT_MS = 5000;
@@ -35,35 +37,68 @@ export interface TimedRequest {
   settled(): boolean;
 }
 
+/** One pending request: its promise, its place among the timers, its cancel hook. */
+class TimedEntry extends TimerEntry implements TimedRequest, PendingRequest {
+  promise: Promise<ClientResponse>;
+  pending: PendingRequest = this;
+  #resolve!: (r: ClientResponse) => void;
+  #reject!: (e: Error) => void;
+  #done = false;
+  #timers: RequestTimers;
+  #timeoutMs: number;
+  #onTimeout: () => void;
+
+  constructor(timers: RequestTimers, timeoutMs: number, onTimeout: () => void) {
+    super();
+    this.promise = new Promise<ClientResponse>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.#timers = timers;
+    this.#timeoutMs = timeoutMs;
+    this.#onTimeout = onTimeout;
+    timers.add(this, timeoutMs);
+  }
+
+  settled(): boolean {
+    return this.#done;
+  }
+
+  resolve(r: ClientResponse): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#timers.remove(this);
+    this.#resolve(r);
+  }
+
+  reject(e: Error): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#timers.remove(this);
+    this.#reject(e);
+  }
+
+  expire(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#onTimeout();
+    this.#reject(new TimeoutError(this.#timeoutMs));
+  }
+}
+
 /**
- * Starts a request's timer: `pending` settles `promise` once and stops the
- * timer; when the timer fires first, `onTimeout` runs (to cancel the stream)
- * and the promise rejects with `TimeoutError`.
+ * Starts a request's timeout among `timers` (default: the one structure all
+ * clients of the process share, see {@linkcode RequestTimers}): `pending`
+ * settles `promise` once and stops the timeout; when the timeout passes
+ * first, `onTimeout` runs (to cancel the stream) and the promise rejects
+ * with `TimeoutError`.
  */
-export function timedRequest(timeoutMs: number, onTimeout: () => void): TimedRequest {
-  const { promise, resolve, reject } = Promise.withResolvers<ClientResponse>();
-  let settled = false;
-  const timer = setTimeout(() => {
-    if (settled) return;
-    settled = true;
-    onTimeout();
-    reject(new TimeoutError(timeoutMs));
-  }, timeoutMs);
-  const pending: PendingRequest = {
-    resolve: (r) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(r);
-    },
-    reject: (e) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      reject(e);
-    },
-  };
-  return { promise, pending, settled: () => settled };
+export function timedRequest(
+  timeoutMs: number,
+  onTimeout: () => void,
+  timers: RequestTimers = sharedRequestTimers,
+): TimedRequest {
+  return new TimedEntry(timers, timeoutMs, onTimeout);
 }
 
 /** The requests of one connection that wait on an open stream, by stream id. */

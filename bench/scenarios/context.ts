@@ -8,7 +8,10 @@ import type { ResultRow, RunConfig } from "../schema.ts";
 /** What a scenario may choose about a client it opens. */
 export type OpenClientOptions =
   & { origin?: string }
-  & Pick<ClientOptions, "nfType" | "resumption" | "earlyData" | "ticketCache">;
+  & Pick<
+    ClientOptions,
+    "nfType" | "resumption" | "earlyData" | "ticketCache" | "tls" | "timeoutMs"
+  >;
 
 /** Everything a scenario needs; it returns rows and may push notes. */
 export interface ScenarioContext {

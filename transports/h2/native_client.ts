@@ -13,7 +13,9 @@
  * `recv()` that feeds all of it (over TLS: decrypted and fed in the same
  * native call), one `poll()` that hands over every finished response, and
  * one send pass. Requests submitted in the same turn of the
- * event loop leave in one `write()`. A timed-out request resets its stream
+ * event loop leave in one `send()` on the socket's fd, made at once (no
+ * promise) while the kernel takes the bytes; what it does not take goes
+ * through Deno's `write()`. A timed-out request resets its stream
  * (RST_STREAM CANCEL). A failed or reset connection rejects its requests with
  * `TransportError`; the next request opens a new connection.
  */
@@ -24,7 +26,7 @@ import {
   resolveTls,
   type TlsConnectionInfo,
 } from "../tls.ts";
-import { sbiRequestHeaders } from "../sbi_headers.ts";
+import { SbiRequestBlock } from "../sbi_request_block.ts";
 import {
   type ClientOptions,
   type ClientRequest,
@@ -44,9 +46,10 @@ import {
 } from "../client_core.ts";
 import { H2_EVENT, H2Conn, sbh2Versions } from "./ffi.ts";
 import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
-import { decodeResponseBlock, RequestBlockWriter } from "../native/wire.ts";
+import { decodeResponseBlock } from "../native/wire.ts";
 import { loadH2Library } from "./loader.ts";
-import { tcpMaxSegment } from "../native/nodelay.ts";
+import { connectedFd, tcpMaxSegment } from "../native/nodelay.ts";
+import { libc } from "../native/libc.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
@@ -56,6 +59,8 @@ import { runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 const IO_BUFFER = 256 * 1024;
+const MSG_DONTWAIT = 0x40;
+const MSG_NOSIGNAL = 0x4000;
 
 /** Extra options of the native HTTP/2 client. */
 export interface NativeH2ClientOptions extends ClientOptions {
@@ -97,6 +102,8 @@ class Session implements KeyingMaterialExporter {
   #pending = new PendingStreams();
   #in = new Uint8Array(IO_BUFFER);
   #out = new Uint8Array(IO_BUFFER);
+  /** The socket's fd, for writes that need no promise; undefined where it cannot be found. */
+  #fd: number | undefined;
   #flushQueued = false;
   /** Output may be pending that the running write loop has not pulled yet. */
   #dirty = false;
@@ -137,6 +144,8 @@ class Session implements KeyingMaterialExporter {
     this.#label = label;
     this.#tls = tls;
     this.#onTicket = onTicket;
+    const local = sock.localAddr as Deno.NetAddr, remote = sock.remoteAddr as Deno.NetAddr;
+    this.#fd = connectedFd(local.port, remote.port);
     this.#reading = this.#readLoop();
     this.#flush(); // client preface and SETTINGS
   }
@@ -213,24 +222,43 @@ class Session implements KeyingMaterialExporter {
     this.#flush();
   }
 
-  /** Writes all pending output; one write per pass, passes repeat while output remains. */
+  /**
+   * Writes all pending output: straight into the socket while the kernel
+   * takes it (one `send` that never waits, no promise), the rest through
+   * Deno's write; passes repeat while output remains.
+   */
   #flush(): void {
     if (this.#dead) return;
     if (this.#writing) {
       this.#dirty = true; // the running write loop pulls it
       return;
     }
-    this.#dirty = false;
-    const n = this.#pull(this.#out);
-    if (n === 0) return;
-    this.#writing = this.#writeLoop(n);
+    for (;;) {
+      this.#dirty = false;
+      const n = this.#pull(this.#out);
+      if (n === 0 || this.#dead) return;
+      const sent = this.#sendNow(n);
+      if (sent < n) {
+        this.#writing = this.#writeLoop(sent, n);
+        return;
+      }
+      if (n < this.#out.length) return; // a short pull drained the session
+    }
   }
 
-  async #writeLoop(n: number): Promise<void> {
+  /** Bytes of `out[0, n)` the kernel took at once; 0 when it would wait or fails (Deno's write then says why). */
+  #sendNow(n: number): number {
+    // #dead is checked by the caller: the socket (and so the fd) is still open.
+    if (this.#fd === undefined) return 0;
+    const k = libc().send(this.#fd, this.#out, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return k > 0 ? k : 0;
+  }
+
+  async #writeLoop(off: number, n: number): Promise<void> {
     try {
       while (n > 0 && !this.#dead) {
-        let off = 0;
         while (off < n) off += await this.#sock.write(this.#out.subarray(off, n));
+        off = 0;
         // A short send drained the session: call again only if a request or
         // cancel came in while the write was pending (or the buffer was full).
         const more = this.#dirty || n === this.#out.length;
@@ -401,7 +429,7 @@ class Client implements NativeH2Client {
   #scheme: string;
   #authority: string;
   #label: string;
-  #writer = new RequestBlockWriter();
+  #block: SbiRequestBlock;
   #core: ClientCore<Session> = new ClientCore(() => this.#connect(), {
     onClosing: () => {
       try {
@@ -432,6 +460,11 @@ class Client implements NativeH2Client {
     this.#scheme = origin.protocol === "https:" ? "https" : "http";
     this.#authority = origin.host;
     this.#label = `${this.transport} request to ${origin.host}`;
+    this.#block = new SbiRequestBlock({
+      scheme: this.#scheme,
+      authority: this.#authority,
+      nfType: options.nfType,
+    });
   }
 
   async #connect(): Promise<Session> {
@@ -520,36 +553,45 @@ class Client implements NativeH2Client {
       return Promise.reject(new TypeError(`Request path must start with /: ${path}`));
     }
     const timeoutMs = requestTimeoutMs(req, this.#options);
-    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
     const body = req.body && req.body.length > 0 ? req.body : undefined;
-    const method = (req.method ?? "GET").toUpperCase();
+    const method = req.method ?? "GET";
     let session: Session | undefined;
     let streamId = -1;
-    const { promise, pending: p, settled } = timedRequest(timeoutMs, () => {
+    const t = timedRequest(timeoutMs, () => {
       if (session && streamId >= 0) session.cancel(streamId);
     });
-    const start = (s: Session) => {
-      if (settled()) return;
-      session = s;
-      try {
-        const w = this.#writer;
-        const len = w.encode(
-          method,
-          this.#scheme,
-          this.#authority,
-          path,
-          headers,
-          body?.length ?? 0,
-        );
-        streamId = s.submit(w.buffer, len, body, p);
-      } catch (err) {
-        p.reject(err as Error);
-      }
-    };
     const s = this.#core.session();
-    if (s instanceof Session) start(s);
-    else s.then(start, (err) => p.reject(err));
-    return promise;
+    if (s instanceof Session) {
+      session = s;
+      streamId = this.#submit(s, method, path, req.headers, timeoutMs, body, t.pending);
+    } else {
+      s.then((s) => {
+        if (t.settled()) return;
+        session = s;
+        streamId = this.#submit(s, method, path, req.headers, timeoutMs, body, t.pending);
+      }, (err) => t.pending.reject(err));
+    }
+    return t.promise;
+  }
+
+  /** Encodes and submits one request on `s`; returns its stream id, or -1 once `p` is rejected. */
+  #submit(
+    s: Session,
+    method: string,
+    path: string,
+    headers: Record<string, string> | undefined,
+    timeoutMs: number,
+    body: Uint8Array | undefined,
+    p: PendingRequest,
+  ): number {
+    try {
+      const b = this.#block;
+      const len = b.encode(method, path, headers, timeoutMs, body?.length ?? 0);
+      return s.submit(b.buffer, len, body, p);
+    } catch (err) {
+      p.reject(err as Error);
+      return -1;
+    }
   }
 
   /** Streams the current connection's shim state still holds (for tests). */

@@ -12,7 +12,7 @@
 import { DeadlineTimer } from "./deadline_timer.ts";
 import { parseOrigin } from "../origin.ts";
 import { type ResolvedTls, resolveTls, type TlsConnectionInfo } from "../tls.ts";
-import { sbiRequestHeaders } from "../sbi_headers.ts";
+import { SbiRequestBlock } from "../sbi_request_block.ts";
 import {
   type ClientOptions,
   type ClientRequest,
@@ -39,10 +39,9 @@ import { H3Socket } from "./h3_socket.ts";
 import { shimVersion } from "./shim_version.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
-import type { HeaderList } from "../native/wire.ts";
 import { loadH3Library } from "./loader.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
-import { requestHeaderList, toClientResponse } from "./convert.ts";
+import { toClientResponse } from "./convert.ts";
 
 /** Extra options of the HTTP/3 client. */
 export interface H3ClientOptions extends ClientOptions {
@@ -89,11 +88,27 @@ export interface H3ClientOptions extends ClientOptions {
 /** Methods a client may send in 0-RTT: safe, so a replay changes nothing (RFC 8470 §4.1, RFC 9110 §9.2.1). */
 const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-interface Queued extends PendingRequest {
-  method: string;
-  headers: HeaderList;
-  body: Uint8Array;
-  onStream(id: number): void;
+const EMPTY_BODY = new Uint8Array(0);
+
+/** A request of one session: its block (kept while it may have to go again), body and stream. */
+class Queued implements PendingRequest {
+  /** The encoded header block; undefined once sent for good (1-RTT). */
+  block: Uint8Array | undefined = undefined;
+  /** Stream id, -1 while queued. */
+  stream = -1;
+  /** Settles the caller's promise and stops its timeout. */
+  pending!: PendingRequest;
+
+  /** `early`: safe to send in 0-RTT. */
+  constructor(readonly early: boolean, readonly body: Uint8Array) {}
+
+  resolve(r: ClientResponse): void {
+    this.pending.resolve(r);
+  }
+
+  reject(e: Error): void {
+    this.pending.reject(e);
+  }
 }
 
 /** One QUIC connection and its socket. */
@@ -111,7 +126,11 @@ class Session {
   #pending = new PendingStreams<Queued>();
   #queued: Queued[] = [];
   #timer = new DeadlineTimer(() => {
-    if (!this.#dead) this.#process();
+    if (this.#dead) return;
+    // Fired early (the deadline moved later since it was armed): only re-arm, no I/O pass.
+    const ms = this.#conn.timeoutMs();
+    if (ms > 0) this.#timer.arm(ms);
+    else this.#process();
   });
   #reading: Promise<void>;
   /** No new requests: closed, failed or told to go away. */
@@ -143,37 +162,85 @@ class Session {
     this.#reading = this.#readLoop();
   }
 
+  /**
+   * Sends a request whose block `block` encodes now: at once when the
+   * connection takes it (the output leaves with the others of this turn of
+   * the event loop), else queued in order.
+   */
   request(
+    block: SbiRequestBlock,
     method: string,
-    headers: HeaderList,
+    path: string,
+    headers: Record<string, string> | undefined,
     body: Uint8Array,
     timeoutMs: number,
   ): Promise<ClientResponse> {
-    let streamId = -1;
-    const { promise, pending } = timedRequest(timeoutMs, () => {
-      if (streamId >= 0) {
-        this.#pending.delete(streamId);
+    const q = new Queued(EARLY_METHODS.has(method.toUpperCase()), body);
+    const t = timedRequest(timeoutMs, () => {
+      if (q.stream >= 0) {
+        this.#pending.delete(q.stream);
         if (!this.#dead) {
-          this.#conn.cancel(streamId);
-          this.#flush();
+          this.#conn.cancel(q.stream);
+          this.#scheduleFlush();
         }
       } else {
-        this.#queued = this.#queued.filter((q) => q !== entry);
+        this.#queued = this.#queued.filter((e) => e !== q);
       }
     });
-    const entry: Queued = {
-      method,
-      headers,
-      body,
-      onStream: (id) => (streamId = id),
-      resolve: pending.resolve,
-      reject: pending.reject,
-    };
-    this.#queued.push(entry);
+    q.pending = t.pending;
+    let len: number;
+    try {
+      len = block.encode(method, path, headers, timeoutMs, body.length);
+    } catch (err) {
+      t.pending.reject(err as Error);
+      return t.promise;
+    }
+    if (this.#queued.length === 0 && (this.#connected || q.early) && !this.#dead) {
+      // Before the handshake completes the block may have to go again (0-RTT refused): keep it.
+      if (!this.#connected) q.block = block.buffer.slice(0, len);
+      if (this.#send(q, block.buffer, len)) return t.promise;
+    }
+    q.block ??= block.buffer.slice(0, len);
+    this.#queued.push(q);
     this.#submit();
-    this.#flush();
-    return promise;
+    this.#scheduleFlush();
+    return t.promise;
   }
+
+  /**
+   * Opens a stream for `q`; true when it went (or failed and was rejected),
+   * false when the connection has no stream for it now.
+   */
+  #send(q: Queued, block: Uint8Array, length: number): boolean {
+    let id: number;
+    try {
+      id = this.#conn.requestBlock(block, length, q.body);
+    } catch (err) {
+      q.pending.reject(
+        new TransportError(`HTTP/3 request rejected: ${(err as Error).message}`, { cause: err }),
+      );
+      return true;
+    }
+    if (id < 0) return false;
+    this.#setup.requestSent();
+    q.stream = id;
+    this.#pending.add(id, q);
+    this.#scheduleFlush();
+    return true;
+  }
+
+  /** Sends what this turn of the event loop submitted, in one I/O pass. */
+  #scheduleFlush(): void {
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    queueMicrotask(this.#scheduled);
+  }
+
+  #flushQueued = false;
+  #scheduled = () => {
+    this.#flushQueued = false;
+    this.#flush();
+  };
 
   /**
    * Opens streams for queued requests while the connection allows. Before
@@ -182,25 +249,14 @@ class Session {
   #submit(): void {
     for (let i = 0; i < this.#queued.length && !this.#dead;) {
       const q = this.#queued[i];
-      if (!this.#connected && !EARLY_METHODS.has(q.method)) {
+      if (!this.#connected && !q.early) {
         i++;
         continue;
       }
-      let id: number;
-      try {
-        id = this.#conn.request(q.headers, q.body);
-      } catch (err) {
-        this.#queued.splice(i, 1);
-        q.reject(
-          new TransportError(`HTTP/3 request rejected: ${(err as Error).message}`, { cause: err }),
-        );
-        continue;
-      }
-      if (id < 0) return;
-      this.#setup.requestSent();
+      const block = q.block!;
+      if (!this.#send(q, block, block.length)) return;
       this.#queued.splice(i, 1);
-      q.onStream(id);
-      this.#pending.add(id, q);
+      if (this.#connected) q.block = undefined;
     }
   }
 
@@ -318,7 +374,7 @@ class Session {
       case H3_EVENT.EARLY_REJECTED: {
         // The server refused 0-RTT: what went early is gone; send it again, in order.
         const again = this.#pending.drain();
-        for (const q of again) q.onStream(-1);
+        for (const q of again) q.stream = -1;
         this.#queued.unshift(...again);
         return;
       }
@@ -353,6 +409,11 @@ class Session {
     } catch {
       // already closed
     }
+  }
+
+  /** Runs the shim's timers now when their deadline has passed and the event loop has not run them yet. */
+  runOverdueTimer(): void {
+    if (!this.#dead && this.#timer.overdue()) this.#process();
   }
 
   /** Request streams the shim still holds state for. */
@@ -469,6 +530,7 @@ class H3Client implements H3SbiClient {
   #tickets: TicketCache | undefined;
   #ticketKey: string;
   #versions: string;
+  #block: SbiRequestBlock;
 
   constructor(origin: URL, options: H3ClientOptions, sym: Sbh3Symbols, tls: ResolvedTls) {
     this.#origin = origin;
@@ -489,6 +551,11 @@ class H3Client implements H3SbiClient {
       tls.certPem ?? "",
     ].join("\n");
     this.#versions = shimVersion(sym);
+    this.#block = new SbiRequestBlock({
+      scheme: "https",
+      authority: origin.host,
+      nfType: options.nfType,
+    });
   }
 
   async #connect(): Promise<Session> {
@@ -557,20 +624,25 @@ class H3Client implements H3SbiClient {
     return new Session(sock, conn, (t) => cache?.put(key, t), ticket, setup!);
   }
 
-  async request(req: ClientRequest): Promise<ClientResponse> {
-    if (this.#core.closed) throw new TransportError("Client is closed");
+  request(req: ClientRequest): Promise<ClientResponse> {
+    if (this.#core.closed) return Promise.reject(new TransportError("Client is closed"));
+    const path = req.path;
+    if (typeof path !== "string" || !path.startsWith("/")) {
+      return Promise.reject(new TypeError(`Request path must start with "/": ${path}`));
+    }
     const timeoutMs = requestTimeoutMs(req, this.#options);
-    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
-    const body = req.body ?? new Uint8Array(0);
-    const list = requestHeaderList(
-      req.method ?? "GET",
-      this.#origin.host,
-      req.path,
-      headers,
-      body.length,
-    );
-    const session = await this.#core.session();
-    return await session.request(req.method?.toUpperCase() ?? "GET", list, body, timeoutMs);
+    const body = req.body ?? EMPTY_BODY;
+    const method = req.method ?? "GET";
+    let s = this.#core.session();
+    if (s instanceof Session) {
+      // A deadline that passed unseen (the idle timeout) closes the connection now, not on this request.
+      s.runOverdueTimer();
+      if (s.unusable) s = this.#core.session();
+    }
+    if (s instanceof Session) {
+      return s.request(this.#block, method, path, req.headers, body, timeoutMs);
+    }
+    return s.then((s) => s.request(this.#block, method, path, req.headers, body, timeoutMs));
   }
 
   datagramStats(): H3DatagramStats | null {

@@ -45,6 +45,11 @@ export class DeadlineTimer {
     this.#timer = this.#clock.setTimeout(this.#onTimer, ms);
   }
 
+  /** True when the timer is armed for a time already past (the event loop has not run it yet). */
+  overdue(): boolean {
+    return this.#timer !== undefined && performance.now() >= this.#at;
+  }
+
   /** Stops the timer. Idempotent. */
   cancel(): void {
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);

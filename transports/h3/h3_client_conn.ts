@@ -96,10 +96,19 @@ export class H3ClientConn {
   /** Submits a request; returns the stream id, or -1 when no stream can be opened yet. */
   request(headers: HeaderList, body: Uint8Array): number {
     const hb = encodeHeaderBlock(headers);
+    return this.requestBlock(hb, hb.length, body);
+  }
+
+  /**
+   * Opens a request stream with a header block already encoded (the first
+   * `length` bytes of `block`, copied before this returns) and `body`;
+   * returns the stream id, or -1 when no stream is available yet.
+   */
+  requestBlock(block: Uint8Array, length: number, body: Uint8Array): number {
     const n = this.#sym.sbh3_conn_request(
       this.#live(),
-      hb,
-      BigInt(hb.length),
+      block as Uint8Array<ArrayBuffer>,
+      BigInt(length),
       (body.length ? body : EMPTY) as Uint8Array<ArrayBuffer>,
       BigInt(body.length),
     );

@@ -127,6 +127,20 @@ export function tcpMaxSegment(target: NoDelayTarget): number | undefined {
   }
 }
 
+/**
+ * The fd of this process's connected TCP socket from `localPort` to
+ * `remotePort`, or undefined (none, or no /proc or libc). Never throws.
+ */
+export function connectedFd(localPort: number, remotePort: number): number | undefined {
+  try {
+    return tcpSockets().find((s) =>
+      !s.listening && s.localPort === localPort && s.remotePort === remotePort
+    )?.fd;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Lists matching TCP sockets with their TCP_NODELAY state (for tests). */
 export function tcpSocketsNoDelay(target: NoDelayTarget): { fd: number; noDelay: boolean }[] {
   return tcpSockets().filter((s) => matches(target, s)).map((s) => ({

@@ -115,6 +115,13 @@ export class HeaderBlockWriter {
     this.#view = new DataView(next.buffer);
   }
 
+  /** Appends fields a writer of this kind encoded before (a block or a part of one). */
+  append(encoded: Uint8Array): void {
+    this.#reserve(encoded.length);
+    this.buffer.set(encoded, this.#off);
+    this.#off += encoded.length;
+  }
+
   /** Appends one field; upper-case ASCII letters in the name are lowered. */
   field(name: string, value: string): void {
     const nl = name.length, vl = value.length;

@@ -1,0 +1,100 @@
+/**
+ * The client side of `lab profile`, in a process of its own so V8's profiler
+ * (`--cpu-prof`) sees only it: warms one client up, then sends a bounded
+ * number of requests with a fixed number in flight, and prints one JSON line
+ * with the measured window (on the profiles' monotonic clock) and the CPU
+ * time of both processes over it. Private to `cli/profile.ts`.
+ */
+import { createClient } from "../transports/mod.ts";
+import type { TransportName } from "../transports/types.ts";
+import { monotonicUs } from "../transports/native/libc.ts";
+import process from "node:process";
+
+/** What `lab profile` asks of this process (one JSON argument). */
+export interface ProfileClientJob {
+  transport: TransportName;
+  origin: string;
+  path: string;
+  /** Expected body length; a different one counts as an error. */
+  size: number;
+  requests: number;
+  warmup: number;
+  streams: number;
+  /** CA file to trust (h2-tls, h3), or undefined. */
+  caPath?: string;
+  insecure?: boolean;
+  /** Server process whose CPU time to read, if any. */
+  serverPid?: number;
+}
+
+/** The JSON line this process prints. */
+export interface ProfileClientResult {
+  fromUs: number;
+  toUs: number;
+  requests: number;
+  errors: number;
+  client: { userUs: number; systemUs: number };
+  server?: { userUs: number; systemUs: number };
+}
+
+const TICK_US = 1e6 / 100; // USER_HZ on Linux
+
+/** utime and stime of every thread of `pid`, µs (10 ms resolution). */
+async function processCpu(pid: number): Promise<{ userUs: number; systemUs: number }> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { userUs: Number(f[11]) * TICK_US, systemUs: Number(f[12]) * TICK_US };
+}
+
+async function run(job: ProfileClientJob): Promise<ProfileClientResult> {
+  const client = await createClient(job.transport, job.origin, {
+    tls: job.transport === "h2c"
+      ? undefined
+      : { ca: job.caPath ? { path: job.caPath } : undefined, insecure: job.insecure },
+    timeoutMs: 10_000,
+  });
+  let errors = 0;
+  const batch = async (n: number) => {
+    let left = n;
+    const lane = async () => {
+      while (left > 0) {
+        left--;
+        try {
+          const r = await client.request({ path: job.path });
+          if (r.status !== 200 || r.body.length !== job.size) errors++;
+        } catch {
+          errors++;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(job.streams, n) }, lane));
+  };
+  try {
+    await batch(job.warmup);
+    errors = 0;
+    const c0 = process.cpuUsage();
+    const s0 = job.serverPid ? await processCpu(job.serverPid) : undefined;
+    const fromUs = monotonicUs();
+    await batch(job.requests);
+    const toUs = monotonicUs();
+    const c1 = process.cpuUsage(c0);
+    const s1 = job.serverPid ? await processCpu(job.serverPid) : undefined;
+    return {
+      fromUs,
+      toUs,
+      requests: job.requests,
+      errors,
+      client: { userUs: c1.user, systemUs: c1.system },
+      server: s0 && s1
+        ? { userUs: s1.userUs - s0.userUs, systemUs: s1.systemUs - s0.systemUs }
+        : undefined,
+    };
+  } finally {
+    await client.close();
+  }
+}
+
+if (import.meta.main) {
+  const result = await run(JSON.parse(Deno.args[0]) as ProfileClientJob);
+  console.log(JSON.stringify(result));
+}
