@@ -60,9 +60,8 @@ class TimedEntry extends TimerEntry implements TimedRequest, PendingRequest {
     timers.add(this, timeoutMs);
   }
 
-  settled(): boolean {
-    return this.#done;
-  }
+  /** An arrow, so `const { settled } = timedRequest(…)` keeps working. */
+  readonly settled = (): boolean => this.#done;
 
   resolve(r: ClientResponse): void {
     if (this.#done) return;
