@@ -135,3 +135,82 @@ export function syntheticRtt(seed: number, options: SyntheticOptions = {}): Benc
     },
   };
 }
+
+/**
+ * A `concurrency` run derived from {@linkcode syntheticRtt}: each transport at
+ * 256 B with 1, 8 and 64 in flight, its rate by Little's law (h3 served at
+ * `h3Cost` of h2-TLS's time), no rounds.
+ */
+export function syntheticConcurrency(seed: number, options: SyntheticOptions = {}): BenchRun {
+  const run = syntheticRtt(seed, options);
+  run.config.scenario = "concurrency";
+  run.config.concurrency = [1, 8, 64];
+  run.config.schedule = "sequential";
+  run.rounds = undefined;
+  run.floors = { rows: [], skipped: "floors are not measured for concurrency" };
+  run.rows = run.rows.filter((r) => r.sizeBytes === 256).flatMap((r) =>
+    [1, 8, 64].map((n) => {
+      // Queueing: latency grows with the square root of what is in flight.
+      const k = Math.sqrt(n);
+      const samples = r.samples.samples.map((x) => x * k);
+      const est = { ...r.estimate };
+      for (const f of ["mean", "median", "p50", "p90", "p99", "p999", "min", "max"] as const) {
+        est[f] = r.estimate[f] * k;
+      }
+      est.medianCi = {
+        ...r.estimate.medianCi,
+        lower: r.estimate.medianCi.lower * k,
+        upper: r.estimate.medianCi.upper * k,
+      };
+      return {
+        ...r,
+        id: `concurrency/native/${r.transport}/256/${n}`,
+        scenario: "concurrency" as const,
+        label: `GET 256 B, ${n} in flight on one connection (native engine)`,
+        concurrency: n,
+        floor: undefined,
+        rounds: undefined,
+        estimate: est,
+        samples: { ...r.samples, samples },
+        requestsPerSecond: n / (est.mean / 1e9),
+      };
+    })
+  );
+  return run;
+}
+
+/** Adds CPU time per request to every row and a `--runs 3` record of slightly moved ratios. */
+export function withCpuAndRepeats(run: BenchRun): BenchRun {
+  for (const r of run.rows) {
+    r.extra = {
+      ...r.extra,
+      clientCpuNsPerRequest: r.estimate.median * 0.3,
+      serverCpuNsPerRequest: r.estimate.median * (r.transport === "h3" ? 0.35 : 0.25),
+    };
+  }
+  const ratios = (run.rounds?.ratios ?? []).filter((r) => r.kind === "transports");
+  const moved = (f: number) =>
+    ratios.map((r) => ({
+      ...r,
+      ratio: r.ratio * f,
+      interval: { ...r.interval, lower: r.interval.lower * f, upper: r.interval.upper * f },
+    }));
+  const runs = [0.97, 1.02, 1].map((f) => ({
+    startedAt: run.startedAt,
+    durationMs: 1,
+    ratios: moved(f),
+    noisy: false,
+  }));
+  run.repeats = {
+    runs,
+    spread: ratios.map((r) => ({
+      id: r.id,
+      label: r.label,
+      mean: r.ratio * 0.9967,
+      min: r.ratio * 0.97,
+      max: r.ratio * 1.02,
+      maxDeviation: 0.027,
+    })),
+  };
+  return run;
+}
