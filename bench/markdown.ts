@@ -208,6 +208,12 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
       (c.delayMs ? `; handler delay ${c.delayMs} ms` : "") + ".",
     "",
   );
+  if (c.quick) {
+    lines.push(
+      "> **Quick run**: few rounds and short blocks, a check that everything runs, not figures to quote.",
+      "",
+    );
+  }
   const noise = runNoiseLine(run);
   if (noise) lines.push(`> **${noise[0].toUpperCase()}${noise.slice(1)}.**`, "");
   const ratios = ratioTable(run);

@@ -150,7 +150,8 @@ export function renderTable(run: BenchRun): string {
       (run.study.sampleMs / 1000).toFixed(1)
     } s)`
     : `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
-      (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
+      (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "") +
+      (c.quick ? " · QUICK: a check that everything runs, not figures to quote" : "");
   const noise = runNoiseLine(run);
   const answer = answerLines(run);
   const parts = [...answer, ...(answer.length ? [""] : []), ...(noise ? [noise] : []), head];
