@@ -115,6 +115,7 @@ export function answerLines(run: BenchRun): string[] {
 function latencyAnswer(run: BenchRun, rows: ResultRow[]): string[] {
   const clauses: string[] = [];
   const ids: string[] = [];
+  const vague: string[] = [];
   let pair: [string, string] | undefined;
   for (const cell of cellsOf(rows)) {
     const p = pickPair(cell);
@@ -131,16 +132,17 @@ function latencyAnswer(run: BenchRun, rows: ResultRow[]): string[] {
       }`
       : `for ${p[0].label}`;
     clauses.push(`${withInterval(r)} ${what}`);
+    if (r.interval && r.interval.lower <= 1 && r.interval.upper >= 1) vague.push(what);
     if (clauses.length === 2) break;
   }
   if (!pair) return [];
   const [n, d] = pair.map(transportName);
-  const holdsOne = cellsOf(rows).map(pickPair).filter((p) => p).slice(0, 2).some((p) => {
-    const i = rowRatio(run, p![0], p![1]).interval;
-    return i !== undefined && i.lower <= 1 && i.upper >= 1;
-  });
   const noise =
-    (holdsOne ? " An interval that holds 1 cannot tell the transports apart at that size." : "") +
+    (vague.length
+      ? ` The interval${vague.length > 1 ? "s" : ""} ${vague.join(" and ")} hold${
+        vague.length > 1 ? "" : "s"
+      } 1: there the run cannot tell the two apart.`
+      : "") +
     (run.rounds?.noise.noisy ? " The machine was noisy during the run (see below)." : "");
   return [
     `${n} took ${clauses.join(" and ")} as long as ${d} (lower is better)${
@@ -176,7 +178,11 @@ function rateAnswer(run: BenchRun, rows: ResultRow[]): string[] {
       formatRate(num.requestsPerSecond!)
     } against ${formatRate(den.requestsPerSecond!)}; higher is better); its median latency was ${
       withInterval(lat)
-    } as long (lower is better).`;
+    } as long (lower is better)${
+      (rate < 1) === (lat.ratio < 1) && Math.abs(rate - 1) > 0.05 && Math.abs(lat.ratio - 1) > 0.05
+        ? "; rate and latency disagree, see the warnings"
+        : ""
+    }.`;
   });
 }
 
@@ -277,6 +283,10 @@ export function warningLines(run: BenchRun): string[] {
         } at ${inFlight} in flight, but the row ran ${formatRate(r.requestsPerSecond)}: ${
           tail
             ? `a tail carries the time (${tailCause(r)})`
+            : inFlight > 1
+            ? `by Little's law (rate × mean latency ${formatDuration(e.mean)}) only about ${
+              Math.round(r.requestsPerSecond * e.mean / 1e9)
+            } requests were in flight, not ${inFlight}: something held the rest back (a stream limit, the engine or the client)`
             : `the time went between requests, outside what a sample times (mean ${
               formatDuration(e.mean)
             } is close to the median)`

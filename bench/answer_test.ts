@@ -155,3 +155,30 @@ Deno.test("a planted regression (h3 25 % dearer) is reported in its rows and rat
   assert.ok(!bad.some((b) => /h2c|^h2-tls/.test(b)), bad.join("; "));
   assert.match(comparisonAnswer(cmp), /regressed/);
 });
+
+Deno.test("an answer whose interval holds 1 says the run cannot tell the transports apart there", () => {
+  const run = syntheticRtt(15, { h3Cost: 1 });
+  const line = answerLines(run)[0];
+  const i = run.rounds!.ratios.find((r) => r.id === "h3/h2-tls/256")!.interval;
+  if (i.lower <= 1 && i.upper >= 1) {
+    assert.match(line, /per 256 B request hold(s)? 1: there the run cannot tell the two apart/);
+  }
+  assert.doesNotMatch(answerLines(syntheticRtt(15, { h3Cost: 1.3 }))[0], /cannot tell/);
+});
+
+Deno.test("a concurrency row that ran fewer requests in flight than planned is named by Little's law", async () => {
+  const { syntheticConcurrency } = await import("../tests/synthetic_run.ts");
+  const run = syntheticConcurrency(16);
+  const i = run.rows.findIndex((r) => r.transport === "h3" && r.concurrency === 64);
+  const r = run.rows[i];
+  // Half the latency at a quarter of the rate: about 8 in flight, not 64.
+  run.rows[i] = {
+    ...withEstimate(r, { median: r.estimate.median / 2, mean: r.estimate.mean / 2 }),
+    samples: { ...r.samples, samples: r.samples.samples.map((x) => x / 2) },
+    requestsPerSecond: r.requestsPerSecond! / 4,
+  };
+  const w = warningLines(run).find((l) => l.startsWith("h3 (native) 256 B at 64 in flight"));
+  assert.ok(w, warningLines(run).join("\n"));
+  assert.match(w, /only about 8 requests were in flight, not 64/);
+  assert.match(answerLines(run)[0], /rate and latency disagree/);
+});
