@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { answerLines, legendLines, warningLines } from "./answer.ts";
-import { compareRuns, comparisonAnswer, regressions } from "./compare.ts";
+import { compareRuns, comparisonAnswer, regressions, renderComparison } from "./compare.ts";
 import { renderTable } from "./table.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { syntheticRtt } from "../tests/synthetic_run.ts";
@@ -145,6 +145,7 @@ Deno.test("a machine 6 % slower in B moves floors and rows alike: no regression,
   const cmp = aa(11, 12, { machine: 1.06 });
   assert.ok(cmp.machineShift > 0.03, String(cmp.machineShift));
   assert.deepEqual(regressions(cmp), []);
+  assert.match(renderComparison(cmp), /the kernel floors moved up to \d+\.\d % between the runs/);
 });
 
 Deno.test("a planted regression (h3 25 % dearer) is reported in its rows and ratios", () => {
@@ -181,4 +182,40 @@ Deno.test("a concurrency row that ran fewer requests in flight than planned is n
   assert.ok(w, warningLines(run).join("\n"));
   assert.match(w, /only about 8 requests were in flight, not 64/);
   assert.match(answerLines(run)[0], /rate and latency disagree/);
+});
+
+Deno.test("capacity and cold answers compare sustained rate and set-up time", () => {
+  const cap = syntheticRtt(17);
+  cap.config.scenario = "capacity";
+  cap.config.p99BoundMs = 10;
+  cap.rounds = undefined;
+  cap.rows = cap.rows.filter((r) => r.sizeBytes === 256).map((r) => ({
+    ...r,
+    id: `capacity/native/${r.transport}/256/10`,
+    scenario: "capacity" as const,
+    label: "highest rate with p99 ≤ 10 ms, GET 256 B (native engine)",
+    requestsPerSecond: r.transport === "h3" ? 30_000 : 60_000,
+  }));
+  assert.match(
+    answerLines(cap)[0],
+    /^h3 sustained 0\.50× the request rate of h2-TLS with p99 ≤ 10 ms, 256 B GET .*higher is better/,
+  );
+  const cold = syntheticRtt(18);
+  cold.config.scenario = "cold";
+  cold.rounds = undefined;
+  cold.rows = cold.rows.filter((r) => r.sizeBytes === 256).flatMap((r) =>
+    ["connect", "total"].map((phase) => ({
+      ...r,
+      id: `cold/${r.transport}/full/${phase}`,
+      scenario: "cold" as const,
+      label: `full handshake: ${phase} (new client, 256 B GET)`,
+    }))
+  );
+  const line = answerLines(cold)[0];
+  assert.match(
+    line,
+    /^h3 took 1\.\d\d× \[[\d.]+–[\d.]+\] as long as h2-TLS to set up a connection/,
+  );
+  assert.match(line, /full handshake: total/);
+  assert.equal(answerLines(cold).length, 1, "only the total phase is the answer");
 });
