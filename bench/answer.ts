@@ -246,8 +246,20 @@ export function tcpFloorMultiple(run: BenchRun, row: ResultRow): number | undefi
 
 const rowWords = (r: ResultRow) =>
   `${transportName(r.transport)}${r.stack ? ` (${r.stack})` : ""} ${
-    r.sizeBytes !== undefined ? formatBytes(r.sizeBytes) : r.label
-  }${r.concurrency && r.concurrency > 1 ? ` at ${r.concurrency} in flight` : ""}`;
+    (r.scenario === "rtt" || r.scenario === "concurrency") && r.sizeBytes !== undefined
+      ? formatBytes(r.sizeBytes)
+      : r.label
+  }${
+    r.scenario === "concurrency" && r.concurrency && r.concurrency > 1
+      ? ` at ${r.concurrency} in flight`
+      : ""
+  }`;
+
+/** Fewer samples than this make a p99 or an outlier share too loose to warn about. */
+const MIN_TAIL_SAMPLES = 100;
+
+/** At most this many warnings are listed; the rest are counted. */
+const MAX_WARNINGS = 8;
 
 function severeShare(r: ResultRow): number {
   const o = r.estimate.outliers;
@@ -265,8 +277,14 @@ function tailCause(r: ResultRow): string {
   } % of ${e.n})`;
 }
 
+/** Options of {@linkcode warningLines}. */
+export interface WarningOptions {
+  /** List every warning instead of the first few and a count. Default false. */
+  all?: boolean;
+}
+
 /** Rows whose figures contradict each other, one warning each, naming the cause. */
-export function warningLines(run: BenchRun): string[] {
+export function warningLines(run: BenchRun, options: WarningOptions = {}): string[] {
   const out: string[] = [];
   const rows = run.rows.filter((r) => r.step === undefined && r.estimate.n > 0);
   for (const r of rows) {
@@ -294,7 +312,7 @@ export function warningLines(run: BenchRun): string[] {
       );
       continue;
     }
-    if (e.p99 > 20 * e.median || severeShare(r) > 0.05) {
+    if (e.n >= MIN_TAIL_SAMPLES && (e.p99 > 20 * e.median || severeShare(r) > 0.05)) {
       out.push(
         `${rowWords(r)}: the tail swamps the median (${tailCause(r)}); the median describes ${
           severeShare(r) > 0.05
@@ -334,5 +352,9 @@ export function warningLines(run: BenchRun): string[] {
       );
     }
   }
-  return out;
+  if (options.all || out.length <= MAX_WARNINGS) return out;
+  return [
+    ...out.slice(0, MAX_WARNINGS),
+    `… and ${out.length - MAX_WARNINGS} more rows like these (all in the Markdown report).`,
+  ];
 }

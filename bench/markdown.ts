@@ -288,7 +288,7 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
     ]));
   }
   if (run.rows.length) lines.push("", ...legendLines(run).map((l) => `- ${l}`));
-  const warnings = warningLines(run);
+  const warnings = warningLines(run, { all: true });
   if (warnings.length) lines.push("", ...warnings.map((w) => `> **Warning:** ${w}`));
   const cpu = cpuTable(run);
   if (cpu.body.length) {
