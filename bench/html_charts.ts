@@ -239,6 +239,41 @@ export function ratioCharts(run: BenchRun): ChartSpec[] {
     return `${r.label}${r.sizeBytes !== undefined ? ` · ${formatBytes(r.sizeBytes)}` : ""}`;
   });
   const numerator = (id: string) => id.split("/")[0];
+  const datasets: Record<string, unknown>[] = runs.flatMap((ratios, i) => {
+    const pick = (id: string) => ratios.find((r) => r.id === id);
+    const name = runs.length > 1 ? `run ${i + 1}` : "this run";
+    return [{
+      label: `${name}: 95 % interval`,
+      data: ids.map((id) => {
+        const r = pick(id);
+        return r ? [r.interval.lower, r.interval.upper] : null;
+      }),
+      backgroundColor: ids.map((id) => `${color(numerator(id))}${i % 2 ? "99" : ""}`),
+      borderColor: ids.map((id) => color(numerator(id))),
+      borderWidth: 1,
+      grouped: runs.length > 1,
+    }, {
+      label: `${name}: ratio`,
+      data: ids.map((id) => {
+        const r = pick(id);
+        return r ? [r.ratio * 0.996, r.ratio * 1.004] : null;
+      }),
+      backgroundColor: "#222",
+      grouped: runs.length > 1,
+    }];
+  });
+  if (runs.length > 1) {
+    datasets.push({
+      label: `across the ${runs.length} runs: lowest to highest ratio`,
+      data: ids.map((id) => {
+        const sp = run.repeats!.spread.find((x) => x.id === id);
+        return sp ? [sp.min, Math.max(sp.max, sp.min * 1.002)] : null;
+      }),
+      backgroundColor: "#555",
+      borderColor: ids.map((id) => color(numerator(id))),
+      borderWidth: 2,
+    });
+  }
   return [{
     id: "ratio-intervals",
     title: runs.length > 1
@@ -250,29 +285,7 @@ export function ratioCharts(run: BenchRun): ChartSpec[] {
       type: "bar",
       data: {
         labels,
-        datasets: runs.flatMap((ratios, i) => {
-          const pick = (id: string) => ratios.find((r) => r.id === id);
-          const name = runs.length > 1 ? `run ${i + 1}` : "this run";
-          return [{
-            label: `${name}: 95 % interval`,
-            data: ids.map((id) => {
-              const r = pick(id);
-              return r ? [r.interval.lower, r.interval.upper] : null;
-            }),
-            backgroundColor: ids.map((id) => `${color(numerator(id))}${i % 2 ? "99" : ""}`),
-            borderColor: ids.map((id) => color(numerator(id))),
-            borderWidth: 1,
-            grouped: runs.length > 1,
-          }, {
-            label: `${name}: ratio`,
-            data: ids.map((id) => {
-              const r = pick(id);
-              return r ? [r.ratio * 0.996, r.ratio * 1.004] : null;
-            }),
-            backgroundColor: "#222",
-            grouped: runs.length > 1,
-          }];
-        }),
+        datasets,
       },
       options: {
         indexAxis: "y",

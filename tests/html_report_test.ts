@@ -231,8 +231,8 @@ Deno.test({
       page.answer,
       /^h3 took \d\.\d\d× \[[\d.]+–[\d.]+\] per 256 B request.*; 3 runs agreed/,
     );
-    // One interval and one ratio marker per run and ratio: 3 runs × 2 datasets.
-    assert.equal(page.charts.find((c) => c.id === "ratio-intervals")!.datasets, 6);
+    // One interval and one ratio marker per run (3 runs × 2 datasets), and the range across runs.
+    assert.equal(page.charts.find((c) => c.id === "ratio-intervals")!.datasets, 7);
     // Each transport at each size has its own percentile curve on one of two plots.
     assert.equal(page.charts.filter((c) => c.id.startsWith("pct-")).length, 2);
     for (const t of run.config.transports) assert.ok(page.colorHits["pct-0"][t] > 20, t);
