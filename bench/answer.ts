@@ -138,11 +138,11 @@ function latencyAnswer(run: BenchRun, rows: ResultRow[]): string[] {
   if (!pair) return [];
   const [n, d] = pair.map(transportName);
   const noise =
-    (vague.length
-      ? ` The interval${vague.length > 1 ? "s" : ""} ${vague.join(" and ")} hold${
-        vague.length > 1 ? "" : "s"
-      } 1: there the run cannot tell the two apart.`
-      : "") +
+    (vague.length === 0
+      ? ""
+      : clauses.length > 1 && vague.length === clauses.length
+      ? " Both intervals hold 1: this run cannot tell the two apart."
+      : ` The interval ${vague[0]} holds 1: there this run cannot tell the two apart.`) +
     (run.rounds?.noise.noisy ? " The machine was noisy during the run (see below)." : "");
   return [
     `${n} took ${clauses.join(" and ")} as long as ${d} (lower is better)${
