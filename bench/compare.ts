@@ -46,6 +46,13 @@ export interface RowComparison {
 export interface RunComparison {
   /** The threshold used (the asked one, raised to the repeats' spread when larger). */
   noiseThreshold: number;
+  /**
+   * How far the machine itself moved between the runs: the largest relative
+   * change of a kernel floor measured in both (0 without floors). A row's
+   * change counts only when it stays beyond the threshold once its own
+   * floor's move is divided out; the ratios cancel the machine by pairing.
+   */
+  machineShift: number;
   /** `rounds` when both runs were measured in rounds, else `samples`. */
   method: "rounds" | "samples";
   /** The paired ratios of both runs, compared (runs in rounds only). */
@@ -85,6 +92,7 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
     ...[a, b].flatMap((r) => r.repeats?.spread.map((s) => s.maxDeviation) ?? []),
   );
   const threshold = Math.max(asked, spread);
+  const machineShift = floorShift(a, b);
   const rounds = a.rounds !== undefined && b.rounds !== undefined;
   const byId = new Map(b.rows.map((r) => [r.id, r]));
   const rows: RowComparison[] = [];
@@ -101,7 +109,7 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
       continue;
     }
     byId.delete(ra.id);
-    rows.push(compareRow(ra, rb, threshold, alpha, rounds));
+    rows.push(compareRow(ra, rb, threshold, alpha, rounds, ownFloorShift(a, b, ra)));
   }
   for (const rb of byId.values()) {
     rows.push({
@@ -138,11 +146,75 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
   }
   return {
     noiseThreshold: threshold,
+    machineShift,
     method: rounds ? "rounds" : "samples",
     ratios,
     rows,
     noise: { a: runNoiseLine(a), b: runNoiseLine(b) },
   };
+}
+
+/** The largest relative change of a kernel floor between two runs (0 when none matches). */
+export function floorShift(a: BenchRun, b: BenchRun): number {
+  let shift = 0;
+  for (const fa of a.floors.rows) {
+    if (fa.source !== "kernel") continue;
+    const fb = b.floors.rows.find((f) =>
+      f.source === fa.source && f.protocol === fa.protocol && f.sizeBytes === fa.sizeBytes
+    );
+    if (fb && fa.estimate.median > 0) {
+      shift = Math.max(shift, Math.abs(fb.estimate.median / fa.estimate.median - 1));
+    }
+  }
+  return shift;
+}
+
+/**
+ * How the row's own kernel floor moved between the runs, B/A − 1, and how
+ * uncertain that move is (the two floors' relative interval half-widths
+ * added); zero without a floor in both runs.
+ */
+function ownFloorShift(a: BenchRun, b: BenchRun, row: ResultRow): { shift: number; slack: number } {
+  const none = { shift: 0, slack: 0 };
+  if (!row.floor) return none;
+  const pick = (r: BenchRun) =>
+    r.floors.rows.find((f) =>
+      f.source === "kernel" && f.protocol === row.floor && f.sizeBytes === row.sizeBytes
+    );
+  const fa = pick(a), fb = pick(b);
+  if (!fa || !fb || !(fa.estimate.median > 0) || !(fb.estimate.median > 0)) return none;
+  const half = (e: ResultRow["estimate"]) => (e.medianCi.upper - e.medianCi.lower) / 2 / e.median;
+  return {
+    shift: fb.estimate.median / fa.estimate.median - 1,
+    slack: half(fa.estimate) + half(fb.estimate),
+  };
+}
+
+/** Rows and ratios that regressed: what `--fail-on-regression` counts. */
+export function regressions(cmp: RunComparison): string[] {
+  return [
+    ...cmp.ratios.filter((r) => r.verdict === "regressed").map((r) =>
+      `${r.label}${r.sizeBytes !== undefined ? ` ${formatBytes(r.sizeBytes)}` : ""}`
+    ),
+    ...cmp.rows.filter((r) => r.verdict === "regressed").map((r) => `${r.transport} ${r.label}`),
+  ];
+}
+
+/** The comparison's verdict in one sentence, for the top of the report. */
+export function comparisonAnswer(cmp: RunComparison): string {
+  const bad = regressions(cmp);
+  const better = [...cmp.ratios, ...cmp.rows].filter((r) => r.verdict === "improved").length;
+  if (bad.length === 0 && better === 0) {
+    return "No change: no row or ratio moved beyond both its interval and the noise threshold.";
+  }
+  const parts: string[] = [];
+  if (bad.length) {
+    parts.push(
+      `${bad.length} regressed (${bad.slice(0, 3).join("; ")}${bad.length > 3 ? "; …" : ""})`,
+    );
+  }
+  if (better) parts.push(`${better} improved`);
+  return `${parts.join(", ")}: each beyond its interval and the noise threshold.`;
 }
 
 function compareRow(
@@ -151,6 +223,7 @@ function compareRow(
   threshold: number,
   alpha: number,
   rounds: boolean,
+  machine: { shift: number; slack: number },
 ): RowComparison {
   // Prefer the exact medians of the estimates (from the histogram for long runs).
   const change = rb.estimate.median / ra.estimate.median - 1;
@@ -178,7 +251,12 @@ function compareRow(
   const significant = changeCi.lower > 0 || changeCi.upper < 0;
   let verdict: Verdict = "no change";
   if (significant) {
-    verdict = !separate || Math.abs(change) <= threshold
+    // The change left once the machine's own move (the row's kernel floor) is taken out.
+    // The floor's move is itself uncertain: its intervals' half-widths widen the threshold.
+    const beyondMachine = (1 + change) / (1 + machine.shift) - 1;
+    verdict = !separate || Math.abs(change) <= threshold ||
+        Math.abs(beyondMachine) <= threshold + machine.slack ||
+        Math.sign(beyondMachine) !== Math.sign(change)
       ? "within noise"
       : change > 0
       ? "regressed"
@@ -213,8 +291,14 @@ export function renderComparison(cmp: RunComparison): string {
     : "bootstrap over samples";
   const head = `Comparison, B against baseline A (${how}, noise threshold ${
     (cmp.noiseThreshold * 100).toFixed(1)
-  } %)`;
-  const parts = [head, ""];
+  } %${
+    cmp.machineShift > cmp.noiseThreshold
+      ? `; the kernel floors moved up to ${
+        (cmp.machineShift * 100).toFixed(1)
+      } % between the runs, so each row's change is also read over its floor's`
+      : ""
+  })`;
+  const parts = [comparisonAnswer(cmp), "", head, ""];
   if (cmp.noise.a) parts.push(`A: ${cmp.noise.a}`);
   if (cmp.noise.b) parts.push(`B: ${cmp.noise.b}`);
   if (cmp.noise.a || cmp.noise.b) parts.push("");

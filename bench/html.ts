@@ -19,7 +19,19 @@ import {
 import { type BenchRun, isFlowRow, type ResultRow } from "./schema.ts";
 import { formatBytes, formatDuration, formatDurationSource, formatRate } from "../lib/units.ts";
 import type { RenderOptions } from "./report_sections.ts";
-import { medianWithCi } from "./table.ts";
+import { medianWithCi, renderFloors } from "./table.ts";
+import { answerLines, warningLines } from "./answer.ts";
+import { stackLines } from "./stack_report.ts";
+import {
+  type ChartSpec,
+  color,
+  cpuCharts,
+  driftCharts,
+  ORDER,
+  p99RateCharts,
+  percentileCharts,
+  ratioCharts,
+} from "./html_charts.ts";
 
 /** A chart library's browser build, to be inlined. */
 export interface ChartLibrary {
@@ -52,21 +64,6 @@ export async function loadChartLibrary(): Promise<ChartLibrary> {
       { cause: err },
     );
   }
-}
-
-const COLORS: Record<string, string> = { "h2c": "#1f77b4", "h2-tls": "#ff7f0e", "h3": "#2ca02c" };
-const color = (t: string) => COLORS[t] ?? "#7f7f7f";
-const ORDER = ["h2c", "h2-tls", "h3"];
-
-/** One chart on the page: its canvas id, heading and Chart.js configuration (JSON only). */
-interface ChartSpec {
-  id: string;
-  title: string;
-  /** Canvas height in px. */
-  height: number;
-  /** Axes whose ticks are durations in ns (the page formats them). */
-  durationAxes: string[];
-  config: Record<string, unknown>;
 }
 
 function esc(text: string): string {
@@ -361,8 +358,13 @@ export function renderHtml(
   options: RenderOptions = {},
 ): string {
   const charts = [
+    ...ratioCharts(run),
     ...flowBarCharts(run),
+    ...percentileCharts(mainRows(run)),
     ...cdfCharts(run),
+    ...p99RateCharts(run),
+    ...driftCharts(run),
+    ...cpuCharts(run),
     ...medianChart(run),
     ...concurrencyCharts(run),
   ];
@@ -372,6 +374,27 @@ export function renderHtml(
     ? "sbilab study: SBI call flows across links"
     : `sbilab benchmark: ${run.config.scenario}`;
   parts.push(`<h1>${esc(title)}</h1>`);
+  const answer = answerLines(run);
+  if (answer.length) {
+    parts.push(
+      `<section id="answer">${
+        answer.map((a) => `<p class="verdict answer">${esc(a)}</p>`).join("")
+      }</section>`,
+    );
+  }
+  if (run.config.quick) {
+    parts.push(
+      `<p class="quick"><strong>Quick run</strong>: few rounds and short blocks, a check that everything runs, not a measurement to quote.</p>`,
+    );
+  }
+  const warnings = warningLines(run);
+  if (warnings.length) {
+    parts.push(
+      `<ul class="warnings">${
+        warnings.map((w) => `<li><strong>Warning:</strong> ${esc(w)}</li>`).join("")
+      }</ul>`,
+    );
+  }
   parts.push(
     `<p class="meta">Run ${esc(run.startedAt)}, ${(run.durationMs / 1000).toFixed(1)} s` +
       (run.study
@@ -388,6 +411,11 @@ export function renderHtml(
   );
   const noise = runNoiseLine(run);
   if (noise) parts.push(`<p class="noise"><strong>${esc(noise)}</strong></p>`);
+  parts.push(
+    `<section id="context"><h2>Stack, TLS and floors</h2><pre>${
+      esc([...stackLines(run), "", renderFloors(run)].join("\n"))
+    }</pre></section>`,
+  );
   const ratios = ratioTable(run);
   if (ratios.body.length) {
     parts.push(`<section id="ratios"><h2>Ratios</h2>${table(ratios.header, ratios.body)}`);
@@ -417,7 +445,7 @@ export function renderHtml(
   }
   parts.push(`<section id="charts"><h2>Charts</h2><div class="grid">`);
   for (const c of charts) {
-    const wide = c.id === "medians" ? " wide" : "";
+    const wide = c.id === "medians" || c.id === "ratio-intervals" ? " wide" : "";
     parts.push(
       `<figure class="chart${wide}"><figcaption>${esc(c.title)}</figcaption>` +
         `<div style="height:${c.height}px"><canvas id="${c.id}" role="img" aria-label="${
@@ -474,7 +502,8 @@ export function renderHtml(
 <style>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1400px; padding: 0 16px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
-.meta { color: #555; } .noise { color: #a40; } .verdict { font-size: 16px; font-weight: 600; } .rule { color: #444; }
+.meta { color: #555; } .noise { color: #a40; } .quick { background: #fff3cd; padding: 4px 8px; }
+.answer { font-size: 18px; } .warnings { color: #8a3b00; } pre { font-size: 12px; background: #f8f8f8; padding: 8px; overflow-x: auto; } .verdict { font-size: 16px; font-weight: 600; } .rule { color: #444; }
 table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right; } th { background: #f4f4f4; }
 td:first-child, th:first-child, #verdict td:last-child { text-align: left; }
@@ -497,6 +526,13 @@ ${formatDurationSource()}
     config.options = Object.assign({ animation: false, maintainAspectRatio: false, responsive: true }, config.options);
     config.options.plugins = Object.assign({ legend: { position: "bottom" } }, config.options.plugins);
     config.options.scales = config.options.scales || {};
+    (spec.percentileAxes || []).forEach(function (axis) {
+      var scale = config.options.scales[axis] = config.options.scales[axis] || {};
+      var names = { 1: "min", 2: "p50", 10: "p90", 100: "p99", 1000: "p99.9", 10000: "p99.99", 100000: "p99.999" };
+      scale.ticks = Object.assign({}, scale.ticks, {
+        callback: function (v) { return names[Math.round(Number(v))] || ""; }
+      });
+    });
     spec.durationAxes.forEach(function (axis) {
       var scale = config.options.scales[axis] = config.options.scales[axis] || {};
       var log = scale.type === "logarithmic";
@@ -514,7 +550,13 @@ ${formatDurationSource()}
       callbacks: {
         label: function (ctx) {
           var raw = ctx.raw;
-          var value = Array.isArray(raw) ? raw.map(formatDuration).join(" – ")
+          var durY = spec.durationAxes.indexOf("y") >= 0;
+          var value = Array.isArray(raw)
+            ? raw.map(spec.durationAxes.length ? formatDuration : function (x) { return x.toFixed(3) + "×"; }).join(" – ")
+            : raw && typeof raw === "object" && durY
+            ? formatDuration(raw.y) + (spec.percentileAxes
+              ? " at p" + String(+(100 * (1 - 1 / raw.x)).toFixed(3))
+              : " at " + Math.round(raw.x) + " req/s" + (raw.n ? ", " + raw.n + " in flight" : ""))
             : raw && typeof raw === "object" ? formatDuration(raw.x) + " (" + (raw.y * 100).toFixed(1) + " %)"
             : spec.durationAxes.length ? formatDuration(raw) : String(raw);
           return ctx.dataset.label + ": " + value;

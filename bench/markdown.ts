@@ -10,7 +10,8 @@ import {
   scheduleLine,
 } from "./ratio_report.ts";
 import { findFloor, floorMultiple } from "./floors.ts";
-import { floorCell, medianWithCi } from "./table.ts";
+import { floorCell, medianWithCi, tcpCell } from "./table.ts";
+import { answerLines, legendLines, warningLines } from "./answer.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import { setupTable } from "./setup_report.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "./schema.ts";
@@ -190,6 +191,8 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
     run.study ? "# sbilab study: SBI call flows across links" : `# sbilab benchmark: ${c.scenario}`,
     "",
   );
+  const answer = answerLines(run);
+  if (answer.length) lines.push(...answer.map((a) => `**${a}**`), "");
   lines.push(
     `Run ${run.startedAt}, ${(run.durationMs / 1000).toFixed(1)} s; server ${
       c.serverMode === "target"
@@ -205,6 +208,12 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
       (c.delayMs ? `; handler delay ${c.delayMs} ms` : "") + ".",
     "",
   );
+  if (c.quick) {
+    lines.push(
+      "> **Quick run**: few rounds and short blocks, a check that everything runs, not figures to quote.",
+      "",
+    );
+  }
   const noise = runNoiseLine(run);
   if (noise) lines.push(`> **${noise[0].toUpperCase()}${noise.slice(1)}.**`, "");
   const ratios = ratioTable(run);
@@ -251,12 +260,13 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
       "p90",
       "p99",
       "p99.9",
-      "× floor",
+      "× own floor",
+      "× TCP floor",
       "rate",
       "n",
     ]),
   );
-  lines.push(cellRow(Array(10).fill("---")));
+  lines.push(cellRow(Array(11).fill("---")));
   const stepRows = run.rows.filter((r) => r.step !== undefined);
   for (const r of run.rows.filter((r) => r.step === undefined)) {
     lines.push(cellRow([
@@ -268,6 +278,7 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
       formatDuration(r.estimate.p99),
       formatDuration(r.estimate.p999),
       floorCell(run, r),
+      tcpCell(run, r),
       r.bytesPerSecond !== undefined
         ? formatBitRate(r.bytesPerSecond)
         : r.requestsPerSecond !== undefined
@@ -276,6 +287,9 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
       String(r.estimate.n),
     ]));
   }
+  if (run.rows.length) lines.push("", ...legendLines(run).map((l) => `- ${l}`));
+  const warnings = warningLines(run, { all: true });
+  if (warnings.length) lines.push("", ...warnings.map((w) => `> **Warning:** ${w}`));
   const cpu = cpuTable(run);
   if (cpu.body.length) {
     lines.push("", cellRow(cpu.header), cellRow(cpu.header.map(() => "---")));
@@ -344,7 +358,7 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
   lines.push(
     "- Medians with a 95 % percentile-bootstrap confidence interval (1000 resamples, fixed seed).",
     "- Percentiles interpolate between order statistics; outliers are counted with Tukey's 1.5 and 3 IQR fences.",
-    "- × floor is the row's median over the kernel ping-pong median of the same size (TCP for h2c and h2-TLS, UDP for h3).",
+    "- × own floor is the row's median over the kernel ping-pong median of the same size (TCP for h2c and h2-TLS, UDP for h3); × TCP floor divides every row by the TCP one, so it compares across transports.",
   );
   if (run.rows.some(isFlowRow)) {
     lines.push(

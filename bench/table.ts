@@ -24,6 +24,7 @@ import {
   runNoiseLine,
   scheduleLine,
 } from "./ratio_report.ts";
+import { answerLines, legendLines, tcpFloorMultiple, warningLines } from "./answer.ts";
 
 /** Lays out rows of cells as aligned columns (first column left, others right). */
 export function layoutColumns(header: string[], body: string[][]): string {
@@ -47,6 +48,12 @@ export function floorCell(run: BenchRun, row: ResultRow): string {
   const r = floorRatio(run, row.id);
   return `${formatMultiple(m)} ${row.floor}` +
     (r ? ` [${r.interval.lower.toFixed(2)} – ${r.interval.upper.toFixed(2)}]` : "");
+}
+
+/** The row's multiple of the kernel TCP floor: one reference for every transport. */
+export function tcpCell(run: BenchRun, row: ResultRow): string {
+  const m = tcpFloorMultiple(run, row);
+  return m === undefined ? "–" : formatMultiple(m);
 }
 
 function throughput(row: ResultRow): string {
@@ -98,6 +105,7 @@ export function renderRows(run: BenchRun): string {
       medianWithCi(r),
       formatDuration(r.estimate.p99),
       floorCell(run, r),
+      tcpCell(run, r),
       throughput(r),
       String(r.estimate.n),
       outliers(r),
@@ -111,7 +119,8 @@ export function renderRows(run: BenchRun): string {
       "what one sample times",
       "median [95 % CI]",
       "p99",
-      "× floor",
+      "× own floor",
+      "× TCP floor",
       "rate",
       "n",
       "outl. m/s",
@@ -141,9 +150,11 @@ export function renderTable(run: BenchRun): string {
       (run.study.sampleMs / 1000).toFixed(1)
     } s)`
     : `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
-      (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "");
+      (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "") +
+      (c.quick ? " · QUICK: a check that everything runs, not figures to quote" : "");
   const noise = runNoiseLine(run);
-  const parts = [...(noise ? [noise] : []), head];
+  const answer = answerLines(run);
+  const parts = [...answer, ...(answer.length ? [""] : []), ...(noise ? [noise] : []), head];
   const ratios = ratioTable(run);
   if (ratios.body.length) parts.push("", layoutColumns(ratios.header, ratios.body));
   const repeats = repeatsTable(run);
@@ -161,6 +172,9 @@ export function renderTable(run: BenchRun): string {
   const link = linkLines(run);
   if (link.length) parts.push(...link);
   parts.push("", renderFloors(run), "", renderRows(run));
+  if (run.rows.length) parts.push(...legendLines(run).map((l) => `  ${l}`));
+  const warnings = warningLines(run);
+  if (warnings.length) parts.push("", ...warnings.map((w) => `warning: ${w}`));
   const cpu = cpuTable(run);
   if (cpu.body.length) parts.push("", layoutColumns(cpu.header, cpu.body), CPU_NOTE);
   const pct = percentileTable(run);

@@ -10,7 +10,7 @@ import { parseSize } from "../lib/units.ts";
 import { createProgress } from "../bench/progress.ts";
 import { writeReports } from "../bench/reporters.ts";
 import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
-import { compareRuns, renderComparison } from "../bench/compare.ts";
+import { compareRuns, regressions, renderComparison } from "../bench/compare.ts";
 import { renderTable } from "../bench/table.ts";
 import { renderCharts } from "../bench/charts.ts";
 import { linkContextFromEnv, runBenchAcrossLink } from "../bench/across_link.ts";
@@ -263,9 +263,11 @@ async function report(
   const cand = await readRun(b);
   const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
   console.log(renderComparison(cmp));
-  const regressed = cmp.rows.filter((r) => r.verdict === "regressed").length;
-  if (flags.failOnRegression && regressed > 0) {
-    throw new Error(`${regressed} row(s) regressed beyond ${flags.threshold} %`);
+  const regressed = regressions(cmp);
+  if (flags.failOnRegression && regressed.length > 0) {
+    throw new Error(
+      `${regressed.length} row(s) or ratio(s) regressed beyond their interval and the noise threshold`,
+    );
   }
 }
 
@@ -408,7 +410,10 @@ export function registerBenchCommands(program: Command): void {
     .description("re-render a saved run, or compare a baseline A with a candidate B")
     .argument("<a.json>", "saved run (the baseline when comparing)")
     .argument("[b.json]", "candidate run to compare with the baseline")
-    .option("--fail-on-regression", "exit 1 when a row got slower beyond the threshold")
+    .option(
+      "--fail-on-regression",
+      "exit 1 when a row or ratio got worse beyond its interval and the threshold",
+    )
     .option("--threshold <percent>", "noise threshold in percent", "2")
     .option("--md <file>", "write a Markdown report of A")
     .option("--csv <file>", "write A's rows as CSV")

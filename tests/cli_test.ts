@@ -484,3 +484,27 @@ Deno.test("lab load: argument errors exit 2 and a refused connection exits 1, ea
   assertOneLineError(r, /refused.*partial/i, 1);
   assert.match(dec.decode(r.stdout), /^PARTIAL: /);
 });
+
+Deno.test("lab report A B --fail-on-regression: two runs of the same code report no change and exit 0; a planted regression exits 1", async () => {
+  const { syntheticRtt } = await import("./synthetic_run.ts");
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-aa-" });
+  try {
+    const write = (name: string, run: unknown) =>
+      Deno.writeTextFile(`${dir}/${name}`, JSON.stringify(run)).then(() => `${dir}/${name}`);
+    const a = await write("a.json", syntheticRtt(21));
+    const b = await write("b.json", syntheticRtt(22));
+    const c = await write("c.json", syntheticRtt(23, { h3Cost: 1.3 * 1.25 }));
+    const same = await lab(["report", a, b, "--fail-on-regression"]);
+    const text = dec.decode(same.stdout);
+    assert.equal(same.code, 0, `${text}\n${same.stderr}`);
+    assert.match(text, /^No change: no row or ratio moved/);
+    assert.doesNotMatch(text, /regressed/);
+    const worse = await lab(["report", a, c, "--fail-on-regression"]);
+    const out = dec.decode(worse.stdout);
+    assert.equal(worse.code, 1, out);
+    assert.match(out, /^\d+ regressed \(h3 ÷ h2-tls 256 B/);
+    assert.match(worse.stderr, /row\(s\) or ratio\(s\) regressed/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -11,6 +11,8 @@ import { type ChartLibrary, loadChartLibrary, renderHtml } from "../bench/html.t
 import type { BenchRun } from "../bench/schema.ts";
 import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
 import { needsTool, ROOT } from "./support.ts";
+import { syntheticConcurrency, syntheticRtt, withCpuAndRepeats } from "./synthetic_run.ts";
+import { answerLines } from "../bench/answer.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = `${ROOT}/build/artifacts`;
@@ -35,6 +37,10 @@ const TRANSPORT_RGB: Record<string, [number, number, number]> = {
 };
 
 interface PageReport {
+  /** Text of the answer section, when there is one. */
+  answer: string;
+  /** Per canvas: pixels that are neither transparent nor white. */
+  inked: Record<string, number>;
   /** What the page says it drew: canvas id, datasets, non-null points. */
   charts: { id: string; datasets: number; points: number }[];
   canvases: number;
@@ -84,8 +90,14 @@ async function inspect(path: string, html: string, screenshot?: string): Promise
       };
       const canvases = Array.from(g.document.querySelectorAll("canvas"));
       const colorHits: Record<string, Record<string, number>> = {};
+      const inked: Record<string, number> = {};
       for (const c of canvases) {
         const data = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+        let ink = 0;
+        for (let i = 0; i < data.length; i += 4) {
+          if (data[i + 3] > 0 && !(data[i] > 250 && data[i + 1] > 250 && data[i + 2] > 250)) ink++;
+        }
+        inked[c.id] = ink;
         const hits: Record<string, number> = {};
         for (const [t, [r, gr, b]] of Object.entries(rgb)) {
           let n = 0;
@@ -99,7 +111,10 @@ async function inspect(path: string, html: string, screenshot?: string): Promise
         }
         colorHits[c.id] = hits;
       }
-      return { charts: g.sbilabCharts ?? [], canvases: canvases.length, colorHits };
+      const answer = (g.document as unknown as {
+        getElementById(id: string): { textContent: string } | null;
+      }).getElementById("answer")?.textContent ?? "";
+      return { charts: g.sbilabCharts ?? [], canvases: canvases.length, colorHits, inked, answer };
     }, TRANSPORT_RGB);
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true, timeout: 30_000 });
     return { ...result, errors, blocked };
@@ -160,8 +175,84 @@ Deno.test({
         );
       }
     }
+    // The page opens with the answer, and the percentile plots show every transport.
+    assert.equal(page.answer.trim(), answerLines(run).join(""));
+    assert.ok(page.charts.some((c) => c.id.startsWith("pct-")));
     const size = (await Deno.stat(shot)).size;
     assert.ok(size > 20_000, `screenshot is only ${size} bytes`);
+  },
+});
+
+/** Asserts the page opens with the run's answer and draws each expected chart in colour. */
+async function checkKind(kind: string, run: BenchRun, expect: RegExp[]) {
+  const lib = await loadChartLibrary();
+  const html = renderHtml(run, lib);
+  await Deno.mkdir(ARTIFACTS, { recursive: true });
+  const shot = `${ARTIFACTS}/report-${kind}.png`;
+  await Deno.remove(shot).catch(() => {});
+  const page = await inspect(`${ARTIFACTS}/report-${kind}.html`, html, shot);
+  assert.deepEqual(page.errors, []);
+  assert.deepEqual(page.blocked, []);
+  const answer = answerLines(run);
+  assert.ok(answer.length > 0);
+  assert.equal(page.answer.trim(), answer.join(""));
+  for (const id of expect) {
+    const c = page.charts.find((c) => id.test(c.id));
+    assert.ok(c, `no chart ${id} among ${page.charts.map((c) => c.id).join(", ")}`);
+    assert.ok(c.points > 0, `${c.id} has no data points`);
+    assert.ok(page.inked[c.id] > 500, `${c.id} is blank (${page.inked[c.id]} inked pixels)`);
+    const drawn = Object.values(page.colorHits[c.id]).filter((n) => n > 20).length;
+    assert.ok(drawn >= 1, `${c.id}: no transport colour drawn`);
+  }
+  // Every chart on the page is drawn, not only the expected ones.
+  assert.equal(page.canvases, page.charts.length);
+  for (const c of page.charts) assert.ok(page.inked[c.id] > 500, `${c.id} is blank`);
+  assert.ok((await Deno.stat(shot)).size > 20_000);
+  return page;
+}
+
+Deno.test({
+  name:
+    "the HTML report of an rtt run with --runs opens with the answer and draws the ratios, percentiles, drift and CPU in Chromium",
+  ignore: skip,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const run = withCpuAndRepeats(syntheticRtt(31));
+    const page = await checkKind("rtt", run, [
+      /^ratio-intervals$/,
+      /^pct-/,
+      /^drift-0$/,
+      /^drift-1$/,
+      /^cpu$/,
+      /^medians$/,
+    ]);
+    assert.match(
+      page.answer,
+      /^h3 took \d\.\d\d× \[[\d.]+–[\d.]+\] per 256 B request.*; 3 runs agreed/,
+    );
+    // One interval and one ratio marker per run (3 runs × 2 datasets), and the range across runs.
+    assert.equal(page.charts.find((c) => c.id === "ratio-intervals")!.datasets, 7);
+    // Each transport at each size has its own percentile curve on one of two plots.
+    assert.equal(page.charts.filter((c) => c.id.startsWith("pct-")).length, 2);
+    for (const t of run.config.transports) assert.ok(page.colorHits["pct-0"][t] > 20, t);
+  },
+});
+
+Deno.test({
+  name:
+    "the HTML report of a concurrency run opens with the req/s answer and draws p99 against req/s in Chromium",
+  ignore: skip,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const run = syntheticConcurrency(32);
+    const page = await checkKind("concurrency", run, [/^p99-rate$/, /^pct-/, /^concurrency$/]);
+    assert.match(page.answer, /^At 64 in flight, h3 served 0\.\d\d× the requests per second/);
+    const chart = page.charts.find((c) => c.id === "p99-rate")!;
+    assert.equal(chart.datasets, 3);
+    assert.equal(chart.points, 9);
+    for (const t of run.config.transports) assert.ok(page.colorHits["p99-rate"][t] > 20, t);
   },
 });
 
