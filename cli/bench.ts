@@ -20,6 +20,7 @@ import {
   exclusive,
   invalid,
   parseChoice,
+  parseDuration,
   parseInteger,
   parseList,
   parseNumber,
@@ -121,10 +122,10 @@ async function bench(flags: BenchFlags): Promise<void> {
       transports,
       sizes,
       warmupMs: flags.warmup !== undefined
-        ? parseNumber(flags.warmup, "--warmup") * 1000
+        ? parseDuration(flags.warmup, "--warmup", { bare: "s" })
         : undefined,
       sampleMs: flags.time !== undefined
-        ? parseNumber(flags.time, "--time", { min: 0.05 }) * 1000
+        ? parseDuration(flags.time, "--time", { bare: "s", minMs: 50 })
         : undefined,
       samples: flags.samples !== undefined
         ? parseInteger(flags.samples, "--samples", { min: 2 })
@@ -245,9 +246,9 @@ interface SoakFlags {
 }
 
 async function soak(flags: SoakFlags): Promise<void> {
-  const durationMs = parseNumber(flags.time, "--time", { min: 1 }) * 1000;
+  const durationMs = parseDuration(flags.time, "--time", { bare: "s", minMs: 1000 });
   const rate = parseNumber(flags.rate, "--rate", { min: 1 });
-  const intervalMs = parseNumber(flags.interval, "--interval", { min: 0.1 }) * 1000;
+  const intervalMs = parseDuration(flags.interval, "--interval", { bare: "s", minMs: 100 });
   const { availableTransports, parseTransports } = await import("../transports/mod.ts");
   const stack = flags.stack === undefined
     ? undefined
@@ -295,8 +296,11 @@ export function registerBenchCommands(program: Command): void {
     )
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
-    .option("--warmup <seconds>", "warm-up per row (default 3, quick 0.3)")
-    .option("--time <seconds>", "sampling time per row (default 5, quick 0.7)")
+    .option(
+      "--warmup <time>",
+      "warm-up per row: 3s, 300ms; bare number = s (default 3s, quick 0.3s)",
+    )
+    .option("--time <time>", "sampling time per row; bare number = s (default 5s, quick 0.7s)")
     .option("--samples <n>", "samples per row instead of a sampling time (bounded by 60 s)")
     .option("--quick", "a run of a few seconds")
     .option("--in-process", "run the servers in this process instead of their own")
@@ -345,11 +349,11 @@ export function registerBenchCommands(program: Command): void {
     .description(
       "steady load on every transport while attackers run beside it; rate, errors, latency and server RSS over time",
     )
-    .option("--time <seconds>", "how long to run", "60")
+    .option("--time <time>", "how long to run (2m, 90s; bare number = s)", "60")
     .option("--stack <stack>", "native (default) or deno: the servers lab serve runs")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--rate <req/s>", "steady requests per second on each transport", "200")
-    .option("--interval <seconds>", "reporting interval", "1")
+    .option("--interval <time>", "reporting interval (500ms, 1s; bare number = s)", "1")
     .option("--attacks <list>", `${ATTACKS.join(",")}, or none`, ATTACKS.join(","))
     .option("--json <file>", "save the report as JSON")
     .action(async (flags: SoakFlags) => {
@@ -384,7 +388,7 @@ interface StudyFlags {
 }
 
 async function study(flags: StudyFlags): Promise<number> {
-  const { parseBudget, runStudy, STUDY_LINKS } = await import("../study/study.ts");
+  const { runStudy, STUDY_LINKS } = await import("../study/study.ts");
   const { studyVerdict } = await import("../study/verdict.ts");
   const { verdictTable } = await import("../study/verdict_table.ts");
   const { layoutColumns } = await import("../bench/table.ts");
@@ -397,7 +401,7 @@ async function study(flags: StudyFlags): Promise<number> {
   if (stacks && stack) throw new UsageError("--stack and --stacks cannot be used together");
   const budgetMs = flags.budget === undefined
     ? undefined
-    : asUsage(() => parseBudget(flags.budget!), "--budget");
+    : parseDuration(flags.budget, "--budget", { bare: "s", minMs: 10_000 });
   const links = flags.links === undefined ? undefined : parseList(flags.links, "--links");
   for (const l of links ?? []) if (l !== "loopback") asUsage(() => parseLinkSpec(l), "--links");
   let transports: TransportName[] | undefined;
@@ -476,7 +480,10 @@ export function registerStudyCommand(program: Command): void {
       "run the matrix on several families within the one budget, e.g. native,deno; the verdict says whether they agree",
     )
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
-    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")
+    .option(
+      "--budget <time>",
+      "time budget for the matrix: 10m, 90s; bare number = s; at least 10s (default 10m, quick 4m)",
+    )
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")

@@ -1,8 +1,15 @@
 /** `lab load`: h2load-style load from the native engines (h2c and h3), with h2load's and oha's flags. */
 import type { Command } from "commander";
-import { exclusive, invalid, parseHeader, parseInteger, parseNumber, UsageError } from "./args.ts";
+import {
+  exclusive,
+  invalid,
+  parseDuration,
+  parseHeader,
+  parseInteger,
+  parseNumber,
+  UsageError,
+} from "./args.ts";
 import { formatProgressLine, renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
-import { parseDuration } from "../linkemu/link_spec.ts";
 import { type LoadPlan, type LoadProgress, loadTarget, runLoad } from "../load/mod.ts";
 
 interface LoadFlags {
@@ -27,12 +34,7 @@ interface LoadFlags {
 
 /** `10s`, `500ms`, or a bare number of seconds (h2load's -D), in ms. */
 function duration(text: string, flag: string): number {
-  const t = /^\d+(\.\d+)?$/.test(text) ? `${text}s` : text;
-  try {
-    return parseDuration(flag, t);
-  } catch {
-    throw invalid(flag, "a duration like 10s or 500ms", text);
-  }
+  return parseDuration(text, flag, { bare: "s" });
 }
 
 async function readBody(data: string | undefined): Promise<Uint8Array | undefined> {
@@ -72,7 +74,7 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     const [name, value] = parseHeader(h);
     headers[name] = value;
   }
-  const timeoutMs = parseInteger(f.timeout, "--timeout", { min: 1, max: 3_600_000 });
+  const timeoutMs = parseDuration(f.timeout, "--timeout", { minMs: 1, maxMs: 3_600_000 });
   let target;
   try {
     target = await loadTarget(urlText, {
@@ -159,8 +161,8 @@ export function registerLoadCommand(program: Command): void {
     .description("load a server from the native engine (h2c, or h3 with --h3); h2load-like summary")
     .argument("<url>", "http:// for h2c, https:// with --h3 for HTTP/3")
     .option("-n, --requests <n>", "measured requests to send")
-    .option("-D, --duration <time>", "send for this long instead (10s, 500ms; bare number = s)")
-    .option("--warm-up <time>", "send for this long first without measuring")
+    .option("-D, --duration <time>", "send for this long instead (10s, 500ms, 2m; bare number = s)")
+    .option("--warm-up <time>", "send for this long first without measuring (bare number = s)")
     .option("-c, --connections <n>", "connections", "1")
     .option("-m, --streams <n>", "requests in flight per connection", "1")
     .option("-t, --threads <n>", "engine threads (connections are shared out)", "1")
@@ -171,7 +173,7 @@ export function registerLoadCommand(program: Command): void {
     .option("-d, --data <data>", "request body, or @FILE")
     .option("--ca <file>", "CA certificate to trust")
     .option("-k, --insecure", "do not verify the server's certificate")
-    .option("--timeout <ms>", "per-request timeout", "10000")
+    .option("--timeout <time>", "per-request timeout (500ms, 10s; bare number = ms)", "10000")
     .option("--nf-type <type>", "NF type in User-Agent", "SMF")
     .option("--json <file>", "save the run record as JSON")
     .option("--no-progress", "no live progress line")

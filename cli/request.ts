@@ -8,7 +8,7 @@ import {
   type TlsMaterial,
   type TransportName,
 } from "../transports/mod.ts";
-import { asUsage, parseExport, parseHeader, parseInteger, UsageError } from "./args.ts";
+import { asUsage, parseDuration, parseExport, parseHeader, UsageError } from "./args.ts";
 import { toHex } from "../transports/n32.ts";
 
 interface RequestOptions {
@@ -64,7 +64,7 @@ export function registerRequestCommand(program: Command): void {
     .option("--cert <file>", "client certificate for mutual TLS")
     .option("--key <file>", "client private key for mutual TLS")
     .option("-k, --insecure", "skip server certificate verification")
-    .option("--timeout <ms>", "per-request timeout", "5000")
+    .option("--timeout <time>", "per-request timeout (500ms, 5s; bare number = ms)", "5000")
     .option("-i, --include", "print status and headers before the body")
     .option("--h3", "use HTTP/3 over QUIC (https:// only)")
     .option(
@@ -83,7 +83,7 @@ export function registerRequestCommand(program: Command): void {
       );
       if (o.h3 && url.protocol !== "https:") throw new TypeError("--h3 needs an https:// URL");
       const transport: TransportName = o.h3 ? "h3" : url.protocol === "https:" ? "h2-tls" : "h2c";
-      const timeoutMs = parseInteger(o.timeout, "--timeout", { min: 1 });
+      const timeoutMs = parseDuration(o.timeout, "--timeout", { minMs: 1 });
       const exporter = o.export === undefined ? undefined : parseExport(o.export);
       if (exporter && url.protocol !== "https:") {
         throw new UsageError("--export needs TLS: an https:// URL");

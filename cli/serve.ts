@@ -25,6 +25,7 @@ import { listeningLine } from "../lib/listening.ts";
 import {
   asUsage,
   type ExportSpec,
+  parseDuration,
   parseExport,
   parseInteger,
   parsePort,
@@ -150,9 +151,9 @@ function serveLimits(o: ServeOptions, transports: TransportName[]): ServerOption
   }
   return {
     maxConnections,
-    handshakeTimeoutMs: parseInteger(o.handshakeTimeout, "--handshake-timeout", { min: 1 }),
-    idleTimeoutMs: parseInteger(o.idleTimeout, "--idle-timeout", { min: 1 }),
-    stallTimeoutMs: parseInteger(o.stallTimeout, "--stall-timeout", { min: 1 }),
+    handshakeTimeoutMs: parseDuration(o.handshakeTimeout, "--handshake-timeout", { minMs: 1 }),
+    idleTimeoutMs: parseDuration(o.idleTimeout, "--idle-timeout", { minMs: 1 }),
+    stallTimeoutMs: parseDuration(o.stallTimeout, "--stall-timeout", { minMs: 1 }),
     bodyBudget: new ByteBudget(
       parseInteger(o.maxInflightBodies, "--max-inflight-bodies", { min: 1 }),
     ),
@@ -195,14 +196,18 @@ export function registerServeCommand(program: Command): void {
       "TCP connections per h2 listener (default 4096, or what the fd limit leaves)",
     )
     .option(
-      "--handshake-timeout <ms>",
-      "h2: TLS, preface and SETTINGS due within this after connect (deno stack: the first request); h3: QUIC handshake",
+      "--handshake-timeout <time>",
+      "h2: TLS, preface and SETTINGS due within this after connect (deno stack: the first request); h3: QUIC handshake (bare number = ms)",
       "10000",
     )
-    .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)", "60000")
     .option(
-      "--stall-timeout <ms>",
-      "h2: reset a response the peer has not read for this (deno stack: its connection); h3: close its connection",
+      "--idle-timeout <time>",
+      "close a connection idle this long (h2 and h3; 60s, 500ms; bare number = ms)",
+      "60000",
+    )
+    .option(
+      "--stall-timeout <time>",
+      "h2: reset a response the peer has not read for this (deno stack: its connection); h3: close its connection (bare number = ms)",
       "30000",
     )
     .option(
