@@ -24,7 +24,6 @@ import {
   resolveTls,
   type TlsConnectionInfo,
 } from "../tls.ts";
-import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
   type ClientOptions,
   type ClientRequest,
@@ -39,6 +38,7 @@ import {
   ClientCore,
   type PendingRequest,
   PendingStreams,
+  requestHeadersFor,
   requestTimeoutMs,
   timedRequest,
 } from "../client_core.ts";
@@ -520,7 +520,7 @@ class Client implements NativeH2Client {
       return Promise.reject(new TypeError(`Request path must start with /: ${path}`));
     }
     const timeoutMs = requestTimeoutMs(req, this.#options);
-    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
+    const headers = requestHeadersFor(req, timeoutMs, this.#options.nfType);
     const body = req.body && req.body.length > 0 ? req.body : undefined;
     const method = (req.method ?? "GET").toUpperCase();
     let session: Session | undefined;

@@ -12,7 +12,6 @@
 import { DeadlineTimer } from "./deadline_timer.ts";
 import { parseOrigin } from "../origin.ts";
 import { type ResolvedTls, resolveTls, type TlsConnectionInfo } from "../tls.ts";
-import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
   type ClientOptions,
   type ClientRequest,
@@ -26,6 +25,7 @@ import {
   ClientCore,
   type PendingRequest,
   PendingStreams,
+  requestHeadersFor,
   requestTimeoutMs,
   timedRequest,
 } from "../client_core.ts";
@@ -560,7 +560,7 @@ class H3Client implements H3SbiClient {
   async request(req: ClientRequest): Promise<ClientResponse> {
     if (this.#core.closed) throw new TransportError("Client is closed");
     const timeoutMs = requestTimeoutMs(req, this.#options);
-    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
+    const headers = requestHeadersFor(req, timeoutMs, this.#options.nfType);
     const body = req.body ?? new Uint8Array(0);
     const list = requestHeaderList(
       req.method ?? "GET",
