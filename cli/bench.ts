@@ -61,6 +61,7 @@ interface BenchFlags {
   csv?: string;
   html?: string;
   charts?: boolean;
+  quiet?: boolean;
 }
 
 async function bench(flags: BenchFlags): Promise<void> {
@@ -114,7 +115,7 @@ async function bench(flags: BenchFlags): Promise<void> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
-  const progress = createProgress();
+  const progress = createProgress({ quiet: flags.quiet });
   try {
     const options = {
       scenario: flags.scenario as ScenarioName,
@@ -243,6 +244,7 @@ interface SoakFlags {
   interval: string;
   attacks: string;
   json?: string;
+  quiet?: boolean;
 }
 
 async function soak(flags: SoakFlags): Promise<void> {
@@ -262,6 +264,10 @@ async function soak(flags: SoakFlags): Promise<void> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
+  // its interval lines are its progress on a terminal; elsewhere progress: lines on stderr
+  const progress = createProgress({ quiet: flags.quiet, bar: false, rowName: "interval" });
+  const intervals = Math.ceil(durationMs / intervalMs);
+  progress.setRows?.(intervals);
   try {
     const report = await runSoak({
       stack,
@@ -271,8 +277,12 @@ async function soak(flags: SoakFlags): Promise<void> {
       rate,
       attacks: attacks as AttackName[],
       signal: controller.signal,
-      onInterval: (i) => console.log(renderSoakInterval(i, intervalMs)),
+      onInterval: (i) => {
+        console.log(renderSoakInterval(i, intervalMs));
+        progress.update(`${i.t.toFixed(1)} s`, 1);
+      },
     });
+    progress.stop();
     console.log(`\n${renderSoakSummary(report)}`);
     if (flags.json) {
       await Deno.writeTextFile(flags.json, JSON.stringify(report, null, 2) + "\n");
@@ -280,6 +290,7 @@ async function soak(flags: SoakFlags): Promise<void> {
     }
     if (!report.serverAlive) throw new Error("lab serve exited during the soak");
   } finally {
+    progress.stop();
     Deno.removeSignalListener("SIGINT", onSignal);
   }
 }
@@ -337,6 +348,7 @@ export function registerBenchCommands(program: Command): void {
     )
     .option("--no-floors", "skip the floor measurements")
     .option("--no-charts", "do not print the terminal bar charts")
+    .option("-q, --quiet", "no progress (a bar on a terminal, else progress: lines on stderr)")
     .option("--json <file>", "save the run as JSON (re-render with lab report)")
     .option("--md <file>", "write a Markdown report")
     .option("--csv <file>", "write the rows as CSV")
@@ -356,6 +368,7 @@ export function registerBenchCommands(program: Command): void {
     .option("--interval <time>", "reporting interval (500ms, 1s; bare number = s)", "1")
     .option("--attacks <list>", `${ATTACKS.join(",")}, or none`, ATTACKS.join(","))
     .option("--json <file>", "save the report as JSON")
+    .option("-q, --quiet", "no progress: lines on stderr when it is not a terminal")
     .action(async (flags: SoakFlags) => {
       await soak(flags);
     });
@@ -376,6 +389,7 @@ export function registerBenchCommands(program: Command): void {
 }
 
 interface StudyFlags {
+  quiet?: boolean;
   stack?: string;
   stacks?: string;
   quick?: boolean;
@@ -425,7 +439,7 @@ async function study(flags: StudyFlags): Promise<number> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
-  const progress = createProgress();
+  const progress = createProgress({ quiet: flags.quiet });
   try {
     const run = await runStudy({
       stack,
@@ -489,6 +503,7 @@ export function registerStudyCommand(program: Command): void {
     .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")
     .option("--flows <list>", "streams: journey,warm-get (default both)")
     .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
+    .option("-q, --quiet", "no progress (a bar on a terminal, else progress: lines on stderr)")
     .action(async (flags: StudyFlags) => {
       await study(flags);
     });

@@ -11,6 +11,7 @@ import {
 } from "./args.ts";
 import { formatProgressLine, renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
 import { type LoadPlan, type LoadProgress, loadTarget, runLoad } from "../load/mod.ts";
+import { createProgressLines } from "../lib/progress_lines.ts";
 
 interface LoadFlags {
   requests?: string;
@@ -30,6 +31,7 @@ interface LoadFlags {
   nfType: string;
   json?: string;
   progress?: boolean;
+  quiet?: boolean;
 }
 
 /** `10s`, `500ms`, or a bare number of seconds (h2load's -D), in ms. */
@@ -104,7 +106,14 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
-  const live = f.progress !== false && Deno.stderr.isTerminal();
+  const shown = f.progress !== false && !f.quiet;
+  const live = shown && Deno.stderr.isTerminal();
+  // not on a terminal: progress: lines (the share of the planned requests or time)
+  const lines = shown && !live ? createProgressLines({ rowName: "phase" }) : undefined;
+  const planned = full.requests !== undefined
+    ? (p: LoadProgress) => p.completed / full.requests!
+    : (p: LoadProgress) => p.elapsedNs / 1e6 / ((full.warmupMs ?? 0) + (full.durationMs ?? 1));
+  const what = `${full.protocol} ${connections}×${full.streams}`;
   const enc = new TextEncoder();
   let previous: LoadProgress | undefined;
   let lastDraw = 0;
@@ -112,7 +121,13 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   try {
     result = await runLoad(full, {
       signal: controller.signal,
-      onProgress: live
+      onProgress: lines
+        ? (p) => {
+          if (p.phase === "warm-up" || p.phase === "measure" || p.phase === "drain") {
+            lines.update(`${what}, ${p.phase}`, planned(p));
+          }
+        }
+        : live
         ? (p) => {
           if (p.elapsedNs - lastDraw < 250e6 && p.phase !== "done") return;
           lastDraw = p.elapsedNs;
@@ -124,6 +139,7 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
     if (live) Deno.stderr.writeSync(enc.encode("\r\x1b[2K"));
+    lines?.stop();
   }
   const shape = {
     connections,
@@ -176,7 +192,11 @@ export function registerLoadCommand(program: Command): void {
     .option("--timeout <time>", "per-request timeout (500ms, 10s; bare number = ms)", "10000")
     .option("--nf-type <type>", "NF type in User-Agent", "SMF")
     .option("--json <file>", "save the run record as JSON")
-    .option("--no-progress", "no live progress line")
+    .option(
+      "--no-progress",
+      "no progress (a live line on a terminal, else progress: lines on stderr)",
+    )
+    .option("-q, --quiet", "the same as --no-progress")
     .action(async (url: string, flags: LoadFlags) => {
       await load(url, flags);
     });
