@@ -44,6 +44,7 @@ interface BenchFlags {
   quick?: boolean;
   inProcess?: boolean;
   target?: string;
+  targetH3?: string;
   ca?: string;
   insecure?: boolean;
   delayMs?: string;
@@ -91,6 +92,12 @@ async function bench(flags: BenchFlags): Promise<void> {
     }
     if (flags.inProcess) throw exclusive("--target", "--in-process");
   }
+  if (flags.targetH3 !== undefined) {
+    if (!flags.target) throw new UsageError("--target-h3 needs --target");
+    if (!/^https:\/\/[^/]/.test(flags.targetH3)) {
+      throw invalid("--target-h3", "https://host:port", flags.targetH3);
+    }
+  }
   let link: ReturnType<typeof parseLinkSpec> | undefined;
   if (flags.link !== undefined) {
     if (flags.target) throw exclusive("--link", "--target");
@@ -134,6 +141,7 @@ async function bench(flags: BenchFlags): Promise<void> {
       quick: flags.quick,
       inProcess: flags.inProcess,
       target: flags.target,
+      targetH3: flags.targetH3,
       caFile: flags.ca,
       insecure: flags.insecure,
       delayMs: flags.delayMs !== undefined ? parseNumber(flags.delayMs, "--delay-ms") : undefined,
@@ -315,7 +323,14 @@ export function registerBenchCommands(program: Command): void {
     .option("--samples <n>", "samples per row instead of a sampling time (bounded by 60 s)")
     .option("--quick", "a run of a few seconds")
     .option("--in-process", "run the servers in this process instead of their own")
-    .option("--target <url>", "benchmark a server elsewhere (floors are skipped)")
+    .option(
+      "--target <url>",
+      "benchmark a server elsewhere (floors are skipped); transports that do not answer are reported failed, the rest measured",
+    )
+    .option(
+      "--target-h3 <url>",
+      "h3's own https:// URL when it is not at --target's port (default: the h2-TLS answer's Alt-Svc, else --target)",
+    )
     .option("--ca <file>", "CA certificate to trust for an https target")
     .option("-k, --insecure", "do not verify an https target's certificate")
     .option("--delay-ms <ms>", "handler delay passed to the server", undefined)
