@@ -16,6 +16,7 @@ import { registerReportCommands } from "./cli/report.ts";
 import { registerK8sCommands } from "./cli/k8s.ts";
 import { registerProfileCommand } from "./cli/profile.ts";
 import { UsageError } from "./cli/args.ts";
+import { RequestError, type RequestFailureKind } from "./cli/request_error.ts";
 import { Interrupted, interruptSettled, setInterruptEnd } from "./lib/interrupt.ts";
 import { versionLine } from "./cli/version.ts";
 import { STACK_ENV } from "./transports/mod.ts";
@@ -42,16 +43,29 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** `lab request`'s failures, with curl's exit status for the same failure. */
+const REQUEST_EXIT: Record<RequestFailureKind, number> = {
+  resolve: 6,
+  connect: 7,
+  http: 22,
+  timeout: 28,
+  tls: 35,
+  certificate: 60,
+  other: 1,
+};
+
 /**
  * The exit status for an error a command threw: 0 for commander's help and
  * version, 2 for usage errors (commander's own and {@linkcode UsageError}),
  * 128 + the signal's number for an interrupt whose cleanups ran (130 for
- * SIGINT, 143 for SIGTERM), 1 for everything else.
+ * SIGINT, 143 for SIGTERM), curl's status for a failed `lab request`
+ * ({@linkcode RequestError}: 6, 7, 22, 28, 35, 60), 1 for everything else.
  */
 export function exitCodeFor(err: unknown): number {
   if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
   if (err instanceof UsageError) return 2;
   if (err instanceof Interrupted) return err.signal === "SIGINT" ? 130 : 143;
+  if (err instanceof RequestError) return REQUEST_EXIT[err.kind];
   return 1;
 }
 
@@ -116,7 +130,8 @@ if (import.meta.main) {
     // An interrupt's status wins over the error it caused (a run cut short).
     await interruptSettled();
     // commander already printed its own message (help, version or a usage error)
-    if (!(err instanceof CommanderError)) {
+    // -s: a failed request says nothing (its exit status says why)
+    if (!(err instanceof CommanderError) && !(err instanceof RequestError && err.silent)) {
       const msg = err instanceof Error ? err.message : String(err);
       console.error(`error: ${msg.split("\n")[0]}`);
     }

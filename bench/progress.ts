@@ -1,16 +1,37 @@
-/** A progress bar on stderr, shown only when stderr is a terminal. */
+/**
+ * Progress on stderr: a bar on a terminal, plain `progress: 40 % (row 3/6, …)`
+ * lines otherwise (see {@linkcode createProgressLines}), nothing with `quiet`.
+ */
 import cliProgress from "cli-progress";
 import process from "node:process";
+import { createProgressLines } from "../lib/progress_lines.ts";
 
 /** Progress sink handed to the runner. */
 export interface Progress {
   update(label: string, fraction: number): void;
   stop(): void;
+  /** How many rows the run has, when the caller knows (plain lines then say `row k/n`). */
+  setRows?(rows: number): void;
 }
 
-/** Creates the bar (or a silent sink when stderr is not a terminal). */
-export function createProgress(): Progress {
-  if (!Deno.stderr.isTerminal()) return { update() {}, stop() {} };
+/** Options for {@linkcode createProgress}. */
+export interface ProgressOptions {
+  /** Show nothing (`--quiet`). Default false. */
+  quiet?: boolean;
+  /**
+   * Draw a bar on a terminal. Default true; false for a command whose own
+   * output lines already show its progress there (plain lines elsewhere).
+   */
+  bar?: boolean;
+  /** What one row is called in plain lines. Default `row`. */
+  rowName?: string;
+}
+
+/** Creates the bar on a terminal, plain progress lines elsewhere, or a silent sink when quiet. */
+export function createProgress(options: ProgressOptions = {}): Progress {
+  if (options.quiet) return { update() {}, stop() {} };
+  if (!Deno.stderr.isTerminal()) return createProgressLines({ rowName: options.rowName });
+  if (options.bar === false) return { update() {}, stop() {} };
   const bar = new cliProgress.SingleBar({
     format: " {bar} {percentage}% | {label}",
     stream: process.stderr,

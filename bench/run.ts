@@ -24,6 +24,7 @@ import {
   SCHEMA_VERSION,
 } from "./schema.ts";
 import { type Endpoints, startServers, targetEndpoints } from "./servers.ts";
+import { reachableTarget } from "./target_probe.ts";
 import type { Scenario, ScenarioContext } from "./scenarios/context.ts";
 import { rttScenario } from "./scenarios/rtt.ts";
 import { concurrencyScenario } from "./scenarios/concurrency.ts";
@@ -61,6 +62,8 @@ export interface BenchOptions {
   inProcess?: boolean;
   /** Benchmark a server elsewhere; floors are skipped. */
   target?: string;
+  /** h3's own URL when it does not listen at the target's port (else Alt-Svc, else the target). */
+  targetH3?: string;
   /** CA file for an https target. */
   caFile?: string;
   /** Skip certificate verification for an https target. */
@@ -251,6 +254,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     transports = options.transports;
   } else if (options.target) {
     transports = (options.target.startsWith("https:") ? ["h2-tls", "h3"] : ["h2c"])
+      .concat(options.targetH3 && !options.target.startsWith("https:") ? ["h3"] : [])
       .filter((t) => available.includes(t as TransportName)) as TransportName[];
   } else {
     transports = available;
@@ -354,15 +358,23 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   let roundsRecord: RoundsRecord | undefined;
   try {
     endpoints = options.target
-      ? targetEndpoints(options.target, transports, {
-        caFile: options.caFile,
-        insecure: options.insecure,
-      })
+      ? await reachableTarget(
+        targetEndpoints(options.target, transports, {
+          caFile: options.caFile,
+          insecure: options.insecure,
+          h3Target: options.targetH3,
+        }),
+        transports,
+        { stack, altSvc: options.targetH3 === undefined, notes },
+      )
       : await startServers(scenario === "peers" ? peerTransports : transports, {
         stack,
         delayMs: options.delayMs,
         inProcess: options.inProcess,
       });
+    if (options.target) {
+      config.transports = transports = transports.filter((t) => endpoints!.urls[t]);
+    }
     const { createClient } = await import("../transports/mod.ts");
     const ctx: ScenarioContext = {
       endpoints: endpoints ?? { urls: {}, mode: "in-process", close: async () => {} },

@@ -134,11 +134,14 @@ export interface TargetOptions {
   caFile?: string;
   /** Skip certificate verification. */
   insecure?: boolean;
+  /** Where h3 listens when not at the target's own port (`--target-h3`). Default the target. */
+  h3Target?: string;
 }
 
 /**
  * Endpoints for a server elsewhere: an `http://` URL serves h2c; an
- * `https://` URL serves h2-tls and, on the same port over UDP, h3.
+ * `https://` URL serves h2-tls and, on the same port over UDP, h3 (or at
+ * `options.h3Target`).
  */
 export function targetEndpoints(
   target: string,
@@ -153,7 +156,22 @@ export function targetEndpoints(
   }
   const origin = url.origin;
   const urls: Endpoints["urls"] = {};
+  let h3Url: URL | undefined;
+  if (options.h3Target !== undefined) {
+    try {
+      h3Url = new URL(options.h3Target);
+    } catch {
+      throw new ServerSetupError(`Invalid --target-h3 URL: ${options.h3Target}`);
+    }
+    if (h3Url.protocol !== "https:") {
+      throw new ServerSetupError(`--target-h3 needs an https:// URL, got ${h3Url.origin}`);
+    }
+  }
   for (const t of transports) {
+    if (t === "h3" && h3Url) {
+      urls[t] = h3Url.origin;
+      continue;
+    }
     if (t === "h2c" && url.protocol !== "http:") {
       throw new ServerSetupError(`Transport h2c needs an http:// target, got ${origin}`);
     }
@@ -162,7 +180,7 @@ export function targetEndpoints(
     }
     urls[t] = origin;
   }
-  const tls: TlsMaterial | undefined = url.protocol === "https:"
+  const tls: TlsMaterial | undefined = url.protocol === "https:" || h3Url
     ? {
       ca: options.caFile ? { path: options.caFile } : undefined,
       insecure: options.insecure ?? false,

@@ -150,3 +150,50 @@ export function parseExport(value: string): ExportSpec {
   }
   return { label, length };
 }
+
+/** The units {@linkcode parseDuration} reads, in ms. */
+const DURATION_UNITS: Record<string, number> = {
+  us: 0.001,
+  "µs": 0.001,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/** Options for {@linkcode parseDuration}. */
+export interface DurationOptions {
+  /** What a bare number means (each option documents its own). Default `"ms"`. */
+  bare?: "ms" | "s" | "m";
+  /** Smallest duration accepted, ms. Default 0. */
+  minMs?: number;
+  /** Largest duration accepted, ms. Default `Number.MAX_SAFE_INTEGER`. */
+  maxMs?: number;
+}
+
+/**
+ * The one duration syntax of every option that takes a time: a number with a
+ * unit (`750us`, `500ms`, `3s`, `2m`, `1h`, fractions allowed: `1.5s`), or a
+ * bare number in the unit the option documents (`options.bare`). Returns ms.
+ */
+export function parseDuration(value: string, flag: string, options: DurationOptions = {}): number {
+  const { bare = "ms", minMs = 0, maxMs = Number.MAX_SAFE_INTEGER } = options;
+  const m = /^(\d+(?:\.\d+)?)(us|µs|ms|s|m|h)?$/.exec(value.trim());
+  const ms = m ? Number(m[1]) * DURATION_UNITS[m[2] ?? bare] : NaN;
+  if (!Number.isFinite(ms)) {
+    throw invalid(flag, `a duration like 500ms, 3s or 2m (bare number = ${bare})`, value);
+  }
+  if (ms < minMs || ms > maxMs) {
+    const range = maxMs < Number.MAX_SAFE_INTEGER
+      ? `from ${formatMs(minMs)} to ${formatMs(maxMs)}`
+      : `at least ${formatMs(minMs)}`;
+    throw invalid(flag, `a duration ${range}`, value);
+  }
+  return ms;
+}
+
+function formatMs(ms: number): string {
+  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms >= 1000 && ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   asUsage,
   parseChoice,
+  parseDuration,
   parseHeader,
   parseInteger,
   parseList,
@@ -75,4 +76,44 @@ Deno.test("a lower layer's RangeError becomes a usage error behind the option; o
     asUsage(() => {
       throw new Error("disk on fire");
     }, "--x"), (e) => !(e instanceof UsageError));
+});
+
+Deno.test("durations read one syntax with units, and bare numbers in the option's own unit", () => {
+  const table: [string, "ms" | "s" | "m" | undefined, number][] = [
+    ["500ms", undefined, 500],
+    ["750us", undefined, 0.75],
+    ["750µs", undefined, 0.75],
+    ["3s", undefined, 3000],
+    ["1.5s", "ms", 1500],
+    ["2m", "s", 120_000],
+    ["1h", undefined, 3_600_000],
+    ["250", undefined, 250],
+    ["250", "ms", 250],
+    ["3", "s", 3000],
+    ["0.3", "s", 300],
+    ["10", "m", 600_000],
+  ];
+  for (const [text, bare, ms] of table) {
+    assert.equal(parseDuration(text, "--t", { bare }), ms, `${text} (bare ${bare})`);
+  }
+  usage(
+    () => parseDuration("3 sec", "--timeout"),
+    "--timeout must be a duration like 500ms, 3s or 2m (bare number = ms), got 3 sec",
+  );
+  usage(
+    () => parseDuration("-1s", "-D", { bare: "s" }),
+    "-D must be a duration like 500ms, 3s or 2m (bare number = s), got -1s",
+  );
+  usage(
+    () => parseDuration("", "--t"),
+    '--t must be a duration like 500ms, 3s or 2m (bare number = ms), got ""',
+  );
+  usage(
+    () => parseDuration("0", "--timeout", { minMs: 1 }),
+    "--timeout must be a duration at least 1ms, got 0",
+  );
+  usage(
+    () => parseDuration("5s", "--budget", { minMs: 10_000, maxMs: 3_600_000 }),
+    "--budget must be a duration from 10s to 60m, got 5s",
+  );
 });

@@ -20,6 +20,7 @@ import {
   exclusive,
   invalid,
   parseChoice,
+  parseDuration,
   parseInteger,
   parseList,
   parseNumber,
@@ -44,6 +45,7 @@ interface BenchFlags {
   quick?: boolean;
   inProcess?: boolean;
   target?: string;
+  targetH3?: string;
   ca?: string;
   insecure?: boolean;
   delayMs?: string;
@@ -67,6 +69,7 @@ interface BenchFlags {
   block?: string;
   seed?: string;
   runs?: string;
+  quiet?: boolean;
 }
 
 /** The interleaved-round and repeat flags, parsed: `--schedule --rounds --block --seed --runs`. */
@@ -117,6 +120,12 @@ async function bench(flags: BenchFlags): Promise<void> {
     }
     if (flags.inProcess) throw exclusive("--target", "--in-process");
   }
+  if (flags.targetH3 !== undefined) {
+    if (!flags.target) throw new UsageError("--target-h3 needs --target");
+    if (!/^https:\/\/[^/]/.test(flags.targetH3)) {
+      throw invalid("--target-h3", "https://host:port", flags.targetH3);
+    }
+  }
   let link: ReturnType<typeof parseLinkSpec> | undefined;
   if (flags.link !== undefined) {
     if (flags.target) throw exclusive("--link", "--target");
@@ -142,7 +151,7 @@ async function bench(flags: BenchFlags): Promise<void> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
-  const progress = createProgress();
+  const progress = createProgress({ quiet: flags.quiet });
   try {
     const options = {
       ...rounds,
@@ -151,10 +160,10 @@ async function bench(flags: BenchFlags): Promise<void> {
       transports,
       sizes,
       warmupMs: flags.warmup !== undefined
-        ? parseNumber(flags.warmup, "--warmup") * 1000
+        ? parseDuration(flags.warmup, "--warmup", { bare: "s" })
         : undefined,
       sampleMs: flags.time !== undefined
-        ? parseNumber(flags.time, "--time", { min: 0.05 }) * 1000
+        ? parseDuration(flags.time, "--time", { bare: "s", minMs: 50 })
         : undefined,
       samples: flags.samples !== undefined
         ? parseInteger(flags.samples, "--samples", { min: 2 })
@@ -162,6 +171,7 @@ async function bench(flags: BenchFlags): Promise<void> {
       quick: flags.quick,
       inProcess: flags.inProcess,
       target: flags.target,
+      targetH3: flags.targetH3,
       caFile: flags.ca,
       insecure: flags.insecure,
       delayMs: flags.delayMs !== undefined ? parseNumber(flags.delayMs, "--delay-ms") : undefined,
@@ -280,12 +290,13 @@ interface SoakFlags {
   interval: string;
   attacks: string;
   json?: string;
+  quiet?: boolean;
 }
 
 async function soak(flags: SoakFlags): Promise<void> {
-  const durationMs = parseNumber(flags.time, "--time", { min: 1 }) * 1000;
+  const durationMs = parseDuration(flags.time, "--time", { bare: "s", minMs: 1000 });
   const rate = parseNumber(flags.rate, "--rate", { min: 1 });
-  const intervalMs = parseNumber(flags.interval, "--interval", { min: 0.1 }) * 1000;
+  const intervalMs = parseDuration(flags.interval, "--interval", { bare: "s", minMs: 100 });
   const { availableTransports, parseTransports } = await import("../transports/mod.ts");
   const stack = flags.stack === undefined
     ? undefined
@@ -299,6 +310,10 @@ async function soak(flags: SoakFlags): Promise<void> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
+  // its interval lines are its progress on a terminal; elsewhere progress: lines on stderr
+  const progress = createProgress({ quiet: flags.quiet, bar: false, rowName: "interval" });
+  const intervals = Math.ceil(durationMs / intervalMs);
+  progress.setRows?.(intervals);
   try {
     const report = await runSoak({
       stack,
@@ -308,8 +323,12 @@ async function soak(flags: SoakFlags): Promise<void> {
       rate,
       attacks: attacks as AttackName[],
       signal: controller.signal,
-      onInterval: (i) => console.log(renderSoakInterval(i, intervalMs)),
+      onInterval: (i) => {
+        console.log(renderSoakInterval(i, intervalMs));
+        progress.update(`${i.t.toFixed(1)} s`, 1);
+      },
     });
+    progress.stop();
     console.log(`\n${renderSoakSummary(report)}`);
     if (flags.json) {
       await Deno.writeTextFile(flags.json, JSON.stringify(report, null, 2) + "\n");
@@ -317,6 +336,7 @@ async function soak(flags: SoakFlags): Promise<void> {
     }
     if (!report.serverAlive) throw new Error("lab serve exited during the soak");
   } finally {
+    progress.stop();
     Deno.removeSignalListener("SIGINT", onSignal);
   }
 }
@@ -333,15 +353,25 @@ export function registerBenchCommands(program: Command): void {
     )
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
-    .option("--warmup <seconds>", "warm-up per row (default 3, quick 0.3)")
     .option(
-      "--time <seconds>",
-      "sampling time per row (default 5, quick 0.7); interleaved: per arm over all rounds",
+      "--warmup <time>",
+      "warm-up per row: 3s, 300ms; bare number = s (default 3s, quick 0.3s)",
+    )
+    .option(
+      "--time <time>",
+      "sampling time per row; bare number = s (default 5s, quick 0.7s); interleaved: per arm over all rounds",
     )
     .option("--samples <n>", "samples per row instead of a sampling time (bounded by 60 s)")
     .option("--quick", "a run of a few seconds")
     .option("--in-process", "run the servers in this process instead of their own")
-    .option("--target <url>", "benchmark a server elsewhere (floors are skipped)")
+    .option(
+      "--target <url>",
+      "benchmark a server elsewhere (floors are skipped); transports that do not answer are reported failed, the rest measured",
+    )
+    .option(
+      "--target-h3 <url>",
+      "h3's own https:// URL when it is not at --target's port (default: the h2-TLS answer's Alt-Svc, else --target)",
+    )
     .option("--ca <file>", "CA certificate to trust for an https target")
     .option("-k, --insecure", "do not verify an https target's certificate")
     .option("--delay-ms <ms>", "handler delay passed to the server", undefined)
@@ -383,6 +413,7 @@ export function registerBenchCommands(program: Command): void {
     .option("--seed <n>", "interleaved: seed of the round orders (default random, recorded)")
     .option("--runs <n>", "repeat the whole run N times, each with its own server process")
     .option("--no-charts", "do not print the terminal bar charts")
+    .option("-q, --quiet", "no progress (a bar on a terminal, else progress: lines on stderr)")
     .option("--json <file>", "save the run as JSON (re-render with lab report)")
     .option("--md <file>", "write a Markdown report")
     .option("--csv <file>", "write the rows as CSV")
@@ -395,13 +426,14 @@ export function registerBenchCommands(program: Command): void {
     .description(
       "steady load on every transport while attackers run beside it; rate, errors, latency and server RSS over time",
     )
-    .option("--time <seconds>", "how long to run", "60")
+    .option("--time <time>", "how long to run (2m, 90s; bare number = s)", "60")
     .option("--stack <stack>", "native (default) or deno: the servers lab serve runs")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--rate <req/s>", "steady requests per second on each transport", "200")
-    .option("--interval <seconds>", "reporting interval", "1")
+    .option("--interval <time>", "reporting interval (500ms, 1s; bare number = s)", "1")
     .option("--attacks <list>", `${ATTACKS.join(",")}, or none`, ATTACKS.join(","))
     .option("--json <file>", "save the report as JSON")
+    .option("-q, --quiet", "no progress: lines on stderr when it is not a terminal")
     .action(async (flags: SoakFlags) => {
       await soak(flags);
     });
@@ -425,6 +457,7 @@ export function registerBenchCommands(program: Command): void {
 }
 
 interface StudyFlags {
+  quiet?: boolean;
   stack?: string;
   stacks?: string;
   quick?: boolean;
@@ -437,7 +470,7 @@ interface StudyFlags {
 }
 
 async function study(flags: StudyFlags): Promise<number> {
-  const { parseBudget, runStudy, STUDY_LINKS } = await import("../study/study.ts");
+  const { runStudy, STUDY_LINKS } = await import("../study/study.ts");
   const { studyVerdict } = await import("../study/verdict.ts");
   const { verdictTable } = await import("../study/verdict_table.ts");
   const { layoutColumns } = await import("../bench/table.ts");
@@ -450,7 +483,7 @@ async function study(flags: StudyFlags): Promise<number> {
   if (stacks && stack) throw new UsageError("--stack and --stacks cannot be used together");
   const budgetMs = flags.budget === undefined
     ? undefined
-    : asUsage(() => parseBudget(flags.budget!), "--budget");
+    : parseDuration(flags.budget, "--budget", { bare: "s", minMs: 10_000 });
   const links = flags.links === undefined ? undefined : parseList(flags.links, "--links");
   for (const l of links ?? []) if (l !== "loopback") asUsage(() => parseLinkSpec(l), "--links");
   let transports: TransportName[] | undefined;
@@ -474,7 +507,7 @@ async function study(flags: StudyFlags): Promise<number> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
-  const progress = createProgress();
+  const progress = createProgress({ quiet: flags.quiet });
   try {
     const run = await runStudy({
       stack,
@@ -529,12 +562,16 @@ export function registerStudyCommand(program: Command): void {
       "run the matrix on several families within the one budget, e.g. native,deno; the verdict says whether they agree",
     )
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
-    .option("--budget <time>", "time budget for the matrix, e.g. 10m (default 10m, quick 4m)")
+    .option(
+      "--budget <time>",
+      "time budget for the matrix: 10m, 90s; bare number = s; at least 10s (default 10m, quick 4m)",
+    )
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")
     .option("--flows <list>", "streams: journey,warm-get (default both)")
     .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
+    .option("-q, --quiet", "no progress (a bar on a terminal, else progress: lines on stderr)")
     .action(async (flags: StudyFlags) => {
       await study(flags);
     });

@@ -9,6 +9,7 @@ import {
   runInterop,
 } from "../interop/matrix.ts";
 import { exclusive, invalid, parseChoice, parseList } from "./args.ts";
+import { createProgress } from "../bench/progress.ts";
 
 interface InteropCliOptions {
   server?: string;
@@ -17,6 +18,7 @@ interface InteropCliOptions {
   linkBackend: string;
   stack: string;
   json?: string;
+  quiet?: boolean;
 }
 
 /** Link backends that impair packets (`veth` does not). */
@@ -45,6 +47,7 @@ export function registerInteropCommand(program: Command): void {
       "native",
     )
     .option("--json <file>", "also write the matrix as JSON to FILE")
+    .option("-q, --quiet", "no progress: lines on stderr when it is not a terminal")
     .action(async (o: InteropCliOptions) => {
       if (o.server !== undefined && o.client) throw exclusive("--server", "--client");
       if (o.server !== undefined && o.server !== "ours" && o.server !== "gtlsserver") {
@@ -66,14 +69,25 @@ export function registerInteropCommand(program: Command): void {
         ? `gtlsclient → ${ours}`
         : `our h3 client → ${o.server === undefined || o.server === "ours" ? ours : o.server}`;
       console.log(`QUIC interop matrix: ${pairing}`);
-      const rows: MatrixRow[] = await runInterop({
-        server: o.server,
-        client: o.client,
-        cases,
-        linkBackend: o.linkBackend as LinkBackend,
-        stack,
-        onRow: (r) => console.log(formatRow(r)),
-      });
+      // the matrix rows are its progress on a terminal; elsewhere progress: lines on stderr
+      const progress = createProgress({ quiet: o.quiet, bar: false, rowName: "case" });
+      progress.setRows?.((cases ?? INTEROP_CASES).length);
+      let rows: MatrixRow[];
+      try {
+        rows = await runInterop({
+          server: o.server,
+          client: o.client,
+          cases,
+          linkBackend: o.linkBackend as LinkBackend,
+          stack,
+          onRow: (r) => {
+            console.log(formatRow(r));
+            progress.update(`${r.name} ${r.status}`, 1);
+          },
+        });
+      } finally {
+        progress.stop();
+      }
       const count = (s: MatrixRow["status"]) => rows.filter((r) => r.status === s).length;
       console.log(
         `${count("pass")} passed, ${count("fail")} failed, ${count("unsupported")} unsupported`,

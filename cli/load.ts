@@ -1,8 +1,15 @@
 /** `lab load`: h2load-style load from the native engines (h2c and h3), with h2load's and oha's flags. */
 import type { Command } from "commander";
-import { exclusive, invalid, parseHeader, parseInteger, parseNumber, UsageError } from "./args.ts";
+import {
+  exclusive,
+  invalid,
+  parseDuration,
+  parseHeader,
+  parseInteger,
+  parseNumber,
+  UsageError,
+} from "./args.ts";
 import { formatProgressLine, renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
-import { parseDuration } from "../linkemu/link_spec.ts";
 import {
   LOAD_SCHEMA,
   LoadEngine,
@@ -18,6 +25,7 @@ import {
   shardPlan,
 } from "../load/mod.ts";
 import { clockEstimate } from "../lib/clock.ts";
+import { createProgressLines } from "../lib/progress_lines.ts";
 
 interface LoadFlags {
   requests?: string;
@@ -41,6 +49,7 @@ interface LoadFlags {
   shardCount?: string;
   startAt?: string;
   recordToLog?: boolean;
+  quiet?: boolean;
 }
 
 /** Env var with the shard count when the shard comes from `JOB_COMPLETION_INDEX`. */
@@ -79,12 +88,7 @@ const wallNow = () => performance.timeOrigin + performance.now();
 
 /** `10s`, `500ms`, or a bare number of seconds (h2load's -D), in ms. */
 function duration(text: string, flag: string): number {
-  const t = /^\d+(\.\d+)?$/.test(text) ? `${text}s` : text;
-  try {
-    return parseDuration(flag, t);
-  } catch {
-    throw invalid(flag, "a duration like 10s or 500ms", text);
-  }
+  return parseDuration(text, flag, { bare: "s" });
 }
 
 async function readBody(data: string | undefined): Promise<Uint8Array | undefined> {
@@ -124,7 +128,7 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     const [name, value] = parseHeader(h);
     headers[name] = value;
   }
-  const timeoutMs = parseInteger(f.timeout, "--timeout", { min: 1, max: 3_600_000 });
+  const timeoutMs = parseDuration(f.timeout, "--timeout", { minMs: 1, maxMs: 3_600_000 });
   let target;
   try {
     target = await loadTarget(urlText, {
@@ -164,7 +168,14 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
-  const live = f.progress !== false && Deno.stderr.isTerminal();
+  const shown = f.progress !== false && !f.quiet;
+  const live = shown && Deno.stderr.isTerminal();
+  // not on a terminal: progress: lines (the share of the planned requests or time)
+  const lines = shown && !live ? createProgressLines({ rowName: "phase" }) : undefined;
+  const planned = full.requests !== undefined
+    ? (p: LoadProgress) => p.completed / full.requests!
+    : (p: LoadProgress) => p.elapsedNs / 1e6 / ((full.warmupMs ?? 0) + (full.durationMs ?? 1));
+  const what = `${full.protocol} ${connections}×${full.streams}`;
   const enc = new TextEncoder();
   let previous: LoadProgress | undefined;
   let lastDraw = 0;
@@ -184,7 +195,13 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     engine.start();
     result = await engine.run({
       signal: controller.signal,
-      onProgress: live
+      onProgress: lines
+        ? (p: LoadProgress) => {
+          if (p.phase === "warm-up" || p.phase === "measure" || p.phase === "drain") {
+            lines.update(`${what}, ${p.phase}`, planned(p));
+          }
+        }
+        : live
         ? (p: LoadProgress) => {
           if (p.elapsedNs - lastDraw < 250e6 && p.phase !== "done") return;
           lastDraw = p.elapsedNs;
@@ -196,6 +213,7 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
     if (live) Deno.stderr.writeSync(enc.encode("\r\x1b[2K"));
+    lines?.stop();
   }
   const shape = {
     connections: full.connections!,
@@ -263,8 +281,8 @@ export function registerLoadCommand(program: Command): void {
     .description("load a server from the native engine (h2c, or h3 with --h3); h2load-like summary")
     .argument("<url>", "http:// for h2c, https:// with --h3 for HTTP/3")
     .option("-n, --requests <n>", "measured requests to send")
-    .option("-D, --duration <time>", "send for this long instead (10s, 500ms; bare number = s)")
-    .option("--warm-up <time>", "send for this long first without measuring")
+    .option("-D, --duration <time>", "send for this long instead (10s, 500ms, 2m; bare number = s)")
+    .option("--warm-up <time>", "send for this long first without measuring (bare number = s)")
     .option("-c, --connections <n>", "connections", "1")
     .option("-m, --streams <n>", "requests in flight per connection", "1")
     .option("-t, --threads <n>", "engine threads (connections are shared out)", "1")
@@ -275,10 +293,14 @@ export function registerLoadCommand(program: Command): void {
     .option("-d, --data <data>", "request body, or @FILE")
     .option("--ca <file>", "CA certificate to trust")
     .option("-k, --insecure", "do not verify the server's certificate")
-    .option("--timeout <ms>", "per-request timeout", "10000")
+    .option("--timeout <time>", "per-request timeout (500ms, 10s; bare number = ms)", "10000")
     .option("--nf-type <type>", "NF type in User-Agent", "SMF")
     .option("--json <file>", "save the run record as JSON")
-    .option("--no-progress", "no live progress line")
+    .option(
+      "--no-progress",
+      "no progress (a live line on a terminal, else progress: lines on stderr)",
+    )
+    .option("-q, --quiet", "the same as --no-progress")
     .option("--shard <I/N>", "run shard I (from 0) of N: its share of connections, -n and --rate")
     .option(
       "--shard-count <n>",

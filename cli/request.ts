@@ -8,7 +8,10 @@ import {
   type TlsMaterial,
   type TransportName,
 } from "../transports/mod.ts";
-import { asUsage, parseExport, parseHeader, parseInteger, UsageError } from "./args.ts";
+import type { ConnectionInfo } from "../transports/types.ts";
+
+import { asUsage, exclusive, parseDuration, parseExport, parseHeader, UsageError } from "./args.ts";
+import { RequestError, requestFailureKind } from "./request_error.ts";
 import { toHex } from "../transports/n32.ts";
 
 interface RequestOptions {
@@ -16,12 +19,19 @@ interface RequestOptions {
   request?: string;
   header: string[];
   data?: string;
+  dataBinary?: string;
   ca?: string;
   cert?: string;
   key?: string;
   insecure?: boolean;
   timeout: string;
+  maxTime?: string;
   include?: boolean;
+  verbose?: boolean;
+  output?: string;
+  silent?: boolean;
+  showError?: boolean;
+  fail?: boolean;
   h3?: boolean;
   nfType: string;
   export?: string;
@@ -30,42 +40,99 @@ interface RequestOptions {
 /** Environment flag set when the process already ignores certificate errors (`-k`). */
 export const INSECURE_ENV = "SBILAB_TLS_INSECURE";
 
-async function body(data: string | undefined): Promise<Uint8Array | undefined> {
-  if (data === undefined) return undefined;
-  if (data.startsWith("@")) {
-    const file = data.slice(1);
-    try {
-      return await Deno.readFile(file);
-    } catch {
-      throw new TypeError(`Cannot read ${file}`);
-    }
+async function readSource(source: string): Promise<Uint8Array> {
+  if (source === "-") return new Uint8Array(await new Response(Deno.stdin.readable).arrayBuffer());
+  try {
+    return await Deno.readFile(source);
+  } catch {
+    throw new TypeError(`Cannot read ${source}`);
   }
-  return new TextEncoder().encode(data);
 }
 
-async function writeAll(bytes: Uint8Array): Promise<void> {
+/**
+ * The request body: `-d` as curl has it (text as given; `@FILE` or `@-` read
+ * with every CR and LF removed), `--data-binary` (`@FILE` byte for byte).
+ */
+async function body(o: RequestOptions): Promise<Uint8Array | undefined> {
+  if (o.data !== undefined && o.dataBinary !== undefined) throw exclusive("-d", "--data-binary");
+  if (o.dataBinary !== undefined) {
+    if (o.dataBinary.startsWith("@")) return await readSource(o.dataBinary.slice(1));
+    return new TextEncoder().encode(o.dataBinary);
+  }
+  if (o.data === undefined) return undefined;
+  if (!o.data.startsWith("@")) return new TextEncoder().encode(o.data);
+  const bytes = await readSource(o.data.slice(1));
+  return bytes.filter((b) => b !== 0x0d && b !== 0x0a);
+}
+
+async function writeAll(
+  out: { write(p: Uint8Array): Promise<number> },
+  bytes: Uint8Array,
+): Promise<void> {
   let off = 0;
-  while (off < bytes.length) off += await Deno.stdout.write(bytes.subarray(off));
+  while (off < bytes.length) off += await out.write(bytes.subarray(off));
 }
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+/** One `-v` line on stderr: `*` for information, `>` sent, `<` received. */
+function trace(mark: "*" | ">" | "<", line: string): void {
+  console.error(`${mark} ${line}`);
+}
+
+function traceConnection(info: ConnectionInfo | undefined, transport: TransportName): void {
+  if (!info) return;
+  trace("*", `${transport} over ${info.implementation} (${info.stack} stack)`);
+  const t = info.tls;
+  if (!t) return;
+  const parts = [t.version, t.suite, t.group].filter(Boolean).join(" / ");
+  const resumed = t.resumed ? ", resumed" : "";
+  const early = t.earlyData && t.earlyData !== "none" ? `, 0-RTT ${t.earlyData}` : "";
+  trace("*", `TLS: ${parts || "details not exposed"} (${t.library}${resumed}${early})`);
+}
+
+/** The exit statuses of `lab request`, as curl's for the same failures (see main.ts). */
+const EXIT_HELP = `
+Exit status (curl's for the same failure):
+  0   success
+  1   any other failure
+  2   bad usage (an unknown or invalid option)
+  6   could not resolve the host
+  7   failed to connect (nothing listens, connection refused)
+  22  HTTP status 400 or more, with -f
+  28  timed out (--timeout or --max-time)
+  35  TLS handshake failed
+  60  the server's certificate was not verified (use --ca, or -k)
+
+Durations: 500ms, 5s, 2m; a bare number is milliseconds for --timeout and
+seconds for --max-time (as curl's).`;
+
 /** Adds `request`. */
 export function registerRequestCommand(program: Command): void {
   program.command("request")
-    .description("send one SBI request and print the response body")
+    .description("send one SBI request and print the response body (curl's habits)")
     .argument("<url>", "http:// for h2c, https:// for h2 over TLS (or h3 with --h3)")
     .option("-X, --request <method>", "HTTP method (default GET, or POST with -d)")
     .option("-H, --header <line>", "extra header 'Name: value' (repeatable)", collect, [])
-    .option("-d, --data <data>", "request body, or @FILE to read it from a file")
+    .option(
+      "-d, --data <data>",
+      "request body; @FILE (or @- for stdin) reads it with CR and LF removed, as curl's -d",
+    )
+    .option("--data-binary <data>", "request body; @FILE (or @-) is sent byte for byte")
     .option("--ca <file>", "CA certificate to trust")
     .option("--cert <file>", "client certificate for mutual TLS")
     .option("--key <file>", "client private key for mutual TLS")
     .option("-k, --insecure", "skip server certificate verification")
-    .option("--timeout <ms>", "per-request timeout", "5000")
+    .option("--timeout <time>", "per-request timeout (500ms, 5s; bare number = ms)", "5000")
+    .option("-m, --max-time <time>", "give up after this long in all (2s, 500ms; bare number = s)")
     .option("-i, --include", "print status and headers before the body")
+    .option("-v, --verbose", "show the request and response headers and TLS details on stderr")
+    .option("-o, --output <file>", "write the body to FILE instead of stdout")
+    .option("-s, --silent", "print no error message")
+    .option("-S, --show-error", "with -s, still print the error message")
+    .option("-f, --fail", "fail with exit status 22 and no body on an HTTP status of 400 or more")
     .option("--h3", "use HTTP/3 over QUIC (https:// only)")
     .option(
       "--stack <stack>",
@@ -76,79 +143,143 @@ export function registerRequestCommand(program: Command): void {
       "--export <label:len>",
       "print the connection's TLS exporter output (RFC 5705) as hex on stderr, e.g. EXPORTER_3GPP_N32_MASTER:64",
     )
+    .addHelpText("after", EXIT_HELP)
     .action(async (urlText: string, o: RequestOptions) => {
-      const url = parseOrigin(urlText);
-      const stack = asUsage(() =>
-        resolveStack(o.stack === undefined ? undefined : parseStack(o.stack))
-      );
-      if (o.h3 && url.protocol !== "https:") throw new TypeError("--h3 needs an https:// URL");
-      const transport: TransportName = o.h3 ? "h3" : url.protocol === "https:" ? "h2-tls" : "h2c";
-      const timeoutMs = parseInteger(o.timeout, "--timeout", { min: 1 });
-      const exporter = o.export === undefined ? undefined : parseExport(o.export);
-      if (exporter && url.protocol !== "https:") {
-        throw new UsageError("--export needs TLS: an https:// URL");
-      }
-      if (exporter && stack === "deno") {
-        throw new UsageError("--export needs the native stack (fetch exposes no TLS exporter)");
-      }
-      const headers: Record<string, string> = {};
-      for (const h of o.header) {
-        const [k, v] = parseHeader(h);
-        headers[k] = v;
-      }
-      const data = await body(o.data);
-      if (data && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
-        headers["content-type"] = "application/json";
-      }
-      let tls: TlsMaterial | undefined;
-      if (url.protocol === "https:") {
-        for (const f of [o.ca, o.cert, o.key].filter(Boolean) as string[]) {
-          try {
-            await Deno.stat(f);
-          } catch {
-            throw new TypeError(`Cannot read ${f}`);
-          }
-        }
-        if (o.insecure && stack === "deno" && Deno.env.get(INSECURE_ENV) !== "1") {
-          throw new TypeError(
-            "-k over h2 needs the runtime flag: run with deno run --unsafely-ignore-certificate-errors, or pass --ca",
-          );
-        }
-        tls = {
-          ca: o.ca ? { path: o.ca } : undefined,
-          cert: o.cert ? { path: o.cert } : undefined,
-          key: o.key ? { path: o.key } : undefined,
-          insecure: o.insecure ?? false,
-        };
-      }
-      const client = await createClient(transport, url.origin, {
-        stack,
-        tls,
-        nfType: o.nfType,
-        timeoutMs,
-      });
-      try {
-        const res = await client.request({
-          method: (o.request ?? (data ? "POST" : "GET")).toUpperCase(),
-          path: url.pathname + url.search,
-          headers,
-          body: data,
-        });
-        if (o.include) {
-          const lines = [`${transport === "h3" ? "HTTP/3" : "HTTP/2"} ${res.status}`];
-          for (const [k, v] of Object.entries(res.headers)) lines.push(`${k}: ${v}`);
-          await writeAll(new TextEncoder().encode(lines.join("\r\n") + "\r\n\r\n"));
-        }
-        await writeAll(res.body);
-        if (exporter) {
-          if (!client.exportKeyingMaterial) {
-            throw new TypeError(`The ${stack} stack's ${transport} client has no TLS exporter`);
-          }
-          const key = await client.exportKeyingMaterial(exporter.label, undefined, exporter.length);
-          console.error(`${exporter.label}:${exporter.length} ${toHex(key)}`);
-        }
-      } finally {
-        await client.close();
-      }
+      await request(urlText, o);
     });
+}
+
+async function request(urlText: string, o: RequestOptions): Promise<void> {
+  const url = parseOrigin(urlText);
+  const stack = asUsage(() =>
+    resolveStack(o.stack === undefined ? undefined : parseStack(o.stack))
+  );
+  if (o.h3 && url.protocol !== "https:") throw new UsageError("--h3 needs an https:// URL");
+  const transport: TransportName = o.h3 ? "h3" : url.protocol === "https:" ? "h2-tls" : "h2c";
+  const maxTimeMs = o.maxTime === undefined
+    ? undefined
+    : parseDuration(o.maxTime, "--max-time", { bare: "s", minMs: 1 });
+  // the request's own timeout (and its 3gpp-Sbi-Max-Rsp-Time) never outlasts --max-time
+  const timeoutMs = Math.min(
+    parseDuration(o.timeout, "--timeout", { minMs: 1 }),
+    maxTimeMs ?? Infinity,
+  );
+  const exporter = o.export === undefined ? undefined : parseExport(o.export);
+  if (exporter && url.protocol !== "https:") {
+    throw new UsageError("--export needs TLS: an https:// URL");
+  }
+  if (exporter && stack === "deno") {
+    throw new UsageError("--export needs the native stack (fetch exposes no TLS exporter)");
+  }
+  const headers: Record<string, string> = {};
+  for (const h of o.header) {
+    const [k, v] = parseHeader(h);
+    headers[k] = v;
+  }
+  const data = await body(o);
+  if (data && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
+    headers["content-type"] = "application/json";
+  }
+  let tls: TlsMaterial | undefined;
+  if (url.protocol === "https:") {
+    for (const f of [o.ca, o.cert, o.key].filter(Boolean) as string[]) {
+      try {
+        await Deno.stat(f);
+      } catch {
+        throw new TypeError(`Cannot read ${f}`);
+      }
+    }
+    if (o.insecure && stack === "deno" && Deno.env.get(INSECURE_ENV) !== "1") {
+      throw new TypeError(
+        "-k over h2 needs the runtime flag: run with deno run --unsafely-ignore-certificate-errors, or pass --ca",
+      );
+    }
+    tls = {
+      ca: o.ca ? { path: o.ca } : undefined,
+      cert: o.cert ? { path: o.cert } : undefined,
+      key: o.key ? { path: o.key } : undefined,
+      insecure: o.insecure ?? false,
+    };
+  }
+  const silent = (o.silent ?? false) && !o.showError;
+  const method = (o.request ?? (data ? "POST" : "GET")).toUpperCase();
+  const path = url.pathname + url.search;
+  const version = transport === "h3" ? "HTTP/3" : "HTTP/2";
+  if (o.verbose) trace("*", `${method} ${url.origin}${path} over ${transport} (${stack} stack)`);
+  const client = await createClient(transport, url.origin, {
+    stack,
+    tls,
+    nfType: o.nfType,
+    timeoutMs,
+  });
+  let deadline: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const sent = client.request({
+      method,
+      path,
+      headers,
+      body: data,
+      onRequestHeaders: o.verbose
+        ? (sentHeaders) => {
+          trace(">", `${method} ${path} ${version}`);
+          trace(">", `:authority: ${url.host}`);
+          for (const [k, v] of Object.entries(sentHeaders)) trace(">", `${k}: ${v}`);
+          if (data) trace(">", `(${data.length} byte body)`);
+          trace(">", "");
+        }
+        : undefined,
+    });
+    const res = maxTimeMs === undefined ? await sent : await Promise.race([
+      sent,
+      new Promise<never>((_, reject) => {
+        deadline = setTimeout(
+          () => reject(new RequestError("timeout", `Operation timed out after ${maxTimeMs} ms`)),
+          maxTimeMs,
+        );
+      }),
+    ]);
+    if (o.verbose) {
+      traceConnection(client.connectionInfo?.(), transport);
+      trace("<", `${version} ${res.status}`);
+      for (const [k, v] of Object.entries(res.headers)) trace("<", `${k}: ${v}`);
+      trace("<", "");
+    }
+    if (o.fail && res.status >= 400) {
+      throw new RequestError("http", `The requested URL returned error: ${res.status}`, { silent });
+    }
+    const out = o.output === undefined ? Deno.stdout : await Deno.open(o.output, {
+      write: true,
+      create: true,
+      truncate: true,
+    });
+    try {
+      if (o.include) {
+        const lines = [`${version} ${res.status}`];
+        for (const [k, v] of Object.entries(res.headers)) lines.push(`${k}: ${v}`);
+        await writeAll(out, new TextEncoder().encode(lines.join("\r\n") + "\r\n\r\n"));
+      }
+      await writeAll(out, res.body);
+    } finally {
+      if (out !== Deno.stdout) out.close();
+    }
+    if (exporter) {
+      if (!client.exportKeyingMaterial) {
+        throw new TypeError(`The ${stack} stack's ${transport} client has no TLS exporter`);
+      }
+      const key = await client.exportKeyingMaterial(exporter.label, undefined, exporter.length);
+      console.error(`${exporter.label}:${exporter.length} ${toHex(key)}`);
+    }
+  } catch (err) {
+    if (err instanceof RequestError) {
+      throw silent === err.silent ? err : new RequestError(err.kind, err.message, { silent });
+    }
+    const kind = requestFailureKind(err);
+    if (kind === undefined && !silent) throw err;
+    const msg = err instanceof Error ? err.message : String(err);
+    if (kind === undefined) throw new RequestError("other", msg, { cause: err, silent });
+    throw new RequestError(kind, msg, { cause: err, silent });
+  } finally {
+    clearTimeout(deadline);
+    await client.close();
+  }
 }

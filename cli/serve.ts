@@ -28,6 +28,7 @@ import { listeningLine } from "../lib/listening.ts";
 import {
   asUsage,
   type ExportSpec,
+  parseDuration,
   parseExport,
   parseInteger,
   parsePort,
@@ -133,6 +134,10 @@ function bindError(err: unknown, host: string): unknown {
 }
 
 /** An optional positive integer option, undefined when not given. */
+function optionalDuration(value: string | undefined, flag: string): number | undefined {
+  return value === undefined ? undefined : parseDuration(value, flag, { minMs: 1 });
+}
+
 function optionalInt(value: string | undefined, flag: string, allowZero = false) {
   return value === undefined ? undefined : parseInteger(value, flag, { min: allowZero ? 0 : 1 });
 }
@@ -161,9 +166,9 @@ function serveLimits(
   const limits = resolveServerLimits({
     maxBodyBytes: optionalInt(o.maxBody, "--max-body"),
     maxConnections,
-    handshakeTimeoutMs: optionalInt(o.handshakeTimeout, "--handshake-timeout"),
-    idleTimeoutMs: optionalInt(o.idleTimeout, "--idle-timeout"),
-    stallTimeoutMs: optionalInt(o.stallTimeout, "--stall-timeout"),
+    handshakeTimeoutMs: optionalDuration(o.handshakeTimeout, "--handshake-timeout"),
+    idleTimeoutMs: optionalDuration(o.idleTimeout, "--idle-timeout"),
+    stallTimeoutMs: optionalDuration(o.stallTimeout, "--stall-timeout"),
     ticketLifetimeSeconds: optionalInt(o.ticketLifetime, "--ticket-lifetime", true),
   });
   const inflight = optionalInt(o.maxInflightBodies, "--max-inflight-bodies") ??
@@ -228,13 +233,16 @@ export function registerServeCommand(program: Command): void {
     .option("--nrf-any-id", "accept any nfInstanceId, not only a UUID")
     .option("--max-connections <n>", "TCP connections per h2 listener")
     .option(
-      "--handshake-timeout <ms>",
-      "h2: TLS, preface and SETTINGS due within this after connect (deno stack: the first request); h3: QUIC handshake",
+      "--handshake-timeout <time>",
+      "h2: TLS, preface and SETTINGS due within this after connect (deno stack: the first request); h3: QUIC handshake (10s, 500ms; bare number = ms)",
     )
-    .option("--idle-timeout <ms>", "close a connection idle this long (h2 and h3)")
     .option(
-      "--stall-timeout <ms>",
-      "h2: reset a response the peer has not read for this (deno stack: its connection); h3: close its connection",
+      "--idle-timeout <time>",
+      "close a connection idle this long (h2 and h3; 60s, 500ms; bare number = ms)",
+    )
+    .option(
+      "--stall-timeout <time>",
+      "h2: reset a response the peer has not read for this (deno stack: its connection); h3: close its connection (bare number = ms)",
     )
     .option("--max-inflight-bodies <bytes>", "request-body bytes held at once (then 503)")
     .option(

@@ -75,6 +75,12 @@ export interface LoadResult {
   warmupCompleted: number;
   connectionsUp: number;
   connectionsFailed: number;
+  /**
+   * The smallest limit on concurrent request streams a server set over the
+   * connections (h2 SETTINGS_MAX_CONCURRENT_STREAMS, h3 initial_max_streams_bidi);
+   * absent when none was seen.
+   */
+  peerStreamLimit?: number;
   connections: ConnectionTimes[];
   /** Latency from each request's intended send time (open loop) — equal to `uncorrected` closed-loop. */
   latency: LatencySummary;
@@ -192,7 +198,9 @@ export function decodeResult(
       neverUp++;
     }
   }
+  const peerStreamLimit = u64(112);
   return {
+    ...(peerStreamLimit > 0 ? { peerStreamLimit } : {}),
     partial: (flags & 1) !== 0,
     stopped: (flags & 2) !== 0,
     sent: u64(24),

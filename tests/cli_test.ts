@@ -69,6 +69,7 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
     assertOneLineError(
       await lab(["request", `${srv.urls["h2-tls"]}/nbench/v1/payload?size=300`]),
       /^error: h2-tls request to .* failed: TLS handshake failed: .*(issuer|trusted)/,
+      60,
     );
     const post = await lab([
       "request",
@@ -157,7 +158,7 @@ Deno.test({
   },
 });
 
-Deno.test("lab request reads a body from @FILE and keeps binary bytes intact", async () => {
+Deno.test("lab request --data-binary reads a body from @FILE and keeps binary bytes intact", async () => {
   const state = await Deno.makeTempDir();
   const srv = await startServe({ transports: ["h2c"], stateDir: state });
   try {
@@ -167,7 +168,7 @@ Deno.test("lab request reads a body from @FILE and keeps binary bytes intact", a
       "request",
       "-H",
       "content-type: application/octet-stream",
-      "-d",
+      "--data-binary",
       `@${state}/body.bin`,
       `${srv.urls["h2c"]}/nbench/v1/echo`,
     ]);
@@ -208,7 +209,7 @@ Deno.test("lab serve refuses a port in use with one line", async () => {
   }
 });
 
-Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage errors", async (t) => {
+Deno.test("lab gives one clear line, exit 1 for failures, curl's status for a failed request and exit 2 for usage errors", async (t) => {
   const cases: [string, string[], RegExp, number][] = [
     ["bad URL", ["request", "not a url"], /error: Invalid URL/, 1],
     ["bad scheme", ["request", "ftp://x/"], /error: Unsupported scheme ftp:/, 1],
@@ -216,7 +217,7 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
       "unreachable host",
       ["request", "--timeout", "3000", `http://127.0.0.1:${freePort()}/x`],
       /error: h2c request .* failed/,
-      1,
+      7,
     ],
     [
       "unreadable body file",
@@ -325,7 +326,7 @@ Deno.test("lab gives one clear line, exit 1 for failures and exit 2 for usage er
     [
       "soak with a bad time",
       ["soak", "--time", "soon"],
-      /^error: --time must be a number ≥ 1, got soon$/,
+      /^error: --time must be a duration like 500ms, 3s or 2m \(bare number = s\), got soon$/,
       2,
     ],
     ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/, 2],

@@ -17,7 +17,7 @@ async function lab(args: string[], timeoutMs = 120_000) {
 Deno.test("lab study rejects bad options with one line and exit 2", async () => {
   for (
     const [args, message] of [
-      [["--budget", "5s"], /^error: --budget: Invalid budget "5s"/],
+      [["--budget", "5s"], /^error: --budget must be a duration at least 10s, got 5s/],
       [["--links", "lan,nowhere"], /^error: --links: .*nowhere/],
       [
         ["--flows", "journey,teleport"],

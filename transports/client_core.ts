@@ -9,6 +9,8 @@
  */
 import { type ClientResponse, TimeoutError, TransportError } from "./types.ts";
 import { RequestTimers, sharedRequestTimers, TimerEntry } from "./request_timers.ts";
+import { sbiRequestHeaders } from "./sbi_headers.ts";
+import type { ClientRequest } from "./types.ts";
 
 /** Time a request may take when neither it nor the client sets one, ms. */
 export const DEFAULT_TIMEOUT_MS = 5000;
@@ -19,6 +21,21 @@ export function requestTimeoutMs(
   options: { timeoutMs?: number },
 ): number {
   return req.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+}
+
+/**
+ * The header fields one request sends: the caller's merged with the SBI
+ * headers, reported to the request's `onRequestHeaders` when it has one.
+ * Every client builds its header list through this.
+ */
+export function requestHeadersFor(
+  req: ClientRequest,
+  timeoutMs: number,
+  nfType: string | undefined,
+): Record<string, string> {
+  const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType });
+  if (req.onRequestHeaders !== undefined) req.onRequestHeaders(headers);
+  return headers;
 }
 
 /** A request waiting for its response; settling it more than once does nothing. */

@@ -8,7 +8,7 @@
  * and their order are those of {@linkcode sbiRequestHeaders} encoded by
  * `RequestBlockWriter`.
  */
-import { DROPPED_FIELDS, HeaderBlockWriter } from "./native/wire.ts";
+import { decodeHeaderBlock, DROPPED_FIELDS, HeaderBlockWriter } from "./native/wire.ts";
 import { formatSenderTimestamp, nextTraceparent, USER_AGENT_PRODUCT } from "./sbi_headers.ts";
 
 /** Options for {@linkcode SbiRequestBlock}. */
@@ -44,6 +44,19 @@ export class SbiRequestBlock {
       "user-agent",
       `${options.nfType ?? "SMF"}-${USER_AGENT_PRODUCT}`,
     );
+  }
+
+  /**
+   * The fields of the block written last (its first `length` bytes), as a
+   * request's `onRequestHeaders` hook reports them: every field but the
+   * pseudo-headers, names lower-case. Decodes only when a hook asks.
+   */
+  sentHeaders(length: number): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [name, value] of decodeHeaderBlock(this.buffer.subarray(0, length))) {
+      if (!name.startsWith(":")) out[name] = name in out ? `${out[name]}, ${value}` : value;
+    }
+    return out;
   }
 
   /** The block written last, in its first `length` bytes (the value {@linkcode encode} returned). */

@@ -215,6 +215,13 @@ export interface ClientRequest {
   body?: Uint8Array;
   /** Per-request timeout in ms; overrides the client's default. */
   timeoutMs?: number;
+  /**
+   * Called once, before the request goes out, with the header fields the
+   * client sends (lower-case names): the caller's merged with the SBI headers
+   * it added (`traceparent`, `3gpp-sbi-sender-timestamp`, `3gpp-sbi-max-rsp-time`,
+   * `user-agent`). Pseudo-headers are not included. Default: not called.
+   */
+  onRequestHeaders?: (headers: Readonly<Record<string, string>>) => void;
 }
 
 /** A response received by a client. */

@@ -4,6 +4,7 @@ import { sampleOperation } from "../sampler.ts";
 import type { ResultRow } from "../schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
 import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
+import { inFlightNote, littlesLawInFlight } from "../in_flight.ts";
 
 /** Default in-flight levels. */
 export const DEFAULT_CONCURRENCY = [1, 8, 64, 256];
@@ -27,6 +28,12 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
         break;
       }
       const run = await runNative(ctx, `${transport} ${n} in flight (native)`, plan);
+      const figures = {
+        reqPerSec: run.result.reqPerSec,
+        meanLatencyNs: run.result.latencyUncorrected.mean,
+        peerStreamLimit: run.result.peerStreamLimit,
+      };
+      const achieved = littlesLawInFlight(figures.reqPerSec, figures.meanLatencyNs);
       const row = nativeRow({
         id: `concurrency/native/${transport}/${size}/${n}`,
         scenario: "concurrency",
@@ -35,7 +42,13 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
         sizeBytes: size,
         concurrency: n,
         floor: n === 1 ? floorFor(transport) : undefined,
+        extra: {
+          inFlightLittle: achieved,
+          ...(run.result.peerStreamLimit ? { peerStreamLimit: run.result.peerStreamLimit } : {}),
+        },
       }, run);
+      const short = inFlightNote(transport, n, achieved, figures);
+      if (short) ctx.notes.push(short);
       ctx.onRow(row);
       rows.push(row);
       cpu.push(`${n}: client ${share(run.clientCpu)}, server ${share(run.serverCpu)}`);

@@ -428,6 +428,13 @@ static void h2_conn_free(sbl_conn *c) {
   c->fd = -1;
 }
 
+/* SETTINGS_MAX_CONCURRENT_STREAMS once the server's SETTINGS came; 0 before. */
+static uint32_t h2_conn_stream_limit(sbl_conn *c) {
+  h2_conn *h = (h2_conn *)c;
+  if (!h->s || !c->t_first_byte) return 0;
+  return nghttp2_session_get_remote_settings(h->s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+}
+
 static const sbl_proto H2_PROTO = {
     .conn_size = sizeof(h2_conn),
     .worker_new = h2_worker_new,
@@ -439,6 +446,7 @@ static const sbl_proto H2_PROTO = {
     .conn_flush = h2_conn_flush,
     .conn_cancel = h2_conn_cancel,
     .conn_free = h2_conn_free,
+    .conn_stream_limit = h2_conn_stream_limit,
 };
 
 /* The module's exported engine API, sbh2_load_* (sbl_load.h). */

@@ -248,6 +248,13 @@ static void h3_conn_free(sbl_conn *c) {
   c->fd = -1;
 }
 
+/* The server's initial_max_streams_bidi once its transport parameters came; 0 before. */
+static uint32_t h3_conn_stream_limit(sbl_conn *c) {
+  h3_conn *h = (h3_conn *)c;
+  uint64_t n = h->q ? sbh3_conn_peer_max_streams_bidi(h->q) : 0;
+  return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 static const sbl_proto H3_PROTO = {
     .conn_size = sizeof(h3_conn),
     .worker_new = h3_worker_new,
@@ -259,6 +266,7 @@ static const sbl_proto H3_PROTO = {
     .conn_flush = h3_conn_flush,
     .conn_cancel = h3_conn_cancel,
     .conn_free = h3_conn_free,
+    .conn_stream_limit = h3_conn_stream_limit,
 };
 
 /* The module's exported engine API, sbh3_load_* (sbl_load.h). */

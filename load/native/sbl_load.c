@@ -315,6 +315,7 @@ static int issue(sbl_worker *w, sbl_conn *c, uint64_t intended, uint64_t now) {
     return 1;
   }
   c->issued++;
+  if (!c->peer_limit && w->proto->conn_stream_limit) c->peer_limit = w->proto->conn_stream_limit(c);
   if (!r->busy) return 0; /* it failed at once (the connection died) */
   if (r->measured) {
     w->issued++;
@@ -615,7 +616,7 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
   const sbl_plan *p = &e->plan;
   uint64_t status[MAX_STATUS] = {0}, errk[SBL_ERRK_COUNT] = {0};
   uint64_t sum[12] = {0};
-  uint64_t t_measure = UINT64_MAX, t_last = 0;
+  uint64_t t_measure = UINT64_MAX, t_last = 0, peer_limit = 0;
   int stopped = 0, dropped = 0;
   for (int i = 0; i < e->nworkers; i++) {
     sbl_worker *w = &e->workers[i];
@@ -634,6 +635,10 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
     if (w->t_last_done > t_last) t_last = w->t_last_done;
     stopped |= w->stopped;
     dropped |= w->dropped;
+    for (int k = 0; k < w->nconns; k++) {
+      uint32_t l = w->conns[k]->peer_limit;
+      if (l && (!peer_limit || l < peer_limit)) peer_limit = l;
+    }
   }
   sum[6] = t_last > t_measure ? t_last - t_measure : 0;
   uint32_t nstatus = 0;
@@ -650,6 +655,7 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
   wr32(buf + 12, p->conns);
   wr32(buf + 16, SBL_ERRK_COUNT);
   for (int k = 0; k < 10; k++) wr64(buf + 24 + 8 * k, sum[k]);
+  wr64(buf + 112, peer_limit);
   uint8_t *o = buf + SBL_RESULT_HEAD;
   for (int k = 0; k < SBL_ERRK_COUNT; k++, o += 8) wr64(o, errk[k]);
   for (int s = 0; s < MAX_STATUS; s++) {

@@ -31,7 +31,10 @@
  *  24 u64 sent  32 u64 completed  40 u64 errors  48 u64 bytes in  56 u64 bytes out
  *  64 u64 body bytes in  72 u64 measured ns (measure start to last completion)
  *  80 u64 warm-up requests completed  88 u64 conns up  96 u64 conns failed
- * 104 u64 first-send spread ns (reserved)  112..127 reserved
+ * 104 u64 first-send spread ns (reserved)
+ * 112 u64 the smallest limit on concurrent request streams a peer set over the connections
+ *     (h2 SETTINGS_MAX_CONCURRENT_STREAMS, h3 initial_max_streams_bidi), 0 when none was seen
+ * 120..127 reserved
  * then u64 errors[error kinds], then per status (u32 code, u32 0, u64 count),
  * then per connection (i64 connect ns, i64 handshake ns, i64 first byte ns,
  * u64 requests, i32 error kind or 0, u32 0): times from the connection's start, -1 when never reached.
@@ -134,6 +137,7 @@ struct sbl_conn {
   uint64_t t_start, t_connect, t_handshake, t_first_byte, requests, issued;
   uint64_t timer_ns; /* protocol timer deadline, 0 = none */
   int inflight, blocked;
+  uint32_t peer_limit; /* the peer's limit on concurrent request streams, 0 = not known yet */
   sbl_req *slots;
 };
 
@@ -157,6 +161,8 @@ typedef struct sbl_proto {
   void (*conn_cancel)(sbl_conn *c, sbl_req *r);
   /* Frees the connection's protocol state and closes its socket. */
   void (*conn_free)(sbl_conn *c);
+  /* The peer's limit on concurrent request streams, 0 when not known (yet); NULL = never known. */
+  uint32_t (*conn_stream_limit)(sbl_conn *c);
 } sbl_proto;
 
 /* ---- the engine's API (each module wraps these as <prefix>_load_*) ---- */

@@ -6,7 +6,6 @@
  */
 import { parseOrigin } from "../origin.ts";
 import { resolveTls } from "../tls.ts";
-import { sbiRequestHeaders } from "../sbi_headers.ts";
 import {
   type ClientOptions,
   type ClientRequest,
@@ -19,7 +18,7 @@ import {
 } from "../types.ts";
 import { toClientResponse } from "./convert.ts";
 import { applyNoDelay } from "../native/nodelay.ts";
-import { requestTimeoutMs } from "../client_core.ts";
+import { requestHeadersFor, requestTimeoutMs } from "../client_core.ts";
 
 class H2Client implements SbiClient {
   readonly transport: TransportName;
@@ -55,7 +54,7 @@ class H2Client implements SbiClient {
       throw new TypeError(`Request path must start with /: ${req.path}`);
     }
     const timeoutMs = requestTimeoutMs(req, this.#options);
-    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
+    const headers = requestHeadersFor(req, timeoutMs, this.#options.nfType);
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {

@@ -11,7 +11,6 @@
  * connection line names only the libraries.
  */
 import { parseOrigin } from "../origin.ts";
-import { sbiRequestHeaders } from "../sbi_headers.ts";
 import { resolveTls } from "../tls.ts";
 import {
   type ClientOptions,
@@ -25,6 +24,7 @@ import {
   ClientCore,
   type CoreSession,
   PendingStreams,
+  requestHeadersFor,
   requestTimeoutMs,
   timedRequest,
 } from "../client_core.ts";
@@ -158,7 +158,7 @@ class QuinnH3Client implements SbiClient {
   async request(req: ClientRequest): Promise<ClientResponse> {
     if (this.#core.closed) throw new TransportError("Client is closed");
     const timeoutMs = requestTimeoutMs(req, this.#options);
-    const headers = sbiRequestHeaders(req.headers, { timeoutMs, nfType: this.#options.nfType });
+    const headers = requestHeadersFor(req, timeoutMs, this.#options.nfType);
     const body = req.body ?? new Uint8Array(0);
     const list = requestHeaderList(
       req.method ?? "GET",

@@ -563,12 +563,12 @@ class Client implements NativeH2Client {
     const s = this.#core.session();
     if (s instanceof Session) {
       session = s;
-      streamId = this.#submit(s, method, path, req.headers, timeoutMs, body, t.pending);
+      streamId = this.#submit(s, method, path, req, timeoutMs, body, t.pending);
     } else {
       s.then((s) => {
         if (t.settled()) return;
         session = s;
-        streamId = this.#submit(s, method, path, req.headers, timeoutMs, body, t.pending);
+        streamId = this.#submit(s, method, path, req, timeoutMs, body, t.pending);
       }, (err) => t.pending.reject(err));
     }
     return t.promise;
@@ -579,14 +579,15 @@ class Client implements NativeH2Client {
     s: Session,
     method: string,
     path: string,
-    headers: Record<string, string> | undefined,
+    req: ClientRequest,
     timeoutMs: number,
     body: Uint8Array | undefined,
     p: PendingRequest,
   ): number {
     try {
       const b = this.#block;
-      const len = b.encode(method, path, headers, timeoutMs, body?.length ?? 0);
+      const len = b.encode(method, path, req.headers, timeoutMs, body?.length ?? 0);
+      if (req.onRequestHeaders !== undefined) req.onRequestHeaders(b.sentHeaders(len));
       return s.submit(b.buffer, len, body, p);
     } catch (err) {
       p.reject(err as Error);

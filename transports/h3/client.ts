@@ -174,6 +174,7 @@ class Session {
     headers: Record<string, string> | undefined,
     body: Uint8Array,
     timeoutMs: number,
+    onHeaders?: (sent: Record<string, string>) => void,
   ): Promise<ClientResponse> {
     const q = new Queued(EARLY_METHODS.has(method.toUpperCase()), body);
     const t = timedRequest(timeoutMs, () => {
@@ -191,6 +192,7 @@ class Session {
     let len: number;
     try {
       len = block.encode(method, path, headers, timeoutMs, body.length);
+      if (onHeaders !== undefined) onHeaders(block.sentHeaders(len));
     } catch (err) {
       t.pending.reject(err as Error);
       return t.promise;
@@ -640,9 +642,19 @@ class H3Client implements H3SbiClient {
       if (s.unusable) s = this.#core.session();
     }
     if (s instanceof Session) {
-      return s.request(this.#block, method, path, req.headers, body, timeoutMs);
+      return s.request(
+        this.#block,
+        method,
+        path,
+        req.headers,
+        body,
+        timeoutMs,
+        req.onRequestHeaders,
+      );
     }
-    return s.then((s) => s.request(this.#block, method, path, req.headers, body, timeoutMs));
+    return s.then((s) =>
+      s.request(this.#block, method, path, req.headers, body, timeoutMs, req.onRequestHeaders)
+    );
   }
 
   datagramStats(): H3DatagramStats | null {

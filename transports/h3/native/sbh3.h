@@ -158,6 +158,8 @@ int sbh3_conn_recv(sbh3_conn *conn, const uint8_t *data, size_t len);
 int sbh3_conn_send(sbh3_conn *conn, uint8_t *out, size_t cap);
 /* Returns ms until sbh3_conn_on_timeout is due, or SBWIRE_ERR_DONE if no timer is pending. */
 int sbh3_conn_timeout_ms(sbh3_conn *conn);
+/* The peer's initial_max_streams_bidi (its first credit for request streams); 0 before its transport parameters. */
+uint64_t sbh3_conn_peer_max_streams_bidi(sbh3_conn *conn);
 /* Runs expired timers (retransmission, ACK, idle); then call sbh3_conn_send. */
 int sbh3_conn_on_timeout(sbh3_conn *conn);
 /* Submits a request (header block + body, copied); returns its stream id or an error. */

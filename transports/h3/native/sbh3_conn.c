@@ -846,3 +846,9 @@ int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t queued, uint64_t *out,
   }
   return (int)n;
 }
+
+uint64_t sbh3_conn_peer_max_streams_bidi(sbh3_conn *conn) {
+  if (!conn || !conn->qc) return 0;
+  const ngtcp2_transport_params *tp = ngtcp2_conn_get_remote_transport_params(conn->qc);
+  return tp ? tp->initial_max_streams_bidi : 0;
+}
