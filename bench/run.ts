@@ -203,15 +203,18 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     }
   }
   const quick = options.quick ?? false;
-  const schedule: Schedule = options.schedule ??
-    (scenario === "rtt" ? "interleaved" : "sequential");
+  // rtt interleaves through the round runner; flows interleaves its cells itself.
+  const interleavable = scenario === "rtt" || scenario === "flows";
+  const schedule: Schedule = options.schedule ?? (interleavable ? "interleaved" : "sequential");
   if (schedule !== "interleaved" && schedule !== "sequential") {
     throw new RangeError(`Unknown schedule ${schedule} (use interleaved or sequential)`);
   }
-  const interleaved = schedule === "interleaved";
-  if (interleaved && scenario !== "rtt") {
-    throw new RangeError(`--scenario ${scenario} runs sequentially only (interleaved: rtt)`);
+  if (schedule === "interleaved" && !interleavable) {
+    throw new RangeError(
+      `--scenario ${scenario} runs sequentially only (interleaved: rtt, flows)`,
+    );
   }
+  const interleaved = schedule === "interleaved" && scenario === "rtt";
   const rounds = options.rounds ?? (quick ? 10 : DEFAULT_ROUNDS);
   // Interleaved, `sampleMs` is an arm's sampling time over all rounds and `samples` its count.
   const blockMs = options.blockMs ??
@@ -288,6 +291,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     ...(scenario === "capacity" ? { p99BoundMs: options.p99BoundMs ?? DEFAULT_P99_BOUND_MS } : {}),
     schedule,
     ...(interleaved ? { rounds, blockMs: blockCount ? undefined : blockMs, seed } : {}),
+    ...(scenario === "flows" && schedule === "interleaved"
+      ? { seed, ...(options.rounds !== undefined ? { rounds } : {}) }
+      : {}),
     ...pluginConfig,
   };
   const environment = await collectEnvironment();

@@ -74,8 +74,13 @@ function roundFlags(flags: BenchFlags) {
   if (flags.schedule !== undefined) {
     parseChoice(flags.schedule, "--schedule", ["interleaved", "sequential"]);
   }
-  if (flags.schedule === "interleaved" && flags.scenario !== "rtt") {
-    throw new UsageError(`--scenario ${flags.scenario} runs sequentially only (interleaved: rtt)`);
+  if (
+    flags.schedule === "interleaved" && flags.scenario !== undefined &&
+    flags.scenario !== "rtt" && flags.scenario !== "flows"
+  ) {
+    throw new UsageError(
+      `--scenario ${flags.scenario} runs sequentially only (interleaved: rtt, flows)`,
+    );
   }
   return {
     schedule: flags.schedule as "interleaved" | "sequential" | undefined,
