@@ -23,7 +23,7 @@ import {
   type ScenarioName,
   SCHEMA_VERSION,
 } from "./schema.ts";
-import { type Endpoints, startServers, targetEndpoints } from "./servers.ts";
+import { type Endpoints, parseTargetList, startServers, targetEndpoints } from "./servers.ts";
 import type { Scenario, ScenarioContext } from "./scenarios/context.ts";
 import { rttScenario } from "./scenarios/rtt.ts";
 import { concurrencyScenario } from "./scenarios/concurrency.ts";
@@ -229,7 +229,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   if (!(Number.isInteger(rounds) && rounds >= 2)) {
     throw new RangeError(`rounds must be a whole number ≥ 2, got ${rounds}`);
   }
-  if (!(blockMs >= 1 && blockMs <= 10_000)) {
+  if (interleaved && !(blockMs >= 1 && blockMs <= 10_000)) {
     throw new RangeError(`block must be 1 … 10000 ms, got ${blockMs}`);
   }
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
@@ -252,6 +252,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   let transports: TransportName[];
   if (options.transports) {
     transports = options.transports;
+  } else if (options.target && parseTargetList(options.target)) {
+    transports = (["h2c", "h2-tls", "h3"] as const).filter((t) =>
+      parseTargetList(options.target!)![t]
+    );
   } else if (options.target) {
     transports = (options.target.startsWith("https:") ? ["h2-tls", "h3"] : ["h2c"])
       .filter((t) => available.includes(t as TransportName)) as TransportName[];

@@ -113,12 +113,23 @@ async function bench(flags: BenchFlags): Promise<void> {
     ? asUsage(() => parseList(flags.sizes!, "--sizes").map(parseSize), "--sizes")
     : undefined;
   if (flags.target) {
-    let scheme: string | undefined;
+    const { parseTargetList } = await import("../bench/servers.ts");
+    let list: ReturnType<typeof parseTargetList>;
     try {
-      scheme = new URL(flags.target).protocol;
-    } catch { /* not a URL */ }
-    if (scheme !== "http:" && scheme !== "https:") {
-      throw invalid("--target", "http://host:port or https://host:port", flags.target);
+      list = parseTargetList(flags.target);
+    } catch { /* reported below */ }
+    for (const text of list ? Object.values(list) : [flags.target]) {
+      let scheme: string | undefined;
+      try {
+        scheme = new URL(text!).protocol;
+      } catch { /* not a URL */ }
+      if (scheme !== "http:" && scheme !== "https:") {
+        throw invalid(
+          "--target",
+          "http://host:port, https://host:port or transport=url,…",
+          flags.target,
+        );
+      }
     }
     if (flags.inProcess) throw exclusive("--target", "--in-process");
   }
@@ -433,6 +444,8 @@ interface StudyFlags {
   transports?: string;
   ues?: string;
   flows?: string;
+  schedule?: string;
+  seed?: string;
   out: string;
 }
 
@@ -485,6 +498,12 @@ async function study(flags: StudyFlags): Promise<number> {
       transports,
       ues,
       flows,
+      schedule: flags.schedule === undefined
+        ? undefined
+        : parseChoice(flags.schedule, "--schedule", ["interleaved", "sequential"]) as
+          | "interleaved"
+          | "sequential",
+      seed: flags.seed === undefined ? undefined : parseInteger(flags.seed, "--seed", { min: 0 }),
       onProgress: progress.update,
       signal: controller.signal,
     });
@@ -534,6 +553,11 @@ export function registerStudyCommand(program: Command): void {
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")
     .option("--flows <list>", "streams: journey,warm-get (default both)")
+    .option(
+      "--schedule <s>",
+      "interleaved (default: a cell's transports take turns in rounds) or sequential",
+    )
+    .option("--seed <n>", "seed of the round orders (default random, recorded)")
     .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
     .action(async (flags: StudyFlags) => {
       await study(flags);

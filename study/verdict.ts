@@ -159,7 +159,10 @@ export interface CellTransport {
   retries: number;
   /** Order-statistic interval of the p99 at the rule's per-side level (∓Infinity: unbounded). */
   p99Ci?: Interval;
-  /** Busiest thread's share of one core per process on the path over its blocks, when measured. */
+  /**
+   * Busiest thread's share of one core per process on the path over its
+   * blocks, when measured; `others`: cores busy outside those processes.
+   */
   cores?: Record<string, number>;
   /** Share of arrivals that started within the rule's on-time window, when measured. */
   onTimeShare?: number;
@@ -168,24 +171,66 @@ export interface CellTransport {
 /** The processes a flow row's `extra` may name (`cpu:<process>`), in report order. */
 export const PATH_PROCESSES = ["client", "server", "relay"] as const;
 
-/** Why one transport's measurement does not hold, or undefined when it holds (or was not measured). */
-export function invalidity(t: CellTransport, rule: VerdictRule = DEFAULT_RULE): string | undefined {
+/** One reason a transport's measurement in a cell does not hold. */
+export interface Invalidity {
+  /** The saturated process, or `schedule` when the arrivals slipped. */
+  cause: (typeof PATH_PROCESSES)[number] | "schedule";
+  /** How bad: the core share, or the share of arrivals that were late. */
+  severity: number;
+  /** In words, without the transport. */
+  text: string;
+}
+
+/** Why one transport's measurement does not hold (empty when it holds or was not measured). */
+export function invalidity(t: CellTransport, rule: VerdictRule = DEFAULT_RULE): Invalidity[] {
   const th = validityThresholds(rule);
-  const why: string[] = [];
+  const out: Invalidity[] = [];
   for (const p of PATH_PROCESSES) {
     const share = t.cores?.[p];
     if (share !== undefined && share >= th.maxCoreShare) {
-      why.push(`${p} at ${share.toFixed(2)} of a core`);
+      out.push({ cause: p, severity: share, text: `${p} at ${share.toFixed(2)} of a core` });
     }
   }
   if (t.onTimeShare !== undefined && t.onTimeShare < th.minOnTimeShare) {
-    why.push(
-      `schedule slipped: ${
+    out.push({
+      cause: "schedule",
+      severity: 1 - t.onTimeShare,
+      text: `schedule slipped: ${
         (t.onTimeShare * 100).toFixed(1)
       } % of arrivals within ${th.onTimeMs} ms`,
-    );
+    });
   }
-  return why.length ? `${why.join(", ")} (${t.transport})` : undefined;
+  return out;
+}
+
+/**
+ * A cell's reason for not being valid, or undefined when it is valid: each
+ * cause once, in the words of the transport where it was worst, naming the
+ * others it also hit ("server at 0.97 of a core (h3; also h2c)").
+ */
+export function cellInvalidity(
+  transports: CellTransport[],
+  rule: VerdictRule = DEFAULT_RULE,
+): string | undefined {
+  const byCause = new Map<string, { worst: Invalidity; transport: string; others: string[] }>();
+  for (const t of transports) {
+    for (const w of invalidity(t, rule)) {
+      const seen = byCause.get(w.cause);
+      if (!seen) byCause.set(w.cause, { worst: w, transport: t.transport, others: [] });
+      else if (w.severity > seen.worst.severity) {
+        seen.others.push(seen.transport);
+        seen.worst = w;
+        seen.transport = t.transport;
+      } else seen.others.push(t.transport);
+    }
+  }
+  if (byCause.size === 0) return undefined;
+  const parts = [...byCause.values()].map((c) =>
+    `${c.worst.text} (${c.transport}${c.others.length ? `; also ${c.others.join(", ")}` : ""})`
+  );
+  const others = Math.max(0, ...transports.map((t) => t.cores?.others ?? 0));
+  const busy = others >= 0.5 ? ` while other processes used ${others.toFixed(2)} of a core` : "";
+  return `not valid: ${parts.join("; ")}${busy}`;
 }
 
 /** One judged cell. */
@@ -290,7 +335,7 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
         level: rule.level,
       };
     }
-    const invalid = transports.map((t) => invalidity(t, rule)).filter((x) => x !== undefined);
+    const invalid = cellInvalidity(transports, rule);
     const decision = judgeCell({
       h3P99: h3?.estimate.p99,
       h2P99: h2?.estimate.p99,
@@ -298,7 +343,7 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
       h3FailShare: h3 ? share(h3) : 0,
       h2FailShare: h2 ? share(h2) : 0,
       n: Math.min(h3?.samples.count ?? 0, h2?.samples.count ?? 0),
-      invalid: invalid.length ? `not valid: ${invalid.join("; ")}` : undefined,
+      invalid,
     }, rule);
     out.push({
       ...decision,
@@ -375,7 +420,7 @@ function whyNotValid(cells: CellVerdict[]): string {
 function transportFigures(r: ResultRow, rule: VerdictRule): CellTransport {
   const x = r.extra ?? {};
   const cores: Record<string, number> = {};
-  for (const p of PATH_PROCESSES) {
+  for (const p of [...PATH_PROCESSES, "others"]) {
     const v = x[`cpu:${p}`];
     if (typeof v === "number" && Number.isFinite(v)) cores[p] = v;
   }

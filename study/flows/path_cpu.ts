@@ -6,10 +6,8 @@
  * a process whose five threads each ran a fifth of the time is not saturated.
  * Per-thread run time comes from `/proc/<pid>/task/<tid>/schedstat` (Linux).
  */
-import { LINK_RELAY_PID_ENV } from "../../bench/across_link.ts";
-
-/** Environment variable a parent sets to the server's pid when the child cannot see it otherwise. */
-export const SERVER_PID_ENV = "SBILAB_SERVER_PID";
+import { LINK_RELAY_PID_ENV, LINK_SERVER_PID_ENV } from "../../bench/across_link.ts";
+import { parseProcStat } from "../../bench/machine_probe.ts";
 
 /** Run time (s) of each thread of each watched process at one instant. */
 export interface PathReading {
@@ -17,6 +15,8 @@ export interface PathReading {
   atMs: number;
   /** Process name (`client`, `server`, `relay`) → thread id → run time (s). */
   threads: Record<string, Record<string, number>>;
+  /** Busy time of every CPU of the machine (s), when known. */
+  machineBusyS?: number;
 }
 
 /** Reads the path's processes; injected so tests can script a saturated one. */
@@ -49,7 +49,7 @@ export function pathPids(serverPid?: number): Record<string, number> {
     const n = Number(Deno.env.get(name));
     return Number.isInteger(n) && n > 1 ? n : undefined;
   };
-  const server = serverPid ?? fromEnv(SERVER_PID_ENV);
+  const server = serverPid ?? fromEnv(LINK_SERVER_PID_ENV);
   if (server !== undefined) pids.server = server;
   const relay = fromEnv(LINK_RELAY_PID_ENV);
   if (relay !== undefined) pids.relay = relay;
@@ -68,7 +68,13 @@ export function procPathProbe(
         const t = threadSeconds(pid);
         if (t) threads[name] = t;
       }
-      return { atMs: clock(), threads };
+      let machineBusyS: number | undefined;
+      try {
+        machineBusyS = parseProcStat(Deno.readTextFileSync("/proc/stat")).busyS;
+      } catch {
+        // not Linux: no machine figure
+      }
+      return { atMs: clock(), threads, ...(machineBusyS !== undefined ? { machineBusyS } : {}) };
     },
   };
 }
@@ -77,10 +83,16 @@ export function procPathProbe(
 export class PathCpu {
   #wallMs = 0;
   #threads = new Map<string, Map<string, number>>();
+  #machineS = 0;
+  #processS = 0;
+  #machineKnown = true;
 
   /** Adds the block between two readings. */
   add(start: PathReading, end: PathReading): void {
     this.#wallMs += Math.max(0, end.atMs - start.atMs);
+    if (start.machineBusyS !== undefined && end.machineBusyS !== undefined) {
+      this.#machineS += end.machineBusyS - start.machineBusyS;
+    } else this.#machineKnown = false;
     for (const [name, after] of Object.entries(end.threads)) {
       const before = start.threads[name];
       if (!before) continue;
@@ -88,17 +100,26 @@ export class PathCpu {
       if (!m) this.#threads.set(name, m = new Map());
       for (const [tid, s] of Object.entries(after)) {
         const d = s - (before[tid] ?? s);
-        if (d > 0) m.set(tid, (m.get(tid) ?? 0) + d);
+        if (d > 0) {
+          m.set(tid, (m.get(tid) ?? 0) + d);
+          this.#processS += d;
+        }
       }
     }
   }
 
-  /** Busiest thread's run time ÷ wall time, per process (only processes read at both ends). */
+  /**
+   * Busiest thread's run time ÷ wall time, per process (only processes read
+   * at both ends), and `others`: cores the machine was busy outside them.
+   */
   shares(): Record<string, number> {
     const out: Record<string, number> = {};
     if (!(this.#wallMs > 0)) return out;
-    for (const [name, m] of this.#threads) {
-      out[name] = Math.max(0, ...m.values()) / (this.#wallMs / 1000);
+    const wallS = this.#wallMs / 1000;
+    for (const [name, m] of this.#threads) out[name] = Math.max(0, ...m.values()) / wallS;
+    if (this.#machineKnown && this.#machineS > 0) {
+      // /proc/stat counts in 10 ms ticks: clamp the rounding below zero away.
+      out.others = Math.max(0, this.#machineS - this.#processS) / wallS;
     }
     return out;
   }
