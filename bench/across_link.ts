@@ -29,8 +29,10 @@ import { labCommand, startLabServe } from "../lib/lab_serve.ts";
 
 /** Environment variable holding the JSON link record a child run crosses. */
 export const LINK_RECORD_ENV = "SBILAB_LINK_RECORD";
-/** Environment variable holding the link relay's pid (for `migration`). */
+/** Environment variable holding the link relay's pid (for `migration`, and its CPU). */
 export const LINK_RELAY_PID_ENV = "SBILAB_LINK_RELAY_PID";
+/** Environment variable holding the pid of the `lab serve` across the link (for its CPU). */
+export const LINK_SERVER_PID_ENV = "SBILAB_LINK_SERVER_PID";
 
 /** Options of {@linkcode runBenchAcrossLink}: those of `runBench` plus the link's. */
 export interface AcrossLinkOptions extends BenchOptions {
@@ -99,7 +101,7 @@ export function linkContextFromEnv(): Pick<BenchOptions, "link" | "rebind"> {
 /** The `lab bench` arguments a child gets for the options the user gave. */
 export function childArgs(
   options: BenchOptions,
-  transport: TransportName,
+  transport: TransportName | TransportName[],
   url: string,
   json: string,
   ca?: string,
@@ -111,8 +113,11 @@ export function childArgs(
     "--target",
     url,
     "--transports",
-    transport,
+    [transport].flat().join(","),
   ];
+  if (options.schedule) args.push("--schedule", options.schedule);
+  if (options.seed !== undefined) args.push("--seed", String(options.seed));
+  if (options.rounds !== undefined) args.push("--rounds", String(options.rounds));
   if (options.stack) args.push("--stack", options.stack);
   if (ca) args.push("--ca", ca);
   if (options.sizes) args.push("--sizes", options.sizes.join(","));
@@ -185,7 +190,7 @@ export async function runBenchAcrossLink(
     progress(`opening link ${specText}`, 0);
     await using link = await openLink(spec, { backend, mtu: options.mtu });
     // Serves in the link's server namespace; the link kills it when it closes.
-    const { urls } = await startLabServe({
+    const { urls, pid: serverPid } = await startLabServe({
       transports,
       stack,
       host: link.serverAddr,
@@ -201,14 +206,22 @@ export async function runBenchAcrossLink(
     });
     const env: Record<string, string> = { [LINK_RECORD_ENV]: JSON.stringify(record) };
     if (link.relayPid) env[LINK_RELAY_PID_ENV] = String(link.relayPid);
-    for (const [i, transport] of transports.entries()) {
+    env[LINK_SERVER_PID_ENV] = String(serverPid);
+    // flows interleaves its transports inside one child: one child for all, one target list.
+    const together = options.scenario === "flows" && options.schedule !== "sequential";
+    const groups: TransportName[][] = together ? [transports] : transports.map((t) => [t]);
+    for (const [i, group] of groups.entries()) {
       if (options.signal?.aborted) break;
-      progress(`${transport} across ${specText}`, i / transports.length);
-      const json = `${tmp}/${transport}.json`;
-      const ca = transport === "h2c" ? undefined : `${tmp}/${DEV_PKI_FILES.ca}`;
+      const transport = group.join(",");
+      progress(`${transport} across ${specText}`, i / groups.length);
+      const json = `${tmp}/${group.join("_")}.json`;
+      const ca = group.every((t) => t === "h2c") ? undefined : `${tmp}/${DEV_PKI_FILES.ca}`;
+      const target = group.length === 1
+        ? urls[group[0]]!
+        : group.map((t) => `${t}=${urls[t]}`).join(",");
       const child = link.exec("client", [
         ...lab,
-        ...childArgs(options, transport, urls[transport]!, json, ca),
+        ...childArgs(options, group, target, json, ca),
       ], {
         env,
         stdout: "null",

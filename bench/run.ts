@@ -23,7 +23,7 @@ import {
   type ScenarioName,
   SCHEMA_VERSION,
 } from "./schema.ts";
-import { type Endpoints, startServers, targetEndpoints } from "./servers.ts";
+import { type Endpoints, parseTargetList, startServers, targetEndpoints } from "./servers.ts";
 import { reachableTarget } from "./target_probe.ts";
 import type { Scenario, ScenarioContext } from "./scenarios/context.ts";
 import { rttScenario } from "./scenarios/rtt.ts";
@@ -206,15 +206,18 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     }
   }
   const quick = options.quick ?? false;
-  const schedule: Schedule = options.schedule ??
-    (scenario === "rtt" ? "interleaved" : "sequential");
+  // rtt interleaves through the round runner; flows interleaves its cells itself.
+  const interleavable = scenario === "rtt" || scenario === "flows";
+  const schedule: Schedule = options.schedule ?? (interleavable ? "interleaved" : "sequential");
   if (schedule !== "interleaved" && schedule !== "sequential") {
     throw new RangeError(`Unknown schedule ${schedule} (use interleaved or sequential)`);
   }
-  const interleaved = schedule === "interleaved";
-  if (interleaved && scenario !== "rtt") {
-    throw new RangeError(`--scenario ${scenario} runs sequentially only (interleaved: rtt)`);
+  if (schedule === "interleaved" && !interleavable) {
+    throw new RangeError(
+      `--scenario ${scenario} runs sequentially only (interleaved: rtt, flows)`,
+    );
   }
+  const interleaved = schedule === "interleaved" && scenario === "rtt";
   const rounds = options.rounds ?? (quick ? 10 : DEFAULT_ROUNDS);
   // Interleaved, `sampleMs` is an arm's sampling time over all rounds and `samples` its count.
   const blockMs = options.blockMs ??
@@ -229,7 +232,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   if (!(Number.isInteger(rounds) && rounds >= 2)) {
     throw new RangeError(`rounds must be a whole number ≥ 2, got ${rounds}`);
   }
-  if (!(blockMs >= 1 && blockMs <= 10_000)) {
+  if (interleaved && !(blockMs >= 1 && blockMs <= 10_000)) {
     throw new RangeError(`block must be 1 … 10000 ms, got ${blockMs}`);
   }
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
@@ -252,6 +255,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   let transports: TransportName[];
   if (options.transports) {
     transports = options.transports;
+  } else if (options.target && parseTargetList(options.target)) {
+    transports = (["h2c", "h2-tls", "h3"] as const).filter((t) =>
+      parseTargetList(options.target!)![t]
+    );
   } else if (options.target) {
     transports = (options.target.startsWith("https:") ? ["h2-tls", "h3"] : ["h2c"])
       .concat(options.targetH3 && !options.target.startsWith("https:") ? ["h3"] : [])
@@ -297,6 +304,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     ...(scenario === "capacity" ? { p99BoundMs: options.p99BoundMs ?? DEFAULT_P99_BOUND_MS } : {}),
     schedule,
     ...(interleaved ? { rounds, blockMs: blockCount ? undefined : blockMs, seed } : {}),
+    ...(scenario === "flows" && schedule === "interleaved"
+      ? { seed, ...(options.rounds !== undefined ? { rounds } : {}) }
+      : {}),
     ...pluginConfig,
   };
   const environment = await collectEnvironment();

@@ -378,7 +378,15 @@ export interface StudyRecord {
   /** UE arrivals (flows) per row chosen to fit the budget. */
   samples: number;
   /** The verdict rule's parameters. */
-  rule: { minReduction: number; level: number; resamples: number; minSamples: number };
+  rule: {
+    minReduction: number;
+    level: number;
+    resamples: number;
+    minSamples: number;
+    maxCoreShare?: number;
+    minOnTimeShare?: number;
+    onTimeMs?: number;
+  };
 }
 
 /** A complete benchmark run. */

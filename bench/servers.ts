@@ -139,22 +139,38 @@ export interface TargetOptions {
 }
 
 /**
+ * The transports of a `--target`: one URL (`http://` for h2c, `https://` for
+ * the TLS transports), or a comma-separated list of `transport=url` pairs
+ * naming each transport's own listener (`h2c=http://a:1,h3=https://a:2`).
+ * Returns the per-transport URLs of a list, undefined for one URL.
+ */
+export function parseTargetList(
+  target: string,
+): Partial<Record<TransportName, string>> | undefined {
+  if (!/^[a-z0-9-]+=/.test(target)) return undefined;
+  const out: Partial<Record<TransportName, string>> = {};
+  for (const part of target.split(",")) {
+    const eq = part.indexOf("=");
+    const t = part.slice(0, eq).trim();
+    if (eq < 1 || !["h2c", "h2-tls", "h3"].includes(t)) {
+      throw new ServerSetupError(`Invalid --target entry ${part} (use transport=url)`);
+    }
+    out[t as TransportName] = part.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+/**
  * Endpoints for a server elsewhere: an `http://` URL serves h2c; an
  * `https://` URL serves h2-tls and, on the same port over UDP, h3 (or at
- * `options.h3Target`).
+ * `options.h3Target`); a `transport=url` list names each transport's listener.
  */
 export function targetEndpoints(
   target: string,
   transports: TransportName[],
   options: TargetOptions = {},
 ): Endpoints {
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    throw new ServerSetupError(`Invalid --target URL: ${target}`);
-  }
-  const origin = url.origin;
+  const list = parseTargetList(target);
   const urls: Endpoints["urls"] = {};
   let h3Url: URL | undefined;
   if (options.h3Target !== undefined) {
@@ -167,20 +183,31 @@ export function targetEndpoints(
       throw new ServerSetupError(`--target-h3 needs an https:// URL, got ${h3Url.origin}`);
     }
   }
+  let https = h3Url !== undefined;
   for (const t of transports) {
     if (t === "h3" && h3Url) {
       urls[t] = h3Url.origin;
       continue;
     }
+    const text = list ? list[t] : target;
+    if (text === undefined) throw new ServerSetupError(`--target names no URL for ${t}`);
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw new ServerSetupError(`Invalid --target URL: ${text}`);
+    }
+    const origin = url.origin;
     if (t === "h2c" && url.protocol !== "http:") {
       throw new ServerSetupError(`Transport h2c needs an http:// target, got ${origin}`);
     }
     if (t !== "h2c" && url.protocol !== "https:") {
       throw new ServerSetupError(`Transport ${t} needs an https:// target, got ${origin}`);
     }
+    https ||= url.protocol === "https:";
     urls[t] = origin;
   }
-  const tls: TlsMaterial | undefined = url.protocol === "https:" || h3Url
+  const tls: TlsMaterial | undefined = https
     ? {
       ca: options.caFile ? { path: options.caFile } : undefined,
       insecure: options.insecure ?? false,

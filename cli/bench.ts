@@ -77,8 +77,13 @@ function roundFlags(flags: BenchFlags) {
   if (flags.schedule !== undefined) {
     parseChoice(flags.schedule, "--schedule", ["interleaved", "sequential"]);
   }
-  if (flags.schedule === "interleaved" && flags.scenario !== "rtt") {
-    throw new UsageError(`--scenario ${flags.scenario} runs sequentially only (interleaved: rtt)`);
+  if (
+    flags.schedule === "interleaved" && flags.scenario !== undefined &&
+    flags.scenario !== "rtt" && flags.scenario !== "flows"
+  ) {
+    throw new UsageError(
+      `--scenario ${flags.scenario} runs sequentially only (interleaved: rtt, flows)`,
+    );
   }
   return {
     schedule: flags.schedule as "interleaved" | "sequential" | undefined,
@@ -111,12 +116,23 @@ async function bench(flags: BenchFlags): Promise<void> {
     ? asUsage(() => parseList(flags.sizes!, "--sizes").map(parseSize), "--sizes")
     : undefined;
   if (flags.target) {
-    let scheme: string | undefined;
+    const { parseTargetList } = await import("../bench/servers.ts");
+    let list: ReturnType<typeof parseTargetList>;
     try {
-      scheme = new URL(flags.target).protocol;
-    } catch { /* not a URL */ }
-    if (scheme !== "http:" && scheme !== "https:") {
-      throw invalid("--target", "http://host:port or https://host:port", flags.target);
+      list = parseTargetList(flags.target);
+    } catch { /* reported below */ }
+    for (const text of list ? Object.values(list) : [flags.target]) {
+      let scheme: string | undefined;
+      try {
+        scheme = new URL(text!).protocol;
+      } catch { /* not a URL */ }
+      if (scheme !== "http:" && scheme !== "https:") {
+        throw invalid(
+          "--target",
+          "http://host:port, https://host:port or transport=url,…",
+          flags.target,
+        );
+      }
     }
     if (flags.inProcess) throw exclusive("--target", "--in-process");
   }
@@ -466,6 +482,8 @@ interface StudyFlags {
   transports?: string;
   ues?: string;
   flows?: string;
+  schedule?: string;
+  seed?: string;
   out: string;
 }
 
@@ -518,6 +536,12 @@ async function study(flags: StudyFlags): Promise<number> {
       transports,
       ues,
       flows,
+      schedule: flags.schedule === undefined
+        ? undefined
+        : parseChoice(flags.schedule, "--schedule", ["interleaved", "sequential"]) as
+          | "interleaved"
+          | "sequential",
+      seed: flags.seed === undefined ? undefined : parseInteger(flags.seed, "--seed", { min: 0 }),
       onProgress: progress.update,
       signal: controller.signal,
     });
@@ -570,6 +594,11 @@ export function registerStudyCommand(program: Command): void {
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")
     .option("--flows <list>", "streams: journey,warm-get (default both)")
+    .option(
+      "--schedule <s>",
+      "interleaved (default: a cell's transports take turns in rounds) or sequential",
+    )
+    .option("--seed <n>", "seed of the round orders (default random, recorded)")
     .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
     .option("-q, --quiet", "no progress (a bar on a terminal, else progress: lines on stderr)")
     .action(async (flags: StudyFlags) => {

@@ -31,6 +31,10 @@ import {
   ueVars,
 } from "./flows/runner.ts";
 import { makeRow, type ScenarioContext } from "../bench/scenarios/context.ts";
+import { shuffled } from "../bench/rounds_stats.ts";
+import { createRng } from "../bench/stats.ts";
+import { PathCpu, pathPids, type PathProbe, procPathProbe } from "./flows/path_cpu.ts";
+import { DEFAULT_RULE } from "./verdict.ts";
 import { formatDuration, formatRate } from "../lib/units.ts";
 
 /** The streams `flows` can measure. */
@@ -146,33 +150,34 @@ async function journey(
   }
 }
 
-/** Measures every transport × UE level × stream. */
-export async function flowsScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
-  const levels = ctx.config.concurrency ?? DEFAULT_UES;
-  const streams = ctx.config.flows ?? [...FLOW_STREAMS];
-  const rttMs = ctx.config.link?.rttMs ?? 0;
-  // The servers are Deno.serve (h2) and the h3 module whatever the server mode.
-  const stack: StackName = ctx.config.stack ?? "native";
-  const rows: ResultRow[] = [];
-  for (const transport of ctx.transports) {
-    rows.push(...await measureTransport(ctx, transport, levels, streams, rttMs, stack));
-  }
-  ctx.notes.push(
-    `flows: one connection per NF pair; NRF discovery results are cached for their validityPeriod, ` +
-      `so measured flows rarely discover; every NF heartbeats every ${HEARTBEAT_MS} ms; a step ` +
-      `times out after ${STEP_TIMEOUT_MS / 1000} s and is retried ${STEP_RETRIES}×.`,
-  );
-  return rows;
+/** Rounds per cell when the transports are interleaved (fewer with `--quick`). */
+export const FLOW_ROUNDS = 8;
+export const QUICK_FLOW_ROUNDS = 5;
+
+/** Options of {@link flowsScenario} beyond the context. */
+export interface FlowsScenarioOptions {
+  /** Reads the CPU of the path's processes around each block. Default `/proc` for client, server, relay. */
+  probe?: PathProbe;
+  /** Random source of the round orders. Default seeded from `config.seed` (or a random seed). */
+  rng?: () => number;
+  /** How the arrival loop waits (with an injected clock). Default a timer. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
-async function measureTransport(
+/** One transport held for the whole run: its connections, NFs and background heartbeats. */
+interface HeldTransport {
+  transport: TransportName;
+  options: FlowRunOptions;
+  nfVars: Record<string, string>;
+  /** Stops the heartbeats and returns their row, when there were enough. */
+  stop(): Promise<ResultRow | undefined>;
+}
+
+async function holdTransport(
   ctx: ScenarioContext,
   transport: TransportName,
-  levels: number[],
-  streams: string[],
-  rttMs: number,
   stack: StackName,
-): Promise<ResultRow[]> {
+): Promise<HeldTransport> {
   const clients = new Map<string, Promise<SbiClient>>();
   const pool: ConnectionPool = {
     client(from, to) {
@@ -182,11 +187,9 @@ async function measureTransport(
       return c;
     },
   };
-  const rows: ResultRow[] = [];
-  const discovery = new DiscoveryCache();
   const options: FlowRunOptions = {
     pool,
-    discovery,
+    discovery: new DiscoveryCache(),
     clock: ctx.clock,
     timeoutMs: STEP_TIMEOUT_MS,
     retries: STEP_RETRIES,
@@ -199,7 +202,7 @@ async function measureTransport(
     nfVars[`${nfType.toLowerCase()}InstanceId`] = nfInstanceId;
     nfIds.push([nfType, nfInstanceId]);
   }
-  // Background heartbeats, one per NF per interval, for as long as this transport runs.
+  // Background heartbeats, one per NF per interval, for as long as the run holds the transport.
   const beats = new Recorder();
   let beatFailures = 0;
   let beating = true;
@@ -217,18 +220,87 @@ async function measureTransport(
     beatTimer = setTimeout(beat, HEARTBEAT_MS);
   };
   beat();
+  return {
+    transport,
+    options,
+    nfVars,
+    async stop() {
+      beating = false;
+      clearTimeout(beatTimer);
+      await Promise.allSettled(beatsInFlight);
+      if (beats.count < 2) return undefined;
+      return makeRow({
+        id: `flows/${transport}/heartbeat`,
+        scenario: "flows",
+        transport,
+        label: HEARTBEAT.title,
+        errors: beatFailures,
+        flow: "heartbeat",
+        step: HEARTBEAT.name,
+        stack,
+      }, beats.finish());
+    },
+  };
+}
+
+/** What one transport's blocks of a cell gave. */
+interface CellArm {
+  held: HeldTransport;
+  tally: StreamTally;
+  started: number;
+  elapsedMs: number;
+  lagSumMs: number;
+  maxLagMs: number;
+  waitedForSlot: number;
+  onTime: number;
+  cpu: PathCpu;
+}
+
+/**
+ * Measures every transport × UE level × stream. Each cell (UE level ×
+ * stream) runs its transports in interleaved rounds: every transport's
+ * connections stay warm for the whole run, and each round gives every
+ * transport one short block of UE arrivals in a new random order (seeded),
+ * so a change of the machine lands on all transports of the cell alike. A
+ * block ends when its flows have finished, so the CPU read around it is its
+ * own. `config.schedule = "sequential"` runs one transport's blocks after
+ * another instead.
+ */
+export async function flowsScenario(
+  ctx: ScenarioContext,
+  scenarioOptions: FlowsScenarioOptions = {},
+): Promise<ResultRow[]> {
+  const levels = ctx.config.concurrency ?? DEFAULT_UES;
+  const streams = ctx.config.flows ?? [...FLOW_STREAMS];
+  const rttMs = ctx.config.link?.rttMs ?? 0;
+  // The servers are Deno.serve (h2) and the h3 module whatever the server mode.
+  const stack: StackName = ctx.config.stack ?? "native";
+  const sequential = ctx.config.schedule === "sequential";
+  const rounds = ctx.config.rounds ?? (ctx.config.quick ? QUICK_FLOW_ROUNDS : FLOW_ROUNDS);
+  const seed = ctx.config.seed ?? Math.floor(Math.random() * 2 ** 32);
+  const rng = scenarioOptions.rng ?? createRng(seed);
+  const probe = scenarioOptions.probe ?? procPathProbe(pathPids(ctx.endpoints.pid), ctx.clock);
+  const onTimeMs = DEFAULT_RULE.onTimeMs!;
+  const rows: ResultRow[] = [];
+  const held: HeldTransport[] = [];
   // A different SUPI range per run, so a server shared between runs never sees a UE twice.
   let nextUe = Math.floor(Math.random() * 1e6) * 1000;
   try {
+    for (const t of ctx.transports) held.push(await holdTransport(ctx, t, stack));
     for (const ues of levels) {
       for (const stream of streams) {
         const flows = stream === "journey" ? JOURNEY : [WARM_GET];
         const rate = ctx.config.rate ??
           defaultArrivalRate(ues, requestsPerUe(flows), rttMs, 5);
-        const label = `${transport} ${stream} × ${ues} UEs`;
-        const run = (t: StreamTally | undefined, durationMs: number, maxCount?: number) =>
+        const label = `${stream} × ${ues} UEs`;
+        const run = (
+          h: HeldTransport,
+          t: StreamTally | undefined,
+          durationMs: number,
+          maxCount?: number,
+        ) =>
           runArrivals(
-            (due) => journey(flows, { ...nfVars, ...ueVars(nextUe++) }, due, options, t),
+            (due) => journey(flows, { ...h.nfVars, ...ueVars(nextUe++) }, due, h.options, t),
             {
               rate,
               maxInFlight: ues,
@@ -236,114 +308,172 @@ async function measureTransport(
               maxCount,
               clock: ctx.clock,
               signal: ctx.signal,
+              onTimeMs,
+              sleep: scenarioOptions.sleep,
             },
           );
         ctx.onProgress(label, 0);
-        // Warm-up: connections open, discovery cached; at least one arrival.
-        await run(
-          undefined,
-          ctx.plan.warmupMs,
-          Math.max(1, Math.ceil(rate * ctx.plan.warmupMs / 1000)),
-        );
-        const t = tally();
-        const count = ctx.plan.samples === undefined
-          ? undefined
-          : ctx.plan.samples * (stream === "warm-get" ? WARM_GET_SAMPLE_FACTOR : 1);
-        const r = await run(t, ctx.plan.sampleMs, count);
-        ctx.onProgress(label, 1);
-        const perSecond = r.started / (r.elapsedMs / 1000);
-        if (r.waitedForSlot > 0.05 * r.started) {
-          ctx.notes.push(
-            `${transport} ${stream} at ${ues} UEs: ${r.waitedForSlot} of ${r.started} arrivals ` +
-              `waited for a free UE slot (mean lag ${formatDuration(r.meanLagMs * 1e6)}), so ` +
-              "these flow times include queueing on this machine, not only the transport " +
-              "(a lower --rate or a bigger box avoids it).",
+        // Warm-up of each transport: connections open, discovery cached; at least one arrival.
+        for (const h of shuffled(held, rng)) {
+          await run(
+            h,
+            undefined,
+            ctx.plan.warmupMs,
+            Math.max(1, Math.ceil(rate * ctx.plan.warmupMs / 1000)),
           );
         }
-        for (const flow of flows) {
-          const times = t.flowTimes.get(flow.name);
-          const failed = t.failed.get(flow.name) ?? 0;
-          if (!times || times.count < 2) {
-            ctx.notes.push(
-              `${transport} ${flow.name} at ${ues} UEs: only ${
-                times?.count ?? 0
-              } flows completed ` +
-                `(${failed} failed${
-                  t.firstError ? `; first: ${t.firstError}` : ""
-                }), so it has no row.`,
-            );
-            continue;
-          }
-          const extra: Record<string, number> = {
-            targetRate: rate,
-            failed,
-            notStarted: t.notStarted.get(flow.name) ?? 0,
-            retries: t.retries.get(flow.name) ?? 0,
-            meanArrivalLagNs: r.meanLagMs * 1e6,
-            maxArrivalLagNs: r.maxLagMs * 1e6,
-            waitedForSlot: r.waitedForSlot,
-            steps: flow.steps.length,
-          };
-          for (const [key, n] of t.failedAt) {
-            const [f, step] = key.split("\n");
-            if (f === flow.name) extra[`failedAt:${step}`] = n;
-          }
-          const row = makeRow({
-            id: `flows/${transport}/${flow.name}/${ues}`,
-            scenario: "flows",
-            transport,
-            label: `${flow.title}, ${ues} UEs at ${formatRate(rate).replace("req/s", "UE/s")}`,
-            concurrency: ues,
-            requestsPerSecond: perSecond,
-            errors: failed,
-            extra,
-            flow: flow.name,
-            stack,
-          }, times.finish());
-          ctx.onRow(row);
-          rows.push(row);
-          for (const step of flow.steps) {
-            const st = t.stepTimes.get(`${flow.name}\n${step.name}`);
-            if (!st || st.count < 2) continue;
-            const stepRow = makeRow({
-              id: `flows/${transport}/${flow.name}/${ues}/${step.name}`,
-              scenario: "flows",
-              transport,
-              label: step.title,
-              concurrency: ues,
-              errors: t.failedAt.get(`${flow.name}\n${step.name}`) ?? 0,
-              flow: flow.name,
-              step: step.name,
-              stack,
-            }, st.finish());
-            rows.push(stepRow);
-          }
+        const total = ctx.plan.samples === undefined
+          ? undefined
+          : ctx.plan.samples * (stream === "warm-get" ? WARM_GET_SAMPLE_FACTOR : 1);
+        const blockCount = total === undefined ? undefined : Math.max(1, Math.ceil(total / rounds));
+        const blockMs = ctx.plan.sampleMs / rounds;
+        const arms: CellArm[] = held.map((h) => ({
+          held: h,
+          tally: tally(),
+          started: 0,
+          elapsedMs: 0,
+          lagSumMs: 0,
+          maxLagMs: 0,
+          waitedForSlot: 0,
+          onTime: 0,
+          cpu: new PathCpu(),
+        }));
+        const order = sequential
+          ? arms.flatMap((a) => Array.from({ length: rounds }, () => a))
+          : Array.from({ length: rounds }, () => shuffled(arms, rng)).flat();
+        for (const [i, a] of order.entries()) {
+          if (ctx.signal?.aborted) break;
+          // The last block of an arm takes what the count leaves.
+          const left = total === undefined ? undefined : total - a.started;
+          if (left !== undefined && left <= 0) continue;
+          const before = probe.read();
+          const r = await run(
+            a.held,
+            a.tally,
+            blockMs,
+            left === undefined ? undefined : Math.min(blockCount!, left),
+          );
+          a.cpu.add(before, probe.read());
+          a.started += r.started;
+          a.elapsedMs += r.elapsedMs;
+          a.lagSumMs += r.meanLagMs * r.started;
+          a.maxLagMs = Math.max(a.maxLagMs, r.maxLagMs);
+          a.waitedForSlot += r.waitedForSlot;
+          a.onTime += r.onTime;
+          ctx.onProgress(label, (i + 1) / order.length);
+        }
+        for (const a of arms) {
+          rows.push(...cellRows(ctx, a, flows, ues, rate, stream, stack, rounds));
         }
       }
     }
   } finally {
-    beating = false;
-    clearTimeout(beatTimer);
-    await Promise.allSettled(beatsInFlight);
+    for (const h of held) {
+      const beatRow = await h.stop();
+      if (beatRow) rows.push(beatRow);
+    }
   }
-  if (beats.count >= 2) {
-    rows.push(makeRow({
-      id: `flows/${transport}/heartbeat`,
+  ctx.notes.push(
+    `flows: one connection per NF pair; NRF discovery results are cached for their validityPeriod, ` +
+      `so measured flows rarely discover; every NF heartbeats every ${HEARTBEAT_MS} ms; a step ` +
+      `times out after ${STEP_TIMEOUT_MS / 1000} s and is retried ${STEP_RETRIES}×.`,
+    sequential
+      ? `flows: sequential schedule, each transport's ${rounds} blocks per cell one after another.`
+      : `flows: each cell ran its transports in ${rounds} interleaved rounds, one block of UE ` +
+        `arrivals per transport per round in a new random order (seed ${seed}); every transport's ` +
+        `connections stayed open for the whole run.`,
+  );
+  return rows;
+}
+
+/** The rows of one transport in one cell: each flow's completion time, and each step's latency. */
+function cellRows(
+  ctx: ScenarioContext,
+  a: CellArm,
+  flows: FlowDefinition[],
+  ues: number,
+  rate: number,
+  stream: string,
+  stack: StackName,
+  rounds: number,
+): ResultRow[] {
+  const transport = a.held.transport;
+  const t = a.tally;
+  const rows: ResultRow[] = [];
+  const perSecond = a.elapsedMs > 0 ? a.started / (a.elapsedMs / 1000) : 0;
+  const meanLagMs = a.started ? a.lagSumMs / a.started : 0;
+  if (a.waitedForSlot > 0.05 * a.started) {
+    ctx.notes.push(
+      `${transport} ${stream} at ${ues} UEs: ${a.waitedForSlot} of ${a.started} arrivals ` +
+        `waited for a free UE slot (mean lag ${formatDuration(meanLagMs * 1e6)}), so ` +
+        "these flow times include queueing on this machine, not only the transport " +
+        "(a lower --rate or a bigger box avoids it).",
+    );
+  }
+  const cores = a.cpu.shares();
+  for (const flow of flows) {
+    const times = t.flowTimes.get(flow.name);
+    const failed = t.failed.get(flow.name) ?? 0;
+    if (!times || times.count < 2) {
+      ctx.notes.push(
+        `${transport} ${flow.name} at ${ues} UEs: only ${times?.count ?? 0} flows completed ` +
+          `(${failed} failed${t.firstError ? `; first: ${t.firstError}` : ""}), so it has no row.`,
+      );
+      continue;
+    }
+    const extra: Record<string, number> = {
+      targetRate: rate,
+      failed,
+      notStarted: t.notStarted.get(flow.name) ?? 0,
+      retries: t.retries.get(flow.name) ?? 0,
+      meanArrivalLagNs: meanLagMs * 1e6,
+      maxArrivalLagNs: a.maxLagMs * 1e6,
+      waitedForSlot: a.waitedForSlot,
+      steps: flow.steps.length,
+      rounds,
+      onTimeShare: a.started ? a.onTime / a.started : 1,
+    };
+    for (const [p, share] of Object.entries(cores)) extra[`cpu:${p}`] = share;
+    for (const [key, n] of t.failedAt) {
+      const [f, step] = key.split("\n");
+      if (f === flow.name) extra[`failedAt:${step}`] = n;
+    }
+    const row = makeRow({
+      id: `flows/${transport}/${flow.name}/${ues}`,
       scenario: "flows",
       transport,
-      label: HEARTBEAT.title,
-      errors: beatFailures,
-      flow: "heartbeat",
-      step: HEARTBEAT.name,
+      label: `${flow.title}, ${ues} UEs at ${formatRate(rate).replace("req/s", "UE/s")}`,
+      concurrency: ues,
+      requestsPerSecond: perSecond,
+      errors: failed,
+      extra,
+      flow: flow.name,
       stack,
-    }, beats.finish()));
+    }, times.finish());
+    ctx.onRow(row);
+    rows.push(row);
+    for (const step of flow.steps) {
+      const st = t.stepTimes.get(`${flow.name}\n${step.name}`);
+      if (!st || st.count < 2) continue;
+      rows.push(makeRow({
+        id: `flows/${transport}/${flow.name}/${ues}/${step.name}`,
+        scenario: "flows",
+        transport,
+        label: step.title,
+        concurrency: ues,
+        errors: t.failedAt.get(`${flow.name}\n${step.name}`) ?? 0,
+        flow: flow.name,
+        step: step.name,
+        stack,
+      }, st.finish()));
+    }
   }
   return rows;
 }
 
 /** The `flows` scenario as the benchmark's plug-in: checks the streams, sets the UE levels. */
 export const flowsPlugin: ScenarioPlugin = {
-  run: flowsScenario,
+  run: (ctx) => flowsScenario(ctx),
   configure(options: BenchOptions) {
     for (const f of options.flows ?? []) {
       if (!(FLOW_STREAMS as readonly string[]).includes(f)) {

@@ -14,7 +14,9 @@ import { collectEnvironment } from "../bench/environment.ts";
 import { runBench } from "../bench/run.ts";
 import {
   defaultArrivalRate,
+  FLOW_ROUNDS,
   FLOW_STREAMS,
+  QUICK_FLOW_ROUNDS,
   requestsPerUe,
   WARM_GET_SAMPLE_FACTOR,
 } from "./flows_scenario.ts";
@@ -50,6 +52,13 @@ export interface StudyOptions {
   budgetMs?: number;
   /** A smoke run: one UE level, short rows. Default false. */
   quick?: boolean;
+  /**
+   * `interleaved` (default): each cell's transports take turns in rounds of
+   * short arrival blocks; `sequential`: one transport's blocks after another.
+   */
+  schedule?: "interleaved" | "sequential";
+  /** Seed of the round orders. Default a random one (recorded in the run). */
+  seed?: number;
   /** Progress of the current step (label, 0…1). */
   onProgress?: (label: string, fraction: number) => void;
   /** Stops after the current link when aborted. */
@@ -88,9 +97,9 @@ export interface RowPlan {
  * Picks the largest number of flows per row whose estimated time fits nine
  * tenths of the remaining budget. A row takes `samples / rate` (its default
  * arrival rate on that link; five times the samples for the warm GET) capped
- * at `sampleMs`, plus its warm-up and the flows still in
- * flight when arrivals stop (about one journey); each link adds its fixed
- * costs. When even the smallest target does not fit, rows get that target
+ * at `sampleMs`, plus its warm-up and, per round, the flows still in
+ * flight when a block's arrivals stop (about one journey); each link adds its
+ * fixed costs. When even the smallest target does not fit, rows get that target
  * and a cap that shares out what is left (at least `minMs`).
  */
 export function planRows(p: {
@@ -103,6 +112,8 @@ export function planRows(p: {
   minMs: number;
   maxMs: number;
   maxSamples?: number;
+  /** Blocks per row (each ends with its flows in flight draining). Default 1. */
+  rounds?: number;
 }): RowPlan {
   const rows: { rate: number; tailMs: number; factor: number }[] = [];
   let fixed = 0;
@@ -112,7 +123,7 @@ export function planRows(p: {
       const requests = requestsPerUe(stream === "journey" ? JOURNEY : [WARM_GET]);
       for (const ues of p.ues) {
         const rate = defaultArrivalRate(ues, requests, l.rttMs, 5);
-        const tailMs = requests * (l.rttMs + 5);
+        const tailMs = (p.rounds ?? 1) * requests * (l.rttMs + 5);
         const factor = stream === "journey" ? 1 : WARM_GET_SAMPLE_FACTOR;
         for (let t = 0; t < p.transports; t++) rows.push({ rate, tailMs, factor });
       }
@@ -165,6 +176,9 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
   const transports = transportsOf.get(stack)!;
   const rowTransports = [...transportsOf.values()].reduce((n, ts) => n + ts.length, 0);
   const warmupMs = quick ? 300 : 1000;
+  const schedule = options.schedule ?? "interleaved";
+  const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
+  const rounds = quick ? QUICK_FLOW_ROUNDS : FLOW_ROUNDS;
   const progress = options.onProgress ?? (() => {});
   const start = Date.now();
   const rows: ResultRow[] = [];
@@ -188,6 +202,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       minMs: quick ? 500 : 1000,
       maxMs: 60_000,
       maxSamples: quick ? 100 : undefined,
+      rounds,
     });
     lastPlan = plan;
     let recorded = false;
@@ -203,6 +218,9 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
         sampleMs: Math.round(plan.sampleMs),
         samples: plan.samples,
         skipFloors: true,
+        schedule,
+        seed: seed + i,
+        rounds,
         onProgress: (l: string, f: number) => progress(`${label}: ${l}`, f),
         signal: options.signal,
         plugins: STUDY_PLUGINS,
@@ -267,6 +285,9 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       delayMs: 0,
       concurrency: ues,
       flows,
+      schedule,
+      rounds,
+      seed,
     },
     environment: await collectEnvironment(),
     floors: {

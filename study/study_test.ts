@@ -45,3 +45,14 @@ Deno.test("parseBudget reads minutes, seconds and hours and refuses less than 10
   assert.equal(parseBudget("1h"), 3_600_000);
   for (const bad of ["5s", "ten", "-1m", ""]) assert.throws(() => parseBudget(bad), RangeError);
 });
+
+Deno.test("planRows charges each round's draining flows, so more rounds plan fewer flows or more time", () => {
+  const one = planRows({ ...BASE, remainingMs: 10 * 60_000 });
+  const eight = planRows({ ...BASE, remainingMs: 10 * 60_000, rounds: 8 });
+  assert.ok(
+    eight.samples < one.samples ||
+      (eight.samples === one.samples && eight.estimateMs > one.estimateMs),
+    JSON.stringify([one, eight]),
+  );
+  assert.ok(eight.estimateMs <= 0.9 * 10 * 60_000 || eight.samples === 30);
+});

@@ -16,6 +16,13 @@ function failedOf(c: CellVerdict): string {
   }).join(" · ");
 }
 
+/** An interval's end; one no flow supports is unbounded. */
+function end(x: number): string {
+  if (x === Infinity) return "+∞";
+  if (x === -Infinity) return "−∞";
+  return x < 0 ? `−${formatDuration(-x)}` : formatDuration(x);
+}
+
 /** One row per cell: link, flow, UEs, p99 per transport, the comparison and the decision. */
 export function verdictTable(v: StudyVerdict): { header: string[]; body: string[][] } {
   // A stack column only when the run mixes stacks.
@@ -27,7 +34,7 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     "UEs",
     ...TRANSPORTS.map((t) => `${t} p99`),
     "h3 vs better h2",
-    "95 % CI of h3 − h2 p99",
+    "interval of h3 − h2 p99",
     "failed h2c · h2-tls · h3",
     "verdict",
     ...(stacks ? ["families agree"] : []),
@@ -54,10 +61,12 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     c.reduction === undefined
       ? "–"
       : `${c.reduction >= 0 ? "−" : "+"}${Math.abs(c.reduction * 100).toFixed(1)} % vs ${c.bestH2}`,
-    c.diffCi ? `[${formatDuration(c.diffCi.lower)}, ${formatDuration(c.diffCi.upper)}]` : "–",
+    c.diffCi ? `[${end(c.diffCi.lower)}, ${end(c.diffCi.upper)}]` : "–",
     failedOf(c),
     c.status === "material"
       ? "MATERIAL"
+      : c.status === "not-valid"
+      ? c.reason
       : c.status === "no-data"
       ? `no data: ${c.reason}`
       : `no: ${c.reason}`,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { DEFAULT_RULE, judgeCell, studyVerdict } from "./verdict.ts";
+import { DEFAULT_RULE, judgeCell, sideLevel, studyVerdict } from "./verdict.ts";
+import { quantileRanks } from "./quantile_interval.ts";
 import { compareQuantiles, estimate } from "../bench/stats.ts";
 import type { BenchRun, ResultRow } from "../bench/schema.ts";
 
@@ -7,7 +8,7 @@ const base = {
   h2P99: 100,
   h3FailShare: 0,
   h2FailShare: 0,
-  n: 100,
+  n: DEFAULT_RULE.minSamples,
 };
 
 Deno.test("judgeCell: a p99 exactly 20 % lower with an interval below zero is material", () => {
@@ -55,12 +56,27 @@ Deno.test("judgeCell: HTTP/3 slower is never material, and losing more flows voi
   assert.equal(equalLoss.status, "material");
 });
 
-Deno.test("judgeCell: 100 flows per side are enough for a p99, 99 are not", () => {
+Deno.test("judgeCell: the fewest flows are those whose p99 interval has an upper end", () => {
+  const min = DEFAULT_RULE.minSamples;
+  // The rule's minimum and the interval agree: one flow fewer and the interval is unbounded above.
+  assert.ok(quantileRanks(min, 0.99, sideLevel(DEFAULT_RULE.level)).upper <= min);
+  assert.equal(quantileRanks(min - 1, 0.99, sideLevel(DEFAULT_RULE.level)).upper, min);
   const clear = { ...base, h3P99: 50, diffCi: { lower: -60, upper: -40 } };
-  assert.equal(judgeCell({ ...clear, n: 100 }).status, "material");
-  const few = judgeCell({ ...clear, n: 99 });
+  assert.equal(judgeCell({ ...clear, n: min }).status, "material");
+  const few = judgeCell({ ...clear, n: 100 });
   assert.equal(few.status, "not-material");
-  assert.match(few.reason, /too few flows for a p99 \(99 < 100\)/);
+  assert.match(few.reason, new RegExp(`too few flows for a p99 \\(100 < ${min}: .*2nd largest`));
+});
+
+Deno.test("judgeCell: a cell that is not valid is never material, however clear", () => {
+  const d = judgeCell({
+    ...base,
+    h3P99: 50,
+    diffCi: { lower: -60, upper: -40 },
+    invalid: "not valid: server at 0.97 of a core (h3)",
+  });
+  assert.equal(d.status, "not-valid");
+  assert.equal(d.reason, "not valid: server at 0.97 of a core (h3)");
 });
 
 Deno.test("judgeCell: a cell without one side is kept as no-data", () => {
@@ -70,11 +86,17 @@ Deno.test("judgeCell: a cell without one side is kept as no-data", () => {
 });
 
 /** Samples spread evenly over [lo, hi]. */
-function spread(lo: number, hi: number, n = 400): number[] {
+function spread(lo: number, hi: number, n = 500): number[] {
   return Array.from({ length: n }, (_, i) => lo + ((hi - lo) * i) / (n - 1));
 }
 
-function row(transport: string, link: string, samples: number[], failed = 0): ResultRow {
+function row(
+  transport: string,
+  link: string,
+  samples: number[],
+  failed = 0,
+  measured: Record<string, number> = {},
+): ResultRow {
   return {
     id: `flows/${transport}/registration/8`,
     scenario: "flows",
@@ -84,7 +106,7 @@ function row(transport: string, link: string, samples: number[], failed = 0): Re
     estimate: estimate(samples),
     samples: { count: samples.length, complete: true, samples, histogram: "" },
     errors: failed,
-    extra: { failed },
+    extra: { failed, ...measured },
     flow: "registration",
     link,
   };
@@ -121,7 +143,10 @@ Deno.test("studyVerdict compares HTTP/3 with the better HTTP/2 variant in every 
   assert.equal(byLink.lan.status, "not-material");
   assert.equal(byLink.lossy.status, "no-data");
   assert.equal(v.material, 1);
-  assert.match(v.summary, /material advantage in 1 of 3 cells \(registration on wan at 8 UEs\)/);
+  assert.match(
+    v.summary,
+    /material advantage in 1 of 3 valid cells \(registration on wan at 8 UEs\)/,
+  );
   assert.equal(DEFAULT_RULE.minReduction, 0.2);
 });
 
@@ -131,7 +156,7 @@ Deno.test("studyVerdict says HTTP/2 stands when no cell is material", () => {
     row("h3", "metro", spread(100, 200)),
   ]));
   assert.equal(v.material, 0);
-  assert.match(v.summary, /no material advantage in any of the 1 cells/);
+  assert.match(v.summary, /no material advantage in any of the 1 valid cells/);
 });
 
 Deno.test("studyVerdict gives no verdict when no cell has both sides", () => {
@@ -185,4 +210,57 @@ Deno.test("two stack families agree where both judged a cell the same way and sa
     disagree: ["pdu-session on wan at 16 UEs"],
   });
   assert.equal(familyAgreement([cell("native", "registration", "material")]), undefined);
+});
+
+const QUIET = { "cpu:client": 0.4, "cpu:server": 0.3, "cpu:relay": 0.2, onTimeShare: 1 };
+
+Deno.test("a study cell with a saturated server is marked not valid and counted apart", () => {
+  const v = studyVerdict(run([
+    // wan: a clear HTTP/3 advantage, but the server was busy 0.97 of a core during h3's blocks.
+    row("h2c", "wan", spread(100, 300), 0, QUIET),
+    row("h3", "wan", spread(50, 100), 0, { ...QUIET, "cpu:server": 0.97 }),
+    // lan: the same figures on a quiet machine stay valid and material.
+    row("h2c", "lan", spread(100, 300), 0, QUIET),
+    row("h3", "lan", spread(50, 100), 0, QUIET),
+    // metro: the client fell behind its arrivals.
+    row("h2c", "metro", spread(100, 300), 0, QUIET),
+    row("h3", "metro", spread(50, 100), 0, { ...QUIET, onTimeShare: 0.8 }),
+  ]));
+  const byLink = Object.fromEntries(v.cells.map((c) => [c.link, c]));
+  assert.equal(byLink.wan.status, "not-valid");
+  assert.equal(byLink.wan.reason, "not valid: server at 0.97 of a core (h3)");
+  assert.equal(byLink.lan.status, "material");
+  assert.equal(byLink.metro.status, "not-valid");
+  assert.match(byLink.metro.reason, /schedule slipped: 80\.0 % of arrivals within 2 ms \(h3\)/);
+  assert.equal(v.material, 1);
+  assert.deepEqual(v.notValid, [
+    "registration on wan at 8 UEs: server at 0.97 of a core (h3)",
+    "registration on metro at 8 UEs: schedule slipped: 80.0 % of arrivals within 2 ms (h3)",
+  ]);
+  assert.match(v.summary, /material advantage in 1 of 1 valid cells/);
+  assert.match(
+    v.summary,
+    /2 of 3 cells were not valid and are not counted \(server saturated in 1, schedule slipped in 1\)/,
+  );
+});
+
+Deno.test("a cell just under the saturation threshold stays valid", () => {
+  const v = studyVerdict(run([
+    row("h2c", "wan", spread(100, 300), 0, { ...QUIET, "cpu:relay": 0.89 }),
+    row("h3", "wan", spread(50, 100), 0, { ...QUIET, "cpu:client": 0.89, onTimeShare: 0.95 }),
+  ]));
+  assert.equal(v.cells[0].status, "material");
+  assert.deepEqual(v.notValid, []);
+  assert.doesNotMatch(v.summary, /not valid/);
+});
+
+Deno.test("the p99 difference interval is unbounded when the flows cannot bound a p99", () => {
+  const v = studyVerdict(run([
+    row("h2c", "wan", spread(100, 300, 100)),
+    row("h3", "wan", spread(50, 100, 100)),
+  ]));
+  const c = v.cells[0];
+  assert.equal(c.diffCi!.upper, Infinity);
+  assert.equal(c.status, "not-material");
+  assert.match(c.reason, /too few flows/);
 });

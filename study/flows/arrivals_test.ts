@@ -47,6 +47,8 @@ Deno.test("an arrival that waits for a UE slot keeps its due time and is counted
   assert.deepEqual(started, [{ due: 0, at: 0 }, { due: 1, at: 6 }]);
   assert.equal(r.waitedForSlot, 1);
   assert.equal(r.maxLagMs, 5);
+  // Waiting 5 ms for a slot is the system queueing, not the loop falling behind.
+  assert.equal(r.onTime, 2);
 });
 
 Deno.test("arrivals are bounded by count and reject bad rates", async () => {
@@ -66,4 +68,34 @@ Deno.test("arrivals are bounded by count and reject bad rates", async () => {
     runArrivals(() => Promise.resolve(), { rate: 0, maxInFlight: 1, durationMs: 1 }),
     RangeError,
   );
+});
+
+Deno.test("an arrival the loop itself reaches late is not on time", async () => {
+  const t = fakeTime();
+  // The loop oversleeps by 5 ms on every third wait (a busy event loop), by 0 otherwise.
+  let waits = 0;
+  const sleep = (ms: number) => {
+    t.advance(ms + (++waits % 3 === 0 ? 5 : 0));
+    return Promise.resolve();
+  };
+  const r = await runArrivals(() => Promise.resolve(), {
+    rate: 100,
+    maxInFlight: 4,
+    durationMs: 90,
+    clock: t.clock,
+    sleep,
+    onTimeMs: 2,
+  });
+  assert.ok(r.started >= 5, `${r.started} started`);
+  assert.ok(r.onTime < r.started && r.onTime > 0, `${r.onTime} of ${r.started} on time`);
+  assert.ok(r.maxLagMs > 2);
+  const steady = fakeTime();
+  const s = await runArrivals(() => Promise.resolve(), {
+    rate: 100,
+    maxInFlight: 1,
+    durationMs: 90,
+    clock: steady.clock,
+    sleep: steady.sleep,
+  });
+  assert.equal(s.onTime, s.started);
 });

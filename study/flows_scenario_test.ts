@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import { createHandler } from "../handler/mod.ts";
+import type { ScenarioContext } from "../bench/scenarios/context.ts";
+import type { BenchRun, ResultRow, RunConfig } from "../bench/schema.ts";
+import type { SbiClient, TransportName } from "../transports/types.ts";
+import { handlerClient } from "./flows/_test_util.ts";
+import type { PathProbe, PathReading } from "./flows/path_cpu.ts";
+import { flowsScenario } from "./flows_scenario.ts";
+import { studyVerdict } from "./verdict.ts";
+import { createRng } from "../bench/stats.ts";
+
+/**
+ * A context whose clients call the handler directly and a probe that plays the
+ * server process: its one thread runs `serverShare[t]` of the time while
+ * transport t's requests are being sent. `blocks` lists each block's transport.
+ */
+function harness(serverShare: Partial<Record<TransportName, number>>, schedule?: "sequential") {
+  const handler = createHandler();
+  let current: TransportName | undefined;
+  const blocks: string[] = [];
+  // Time moves only when the arrival loop sleeps (exactly as asked) and by 0.5 ms per request.
+  let now = 0;
+  const clock = () => now;
+  const sleep = (ms: number) => {
+    now += ms;
+    return Promise.resolve();
+  };
+  let serverS = 0, clientS = 0, last = 0, reads = 0;
+  const probe: PathProbe = {
+    read(): PathReading {
+      // Reads come in pairs around each measured block; the second names the block's transport.
+      if (reads++ % 2 === 1) blocks.push(current!);
+      const dt = (now - last) / 1000;
+      last = now;
+      serverS += (current ? serverShare[current] ?? 0.2 : 0) * dt;
+      clientS += 0.3 * dt;
+      return { atMs: now, threads: { client: { "1": clientS }, server: { "7": serverS } } };
+    },
+  };
+  const config = {
+    scenario: "flows",
+    stack: "native",
+    concurrency: [4],
+    flows: ["warm-get"],
+    rate: 400,
+    rounds: 4,
+    ...(schedule ? { schedule } : {}),
+  } as unknown as RunConfig;
+  const ctx: ScenarioContext = {
+    endpoints: { urls: {}, mode: "in-process", close: async () => {} },
+    transports: ["h2c", "h3"],
+    sizes: [256],
+    plan: { warmupMs: 10, sampleMs: 5000, samples: 16 },
+    clock,
+    config,
+    notes: [],
+    openClient(t): Promise<SbiClient> {
+      const c = handlerClient(handler);
+      return Promise.resolve({
+        ...c,
+        transport: t,
+        request: (r) => {
+          // The warm GETs are the blocks' load; heartbeats (PATCH) run in the background.
+          if (r.path.startsWith("/nbench/")) current = t;
+          now += 0.5;
+          return c.request(r);
+        },
+      });
+    },
+    onProgress: () => {},
+    onRow: () => {},
+  };
+  return { ctx, probe, sleep, blocks };
+}
+
+const flowRows = (rows: ResultRow[]) => rows.filter((r) => r.flow === "warm-get" && !r.step);
+
+Deno.test("flows interleaves the transports of a cell and marks a saturated server's cell not valid", async () => {
+  const h = harness({ h2c: 0.3, h3: 0.97 });
+  const rows = await flowsScenario(h.ctx, { probe: h.probe, sleep: h.sleep, rng: createRng(1) });
+  const byT = Object.fromEntries(flowRows(rows).map((r) => [r.transport, r]));
+  // 16 × 5 warm GETs per transport, in 4 rounds of 20.
+  assert.equal(byT.h2c.samples.count, 80);
+  assert.equal(byT.h3.samples.count, 80);
+  assert.equal(byT.h3.extra!.rounds, 4);
+  assert.ok(byT.h3.extra!["cpu:server"] > 0.9, `h3 server ${byT.h3.extra!["cpu:server"]}`);
+  assert.ok(byT.h2c.extra!["cpu:server"] < 0.5, `h2c server ${byT.h2c.extra!["cpu:server"]}`);
+  assert.equal(byT.h3.extra!.onTimeShare, 1);
+  // Every round holds both transports once, in its own order.
+  assert.equal(h.blocks.length, 8);
+  for (let r = 0; r < 4; r++) {
+    assert.deepEqual(
+      [...h.blocks.slice(2 * r, 2 * r + 2)].sort(),
+      ["h2c", "h3"],
+      h.blocks.join(" "),
+    );
+  }
+  const v = studyVerdict(
+    { rows, config: h.ctx.config, floors: { rows: [] }, notes: [] } as unknown as BenchRun,
+  );
+  const cell = v.cells.find((c) => c.flow === "warm-get")!;
+  assert.equal(cell.status, "not-valid");
+  assert.match(cell.reason, /^not valid: server at 0\.9\d of a core \(h3\)$/);
+  assert.match(v.summary, /None of the 1 cells is valid \(server saturated in 1\)/);
+});
+
+Deno.test("flows on a quiet path keeps the cell valid; sequential runs one transport's blocks together", async () => {
+  const h = harness({ h2c: 0.3, h3: 0.4 }, "sequential");
+  const rows = await flowsScenario(h.ctx, { probe: h.probe, sleep: h.sleep, rng: createRng(2) });
+  const v = studyVerdict(
+    { rows, config: h.ctx.config, floors: { rows: [] }, notes: [] } as unknown as BenchRun,
+  );
+  const cell = v.cells.find((c) => c.flow === "warm-get")!;
+  assert.notEqual(cell.status, "not-valid", cell.reason);
+  assert.deepEqual(v.notValid, []);
+  assert.deepEqual(h.blocks, ["h2c", "h2c", "h2c", "h2c", "h3", "h3", "h3", "h3"]);
+});
