@@ -88,7 +88,7 @@ class QuinnH3Server implements SbiServer {
   }
 
   async #acceptLoop(): Promise<void> {
-    const { maxConnections } = this.limits;
+    const { maxConnections } = this.#core.limits;
     try {
       for await (const incoming of this.#listener) {
         if (this.#closing || this.#conns.size + this.#pending >= maxConnections) {
@@ -104,7 +104,7 @@ class QuinnH3Server implements SbiServer {
 
   async #start(incoming: Deno.QuicIncoming): Promise<void> {
     this.#pending++;
-    const { handshakeTimeoutMs } = this.limits;
+    const { handshakeTimeoutMs } = this.#core.limits;
     let quic: Deno.QuicConn | undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
@@ -178,7 +178,7 @@ class QuinnH3Server implements SbiServer {
       if (!conn.dead && conn.queuedBytes >= queued && conn.queuedBytes > 0) {
         conn.close(H3_CODE.EXCESSIVE_LOAD, "response stalled");
       }
-    }, this.limits.stallTimeoutMs);
+    }, this.#core.limits.stallTimeoutMs);
   }
 
   close(): Promise<void> {
