@@ -51,6 +51,7 @@ interface ServeOptions {
   maxBody?: string;
   h3MaxUdpPayload?: string;
   h3Retry?: boolean;
+  h3ExactEcn?: boolean;
   nrfMaxInstances?: string;
   nrfMaxProfile?: string;
   maxJsonDepth?: string;
@@ -224,6 +225,10 @@ export function registerServeCommand(program: Command): void {
     .option("--max-body <bytes>", "largest request body, on every transport (then 413)")
     .option("--h3-retry", "h3: validate client addresses with Retry, then NEW_TOKEN")
     .option(
+      "--h3-exact-ecn",
+      "h3: read every datagram in the module so ACKs count every ECN mark (a thread crossing per wake-up)",
+    )
+    .option(
       "--h3-max-udp-payload <bytes>",
       "h3: send datagrams up to this size (a path MTU you know, 1200-65527) instead of 1200 B + PMTUD",
     )
@@ -311,6 +316,7 @@ export function registerServeCommand(program: Command): void {
             maxUdpPayload?: number;
             maxQueuedBytes?: number;
             retry?: boolean;
+            exactEcn?: boolean;
             earlyData?: boolean;
           } = {
             stack,
@@ -328,6 +334,7 @@ export function registerServeCommand(program: Command): void {
           if (t === "h3") {
             options.maxUdpPayload = h3MaxUdpPayload;
             options.retry = o.h3Retry ?? false;
+            options.exactEcn = o.h3ExactEcn ?? false;
           }
           const server = await createServer(t, handler, options).catch((err) => {
             throw bindError(err, o.host);

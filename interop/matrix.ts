@@ -124,9 +124,16 @@ interface Ctx {
 }
 
 /** Starts the server for one case (`variant` picks flags where the server is ours to start). */
-async function serverFor(ctx: Ctx, variant: "plain" | "retry" | "chacha20"): Promise<ServerPeer> {
+async function serverFor(
+  ctx: Ctx,
+  variant: "plain" | "retry" | "chacha20" | "ecn",
+): Promise<ServerPeer> {
   if (ctx.server === "ours") {
-    const options: Omit<H3ServerOptions, "tls"> = variant === "retry" ? { retry: true } : {};
+    const options: Omit<H3ServerOptions, "tls"> = variant === "retry"
+      ? { retry: true }
+      : variant === "ecn"
+      ? { exactEcn: true }
+      : {};
     return await ourServer(ctx, options);
   }
   if (ctx.server === "gtlsserver") {
@@ -352,7 +359,7 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       stack: ctx.options.stack,
     });
   }
-  const variant = name === "retry" ? "retry" : name === "chacha20" ? "chacha20" : "plain";
+  const variant = name === "retry" || name === "chacha20" || name === "ecn" ? name : "plain";
   const peer = await serverFor(ctx, variant);
   try {
     switch (name) {
@@ -413,9 +420,11 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
         }
       }
       case "ecn": {
+        // ACK_ECN counts every mark only when every datagram is read with its TOS byte.
         const client = await createH3Client(peer.origin, {
           tls: { insecure: true },
           timeoutMs: 10_000,
+          exactEcn: true,
         });
         try {
           for (let i = 0; i < 4; i++) await client.request({ path: peer.pathFor(MiB) });
@@ -520,7 +529,10 @@ async function clientCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       stack: ctx.options.stack,
     });
   }
-  const peer = await ourServer(ctx, name === "retry" ? { retry: true } : {});
+  const peer = await ourServer(
+    ctx,
+    name === "retry" ? { retry: true } : name === "ecn" ? { exactEcn: true } : {},
+  );
   const url = (n: number) => `${peer.origin}${peer.pathFor(n)}`;
   const run = (sizes: number[], flags?: string[]) =>
     runGtlsClient(peer.host, peer.port, sizes.map(url), { flags });

@@ -371,6 +371,34 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "ecn, exact on both ends: every mark that left one end is counted by the other, and both keep marking",
+  ignore,
+  fn: async () => {
+    const server = await ourServer({ exactEcn: true });
+    const client = await createH3Client(server.url, {
+      tls: { ca: (await testPki()).caCertPem },
+      exactEcn: true,
+    });
+    try {
+      for (let i = 0; i < 4; i++) {
+        const res = await client.request({ path: "/nbench/v1/payload?size=1048576" });
+        assert.equal(res.body.length, 1048576);
+      }
+      const c = client.datagramStats()!, s = server.datagramStats()!;
+      assert.ok(s.datagramsSent > 500);
+      // Loopback loses nothing, so every marked datagram arrives and is counted.
+      assert.equal(c.ecnReceived, s.ecnSent, "client counted every mark the server sent");
+      assert.ok(s.ecnSent > 0.9 * s.datagramsSent, `server marked ${s.ecnSent}/${s.datagramsSent}`);
+      assert.ok(c.ecnSent > 0.9 * c.datagramsSent, `client marked ${c.ecnSent}/${c.datagramsSent}`);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  },
+});
+
 const V2_DRAFT = 0x709a50c4;
 
 Deno.test({

@@ -76,9 +76,17 @@ export interface H3ClientOptions extends ClientOptions {
    * the path allows it and report the marks received in ACKs. The first
    * datagram of each wake-up is read through Deno, which hides its TOS byte:
    * it counts as unmarked, so a peer that checks our counts strictly may
-   * stop marking. Default true.
+   * stop marking (see `exactEcn`). Default true.
    */
   ecn?: boolean;
+  /**
+   * Read every datagram in the module, each with its ECN mark, so ACK_ECN
+   * counts every mark that arrived: the socket's readiness is awaited in the
+   * module on one of Deno's blocking threads instead of through Deno's
+   * receive, which costs a thread crossing per wake-up (a slower round trip
+   * at low concurrency). Default false.
+   */
+  exactEcn?: boolean;
   /** Largest response body accepted. Default 64 MiB. */
   maxBodyBytes?: number;
   /** Time a QUIC handshake may take before the connection fails, in ms. Default 5000. */
@@ -576,7 +584,7 @@ class H3Client implements H3SbiClient {
     let ticket: Uint8Array | undefined;
     let setup: SetupRecorder | undefined;
     try {
-      sock = new H3Socket(this.#sym, localIp, 0);
+      sock = new H3Socket(this.#sym, localIp, 0, this.#options.exactEcn === true);
       sock.connect(remoteIp, remotePort);
       using config = new H3Config(this.#sym, false, {
         certPem: this.#tls.certPem,

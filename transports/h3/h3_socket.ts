@@ -3,7 +3,7 @@
  * native HTTP/3 module reads and writes in batches.
  */
 import type { Sbh3Symbols } from "./symbols.ts";
-import { NATIVE_ERR } from "../native/errors.ts";
+import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
 import { check, H3Error } from "./h3_error.ts";
 import { cstr, EMPTY } from "./_ffi_util.ts";
 
@@ -14,23 +14,38 @@ export type Datagram = [Uint8Array, Deno.NetAddr];
  * A UDP socket for {@linkcode H3ClientConn.io} and {@linkcode H3ServerEndpoint.io}:
  * a `Deno.DatagramConn` (so Deno's reactor, on the main thread, reports
  * readiness) that the shim adopts by its local address for batched
- * recvmmsg/sendmmsg. `receive()` awaits one datagram through Deno; the io
- * call then drains the rest. The shim never closes the socket; `close()`
- * drops the shim's handle first, then closes the socket, which ends a pending
- * `receive()`.
+ * recvmmsg/sendmmsg. Two ways to wait: `receive()` awaits one datagram
+ * through Deno (its TOS byte, and so its ECN mark, stays with Deno) and the
+ * io call drains the rest; `ready()` waits in the module and reads nothing,
+ * so the io call reads every datagram with its ECN mark, at the price of a
+ * thread crossing per wake-up. The shim never closes the socket; `close()`
+ * ends a pending wait, drops the shim's handle, then closes the socket, which
+ * ends a pending `receive()`.
  */
+const NOTHING = EMPTY.subarray(0, 0);
+
 export class H3Socket {
   #sym: Sbh3Symbols;
   #ptr: Deno.PointerValue;
   #udp: Deno.DatagramConn;
   #buf = new Uint8Array(65536);
+  #closing = false;
+  #wait: Promise<boolean> | undefined;
   /** Bound local address (as Deno reports it) and port. */
   readonly hostname: string;
   readonly port: number;
 
-  /** Opens a socket bound to `ip:port` (0: any free port); throws H3Error (SOCKET) on failure. */
-  constructor(sym: Sbh3Symbols, ip: string, port: number) {
+  /** Every datagram is read by the module with its ECN mark (see {@linkcode ready}). */
+  readonly exactEcn: boolean;
+
+  /**
+   * Opens a socket bound to `ip:port` (0: any free port); throws H3Error
+   * (SOCKET) on failure. `exactEcn`: `receive()` waits in the module
+   * ({@linkcode ready}) instead of through Deno.
+   */
+  constructor(sym: Sbh3Symbols, ip: string, port: number, exactEcn = false) {
     this.#sym = sym;
+    this.exactEcn = exactEcn;
     try {
       this.#udp = Deno.listenDatagram({ transport: "udp", hostname: ip, port });
     } catch (err) {
@@ -56,7 +71,9 @@ export class H3Socket {
 
   /** The native handle, for the io calls in this folder. */
   get pointer(): Deno.PointerValue {
-    if (this.#ptr === null) throw new H3Error(NATIVE_ERR.CLOSED, "UDP socket is closed");
+    if (this.#ptr === null || this.#closing) {
+      throw new H3Error(NATIVE_ERR.CLOSED, "UDP socket is closed");
+    }
     return this.#ptr;
   }
 
@@ -69,10 +86,14 @@ export class H3Socket {
    * Awaits the next datagram through Deno's reactor. Resolves with it; with
    * an empty datagram when the receive reported ECONNREFUSED (recorded for
    * the next io call, which reports REFUSED); with null once closed. Other
-   * receive errors reject.
+   * receive errors reject. With `exactEcn`, awaits {@linkcode ready} instead
+   * and resolves with an empty datagram: the io call reads them all.
    */
   async receive(): Promise<Datagram | null> {
-    if (this.#ptr === null) return null;
+    if (this.#ptr === null || this.#closing) return null;
+    if (this.exactEcn) {
+      return (await this.ready()) ? [NOTHING, this.#udp.addr as Deno.NetAddr] : null;
+    }
     try {
       return (await this.#udp.receive(this.#buf)) as Datagram;
     } catch (err) {
@@ -85,8 +106,43 @@ export class H3Socket {
     }
   }
 
-  /** Frees the shim's handle, then closes the socket. Idempotent. */
+  /**
+   * Resolves true once a datagram (or a receive error, such as the ICMP port
+   * unreachable of a connected socket) waits for the next io call; false once
+   * closed. Nothing is read, so the io call reads every datagram with its
+   * TOS byte. The wait runs in the module on one of Deno's blocking threads:
+   * each wake-up crosses threads, which {@linkcode receive} does not. Calls
+   * while a wait is pending share it.
+   */
+  ready(): Promise<boolean> {
+    if (this.#ptr === null || this.#closing) return Promise.resolve(false);
+    return this.#wait ??= this.#waitOnce();
+  }
+
+  async #waitOnce(): Promise<boolean> {
+    // Start waiting after the work this turn queued (the flush of answers just given):
+    // the blocking thread's wake-up must not preempt that send on this CPU.
+    await null;
+    const rc = this.#closing ? NATIVE_ERR.CLOSED : await this.#sym.sbh3_udp_wait(this.#ptr, -1);
+    this.#wait = undefined;
+    if (this.#closing) {
+      this.#release();
+      return false;
+    }
+    if (rc < 0) throw new H3Error(rc, `Waiting on the UDP socket failed (${nativeErrorName(rc)})`);
+    return true;
+  }
+
+  /** Ends a pending wait, frees the shim's handle, then closes the socket. Idempotent. */
   close(): void {
+    if (this.#ptr === null || this.#closing) return;
+    this.#closing = true;
+    // a pending ready() still uses the handle: it frees it once the wake ends its wait
+    if (this.#wait) this.#sym.sbh3_udp_wake(this.#ptr);
+    else this.#release();
+  }
+
+  #release(): void {
     if (this.#ptr === null) return;
     this.#sym.sbh3_udp_free(this.#ptr);
     this.#ptr = null;

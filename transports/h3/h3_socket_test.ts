@@ -92,6 +92,67 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "h3 socket, exact ECN: ready() wakes for each new datagram after io() drained the socket, and reads none",
+  ignore,
+  fn: async () => {
+    const { symbols } = await loadH3Library();
+    const pki = await createDevPki();
+    using config = new H3Config(symbols, true, {
+      certPem: pki.serverCertPem,
+      keyPem: pki.serverKeyPem,
+    });
+    using sock = new H3Socket(symbols, "127.0.0.1", 0, true);
+    using ep = new H3ServerEndpoint(symbols, config, "127.0.0.1", sock.port);
+    const peer = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+    const to: Deno.NetAddr = { transport: "udp", hostname: "127.0.0.1", port: sock.port };
+    try {
+      for (let round = 0; round < 30; round++) {
+        // A burst: the wait reads nothing, so io() takes all five with recvmmsg.
+        for (let i = 0; i < 5; i++) await peer.send(junk(round, i), to);
+        assert.equal(await within(sock.ready(), 2000, `round ${round} burst`), true);
+        assert.equal(await within(sock.ready(), 2000, `round ${round} still ready`), true);
+        const [empty] = (await within(sock.receive(), 2000, `round ${round} receive`))!;
+        assert.equal(empty.length, 0, "receive() hands the datagrams to io(), not to the caller");
+        assert.equal(ep.io(sock), 5, "io() read the whole burst");
+        assert.equal(ep.io(sock), 0, "nothing left on the socket");
+        // One more: a wait started on the empty socket wakes for it, and not before.
+        const next = sock.ready();
+        const idle = await Promise.race([
+          next,
+          new Promise((r) => setTimeout(() => r("idle"), 20)),
+        ]);
+        assert.equal(idle, "idle", "no wake-up while nothing is there");
+        await peer.send(junk(round, 9), to);
+        assert.equal(await within(next, 2000, `round ${round} single`), true);
+        assert.equal(ep.io(sock), 1);
+      }
+    } finally {
+      peer.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "h3 socket, exact ECN: close() ends a pending wait with false and frees the port",
+  ignore,
+  fn: async () => {
+    const { symbols } = await loadH3Library();
+    const sock = new H3Socket(symbols, "127.0.0.1", 0, true);
+    const pending = sock.ready();
+    const receiving = sock.receive();
+    sock.close();
+    assert.equal(await within(pending, 2000, "ready after close"), false);
+    assert.equal(await within(receiving, 2000, "receive after close"), null);
+    assert.equal(await sock.ready(), false);
+    assert.throws(() => sock.pointer, (e) => e instanceof H3Error && e.code === NATIVE_ERR.CLOSED);
+    sock.close();
+    const again = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: sock.port });
+    again.close();
+  },
+});
+
+Deno.test({
   name: "h3 socket: binding a UDP port in use fails with H3Error SOCKET naming the address",
   ignore,
   fn: async () => {

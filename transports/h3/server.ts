@@ -46,9 +46,16 @@ export interface H3ServerOptions extends ServerOptions {
    * the path allows it and report the marks received in ACKs. The first
    * datagram of each wake-up is read through Deno, which hides its TOS byte:
    * it counts as unmarked, so a peer that checks our counts strictly may
-   * stop marking. Default true.
+   * stop marking (see `exactEcn`). Default true.
    */
   ecn?: boolean;
+  /**
+   * Read every datagram in the module, each with its ECN mark, so ACK_ECN
+   * counts every mark that arrived: the socket's readiness is awaited in the
+   * module on one of Deno's blocking threads instead of through Deno's
+   * receive, which costs a thread crossing per wake-up. Default false.
+   */
+  exactEcn?: boolean;
   /**
    * Validate every new client address with a Retry (RFC 9000 §8.1) and give
    * each client a NEW_TOKEN that skips the Retry next time. Tokens are bound
@@ -435,7 +442,7 @@ export async function createH3Server(
   const lib = await loadH3Library();
   const hostname = options.hostname ?? "127.0.0.1";
   // Throws H3Error (SOCKET) when the address is in use or not local.
-  const sock = new H3Socket(lib.symbols, hostname, options.port ?? 0);
+  const sock = new H3Socket(lib.symbols, hostname, options.port ?? 0, options.exactEcn === true);
   const totalQueued = options.maxQueuedBytes ?? l.maxQueuedResponseBytes;
   try {
     using config = new H3Config(lib.symbols, true, {

@@ -149,7 +149,8 @@ static int refused_seen(sbh3_config *ccfg, uint8_t *ev, int via_caller) {
       memcpy(&code, ev + 16, 8);
       if (type == SBH3_EV_CLOSED && code == SBWIRE_ERR_REFUSED) refused = 1;
     }
-    if (!refused) wait_readable(rfd, 50);
+    /* The module's own wait reports the ICMP error as readiness, as the caller's poll does. */
+    if (!refused && (via_caller ? (wait_readable(rfd, 50), 0) : sbh3_udp_wait(ru, 50)) < 0) break;
   }
   sbh3_conn_free(rc);
   sbh3_udp_free(ru);
@@ -173,6 +174,9 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
   sbh3_udp *su = sbh3_udp_adopt("127.0.0.1", (uint16_t)sport), *cu = sbh3_udp_adopt("127.0.0.1", (uint16_t)cport);
   if (!su || !cu) return -1;
   if (sbh3_udp_connect(cu, "127.0.0.1", (uint16_t)sport) != 0) return -1;
+  /* Nothing arrived yet; a wake ends the next wait at once. */
+  if (sbh3_udp_wait(su, 0) != 0 || sbh3_udp_wake(su) != 0 || sbh3_udp_wait(su, 5000) != SBWIRE_ERR_CLOSED)
+    return -1;
   sbh3_server *srv = sbh3_server_new(scfg, "127.0.0.1", (uint16_t)sport);
   sbh3_conn *cli = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", (uint16_t)cport, "127.0.0.1", (uint16_t)sport);
   if (!srv || !cli) return -1;

@@ -255,6 +255,12 @@ sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port);
 void sbh3_udp_free(sbh3_udp *u);
 /* Connects the socket to ip:port, so an ICMP port unreachable surfaces as SBWIRE_ERR_REFUSED. */
 int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port);
+/* Waits up to timeout_ms (-1: no limit) for a datagram or an error on the socket, without reading it;
+ * 1: ready, 0: timed out, SBWIRE_ERR_CLOSED: sbh3_udp_wake ended the wait. Safe to call on another thread
+ * while the owner's thread runs the io calls; the owner frees the wrapper only after a pending wait returned. */
+int sbh3_udp_wait(sbh3_udp *u, int timeout_ms);
+/* Ends a pending sbh3_udp_wait (or the next one) with SBWIRE_ERR_CLOSED. */
+int sbh3_udp_wake(sbh3_udp *u);
 /* Records an ECONNREFUSED that the caller's own receive got; the next sbh3_conn_io reports SBWIRE_ERR_REFUSED. */
 int sbh3_udp_refused(sbh3_udp *u);
 /* Client: feeds data (len 0: none), receives every further ready datagram, runs due timers, sends all that is due; returns datagrams received. */

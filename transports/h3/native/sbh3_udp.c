@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 
 struct sbh3_udp {
   int fd;         /* the caller's socket: never closed here */
+  int wake_fd;    /* eventfd that ends a pending sbh3_udp_wait (sbh3_udp_wake) */
   int connected;
   int refused;    /* a send or the caller's receive saw ECONNREFUSED (which clears the socket's pending error) */
   int no_gso;     /* the kernel refused UDP_SEGMENT once: one datagram per message from then on */
@@ -82,9 +84,10 @@ sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port) {
   sbh3_udp *u = calloc(1, sizeof(*u));
   if (!u) return NULL;
   u->fd = found;
+  u->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   u->rbuf = malloc((size_t)IO_BATCH * IO_RECV_BYTES);
   u->sbuf = malloc(IO_SEND_BYTES);
-  if (!u->rbuf || !u->sbuf) {
+  if (u->wake_fd < 0 || !u->rbuf || !u->sbuf) {
     sbh3_udp_free(u);
     return NULL;
   }
@@ -101,6 +104,7 @@ sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port) {
 
 void sbh3_udp_free(sbh3_udp *u) {
   if (!u) return;
+  if (u->wake_fd >= 0) close(u->wake_fd);
   free(u->rbuf);
   free(u->sbuf);
   free(u);
@@ -114,6 +118,29 @@ int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port) {
   if (connect(u->fd, &sa.sa, salen) != 0) return SBWIRE_ERR_SOCKET;
   u->connected = 1;
   return 0;
+}
+
+int sbh3_udp_wait(sbh3_udp *u, int timeout_ms) {
+  if (!u) return SBWIRE_ERR_INVALID;
+  /* POLLERR (an ICMP error on a connected socket) is reported whatever is asked: the io call reads it. */
+  struct pollfd p[2] = {{.fd = u->fd, .events = POLLIN}, {.fd = u->wake_fd, .events = POLLIN}};
+  int n;
+  do n = poll(p, 2, timeout_ms);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return SBWIRE_ERR_SOCKET;
+  if (p[1].revents) {
+    uint64_t v;
+    if (read(u->wake_fd, &v, sizeof(v)) < 0) { /* drained by an earlier wait: nothing to do */
+    }
+    return SBWIRE_ERR_CLOSED;
+  }
+  return p[0].revents ? 1 : 0;
+}
+
+int sbh3_udp_wake(sbh3_udp *u) {
+  if (!u) return SBWIRE_ERR_INVALID;
+  uint64_t one = 1;
+  return write(u->wake_fd, &one, sizeof(one)) == sizeof(one) ? 0 : SBWIRE_ERR_SOCKET;
 }
 
 int sbh3_udp_refused(sbh3_udp *u) {
