@@ -14,6 +14,7 @@ import {
 import { startServers } from "./servers.ts";
 import { quantile } from "./stats.ts";
 import { type AttackCounts, type AttackName, noAttacks, runAttackers } from "./attackers.ts";
+import { readProcMemory } from "../lib/proc_status.ts";
 
 /** Options of {@linkcode runSoak}. */
 export interface SoakOptions {
@@ -92,13 +93,7 @@ export interface SoakReport {
 const MAX_IN_FLIGHT = 256;
 
 function rssOf(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
-    return m ? Number(m[1]) * 1024 : undefined;
-  } catch {
-    return undefined;
-  }
+  return pid === undefined ? undefined : readProcMemory(pid)?.rssBytes;
 }
 
 function slice(latencies: number[], served: number, errors: number, skipped: number): SoakSlice {

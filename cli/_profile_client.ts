@@ -3,11 +3,16 @@
  * (`--cpu-prof`) sees only it: warms one client up, then sends a bounded
  * number of requests with a fixed number in flight, and prints one JSON line
  * with the measured window (on the profiles' monotonic clock) and the CPU
- * time of both processes over it. Private to `cli/profile.ts`.
+ * time of both processes over it. With `memoryEvery` it also reads the
+ * resident size of both processes from `/proc/<pid>/status` right after the
+ * warm-up and after every `memoryEvery` measured requests: this process is the
+ * one sending, so it reads itself, not a wrapper. Private to `cli/profile.ts`.
  */
 import { createClient } from "../transports/mod.ts";
 import type { TransportName } from "../transports/types.ts";
 import { monotonicUs } from "../transports/native/libc.ts";
+import { readProcMemory } from "../lib/proc_status.ts";
+import type { MemoryReadings } from "../bench/memory_growth.ts";
 import process from "node:process";
 
 /** What `lab profile` asks of this process (one JSON argument). */
@@ -23,8 +28,10 @@ export interface ProfileClientJob {
   /** CA file to trust (h2-tls, h3), or undefined. */
   caPath?: string;
   insecure?: boolean;
-  /** Server process whose CPU time to read, if any. */
+  /** Server process whose CPU time (and memory) to read, if any. */
   serverPid?: number;
+  /** Read both processes' resident size every this many measured requests; default never. */
+  memoryEvery?: number;
 }
 
 /** The JSON line this process prints. */
@@ -35,6 +42,8 @@ export interface ProfileClientResult {
   errors: number;
   client: { userUs: number; systemUs: number };
   server?: { userUs: number; systemUs: number };
+  /** With `memoryEvery`: what was read of each process. */
+  memory?: { client: MemoryReadings; server?: MemoryReadings };
 }
 
 const TICK_US = 1e6 / 100; // USER_HZ on Linux
@@ -44,6 +53,30 @@ async function processCpu(pid: number): Promise<{ userUs: number; systemUs: numb
   const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return { userUs: Number(f[11]) * TICK_US, systemUs: Number(f[12]) * TICK_US };
+}
+
+/** Reads `pid`'s memory now and on every `take`; throws when the process cannot be read. */
+function memoryReader(pid: number | "self") {
+  const read = () => {
+    const m = readProcMemory(pid);
+    if (!m) throw new Error(`Cannot read the memory of process ${pid} from /proc/${pid}/status`);
+    return m;
+  };
+  const first = read();
+  const readings: MemoryReadings = {
+    pid: pid === "self" ? Deno.pid : pid,
+    process: first.name,
+    samples: [{ requests: 0, rssBytes: first.rssBytes }],
+    peakBytes: first.peakBytes,
+  };
+  return {
+    readings,
+    take(requests: number) {
+      const m = read();
+      readings.samples.push({ requests, rssBytes: m.rssBytes });
+      readings.peakBytes = m.peakBytes;
+    },
+  };
 }
 
 async function run(job: ProfileClientJob): Promise<ProfileClientResult> {
@@ -74,8 +107,25 @@ async function run(job: ProfileClientJob): Promise<ProfileClientResult> {
     errors = 0;
     const c0 = process.cpuUsage();
     const s0 = job.serverPid ? await processCpu(job.serverPid) : undefined;
+    const every = job.memoryEvery;
+    const memory = every
+      ? {
+        client: memoryReader("self"),
+        server: job.serverPid ? memoryReader(job.serverPid) : undefined,
+      }
+      : undefined;
     const fromUs = monotonicUs();
-    await batch(job.requests);
+    if (memory && every) {
+      for (let done = 0; done < job.requests;) {
+        const n = Math.min(every, job.requests - done);
+        await batch(n);
+        done += n;
+        memory.client.take(done);
+        memory.server?.take(done);
+      }
+    } else {
+      await batch(job.requests);
+    }
     const toUs = monotonicUs();
     const c1 = process.cpuUsage(c0);
     const s1 = job.serverPid ? await processCpu(job.serverPid) : undefined;
@@ -88,6 +138,10 @@ async function run(job: ProfileClientJob): Promise<ProfileClientResult> {
       server: s0 && s1
         ? { userUs: s1.userUs - s0.userUs, systemUs: s1.systemUs - s0.systemUs }
         : undefined,
+      memory: memory && {
+        client: memory.client.readings,
+        server: memory.server?.readings,
+      },
     };
   } finally {
     await client.close();

@@ -8,7 +8,11 @@
  * client also runs twice under callgrind (a quarter of the requests, then
  * all of them) and the difference gives its instructions per request by
  * object file (see `bench/callgrind.ts`): the figure the machine's noise moves
- * least. Client on CPU 0, server on CPU 1, as `lab bench` places them.
+ * least. With `--memory` neither side runs under a profiler (it distorts
+ * memory): the client reads both processes' resident size after the warm-up
+ * and every 10k requests, and the table (see `bench/memory_growth.ts`) gives
+ * each side's growth against the 5 MiB target; `--json` saves it. Client on
+ * CPU 0, server on CPU 1, as `lab bench` places them.
  */
 import type { Command } from "commander";
 import { UsageError } from "./args.ts";
@@ -18,9 +22,16 @@ import { breakdown, type CpuTime, parseCpuProfile, renderBreakdown } from "../be
 import { enablePlacement, onServerCpu, placement } from "../bench/affinity.ts";
 import { parseH2loadOutput } from "../bench/lab_itself.ts";
 import { parseAnnotate, perRequestByObject, renderObjectCosts } from "../bench/callgrind.ts";
+import {
+  MEMORY_STEP_REQUESTS,
+  type MemoryReadings,
+  memoryRun,
+  renderMemoryRun,
+} from "../bench/memory_growth.ts";
 import { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../lib/host.ts";
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { type TransportName, TRANSPORTS } from "../transports/types.ts";
+import { resolveStack } from "../transports/stack.ts";
 
 /** Servers `lab profile` can load. */
 export const PROFILE_SERVERS = ["sbilab", "nghttpd", "gtlsserver"] as const;
@@ -28,13 +39,15 @@ export const PROFILE_SERVERS = ["sbilab", "nghttpd", "gtlsserver"] as const;
 interface ProfileFlags {
   transport: string;
   server: string;
-  requests: string;
+  requests?: string;
   warmup: string;
   streams: string;
   size: string;
   interval: string;
   out?: string;
   callgrind?: boolean;
+  memory?: boolean;
+  json?: string;
 }
 
 function int(text: string, flag: string, min: number, max: number): number {
@@ -78,21 +91,26 @@ function stopChild(child: Deno.ChildProcess): () => Promise<void> {
     })();
 }
 
+/** V8 profiler flags for `deno run`: none when `interval` is undefined (a memory run). */
+function profilerFlags(dir: string, interval: number | undefined): string[] {
+  return interval === undefined
+    ? []
+    : ["--cpu-prof", `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${interval}`];
+}
+
 async function startSbilab(
   transport: TransportName,
   size: number,
   out: string,
-  interval: number,
+  interval: number | undefined,
 ): Promise<ProfiledServer> {
-  const profileDir = `${out}/server`;
+  const profileDir = interval === undefined ? undefined : `${out}/server`;
   const stateDir = `${out}/state`;
   const [cmd, args] = onServerCpu(await placement(), Deno.execPath(), [
     "run",
     "-A",
     "--unstable-net",
-    "--cpu-prof",
-    `--cpu-prof-dir=${profileDir}`,
-    `--cpu-prof-interval=${interval}`,
+    ...profilerFlags(`${out}/server`, interval),
     `${ROOT}/main.ts`,
     "serve",
     "--transports",
@@ -179,6 +197,31 @@ async function startPeer(
   };
 }
 
+/** What one run sends, whatever it measures. */
+interface RunSettings {
+  transport: TransportName;
+  requests: number;
+  warmup: number;
+  streams: number;
+  size: number;
+}
+
+/** The client process's job against `server`. */
+function clientJob(server: ProfiledServer, run: RunSettings): ProfileClientJob {
+  return {
+    transport: run.transport,
+    origin: server.origin,
+    path: server.path,
+    size: run.size,
+    requests: run.requests,
+    warmup: run.warmup,
+    streams: run.streams,
+    caPath: server.caPath,
+    insecure: server.insecure,
+    serverPid: server.pid,
+  };
+}
+
 async function readProfile(dir: string) {
   for await (const e of Deno.readDir(dir)) {
     if (e.name.endsWith(".cpuprofile")) {
@@ -191,16 +234,14 @@ async function readProfile(dir: string) {
 async function runClient(
   job: ProfileClientJob,
   profileDir: string,
-  interval: number,
+  interval: number | undefined,
 ): Promise<ProfileClientResult> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
       "--unstable-net",
-      "--cpu-prof",
-      `--cpu-prof-dir=${profileDir}`,
-      `--cpu-prof-interval=${interval}`,
+      ...profilerFlags(profileDir, interval),
       `${ROOT}/cli/_profile_client.ts`,
       JSON.stringify(job),
     ],
@@ -266,13 +307,18 @@ export function registerProfileCommand(program: Command): void {
     .description("profile one warm transport: where a request's time goes, per side")
     .option("--transport <name>", `one of ${TRANSPORTS.join(", ")}`, "h2c")
     .option("--server <name>", `${PROFILE_SERVERS.join(", ")} (C peers: h2c / h3 only)`, "sbilab")
-    .option("--requests <n>", "requests measured (1-1000000)", "20000")
+    .option("--requests <n>", "requests measured (1-1000000; default 20000, 100000 with --memory)")
     .option("--warmup <n>", "requests sent first, not measured (0-1000000)", "2000")
     .option("--streams <n>", "requests in flight on the one connection (1-1024)", "1")
     .option("--size <bytes>", "response body size (1-16777216)", "256")
     .option("--interval <µs>", "profiler sampling interval in µs (50-10000)", "100")
     .option("--out <dir>", "keep the profiles here (default: a temporary folder, removed)")
     .option("--callgrind", "also count the client's instructions per request (valgrind)")
+    .option(
+      "--memory",
+      "no profiler: RSS of each side after the warm-up, every 10k requests and at the end",
+    )
+    .option("--json <file>", "with --memory: save the memory record (sbilab-memory/1) here")
     .action(async (o: ProfileFlags) => {
       const transport = o.transport as TransportName;
       if (!(TRANSPORTS as readonly string[]).includes(transport)) {
@@ -287,7 +333,16 @@ export function registerProfileCommand(program: Command): void {
       if (o.server === "gtlsserver" && transport !== "h3") {
         throw new UsageError("--server gtlsserver goes with --transport h3");
       }
-      const requests = int(o.requests, "--requests", 1, 1_000_000);
+      if (o.memory && o.callgrind) {
+        throw new UsageError("--memory and --callgrind are separate runs: choose one");
+      }
+      if (o.json && !o.memory) throw new UsageError("--json goes with --memory");
+      const requests = int(
+        o.requests ?? (o.memory ? "100000" : "20000"),
+        "--requests",
+        1,
+        1_000_000,
+      );
       const warmup = int(o.warmup, "--warmup", 0, 1_000_000);
       const streams = int(o.streams, "--streams", 1, 1024);
       const size = int(o.size, "--size", 1, 16 * 1024 * 1024);
@@ -296,6 +351,18 @@ export function registerProfileCommand(program: Command): void {
       await Deno.mkdir(out, { recursive: true });
       enablePlacement(true);
       const pinned = await placement();
+      if (o.memory) {
+        await memoryAction(o, {
+          transport,
+          requests,
+          warmup,
+          streams,
+          size,
+          out,
+          pinned: pinned !== undefined,
+        });
+        return;
+      }
       const server = o.server === "sbilab"
         ? await startSbilab(transport, size, out, interval)
         : await startPeer(o.server as "nghttpd" | "gtlsserver", size, out);
@@ -309,18 +376,7 @@ export function registerProfileCommand(program: Command): void {
       let reference: number | undefined;
       let instructions: string | undefined;
       try {
-        const job: ProfileClientJob = {
-          transport,
-          origin: server.origin,
-          path: server.path,
-          size,
-          requests,
-          warmup,
-          streams,
-          caPath: server.caPath,
-          insecure: server.insecure,
-          serverPid: server.pid,
-        };
+        const job = clientJob(server, { transport, requests, warmup, streams, size });
         result = await runClient(job, `${out}/client`, interval);
         if (transport === "h2c" && findTool("h2load")) {
           reference = await h2loadUs(`${server.origin}${server.path}`, requests, streams);
@@ -375,4 +431,50 @@ export function registerProfileCommand(program: Command): void {
       if (o.out) console.log(`\nprofiles kept in ${out} (open them in Chrome DevTools)`);
       else await Deno.remove(out, { recursive: true });
     });
+}
+
+/** `lab profile --memory`: both sides unprofiled, RSS sampled by the client, one table. */
+async function memoryAction(
+  o: ProfileFlags,
+  run: RunSettings & { out: string; pinned: boolean },
+): Promise<void> {
+  const { transport, requests, warmup, streams, size, out } = run;
+  const server = o.server === "sbilab"
+    ? await startSbilab(transport, size, out, undefined)
+    : await startPeer(o.server as "nghttpd" | "gtlsserver", size, out);
+  let result: ProfileClientResult;
+  try {
+    result = await runClient(
+      { ...clientJob(server, run), memoryEvery: MEMORY_STEP_REQUESTS },
+      `${out}/client`,
+      undefined,
+    );
+  } finally {
+    await server.stop();
+  }
+  const memory = result.memory;
+  if (!memory) throw new Error("The client returned no memory readings");
+  const sides: { title: string; readings: MemoryReadings }[] = [
+    { title: "client (sbilab SBI client)", readings: memory.client },
+  ];
+  if (memory.server) sides.push({ title: `server (${o.server})`, readings: memory.server });
+  const record = memoryRun({
+    transport,
+    stack: resolveStack(),
+    server: o.server,
+    sizeBytes: size,
+    streams,
+    warmup,
+    requests,
+    errors: result.errors,
+    pinned: run.pinned,
+    stepRequests: MEMORY_STEP_REQUESTS,
+    sides,
+  });
+  console.log(renderMemoryRun(record));
+  if (o.json) {
+    await Deno.writeTextFile(o.json, JSON.stringify(record, null, 2) + "\n");
+    console.log(`memory record written to ${o.json}`);
+  }
+  if (!o.out) await Deno.remove(out, { recursive: true });
 }
