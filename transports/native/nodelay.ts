@@ -128,14 +128,23 @@ export function tcpMaxSegment(target: NoDelayTarget): number | undefined {
 }
 
 /**
- * The fd of this process's connected TCP socket from `localPort` to
- * `remotePort`, or undefined (none, or no /proc or libc). Never throws.
+ * The fd of this process's one connected TCP socket from `localPort` to
+ * `remotePort`, or undefined: none, more than one (peers on two hosts may
+ * use the same port), or no /proc or libc. The caller's own open socket is
+ * among those that match, so a single match is it. Never throws.
  */
 export function connectedFd(localPort: number, remotePort: number): number | undefined {
   try {
-    return tcpSockets().find((s) =>
-      !s.listening && s.localPort === localPort && s.remotePort === remotePort
-    )?.fd;
+    let found: number | undefined;
+    for (const e of Deno.readDirSync("/proc/self/fd")) {
+      const fd = Number(e.name);
+      // getpeername first: it fails at once on files, pipes and listening sockets
+      if (port(fd, true) !== remotePort || port(fd, false) !== localPort) continue;
+      if (getInt(fd, SOL_SOCKET, SO_TYPE) !== SOCK_STREAM) continue;
+      if (found !== undefined) return undefined;
+      found = fd;
+    }
+    return found;
   } catch {
     return undefined;
   }
