@@ -48,7 +48,7 @@ import { NATIVE_ERR } from "../native/errors.ts";
 import { EventPoller } from "../native/event_poller.ts";
 import { requireTlsInfo } from "../native/tls_session.ts";
 import { loadH2Library } from "./loader.ts";
-import { applyNoDelay, connectedFd } from "../native/nodelay.ts";
+import { applyNoDelay, socketFd } from "../native/nodelay.ts";
 import {
   H2_STAT,
   H2ServerConn,
@@ -129,8 +129,12 @@ class Connection implements Responder {
     this.#h2 = h2;
     this.#tls = tls;
     this.#handshaking = tls !== undefined;
-    const local = sock.localAddr as Deno.NetAddr, remote = sock.remoteAddr as Deno.NetAddr;
-    this.#fd = connectedFd(local.port, remote.port);
+    this.#fd = socketFd(
+      sock.localAddr as Deno.NetAddr,
+      sock.remoteAddr as Deno.NetAddr,
+      server.fds,
+    );
+    if (this.#fd !== undefined) server.fds.add(this.#fd);
     this.#reading = this.#readLoop();
     if (!tls) this.flush(); // server SETTINGS (over TLS: after the handshake)
   }
@@ -344,6 +348,7 @@ class Connection implements Responder {
     } catch {
       // already closed
     }
+    if (this.#fd !== undefined) this.#server.fds.delete(this.#fd);
     this.#h2.close();
     this.#tls?.close();
     this.#lent.clear();
@@ -381,6 +386,8 @@ class NativeH2cServer implements NativeH2Server {
   readonly pool = new BufferPool();
   /** Writes through Deno's write (for tests and diagnostics). */
   fallbackWrites = 0;
+  /** The fds of open connections, skipped when looking for a new one's. */
+  readonly fds = new Set<number>();
   #sym: Sbh2Symbols;
   #limits: H2ServerLimits;
   #listener: Deno.TcpListener;
