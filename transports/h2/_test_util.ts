@@ -226,17 +226,20 @@ export class RawH2Client {
   #conn: Deno.Conn;
   #ended = Promise.withResolvers<void>();
   #wake = Promise.withResolvers<void>();
+  #resumed = Promise.withResolvers<void>();
   closedByServer = false;
   readonly done: Promise<void>;
 
-  private constructor(conn: Deno.Conn, ackSettings: boolean) {
+  private constructor(conn: Deno.Conn, ackSettings: boolean, paused: boolean) {
     this.#conn = conn;
+    if (!paused) this.#resumed.resolve();
     this.done = this.#read(ackSettings);
   }
 
   /**
    * Connects (over TLS with ALPN h2 when `tlsCa` names the CA to trust);
-   * sends the preface and `settings` unless `preface` is false.
+   * sends the preface and `settings` unless `preface` is false. A `paused`
+   * client reads nothing until {@linkcode RawH2Client.resume}.
    */
   static async open(
     port: number,
@@ -245,6 +248,7 @@ export class RawH2Client {
       settings?: [number, number][];
       ackSettings?: boolean;
       tlsCa?: string;
+      paused?: boolean;
     } = {},
   ): Promise<RawH2Client> {
     const conn = options.tlsCa === undefined
@@ -262,13 +266,14 @@ export class RawH2Client {
       const bytes = new Uint8Array([...preface, ...settingsFrame(options.settings ?? [])]);
       for (let off = 0; off < bytes.length;) off += await conn.write(bytes.subarray(off));
     }
-    return new RawH2Client(conn, options.ackSettings ?? true);
+    return new RawH2Client(conn, options.ackSettings ?? true, options.paused ?? false);
   }
 
   async #read(ackSettings: boolean): Promise<void> {
     let buf = new Uint8Array(0);
     const chunk = new Uint8Array(65536);
     try {
+      await this.#resumed.promise;
       for (;;) {
         const n = await this.#conn.read(chunk);
         if (n === null) {
@@ -303,6 +308,11 @@ export class RawH2Client {
       this.#wake.resolve();
       this.#ended.resolve();
     }
+  }
+
+  /** Starts reading (of a client opened `paused`). */
+  resume(): void {
+    this.#resumed.resolve();
   }
 
   /** Writes raw bytes; false when the server already closed. */
@@ -357,8 +367,64 @@ export class RawH2Client {
     } catch {
       // already closed
     }
+    this.#resumed.resolve(); // a paused reader wakes to the closed socket and ends
     await this.done;
   }
+}
+
+/** The largest flow-control window (RFC 9113 §6.9.1). */
+const MAX_WINDOW = 0x7fffffff;
+
+/**
+ * Opens a client that reads nothing until resumed, with the stream and
+ * connection windows at their largest (so only TCP holds the server back),
+ * and asks for `path` (GET) on stream 1. Over TLS when `tlsCa` is given.
+ */
+export async function openNonReading(
+  port: number,
+  path: string,
+  tlsCa?: string,
+): Promise<RawH2Client> {
+  const raw = await RawH2Client.open(port, {
+    settings: [[4, /* INITIAL_WINDOW_SIZE */ MAX_WINDOW]],
+    ackSettings: false,
+    paused: true,
+    tlsCa,
+  });
+  const increment = new Uint8Array(4);
+  new DataView(increment.buffer).setUint32(0, MAX_WINDOW - 65535);
+  const block = new Uint8Array(requestBlock(path));
+  const ok = await raw.write(
+    new Uint8Array([
+      // the server's SETTINGS went out at accept (over TLS: with the handshake), unread yet
+      ...frame(FRAME.SETTINGS, FLAG.ACK, 0),
+      ...frame(FRAME.WINDOW_UPDATE, 0, 0, increment),
+      ...frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, block),
+    ]),
+  );
+  if (!ok) throw new Error("the server closed the connection before the request");
+  return raw;
+}
+
+/** The DATA payload a client received on stream `id`, whole once END_STREAM is among its frames. */
+export function streamBody(raw: RawH2Client, id: number): Uint8Array {
+  const data = raw.frames.filter((f) => f.type === FRAME.DATA && f.streamId === id);
+  const out = new Uint8Array(data.reduce((n, f) => n + f.payload.length, 0));
+  let off = 0;
+  for (const f of data) {
+    out.set(f.payload, off);
+    off += f.payload.length;
+  }
+  return out;
+}
+
+/** Whether stream `id` ended (a frame of it with END_STREAM, or its reset). */
+export function streamEnded(raw: RawH2Client, id: number): boolean {
+  return raw.frames.some((f) =>
+    f.streamId === id &&
+    (f.type === FRAME.RST_STREAM ||
+      ((f.type === FRAME.DATA || f.type === FRAME.HEADERS) && (f.flags & FLAG.END_STREAM) !== 0))
+  );
 }
 
 /** Null when `openssl` is installed, else why the OpenSSL interop tests are skipped. */

@@ -48,7 +48,7 @@ import { H2_EVENT, H2Conn, sbh2Versions } from "./ffi.ts";
 import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
 import { decodeResponseBlock } from "../native/wire.ts";
 import { loadH2Library } from "./loader.ts";
-import { connectedFd, tcpMaxSegment } from "../native/nodelay.ts";
+import { socketFd, tcpMaxSegment } from "../native/nodelay.ts";
 import { libc } from "../native/libc.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
@@ -144,8 +144,7 @@ class Session implements KeyingMaterialExporter {
     this.#label = label;
     this.#tls = tls;
     this.#onTicket = onTicket;
-    const local = sock.localAddr as Deno.NetAddr, remote = sock.remoteAddr as Deno.NetAddr;
-    this.#fd = connectedFd(local.port, remote.port);
+    this.#fd = socketFd(sock.localAddr as Deno.NetAddr, sock.remoteAddr as Deno.NetAddr);
     this.#reading = this.#readLoop();
     this.#flush(); // client preface and SETTINGS
   }

@@ -7,15 +7,18 @@
  *
  * Per connection, each wake-up is one `read()` into the connection's buffer,
  * one `recv()` that feeds all of it, one `poll()` that hands over every
- * complete request, one handler call per request, and one `send()` + one
- * `write()` for every response that is ready in the same turn of the event
- * loop. Response bodies of 4 KiB or more are lent to the shim, not copied:
- * the connection keeps them alive until the shim releases them.
+ * complete request, one handler call per request, and one native call for
+ * every response that is ready in the same turn of the event loop: the shim
+ * builds the output and sends it on the socket's fd itself, never waiting,
+ * and only what the kernel does not take at once goes through Deno's
+ * `write()` (and so, where the fd cannot be found, all of it does). Response
+ * bodies of 4 KiB or more are lent to the shim, not copied: the connection
+ * keeps them alive until the shim releases them.
  *
  * Over TLS the same shape holds with GnuTLS inside the module
  * (native/sbh2_tls.c, the library and settings h3 uses): read → recv that
  * decrypts straight into the session … send that encrypts the session's
- * output → write; no plaintext crosses into JavaScript. After the handshake
+ * output and sends it; no plaintext crosses into JavaScript. After the handshake
  * the `onTls` hook sees each connection (peer address, what it negotiated,
  * its keying-material exporter); under mutual TLS every request carries the
  * verified client certificate's subject as `peer`. TLS 1.3 session tickets
@@ -45,7 +48,7 @@ import { NATIVE_ERR } from "../native/errors.ts";
 import { EventPoller } from "../native/event_poller.ts";
 import { requireTlsInfo } from "../native/tls_session.ts";
 import { loadH2Library } from "./loader.ts";
-import { applyNoDelay } from "../native/nodelay.ts";
+import { applyNoDelay, socketFd } from "../native/nodelay.ts";
 import {
   H2_STAT,
   H2ServerConn,
@@ -92,6 +95,8 @@ class BufferPool {
 class Connection implements Responder {
   #server: NativeH2cServer;
   #sock: Deno.TcpConn;
+  /** The socket's fd, for sends that need no promise; undefined where it cannot be found. */
+  #fd: number | undefined;
   #h2: H2ServerConn;
   #tls: H2Tls | undefined;
   /** No output but the handshake's until it completes. */
@@ -124,12 +129,23 @@ class Connection implements Responder {
     this.#h2 = h2;
     this.#tls = tls;
     this.#handshaking = tls !== undefined;
+    this.#fd = socketFd(
+      sock.localAddr as Deno.NetAddr,
+      sock.remoteAddr as Deno.NetAddr,
+      server.fds,
+    );
+    if (this.#fd !== undefined) server.fds.add(this.#fd);
     this.#reading = this.#readLoop();
     if (!tls) this.flush(); // server SETTINGS (over TLS: after the handshake)
   }
 
-  /** Pulls pending output (encrypted over TLS) into `out`. */
+  /**
+   * Moves pending output (encrypted over TLS) towards the peer: sent on the
+   * fd as far as the kernel takes it at once, else pulled into `out`.
+   * Returns the bytes in `out` left for Deno's write, or DONE / CLOSED.
+   */
   #pull(out: Uint8Array<ArrayBuffer>): number {
+    if (this.#fd !== undefined) return this.#h2.sendFd(this.#tls, this.#fd, out);
     return this.#tls ? this.#h2.sendTls(this.#tls, out) : this.#h2.send(out);
   }
 
@@ -269,7 +285,11 @@ class Connection implements Responder {
     queueMicrotask(this.#scheduled);
   }
 
-  /** Writes all pending output: one write per pass, passes repeat while output remains. */
+  /**
+   * Writes all pending output: straight into the socket while the kernel
+   * takes it, the rest through Deno's write, one write per pass; passes
+   * repeat while output remains.
+   */
   flush(): void {
     if (this.finished || this.#handshaking) return;
     if (this.#writing) {
@@ -293,6 +313,7 @@ class Connection implements Responder {
       while (n > 0 && !this.finished) {
         let off = 0;
         while (off < n) {
+          this.#server.fallbackWrites++;
           off += await this.#sock.write(out.subarray(off, n));
           this.writeSweeps = 0;
         }
@@ -327,6 +348,7 @@ class Connection implements Responder {
     } catch {
       // already closed
     }
+    if (this.#fd !== undefined) this.#server.fds.delete(this.#fd);
     this.#h2.close();
     this.#tls?.close();
     this.#lent.clear();
@@ -340,6 +362,11 @@ export interface NativeH2Server extends SbiServer {
   readonly connectionCount: number;
   /** Accept errors survived so far. */
   readonly acceptErrors: number;
+  /**
+   * Writes through Deno's `write()`: of output the kernel did not take at
+   * once, or of all output where a socket's fd is unknown.
+   */
+  readonly fallbackWrites: number;
   /** The limits in force. */
   readonly limits: ServerLimits;
   /** Sums one shim counter (`H2_STAT` in server_ffi.ts) over open connections. */
@@ -357,6 +384,10 @@ class NativeH2cServer implements NativeH2Server {
   readonly poller = new EventPoller();
   readonly writer = new ResponseBlockWriter();
   readonly pool = new BufferPool();
+  /** Writes through Deno's write (for tests and diagnostics). */
+  fallbackWrites = 0;
+  /** The fds of open connections, skipped when looking for a new one's. */
+  readonly fds = new Set<number>();
   #sym: Sbh2Symbols;
   #limits: H2ServerLimits;
   #listener: Deno.TcpListener;

@@ -23,9 +23,12 @@ import {
   H2_CODE,
   H2_NATIVE_SKIP,
   hpackLiteral,
+  openNonReading,
   RawH2Client,
   requestBlock,
   rstFrame,
+  streamBody,
+  streamEnded,
 } from "./_test_util.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;
@@ -76,6 +79,24 @@ async function assertServes(client: SbiClient): Promise<void> {
   const r = await client.request({ path: "/nbench/v1/payload?size=256" });
   assert.equal(r.status, 200);
   assert.deepEqual(r.body, EXPECTED_256);
+}
+
+/** The handler's answer to GET /nbench/v1/payload?size=`size`. */
+async function payload(size: number): Promise<Uint8Array> {
+  return (await createHandler()({
+    method: "GET",
+    path: "/nbench/v1/payload",
+    query: new URLSearchParams(`size=${size}`),
+    headers: {},
+    body: new Uint8Array(0),
+  })).body;
+}
+
+/** Index of the first byte where `a` and `b` differ, or -1 when they are equal. */
+function firstDifference(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
 }
 
 function headersFrame(id: number, block: number[], flags = FLAG.END_HEADERS | FLAG.END_STREAM) {
@@ -494,6 +515,65 @@ Deno.test({
       await child.status;
       await child.stderr.cancel().catch(() => {});
       await lines.cancel().catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "native h2c server sends small responses straight on the socket and the rest of a 16 MiB one through Deno's write to a client that stopped reading, every byte intact once it reads",
+  ignore,
+  fn: async () => {
+    const s = await start({ stallTimeoutMs: 60_000 });
+    const want = await payload(16 * MiB);
+    try {
+      for (let i = 0; i < 3; i++) await assertServes(s.client);
+      assert.equal(s.server.fallbackWrites, 0, "a small response waited for Deno's write");
+      const raw = await openNonReading(s.server.port, `/nbench/v1/payload?size=${16 * MiB}`);
+      try {
+        // more than the socket buffers hold: the kernel takes less than all
+        await until(() => s.server.fallbackWrites > 0, "a write through Deno's write", 10_000);
+        await assertServes(s.client); // the blocked connection holds up no other
+        raw.resume();
+        await raw.until(() => streamEnded(raw, 1), 20_000);
+        assert.equal(raw.closedByServer, false);
+        assert.equal(raw.frames.some((f) => f.type === FRAME.RST_STREAM), false);
+        const got = streamBody(raw, 1);
+        assert.equal(got.length, want.length);
+        assert.equal(firstDifference(got, want), -1, "the body differs");
+        await assertServes(s.client);
+      } finally {
+        await raw.close();
+      }
+    } finally {
+      await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "native h2c server closes a connection whose client stopped reading from TCP after the stall timeout and serves the rest",
+  ignore,
+  fn: async () => {
+    const s = await start({ stallTimeoutMs: 300 });
+    try {
+      await assertServes(s.client);
+      const raw = await openNonReading(s.server.port, `/nbench/v1/payload?size=${16 * MiB}`);
+      try {
+        await until(() => s.server.connectionCount === 2, "the second connection");
+        await until(() => s.server.fallbackWrites > 0, "a write through Deno's write", 10_000);
+        await until(
+          () => s.server.connectionCount === 1,
+          "the stalled connection to close",
+          10_000,
+        );
+        await assertServes(s.client);
+      } finally {
+        await raw.close();
+      }
+    } finally {
+      await s.close();
     }
   },
 });

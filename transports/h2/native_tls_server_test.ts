@@ -12,15 +12,20 @@ import { createDevPki } from "../pki.ts";
 import type { TlsConnection, TlsConnectionInfo, TlsMaterial } from "../tls.ts";
 import { TransportError } from "../types.ts";
 import {
+  FRAME,
   H2_NATIVE_SKIP,
+  openNonReading,
   OPENSSL_SKIP,
   sClient,
   sClientMtlsArgs,
+  streamBody,
+  streamEnded,
   withPemFiles,
 } from "./_test_util.ts";
 import { createNativeH2Client } from "./native_client.ts";
 import { createNativeH2TlsServer, type NativeH2ServerOptions } from "./native_server.ts";
 import { TicketCache } from "../ticket_cache.ts";
+import { until } from "../../tests/support.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;
 const pki = await createDevPki();
@@ -341,6 +346,53 @@ Deno.test({
         assert.deepEqual(s.conns.map((c) => c.info.resumed), [false, true], s.errors.join("\n"));
       });
     } finally {
+      await s.srv.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "native h2-tls server sends small responses straight on the socket and the rest of a 16 MiB one through Deno's write to a client that stopped reading, every byte intact once it reads",
+  ignore,
+  fn: async () => {
+    const s = await server(SERVER_TLS, { stallTimeoutMs: 60_000 });
+    const good = await createNativeH2Client(s.srv.url, { tls: { ca: pki.caCertPem } });
+    const size = 16 * 1024 * 1024;
+    const want = (await createHandler()({
+      method: "GET",
+      path: "/nbench/v1/payload",
+      query: new URLSearchParams(`size=${size}`),
+      headers: {},
+      body: new Uint8Array(0),
+    })).body;
+    try {
+      // (the handshake's own writes are Deno's, and not counted)
+      for (let i = 0; i < 3; i++) assert.equal((await good.request({ path: PATH })).status, 200);
+      assert.equal(s.srv.fallbackWrites, 0, "a small response waited for Deno's write");
+      const raw = await openNonReading(
+        s.srv.port,
+        `/nbench/v1/payload?size=${size}`,
+        pki.caCertPem,
+      );
+      try {
+        await until(() => s.srv.fallbackWrites > 0, "a write through Deno's write", 10_000);
+        assert.equal((await good.request({ path: PATH })).status, 200);
+        raw.resume();
+        await raw.until(() => streamEnded(raw, 1), 20_000);
+        assert.equal(raw.closedByServer, false);
+        assert.equal(raw.frames.some((f) => f.type === FRAME.RST_STREAM), false);
+        const got = streamBody(raw, 1);
+        assert.equal(got.length, want.length);
+        let diff = -1;
+        for (let i = 0; i < got.length && diff < 0; i++) if (got[i] !== want[i]) diff = i;
+        assert.equal(diff, -1, "the body differs");
+      } finally {
+        await raw.close();
+      }
+      assert.deepEqual(s.errors, []);
+    } finally {
+      await good.close();
       await s.srv.close();
     }
   },

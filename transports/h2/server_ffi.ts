@@ -216,6 +216,23 @@ export class H2ServerConn {
     return this.#sym.sbh2_sconn_send(this.#ptr, out, out.length);
   }
 
+  /**
+   * Sends pending output (through `tls` when given) on the connected socket
+   * `fd` while the kernel takes all of it without waiting; returns how many
+   * bytes it left at the start of `out` for the caller to write (the kernel
+   * would wait, or send failed), DONE when everything went out, CLOSED once
+   * the session finished and its last bytes went out, or another negative
+   * code of the pull.
+   */
+  sendFd(
+    tls: { pointer: Deno.PointerValue } | undefined,
+    fd: number,
+    out: Uint8Array<ArrayBuffer>,
+  ): number {
+    if (this.#ptr === null || tls?.pointer === null) return NATIVE_ERR.CLOSED;
+    return this.#sym.sbh2_sconn_send_fd(this.#ptr, tls?.pointer ?? null, fd, out, out.length);
+  }
+
   /** Runs the shim's timers; returns ms until the next is due, or CLOSED when the connection is finished. */
   tick(): number {
     if (this.#ptr === null) return NATIVE_ERR.CLOSED;

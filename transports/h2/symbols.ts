@@ -73,6 +73,8 @@ export const SYMBOLS = {
   sbh2_sconn_recv_tls: { parameters: ["pointer", "pointer", "buffer", "u32"], result: "i32" },
   // int sbh2_sconn_send_tls(sbh2_sconn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
   sbh2_sconn_send_tls: { parameters: ["pointer", "pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_sconn_send_fd(sbh2_sconn *conn, sbh2_tls *tls, int fd, uint8_t *out, uint32_t cap);
+  sbh2_sconn_send_fd: { parameters: ["pointer", "pointer", "i32", "buffer", "u32"], result: "i32" },
 
   // ---- TLS record layer (native/sbh2_tls.h) ----
   // sbh2_tls_config *sbh2_tls_config_new(int is_server);

@@ -8,6 +8,9 @@
  * with `getsockopt`/`getsockname`/`getpeername` and changed with
  * `setsockopt`, all from libc through FFI. No global tables are read, so the
  * cost stays proportional to this process's open sockets (tens of µs).
+ *
+ * {@linkcode socketFd} finds the fd of one connection, for sends that need
+ * no promise, without listing: it asks `getpeername` of fds from 0 upwards.
  */
 
 import { libc } from "./libc.ts";
@@ -127,18 +130,92 @@ export function tcpMaxSegment(target: NoDelayTarget): number | undefined {
   }
 }
 
-/**
- * The fd of this process's connected TCP socket from `localPort` to
- * `remotePort`, or undefined (none, or no /proc or libc). Never throws.
- */
-export function connectedFd(localPort: number, remotePort: number): number | undefined {
-  try {
-    return tcpSockets().find((s) =>
-      !s.listening && s.localPort === localPort && s.remotePort === remotePort
-    )?.fd;
-  } catch {
-    return undefined;
+/** An IP address as 16 bytes (IPv4 as IPv4-mapped IPv6), or undefined when `text` is neither. */
+export function addressBytes(text: string): Uint8Array | undefined {
+  const out = new Uint8Array(16);
+  const v4 = (t: string, at: number) => {
+    const p = t.split(".");
+    if (p.length !== 4) return false;
+    for (let i = 0; i < 4; i++) {
+      if (!/^\d{1,3}$/.test(p[i]) || Number(p[i]) > 255) return false;
+      out[at + i] = Number(p[i]);
+    }
+    return true;
+  };
+  if (!text.includes(":")) {
+    out[10] = out[11] = 0xff;
+    return v4(text, 12) ? out : undefined;
   }
+  const halves = text.replace(/%.*$/, "").split("::");
+  if (halves.length > 2) return undefined;
+  const groups = (h: string) => (h === "" ? [] : h.split(":"));
+  const head = groups(halves[0]), tail = halves.length === 2 ? groups(halves[1]) : [];
+  const last = (tail.length ? tail : head).at(-1) ?? "";
+  const dotted = last.includes(".");
+  if (dotted) (tail.length ? tail : head).pop();
+  const words = head.length + tail.length + (dotted ? 2 : 0);
+  if (halves.length === 1 ? words !== 8 : words > 7) return undefined;
+  const put = (g: string[], at: number) => {
+    for (const [i, w] of g.entries()) {
+      if (!/^[0-9a-fA-F]{1,4}$/.test(w)) return false;
+      const v = parseInt(w, 16);
+      out[at + 2 * i] = v >> 8;
+      out[at + 2 * i + 1] = v & 0xff;
+    }
+    return true;
+  };
+  const tailAt = 16 - 2 * tail.length - (dotted ? 4 : 0);
+  if (!put(head, 0) || !put(tail, tailAt)) return undefined;
+  return !dotted || v4(last, 12) ? out : undefined;
+}
+
+/** Whether `addrBuf` (a sockaddr from libc) holds `want`'s address and port. */
+function sockaddrIs(want: Uint8Array, port: number): boolean {
+  const family = addrBuf[0] | (addrBuf[1] << 8);
+  if (((addrBuf[2] << 8) | addrBuf[3]) !== port) return false;
+  if (family === AF_INET) {
+    for (let i = 0; i < 10; i++) if (want[i] !== 0) return false;
+    if (want[10] !== 0xff || want[11] !== 0xff) return false;
+    for (let i = 0; i < 4; i++) if (want[12 + i] !== addrBuf[4 + i]) return false;
+    return true;
+  }
+  if (family !== AF_INET6) return false;
+  for (let i = 0; i < 16; i++) if (want[i] !== addrBuf[8 + i]) return false;
+  return true;
+}
+
+const NO_FDS: ReadonlySet<number> = new Set();
+
+/**
+ * The fd of this process's TCP socket connected from `local` to `remote`,
+ * matched on both addresses and ports (so no other socket can match), or
+ * undefined: not found, or no libc. The kernel gives a new socket the lowest
+ * free fd, so the search runs upwards from 0, skips the fds in `skip` (those
+ * of other connections) and gives up 1024 fds beyond their count. Never
+ * throws.
+ */
+export function socketFd(
+  local: Deno.NetAddr,
+  remote: Deno.NetAddr,
+  skip: ReadonlySet<number> = NO_FDS,
+): number | undefined {
+  const l = addressBytes(local.hostname), r = addressBytes(remote.hostname);
+  if (!l || !r) return undefined;
+  try {
+    const s = lib().symbols;
+    for (let fd = 0, end = skip.size + 1024; fd < end; fd++) {
+      if (skip.has(fd)) continue;
+      // getpeername first: it fails at once on files, pipes, listening and unused fds
+      lenBuf[0] = addrBuf.length;
+      if (s.getpeername(fd, addrBuf, lenBuf) !== 0 || !sockaddrIs(r, remote.port)) continue;
+      lenBuf[0] = addrBuf.length;
+      if (s.getsockname(fd, addrBuf, lenBuf) !== 0 || !sockaddrIs(l, local.port)) continue;
+      if (getInt(fd, SOL_SOCKET, SO_TYPE) === SOCK_STREAM) return fd;
+    }
+  } catch {
+    // no libc
+  }
+  return undefined;
 }
 
 /** Lists matching TCP sockets with their TCP_NODELAY state (for tests). */

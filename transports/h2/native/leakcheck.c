@@ -1,7 +1,7 @@
 /*
  * Leak check driver for the sbh2 shim: the client talks to an in-memory
  * nghttp2 server session, then to the shim's own server session (no
- * sockets), then both through the TLS layer (sbh2_tls.c; arguments: PEM
+ * sockets but one socketpair, for the server's own sends), then both through the TLS layer (sbh2_tls.c; arguments: PEM
  * files of the CA, server cert and key, client cert and key). Run under
  * valgrind by transports/h2/leakcheck_test.ts. Prints one summary line per
  * part; exits 1 on a wrong answer.
@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* ---- the in-memory server: echoes a request body, else answers 1000 bytes ---- */
 
@@ -362,6 +364,39 @@ static int server_checks(void) {
   if (sbh2_sconn_send(s, wire2, sizeof wire2) != SBWIRE_ERR_CLOSED) bad++;
   sbh2_sconn_free(s);
   sbh2_conn_free(c);
+
+  /* 5b. sends on a socket with a small buffer: the rest is left at the start of out, in order, then written by us */
+  int sv[2], shorts = 0;
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+    bad++;
+  } else {
+    int small = 4096;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    int before = messages;
+    c = sbh2_conn_new(16u << 20, 0);
+    s = sbh2_sconn_new(srv);
+    for (int i = 0; i < 30; i++) sbh2_conn_request(c, get, (uint32_t)gl, NULL, 0);
+    for (int i = 0; i < 50 && messages - before < 30; i++) {
+      while ((n = sbh2_conn_send(c, wire, sizeof wire)) > 0) sbh2_sconn_recv(s, wire, (uint32_t)n);
+      serve(s);
+      int left = sbh2_sconn_send_fd(s, NULL, sv[0], wire2, sizeof wire2);
+      ssize_t k; /* what the kernel took comes first, then the rest */
+      while ((k = recv(sv[1], wire, sizeof wire, MSG_DONTWAIT)) > 0) sbh2_conn_recv(c, wire, (uint32_t)k);
+      if (left > 0) {
+        shorts++;
+        sbh2_conn_recv(c, wire2, (uint32_t)left);
+      } else if (left != SBWIRE_ERR_DONE) {
+        bad++;
+      }
+      drain(c, 1000);
+    }
+    if (messages - before != 30 || shorts == 0) bad++;
+    if (sbh2_sconn_send_fd(s, NULL, -1, wire2, sizeof wire2) != SBWIRE_ERR_INVALID) bad++;
+    sbh2_sconn_free(s);
+    sbh2_conn_free(c);
+    close(sv[0]);
+    close(sv[1]);
+  }
 
   /* 6. rapid resets: each request is cancelled once its HEADERS went out */
   sbh2_server_set(srv, SBH2_OPT_MAX_RESETS, 10);

@@ -4,9 +4,11 @@
  * Bring your own I/O, as the client: the caller owns the socket (or a TLS
  * layer in front of it), feeds the bytes it read with sbh2_sconn_recv, polls
  * complete requests as events (transports/native/sbwire.h), answers them with
- * sbh2_sconn_respond and writes what sbh2_sconn_send produces. Many requests
- * per recv and many responses per send; nothing here calls back into the
- * caller and nothing touches a socket.
+ * sbh2_sconn_respond and writes what sbh2_sconn_send produces (or has
+ * sbh2_sconn_send_fd, in sbh2_tls.h, send it on the socket while the kernel
+ * takes it without waiting). Many requests per recv and many responses per
+ * send; nothing here calls back into the caller and nothing here touches a
+ * socket.
  *
  * Response bodies are written by nghttp2's no-copy path: DATA frames are
  * built straight into the caller's output buffer from the body. A body is

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "../../native/sb_tls.h"
 
@@ -582,4 +583,18 @@ int sbh2_sconn_recv_tls(sbh2_sconn *conn, sbh2_tls *t, const uint8_t *in, uint32
 
 int sbh2_sconn_send_tls(sbh2_sconn *conn, sbh2_tls *t, uint8_t *out, uint32_t cap) {
   return send_from(conn, sconn_pull, t, out, cap);
+}
+
+int sbh2_sconn_send_fd(sbh2_sconn *conn, sbh2_tls *t, int fd, uint8_t *out, uint32_t cap) {
+  if (!conn || fd < 0 || !out) return SBWIRE_ERR_INVALID;
+  for (;;) {
+    int n = t ? sbh2_sconn_send_tls(conn, t, out, cap) : sbh2_sconn_send(conn, out, cap);
+    if (n <= 0) return n;
+    ssize_t k = send(fd, out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (k < n) { /* the kernel would wait (or send failed: the caller's own write says why) */
+      if (k < 0) k = 0;
+      memmove(out, out + k, (size_t)(n - k));
+      return n - (int)k;
+    }
+  }
 }

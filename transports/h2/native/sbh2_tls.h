@@ -2,7 +2,8 @@
  * sbh2_tls: a TLS 1.3 record layer for the h2 module, on GnuTLS, with
  * bring-your-own I/O. The caller owns the TCP socket: it feeds received
  * ciphertext in and gets plaintext back, hands plaintext in and gets
- * ciphertext to write. The handshake runs inside those calls. Version,
+ * ciphertext to write (a server may instead have sbh2_sconn_send_fd send
+ * it on the socket, never waiting). The handshake runs inside those calls. Version,
  * suites and groups come from transports/native/sb_tls.h, shared with h3.
  *
  * ALPN is always "h2" and mandatory: a peer that does not agree fails the
@@ -83,6 +84,10 @@ int sbh2_conn_send_tls(sbh2_conn *conn, sbh2_tls *tls, uint8_t *out, uint32_t ca
 int sbh2_sconn_recv_tls(sbh2_sconn *conn, sbh2_tls *tls, const uint8_t *in, uint32_t in_len);
 /* Server: encrypts the server session's output into out; CLOSED once it finished and close_notify went out. */
 int sbh2_sconn_send_tls(sbh2_sconn *conn, sbh2_tls *tls, uint8_t *out, uint32_t cap);
+/* Server: sends the session's output (through tls unless NULL) on the connected socket fd as long as the kernel takes
+ * all of it at once (never waits); returns the bytes left at the start of out for the caller to write, DONE when all
+ * went out, CLOSED when the session finished (its last bytes sent), or an error of the pull. */
+int sbh2_sconn_send_fd(sbh2_sconn *conn, sbh2_tls *tls, int fd, uint8_t *out, uint32_t cap);
 
 #ifdef __cplusplus
 }
