@@ -67,6 +67,10 @@ export class H3Socket {
       );
     }
     this.#ptr = ptr;
+    if (exactEcn && sym.sbh3_udp_watch(ptr) < 0) {
+      this.#release();
+      throw new H3Error(NATIVE_ERR.SOCKET, "Cannot make the UDP socket waitable (eventfd failed)");
+    }
   }
 
   /** The native handle, for the io calls in this folder. */
@@ -112,7 +116,8 @@ export class H3Socket {
    * closed. Nothing is read, so the io call reads every datagram with its
    * TOS byte. The wait runs in the module on one of Deno's blocking threads:
    * each wake-up crosses threads, which {@linkcode receive} does not. Calls
-   * while a wait is pending share it.
+   * while a wait is pending share it. Only on a socket opened with `exactEcn`
+   * (others have no wake-up descriptor; the wait rejects with INVALID).
    */
   ready(): Promise<boolean> {
     if (this.#ptr === null || this.#closing) return Promise.resolve(false);

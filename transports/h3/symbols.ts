@@ -180,6 +180,8 @@ export const SYMBOLS = {
   sbh3_udp_free: { parameters: ["pointer"], result: "void" },
   // int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port);
   sbh3_udp_connect: { parameters: ["pointer", "buffer", "u16"], result: "i32" },
+  // int sbh3_udp_watch(sbh3_udp *u);
+  sbh3_udp_watch: { parameters: ["pointer"], result: "i32" },
   // int sbh3_udp_wait(sbh3_udp *u, int timeout_ms);  (on a blocking thread: it waits in poll())
   sbh3_udp_wait: { parameters: ["pointer", "i32"], result: "i32", nonblocking: true },
   // int sbh3_udp_wake(sbh3_udp *u);

@@ -133,7 +133,8 @@ static int refused_seen(sbh3_config *ccfg, uint8_t *ev, int via_caller) {
   sbh3_udp *ru = sbh3_udp_adopt("127.0.0.1", (uint16_t)rport);
   sbh3_conn *rc =
       sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", (uint16_t)rport, "127.0.0.1", (uint16_t)gport);
-  if (!ru || !rc || sbh3_udp_connect(ru, "127.0.0.1", (uint16_t)gport) != 0) return 0;
+  if (!ru || !rc || sbh3_udp_connect(ru, "127.0.0.1", (uint16_t)gport) != 0 || (!via_caller && sbh3_udp_watch(ru) != 0))
+    return 0;
   uint8_t buf[2048];
   char ip[INET_ADDRSTRLEN];
   uint16_t port;
@@ -175,7 +176,8 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
   if (!su || !cu) return -1;
   if (sbh3_udp_connect(cu, "127.0.0.1", (uint16_t)sport) != 0) return -1;
   /* Nothing arrived yet; a wake ends the next wait at once. */
-  if (sbh3_udp_wait(su, 0) != 0 || sbh3_udp_wake(su) != 0 || sbh3_udp_wait(su, 5000) != SBWIRE_ERR_CLOSED)
+  if (sbh3_udp_wait(su, 0) != SBWIRE_ERR_INVALID || sbh3_udp_watch(su) != 0 || sbh3_udp_watch(su) != 0 ||
+      sbh3_udp_wait(su, 0) != 0 || sbh3_udp_wake(su) != 0 || sbh3_udp_wait(su, 5000) != SBWIRE_ERR_CLOSED)
     return -1;
   sbh3_server *srv = sbh3_server_new(scfg, "127.0.0.1", (uint16_t)sport);
   sbh3_conn *cli = sbh3_conn_new_client(ccfg, "localhost", "127.0.0.1", (uint16_t)cport, "127.0.0.1", (uint16_t)sport);

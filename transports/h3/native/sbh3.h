@@ -255,6 +255,9 @@ sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port);
 void sbh3_udp_free(sbh3_udp *u);
 /* Connects the socket to ip:port, so an ICMP port unreachable surfaces as SBWIRE_ERR_REFUSED. */
 int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port);
+/* Makes the socket waitable (opens the eventfd sbh3_udp_wake uses); idempotent. Call on the owner's
+ * thread before the first sbh3_udp_wait: sockets that are never waited on keep no extra descriptor. */
+int sbh3_udp_watch(sbh3_udp *u);
 /* Waits up to timeout_ms (-1: no limit) for a datagram or an error on the socket, without reading it;
  * 1: ready, 0: timed out, SBWIRE_ERR_CLOSED: sbh3_udp_wake ended the wait. Safe to call on another thread
  * while the owner's thread runs the io calls; the owner frees the wrapper only after a pending wait returned. */

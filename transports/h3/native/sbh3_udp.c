@@ -27,7 +27,7 @@
 
 struct sbh3_udp {
   int fd;         /* the caller's socket: never closed here */
-  int wake_fd;    /* eventfd that ends a pending sbh3_udp_wait (sbh3_udp_wake) */
+  int wake_fd;    /* eventfd that ends a pending sbh3_udp_wait (sbh3_udp_wake); -1 until sbh3_udp_watch */
   int connected;
   int refused;    /* a send or the caller's receive saw ECONNREFUSED (which clears the socket's pending error) */
   int no_gso;     /* the kernel refused UDP_SEGMENT once: one datagram per message from then on */
@@ -84,10 +84,10 @@ sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port) {
   sbh3_udp *u = calloc(1, sizeof(*u));
   if (!u) return NULL;
   u->fd = found;
-  u->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  u->wake_fd = -1;
   u->rbuf = malloc((size_t)IO_BATCH * IO_RECV_BYTES);
   u->sbuf = malloc(IO_SEND_BYTES);
-  if (u->wake_fd < 0 || !u->rbuf || !u->sbuf) {
+  if (!u->rbuf || !u->sbuf) {
     sbh3_udp_free(u);
     return NULL;
   }
@@ -120,8 +120,14 @@ int sbh3_udp_connect(sbh3_udp *u, const char *ip, uint16_t port) {
   return 0;
 }
 
-int sbh3_udp_wait(sbh3_udp *u, int timeout_ms) {
+int sbh3_udp_watch(sbh3_udp *u) {
   if (!u) return SBWIRE_ERR_INVALID;
+  if (u->wake_fd < 0) u->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  return u->wake_fd < 0 ? SBWIRE_ERR_SOCKET : 0;
+}
+
+int sbh3_udp_wait(sbh3_udp *u, int timeout_ms) {
+  if (!u || u->wake_fd < 0) return SBWIRE_ERR_INVALID;
   /* POLLERR (an ICMP error on a connected socket) is reported whatever is asked: the io call reads it. */
   struct pollfd p[2] = {{.fd = u->fd, .events = POLLIN}, {.fd = u->wake_fd, .events = POLLIN}};
   int n;
@@ -138,7 +144,7 @@ int sbh3_udp_wait(sbh3_udp *u, int timeout_ms) {
 }
 
 int sbh3_udp_wake(sbh3_udp *u) {
-  if (!u) return SBWIRE_ERR_INVALID;
+  if (!u || u->wake_fd < 0) return SBWIRE_ERR_INVALID;
   uint64_t one = 1;
   return write(u->wake_fd, &one, sizeof(one)) == sizeof(one) ? 0 : SBWIRE_ERR_SOCKET;
 }
