@@ -1,7 +1,8 @@
 /**
  * The link selftest: UDP probes through an emulated link, compared with what
- * the spec configured. Delay within 0.5 ms or 5 % (whichever is larger),
- * configured loss inside the measured 99 % interval, rate within 10 %.
+ * the spec configured. Each one-way delay within 0.5 ms or 5 % (whichever is larger),
+ * the round trip within the sum of both, configured loss inside the measured 99 %
+ * interval, rate within 10 %.
  *
  * @module
  */
@@ -146,8 +147,12 @@ export function judgeSelftest(
   const oneWay = (d: LinkSpec["up"]) =>
     d.delayMs + jitterMedianMs(d.jitterMs, spacingMs) +
     (d.rateBps ? (PROBE_IP_BYTES * 8 * 1000) / d.rateBps : 0);
-  const delayCheck = (name: string, expected: number, samplesUs: number[]): SelftestCheck => {
-    const tol = delayTolerance(expected);
+  const delayCheck = (
+    name: string,
+    expected: number,
+    samplesUs: number[],
+    tol = delayTolerance(expected),
+  ): SelftestCheck => {
     const c: SelftestCheck = { name, unit: "ms", configured: expected };
     c.low = expected - tol;
     c.high = expected + tol;
@@ -163,7 +168,10 @@ export function judgeSelftest(
   };
   const up = oneWay(spec.up);
   const down = oneWay(spec.down);
-  checks.push(delayCheck("rtt", up + down, result.rtt_us));
+  // A round trip crosses the link twice: each crossing keeps its own tolerance.
+  checks.push(
+    delayCheck("rtt", up + down, result.rtt_us, delayTolerance(up) + delayTolerance(down)),
+  );
   checks.push(delayCheck("up delay", up, result.up_us));
   checks.push(delayCheck("down delay", down, result.down_us));
 
