@@ -1,6 +1,5 @@
 import assert, { deepEqual as assertEquals } from "node:assert/strict";
 import { createHandler, type HandlerOptions } from "../handler/mod.ts";
-import { type Sleep, timerSleep } from "../handler/handler.ts";
 import type { SbiHandler, SbiResponse } from "../handler/types.ts";
 import { createServer, type SbiServer, type TransportName } from "../transports/mod.ts";
 import { testPki } from "../tests/support.ts";
@@ -100,28 +99,25 @@ Deno.test({
   },
 });
 
-Deno.test("h2 engine measures an injected 20 ms server delay within 5 %", async () => {
-  // A timer wakes late by milliseconds on a busy machine: the handler spins the 20 ms instead
-  // (one request at a time, so blocking the server's event loop delays nothing else).
-  const preciseSleep: Sleep = (ms, signal) => {
-    if (ms > 20) return timerSleep(ms, signal); // the max-response-time guard
-    const end = performance.now() + ms;
-    while (performance.now() < end) { /* spin */ }
-    return Promise.resolve();
-  };
-  const { server } = await countingServer("h2c", {
-    handlerOptions: { delayMs: 20, sleep: preciseSleep },
-  });
+Deno.test("h2 engine's latencies add up to the time that passed and none is under an injected 20 ms delay", async () => {
+  // Judged against the test's own clock rather than a fixed bound: on a loaded machine the server
+  // wakes late by milliseconds, and then both the engine's figures and the wall clock grow.
+  const { server } = await countingServer("h2c", { handlerOptions: { delayMs: 20 } });
   try {
-    const r = await runLoad({ ...await target(server, PAYLOAD), requests: 60 });
+    const plan = { ...await target(server, PAYLOAD), requests: 60 };
+    const t0 = performance.now();
+    const r = await runLoad(plan);
+    const wallMs = performance.now() - t0;
     assertEquals(r.completed, 60);
-    // On a loaded 2-CPU machine the server, having spun 20 ms, can wait several scheduler slices
-    // for its CPU before it writes (seen: medians of 23-26 ms at load average 10, with the
-    // fastest at 20.5 ms): the fastest of 60 round trips shows what the engine itself
-    // measures; the median is only checked for sanity.
-    const min = r.latency.min / 1e6, p50 = r.latency.p50 / 1e6;
-    assert(min >= 20 && min <= 21, `fastest ${min} ms`);
-    assert(p50 >= 20 && p50 <= 40, `median ${p50} ms`);
+    const min = r.latency.min / 1e6;
+    assert(min >= 20, `fastest ${min} ms is under the server's 20 ms`);
+    // One stream, one request at a time: the 60 latencies fill the engine's measured span but for
+    // its own turn-arounds (microseconds), and that span fits in the time the test saw pass.
+    const sumMs = (r.latency.mean * r.completed) / 1e6;
+    const spanMs = r.measuredNs / 1e6;
+    assert(spanMs <= wallMs, `measured span ${spanMs} ms, more than the ${wallMs} ms that passed`);
+    assert(sumMs <= spanMs * 1.01, `latencies sum to ${sumMs} ms, more than the ${spanMs} ms span`);
+    assert(sumMs >= spanMs * 0.95, `latencies sum to ${sumMs} ms of the ${spanMs} ms span`);
   } finally {
     await server.close();
   }
