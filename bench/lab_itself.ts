@@ -12,8 +12,9 @@
  *
  * HTTP/3 has no h2load here: its reference server is `gtlsserver` (ngtcp2's
  * own example server, on the same ngtcp2, nghttp3 and GnuTLS). The native h3
- * engine loads gtlsserver and our h3 server, and our SBI h3 client loads
- * both, at 1 and 64 streams on one connection.
+ * engine and our SBI h3 client load gtlsserver, sbilab's h3 module hosted by
+ * a plain C loop (bench/native/h3host.c: the module's cost without Deno) and
+ * our h3 server, at 1 and 64 streams on one connection.
  */
 import { Recorder } from "./recorder.ts";
 import { onServerCpu, placement } from "./affinity.ts";
@@ -24,6 +25,7 @@ import type { ResultRow } from "./schema.ts";
 import { makeRow, payloadPath, type ScenarioContext } from "./scenarios/context.ts";
 import { findTool, freePort, freeUdpPort, waitForPort } from "../lib/host.ts";
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
+import { ensureBuilt } from "../lib/native_build.ts";
 
 /** Connections × streams compared with h2load (the SBI client and fetch rows: one connection only). */
 export const PEER_SHAPES = [
@@ -31,6 +33,9 @@ export const PEER_SHAPES = [
   { connections: 1, streams: 64 },
   { connections: 8, streams: 64 },
 ];
+
+/** The h3 peer row of sbilab's h3 module hosted by a C loop instead of Deno. */
+export const H3_HOST = "sbilab h3 module, C host";
 
 /** Streams in flight on the one connection of the h3 peer rows. */
 export const H3_PEER_STREAMS = [1, 64];
@@ -197,22 +202,33 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   return rows;
 }
 
-/** gtlsserver on the peer CPU, answering `/<n>` with n bytes; resolves once it answers. */
-async function startGtlsserver(
+/** A C reference server for the h3 rows, on the peer CPU. */
+interface H3Peer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `exe` with the arguments `args(dir, port)` gives (`dir` holds a dev
+ * PKI's files) on the peer CPU; resolves once it answers `path`.
+ */
+async function startH3Peer(
   ctx: ScenarioContext,
-): Promise<{ port: number; close(): Promise<void> }> {
+  name: string,
+  exe: string,
+  args: (dir: string, port: number) => string[],
+  path: string,
+): Promise<H3Peer> {
   const dir = await Deno.makeTempDir({ prefix: "sbilab-peers-h3-" });
   await writeDevPki(dir, await createDevPki());
   const port = freeUdpPort();
-  const [cmd, args] = onServerCpu(await placement(), findTool("gtlsserver")!, [
-    "-q",
-    "127.0.0.1",
-    String(port),
-    `${dir}/${DEV_PKI_FILES.serverKey}`,
-    `${dir}/${DEV_PKI_FILES.serverCert}`,
-  ]);
-  const child = new Deno.Command(cmd, { args, stdin: "null", stdout: "null", stderr: "null" })
-    .spawn();
+  const [cmd, cmdArgs] = onServerCpu(await placement(), exe, args(dir, port));
+  const child = new Deno.Command(cmd, {
+    args: cmdArgs,
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
   const close = async () => {
     try {
       child.kill("SIGTERM");
@@ -231,7 +247,7 @@ async function startGtlsserver(
   let up = false;
   try {
     for (let i = 0; i < 100 && !up; i++) {
-      up = await probe.request({ path: "/1" }).then(() => true, () => false);
+      up = await probe.request({ path }).then(() => true, () => false);
       if (!up) await new Promise((r) => setTimeout(r, 50));
     }
   } finally {
@@ -239,9 +255,31 @@ async function startGtlsserver(
   }
   if (!up) {
     await close();
-    throw new PeerError("gtlsserver did not answer within 5 s");
+    throw new PeerError(`${name} did not answer within 5 s`);
   }
   return { port, close };
+}
+
+/** gtlsserver (ngtcp2's example server), answering `/<n>` with n bytes. */
+function startGtlsserver(ctx: ScenarioContext, size: number): Promise<H3Peer> {
+  return startH3Peer(ctx, "gtlsserver", findTool("gtlsserver")!, (dir, port) => [
+    "-q",
+    "127.0.0.1",
+    String(port),
+    `${dir}/${DEV_PKI_FILES.serverKey}`,
+    `${dir}/${DEV_PKI_FILES.serverCert}`,
+  ], `/${size}`);
+}
+
+/** sbilab's h3 module in a C loop (bench/native/h3host.c), answering every path with `size` bytes. */
+async function startH3Host(ctx: ScenarioContext, size: number): Promise<H3Peer> {
+  const exe = await ensureBuilt("h3host", { quiet: true });
+  return startH3Peer(ctx, "the h3 module's C host", exe, (dir, port) => [
+    `${dir}/${DEV_PKI_FILES.serverCert}`,
+    `${dir}/${DEV_PKI_FILES.serverKey}`,
+    String(port),
+    String(size),
+  ], `/${size}`);
 }
 
 /** The HTTP/3 rows (see the module comment); none without gtlsserver or our h3 server. */
@@ -257,10 +295,13 @@ async function h3Peers(ctx: ScenarioContext, size: number): Promise<ResultRow[]>
   const rows: ResultRow[] = [];
   const windows = ctx.config.quick ? 3 : 5;
   const windowMs = Math.max(200, ctx.plan.sampleMs / windows);
-  const gtls = await startGtlsserver(ctx);
+  const gtls = await startGtlsserver(ctx, size);
+  let host: H3Peer | undefined;
   try {
+    host = await startH3Host(ctx, size);
     const targets = [
       { name: "gtlsserver", port: gtls.port, path: `/${size}`, insecure: true },
+      { name: H3_HOST, port: host.port, path: `/${size}`, insecure: true },
       {
         name: "sbilab h3",
         port: Number(new URL(ours).port),
@@ -351,16 +392,20 @@ async function h3Peers(ctx: ScenarioContext, size: number): Promise<ResultRow[]>
         engineRate.set(`${target.name}/${streams}`, row.requestsPerSecond!);
       }
     }
+    const ratios = (ours: string) =>
+      H3_PEER_STREAMS.map((m) =>
+        `1×${m}: ${
+          (engineRate.get(`${ours}/${m}`)! / engineRate.get(`gtlsserver/${m}`)!).toFixed(2)
+        }×`
+      ).join(", ");
     ctx.notes.push(
       `Native h3 engine: sbilab h3 ÷ gtlsserver req/s (medians of ${windows} windows each): ${
-        H3_PEER_STREAMS.map((m) =>
-          `1×${m}: ${
-            (engineRate.get(`sbilab h3/${m}`)! / engineRate.get(`gtlsserver/${m}`)!).toFixed(2)
-          }×`
-        ).join(", ")
-      }.`,
+        ratios("sbilab h3")
+      }; the same module in a C host ÷ gtlsserver: ${ratios(H3_HOST)} ` +
+        "(the module's own cost; the difference to sbilab h3 is Deno's around it).",
     );
   } finally {
+    await host?.close();
     await gtls.close();
   }
   return rows;

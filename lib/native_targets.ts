@@ -159,6 +159,19 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       OWN_LIB_DIR,
     ],
   },
+  // The h3 module hosted by a plain C loop: a reference server of the peers scenario
+  // (bench/lab_itself.ts), to tell the module's cost from Deno's around it.
+  h3host: {
+    output: "sbilab_h3host",
+    kind: "exe",
+    sources: ["bench/native/h3host.c", ...H3_SOURCES],
+    deps: H3_HEADERS,
+    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", OWN_LIB_DIR],
+    requires: [
+      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
+      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
+    ],
+  },
   // Leak check driver for the h3 shim: a client and a server talking in memory.
   h3_leakcheck: {
     output: "sbilab_h3_leakcheck",
