@@ -1,14 +1,16 @@
 /**
  * `peers` (the lab measuring itself): `h2load`, the native load engine and
- * our SBI client, each against `nghttpd` and against our own h2c server (on
- * the run's stack), at 1 and 64 streams in flight on one connection and at
- * 8 connections × 64 streams (the SBI client: one connection only), in one
- * run. h2load against both servers says how our server compares with a C
- * server; the engine and the client against h2load on the same server say
- * how much our load side adds. Servers sit on the peer CPU, the clients on
- * the measuring one. Each row is split into windows; a sample is the time
- * per completed request in one window (1 / throughput), so every row gets a
- * median and a bootstrap CI the same way.
+ * our SBI client, each against `nghttpd`, against our h2 server module hosted
+ * by a plain C loop (bench/native/h2host.c: the module's cost without Deno)
+ * and against our own h2c server (on the run's stack), at 1 and 64 streams
+ * in flight on one connection and at 8 connections × 64 streams (the SBI
+ * client: one connection only), in one run. h2load against the three servers
+ * says how our server and its module compare with a C server; the engine
+ * and the client against h2load on the same server say how much our load
+ * side adds. Servers sit on the peer CPU, the clients on the measuring one.
+ * Each row is split into windows; a sample is the time per completed request
+ * in one window (1 / throughput), so every row gets a median and a bootstrap
+ * CI the same way.
  *
  * HTTP/3 has no h2load here: its reference server is `gtlsserver` (ngtcp2's
  * own example server, on the same ngtcp2, nghttp3 and GnuTLS). The native h3
@@ -34,8 +36,11 @@ export const PEER_SHAPES = [
   { connections: 8, streams: 64 },
 ];
 
+/** The h2 peer rows of sbilab's h2 server module hosted by a C loop instead of Deno. */
+export const H2_HOST = "sbilab h2c module in a C host";
+
 /** The h3 peer row of sbilab's h3 module hosted by a C loop instead of Deno. */
-export const H3_HOST = "sbilab h3 module, C host";
+export const H3_HOST = "sbilab h3 module in a C host";
 
 /** Streams in flight on the one connection of the h3 peer rows. */
 export const H3_PEER_STREAMS = [1, 64];
@@ -92,7 +97,24 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
     stderr: "null",
     stdin: "null",
   }).spawn();
-  const targets: PeerTarget[] = [{ name: "nghttpd", port, path: "/payload" }];
+  const hostPort = freePort();
+  const [hostCmd, hostArgs] = onServerCpu(
+    await placement(),
+    await ensureBuilt("h2host", {
+      quiet: true,
+    }),
+    [String(hostPort), String(size)],
+  );
+  const host = new Deno.Command(hostCmd, {
+    args: hostArgs,
+    stdout: "null",
+    stderr: "null",
+    stdin: "null",
+  }).spawn();
+  const targets: PeerTarget[] = [
+    { name: "nghttpd", port, path: "/payload" },
+    { name: H2_HOST, port: hostPort, path: "/payload" },
+  ];
   const ours = ctx.endpoints.urls.h2c;
   if (ours) {
     targets.push({
@@ -106,6 +128,7 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   const windowMs = Math.max(200, ctx.plan.sampleMs / windows);
   try {
     await waitForPort(port, 10_000);
+    await waitForPort(hostPort, 10_000);
     for (const target of targets) {
       const origin = `http://127.0.0.1:${target.port}`;
       const client = await ctx.openClient("h2c", { origin });
@@ -190,12 +213,14 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
       );
     }
   } finally {
-    try {
-      nghttpd.kill("SIGTERM");
-    } catch {
-      // exited
+    for (const child of [nghttpd, host]) {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // exited
+      }
+      await child.status;
     }
-    await nghttpd.status;
     await Deno.remove(docs, { recursive: true }).catch(() => {});
   }
   rows.push(...await h3Peers(ctx, size));

@@ -14,6 +14,7 @@ import { floorCell, medianWithCi, tcpCell } from "./table.ts";
 import { answerLines, legendLines, warningLines } from "./answer.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import { setupTable } from "./setup_report.ts";
+import { H2_HOST } from "./lab_itself.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "./schema.ts";
 import type { RenderOptions } from "./report_sections.ts";
 import {
@@ -146,16 +147,23 @@ function peerObservations(peers: ResultRow[]): string[] {
   for (const streams of new Set(peers.map((r) => r.concurrency))) {
     const s = `${streams} stream${streams === 1 ? "" : "s"}`;
     const ref = find("h2load", "nghttpd", streams);
+    const host = find("h2load", H2_HOST, streams);
     const oursUnderH2load = peers.find((r) =>
-      r.transport === "h2load" && r.concurrency === streams && !r.label.includes("from nghttpd,")
+      r.transport === "h2load" && r.concurrency === streams &&
+      !r.label.includes("from nghttpd,") && !r.label.includes(`from ${H2_HOST},`)
     );
     if (ref && oursUnderH2load) {
+      const module = host
+        ? `; the same module in a C host serves ${formatRate(host.requestsPerSecond!)} = ${
+          formatMultiple(host.requestsPerSecond! / ref.requestsPerSecond!)
+        }`
+        : "";
       out.push(
         `Under h2load at ${s}, our h2c server serves ${
           formatRate(oursUnderH2load.requestsPerSecond!)
         } = ${
           formatMultiple(oursUnderH2load.requestsPerSecond! / ref.requestsPerSecond!)
-        } nghttpd's ${formatRate(ref.requestsPerSecond!)}.`,
+        } nghttpd's ${formatRate(ref.requestsPerSecond!)}${module}.`,
       );
     }
     for (const h2load of [ref, oursUnderH2load]) {

@@ -159,6 +159,28 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       OWN_LIB_DIR,
     ],
   },
+  // The h2 server module (h2c) hosted by a plain C loop: a reference server of the peers
+  // scenario (bench/lab_itself.ts), to tell the module's cost from Deno's around it.
+  h2host: {
+    output: "sbilab_h2host",
+    kind: "exe",
+    sources: [
+      "bench/native/h2host.c",
+      "transports/h2/native/sbh2.c",
+      "transports/h2/native/sbh2_server.c",
+    ],
+    deps: [
+      "transports/h2/native/sbh2.h",
+      "transports/h2/native/sbh2_server.h",
+      "transports/h2/native/sbh2_common.h",
+      "transports/native/sbwire.h",
+    ],
+    libs: ["-lnghttp2", "-lgnutls", OWN_LIB_DIR],
+    requires: [
+      { header: "/usr/include/nghttp2/nghttp2.h", apt: "libnghttp2-dev" },
+      { header: "/usr/include/gnutls/gnutls.h", apt: "libgnutls28-dev" },
+    ],
+  },
   // The h3 module hosted by a plain C loop: a reference server of the peers scenario
   // (bench/lab_itself.ts), to tell the module's cost from Deno's around it.
   h3host: {
