@@ -32,6 +32,7 @@ import { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../lib/host.
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { type TransportName, TRANSPORTS } from "../transports/types.ts";
 import { resolveStack } from "../transports/stack.ts";
+import { V8_FLAGS_ARG } from "../lib/v8_flags.ts";
 
 /** Servers `lab profile` can load. */
 export const PROFILE_SERVERS = ["sbilab", "nghttpd", "gtlsserver"] as const;
@@ -110,6 +111,7 @@ async function startSbilab(
     "run",
     "-A",
     "--unstable-net",
+    V8_FLAGS_ARG,
     ...profilerFlags(`${out}/server`, interval),
     `${ROOT}/main.ts`,
     "serve",
@@ -241,6 +243,7 @@ async function runClient(
       "run",
       "-A",
       "--unstable-net",
+      V8_FLAGS_ARG,
       ...profilerFlags(profileDir, interval),
       `${ROOT}/cli/_profile_client.ts`,
       JSON.stringify(job),

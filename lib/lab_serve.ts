@@ -8,6 +8,7 @@
 import { ROOT } from "./host.ts";
 import { readListening } from "./listening.ts";
 import type { TransportName } from "./transport_names.ts";
+import { V8_FLAGS_ARG } from "./v8_flags.ts";
 
 /** Resource limits `lab serve` takes as options; unset ones keep its defaults. */
 export interface LabServeLimits {
@@ -89,7 +90,15 @@ export function labServeArgs(o: LabServeOptions): string[] {
 
 /** The command that runs `lab` from this checkout: `deno run … main.ts`. */
 export function labCommand(): string[] {
-  return [Deno.execPath(), "run", "-A", "--unstable-net", "--quiet", `${ROOT}/main.ts`];
+  return [
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--unstable-net",
+    V8_FLAGS_ARG,
+    "--quiet",
+    `${ROOT}/main.ts`,
+  ];
 }
 
 /** How `lab serve` is launched. */

@@ -12,6 +12,7 @@
 import { BUILD_DIR, ensureBuilt, NativeBuildError } from "../lib/native_build.ts";
 import { ROOT } from "../lib/host.ts";
 import { packExecutable } from "./pack.ts";
+import { V8_FLAGS_ARG } from "../lib/v8_flags.ts";
 
 const OUTPUT = `${BUILD_DIR}/lab`;
 
@@ -49,6 +50,7 @@ async function main(): Promise<number> {
     "compile",
     "-A",
     "--unstable-net",
+    V8_FLAGS_ARG,
     ...include,
     "--output",
     OUTPUT,

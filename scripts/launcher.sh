@@ -55,4 +55,4 @@ exec 9<"$dir/.lock"
 flock -s 9
 export DENO_DIR="$dir/deno_dir" DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1
 export SBILAB_BUNDLE="$dir"
-exec "$dir/bin/deno" run -A --unstable-net --cached-only --quiet "$dir/app/main.ts" "$@"
+exec "$dir/bin/deno" run -A --unstable-net --v8-flags=--max-semi-space-size=1 --cached-only --quiet "$dir/app/main.ts" "$@"
