@@ -82,6 +82,8 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
     return [];
   }
   const size = ctx.sizes[0];
+  // Built before any server starts, so a failed build leaves nothing running.
+  const hostExe = await ensureBuilt("h2host", { quiet: true });
   const docs = await Deno.makeTempDir({ prefix: "sbilab-peers-" });
   await Deno.writeFile(`${docs}/payload`, new Uint8Array(size).fill(0x61));
   const port = freePort();
@@ -98,13 +100,10 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
     stdin: "null",
   }).spawn();
   const hostPort = freePort();
-  const [hostCmd, hostArgs] = onServerCpu(
-    await placement(),
-    await ensureBuilt("h2host", {
-      quiet: true,
-    }),
-    [String(hostPort), String(size)],
-  );
+  const [hostCmd, hostArgs] = onServerCpu(await placement(), hostExe, [
+    String(hostPort),
+    String(size),
+  ]);
   const host = new Deno.Command(hostCmd, {
     args: hostArgs,
     stdout: "null",
