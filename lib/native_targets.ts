@@ -41,6 +41,13 @@ const H3_HEADERS = [
   "transports/native/sb_tls.h",
 ];
 
+/** Linker inputs and headers of the programs built on the h3 module's sources. */
+const H3_EXE_LIBS = ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", OWN_LIB_DIR];
+const H3_EXE_REQUIRES = [
+  { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
+  { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
+];
+
 /** The load engine's shared part, linked into the h2 and h3 modules (load/). */
 const LOAD_SOURCES = ["load/native/sbl_load.c", "load/native/sbl_hist.c"];
 const LOAD_HEADERS = ["load/native/sbl_load.h", "load/native/sbl_hist.h"];
@@ -174,6 +181,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       "transports/h2/native/sbh2_server.h",
       "transports/h2/native/sbh2_common.h",
       "transports/native/sbwire.h",
+      "bench/native/host_common.h",
     ],
     libs: ["-lnghttp2", "-lgnutls", OWN_LIB_DIR],
     requires: [
@@ -187,12 +195,9 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     output: "sbilab_h3host",
     kind: "exe",
     sources: ["bench/native/h3host.c", ...H3_SOURCES],
-    deps: H3_HEADERS,
-    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", OWN_LIB_DIR],
-    requires: [
-      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
-      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
-    ],
+    deps: [...H3_HEADERS, "bench/native/host_common.h"],
+    libs: H3_EXE_LIBS,
+    requires: H3_EXE_REQUIRES,
   },
   // Leak check driver for the h3 shim: a client and a server talking in memory.
   h3_leakcheck: {
@@ -201,21 +206,15 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     sources: ["transports/h3/native/leakcheck.c", ...H3_SOURCES],
     deps: H3_HEADERS,
     cflags: ["-O0"],
-    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", OWN_LIB_DIR],
-    requires: [
-      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
-      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
-    ],
+    libs: H3_EXE_LIBS,
+    requires: H3_EXE_REQUIRES,
   }, // The h3 interop probe: a client that misbehaves on purpose (interop/).
   h3_probe: {
     output: "sbilab_h3_probe",
     kind: "exe",
     sources: ["transports/h3/native/probe.c", ...H3_SOURCES],
     deps: H3_HEADERS,
-    libs: ["-lngtcp2_crypto_gnutls", "-lngtcp2", "-lnghttp3", "-lgnutls", OWN_LIB_DIR],
-    requires: [
-      { header: "/usr/include/ngtcp2/ngtcp2.h", apt: "libngtcp2-dev" },
-      { header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" },
-    ],
+    libs: H3_EXE_LIBS,
+    requires: H3_EXE_REQUIRES,
   },
 };

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "../../transports/h2/native/sbh2_server.h"
+#include "host_common.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -49,18 +50,8 @@ typedef struct conn {
 } conn_t;
 
 static conn_t *g_conns;
-static uint8_t *g_in, *g_events, *g_body, g_head[256];
+static uint8_t *g_in, *g_events, *g_body, g_head[HOST_HEAD_CAP];
 static size_t g_head_len, g_size;
-
-/* Appends one field in the wire format of sbwire.h: name length, value length, name, value. */
-static size_t put_field(uint8_t *p, const char *name, const char *value) {
-  uint32_t nl = (uint32_t)strlen(name), vl = (uint32_t)strlen(value);
-  memcpy(p, &nl, 4);
-  memcpy(p + 4, &vl, 4);
-  memcpy(p + 8, name, nl);
-  memcpy(p + 8 + nl, value, vl);
-  return 8 + nl + vl;
-}
 
 static void conn_free(int ep, conn_t *c) {
   epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -108,12 +99,9 @@ static void conn_answer(conn_t *c) {
   int n;
   while ((n = sbh2_sconn_poll(c->s, g_events, IO_CAP)) > 0) {
     for (int off = 0; off + SBWIRE_EVENT_HEADER_LEN <= n;) {
-      uint32_t type, head_len, body_len;
+      uint32_t type, conn_id, head_len, body_len;
       int64_t stream_id;
-      memcpy(&type, g_events + off, 4);
-      memcpy(&stream_id, g_events + off + 8, 8);
-      memcpy(&head_len, g_events + off + 24, 4);
-      memcpy(&body_len, g_events + off + 28, 4);
+      host_event(g_events + off, &type, &conn_id, &stream_id, &head_len, &body_len);
       if (type == SBWIRE_EV_MESSAGE) {
         sbh2_sconn_respond(c->s, (int32_t)stream_id, g_head, (uint32_t)g_head_len, g_body,
                            (uint32_t)g_size, 0);
@@ -157,11 +145,7 @@ int main(int argc, char **argv) {
   struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
   epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev);
   memset(g_body, 'a', g_size);
-  char length[16];
-  snprintf(length, sizeof length, "%ld", size);
-  g_head_len = put_field(g_head, ":status", "200");
-  g_head_len += put_field(g_head + g_head_len, "content-type", "application/octet-stream");
-  g_head_len += put_field(g_head + g_head_len, "content-length", length);
+  g_head_len = host_head(g_head, size);
   printf("listening on 127.0.0.1:%ld\n", port);
   fflush(stdout);
 

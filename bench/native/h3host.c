@@ -13,6 +13,7 @@
  * the server.
  */
 #include "../../transports/h3/native/sbh3.h"
+#include "host_common.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -49,16 +50,6 @@ static uint8_t *read_file(const char *path, size_t *len) {
   fclose(f);
   *len = (size_t)n;
   return p;
-}
-
-/* Appends one field in the wire format of sbwire.h: name length, value length, name, value. */
-static size_t put_field(uint8_t *p, const char *name, const char *value) {
-  uint32_t nl = (uint32_t)strlen(name), vl = (uint32_t)strlen(value);
-  memcpy(p, &nl, 4);
-  memcpy(p + 4, &vl, 4);
-  memcpy(p + 8, name, nl);
-  memcpy(p + 8 + nl, value, vl);
-  return 8 + nl + vl;
 }
 
 int main(int argc, char **argv) {
@@ -105,12 +96,8 @@ int main(int argc, char **argv) {
     goto out;
   }
   memset(body, 'a', (size_t)size);
-  char length[16];
-  snprintf(length, sizeof length, "%ld", size);
-  uint8_t head[256];
-  size_t head_len = put_field(head, ":status", "200");
-  head_len += put_field(head + head_len, "content-type", "application/octet-stream");
-  head_len += put_field(head + head_len, "content-length", length);
+  uint8_t head[HOST_HEAD_CAP];
+  size_t head_len = host_head(head, size);
   printf("listening on 127.0.0.1:%ld\n", port);
   fflush(stdout);
 
@@ -121,11 +108,9 @@ int main(int argc, char **argv) {
     sbh3_server_io_defer(srv, u, NULL, 0, NULL, 0);
     int n;
     while ((n = sbh3_server_poll(srv, events, EVENT_CAP)) > 0) {
-      uint32_t type, conn_id;
+      uint32_t type, conn_id, req_head_len, req_body_len;
       int64_t stream_id;
-      memcpy(&type, events, 4);
-      memcpy(&conn_id, events + 4, 4);
-      memcpy(&stream_id, events + 8, 8);
+      host_event(events, &type, &conn_id, &stream_id, &req_head_len, &req_body_len);
       if (type != SBH3_EV_MESSAGE) continue;
       /* A full send queue or a stream gone meanwhile: the client retries or has left. */
       sbh3_server_respond(srv, conn_id, stream_id, head, head_len, body, (size_t)size);
