@@ -30,7 +30,10 @@ async function startServe(options: LabServeOptions) {
 
 function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp, code = 1) {
   assert.equal(r.code, code, `exit status for:\n${r.stderr}`);
-  const lines = r.stderr.trim().split("\n").filter((l) => !l.startsWith("(run lab --help"));
+  // progress: lines (stderr is not a terminal here) may come first; the error is one line
+  const lines = r.stderr.trim().split("\n").filter((l) =>
+    !l.startsWith("(run lab --help") && !l.startsWith("progress: ")
+  );
   assert.equal(lines.length, 1, `expected one line, got:\n${r.stderr}`);
   assert.match(lines[0], pattern);
   assert.doesNotMatch(r.stderr, /\s+at\s|Stack backtrace/);

@@ -62,6 +62,26 @@ export function raiseFdLimit(): FdLimit | undefined {
   return getFdLimit();
 }
 
+/**
+ * Descriptors this process may still open under its soft limit: the limit
+ * less the entries of `/proc/self/fd`. 0 when the listing itself cannot be
+ * opened (the process is at its limit); undefined off Linux or without libc.
+ */
+export function freeFds(): number | undefined {
+  const limit = getFdLimit();
+  if (!limit) return undefined;
+  let open = 0;
+  try {
+    // The listing holds one descriptor of its own while it is read: not counted.
+    for (const _ of Deno.readDirSync("/proc/self/fd")) open++;
+    open--;
+  } catch (err) {
+    if (/os error 2[34]/.test(String(err))) return 0;
+    return undefined;
+  }
+  return Math.max(0, limit.soft - open);
+}
+
 /** Connections each of `listeners` TCP listeners may hold within `limit`, after the reserve. */
 export function connectionsWithin(limit: FdLimit, listeners: number): number {
   return Math.max(1, Math.floor((limit.soft - FD_RESERVE) / Math.max(1, listeners)));

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { connectionsWithin, FD_RESERVE, getFdLimit } from "./fd_limit.ts";
+import { connectionsWithin, FD_RESERVE, freeFds, getFdLimit } from "./fd_limit.ts";
 
 const dec = new TextDecoder();
 
@@ -32,4 +32,16 @@ Deno.test("connectionsWithin splits what the limit leaves after the reserve", ()
   assert.equal(connectionsWithin({ soft: 10, hard: 10 }, 2), 1);
   const now = getFdLimit();
   assert.ok(now && now.soft > 0 && now.hard >= now.soft);
+});
+
+Deno.test("freeFds falls by one for each descriptor opened and rises again when it closes", () => {
+  const before = freeFds();
+  assert.ok(before !== undefined && before > 10, `free descriptors read ${before}`);
+  const files = Array.from({ length: 5 }, () => Deno.openSync("/dev/null"));
+  try {
+    assert.equal(freeFds(), before - 5);
+  } finally {
+    for (const f of files) f.close();
+  }
+  assert.equal(freeFds(), before);
 });

@@ -16,6 +16,7 @@ import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions, TransportName } from "../types.ts";
 import { BodyBudgetError, BodyTooLargeError, fromSbiResponse, toSbiRequest } from "./convert.ts";
 import { applyNoDelay } from "../native/nodelay.ts";
+import { freeFds } from "../fd_limit.ts";
 import {
   bodyTooLarge,
   overloaded,
@@ -38,6 +39,8 @@ export type H2ServerOptions = ServerOptions;
 /** Pauses between attempts to listen again after accepting failed, ms. */
 const FIRST_BACKOFF_MS = 50;
 const MAX_BACKOFF_MS = 2000;
+/** Descriptors that must be free before the listener is opened again. */
+const MIN_FREE_FDS = 16;
 
 /** A `Deno.serve` server with the limits it applies. */
 export interface DenoSbiServer extends SbiServer {
@@ -153,6 +156,14 @@ class Listener {
     this.#retry = setTimeout(() => {
       this.#retry = undefined;
       if (this.#closing) return;
+      // A listener opened while every descriptor is taken fails its first accept at once and,
+      // closing, resets whoever was in its queue: wait until the connections shut down by the
+      // guard have given theirs back.
+      const free = freeFds();
+      if (free !== undefined && free < MIN_FREE_FDS) {
+        this.#schedule(FIRST_BACKOFF_MS);
+        return;
+      }
       try {
         this.#watch(this.#make());
         this.restarts++;
