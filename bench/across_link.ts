@@ -196,6 +196,7 @@ export async function runBenchAcrossLink(
       host: link.serverAddr,
       stateDir: tmp,
       delayMs: options.delayMs,
+      h3ExactEcn: false,
     }, {
       lab,
       timeoutMs: 60_000,

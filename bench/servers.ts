@@ -103,7 +103,7 @@ async function startProcess(
   const stateDir = await Deno.makeTempDir({ prefix: "sbilab-bench-" });
   let server;
   try {
-    server = await startLabServe({ transports, stack, stateDir, delayMs }, {
+    server = await startLabServe({ transports, stack, stateDir, delayMs, h3ExactEcn: false }, {
       cpu: (await placement())?.server,
       timeoutMs: timeoutS * 1000,
     });

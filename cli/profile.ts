@@ -123,6 +123,8 @@ async function startSbilab(
     "0",
     "--state-dir",
     stateDir,
+    // the I/O shape the benchmarks measure (docs/known-limits.md)
+    ...(transport === "h3" ? ["--no-h3-exact-ecn"] : []),
   ]);
   const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "inherit", stdin: "null" })
     .spawn();

@@ -8,7 +8,7 @@ import {
   type TlsMaterial,
   type TransportName,
 } from "../transports/mod.ts";
-import type { ConnectionInfo } from "../transports/types.ts";
+import type { ClientOptions, ConnectionInfo } from "../transports/types.ts";
 
 import { asUsage, exclusive, parseDuration, parseExport, parseHeader, UsageError } from "./args.ts";
 import { RequestError, requestFailureKind } from "./request_error.ts";
@@ -206,12 +206,15 @@ async function request(urlText: string, o: RequestOptions): Promise<void> {
   const path = url.pathname + url.search;
   const version = transport === "h3" ? "HTTP/3" : "HTTP/2";
   if (o.verbose) trace("*", `${method} ${url.origin}${path} over ${transport} (${stack} stack)`);
-  const client = await createClient(transport, url.origin, {
+  // h3 (native): every datagram read in the module with its ECN mark, as lab serve does
+  const clientOptions: ClientOptions & { exactEcn?: boolean } = {
     stack,
     tls,
     nfType: o.nfType,
     timeoutMs,
-  });
+    exactEcn: true,
+  };
+  const client = await createClient(transport, url.origin, clientOptions);
   let deadline: ReturnType<typeof setTimeout> | undefined;
   try {
     const sent = client.request({

@@ -51,6 +51,11 @@ export interface LabServeOptions {
   mtls?: boolean;
   /** Handler delay in ms. Default 0. */
   delayMs?: number;
+  /**
+   * h3 reads every datagram in the module (true, lab serve's default) or the first of each
+   * wake-up through Deno (false: `--no-h3-exact-ecn`, the I/O shape the benchmarks measure).
+   */
+  h3ExactEcn?: boolean;
   /** Resource limits. Default: lab serve's. */
   limits?: LabServeLimits;
   /** Further options exactly as written on the command line (for example `--h3-retry`). */
@@ -81,6 +86,7 @@ export function labServeArgs(o: LabServeOptions): string[] {
   if (o.ca) args.push("--ca", o.ca);
   if (o.mtls) args.push("--mtls");
   if (o.delayMs) args.push("--delay-ms", String(o.delayMs));
+  if (o.h3ExactEcn === false && o.transports.includes("h3")) args.push("--no-h3-exact-ecn");
   for (const [field, flag] of LIMIT_FLAGS) {
     const v = o.limits?.[field];
     if (v !== undefined) args.push(flag, String(v));

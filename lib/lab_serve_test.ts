@@ -55,6 +55,16 @@ Deno.test("lab serve's command line names each option once, ports only for the t
   assert.throws(() => labServeArgs({ transports: [] }), RangeError);
 });
 
+Deno.test("lab serve's h3 reads through Deno only when asked, and only when h3 is served", () => {
+  const h3 = labServeArgs({ transports: ["h3"], h3ExactEcn: false });
+  assert.equal(h3.at(-1), "--no-h3-exact-ecn");
+  assert.ok(!labServeArgs({ transports: ["h3"] }).includes("--no-h3-exact-ecn"));
+  assert.ok(!labServeArgs({ transports: ["h3"], h3ExactEcn: true }).includes("--no-h3-exact-ecn"));
+  assert.ok(
+    !labServeArgs({ transports: ["h2c"], h3ExactEcn: false }).includes("--no-h3-exact-ecn"),
+  );
+});
+
 Deno.test("lab serve is launched pinned with taskset and under ulimit -n when asked", () => {
   const lab = labCommand();
   const serve = labServeArgs({ transports: ["h2c"] });
