@@ -41,12 +41,13 @@ export class SetupRecorder {
   }
 
   /**
-   * The first bytes of the response came `ms` after the clock started (for a
-   * module that timestamps them itself, where datagrams that are not the
-   * response, such as retransmitted handshake packets, also come in).
+   * The first bytes of the response came `agoMs` before now (for a module
+   * that timestamps them itself on its own clock, where datagrams that are
+   * not the response, such as retransmitted handshake packets, also come in:
+   * the age, read now, carries its time over to this clock).
    */
-  firstByteAt(ms: number): void {
-    if (this.#sent !== undefined) this.#first ??= this.#t0 + ms;
+  firstByteAgo(agoMs: number): void {
+    if (this.#sent !== undefined) this.#first ??= this.#now() - agoMs;
   }
 
   /** The first request's response is complete. */

@@ -37,12 +37,12 @@ Deno.test("setup recorder without TLS leaves tlsMs out; a response in the first 
 Deno.test("setup recorder takes a first byte timed elsewhere, only after the request", () => {
   let t = 1000;
   const r = new SetupRecorder(() => t);
-  r.firstByteAt(5); // before the request: ignored
+  r.firstByteAgo(0); // before the request: ignored
   r.connected();
   t = 1010;
   r.requestSent();
-  r.firstByteAt(30);
   t = 1040;
+  r.firstByteAgo(10); // arrived at 1030 by the module's clock, read at 1040
   r.responseComplete();
   assert.deepEqual(r.timings(), { connectMs: 0, firstByteMs: 30, totalMs: 40 });
 });
@@ -51,8 +51,8 @@ Deno.test("setup recorder never puts the first byte before the transport was up"
   let t = 0;
   const r = new SetupRecorder(() => t);
   r.requestSent();
-  r.firstByteAt(9); // timed inside the datagram that is marked below
   t = 10;
+  r.firstByteAgo(1); // timed inside the datagram that is marked below
   r.connected();
   r.responseComplete();
   assert.deepEqual(r.timings(), { connectMs: 10, firstByteMs: 10, totalMs: 10 });

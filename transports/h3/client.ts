@@ -348,8 +348,8 @@ class Session {
         if (this.#timing) {
           // The first byte is the response's first header, timed by the shim: other datagrams
           // (a handshake packet the server sent again after a spurious timeout) do not count.
-          const first = this.#conn.firstResponseMs();
-          if (first !== undefined) this.#setup.firstByteAt(first);
+          const ago = this.#conn.firstResponseAgoMs();
+          if (ago !== undefined) this.#setup.firstByteAgo(ago);
         }
         this.#setup.responseComplete();
         this.#timing = false;

@@ -201,10 +201,10 @@ export class H3ClientConn {
     return n > 0 ? buf.slice(0, n) : undefined;
   }
 
-  /** Milliseconds from this connection's creation to its first response header, or undefined before one. */
-  firstResponseMs(): number | undefined {
+  /** Milliseconds since this connection's first response header arrived, or undefined before one. */
+  firstResponseAgoMs(): number | undefined {
     if (this.#ptr === null) return undefined;
-    const us = Number(this.#sym.sbh3_conn_first_response_us(this.#ptr));
+    const us = Number(this.#sym.sbh3_conn_first_response_ago_us(this.#ptr));
     return us < 0 ? undefined : us / 1000;
   }
 

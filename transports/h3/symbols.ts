@@ -99,8 +99,8 @@ export const SYMBOLS = {
   sbh3_conn_tls_state: { parameters: ["pointer"], result: "i32" },
   // int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
   sbh3_conn_tls_info: { parameters: ["pointer", "i32", "buffer", "usize"], result: "i32" },
-  // int64_t sbh3_conn_first_response_us(sbh3_conn *conn);
-  sbh3_conn_first_response_us: { parameters: ["pointer"], result: "i64" },
+  // int64_t sbh3_conn_first_response_ago_us(sbh3_conn *conn);
+  sbh3_conn_first_response_ago_us: { parameters: ["pointer"], result: "i64" },
   // int64_t sbh3_conn_handshake_bytes(sbh3_conn *conn, int sent);
   sbh3_conn_handshake_bytes: { parameters: ["pointer", "i32"], result: "i64" },
   // int sbh3_conn_export(sbh3_conn *conn, const uint8_t *label, size_t label_len, const uint8_t *context,

@@ -188,8 +188,8 @@ int sbh3_conn_ticket(sbh3_conn *conn, uint8_t *buf, size_t cap);
 int sbh3_conn_tls_state(sbh3_conn *conn);
 /* Writes one enum sbwire_tls_info text into buf (no NUL); returns its length. */
 int sbh3_conn_tls_info(sbh3_conn *conn, int kind, uint8_t *buf, size_t cap);
-/* Microseconds from the connection's creation to the first response header received, or SBWIRE_ERR_DONE before one. */
-int64_t sbh3_conn_first_response_us(sbh3_conn *conn);
+/* Microseconds since the first response header was received (now), or SBWIRE_ERR_DONE before one. */
+int64_t sbh3_conn_first_response_ago_us(sbh3_conn *conn);
 /* Handshake (CRYPTO frame) bytes sent (sent = 1) or received (sent = 0) until the handshake completed. */
 int64_t sbh3_conn_handshake_bytes(sbh3_conn *conn, int sent);
 /* RFC 5705 / RFC 8446 §7.5 exporter: writes out_len (1 to 65535) bytes for label and context (may be empty); returns out_len,

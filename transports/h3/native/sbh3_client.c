@@ -181,10 +181,10 @@ int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
   return stats_copy(c->st, c, c->queued, out, n);
 }
 
-int64_t sbh3_conn_first_response_us(sbh3_conn *c) {
+int64_t sbh3_conn_first_response_ago_us(sbh3_conn *c) {
   if (!c || c->srv) return SBWIRE_ERR_INVALID;
   if (!c->first_resp_ns) return SBWIRE_ERR_DONE;
-  return (int64_t)((c->first_resp_ns - c->created_ns) / 1000);
+  return (int64_t)((now_ns() - c->first_resp_ns) / 1000);
 }
 
 int sbh3_conn_resume(sbh3_conn *c, const uint8_t *ticket, size_t len) {
