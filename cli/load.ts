@@ -213,7 +213,7 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
     if (live) Deno.stderr.writeSync(enc.encode("\r\x1b[2K"));
-    lines?.stop();
+    lines?.stop(result !== undefined && !result.partial);
   }
   const shape = {
     connections: full.connections!,

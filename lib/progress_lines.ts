@@ -12,8 +12,12 @@ export interface ProgressLines {
   update(label: string, fraction: number): void;
   /** Says how many rows the run has, so lines name `row k/n` and the run's share. */
   setRows(rows: number): void;
-  /** Writes the closing line once (when anything was shown). Idempotent. */
-  stop(): void;
+  /**
+   * Writes the closing line once (when anything was shown): `100 % done`, or
+   * with `completed` false (the run failed or was cut short) `stopped at` the
+   * last share shown. Idempotent.
+   */
+  stop(completed?: boolean): void;
 }
 
 /** Options for {@linkcode createProgressLines}. */
@@ -74,10 +78,12 @@ export function createProgressLines(options: ProgressLinesOptions = {}): Progres
       lastShown = text;
       lastAt = t;
     },
-    stop() {
+    stop(completed = true) {
       if (stopped) return;
       stopped = true;
-      if (row > 0) write(`progress: 100 % done (${row} ${name}${row === 1 ? "" : "s"})`);
+      if (row === 0) return;
+      if (completed) write(`progress: 100 % done (${row} ${name}${row === 1 ? "" : "s"})`);
+      else write(lastShown.replace(/^progress: /, "progress: stopped at "));
     },
   };
 }

@@ -49,6 +49,17 @@ Deno.test("progress lines say nothing after stop, and stop says nothing when not
   assert.deepEqual(lines, []);
 });
 
+Deno.test("progress lines of a run that did not complete end where it stopped, not at 100 %", () => {
+  const { lines, p } = recorder();
+  p.setRows(2);
+  p.update("h2c", 0.5);
+  p.stop(false);
+  assert.deepEqual(lines, [
+    "progress: 25 % (row 1/2, h2c)",
+    "progress: stopped at 25 % (row 1/2, h2c)",
+  ]);
+});
+
 Deno.test("progress lines call a row what the command calls it", () => {
   const lines: string[] = [];
   const p = createProgressLines({ write: (l) => lines.push(l), now: () => 0, rowName: "case" });
