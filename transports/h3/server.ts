@@ -225,7 +225,7 @@ class H3Server implements H3SbiServer {
     }
     // Requests wait for their answers' flush; anything else due (more of a response the
     // peer's acknowledgement lets out, a handshake flight) leaves now.
-    if (this.#handOut() > 0) this.#scheduleFlush();
+    if (this.#handOut(false) > 0) this.#scheduleFlush();
     else this.#sendDue();
   }
 
@@ -249,8 +249,12 @@ class H3Server implements H3SbiServer {
     this.#handOut();
   }
 
-  /** Hands the events out: requests to the core, handshakes to onTls, closes to the books; returns the requests. */
-  #handOut(): number {
+  /**
+   * Hands the events out: requests to the core, handshakes to onTls, closes
+   * to the books; re-arms the timer unless `arm` is false (a flush follows
+   * that arms it). Returns the requests.
+   */
+  #handOut(arm = true): number {
     const core = this.#core;
     let requests = 0;
     for (let e: H3Event | null; (e = this.#ep.poll());) {
@@ -275,7 +279,7 @@ class H3Server implements H3SbiServer {
       }
     }
     if (this.#blocked.size && this.#retryBlocked()) this.#scheduleFlush();
-    this.#arm();
+    if (arm) this.#arm();
     return requests;
   }
 
