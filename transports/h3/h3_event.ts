@@ -29,12 +29,17 @@ export interface H3Event {
   body: Uint8Array;
 }
 
-/** Hands over a connection's or server's events one at a time. */
-export class H3EventReader {
-  #poller = new EventPoller({
+/** The event poller of an HTTP/3 connection or server: a 64 KiB buffer, failures as {@linkcode H3Error}. */
+export function h3EventPoller(): EventPoller {
+  return new EventPoller({
     bufferBytes: 64 * 1024,
     error: (code) => new H3Error(code, `poll failed: ${nativeErrorName(code)}`),
   });
+}
+
+/** Hands over a connection's or server's events one at a time. */
+export class H3EventReader {
+  #poller = h3EventPoller();
   #ready: H3Event[] = [];
   #take: EventHandler = (type, streamId, code, block, body, owned, connId) => {
     this.#ready.push({

@@ -9,7 +9,8 @@ import { encodeHeaderBlock, type HeaderList } from "../native/wire.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { exportKeyingMaterial, readTlsInfo, type TlsSessionCalls } from "../native/tls_session.ts";
 import { check, H3Error } from "./h3_error.ts";
-import { type H3Event, H3EventReader } from "./h3_event.ts";
+import { h3EventPoller } from "./h3_event.ts";
+import type { EventHandler } from "../native/event_poller.ts";
 import { type H3DatagramStats, readStats } from "./h3_datagram_stats.ts";
 import type { H3Config } from "./h3_config.ts";
 import type { H3Socket } from "./h3_socket.ts";
@@ -24,7 +25,7 @@ export type Destination = Deno.NetAddr;
 export class H3ServerEndpoint {
   #sym: Sbh3Symbols;
   #ptr: Deno.PointerValue;
-  #events = new H3EventReader();
+  #events = h3EventPoller();
   #meta = new Uint8Array(64);
   #metaView = new DataView(this.#meta.buffer);
   #ipCache = new Map<string, Uint8Array<ArrayBuffer>>();
@@ -148,10 +149,14 @@ export class H3ServerEndpoint {
     this.#sym.sbh3_server_on_timeout(this.#live());
   }
 
-  /** Returns the next event of any connection, or null. */
-  poll(): H3Event | null {
+  /**
+   * Hands every pending event of any connection to `handler`, its header
+   * block and body as views into a reused buffer (valid during the call;
+   * `bodyOwned` bodies excepted); returns how many.
+   */
+  pollEach(handler: EventHandler): number {
     this.#live();
-    return this.#events.read(this.#poll);
+    return this.#events.poll(this.#poll, handler);
   }
 
   /** Sends a response; returns 0 or a negative code (for example when the stream is gone). */

@@ -93,22 +93,24 @@ export class H3Socket {
    * receive errors reject. With `exactEcn`, awaits {@linkcode ready} instead
    * and resolves with an empty datagram: the io call reads them all.
    */
-  async receive(): Promise<Datagram | null> {
-    if (this.#ptr === null || this.#closing) return null;
-    if (this.exactEcn) {
-      return (await this.ready()) ? [NOTHING, this.#udp.addr as Deno.NetAddr] : null;
-    }
-    try {
-      return (await this.#udp.receive(this.#buf)) as Datagram;
-    } catch (err) {
-      if (this.#ptr === null) return null;
-      if (err instanceof Deno.errors.ConnectionRefused) {
-        this.#sym.sbh3_udp_refused(this.#ptr);
-        return [EMPTY.subarray(0, 0), this.#udp.addr as Deno.NetAddr];
-      }
-      throw err;
-    }
+  receive(): Promise<Datagram | null> {
+    if (this.#ptr === null || this.#closing) return Promise.resolve(null);
+    if (this.exactEcn) return this.ready().then(this.#readyDatagram);
+    // One promise per datagram: no async frame around Deno's own.
+    return (this.#udp.receive(this.#buf) as Promise<Datagram>).catch(this.#receiveFailed);
   }
+
+  #readyDatagram = (ready: boolean): Datagram | null =>
+    ready ? [NOTHING, this.#udp.addr as Deno.NetAddr] : null;
+
+  #receiveFailed = (err: unknown): Datagram | null => {
+    if (this.#ptr === null) return null;
+    if (err instanceof Deno.errors.ConnectionRefused) {
+      this.#sym.sbh3_udp_refused(this.#ptr);
+      return [EMPTY.subarray(0, 0), this.#udp.addr as Deno.NetAddr];
+    }
+    throw err;
+  };
 
   /**
    * Resolves true once a datagram (or a receive error, such as the ICMP port

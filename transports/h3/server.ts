@@ -11,19 +11,19 @@
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
-import { ResponseBlockWriter } from "../native/wire.ts";
+import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
 import { resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { type Responder, ServerCore } from "../server_core.ts";
 import type { ServerLimits } from "../server_limits.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
-import { H3_EVENT, H3_MSG_EARLY, type H3Event } from "./h3_event.ts";
+import { H3_EVENT, H3_MSG_EARLY } from "./h3_event.ts";
+import type { EventHandler } from "../native/event_poller.ts";
 import { H3Config, type H3CongestionControl, type H3QuicVersion } from "./h3_config.ts";
 import type { H3DatagramStats } from "./h3_datagram_stats.ts";
 import { H3ServerEndpoint } from "./h3_server_endpoint.ts";
 import { H3Socket } from "./h3_socket.ts";
 import { loadH3Library } from "./loader.ts";
-import { toSbiRequest } from "./convert.ts";
 import { systemFailure } from "../../handler/problem.ts";
 
 /**
@@ -171,6 +171,9 @@ class H3Server implements H3SbiServer {
   /** The connections that sent a request or completed a handshake, by id. */
   #conns = new Map<number, H3Connection>();
   #sendTo = this.#send.bind(this);
+  /** True while #handOut reads events; requests it handed out so far. */
+  #handing = false;
+  #requests = 0;
 
   #blocked = new Map<number, Blocked[]>();
   /** Encodes every response's header block into one reused buffer. */
@@ -225,7 +228,7 @@ class H3Server implements H3SbiServer {
     }
     // Requests wait for their answers' flush; anything else due (more of a response the
     // peer's acknowledgement lets out, a handshake flight) leaves now.
-    if (this.#handOut() > 0) this.#scheduleFlush();
+    if (this.#handOut(false) > 0) this.#scheduleFlush();
     else this.#sendDue();
   }
 
@@ -249,35 +252,54 @@ class H3Server implements H3SbiServer {
     this.#handOut();
   }
 
-  /** Hands the events out: requests to the core, handshakes to onTls, closes to the books; returns the requests. */
-  #handOut(): number {
-    const core = this.#core;
+  /**
+   * Hands the events out: requests to the core, handshakes to onTls, closes
+   * to the books; then offers blocked responses again and, unless `arm` is
+   * false (a flush follows that arms it), re-arms the timer. Returns the
+   * requests handed out. A call from inside a hook polls nothing: the outer
+   * call is still reading the events.
+   */
+  #handOut(arm = true): number {
     let requests = 0;
-    for (let e: H3Event | null; (e = this.#ep.poll());) {
-      if (e.type === H3_EVENT.MESSAGE) {
-        requests++;
-        const c = this.#conn(e.connId);
-        core.serve(
-          c,
-          e.streamId,
-          toSbiRequest,
-          e.headers,
-          e.body,
-          (e.code & H3_MSG_EARLY) !== 0,
-          c.peer,
-        );
-      } else if (e.type === H3_EVENT.CONNECTED) this.#onConnected(e.connId);
-      else if (e.type === H3_EVENT.TOO_LARGE) core.tooLarge(this.#conn(e.connId), e.streamId);
-      else if (e.type === H3_EVENT.CLOSED) {
-        this.#ep.forget(e.connId);
-        this.#blocked.delete(e.connId);
-        this.#conns.delete(e.connId);
+    if (!this.#handing) {
+      this.#handing = true;
+      this.#requests = 0;
+      try {
+        this.#ep.pollEach(this.#onEvent);
+      } finally {
+        this.#handing = false;
+        requests = this.#requests;
       }
     }
     if (this.#blocked.size && this.#retryBlocked()) this.#scheduleFlush();
-    this.#arm();
+    if (arm) this.#arm();
     return requests;
   }
+
+  /** One polled event; its block and body are views into the poller's buffer. */
+  #onEvent: EventHandler = (type, streamId, code, block, body, owned, connId) => {
+    if (type === H3_EVENT.MESSAGE) {
+      this.#requests++;
+      const c = this.#conn(connId);
+      // a body in the poller's shared buffer is copied out; an empty one needs no copy
+      const own = owned || body.length === 0 ? body : body.slice();
+      this.#core.serve(
+        c,
+        streamId,
+        decodeRequestBlock,
+        block,
+        own,
+        (code & H3_MSG_EARLY) !== 0,
+        c.peer,
+      );
+    } else if (type === H3_EVENT.CONNECTED) this.#onConnected(connId);
+    else if (type === H3_EVENT.TOO_LARGE) this.#core.tooLarge(this.#conn(connId), streamId);
+    else if (type === H3_EVENT.CLOSED) {
+      this.#ep.forget(connId);
+      this.#blocked.delete(connId);
+      this.#conns.delete(connId);
+    }
+  };
 
   #conn(connId: number): H3Connection {
     let c = this.#conns.get(connId);

@@ -715,6 +715,7 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
   if (c->burst >= c->burst_max) {
     ngtcp2_conn_update_pkt_tx_time(c->qc, now);
     c->burst = 0;
+    c->drain_expired = 0;
     c->paced_at = now;
     c->pace_due = ngtcp2_conn_get_expiry(c->qc);
     return SBWIRE_ERR_DONE;
@@ -763,6 +764,22 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
     }
     if (n == 0) {
       ngtcp2_conn_update_pkt_tx_time(c->qc, now);
+      /*
+       * A pacing time under a millisecond ahead never holds a datagram back (ngtcp2 allows that much
+       * overhead) but stays the connection's expiry until the expiry handler clears it, so the
+       * caller's timer would fire at once for nothing. Run the handler once per pass, then write
+       * what it may have scheduled (an ACK, a probe).
+       */
+      if (!c->drain_expired && ngtcp2_conn_get_expiry(c->qc) <= now + NGTCP2_MILLISECONDS) {
+        c->drain_expired = 1;
+        int rv = ngtcp2_conn_handle_expiry(c->qc, now);
+        if (rv != 0) {
+          conn_fail(c, rv);
+          return conn_write(c, out, cap, now, ecn);
+        }
+        continue;
+      }
+      c->drain_expired = 0;
       c->burst = 0;
       c->paced_at = 0;
       return SBWIRE_ERR_DONE;

@@ -124,6 +124,7 @@ struct sbh3_conn {
   size_t burst_max;  /* this pass's budget, set by its first datagram */
   uint64_t paced_at; /* when the last pass stopped at its budget (0: it ran out of data or window) */
   uint64_t pace_due; /* when that pass's pacing allowed the next one */
+  int drain_expired; /* this pass already ran the expiry handler once it had written everything */
   ngtcp2_cid cids[MAX_CIDS];
   size_t ncids;
   uint64_t st[SBH3_STAT_COUNT]; /* counters of enum sbh3_stat (the path fields are read live) */
