@@ -52,6 +52,24 @@ function hex(bytes: number): string {
   return out;
 }
 
+const HEX_DIGITS = new TextEncoder().encode("0123456789abcdef");
+
+/**
+ * Writes `bytes` random bytes as lower-case hex ASCII into `out` from `offset`,
+ * from the same pool as the trace ids {@linkcode nextTraceparent} makes.
+ */
+export function randomHexInto(out: Uint8Array, offset: number, bytes: number): void {
+  if (poolOffset + bytes > randomPool.length) {
+    crypto.getRandomValues(randomPool);
+    poolOffset = 0;
+  }
+  for (let i = 0; i < bytes; i++) {
+    const b = randomPool[poolOffset++];
+    out[offset++] = HEX_DIGITS[b >> 4];
+    out[offset++] = HEX_DIGITS[b & 15];
+  }
+}
+
 let lastStampMs = -1;
 let lastStamp = "";
 

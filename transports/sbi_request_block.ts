@@ -3,13 +3,19 @@
  * the way a native client builds it: what does not change on a client
  * (`:scheme` and `:authority`, `user-agent`, `3gpp-sbi-max-rsp-time` for each
  * timeout used, each method) is encoded once and copied in; per request only
- * `:path`, a new `traceparent` and the caller's own fields are written, and
+ * `:path`, a new `traceparent` (a fresh one as random hex digits written into
+ * an encoded template, no string) and the caller's own fields are written, and
  * `3gpp-sbi-sender-timestamp` is re-encoded once per millisecond. The fields
  * and their order are those of {@linkcode sbiRequestHeaders} encoded by
  * `RequestBlockWriter`.
  */
 import { decodeHeaderBlock, DROPPED_FIELDS, HeaderBlockWriter } from "./native/wire.ts";
-import { formatSenderTimestamp, nextTraceparent, USER_AGENT_PRODUCT } from "./sbi_headers.ts";
+import {
+  formatSenderTimestamp,
+  nextTraceparent,
+  randomHexInto,
+  USER_AGENT_PRODUCT,
+} from "./sbi_headers.ts";
 
 /** Options for {@linkcode SbiRequestBlock}. */
 export interface SbiRequestBlockOptions {
@@ -35,6 +41,8 @@ export class SbiRequestBlock {
   #maxRsp = new Map<number, Uint8Array>();
   #stampMs = -1;
   #stamp: Uint8Array = new Uint8Array(0);
+  /** `traceparent: 00-<trace id>-<span id>-01` encoded, the ids rewritten per request. */
+  #traceparent: Uint8Array;
   #now: () => number;
 
   constructor(options: SbiRequestBlockOptions) {
@@ -44,6 +52,17 @@ export class SbiRequestBlock {
       "user-agent",
       `${options.nfType ?? "SMF"}-${USER_AGENT_PRODUCT}`,
     );
+    this.#traceparent = this.#encode("traceparent", `00-${"0".repeat(32)}-${"0".repeat(16)}-01`);
+  }
+
+  /** A new traceparent with a new trace id (16 random bytes) and span id (8), sampled. */
+  #freshTraceparent(): Uint8Array {
+    const t = this.#traceparent;
+    // the value starts after the two lengths (8 bytes) and the name (11): "00-" then the ids
+    const value = 8 + 11;
+    randomHexInto(t, value + 3, 16);
+    randomHexInto(t, value + 36, 8);
+    return t;
   }
 
   /**
@@ -149,7 +168,7 @@ export class SbiRequestBlock {
         }
       }
     }
-    if (!(sent & 1)) w.field("traceparent", nextTraceparent());
+    if (!(sent & 1)) w.append(this.#freshTraceparent());
     if (!(sent & 2)) w.append(this.#senderTimestamp());
     if (!(sent & 4)) w.append(this.#maxRspTime(timeoutMs));
     if (!(sent & 8)) w.append(this.#userAgent);

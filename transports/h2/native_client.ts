@@ -206,11 +206,16 @@ class Session implements KeyingMaterialExporter {
     this.#pending.add(id, p);
     this.#setup.requestSent();
     this.#dirty = true;
+    this.#scheduleFlush();
+    return id;
+  }
+
+  /** Flushes once the current turn of the event loop has submitted what it will. */
+  #scheduleFlush(): void {
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       queueMicrotask(this.#scheduled);
     }
-    return id;
   }
 
   /** Forgets a timed-out stream and resets it. */
@@ -294,7 +299,9 @@ class Session implements KeyingMaterialExporter {
         }
         if (ready !== 0) this.#h2.poll(this.#onEvent, ready > 0 ? ready : Infinity);
         if (this.#dead) return;
-        this.#flush();
+        // What the input asks to send (acknowledgements, window updates) leaves with the
+        // requests the callers submit when their responses resolve: one pass for both.
+        this.#scheduleFlush();
         if (this.unusable && this.#pending.size === 0) {
           void this.close();
           return;

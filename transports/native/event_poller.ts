@@ -23,6 +23,9 @@ export type EventHandler = (
   connId: number,
 ) => void;
 
+/** The body handed over for every event without one (no view of the buffer is made for it). */
+const NO_BODY = new Uint8Array(0);
+
 /** A module's poll call bound to one session: writes events into `buf`, returns bytes or a code. */
 export type PollCall = (buf: Uint8Array<ArrayBuffer>, cap: number) => number;
 
@@ -91,7 +94,7 @@ export class EventPoller {
         r.streamId,
         r.code,
         buf.subarray(hs, he),
-        buf.subarray(he, end),
+        r.bodyLength === 0 ? NO_BODY : buf.subarray(he, end),
         owned,
         r.connId,
       );

@@ -213,14 +213,17 @@ export function encodeHeaderBlock(headers: HeaderList): Uint8Array<ArrayBuffer> 
 /**
  * Short strings seen before, by a hash of their bytes: header names and most
  * values repeat from message to message, and a hit (checked byte by byte)
- * costs a tenth of building the string again. Values that never repeat
- * (trace ids, timestamps) fill it up to its cap, then it starts over; each
- * entry is built flat in one call (a string grown character by character is a
- * rope of one node per character, which made the full cache hold 3 MiB).
+ * costs a tenth of building the string again. The table is direct-mapped:
+ * a slot holds the last string whose hash fell on it, so values that never
+ * repeat (trace ids, timestamps) only displace one entry each, nothing is
+ * cleared, and the hash stays a small integer (a 32-bit key of a `Map` is a
+ * heap number, allocated on every lookup). Each entry is built flat in one
+ * call (a string grown character by character is a rope of one node per
+ * character).
  */
-const interned = new Map<number, string>();
 const INTERN_MAX_LEN = 96;
-const INTERN_MAX_ENTRIES = 512;
+const INTERN_SLOTS = 1024;
+const interned: string[] = new Array<string>(INTERN_SLOTS).fill("");
 
 function flatLatin1(b: Uint8Array, start: number, end: number): string {
   return String.fromCharCode.apply(null, b.subarray(start, end) as unknown as number[]);
@@ -231,37 +234,55 @@ function latin1(b: Uint8Array, start: number, end: number): string {
   if (len > INTERN_MAX_LEN) return flatLatin1(b, start, end);
   let h = len;
   for (let i = start; i < end; i++) h = Math.imul(h ^ b[i], 0x01000193);
-  const seen = interned.get(h);
-  if (seen !== undefined && seen.length === len) {
+  const slot = (h ^ (h >>> 16)) & (INTERN_SLOTS - 1);
+  const seen = interned[slot];
+  if (seen.length === len) {
     let same = true;
     for (let i = 0; i < len && same; i++) same = seen.charCodeAt(i) === b[start + i];
     if (same) return seen;
   }
   const s = flatLatin1(b, start, end);
-  if (interned.size >= INTERN_MAX_ENTRIES) interned.clear();
-  interned.set(h, s);
+  interned[slot] = s;
   return s;
 }
 
-/** Calls `field` for each field of a block; throws `SyntaxError` when it is truncated. */
-function eachField(block: Uint8Array, field: (name: string, value: string) => void): void {
-  const v = new DataView(block.buffer, block.byteOffset, block.byteLength);
-  let off = 0;
-  while (off < block.length) {
-    if (block.length - off < 8) throw new SyntaxError("Truncated header block");
-    const nl = v.getUint32(off, true);
-    const vl = v.getUint32(off + 4, true);
-    off += 8;
-    if (nl + vl > block.length - off) throw new SyntaxError("Truncated header block");
-    field(latin1(block, off, off + nl), latin1(block, off + nl, off + nl + vl));
-    off += nl + vl;
-  }
+/**
+ * The field cursor of the block decoders: {@linkcode nextField} reads the
+ * field at an offset into these (no closure, no view or list per block).
+ * Decoding is synchronous, so one cursor serves every decoder.
+ */
+let fieldName = "";
+let fieldValue = "";
+
+function u32le(b: Uint8Array, off: number): number {
+  return (b[off] | b[off + 1] << 8 | b[off + 2] << 16 | b[off + 3] << 24) >>> 0;
 }
+
+/**
+ * Reads the field at `off` of `block` into the cursor (its value only when
+ * `value` says so, else ""); returns the offset of the next field. Throws
+ * `SyntaxError` when the block is truncated.
+ */
+function nextField(block: Uint8Array, off: number, value: (name: string) => boolean): number {
+  if (block.length - off < 8) throw new SyntaxError("Truncated header block");
+  const nl = u32le(block, off);
+  const vl = u32le(block, off + 4);
+  off += 8;
+  if (nl + vl > block.length - off) throw new SyntaxError("Truncated header block");
+  fieldName = latin1(block, off, off + nl);
+  fieldValue = value(fieldName) ? latin1(block, off + nl, off + nl + vl) : "";
+  return off + nl + vl;
+}
+
+const everyValue = (): boolean => true;
 
 /** Parses a header block; throws `SyntaxError` when it is truncated. */
 export function decodeHeaderBlock(block: Uint8Array): HeaderList {
   const out: HeaderList = [];
-  eachField(block, (n, v) => out.push([n, v]));
+  for (let off = 0; off < block.length;) {
+    off = nextField(block, off, everyValue);
+    out.push([fieldName, fieldValue]);
+  }
   return out;
 }
 
@@ -277,14 +298,19 @@ export interface ResponseHead {
   headers: SbiHeaders;
 }
 
+/** The values a response head keeps: `:status` and every regular field. */
+const responseValue = (name: string): boolean => name.charCodeAt(0) !== 0x3a || name === ":status";
+
 /** Decodes a response header block; throws `SyntaxError` when it is truncated. */
 export function decodeResponseBlock(block: Uint8Array): ResponseHead {
   const headers: SbiHeaders = {};
   let status = 0;
-  eachField(block, (name, value) => {
+  for (let off = 0; off < block.length;) {
+    off = nextField(block, off, responseValue);
+    const name = fieldName, value = fieldValue;
     if (name === ":status") status = /^\d{3}$/.test(value) ? Number(value) : 0;
     else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
-  });
+  }
   return { status, headers };
 }
 
@@ -311,19 +337,13 @@ export function parseQuery(query: string): URLSearchParams {
   return out;
 }
 
-/** Builds an `SbiRequest` from the fields `visit` hands over; throws `SyntaxError` without `:method` or a `:path` starting with "/". */
+/** Builds an `SbiRequest`; throws `SyntaxError` without `:method` or a `:path` starting with "/". */
 function buildRequest(
-  visit: (field: (name: string, value: string) => void) => void,
+  method: string,
+  target: string,
+  headers: SbiHeaders,
   body: Uint8Array,
 ): SbiRequest {
-  const headers: SbiHeaders = {};
-  let method = "";
-  let target = "";
-  visit((name, value) => {
-    if (name === ":method") method = value;
-    else if (name === ":path") target = value;
-    else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
-  });
   if (!method || target.charCodeAt(0) !== 0x2f) {
     throw new SyntaxError("Request lacks :method or :path");
   }
@@ -337,18 +357,38 @@ function buildRequest(
   };
 }
 
+/** The values a request keeps: `:method`, `:path` and every regular field. */
+const requestValue = (name: string): boolean =>
+  name.charCodeAt(0) !== 0x3a || name === ":method" || name === ":path";
+
 /**
  * Decodes a request header block and its body into an `SbiRequest`; throws
  * `SyntaxError` when the block is truncated or lacks `:method` or a `:path`
  * starting with "/". Repeated fields are joined with ", ".
  */
 export function decodeRequestBlock(block: Uint8Array, body: Uint8Array): SbiRequest {
-  return buildRequest((field) => eachField(block, field), body);
+  const headers: SbiHeaders = {};
+  let method = "";
+  let target = "";
+  for (let off = 0; off < block.length;) {
+    off = nextField(block, off, requestValue);
+    const name = fieldName;
+    if (name === ":method") method = fieldValue;
+    else if (name === ":path") target = fieldValue;
+    else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, fieldValue);
+  }
+  return buildRequest(method, target, headers, body);
 }
 
 /** The same as {@linkcode decodeRequestBlock} for fields already decoded into a list. */
 export function requestFromHeaderList(list: HeaderList, body: Uint8Array): SbiRequest {
-  return buildRequest((field) => {
-    for (const [name, value] of list) field(name, value);
-  }, body);
+  const headers: SbiHeaders = {};
+  let method = "";
+  let target = "";
+  for (const [name, value] of list) {
+    if (name === ":method") method = value;
+    else if (name === ":path") target = value;
+    else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
+  }
+  return buildRequest(method, target, headers, body);
 }
