@@ -75,7 +75,12 @@ export function parseCpuProfile(doc: unknown): CpuProfile {
   return p as CpuProfile;
 }
 
-const FFI_FILES = /\/transports\/(h2\/(ffi|server_ffi|tls_ffi)|h3\/ffi|libc)\.ts$/;
+const FFI_FILES = /\/transports\/(h2\/(ffi|server_ffi|tls_ffi)|native\/libc)\.ts$/;
+// The h3 module's safe wrappers: these methods are one call into the module each (QUIC, TLS and
+// the socket's system calls run inside it); the rest of those files is JS (event decoding).
+const H3_WRAPPERS = /\/transports\/h3\/h3_(client_conn|server_endpoint|socket)\.ts$/;
+const H3_FFI_METHODS =
+  /^(io|ioDeferSend|flush|recv|send|request|requestBlock|respond|respondBlock|timeoutMs|onTimeout)$/;
 const TIMER_FILES = /(^node:timers$|\/timers\.(m?js|ts)$|\/deadline_timer\.ts$|\/timer_wheel\.ts$)/;
 const SOCKET_FILES = /^(ext:deno_net\/|ext:deno_web\/06_streams\.js|ext:deno_node\/internal)/;
 const TIMER_NAMES = /^(setTimeout|clearTimeout|timedRequest|.*[Tt]imer.*|.*[Dd]eadline.*)$/;
@@ -98,6 +103,7 @@ export function frameCategory(frame: CallFrame): Category | undefined {
   }
   if (PROMISE_OPS.test(fn) || url === "ext:core/00_infra.js") return "promises / async";
   if (FFI_FILES.test(url)) return "FFI calls";
+  if (H3_WRAPPERS.test(url) && H3_FFI_METHODS.test(fn)) return "FFI calls";
   if (url.endsWith("/transports/sbi_headers.ts")) return "SBI headers";
   if (url.includes("/handler/")) return "handler";
   if (/\/transports\/(wire|[a-z0-9_]*\/convert|h2\/response_body)\.ts$/.test(url)) {

@@ -42,7 +42,16 @@ function synthetic(): CpuProfile {
 
 Deno.test("frameCategory names the SBI headers, FFI wrappers, handler and runtime nodes", () => {
   assert.equal(frameCategory(frame("x", `${root}/transports/sbi_headers.ts`)), "SBI headers");
-  assert.equal(frameCategory(frame("poll", `${root}/transports/h3/ffi.ts`)), "FFI calls");
+  assert.equal(frameCategory(frame("send", `${root}/transports/h2/server_ffi.ts`)), "FFI calls");
+  assert.equal(
+    frameCategory(frame("flush", `${root}/transports/h3/h3_server_endpoint.ts`)),
+    "FFI calls",
+  );
+  assert.equal(frameCategory(frame("io", `${root}/transports/h3/h3_client_conn.ts`)), "FFI calls");
+  assert.equal(
+    frameCategory(frame("pollEach", `${root}/transports/h3/h3_server_endpoint.ts`)),
+    "transport glue (JS)",
+  );
   assert.equal(frameCategory(frame("handle", `${root}/handler/nbench.ts`)), "handler");
   assert.equal(frameCategory(frame("op_net_recv_udp")), "socket wake-up / reactor");
   assert.equal(frameCategory(frame("Timeout", "ext:deno_node/internal/timers.mjs")), "timers");
