@@ -36,7 +36,7 @@ function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp
   );
   assert.equal(lines.length, 1, `expected one line, got:\n${r.stderr}`);
   assert.match(lines[0], pattern);
-  assert.doesNotMatch(r.stderr, /\s+at\s|Stack backtrace/);
+  assert.doesNotMatch(r.stderr, /^\s+at\s|Stack backtrace/m);
 }
 
 Deno.test("lab serve prints a URL per listener and lab request fetches the handler's bytes over h2c and h2-tls (verified, -k, and refused without the CA)", async () => {
