@@ -33,6 +33,7 @@ import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { type TransportName, TRANSPORTS } from "../transports/types.ts";
 import { resolveStack } from "../transports/stack.ts";
 import { V8_FLAGS_ARG } from "../lib/v8_flags.ts";
+import { labServeArgs } from "../lib/lab_serve.ts";
 
 /** Servers `lab profile` can load. */
 export const PROFILE_SERVERS = ["sbilab", "nghttpd", "gtlsserver"] as const;
@@ -114,17 +115,8 @@ async function startSbilab(
     V8_FLAGS_ARG,
     ...profilerFlags(`${out}/server`, interval),
     `${ROOT}/main.ts`,
-    "serve",
-    "--transports",
-    transport,
-    "--h2c-port",
-    "0",
-    "--tls-port",
-    "0",
-    "--state-dir",
-    stateDir,
-    // the I/O shape the benchmarks measure (docs/known-limits.md)
-    ...(transport === "h3" ? ["--no-h3-exact-ecn"] : []),
+    // h3 read as the benchmarks read it (docs/known-limits.md)
+    ...labServeArgs({ transports: [transport], stateDir, h3ExactEcn: false }),
   ]);
   const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "inherit", stdin: "null" })
     .spawn();

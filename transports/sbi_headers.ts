@@ -41,14 +41,22 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"
 const randomPool = new Uint8Array(4096);
 let poolOffset = randomPool.length;
 
-/** `bytes` random bytes as lower-case hex, drawn from a refilled pool (one syscall per 4 KiB). */
-function hex(bytes: number): string {
+/** Takes `bytes` random bytes from a refilled pool (one syscall per 4 KiB); returns where they start. */
+function takeRandom(bytes: number): number {
   if (poolOffset + bytes > randomPool.length) {
     crypto.getRandomValues(randomPool);
     poolOffset = 0;
   }
+  const start = poolOffset;
+  poolOffset += bytes;
+  return start;
+}
+
+/** `bytes` random bytes as lower-case hex. */
+function hex(bytes: number): string {
+  const start = takeRandom(bytes);
   let out = "";
-  for (let i = 0; i < bytes; i++) out += HEX[randomPool[poolOffset++]];
+  for (let i = start; i < start + bytes; i++) out += HEX[randomPool[i]];
   return out;
 }
 
@@ -59,12 +67,9 @@ const HEX_DIGITS = new TextEncoder().encode("0123456789abcdef");
  * from the same pool as the trace ids {@linkcode nextTraceparent} makes.
  */
 export function randomHexInto(out: Uint8Array, offset: number, bytes: number): void {
-  if (poolOffset + bytes > randomPool.length) {
-    crypto.getRandomValues(randomPool);
-    poolOffset = 0;
-  }
-  for (let i = 0; i < bytes; i++) {
-    const b = randomPool[poolOffset++];
+  const start = takeRandom(bytes);
+  for (let i = start; i < start + bytes; i++) {
+    const b = randomPool[i];
     out[offset++] = HEX_DIGITS[b >> 4];
     out[offset++] = HEX_DIGITS[b & 15];
   }

@@ -24,7 +24,6 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
   if (!cfg || cfg->is_server) return NULL;
   sbh3_conn *c = conn_alloc(cfg);
   if (!c) return NULL;
-  c->created_ns = now_ns();
   if (parse_addr(&c->ps.local_addrbuf, &c->ps.path.local.addrlen, local_ip, local_port) != 0 ||
       parse_addr(&c->ps.remote_addrbuf, &c->ps.path.remote.addrlen, remote_ip, remote_port) != 0) {
     conn_destroy(c);

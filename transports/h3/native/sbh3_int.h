@@ -140,7 +140,6 @@ struct sbh3_conn {
   int early_attempt; /* client: 0-RTT was attempted */
   buf_t ticket;      /* client: newest ticket with the server's transport parameters */
   uint64_t hs_sent, hs_recv; /* CRYPTO bytes each way until the handshake completed (tickets excluded) */
-  uint64_t created_ns;       /* client: when the connection was created */
   uint64_t first_resp_ns;    /* client: when the first response header arrived (0: none yet) */
 };
 
