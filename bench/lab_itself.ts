@@ -4,32 +4,42 @@
  * by a plain C loop (bench/native/h2host.c: the module's cost without Deno)
  * and against our own h2c server (on the run's stack), at 1 and 64 streams
  * in flight on one connection and at 8 connections × 64 streams (the SBI
- * client: one connection only), in one run. h2load against the three servers
- * says how our server and its module compare with a C server; the engine
- * and the client against h2load on the same server say how much our load
- * side adds. Servers sit on the peer CPU, the clients on the measuring one.
- * Each row is split into windows; a sample is the time per completed request
- * in one window (1 / throughput), so every row gets a median and a bootstrap
- * CI the same way.
+ * client: one connection only). h2load against the three servers says how
+ * our server and its module compare with a C server; the engine and the
+ * client against h2load on the same server say how much our load side adds.
  *
  * HTTP/3 has no h2load here: its reference server is `gtlsserver` (ngtcp2's
  * own example server, on the same ngtcp2, nghttp3 and GnuTLS). The native h3
  * engine and our SBI h3 client load gtlsserver, sbilab's h3 module hosted by
- * a plain C loop (bench/native/h3host.c: the module's cost without Deno) and
- * our h3 server, at 1 and 64 streams on one connection.
+ * a plain C loop (bench/native/h3host.c) and our h3 server, at 1 and 64
+ * streams on one connection.
+ *
+ * Every (loader, server, shape) is an arm of interleaved rounds: every server
+ * runs for the whole scenario, and each round gives each arm one block in a
+ * new random order, so a slow second of the machine lands on every arm alike.
+ * A block's one sample is the time per completed request in it (1 ÷
+ * throughput). The loaders that open a connection per block (h2load, the
+ * native engine) get a short untimed warm-up in each block, so connection
+ * set-up is not counted. The scenario's ratios (our server ÷ the C server in
+ * req/s, our client ÷ h2load in time per request…) are paired over rounds,
+ * with intervals that resample whole rounds. Servers sit on the peer CPU, the
+ * loaders on the measuring one.
  */
-import { Recorder } from "./recorder.ts";
 import { onServerCpu, placement } from "./affinity.ts";
 import { runLoad } from "../load/mod.ts";
-import type { EngineName } from "./schema.ts";
-import { sampleOperation, type SamplingPlan } from "./sampler.ts";
-import type { ResultRow } from "./schema.ts";
+import type { EngineName, RatioRecord, ResultRow, RoundsRecord } from "./schema.ts";
+import { sampleOperation, SamplingError } from "./sampler.ts";
+import type { SampleSet } from "./recorder.ts";
+import { type BlockResult, type RoundArm, runRounds } from "./rounds.ts";
+import { createRng } from "./stats.ts";
+import { assessNoise, ratioRecord } from "./rounds_summary.ts";
+import { pooled, series, withRoundInterval } from "./scenarios/rtt_rounds.ts";
 import { makeRow, payloadPath, type ScenarioContext } from "./scenarios/context.ts";
 import { findTool, freePort, freeUdpPort, waitForPort } from "../lib/host.ts";
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { ensureBuilt } from "../lib/native_build.ts";
 
-/** Connections × streams compared with h2load (the SBI client and fetch rows: one connection only). */
+/** Connections × streams compared with h2load (the SBI client: one connection only). */
 export const PEER_SHAPES = [
   { connections: 1, streams: 1 },
   { connections: 1, streams: 64 },
@@ -44,6 +54,17 @@ export const H3_HOST = "sbilab h3 module in a C host";
 
 /** Streams in flight on the one connection of the h3 peer rows. */
 export const H3_PEER_STREAMS = [1, 64];
+
+/** Measured rounds of the peers scenario (quick: 3). */
+export const PEER_ROUNDS = 8;
+/** Block per arm and round (ms) of the peers scenario (quick: 150). */
+export const PEER_BLOCK_MS = 300;
+/** Rounds run first and discarded (JIT, windows, caches of every arm). */
+const PEER_WARMUP_ROUNDS = 1;
+/** Requests each SBI client sends before the rounds (its connection's set-up). */
+const CONNECT_REQUESTS = 20;
+/** Untimed start of a block that opens its own connection (h2load, the native engine). */
+const BLOCK_WARMUP_MS = 50;
 
 /** Raised when a peer tool is missing or misbehaves. */
 export class PeerError extends Error {
@@ -65,11 +86,174 @@ export function parseH2loadOutput(
   return { reqPerSec: Number(fin[1]), succeeded: Number(req[1]), failed: Number(req[2]) };
 }
 
-/** One server the peers scenario loads, and the path of its GET. */
+/** Connections × streams of one arm. */
+interface Shape {
+  connections: number;
+  streams: number;
+}
+
+/** One arm: who loads which server with which shape. */
+interface PeerArm extends RoundArm {
+  loader: string;
+  engine: EngineName;
+  server: string;
+  shape: Shape;
+}
+
+/**
+ * A ratio the scenario reports: `num ÷ den` of two arms' time per request
+ * (`time`), or of their req/s (`rate`, the inverse of the times' ratio).
+ */
+export interface PeerPair {
+  label: string;
+  num: string;
+  den: string;
+  measure: "time" | "rate";
+}
+
+/** A server the h2 arms load, and the path of its GET. */
 interface PeerTarget {
   name: string;
   port: number;
   path: string;
+}
+
+/** `1 stream`, `64 streams`, `8 × 64 streams`. */
+function shapeText({ connections, streams }: Shape): string {
+  const s = `${streams} stream${streams > 1 ? "s" : ""}`;
+  return connections === 1 ? s : `${connections} × ${s}`;
+}
+
+function slug(text: string): string {
+  return text.replace(/[^a-z0-9]+/gi, "-").replace(/-$/, "");
+}
+
+/** The id of an arm and of its row. */
+export function peerId(loader: string, server: string, size: number, shape: Shape): string {
+  const key = shape.connections === 1
+    ? String(shape.streams)
+    : `${shape.connections}x${shape.streams}`;
+  return `peers/${slug(loader)}/${slug(server)}/${size}/${key}`;
+}
+
+/**
+ * The paired ratios of `pairs` among `rows` (rows with round series); a pair
+ * whose arms are missing or short of rounds is left out. A `rate` ratio is
+ * the denominator's time over the numerator's, named numerator ÷ denominator.
+ */
+export function peerRatios(
+  rows: readonly ResultRow[],
+  pairs: readonly PeerPair[],
+  size: number,
+): RatioRecord[] {
+  const out: RatioRecord[] = [];
+  for (const p of pairs) {
+    const num = rows.find((r) => r.id === p.num);
+    const den = rows.find((r) => r.id === p.den);
+    if (!num || !den) continue;
+    const fields = {
+      id: `peers/${slug(p.label)}`,
+      label: p.label,
+      kind: "peers" as const,
+      sizeBytes: size,
+    };
+    const rec = p.measure === "time"
+      ? ratioRecord(num, den, fields)
+      : ratioRecord(den, num, fields);
+    if (!rec) continue;
+    out.push({ ...rec, numerator: num.id, denominator: den.id });
+  }
+  return out;
+}
+
+/** One block of the SBI client: `streams` requests in flight for `ms`; one sample, ns per request. */
+function sbiBlock(
+  ctx: ScenarioContext,
+  op: () => Promise<void>,
+  streams: number,
+): (ms: number) => Promise<BlockResult> {
+  return async (ms) => {
+    try {
+      const r = await sampleOperation(op, { warmupMs: 0, sampleMs: ms }, streams, {
+        clock: ctx.clock,
+        signal: ctx.signal,
+      });
+      return { samples: [(r.elapsedMs * 1e6) / r.samples.count], errors: r.errors };
+    } catch (err) {
+      // A block stalled past its time (fewer than two requests): an empty block, which the
+      // round's ratios skip; failing requests still end the run.
+      if (err instanceof SamplingError && /^Only [01] successful/.test(err.message)) {
+        return { samples: [], errors: 0 };
+      }
+      throw err;
+    }
+  };
+}
+
+/** One block of the native engine on a fresh set of connections; one sample, ns per request. */
+function engineBlock(
+  ctx: ScenarioContext,
+  what: string,
+  load: Omit<Parameters<typeof runLoad>[0], "durationMs" | "warmupMs">,
+): (ms: number) => Promise<BlockResult> {
+  return async (ms) => {
+    const r = await runLoad({ ...load, durationMs: ms, warmupMs: BLOCK_WARMUP_MS }, {
+      signal: ctx.signal,
+    });
+    if (r.completed < 1) {
+      // Nothing failed, nothing finished: the block stalled (a starved machine); an empty block.
+      if (r.errors === 0 && !r.error) return { samples: [], errors: 0 };
+      throw new PeerError(`${what} completed no request: ${r.error ?? `${r.errors} errors`}`);
+    }
+    return { samples: [1e9 / r.reqPerSec], errors: r.errors };
+  };
+}
+
+/** One block of h2load against `target`; one sample, ns per request. */
+function h2loadBlock(target: PeerTarget, shape: Shape): (ms: number) => Promise<BlockResult> {
+  return async (ms) => {
+    const args = [
+      "-c",
+      String(shape.connections),
+      "-t",
+      "1",
+      "-m",
+      String(shape.streams),
+      "-D",
+      `${Math.round(ms)}ms`,
+      `--warm-up-time=${BLOCK_WARMUP_MS}ms`,
+      `http://127.0.0.1:${target.port}${target.path}`,
+    ];
+    const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" })
+      .output();
+    const s = parseH2loadOutput(new TextDecoder().decode(out.stdout));
+    if (s.succeeded < 1 || s.reqPerSec <= 0) {
+      if (s.failed === 0) return { samples: [], errors: 0 }; // stalled, as in engineBlock
+      throw new PeerError(`h2load completed no request against ${target.name}`);
+    }
+    return { samples: [1e9 / s.reqPerSec], errors: s.failed };
+  };
+}
+
+/** Stops a child process and waits for it. */
+async function stop(child: Deno.ChildProcess): Promise<void> {
+  try {
+    child.kill("SIGTERM");
+  } catch {
+    // exited
+  }
+  await child.status;
+}
+
+/** Starts `exe args` on the peer CPU, output discarded. */
+async function spawnPeer(exe: string, args: string[]): Promise<Deno.ChildProcess> {
+  const [cmd, cmdArgs] = onServerCpu(await placement(), exe, args);
+  return new Deno.Command(cmd, {
+    args: cmdArgs,
+    stdout: "null",
+    stderr: "null",
+    stdin: "null",
+  }).spawn();
 }
 
 /** The peers scenario (see the module comment). */
@@ -84,146 +268,124 @@ export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> 
   const size = ctx.sizes[0];
   // Built before any server starts, so a failed build leaves nothing running.
   const hostExe = await ensureBuilt("h2host", { quiet: true });
-  const docs = await Deno.makeTempDir({ prefix: "sbilab-peers-" });
-  await Deno.writeFile(`${docs}/payload`, new Uint8Array(size).fill(0x61));
-  const port = freePort();
-  const [cmd, cmdArgs] = onServerCpu(await placement(), "nghttpd", [
-    "--no-tls",
-    "-d",
-    docs,
-    String(port),
-  ]);
-  const nghttpd = new Deno.Command(cmd, {
-    args: cmdArgs,
-    stdout: "null",
-    stderr: "null",
-    stdin: "null",
-  }).spawn();
-  const hostPort = freePort();
-  const [hostCmd, hostArgs] = onServerCpu(await placement(), hostExe, [
-    String(hostPort),
-    String(size),
-  ]);
-  const host = new Deno.Command(hostCmd, {
-    args: hostArgs,
-    stdout: "null",
-    stderr: "null",
-    stdin: "null",
-  }).spawn();
-  const targets: PeerTarget[] = [
-    { name: "nghttpd", port, path: "/payload" },
-    { name: H2_HOST, port: hostPort, path: "/payload" },
-  ];
-  const ours = ctx.endpoints.urls.h2c;
-  if (ours) {
-    targets.push({
-      name: `sbilab h2c (${ctx.config.stack ?? "native"} stack)`,
-      port: Number(new URL(ours).port),
-      path: payloadPath(size),
-    });
-  }
-  const rows: ResultRow[] = [];
-  const windows = ctx.config.quick ? 3 : 5;
-  const windowMs = Math.max(200, ctx.plan.sampleMs / windows);
+  const arms: PeerArm[] = [];
+  const pairs: PeerPair[] = [];
+  const cleanup: (() => Promise<void>)[] = [];
   try {
+    const docs = await Deno.makeTempDir({ prefix: "sbilab-peers-" });
+    cleanup.push(() => Deno.remove(docs, { recursive: true }).catch(() => {}));
+    await Deno.writeFile(`${docs}/payload`, new Uint8Array(size).fill(0x61));
+    const port = freePort();
+    const nghttpd = await spawnPeer("nghttpd", ["--no-tls", "-d", docs, String(port)]);
+    cleanup.push(() => stop(nghttpd));
+    const hostPort = freePort();
+    const host = await spawnPeer(hostExe, [String(hostPort), String(size)]);
+    cleanup.push(() => stop(host));
     await waitForPort(port, 10_000);
     await waitForPort(hostPort, 10_000);
-    for (const target of targets) {
-      const origin = `http://127.0.0.1:${target.port}`;
-      const client = await ctx.openClient("h2c", { origin });
-      const sbi = async () => {
-        const r = await client.request({ path: target.path });
-        if (r.status !== 200 || r.body.length !== size) {
-          throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
-        }
-      };
-      const ratios: string[] = [];
-      for (const shape of PEER_SHAPES) {
-        const { connections, streams } = shape;
-        if (connections === 1) {
-          const rec = new Recorder();
-          let errors = 0;
-          for (let w = 0; w < windows; w++) {
-            const plan: SamplingPlan = {
-              warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
-              sampleMs: windowMs,
-            };
-            const r = await sampleOperation(sbi, plan, streams, {
-              clock: ctx.clock,
-              signal: ctx.signal,
-              onProgress: (f) =>
-                ctx.onProgress(`sbilab client → ${target.name}, ${streams}`, (w + f) / windows),
-            });
-            errors += r.errors;
-            rec.record((r.elapsedMs * 1e6) / r.samples.count);
-          }
-          rows.push(peerRow("sbilab client", "sbi", target.name, shape, size, rec, errors));
-          ctx.onRow(rows.at(-1)!);
-        }
-        const native = new Recorder();
-        let nativeErrors = 0;
-        for (let w = 0; w < windows; w++) {
-          ctx.onProgress(`native engine → ${target.name}, ${connections}×${streams}`, w / windows);
-          const r = await runLoad({
-            protocol: "h2",
-            host: "127.0.0.1",
-            port: target.port,
-            headers: [
-              [":method", "GET"],
-              [":scheme", "http"],
-              [":authority", `127.0.0.1:${target.port}`],
-              [":path", target.path],
-            ],
-            connections,
-            streams,
-            durationMs: windowMs,
-            warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
-          }, { signal: ctx.signal });
-          nativeErrors += r.errors;
-          if (r.completed < 1) {
-            throw new PeerError(`the native engine completed no request: ${r.error}`);
-          }
-          native.record(1e9 / r.reqPerSec);
-        }
-        const nativeRow = peerRow(
-          "sbilab native engine",
-          "native",
-          target.name,
-          shape,
-          size,
-          native,
-          nativeErrors,
-        );
-        rows.push(nativeRow);
-        ctx.onRow(nativeRow);
-        const h2loadRow = await h2loadPeerRow(ctx, target, shape, size, windows, windowMs);
-        rows.push(h2loadRow);
-        ctx.onRow(h2loadRow);
-        ratios.push(
-          `${connections}×${streams}: ${
-            (nativeRow.requestsPerSecond! / h2loadRow.requestsPerSecond!).toFixed(2)
-          }×`,
-        );
-      }
-      ctx.notes.push(
-        `Native engine ÷ h2load req/s against ${target.name} (medians of ${windows} windows each): ${
-          ratios.join(", ")
-        }.`,
-      );
-    }
+    await h2Arms(
+      ctx,
+      size,
+      [
+        { name: "nghttpd", port, path: "/payload" },
+        { name: H2_HOST, port: hostPort, path: "/payload" },
+      ],
+      arms,
+      pairs,
+    );
+    await h3Arms(ctx, size, arms, pairs, cleanup);
+    return await runPeerRounds(ctx, size, arms, pairs);
   } finally {
-    for (const child of [nghttpd, host]) {
-      try {
-        child.kill("SIGTERM");
-      } catch {
-        // exited
-      }
-      await child.status;
-    }
-    await Deno.remove(docs, { recursive: true }).catch(() => {});
+    for (const close of cleanup.reverse()) await close();
   }
-  rows.push(...await h3Peers(ctx, size));
-  return rows;
+}
+
+/** The h2 arms and pairs: h2load, the native engine and the SBI client against each target. */
+async function h2Arms(
+  ctx: ScenarioContext,
+  size: number,
+  refs: PeerTarget[],
+  arms: PeerArm[],
+  pairs: PeerPair[],
+): Promise<void> {
+  const targets = [...refs];
+  const ours = ctx.endpoints.urls.h2c;
+  const oursName = `sbilab h2c (${ctx.config.stack ?? "native"} stack)`;
+  if (ours) {
+    targets.push({ name: oursName, port: Number(new URL(ours).port), path: payloadPath(size) });
+  }
+  for (const target of targets) {
+    const client = await ctx.openClient("h2c", { origin: `http://127.0.0.1:${target.port}` });
+    const sbi = async () => {
+      const r = await client.request({ path: target.path });
+      if (r.status !== 200 || r.body.length !== size) {
+        throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
+      }
+    };
+    for (let i = 0; i < CONNECT_REQUESTS; i++) await sbi(); // connected and warm before the rounds
+    for (const shape of PEER_SHAPES) {
+      const arm = (loader: string, engine: EngineName, block: PeerArm["block"]) =>
+        arms.push({
+          id: peerId(loader, target.name, size, shape),
+          loader,
+          engine,
+          server: target.name,
+          shape,
+          block,
+        });
+      if (shape.connections === 1) arm("sbilab client", "sbi", sbiBlock(ctx, sbi, shape.streams));
+      arm(
+        "sbilab native engine",
+        "native",
+        engineBlock(ctx, `the native engine against ${target.name}`, {
+          protocol: "h2",
+          host: "127.0.0.1",
+          port: target.port,
+          headers: [
+            [":method", "GET"],
+            [":scheme", "http"],
+            [":authority", `127.0.0.1:${target.port}`],
+            [":path", target.path],
+          ],
+          connections: shape.connections,
+          streams: shape.streams,
+        }),
+      );
+      arm("h2load", "peer", h2loadBlock(target, shape));
+    }
+  }
+  for (const shape of PEER_SHAPES) {
+    const id = (loader: string, server: string) => peerId(loader, server, size, shape);
+    const s = shapeText(shape);
+    if (ours) {
+      pairs.push({
+        label: `our h2c server ÷ nghttpd, req/s under h2load, ${s}`,
+        num: id("h2load", oursName),
+        den: id("h2load", "nghttpd"),
+        measure: "rate",
+      });
+    }
+    pairs.push({
+      label: `our h2c module in a C host ÷ nghttpd, req/s under h2load, ${s}`,
+      num: id("h2load", H2_HOST),
+      den: id("h2load", "nghttpd"),
+      measure: "rate",
+    });
+    if (shape.connections === 1) {
+      pairs.push({
+        label: `our SBI client ÷ h2load, time per request from nghttpd, ${s}`,
+        num: id("sbilab client", "nghttpd"),
+        den: id("h2load", "nghttpd"),
+        measure: "time",
+      });
+    }
+    pairs.push({
+      label: `our native engine ÷ h2load, req/s from nghttpd, ${s}`,
+      num: id("sbilab native engine", "nghttpd"),
+      den: id("h2load", "nghttpd"),
+      measure: "rate",
+    });
+  }
 }
 
 /** A C reference server for the h3 rows, on the peer CPU. */
@@ -306,200 +468,175 @@ async function startH3Host(ctx: ScenarioContext, size: number): Promise<H3Peer> 
   ], `/${size}`);
 }
 
-/** The HTTP/3 rows (see the module comment); none without gtlsserver or our h3 server. */
-async function h3Peers(ctx: ScenarioContext, size: number): Promise<ResultRow[]> {
+/** The h3 arms and pairs (see the module comment); none without gtlsserver or our h3 server. */
+async function h3Arms(
+  ctx: ScenarioContext,
+  size: number,
+  arms: PeerArm[],
+  pairs: PeerPair[],
+  cleanup: (() => Promise<void>)[],
+): Promise<void> {
   const ours = ctx.endpoints.urls.h3;
-  if (!ours) return [];
+  if (!ours) return;
   if (!findTool("gtlsserver")) {
     ctx.notes.push(
       "The h3 peers were skipped: gtlsserver is missing (apt-get install ngtcp2-server).",
     );
-    return [];
+    return;
   }
-  const rows: ResultRow[] = [];
-  const windows = ctx.config.quick ? 3 : 5;
-  const windowMs = Math.max(200, ctx.plan.sampleMs / windows);
   const gtls = await startGtlsserver(ctx, size);
-  let host: H3Peer | undefined;
-  try {
-    host = await startH3Host(ctx, size);
-    const targets = [
-      { name: "gtlsserver", port: gtls.port, path: `/${size}`, insecure: true },
-      { name: H3_HOST, port: host.port, path: `/${size}`, insecure: true },
-      {
-        name: "sbilab h3",
-        port: Number(new URL(ours).port),
-        path: payloadPath(size),
-        insecure: false,
-      },
-    ];
-    const engineRate = new Map<string, number>();
-    for (const target of targets) {
-      const origin = `https://127.0.0.1:${target.port}`;
-      const client = await ctx.openClient(
-        "h3",
-        target.insecure ? { origin, tls: { insecure: true } } : { origin },
-      );
-      const tls = target.insecure ? undefined : ctx.endpoints.tls;
-      const caPem = tls?.ca && typeof tls.ca === "object" && "path" in tls.ca
-        ? await Deno.readFile(tls.ca.path)
-        : undefined;
-      const sbi = async () => {
-        const r = await client.request({ path: target.path });
-        if (r.status !== 200 || r.body.length !== size) {
-          throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
-        }
-      };
-      for (const streams of H3_PEER_STREAMS) {
-        const shape = { connections: 1, streams };
-        const rec = new Recorder();
-        let errors = 0;
-        for (let w = 0; w < windows; w++) {
-          const r = await sampleOperation(
-            sbi,
-            {
-              warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
-              sampleMs: windowMs,
-            },
-            streams,
-            {
-              clock: ctx.clock,
-              signal: ctx.signal,
-              onProgress: (f) =>
-                ctx.onProgress(`sbilab h3 client → ${target.name}, ${streams}`, (w + f) / windows),
-            },
-          );
-          errors += r.errors;
-          rec.record((r.elapsedMs * 1e6) / r.samples.count);
-        }
-        rows.push(peerRow("sbilab h3 client", "sbi", target.name, shape, size, rec, errors));
-        ctx.onRow(rows.at(-1)!);
-        const native = new Recorder();
-        let nativeErrors = 0;
-        for (let w = 0; w < windows; w++) {
-          ctx.onProgress(`native h3 engine → ${target.name}, 1×${streams}`, w / windows);
-          const r = await runLoad({
-            protocol: "h3",
-            host: "127.0.0.1",
-            port: target.port,
-            insecure: target.insecure,
-            caPem,
-            serverName: target.insecure ? undefined : "localhost",
-            headers: [
-              [":method", "GET"],
-              [":scheme", "https"],
-              [":authority", `127.0.0.1:${target.port}`],
-              [":path", target.path],
-            ],
-            connections: 1,
-            streams,
-            durationMs: windowMs,
-            warmupMs: w === 0 ? ctx.plan.warmupMs : 0,
-          }, { signal: ctx.signal });
-          nativeErrors += r.errors;
-          if (r.completed < 1) {
-            throw new PeerError(`the native h3 engine completed no request: ${r.error}`);
-          }
-          native.record(1e9 / r.reqPerSec);
-        }
-        const row = peerRow(
-          "sbilab native h3 engine",
-          "native",
-          target.name,
-          shape,
-          size,
-          native,
-          nativeErrors,
-        );
-        rows.push(row);
-        ctx.onRow(row);
-        engineRate.set(`${target.name}/${streams}`, row.requestsPerSecond!);
-      }
-    }
-    const ratios = (ours: string) =>
-      H3_PEER_STREAMS.map((m) =>
-        `1×${m}: ${
-          (engineRate.get(`${ours}/${m}`)! / engineRate.get(`gtlsserver/${m}`)!).toFixed(2)
-        }×`
-      ).join(", ");
-    ctx.notes.push(
-      `Native h3 engine: sbilab h3 ÷ gtlsserver req/s (medians of ${windows} windows each): ${
-        ratios("sbilab h3")
-      }; the same module in a C host ÷ gtlsserver: ${ratios(H3_HOST)} ` +
-        "(the module's own cost; the difference to sbilab h3 is Deno's around it).",
+  cleanup.push(() => gtls.close());
+  const host = await startH3Host(ctx, size);
+  cleanup.push(() => host.close());
+  const oursName = "sbilab h3";
+  const targets = [
+    { name: "gtlsserver", port: gtls.port, path: `/${size}`, insecure: true },
+    { name: H3_HOST, port: host.port, path: `/${size}`, insecure: true },
+    { name: oursName, port: Number(new URL(ours).port), path: payloadPath(size), insecure: false },
+  ];
+  const tls = ctx.endpoints.tls;
+  const caPem = tls?.ca && typeof tls.ca === "object" && "path" in tls.ca
+    ? await Deno.readFile(tls.ca.path)
+    : undefined;
+  for (const target of targets) {
+    const origin = `https://127.0.0.1:${target.port}`;
+    const client = await ctx.openClient(
+      "h3",
+      target.insecure ? { origin, tls: { insecure: true } } : { origin },
     );
-  } finally {
-    await host?.close();
-    await gtls.close();
+    const sbi = async () => {
+      const r = await client.request({ path: target.path });
+      if (r.status !== 200 || r.body.length !== size) {
+        throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
+      }
+    };
+    for (let i = 0; i < CONNECT_REQUESTS; i++) await sbi(); // connected and warm before the rounds
+    for (const streams of H3_PEER_STREAMS) {
+      const shape = { connections: 1, streams };
+      const arm = (loader: string, engine: EngineName, block: PeerArm["block"]) =>
+        arms.push({
+          id: peerId(loader, target.name, size, shape),
+          loader,
+          engine,
+          server: target.name,
+          shape,
+          block,
+        });
+      arm("sbilab h3 client", "sbi", sbiBlock(ctx, sbi, streams));
+      arm(
+        "sbilab native h3 engine",
+        "native",
+        engineBlock(ctx, `the native h3 engine against ${target.name}`, {
+          protocol: "h3",
+          host: "127.0.0.1",
+          port: target.port,
+          insecure: target.insecure,
+          caPem: target.insecure ? undefined : caPem,
+          serverName: target.insecure ? undefined : "localhost",
+          headers: [
+            [":method", "GET"],
+            [":scheme", "https"],
+            [":authority", `127.0.0.1:${target.port}`],
+            [":path", target.path],
+          ],
+          connections: 1,
+          streams,
+        }),
+      );
+    }
   }
+  for (const streams of H3_PEER_STREAMS) {
+    const shape = { connections: 1, streams };
+    const id = (loader: string, server: string) => peerId(loader, server, size, shape);
+    const s = shapeText(shape);
+    pairs.push({
+      label: `our h3 server ÷ gtlsserver, req/s under the native h3 engine, ${s}`,
+      num: id("sbilab native h3 engine", oursName),
+      den: id("sbilab native h3 engine", "gtlsserver"),
+      measure: "rate",
+    }, {
+      label: `our h3 module in a C host ÷ gtlsserver, req/s under the native h3 engine, ${s}`,
+      num: id("sbilab native h3 engine", H3_HOST),
+      den: id("sbilab native h3 engine", "gtlsserver"),
+      measure: "rate",
+    }, {
+      label: `our SBI h3 client ÷ the native h3 engine, time per request from gtlsserver, ${s}`,
+      num: id("sbilab h3 client", "gtlsserver"),
+      den: id("sbilab native h3 engine", "gtlsserver"),
+      measure: "time",
+    });
+  }
+}
+
+/** Runs the arms in interleaved rounds; returns their rows and reports the rounds and ratios. */
+async function runPeerRounds(
+  ctx: ScenarioContext,
+  size: number,
+  arms: PeerArm[],
+  pairs: PeerPair[],
+): Promise<ResultRow[]> {
+  const rounds = ctx.config.rounds ?? (ctx.config.quick ? 3 : PEER_ROUNDS);
+  const blockMs = ctx.config.blockMs ?? (ctx.config.quick ? 150 : PEER_BLOCK_MS);
+  const seed = ctx.config.seed ?? 0;
+  const outcome = await runRounds(arms, {
+    rounds,
+    blockMs,
+    warmupRounds: PEER_WARMUP_ROUNDS,
+    rng: createRng(seed),
+    clock: ctx.clock,
+    onProgress: ctx.onProgress,
+    signal: ctx.signal,
+  });
+  const rows: ResultRow[] = [];
+  for (const a of arms) {
+    const arm = outcome.arms[a.id];
+    if (arm.samples.flat().length < 2) continue;
+    const row = withRoundInterval(peerRow(a, size, pooled(arm), arm.errors), arm);
+    row.rounds = series(arm);
+    row.requestsPerSecond = 1e9 / row.estimate.median;
+    rows.push(row);
+    ctx.onRow(row);
+  }
+  const ratios = peerRatios(rows, pairs, size);
+  // The noise line names an arm by its transport field: here loader → server and shape.
+  const byId = new Map(arms.map((a) => [a.id, a]));
+  const named = rows.map((r) => {
+    const a = byId.get(r.id)!;
+    return { ...r, transport: `${a.loader} → ${a.server}, ${shapeText(a.shape)},` };
+  });
+  const record: RoundsRecord = {
+    rounds: outcome.order.length,
+    blockMs,
+    warmupRounds: PEER_WARMUP_ROUNDS,
+    seed,
+    order: outcome.order,
+    roundMs: outcome.roundMs,
+    machine: [],
+    ratios,
+    noise: assessNoise({
+      machine: [],
+      rows: named,
+      floors: [],
+      ratios,
+      cores: navigator.hardwareConcurrency,
+    }),
+  };
+  ctx.onRounds?.(record);
   return rows;
 }
 
-/** h2load against `target` with one shape, in `windows` windows. */
-async function h2loadPeerRow(
-  ctx: ScenarioContext,
-  target: PeerTarget,
-  shape: { connections: number; streams: number },
-  size: number,
-  windows: number,
-  windowMs: number,
-): Promise<ResultRow> {
-  const rec = new Recorder();
-  let failed = 0;
-  for (let w = 0; w < windows; w++) {
-    ctx.onProgress(`h2load → ${target.name}, ${shape.connections}×${shape.streams}`, w / windows);
-    const warm = w === 0 ? Math.max(100, Math.round(ctx.plan.warmupMs)) : 0;
-    const args = [
-      "-c",
-      String(shape.connections),
-      "-t",
-      "1",
-      "-m",
-      String(shape.streams),
-      "-D",
-      `${Math.round(windowMs)}ms`,
-    ];
-    if (warm) args.push(`--warm-up-time=${warm}ms`);
-    args.push(`http://127.0.0.1:${target.port}${target.path}`);
-    const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" })
-      .output();
-    const s = parseH2loadOutput(new TextDecoder().decode(out.stdout));
-    failed += s.failed;
-    if (s.succeeded < 1 || s.reqPerSec <= 0) {
-      throw new PeerError(`h2load completed no request against ${target.name}`);
-    }
-    rec.record(1e9 / s.reqPerSec);
-  }
-  return peerRow("h2load", "peer", target.name, shape, size, rec, failed);
-}
-
-function slug(text: string): string {
-  return text.replace(/[^a-z0-9]+/gi, "-").replace(/-$/, "");
-}
-
-function peerRow(
-  name: string,
-  engine: EngineName,
-  server: string,
-  shape: { connections: number; streams: number },
-  size: number,
-  rec: Recorder,
-  errors: number,
-): ResultRow {
-  const { connections, streams } = shape;
-  const key = connections === 1 ? String(streams) : `${connections}x${streams}`;
-  const row = makeRow({
-    id: `peers/${slug(name)}/${slug(server)}/${size}/${key}`,
+function peerRow(arm: PeerArm, size: number, samples: SampleSet, errors: number): ResultRow {
+  const { connections, streams } = arm.shape;
+  return makeRow({
+    id: arm.id,
     scenario: "peers",
-    transport: name,
-    engine,
-    label: `GET ${size} B from ${server}, ${
+    transport: arm.loader,
+    engine: arm.engine,
+    label: `GET ${size} B from ${arm.server}, ${
       connections === 1 ? "" : `${connections} connections × `
     }${streams} stream${streams > 1 ? "s" : ""} in flight (time per request)`,
     sizeBytes: size,
     concurrency: connections * streams,
     errors,
-  }, rec.finish());
-  row.requestsPerSecond = 1e9 / row.estimate.median;
-  return row;
+  }, samples);
 }

@@ -14,7 +14,6 @@ import { floorCell, medianWithCi, tcpCell } from "./table.ts";
 import { answerLines, legendLines, warningLines } from "./answer.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import { setupTable } from "./setup_report.ts";
-import { H2_HOST } from "./lab_itself.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "./schema.ts";
 import type { RenderOptions } from "./report_sections.ts";
 import {
@@ -132,57 +131,7 @@ export function observations(run: BenchRun): string[] {
       );
     }
   }
-  out.push(...peerObservations(run.rows.filter((r) => r.scenario === "peers")));
   out.push(...linkObservations(run));
-  return out;
-}
-
-/** The two ratios the peers scenario exists for, per stream level. */
-function peerObservations(peers: ResultRow[]): string[] {
-  const out: string[] = [];
-  const find = (tool: string, server: string, streams: number | undefined) =>
-    peers.find((r) =>
-      r.transport === tool && r.concurrency === streams && r.label.includes(`from ${server},`)
-    );
-  for (const streams of new Set(peers.map((r) => r.concurrency))) {
-    const s = `${streams} stream${streams === 1 ? "" : "s"}`;
-    const ref = find("h2load", "nghttpd", streams);
-    const host = find("h2load", H2_HOST, streams);
-    const oursUnderH2load = peers.find((r) =>
-      r.transport === "h2load" && r.concurrency === streams &&
-      !r.label.includes("from nghttpd,") && !r.label.includes(`from ${H2_HOST},`)
-    );
-    if (ref && oursUnderH2load) {
-      const module = host
-        ? `; the same module in a C host serves ${formatRate(host.requestsPerSecond!)} = ${
-          formatMultiple(host.requestsPerSecond! / ref.requestsPerSecond!)
-        }`
-        : "";
-      out.push(
-        `Under h2load at ${s}, our h2c server serves ${
-          formatRate(oursUnderH2load.requestsPerSecond!)
-        } = ${
-          formatMultiple(oursUnderH2load.requestsPerSecond! / ref.requestsPerSecond!)
-        } nghttpd's ${formatRate(ref.requestsPerSecond!)}${module}.`,
-      );
-    }
-    for (const h2load of [ref, oursUnderH2load]) {
-      if (!h2load) continue;
-      const server = h2load.label.slice(
-        h2load.label.indexOf("from ") + 5,
-        h2load.label.indexOf(","),
-      );
-      const ours = find("sbilab client", server, streams);
-      if (!ours) continue;
-      out.push(
-        `At ${s} against ${server}, our client takes ${
-          formatDuration(ours.estimate.median)
-        } per request, ${formatMultiple(ours.estimate.median / h2load.estimate.median)} h2load's ${
-          formatDuration(h2load.estimate.median)
-        }.`,
-      );
-    }
-  }
   return out;
 }
 

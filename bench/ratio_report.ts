@@ -35,9 +35,9 @@ export function scheduleLine(run: BenchRun): string | undefined {
   } ms on average. Intervals resample rounds, not samples.`;
 }
 
-/** The transport ratios as table cells: header and body. */
+/** The run's paired ratios but the floor ones (transports, or the peers scenario's) as table cells. */
 export function ratioTable(run: BenchRun): { header: string[]; body: string[][] } {
-  const rows = (run.rounds?.ratios ?? []).filter((r) => r.kind === "transports");
+  const rows = (run.rounds?.ratios ?? []).filter((r) => r.kind !== "floor");
   return {
     header: ["ratio (paired rounds)", "size", "value [95 % CI]", "median of rounds", "round CV"],
     body: rows.map((r) => [

@@ -5,11 +5,11 @@
  */
 import type { BenchRun, RatioRecord, RepeatsRecord } from "./schema.ts";
 
-/** The repeats of `runs` (in order): every run's transport ratios and their spread. */
+/** The repeats of `runs` (in order): every run's transport (or peers) ratios and their spread. */
 export function repeatsRecord(runs: readonly BenchRun[]): RepeatsRecord {
   if (runs.length === 0) throw new RangeError("repeatsRecord needs at least one run");
   const ratiosOf = (r: BenchRun): RatioRecord[] =>
-    (r.rounds?.ratios ?? []).filter((q) => q.kind === "transports");
+    (r.rounds?.ratios ?? []).filter((q) => q.kind !== "floor");
   const ids: { id: string; label: string }[] = [];
   for (const r of runs) {
     for (const q of ratiosOf(r)) if (!ids.some((x) => x.id === q.id)) ids.push(q);

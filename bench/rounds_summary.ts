@@ -164,6 +164,9 @@ export interface NoiseInput {
   cores: number;
 }
 
+/** Noisy arms the noise line names one by one; more are counted, with the worst named. */
+const MAX_NAMED_ARMS = 6;
+
 /** Half-width (relative) of a ratio's interval: the larger side. */
 export function halfWidth(r: Pick<RatioRecord, "ratio" | "interval">): number {
   return Math.max(r.interval.upper / r.ratio - 1, 1 - r.interval.lower / r.ratio);
@@ -213,18 +216,31 @@ export function assessNoise(
   }
   const armCv: Record<string, number> = {};
   for (const f of input.floors) if (f.rounds) armCv[floorId(f)] = f.rounds.cv;
-  const noisyArms: string[] = [];
+  const noisyArms: { name: string; cv: number }[] = [];
+  let withRounds = 0;
   for (const r of input.rows) {
     if (!r.rounds) continue;
+    withRounds++;
     armCv[r.id] = r.rounds.cv;
     if (r.rounds.cv > thresholds.armCv) {
-      noisyArms.push(`${r.transport} ${formatBytes(r.sizeBytes ?? 0)} ${pct(r.rounds.cv)}`);
+      noisyArms.push({ name: `${r.transport} ${formatBytes(r.sizeBytes ?? 0)}`, cv: r.rounds.cv });
     }
   }
-  if (noisyArms.length) reasons.push(`round-to-round CV ${noisyArms.join(", ")}`);
+  if (noisyArms.length > MAX_NAMED_ARMS) {
+    const worst = noisyArms.reduce((a, b) => (b.cv > a.cv ? b : a));
+    reasons.push(
+      `round-to-round CV above ${
+        pct(thresholds.armCv)
+      } in ${noisyArms.length} of ${withRounds} arms (worst ${worst.name} ${pct(worst.cv)})`,
+    );
+  } else if (noisyArms.length) {
+    reasons.push(
+      `round-to-round CV ${noisyArms.map((a) => `${a.name} ${pct(a.cv)}`).join(", ")}`,
+    );
+  }
   const widest = Math.max(
     0,
-    ...input.ratios.filter((r) => r.kind === "transports").map(halfWidth),
+    ...input.ratios.filter((r) => r.kind !== "floor").map(halfWidth),
   );
   return {
     noisy: reasons.length > 0,

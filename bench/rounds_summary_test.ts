@@ -113,3 +113,26 @@ Deno.test("rounds fall back to per-round medians when only a reservoir was kept"
     [[1, 2], [3, 4]],
   );
 });
+
+Deno.test("noise line counts many noisy arms and names the worst instead of listing them", () => {
+  const jumpy = (k: number) => (i: number) => (i % 2 ? 1 + 0.4 * k : 1);
+  const rows = Array.from({ length: 9 }, (_, k) => row(`arm${k}`, 256, blocks(100, jumpy(k), k)));
+  const noise = assessNoise({ rows, floors: [], machine: [], ratios: [], cores: 2 });
+  const cvReason = noise.reasons.find((r) => r.startsWith("round-to-round CV"))!;
+  // arm0 is steady; the eight others jump, arm8 the most.
+  assert.match(
+    cvReason,
+    /^round-to-round CV above 15\.0 % in 8 of 9 arms \(worst arm8 256 B \d+\.\d %\)$/,
+  );
+  const few = assessNoise({
+    rows: rows.slice(0, 3),
+    floors: [],
+    machine: [],
+    ratios: [],
+    cores: 2,
+  });
+  assert.match(
+    few.reasons.join(),
+    /^round-to-round CV arm1 256 B \d+\.\d %, arm2 256 B \d+\.\d %$/,
+  );
+});

@@ -31,7 +31,7 @@ import { concurrencyScenario } from "./scenarios/concurrency.ts";
 import { coldScenario } from "./scenarios/cold.ts";
 import { bulkScenario } from "./scenarios/bulk.ts";
 import { rateScenario } from "./scenarios/rate.ts";
-import { peersScenario } from "./lab_itself.ts";
+import { PEER_BLOCK_MS, PEER_ROUNDS, peersScenario } from "./lab_itself.ts";
 import { DEFAULT_STREAMS, holScenario } from "./scenarios/hol.ts";
 import { migrationScenario } from "./scenarios/migration.ts";
 import { capacityScenario, DEFAULT_P99_BOUND_MS } from "./scenarios/capacity.ts";
@@ -206,16 +206,20 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     }
   }
   const quick = options.quick ?? false;
-  // rtt interleaves through the round runner; flows interleaves its cells itself.
-  const interleavable = scenario === "rtt" || scenario === "flows";
+  // rtt interleaves through the round runner; flows interleaves its cells itself; peers
+  // runs its own rounds of loaders × servers and knows no other schedule.
+  const interleavable = scenario === "rtt" || scenario === "flows" || scenario === "peers";
   const schedule: Schedule = options.schedule ?? (interleavable ? "interleaved" : "sequential");
   if (schedule !== "interleaved" && schedule !== "sequential") {
     throw new RangeError(`Unknown schedule ${schedule} (use interleaved or sequential)`);
   }
   if (schedule === "interleaved" && !interleavable) {
     throw new RangeError(
-      `--scenario ${scenario} runs sequentially only (interleaved: rtt, flows)`,
+      `--scenario ${scenario} runs sequentially only (interleaved: rtt, flows, peers)`,
     );
+  }
+  if (schedule === "sequential" && scenario === "peers") {
+    throw new RangeError("--scenario peers runs in interleaved rounds only");
   }
   const interleaved = schedule === "interleaved" && scenario === "rtt";
   const rounds = options.rounds ?? (quick ? 10 : DEFAULT_ROUNDS);
@@ -236,7 +240,12 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     throw new RangeError(`block must be 1 … 10000 ms, got ${blockMs}`);
   }
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
-  const plan: SamplingPlan = interleaved
+  const peerRounds = options.rounds ?? (quick ? 3 : PEER_ROUNDS);
+  const peerBlockMs = options.blockMs ?? (quick ? 150 : PEER_BLOCK_MS);
+  const plan: SamplingPlan = scenario === "peers"
+    // One discarded round, then a block per round.
+    ? { warmupMs: peerBlockMs, sampleMs: peerRounds * peerBlockMs }
+    : interleaved
     ? {
       warmupMs: options.warmupMs ?? (quick ? 200 : 1000),
       sampleMs: rounds * blockMs,
@@ -306,6 +315,13 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     ...(interleaved ? { rounds, blockMs: blockCount ? undefined : blockMs, seed } : {}),
     ...(scenario === "flows" && schedule === "interleaved"
       ? { seed, ...(options.rounds !== undefined ? { rounds } : {}) }
+      : {}),
+    ...(scenario === "peers"
+      ? {
+        rounds: peerRounds,
+        blockMs: peerBlockMs,
+        seed,
+      }
       : {}),
     ...pluginConfig,
   };
@@ -408,6 +424,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       },
       onProgress: progress,
       onRow: (r) => options.onRow?.(r),
+      onRounds: (r) => {
+        roundsRecord = r;
+      },
       rebind: options.rebind,
       signal: options.signal,
     };
@@ -477,7 +496,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
 
 /** The rounds record with its row ids named like the rows (`<stack>/rtt/…`). */
 function prefixRoundIds(r: RoundsRecord, stack: StackName): RoundsRecord {
-  const id = (x: string) => (x.startsWith("rtt/") ? `${stack}/${x}` : x);
+  const id = (x: string) => (/^(rtt|peers)\//.test(x) ? `${stack}/${x}` : x);
   return {
     ...r,
     order: r.order.map((o) => o.map(id)),

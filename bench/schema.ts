@@ -159,8 +159,11 @@ export interface RatioRecord {
   id: string;
   /** What the ratio compares, in words (e.g. `h3 ÷ h2-tls`). */
   label: string;
-  /** `transports` (one transport over another) or `floor` (a row over its kernel floor). */
-  kind: "transports" | "floor";
+  /**
+   * `transports` (one transport over another), `floor` (a row over its kernel
+   * floor) or `peers` (the peers scenario: our side over a reference tool).
+   */
+  kind: "transports" | "floor" | "peers";
   /** Row or floor id of the numerator and of the denominator. */
   numerator: string;
   denominator: string;

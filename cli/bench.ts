@@ -79,11 +79,14 @@ function roundFlags(flags: BenchFlags) {
   }
   if (
     flags.schedule === "interleaved" && flags.scenario !== undefined &&
-    flags.scenario !== "rtt" && flags.scenario !== "flows"
+    !["rtt", "flows", "peers"].includes(flags.scenario)
   ) {
     throw new UsageError(
-      `--scenario ${flags.scenario} runs sequentially only (interleaved: rtt, flows)`,
+      `--scenario ${flags.scenario} runs sequentially only (interleaved: rtt, flows, peers)`,
     );
+  }
+  if (flags.schedule === "sequential" && flags.scenario === "peers") {
+    throw new UsageError("--scenario peers runs in interleaved rounds only");
   }
   return {
     schedule: flags.schedule as "interleaved" | "sequential" | undefined,

@@ -3,7 +3,7 @@ import type { ClientOptions, SbiClient, TransportName } from "../../transports/t
 import { estimateSampleSet, type SampleSet } from "../recorder.ts";
 import type { Clock, SamplingPlan } from "../sampler.ts";
 import type { Endpoints } from "../servers.ts";
-import type { ResultRow, RunConfig } from "../schema.ts";
+import type { ResultRow, RoundsRecord, RunConfig } from "../schema.ts";
 
 /** What a scenario may choose about a client it opens. */
 export type OpenClientOptions =
@@ -46,6 +46,8 @@ export interface ScenarioContext {
   rebind?: () => Promise<void>;
   /** Aborts the run early. */
   signal?: AbortSignal;
+  /** A scenario that runs its own interleaved rounds reports their schedule, ratios and noise. */
+  onRounds?(record: RoundsRecord): void;
 }
 
 /** A scenario: measures rows. */

@@ -6,7 +6,7 @@
  */
 import { formatBytes } from "../../lib/units.ts";
 import { MAX_OPERATIONS, sampleOperation, SamplingError } from "../sampler.ts";
-import { estimateSampleSet, Recorder } from "../recorder.ts";
+import { estimateSampleSet, Recorder, type SampleSet } from "../recorder.ts";
 import { createRng, estimate } from "../stats.ts";
 import { clusterMedian, cv, roundMedians } from "../rounds_stats.ts";
 import { FloorError, kernelPingPong, openRuntimeEcho, type RuntimeEcho } from "../floors.ts";
@@ -44,7 +44,8 @@ export interface RttRoundsResult {
   rounds: RoundsRecord;
 }
 
-function series(arm: ArmRounds): RoundSeries {
+/** An arm's round series: per-round counts and medians, their CV, CPU time when measured. */
+export function series(arm: ArmRounds): RoundSeries {
   // An empty block (a starved or failed one) has median 0: the reports skip such rounds.
   const medians = arm.samples.map((s) => (s.length ? roundMedians([s])[0] : 0));
   const cpu = (xs?: number[]) => xs?.map((s) => (Number.isFinite(s) ? Math.round(s * 1e9) : 0));
@@ -57,7 +58,8 @@ function series(arm: ArmRounds): RoundSeries {
   };
 }
 
-function pooled(arm: ArmRounds) {
+/** Every sample of an arm's rounds, in round order. */
+export function pooled(arm: ArmRounds): SampleSet {
   const rec = new Recorder();
   for (const block of arm.samples) for (const v of block) rec.record(v);
   return rec.finish();
@@ -99,7 +101,7 @@ export async function timedBlock(
 }
 
 /** Cluster interval over rounds in place of the sample bootstrap's. */
-function withRoundInterval<T extends { estimate: ResultRow["estimate"] }>(
+export function withRoundInterval<T extends { estimate: ResultRow["estimate"] }>(
   item: T,
   arm: ArmRounds,
 ): T {
