@@ -177,6 +177,21 @@ static void consume(sbh3_conn *c, int64_t stream_id, size_t n) {
   ngtcp2_conn_extend_max_offset(c->qc, n);
 }
 
+/*
+ * Request streams a server credits back to its client at once. ngtcp2 sends MAX_STREAMS whenever
+ * the limit grows: crediting each stream as it closes costs one ack-eliciting frame per request,
+ * often in a datagram of its own that the client then acknowledges at once (its second
+ * ack-eliciting packet). In batches the client still holds at least initial_max_streams_bidi − 15.
+ */
+#define STREAM_CREDIT_BATCH 16
+
+/* A server's request stream closed: its credit goes back to the client with the batch. */
+static void credit_request_stream(sbh3_conn *c) {
+  if (++c->uncredited_streams < STREAM_CREDIT_BATCH) return;
+  ngtcp2_conn_extend_max_streams_bidi(c->qc, c->uncredited_streams);
+  c->uncredited_streams = 0;
+}
+
 /* nghttp3: a stream closed; frees its state (client: RESET if no message came). */
 static int h3_stream_close(nghttp3_conn *hc, int64_t stream_id, uint64_t app_error_code, void *user_data,
                            void *stream_user_data) {
@@ -187,7 +202,7 @@ static int h3_stream_close(nghttp3_conn *hc, int64_t stream_id, uint64_t app_err
     if (!s->done && !c->srv) evq_push(c->q, SBH3_EV_RESET, c->id, stream_id, (int64_t)app_error_code);
     stream_free(c, s);
   }
-  if (c->srv && ngtcp2_is_bidi_stream(stream_id)) ngtcp2_conn_extend_max_streams_bidi(c->qc, 1);
+  if (c->srv && ngtcp2_is_bidi_stream(stream_id)) credit_request_stream(c);
   return 0;
 }
 
@@ -412,7 +427,7 @@ static int q_stream_close(ngtcp2_conn *qc, uint32_t flags, int64_t stream_id, ui
   if (!c->hc) return 0;
   int rv = nghttp3_conn_close_stream(c->hc, stream_id, app_error_code);
   if (rv == NGHTTP3_ERR_STREAM_NOT_FOUND) {
-    if (c->srv && ngtcp2_is_bidi_stream(stream_id)) ngtcp2_conn_extend_max_streams_bidi(c->qc, 1);
+    if (c->srv && ngtcp2_is_bidi_stream(stream_id)) credit_request_stream(c);
     else if (!ngtcp2_is_bidi_stream(stream_id)) ngtcp2_conn_extend_max_streams_uni(c->qc, 1);
     return 0;
   }

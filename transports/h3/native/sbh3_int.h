@@ -110,6 +110,8 @@ struct sbh3_conn {
   ngtcp2_crypto_conn_ref ref;
   ngtcp2_path_storage ps;
   ngtcp2_connection_close_error ccerr;
+  /* Server: request streams closed since the last MAX_STREAMS credit (see credit_request_stream). */
+  size_t uncredited_streams;
   evq_t own_q;
   evq_t *q;
   stream_t *streams;
