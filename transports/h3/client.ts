@@ -93,6 +93,9 @@ export interface H3ClientOptions extends ClientOptions {
   handshakeTimeoutMs?: number;
 }
 
+/** Microtask hops the flush after a read waits for callers to submit their next requests. */
+const READ_FLUSH_HOPS = 4;
+
 /** Methods a client may send in 0-RTT: safe, so a replay changes nothing (RFC 8470 §4.1, RFC 9110 §9.2.1). */
 const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -328,17 +331,48 @@ class Session {
     }
   }
 
+  /**
+   * Feeds `first` (or runs the timers), hands out what completed and sends.
+   * On an established connection a received datagram is only read here: its
+   * answers resolve now, and what it asks to send (an ACK, flow credit)
+   * leaves in the flush after the callers' continuations, with the requests
+   * they submit, one datagram for both instead of an ACK of its own.
+   */
   #process(first?: Uint8Array): void {
-    this.#io(first);
+    const later = first !== undefined && first.length > 0 && this.#connected && !this.#timing;
+    if (later) this.#conn.recv(first);
+    else this.#io(first);
     this.#drainEvents();
     if (this.#dead) return;
     if (this.#queued.length) {
       this.#submit();
-      this.#io();
+      if (!later) this.#io();
     }
-    this.#arm();
+    if (later) this.#flushAfterCallers();
+    else this.#arm();
     if (this.unusable && this.#pending.size === 0 && this.#queued.length === 0) void this.close();
   }
+
+  /**
+   * Flushes once the callers whose answers just resolved have resumed: a
+   * resolved promise resumes its awaiting caller in the next microtask, and
+   * each async layer above it adds one. A caller deeper than
+   * {@linkcode READ_FLUSH_HOPS} layers still gets its answer at once; its
+   * ACK only goes in a datagram of its own.
+   */
+  #flushAfterCallers(): void {
+    if (this.#afterRead) return;
+    this.#afterRead = true;
+    let hops = READ_FLUSH_HOPS;
+    const hop = () => {
+      if (--hops > 0) return queueMicrotask(hop);
+      this.#afterRead = false;
+      this.#flush();
+    };
+    queueMicrotask(hop);
+  }
+
+  #afterRead = false;
 
   #onEvent(e: H3Event): void {
     switch (e.type) {
