@@ -64,3 +64,19 @@ Deno.test("payload cache drops least recently used bodies beyond its budget", ()
   assert.equal(cache.bytes, 220);
   assert.notEqual(cache.get(400), big);
 });
+
+Deno.test("payload cache drops the oldest bodies first, however many must go", () => {
+  const cache = createPayloadCache({ maxBytes: 300 });
+  const a = cache.get(100);
+  const b = cache.get(90);
+  const c = cache.get(80);
+  cache.get(90); // order of use: 100, 80, 90
+  const d = cache.get(200); // 100 and 80 go, 90 stays
+  assert.equal(cache.bytes, 290);
+  assert.equal(cache.get(90), b); // order of use: 200, 90
+  assert.equal(cache.get(200), d); // order of use: 90, 200
+  assert.notEqual(cache.get(80), c); // built again: 90 goes
+  assert.equal(cache.bytes, 280);
+  assert.notEqual(cache.get(100), a); // built again: 200 goes
+  assert.equal(cache.bytes, 180);
+});
