@@ -117,42 +117,99 @@ export function timedRequest(
   return new TimedEntry(timers, timeoutMs, onTimeout);
 }
 
-/** The requests of one connection that wait on an open stream, by stream id. */
+/** Slots of a {@linkcode PendingStreams} at first and at most (powers of two). */
+const PENDING_SLOTS_MIN = 64;
+const PENDING_SLOTS_MAX = 1 << 14;
+
+/**
+ * The requests of one connection that wait on an open stream, by stream id.
+ * A connection opens its streams in rising id order and most answers come in
+ * about that order, so a request sits in the slot its id names (id modulo the
+ * slot count): adding and taking one writes two array cells. The slots double
+ * when a live request holds the slot a new one needs, up to
+ * {@linkcode PENDING_SLOTS_MAX}; past that (one request left waiting while
+ * thousands of later ones came and went) the newcomer waits in a `Map`. A
+ * `Map` for every request would add and delete a key per request, and once
+ * its table is in the old generation each rehash leaves garbage there that
+ * only a full collection frees (about 50 bytes a request).
+ */
 export class PendingStreams<P extends PendingRequest = PendingRequest> {
-  #byId = new Map<number, P>();
+  #ids: number[] = new Array(PENDING_SLOTS_MIN).fill(-1);
+  #reqs: (P | undefined)[] = new Array(PENDING_SLOTS_MIN).fill(undefined);
+  #overflow = new Map<number, P>();
+  #size = 0;
 
   /** Requests still waiting. */
   get size(): number {
-    return this.#byId.size;
+    return this.#size;
   }
 
-  /** Records the request sent on stream `id`. */
+  /** Records the request sent on stream `id` (a whole number ≥ 0, not already waiting). */
   add(id: number, p: P): void {
-    this.#byId.set(id, p);
+    let slot = id % this.#ids.length;
+    while (this.#ids[slot] !== -1 && this.#ids.length < PENDING_SLOTS_MAX) {
+      this.#grow();
+      slot = id % this.#ids.length;
+    }
+    if (this.#ids[slot] === -1) {
+      this.#ids[slot] = id;
+      this.#reqs[slot] = p;
+    } else {
+      this.#overflow.set(id, p);
+    }
+    this.#size++;
   }
 
   /** Forgets stream `id`; false when it was not waiting. */
   delete(id: number): boolean {
-    return this.#byId.delete(id);
+    return this.take(id) !== undefined;
   }
 
   /** Removes and returns the request of stream `id`, for the event that settles it. */
   take(id: number): P | undefined {
-    const p = this.#byId.get(id);
-    if (p) this.#byId.delete(id);
+    const slot = id % this.#ids.length;
+    let p: P | undefined;
+    if (this.#ids[slot] === id) {
+      p = this.#reqs[slot];
+      this.#ids[slot] = -1;
+      this.#reqs[slot] = undefined;
+    } else if (this.#overflow.size) {
+      p = this.#overflow.get(id);
+      if (p) this.#overflow.delete(id);
+    }
+    if (p) this.#size--;
     return p;
   }
 
-  /** Removes and returns every waiting request, oldest first. */
+  /** Removes and returns every waiting request, oldest (lowest stream id) first. */
   drain(): P[] {
-    const all = [...this.#byId.values()];
-    this.#byId.clear();
-    return all;
+    const all: [number, P][] = [...this.#overflow];
+    for (let i = 0; i < this.#ids.length; i++) {
+      if (this.#ids[i] !== -1) all.push([this.#ids[i], this.#reqs[i]!]);
+    }
+    this.#ids.fill(-1);
+    this.#reqs.fill(undefined);
+    this.#overflow.clear();
+    this.#size = 0;
+    return all.sort((a, b) => a[0] - b[0]).map((e) => e[1]);
   }
 
   /** Rejects every waiting request with `err` (a failed connection). */
   rejectAll(err: Error): void {
     for (const p of this.drain()) p.reject(err);
+  }
+
+  /** Doubles the slots, each waiting request moving to the slot its id names now. */
+  #grow(): void {
+    const ids = this.#ids, reqs = this.#reqs;
+    this.#ids = new Array(ids.length * 2).fill(-1);
+    this.#reqs = new Array(ids.length * 2).fill(undefined);
+    for (let i = 0; i < ids.length; i++) {
+      if (ids[i] === -1) continue;
+      const slot = ids[i] % this.#ids.length;
+      this.#ids[slot] = ids[i];
+      this.#reqs[slot] = reqs[i];
+    }
   }
 }
 

@@ -3,6 +3,7 @@ import {
   ClientCore,
   type CoreSession,
   DEFAULT_TIMEOUT_MS,
+  type PendingRequest,
   PendingStreams,
   requestTimeoutMs,
   timedRequest,
@@ -152,4 +153,36 @@ Deno.test("pending streams hand each request to one event and reject the rest on
     () => b.promise,
     (e) => e instanceof TransportError && e.message.includes("gone"),
   );
+});
+
+Deno.test("pending streams find every request among thousands in flight and drain them oldest first", () => {
+  const table = new PendingStreams<{ id: number } & PendingRequest>();
+  const req = (id: number) => ({ id, resolve() {}, reject() {} });
+  // A stuck request on stream 0 while 100,000 later ones (h3 ids, every fourth) come and go,
+  // up to 1,000 at a time: it is still there at the end, and nothing else is lost.
+  table.add(0, req(0));
+  let next = 4;
+  const live: number[] = [];
+  for (let round = 0; round < 100; round++) {
+    for (let i = 0; i < 1000; i++, next += 4) {
+      table.add(next, req(next));
+      live.push(next);
+    }
+    assert.equal(table.size, 1001);
+    // Answers in a shuffled order within the round.
+    for (let i = live.length - 1; i > 0; i--) {
+      const j = (i * 7919) % (i + 1);
+      [live[i], live[j]] = [live[j], live[i]];
+    }
+    for (const id of live) assert.equal(table.take(id)?.id, id);
+    assert.equal(table.take(live[0]), undefined);
+    live.length = 0;
+  }
+  assert.equal(table.size, 1);
+  for (const id of [next + 8, next, next + 4]) table.add(id, req(id));
+  assert.equal(table.delete(next + 4), true);
+  assert.equal(table.delete(next + 4), false);
+  assert.deepEqual(table.drain().map((r) => r.id), [0, next, next + 8]);
+  assert.equal(table.size, 0);
+  assert.equal(table.take(0), undefined);
 });
