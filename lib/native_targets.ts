@@ -60,7 +60,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     kind: "exe",
     sources: ["bench/native/pingpong.c"],
   },
-  // linkemu (issue 5): the TUN relay and the selftest's UDP probe.
+  // linkemu: the TUN relay and the selftest's UDP probe.
   linkrelay: {
     output: "sbilab-linkrelay",
     kind: "exe",
@@ -71,7 +71,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     kind: "exe",
     sources: ["linkemu/native/probe.c"],
   },
-  // HTTP/3 (issue 3): the sbh3 shim over ngtcp2 + nghttp3 + GnuTLS. Debian's
+  // HTTP/3: the sbh3 shim over ngtcp2 + nghttp3 + GnuTLS. Debian's
   // libngtcp2.a / libnghttp3.a are built without -fPIC and cannot go into a
   // shared object, so the libraries are linked dynamically.
   h3: {
