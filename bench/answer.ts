@@ -10,6 +10,7 @@ import { findFloor } from "./floors.ts";
 import { compareMedians, type Interval } from "./stats.ts";
 import type { BenchRun, RatioRecord, ResultRow } from "./schema.ts";
 import { formatBytes, formatDuration, formatMultiple, formatRate } from "../lib/units.ts";
+import { PEER_RATIOS } from "./lab_itself.ts";
 
 /** How a transport is named in sentences. */
 export function transportName(t: string): string {
@@ -107,9 +108,42 @@ function runsClause(run: BenchRun, ids: string[]): string {
 export function answerLines(run: BenchRun): string[] {
   const rows = run.rows.filter((r) => r.step === undefined && r.scenario !== "peers");
   const s = run.config.scenario;
+  if (s === "peers") return peersAnswer(run);
   if (s === "concurrency" || s === "capacity") return rateAnswer(run, rows);
   if (s === "cold") return coldAnswer(run, rows);
   return latencyAnswer(run, rows);
+}
+
+/**
+ * The peers scenario's answer: our servers' rates against the C servers' and
+ * our client's time against h2load's, at 1 stream and at 64, from its
+ * paired ratios.
+ */
+function peersAnswer(run: BenchRun): string[] {
+  const ratios = (run.rounds?.ratios ?? []).filter((r) => r.kind === "peers");
+  const at = (what: string, shape: string) => ratios.find((r) => r.label === `${what}, ${shape}`);
+  const both = (what: string) =>
+    [["1 stream", "at 1 stream"], ["64 streams", "at 64"]].flatMap(([shape, words]) => {
+      const r = at(what, shape);
+      return r ? [`${withInterval(r)} ${words}`] : [];
+    }).join(" and ");
+  const out: string[] = [];
+  const h2 = both(PEER_RATIOS.h2Server), h3 = both(PEER_RATIOS.h3Server);
+  if (h2) out.push(`our h2c server served ${h2} nghttpd's requests per second`);
+  if (h3) out.push(`our h3 server ${h3} gtlsserver's`);
+  const servers = out.length ? `${out.join("; ")} (higher is better)` : "";
+  const client = at(PEER_RATIOS.h2Client, "1 stream");
+  const line = [
+    servers,
+    client
+      ? `our SBI client took ${
+        withInterval(client)
+      } h2load's time per request at 1 stream (lower is better)`
+      : "",
+  ].filter((x) => x).join("; ");
+  if (!line) return [];
+  const noise = run.rounds?.noise.noisy ? " The machine was noisy during the run (see below)." : "";
+  return [`${line[0].toUpperCase()}${line.slice(1)}.${noise}`];
 }
 
 function latencyAnswer(run: BenchRun, rows: ResultRow[]): string[] {

@@ -5,6 +5,7 @@ import { renderTable } from "./table.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { syntheticRtt } from "../tests/synthetic_run.ts";
 import type { ResultRow } from "./schema.ts";
+import { PEER_RATIOS } from "./lab_itself.ts";
 
 Deno.test("the answer states h3 over h2-TLS per size with its paired interval and says lower is better", () => {
   const run = syntheticRtt(5, { h3Cost: 1.3 });
@@ -218,4 +219,38 @@ Deno.test("capacity and cold answers compare sustained rate and set-up time", ()
   );
   assert.match(line, /full handshake: total/);
   assert.equal(answerLines(cold).length, 1, "only the total phase is the answer");
+});
+
+Deno.test("a peers run's answer states our servers' rates and our client's time against the C tools", () => {
+  const run = syntheticRtt(8);
+  run.config.scenario = "peers";
+  const ratio = (label: string, value: number) => ({
+    id: `peers/${label}`,
+    label,
+    kind: "peers" as const,
+    numerator: "a",
+    denominator: "b",
+    sizeBytes: 256,
+    ratio: value,
+    interval: { level: 0.95, lower: value - 0.02, upper: value + 0.03 },
+    medianOfRounds: value,
+    cv: 0.02,
+    perRound: [value, value],
+  });
+  run.rounds!.ratios = [
+    ratio(`${PEER_RATIOS.h2Server}, 1 stream`, 0.87),
+    ratio(`${PEER_RATIOS.h2Server}, 64 streams`, 0.95),
+    ratio(`${PEER_RATIOS.h2Server}, 8 × 64 streams`, 0.9),
+    ratio(`${PEER_RATIOS.h3Server}, 1 stream`, 0.72),
+    ratio(`${PEER_RATIOS.h2Client}, 1 stream`, 1.12),
+  ];
+  run.rounds!.noise.noisy = false;
+  assert.deepEqual(answerLines(run), [
+    "Our h2c server served 0.87× [0.85–0.90] at 1 stream and 0.95× [0.93–0.98] at 64 nghttpd's " +
+    "requests per second; our h3 server 0.72× [0.70–0.75] at 1 stream gtlsserver's (higher is " +
+    "better); our SBI client took 1.12× [1.10–1.15] h2load's time per request at 1 stream (lower " +
+    "is better).",
+  ]);
+  run.rounds!.ratios = [];
+  assert.deepEqual(answerLines(run), []);
 });

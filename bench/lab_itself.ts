@@ -55,6 +55,17 @@ export const H3_HOST = "sbilab h3 module in a C host";
 /** Streams in flight on the one connection of the h3 peer rows. */
 export const H3_PEER_STREAMS = [1, 64];
 
+/** What each ratio of the peers scenario compares; its label adds the shape (`, 1 stream`). */
+export const PEER_RATIOS = {
+  h2Server: "our h2c server ÷ nghttpd, req/s under h2load",
+  h2Host: "our h2c module in a C host ÷ nghttpd, req/s under h2load",
+  h2Client: "our SBI client ÷ h2load, time per request from nghttpd",
+  h2Engine: "our native engine ÷ h2load, req/s from nghttpd",
+  h3Server: "our h3 server ÷ gtlsserver, req/s under the native h3 engine",
+  h3Host: "our h3 module in a C host ÷ gtlsserver, req/s under the native h3 engine",
+  h3Client: "our SBI h3 client ÷ the native h3 engine, time per request from gtlsserver",
+} as const;
+
 /** Measured rounds of the peers scenario (quick: 3). */
 export const PEER_ROUNDS = 8;
 /** Block per arm and round (ms) of the peers scenario (quick: 150). */
@@ -359,28 +370,28 @@ async function h2Arms(
     const s = shapeText(shape);
     if (ours) {
       pairs.push({
-        label: `our h2c server ÷ nghttpd, req/s under h2load, ${s}`,
+        label: `${PEER_RATIOS.h2Server}, ${s}`,
         num: id("h2load", oursName),
         den: id("h2load", "nghttpd"),
         measure: "rate",
       });
     }
     pairs.push({
-      label: `our h2c module in a C host ÷ nghttpd, req/s under h2load, ${s}`,
+      label: `${PEER_RATIOS.h2Host}, ${s}`,
       num: id("h2load", H2_HOST),
       den: id("h2load", "nghttpd"),
       measure: "rate",
     });
     if (shape.connections === 1) {
       pairs.push({
-        label: `our SBI client ÷ h2load, time per request from nghttpd, ${s}`,
+        label: `${PEER_RATIOS.h2Client}, ${s}`,
         num: id("sbilab client", "nghttpd"),
         den: id("h2load", "nghttpd"),
         measure: "time",
       });
     }
     pairs.push({
-      label: `our native engine ÷ h2load, req/s from nghttpd, ${s}`,
+      label: `${PEER_RATIOS.h2Engine}, ${s}`,
       num: id("sbilab native engine", "nghttpd"),
       den: id("h2load", "nghttpd"),
       measure: "rate",
@@ -550,17 +561,17 @@ async function h3Arms(
     const id = (loader: string, server: string) => peerId(loader, server, size, shape);
     const s = shapeText(shape);
     pairs.push({
-      label: `our h3 server ÷ gtlsserver, req/s under the native h3 engine, ${s}`,
+      label: `${PEER_RATIOS.h3Server}, ${s}`,
       num: id("sbilab native h3 engine", oursName),
       den: id("sbilab native h3 engine", "gtlsserver"),
       measure: "rate",
     }, {
-      label: `our h3 module in a C host ÷ gtlsserver, req/s under the native h3 engine, ${s}`,
+      label: `${PEER_RATIOS.h3Host}, ${s}`,
       num: id("sbilab native h3 engine", H3_HOST),
       den: id("sbilab native h3 engine", "gtlsserver"),
       measure: "rate",
     }, {
-      label: `our SBI h3 client ÷ the native h3 engine, time per request from gtlsserver, ${s}`,
+      label: `${PEER_RATIOS.h3Client}, ${s}`,
       num: id("sbilab h3 client", "gtlsserver"),
       den: id("sbilab native h3 engine", "gtlsserver"),
       measure: "time",
