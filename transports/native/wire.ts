@@ -211,8 +211,8 @@ export function encodeHeaderBlock(headers: HeaderList): Uint8Array<ArrayBuffer> 
 }
 
 /**
- * Short strings seen before, by a hash of their bytes: header names and most
- * values repeat from message to message, and a hit (checked byte by byte)
+ * Short strings seen before, by a hash of some of their bytes: header names
+ * and most values repeat from message to message, and a hit (checked byte by byte)
  * costs a tenth of building the string again. The table is direct-mapped:
  * a slot holds the last string whose hash fell on it, so values that never
  * repeat (trace ids, timestamps) only displace one entry each, nothing is
@@ -237,8 +237,12 @@ function flatLatin1(b: Uint8Array, start: number, end: number): string {
 function latin1(b: Uint8Array, start: number, end: number): string {
   const len = end - start;
   if (len > INTERN_MAX_LEN) return flatLatin1(b, start, end);
+  // the length and at most nine bytes spread over the string pick the slot (a hit is
+  // compared in full, so hashing every byte would only read them twice)
   let h = len;
-  for (let i = start; i < end; i++) h = Math.imul(h ^ b[i], 0x01000193);
+  const step = (len >>> 3) + 1;
+  for (let i = start; i < end; i += step) h = Math.imul(h ^ b[i], 0x01000193);
+  if (len > 0) h = Math.imul(h ^ b[end - 1], 0x01000193);
   const slot = (h ^ (h >>> 16)) & (INTERN_SLOTS - 1);
   const at = slot * INTERN_MAX_LEN;
   if (interned[slot].length === len) {
