@@ -211,23 +211,28 @@ export function encodeHeaderBlock(headers: HeaderList): Uint8Array<ArrayBuffer> 
 }
 
 /**
- * Short strings seen before, by a hash of their bytes: header names and most
- * values repeat from message to message, and a hit (checked byte by byte)
+ * Short strings seen before, by a hash of some of their bytes: header names
+ * and most values repeat from message to message, and a hit (checked byte by byte)
  * costs a tenth of building the string again. The table is direct-mapped:
  * a slot holds the last string whose hash fell on it, so values that never
  * repeat (trace ids, timestamps) only displace one entry each, nothing is
  * cleared, and the hash stays a small integer (a 32-bit key of a `Map` is a
  * heap number, allocated on every lookup). Each entry is built flat in one
  * call (a string grown character by character is a rope of one node per
- * character). Values that are new in every message by definition (a
- * `traceparent`, a sender timestamp) are not put in: kept there until
- * displaced, they would outlive a request and be promoted to the old
- * generation (about 55 bytes a request on the h2c server) that only a full
- * collection frees.
+ * character). A hit is checked against a copy of the entry's bytes, not the
+ * string's characters: a string used as a property key (every header name)
+ * becomes a thin string pointing to its internalized copy, and optimized code
+ * reads such a string's characters at several times the cost of a byte.
+ * Values that are new in every message by definition (a `traceparent`, a
+ * sender timestamp) are not put in: kept there until displaced, they would
+ * outlive a request and be promoted to the old generation (about 55 bytes a
+ * request on the h2c server) that only a full collection frees.
  */
 const INTERN_MAX_LEN = 96;
 const INTERN_SLOTS = 1024;
 const interned: string[] = new Array<string>(INTERN_SLOTS).fill("");
+/** The bytes of `interned[slot]`, at `slot * INTERN_MAX_LEN`. */
+const internedBytes = new Uint8Array(INTERN_SLOTS * INTERN_MAX_LEN);
 
 function flatLatin1(b: Uint8Array, start: number, end: number): string {
   return String.fromCharCode.apply(null, b.subarray(start, end) as unknown as number[]);
@@ -236,17 +241,22 @@ function flatLatin1(b: Uint8Array, start: number, end: number): string {
 function latin1(b: Uint8Array, start: number, end: number): string {
   const len = end - start;
   if (len > INTERN_MAX_LEN) return flatLatin1(b, start, end);
+  // the length and at most nine bytes spread over the string pick the slot (a hit is
+  // compared in full, so hashing every byte would only read them twice)
   let h = len;
-  for (let i = start; i < end; i++) h = Math.imul(h ^ b[i], 0x01000193);
+  const step = (len >>> 3) + 1;
+  for (let i = start; i < end; i += step) h = Math.imul(h ^ b[i], 0x01000193);
+  if (len > 0) h = Math.imul(h ^ b[end - 1], 0x01000193);
   const slot = (h ^ (h >>> 16)) & (INTERN_SLOTS - 1);
-  const seen = interned[slot];
-  if (seen.length === len) {
-    let same = true;
-    for (let i = 0; i < len && same; i++) same = seen.charCodeAt(i) === b[start + i];
-    if (same) return seen;
+  const at = slot * INTERN_MAX_LEN;
+  if (interned[slot].length === len) {
+    let i = 0;
+    while (i < len && internedBytes[at + i] === b[start + i]) i++;
+    if (i === len) return interned[slot];
   }
   const s = flatLatin1(b, start, end);
   interned[slot] = s;
+  for (let i = 0; i < len; i++) internedBytes[at + i] = b[start + i];
   return s;
 }
 

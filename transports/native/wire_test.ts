@@ -106,7 +106,15 @@ Deno.test("event records are read little-endian at their offsets", () => {
 });
 
 Deno.test("repeated and nearly equal header values decode to their own strings", () => {
-  const values = ["application/json", "application/jsoN", "application/json", "", "a".repeat(200)];
+  // "aqplication/json" differs only in a byte the intern table's hash skips: same slot, other string
+  const values = [
+    "application/json",
+    "application/jsoN",
+    "aqplication/json",
+    "application/json",
+    "",
+    "a".repeat(200),
+  ];
   for (let round = 0; round < 3; round++) {
     const list: HeaderList = values.map((v, i) => [`x-${i}`, v]);
     assert.deepEqual(decodeHeaderBlock(encodeHeaderBlock(list)), list);
