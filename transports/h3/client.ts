@@ -333,23 +333,27 @@ class Session {
 
   /**
    * Feeds `first` (or runs the timers), hands out what completed and sends.
-   * On an established connection a received datagram is only read here: its
-   * answers resolve now, and what it asks to send (an ACK, flow credit)
-   * leaves in the flush after the callers' continuations, with the requests
-   * they submit, one datagram for both instead of an ACK of its own.
+   * On an established connection a received datagram is only read here.
+   * When it completed answers, they resolve now and what it asks to send (an
+   * ACK, flow credit) leaves in the flush after the callers' continuations,
+   * with the requests they submit: one datagram for both instead of an ACK
+   * of its own. When it completed nothing (part of a larger answer), the rest
+   * is read and acknowledged at once.
    */
   #process(first?: Uint8Array): void {
-    const later = first !== undefined && first.length > 0 && this.#connected && !this.#timing;
-    if (later) this.#conn.recv(first);
+    const readOnly = first !== undefined && first.length > 0 && this.#connected && !this.#timing;
+    const settled = this.#settled;
+    if (readOnly) this.#conn.recv(first);
     else this.#io(first);
     this.#drainEvents();
     if (this.#dead) return;
     if (this.#queued.length) {
       this.#submit();
-      if (!later) this.#io();
+      if (!readOnly) this.#io();
     }
-    if (later) this.#flushAfterCallers();
-    else this.#arm();
+    if (!readOnly) this.#arm();
+    else if (this.#settled !== settled) this.#flushAfterCallers();
+    else this.#flush();
     if (this.unusable && this.#pending.size === 0 && this.#queued.length === 0) void this.close();
   }
 
@@ -373,12 +377,15 @@ class Session {
   }
 
   #afterRead = false;
+  /** Answers handed out (resolved or rejected by the server's reset) so far. */
+  #settled = 0;
 
   #onEvent(e: H3Event): void {
     switch (e.type) {
       case H3_EVENT.MESSAGE: {
         const p = this.#pending.take(e.streamId);
         if (!p) return;
+        this.#settled++;
         if (this.#timing) {
           // The first byte is the response's first header, timed by the shim: other datagrams
           // (a handshake packet the server sent again after a spurious timeout) do not count.
@@ -401,6 +408,7 @@ class Session {
       case H3_EVENT.RESET: {
         const p = this.#pending.take(e.streamId);
         if (!p) return;
+        this.#settled++;
         p.reject(
           new TransportError(`HTTP/3 stream reset by the server (error 0x${e.code.toString(16)})`),
         );
