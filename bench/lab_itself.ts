@@ -36,6 +36,7 @@ import { assessNoise, ratioRecord } from "./rounds_summary.ts";
 import { pooled, series, withRoundInterval } from "./scenarios/rtt_rounds.ts";
 import { makeRow, payloadPath, type ScenarioContext } from "./scenarios/context.ts";
 import { findTool, freePort, freeUdpPort, waitForPort } from "../lib/host.ts";
+import type { SbiClient } from "../transports/types.ts";
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { ensureBuilt } from "../lib/native_build.ts";
 
@@ -267,6 +268,31 @@ async function spawnPeer(exe: string, args: string[]): Promise<Deno.ChildProcess
   }).spawn();
 }
 
+/**
+ * The SBI client's GET of `size` bytes from `target`, checked, after
+ * {@linkcode CONNECT_REQUESTS} of them (the connection up and warm before the rounds).
+ */
+async function warmGet(
+  client: SbiClient,
+  target: { name: string; path: string },
+  size: number,
+): Promise<() => Promise<void>> {
+  const get = async () => {
+    const r = await client.request({ path: target.path });
+    if (r.status !== 200 || r.body.length !== size) {
+      throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
+    }
+  };
+  for (let i = 0; i < CONNECT_REQUESTS; i++) await get();
+  return get;
+}
+
+/** Adds to `arms` one loader's arm against `server` with `shape`. */
+function armsOf(arms: PeerArm[], server: string, size: number, shape: Shape) {
+  return (loader: string, engine: EngineName, block: PeerArm["block"]) =>
+    arms.push({ id: peerId(loader, server, size, shape), loader, engine, server, shape, block });
+}
+
 /** The peers scenario (see the module comment). */
 export async function peersScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   const missing = [];
@@ -327,23 +353,9 @@ async function h2Arms(
   }
   for (const target of targets) {
     const client = await ctx.openClient("h2c", { origin: `http://127.0.0.1:${target.port}` });
-    const sbi = async () => {
-      const r = await client.request({ path: target.path });
-      if (r.status !== 200 || r.body.length !== size) {
-        throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
-      }
-    };
-    for (let i = 0; i < CONNECT_REQUESTS; i++) await sbi(); // connected and warm before the rounds
+    const sbi = await warmGet(client, target, size);
     for (const shape of PEER_SHAPES) {
-      const arm = (loader: string, engine: EngineName, block: PeerArm["block"]) =>
-        arms.push({
-          id: peerId(loader, target.name, size, shape),
-          loader,
-          engine,
-          server: target.name,
-          shape,
-          block,
-        });
+      const arm = armsOf(arms, target.name, size, shape);
       if (shape.connections === 1) arm("sbilab client", "sbi", sbiBlock(ctx, sbi, shape.streams));
       arm(
         "sbilab native engine",
@@ -515,24 +527,10 @@ async function h3Arms(
       "h3",
       target.insecure ? { origin, tls: { insecure: true } } : { origin },
     );
-    const sbi = async () => {
-      const r = await client.request({ path: target.path });
-      if (r.status !== 200 || r.body.length !== size) {
-        throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
-      }
-    };
-    for (let i = 0; i < CONNECT_REQUESTS; i++) await sbi(); // connected and warm before the rounds
+    const sbi = await warmGet(client, target, size);
     for (const streams of H3_PEER_STREAMS) {
       const shape = { connections: 1, streams };
-      const arm = (loader: string, engine: EngineName, block: PeerArm["block"]) =>
-        arms.push({
-          id: peerId(loader, target.name, size, shape),
-          loader,
-          engine,
-          server: target.name,
-          shape,
-          block,
-        });
+      const arm = armsOf(arms, target.name, size, shape);
       arm("sbilab h3 client", "sbi", sbiBlock(ctx, sbi, streams));
       arm(
         "sbilab native h3 engine",
