@@ -425,10 +425,13 @@ export function registerBenchCommands(program: Command): void {
     // Interleaved rounds and repeats.
     .option(
       "--schedule <mode>",
-      "interleaved (rounds; the default for rtt) or sequential (one row after another)",
+      "interleaved (rounds; the default for rtt, the only one for peers) or sequential (one row after another)",
     )
-    .option("--rounds <n>", "interleaved: measured rounds (default 60, quick 10)")
-    .option("--block <ms>", "interleaved: each arm's block per round in ms (default 30, quick 20)")
+    .option("--rounds <n>", "interleaved: measured rounds (default 60, quick 10; peers 8, quick 3)")
+    .option(
+      "--block <ms>",
+      "interleaved: each arm's block per round in ms (default 30, quick 20; peers 300, quick 150)",
+    )
     .option("--seed <n>", "interleaved: seed of the round orders (default random, recorded)")
     .option("--runs <n>", "repeat the whole run N times, each with its own server process")
     .option("--no-charts", "do not print the terminal bar charts")
