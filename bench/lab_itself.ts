@@ -67,10 +67,17 @@ export const PEER_RATIOS = {
   h3Client: "our SBI h3 client ÷ the native h3 engine, time per request from gtlsserver",
 } as const;
 
-/** Measured rounds of the peers scenario (quick: 3). */
-export const PEER_ROUNDS = 8;
-/** Block per arm and round (ms) of the peers scenario (quick: 150). */
-export const PEER_BLOCK_MS = 300;
+/**
+ * The peers scenario's measured rounds and block per arm and round (ms): the
+ * given ones, else 8 × 300 ms (quick: 3 × 150 ms).
+ */
+export function peerSchedule(
+  quick: boolean,
+  rounds?: number,
+  blockMs?: number,
+): { rounds: number; blockMs: number } {
+  return { rounds: rounds ?? (quick ? 3 : 8), blockMs: blockMs ?? (quick ? 150 : 300) };
+}
 /** Rounds run first and discarded (JIT, windows, caches of every arm). */
 const PEER_WARMUP_ROUNDS = 1;
 /** Requests each SBI client sends before the rounds (its connection's set-up). */
@@ -584,8 +591,11 @@ async function runPeerRounds(
   arms: PeerArm[],
   pairs: PeerPair[],
 ): Promise<ResultRow[]> {
-  const rounds = ctx.config.rounds ?? (ctx.config.quick ? 3 : PEER_ROUNDS);
-  const blockMs = ctx.config.blockMs ?? (ctx.config.quick ? 150 : PEER_BLOCK_MS);
+  const { rounds, blockMs } = peerSchedule(
+    ctx.config.quick,
+    ctx.config.rounds,
+    ctx.config.blockMs,
+  );
   const seed = ctx.config.seed ?? 0;
   const outcome = await runRounds(arms, {
     rounds,
@@ -597,6 +607,8 @@ async function runPeerRounds(
     signal: ctx.signal,
   });
   const rows: ResultRow[] = [];
+  // The noise line names an arm by its transport field: there, loader → server and shape.
+  const named: ResultRow[] = [];
   for (const a of arms) {
     const arm = outcome.arms[a.id];
     if (arm.samples.flat().length < 2) continue;
@@ -604,15 +616,10 @@ async function runPeerRounds(
     row.rounds = series(arm);
     row.requestsPerSecond = 1e9 / row.estimate.median;
     rows.push(row);
+    named.push({ ...row, transport: `${a.loader} → ${a.server}, ${shapeText(a.shape)},` });
     ctx.onRow(row);
   }
   const ratios = peerRatios(rows, pairs, size);
-  // The noise line names an arm by its transport field: here loader → server and shape.
-  const byId = new Map(arms.map((a) => [a.id, a]));
-  const named = rows.map((r) => {
-    const a = byId.get(r.id)!;
-    return { ...r, transport: `${a.loader} → ${a.server}, ${shapeText(a.shape)},` };
-  });
   const record: RoundsRecord = {
     rounds: outcome.order.length,
     blockMs,

@@ -31,7 +31,7 @@ import { concurrencyScenario } from "./scenarios/concurrency.ts";
 import { coldScenario } from "./scenarios/cold.ts";
 import { bulkScenario } from "./scenarios/bulk.ts";
 import { rateScenario } from "./scenarios/rate.ts";
-import { PEER_BLOCK_MS, PEER_ROUNDS, peersScenario } from "./lab_itself.ts";
+import { peerSchedule, peersScenario } from "./lab_itself.ts";
 import { DEFAULT_STREAMS, holScenario } from "./scenarios/hol.ts";
 import { migrationScenario } from "./scenarios/migration.ts";
 import { capacityScenario, DEFAULT_P99_BOUND_MS } from "./scenarios/capacity.ts";
@@ -240,11 +240,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     throw new RangeError(`block must be 1 … 10000 ms, got ${blockMs}`);
   }
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
-  const peerRounds = options.rounds ?? (quick ? 3 : PEER_ROUNDS);
-  const peerBlockMs = options.blockMs ?? (quick ? 150 : PEER_BLOCK_MS);
+  const peers = peerSchedule(quick, options.rounds, options.blockMs);
   const plan: SamplingPlan = scenario === "peers"
     // One discarded round, then a block per round.
-    ? { warmupMs: peerBlockMs, sampleMs: peerRounds * peerBlockMs }
+    ? { warmupMs: peers.blockMs, sampleMs: peers.rounds * peers.blockMs }
     : interleaved
     ? {
       warmupMs: options.warmupMs ?? (quick ? 200 : 1000),
@@ -316,13 +315,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     ...(scenario === "flows" && schedule === "interleaved"
       ? { seed, ...(options.rounds !== undefined ? { rounds } : {}) }
       : {}),
-    ...(scenario === "peers"
-      ? {
-        rounds: peerRounds,
-        blockMs: peerBlockMs,
-        seed,
-      }
-      : {}),
+    ...(scenario === "peers" ? { ...peers, seed } : {}),
     ...pluginConfig,
   };
   const environment = await collectEnvironment();

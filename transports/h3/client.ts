@@ -365,18 +365,18 @@ class Session {
    * ACK only goes in a datagram of its own.
    */
   #flushAfterCallers(): void {
-    if (this.#afterRead) return;
-    this.#afterRead = true;
-    let hops = READ_FLUSH_HOPS;
-    const hop = () => {
-      if (--hops > 0) return queueMicrotask(hop);
-      this.#afterRead = false;
-      this.#flush();
-    };
-    queueMicrotask(hop);
+    if (this.#hopsLeft > 0) return;
+    this.#hopsLeft = READ_FLUSH_HOPS;
+    queueMicrotask(this.#afterCallers);
   }
 
-  #afterRead = false;
+  /** Microtask hops left before the flush {@linkcode #flushAfterCallers} queued (0: none queued). */
+  #hopsLeft = 0;
+  #afterCallers = (): void => {
+    if (--this.#hopsLeft > 0) return queueMicrotask(this.#afterCallers);
+    this.#flush();
+  };
+
   /** Answers handed out (resolved or rejected by the server's reset) so far. */
   #settled = 0;
 
