@@ -5,15 +5,26 @@
  * their round series; the run's paired ratios and noise come with them.
  */
 import { formatBytes } from "../../lib/units.ts";
-import { MAX_OPERATIONS, sampleOperation, SamplingError } from "../sampler.ts";
-import { estimateSampleSet, Recorder, type SampleSet } from "../recorder.ts";
-import { createRng, estimate } from "../stats.ts";
-import { clusterMedian, cv, roundMedians } from "../rounds_stats.ts";
-import { FloorError, kernelPingPong, openRuntimeEcho, type RuntimeEcho } from "../floors.ts";
-import { type ArmRounds, type BlockResult, type RoundArm, runRounds } from "../rounds.ts";
-import type { MachineProbe } from "../machine_probe.ts";
-import { assessNoise, floorId, pairedRatios } from "../rounds_summary.ts";
-import type { FloorKind, FloorRow, ResultRow, RoundSeries, RoundsRecord } from "../schema.ts";
+import { MAX_OPERATIONS, sampleOperation, SamplingError } from "../measure/sampler.ts";
+import { estimateSampleSet, Recorder, type SampleSet } from "../stats/recorder.ts";
+import { createRng, estimate } from "../stats/stats.ts";
+import { clusterMedian, cv, roundMedians } from "../stats/rounds_stats.ts";
+import {
+  FloorError,
+  kernelPingPong,
+  openRuntimeEcho,
+  type RuntimeEcho,
+} from "../measure/floors.ts";
+import { type ArmRounds, type BlockResult, type RoundArm, runRounds } from "../measure/rounds.ts";
+import type { MachineProbe } from "../measure/machine_probe.ts";
+import { assessNoise, floorId, pairedRatios } from "../record/rounds_summary.ts";
+import type {
+  FloorKind,
+  FloorRow,
+  ResultRow,
+  RoundSeries,
+  RoundsRecord,
+} from "../record/schema.ts";
 import type { SbiClient } from "../../transports/types.ts";
 import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
 
