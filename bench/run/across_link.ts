@@ -17,7 +17,7 @@ import type { LinkBackend, RelayStats } from "../../linkemu/link.ts";
 import { DEV_PKI_FILES } from "../../transports/pki.ts";
 import type { TransportName } from "../../transports/types.ts";
 import { collectEnvironment } from "../measure/environment.ts";
-import type { BenchOptions } from "./run_bench.ts";
+import type { BenchOptions } from "./options.ts";
 import {
   type BenchRun,
   type LinkRecord,

@@ -14,11 +14,6 @@ export {
   runBenchAcrossLink,
 } from "./across_link.ts";
 export { type RepeatOptions, repeatsRecord, runRepeated } from "./repeats.ts";
-export {
-  type BenchOptions,
-  DEFAULT_SIZES,
-  engineFor,
-  NATIVE_SCENARIOS,
-  runBench,
-  type ScenarioPlugin,
-} from "./run_bench.ts";
+export type { BenchOptions, ScenarioPlugin } from "./options.ts";
+export { DEFAULT_SIZES, engineFor, NATIVE_SCENARIOS } from "./resolve.ts";
+export { runBench } from "./run_bench.ts";
