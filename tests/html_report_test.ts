@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import { runBench } from "../bench/run/run_bench.ts";
-import { type ChartLibrary, loadChartLibrary, renderHtml } from "../bench/report/html.ts";
+import { type ChartLibrary, loadChartLibrary, renderHtml } from "../bench/report/mod.ts";
 import type { BenchRun } from "../bench/record/schema.ts";
 import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
 import { needsTool, ROOT } from "./support.ts";

@@ -29,7 +29,8 @@ export const color = (t: string): string => COLORS[t] ?? "#7f7f7f";
 /** Transports in report order. */
 export const ORDER = ["h2c", "h2-tls", "h3"];
 
-function sortRows(rows: ResultRow[]): ResultRow[] {
+/** Rows in the report's transport order. */
+export function sortRows(rows: ResultRow[]): ResultRow[] {
   return [...rows].sort((a, b) => ORDER.indexOf(a.transport) - ORDER.indexOf(b.transport));
 }
 

@@ -15,7 +15,7 @@ import { answerLines, legendLines, warningLines } from "./answer.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import { setupTable } from "./setup_report.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "../record/schema.ts";
-import type { RenderOptions } from "./report_sections.ts";
+import { pluginSections, type RenderOptions, reportTitle } from "./report_sections.ts";
 import {
   formatBitRate,
   formatBytes,
@@ -139,26 +139,32 @@ function cellRow(cells: string[]): string {
   return `| ${cells.map((c) => c.replace(/\|/g, "\\|")).join(" | ")} |`;
 }
 
-/** Renders the Markdown report. */
-export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): string {
+/** A Markdown table. */
+function mdTable(t: { header: string[]; body: string[][] }): string[] {
+  return [cellRow(t.header), cellRow(t.header.map(() => "---")), ...t.body.map(cellRow)];
+}
+
+/** Where the server ran, in words. */
+function serverPlace(run: BenchRun): string {
   const c = run.config;
-  const env = run.environment;
-  const lines: string[] = [];
-  lines.push(
-    run.study ? "# sbilab study: SBI call flows across links" : `# sbilab benchmark: ${c.scenario}`,
-    "",
-  );
+  return c.serverMode === "target"
+    ? `at ${c.target}`
+    : c.serverMode === "link"
+    ? "in the server namespace of an emulated link, client in the client namespace"
+    : c.serverMode === "process"
+    ? "in its own process"
+    : "in the benchmark's process";
+}
+
+/** The title, the answer, the run's facts, the quick-run and noise lines. */
+function headSection(run: BenchRun): string[] {
+  const c = run.config;
+  const lines = [`# ${reportTitle(run)}`, ""];
   const answer = answerLines(run);
   if (answer.length) lines.push(...answer.map((a) => `**${a}**`), "");
   lines.push(
     `Run ${run.startedAt}, ${(run.durationMs / 1000).toFixed(1)} s; server ${
-      c.serverMode === "target"
-        ? `at ${c.target}`
-        : c.serverMode === "link"
-        ? "in the server namespace of an emulated link, client in the client namespace"
-        : c.serverMode === "process"
-        ? "in its own process"
-        : "in the benchmark's process"
+      serverPlace(run)
     }; warm-up ${c.warmupMs} ms then ${
       c.samples ? `${c.samples} samples` : `${c.sampleMs} ms`
     } per ${run.rounds ? "arm, in rounds" : "row"}` +
@@ -173,12 +179,14 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
   }
   const noise = runNoiseLine(run);
   if (noise) lines.push(`> **${noise[0].toUpperCase()}${noise.slice(1)}.**`, "");
+  return lines;
+}
+
+/** The paired ratios, the repeats, the schedule's rule and the stack. */
+function ratiosSection(run: BenchRun): string[] {
+  const lines: string[] = [];
   const ratios = ratioTable(run);
-  if (ratios.body.length) {
-    lines.push("## Ratios", "");
-    lines.push(cellRow(ratios.header), cellRow(ratios.header.map(() => "---")));
-    lines.push(...ratios.body.map(cellRow), "");
-  }
+  if (ratios.body.length) lines.push("## Ratios", "", ...mdTable(ratios), "");
   const repeats = repeatsTable(run);
   if (repeats.body.length) {
     lines.push(
@@ -188,26 +196,30 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
         run.repeats!.runs.length
       } runs, each with its own server process (\\* a run that was noisy):`,
       "",
+      ...mdTable(repeats),
+      "",
     );
-    lines.push(cellRow(repeats.header), cellRow(repeats.header.map(() => "---")));
-    lines.push(...repeats.body.map(cellRow), "");
   }
   const schedule = scheduleLine(run);
   if (schedule) lines.push(schedule, "");
   lines.push("## Stack", "", "```", ...stackLines(run), "```", "");
-  for (const section of options.sections ?? []) {
-    const c = section.render(run);
-    if (!c) continue;
+  return lines;
+}
+
+/** The sections a higher layer adds (the study's verdict). */
+function addedSections(run: BenchRun, options: RenderOptions): string[] {
+  const lines: string[] = [];
+  for (const { section, content: c } of pluginSections(run, options)) {
     lines.push(`## ${section.title}`, "", `**${c.summary}**`, "");
     for (const n of c.notes) lines.push(n, "");
-    lines.push(
-      cellRow(c.table.header),
-      cellRow(c.table.header.map(() => "---")),
-      ...c.table.body.map(cellRow),
-      "",
-    );
+    lines.push(...mdTable(c.table), "");
   }
-  lines.push("## Results", "");
+  return lines;
+}
+
+/** The rows with their legend, the warnings and the CPU per request. */
+function resultsSection(run: BenchRun): string[] {
+  const lines = ["## Results", ""];
   lines.push(
     cellRow([
       "transport",
@@ -224,7 +236,6 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
     ]),
   );
   lines.push(cellRow(Array(11).fill("---")));
-  const stepRows = run.rows.filter((r) => r.step !== undefined);
   for (const r of run.rows.filter((r) => r.step === undefined)) {
     lines.push(cellRow([
       r.link ? `${r.transport} (${r.link})` : r.transport,
@@ -248,66 +259,76 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
   const warnings = warningLines(run, { all: true });
   if (warnings.length) lines.push("", ...warnings.map((w) => `> **Warning:** ${w}`));
   const cpu = cpuTable(run);
-  if (cpu.body.length) {
-    lines.push("", cellRow(cpu.header), cellRow(cpu.header.map(() => "---")));
-    lines.push(...cpu.body.map(cellRow), "", CPU_NOTE);
+  if (cpu.body.length) lines.push("", ...mdTable(cpu), "", CPU_NOTE);
+  return lines;
+}
+
+/** The per-step rows of a flows run. */
+function stepsSection(run: BenchRun): string[] {
+  const stepRows = run.rows.filter((r) => r.step !== undefined);
+  if (!stepRows.length) return [];
+  const lines = ["", "### Per-step latency", ""];
+  lines.push(cellRow(["transport", "flow", "step", "median [95 % CI]", "p99", "n", "failed"]));
+  lines.push(cellRow(Array(7).fill("---")));
+  for (const r of stepRows) {
+    lines.push(cellRow([
+      r.link ? `${r.transport} (${r.link})` : r.transport,
+      `${r.flow}${r.concurrency ? `, ${r.concurrency} UEs` : ""}`,
+      r.label,
+      medianWithCi(r),
+      formatDuration(r.estimate.p99),
+      String(r.estimate.n),
+      String(r.errors),
+    ]));
   }
-  if (stepRows.length) {
-    lines.push("", "### Per-step latency", "");
-    lines.push(cellRow(["transport", "flow", "step", "median [95 % CI]", "p99", "n", "failed"]));
-    lines.push(cellRow(Array(7).fill("---")));
-    for (const r of stepRows) {
-      lines.push(cellRow([
-        r.link ? `${r.transport} (${r.link})` : r.transport,
-        `${r.flow}${r.concurrency ? `, ${r.concurrency} UEs` : ""}`,
-        r.label,
-        medianWithCi(r),
-        formatDuration(r.estimate.p99),
-        String(r.estimate.n),
-        String(r.errors),
-      ]));
-    }
-  }
+  return lines;
+}
+
+/** The percentiles, the connection set-up and the port change, where the run has them. */
+function detailSections(run: BenchRun): string[] {
+  const lines: string[] = [];
   for (
-    const [title, t] of [["Per-request latency percentiles", percentileTable(run)], [
-      "Connection set-up (median to the end of each phase)",
-      setupTable(run),
-    ], [
-      "Client port change mid-run",
-      migrationTable(run),
-    ]] as const
+    const [title, t] of [
+      ["Per-request latency percentiles", percentileTable(run)],
+      ["Connection set-up (median to the end of each phase)", setupTable(run)],
+      ["Client port change mid-run", migrationTable(run)],
+    ] as const
   ) {
-    if (t.body.length === 0) continue;
-    lines.push(
-      "",
-      `### ${title}`,
-      "",
-      cellRow(t.header),
-      cellRow(t.header.map(() => "---")),
-      ...t.body.map(cellRow),
-    );
+    if (t.body.length) lines.push("", `### ${title}`, "", ...mdTable(t));
   }
   const link = linkLines(run);
   if (link.length) lines.push("", "## Link", "", "```", ...link, "```");
-  lines.push("", "## Floors", "");
+  return lines;
+}
+
+/** The floors, or why there are none. */
+function floorsSection(run: BenchRun): string[] {
+  const lines = ["", "## Floors", ""];
   if (run.floors.rows.length === 0) {
     lines.push(run.floors.skipped ?? "No floors were measured.");
-  } else {
-    lines.push("Ping-pong round trip of the same payload between two processes on loopback.", "");
-    lines.push(cellRow(["floor", "size", "median [95 % CI]", "p99", "n"]));
-    lines.push(cellRow(Array(5).fill("---")));
-    for (const f of run.floors.rows) {
-      lines.push(
-        cellRow([
-          `${f.source} ${f.protocol}`,
-          formatBytes(f.sizeBytes),
-          medianWithCi(f),
-          formatDuration(f.estimate.p99),
-          String(f.estimate.n),
-        ]),
-      );
-    }
+    return lines;
   }
+  lines.push("Ping-pong round trip of the same payload between two processes on loopback.", "");
+  lines.push(cellRow(["floor", "size", "median [95 % CI]", "p99", "n"]));
+  lines.push(cellRow(Array(5).fill("---")));
+  for (const f of run.floors.rows) {
+    lines.push(
+      cellRow([
+        `${f.source} ${f.protocol}`,
+        formatBytes(f.sizeBytes),
+        medianWithCi(f),
+        formatDuration(f.estimate.p99),
+        String(f.estimate.n),
+      ]),
+    );
+  }
+  return lines;
+}
+
+/** Observations, notes, the method and the environment. */
+function closingSections(run: BenchRun): string[] {
+  const env = run.environment;
+  const lines: string[] = [];
   const obs = observations(run);
   if (obs.length) lines.push("", "## Observations", "", ...obs.map((o) => `- ${o}`));
   if (run.notes.length) lines.push("", "## Notes", "", ...run.notes.map((n) => `- ${n}`));
@@ -333,5 +354,20 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
     `- Git revision: ${env.gitRevision}`,
     `- Schema: ${run.schema}`,
   );
+  return lines;
+}
+
+/** Renders the Markdown report, one section after another. */
+export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): string {
+  const lines = [
+    ...headSection(run),
+    ...ratiosSection(run),
+    ...addedSections(run, options),
+    ...resultsSection(run),
+    ...stepsSection(run),
+    ...detailSections(run),
+    ...floorsSection(run),
+    ...closingSections(run),
+  ];
   return lines.join("\n") + "\n";
 }

@@ -2,7 +2,7 @@
  * Reports, each a pure function of a saved run record: the terminal table and
  * bars, Markdown, CSV, HTML with charts, and run-to-run comparison, behind one
  * `Reporter` interface; higher layers add sections through `RenderOptions`.
- * Only `reporters.ts` writes files. Imports bench/record/, bench/stats/ and
+ * Only `reporters.ts` writes files (and `chart_library.ts` reads Chart.js). Imports bench/record/, bench/stats/ and
  * lib/ (transports/ for types), never the runner or the scenarios.
  */
 export { answerLines, transportName } from "./answer.ts";
@@ -15,9 +15,15 @@ export {
   type RunComparison,
 } from "./compare.ts";
 export { renderCsv } from "./csv.ts";
-export { type ChartLibrary, loadChartLibrary, renderHtml } from "./html.ts";
+export { type ChartLibrary, loadChartLibrary } from "./chart_library.ts";
+export { renderHtml } from "./html.ts";
 export { observations, renderMarkdown } from "./markdown.ts";
-export type { RenderOptions, ReportSection, SectionContent } from "./report_sections.ts";
+export {
+  type RenderOptions,
+  type ReportSection,
+  reportTitle,
+  type SectionContent,
+} from "./report_sections.ts";
 export {
   fileReporters,
   type Reporter,

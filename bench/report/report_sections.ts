@@ -34,3 +34,23 @@ export interface RenderOptions {
   /** Sections to add after the stack lines. Default none. */
   sections?: readonly ReportSection[];
 }
+
+/** The heading every report of `run` opens with. */
+export function reportTitle(run: BenchRun): string {
+  return run.study
+    ? "sbilab study: SBI call flows across links"
+    : `sbilab benchmark: ${run.config.scenario}`;
+}
+
+/** The added sections that apply to `run`, each with its content, in the order given. */
+export function pluginSections(
+  run: BenchRun,
+  options: RenderOptions,
+): { section: ReportSection; content: SectionContent }[] {
+  const out: { section: ReportSection; content: SectionContent }[] = [];
+  for (const section of options.sections ?? []) {
+    const content = section.render(run);
+    if (content) out.push({ section, content });
+  }
+  return out;
+}

@@ -70,7 +70,8 @@ export async function fileReporters(
   if (files.md) out.push(fileReporter("Markdown", files.md, (run) => renderMarkdown(run, options)));
   if (files.csv) out.push(fileReporter("CSV", files.csv, (run) => renderCsv(run, options)));
   if (files.html) {
-    const { loadChartLibrary, renderHtml } = await import("./html.ts");
+    const { renderHtml } = await import("./html.ts");
+    const { loadChartLibrary } = await import("./chart_library.ts");
     const lib = await loadChartLibrary();
     out.push(fileReporter("HTML", files.html, (run) => renderHtml(run, lib, options)));
   }
