@@ -13,7 +13,7 @@
  */
 import { openLink } from "../../linkemu/link.ts";
 import { configuredRttMs, formatLinkSpec, type LinkSpec } from "../../linkemu/link_spec.ts";
-import type { LinkBackend, RelayStats } from "../../linkemu/link.ts";
+import type { Link, LinkBackend, RelayStats } from "../../linkemu/link.ts";
 import { DEV_PKI_FILES } from "../../transports/pki.ts";
 import type { TransportName } from "../../transports/types.ts";
 import { collectEnvironment } from "../measure/environment.ts";
@@ -173,10 +173,7 @@ export async function runBenchAcrossLink(
   const transports = options.transports ?? await availableTransports(stack);
   const lab = options.lab ?? labCommand();
   const progress = options.onProgress ?? (() => {});
-  const notes: string[] = [];
-  const rows: ResultRow[] = [];
-  const runs: BenchRun[] = [];
-  let firstError: Error | undefined;
+  const children: ChildRuns = { runs: [], rows: [], notes: [] };
   const tmp = await Deno.makeTempDir({ prefix: "sbilab-bench-link-" });
   // Ctrl-C: the interrupt closes the link and ends the process; this removes the files at exit.
   const removeTmp = () => {
@@ -213,43 +210,91 @@ export async function runBenchAcrossLink(
     const groups: TransportName[][] = together ? [transports] : transports.map((t) => [t]);
     for (const [i, group] of groups.entries()) {
       if (options.signal?.aborted) break;
-      const transport = group.join(",");
-      progress(`${transport} across ${specText}`, i / groups.length);
-      const json = `${tmp}/${group.join("_")}.json`;
-      const ca = group.every((t) => t === "h2c") ? undefined : `${tmp}/${DEV_PKI_FILES.ca}`;
-      const target = group.length === 1
-        ? urls[group[0]]!
-        : group.map((t) => `${t}=${urls[t]}`).join(",");
-      const child = link.exec("client", [
-        ...lab,
-        ...childArgs(options, group, target, json, ca),
-      ], {
-        env,
-        stdout: "null",
-        stderr: "piped",
-      });
-      const killer = setTimeout(() => child.kill("SIGKILL"), options.childTimeoutMs ?? 900_000);
-      const out = await child.output().finally(() => clearTimeout(killer));
-      if (!out.success) {
-        const lines = new TextDecoder().decode(out.stderr).trim().split("\n");
-        const why = (lines.at(-1) || `exit ${out.code ?? out.signal}`).replace(/^error: /, "");
-        firstError ??= new Error(`${transport} across the link failed: ${why}`);
-        notes.push(`${transport} was not measured: its run across the link failed (${why}).`);
-        continue;
-      }
-      const run = parseRun(await Deno.readTextFile(json), `${transport} run`);
-      runs.push(run);
-      for (const row of run.rows) {
-        rows.push(row);
-        options.onRow?.(row);
-      }
-      for (const n of run.notes) if (!notes.includes(n)) notes.push(n);
+      progress(`${group.join(",")} across ${specText}`, i / groups.length);
+      await runChild({ link, lab, options, urls, tmp, env }, group, children);
     }
     counters = countersOf(await link.stats());
   } finally {
     globalThis.removeEventListener("unload", removeTmp);
     removeTmp();
   }
+  return await mergedRun(children, { wallStart, transports, record, counters, specText }, options);
+}
+
+/** What the child runs across the link gave: their runs, rows and notes, and the first failure. */
+interface ChildRuns {
+  runs: BenchRun[];
+  rows: ResultRow[];
+  notes: string[];
+  firstError?: Error;
+}
+
+/** What every child run shares: the open link, how to start `lab`, the servers and the files. */
+interface ChildSetting {
+  link: Link;
+  lab: string[];
+  options: AcrossLinkOptions;
+  urls: Partial<Record<TransportName, string>>;
+  tmp: string;
+  env: Record<string, string>;
+}
+
+/** Runs `lab bench --target` for `group` in the client namespace and adds what it gave to `out`. */
+async function runChild(
+  setting: ChildSetting,
+  group: TransportName[],
+  out: ChildRuns,
+): Promise<void> {
+  const { link, lab, options, urls, tmp, env } = setting;
+  const transport = group.join(",");
+  const json = `${tmp}/${group.join("_")}.json`;
+  const ca = group.every((t) => t === "h2c") ? undefined : `${tmp}/${DEV_PKI_FILES.ca}`;
+  const target = group.length === 1
+    ? urls[group[0]]!
+    : group.map((t) => `${t}=${urls[t]}`).join(",");
+  const child = link.exec("client", [
+    ...lab,
+    ...childArgs(options, group, target, json, ca),
+  ], {
+    env,
+    stdout: "null",
+    stderr: "piped",
+  });
+  const killer = setTimeout(() => child.kill("SIGKILL"), options.childTimeoutMs ?? 900_000);
+  const result = await child.output().finally(() => clearTimeout(killer));
+  if (!result.success) {
+    const lines = new TextDecoder().decode(result.stderr).trim().split("\n");
+    const why = (lines.at(-1) || `exit ${result.code ?? result.signal}`).replace(/^error: /, "");
+    out.firstError ??= new Error(`${transport} across the link failed: ${why}`);
+    out.notes.push(`${transport} was not measured: its run across the link failed (${why}).`);
+    return;
+  }
+  const run = parseRun(await Deno.readTextFile(json), `${transport} run`);
+  out.runs.push(run);
+  for (const row of run.rows) {
+    out.rows.push(row);
+    options.onRow?.(row);
+  }
+  for (const n of run.notes) if (!out.notes.includes(n)) out.notes.push(n);
+}
+
+/** What the merged record takes beside the child runs. */
+interface MergeParts {
+  wallStart: number;
+  transports: TransportName[];
+  record: LinkRecord;
+  counters: LinkRecord["counters"];
+  specText: string;
+}
+
+/** One run record of the child runs, its config naming the link. */
+async function mergedRun(
+  children: ChildRuns,
+  parts: MergeParts,
+  options: AcrossLinkOptions,
+): Promise<BenchRun> {
+  const { runs, rows, notes, firstError } = children;
+  const { wallStart, transports, record, counters, specText } = parts;
   if (runs.length === 0) throw firstError ?? new Error("No transport was measured across the link");
   if (options.signal?.aborted) notes.push("The run was interrupted; rows may be incomplete.");
   const base = runs[0];
