@@ -25,21 +25,26 @@
  * with intervals that resample whole rounds. Servers sit on the peer CPU, the
  * loaders on the measuring one.
  */
-import { onServerCpu, placement } from "../measure/affinity.ts";
-import { runLoad } from "../../load/mod.ts";
-import type { EngineName, RatioRecord, ResultRow, RoundsRecord } from "../record/schema.ts";
-import { sampleOperation, SamplingError } from "../measure/sampler.ts";
+import type { EngineName, ResultRow, RoundsRecord } from "../record/schema.ts";
 import type { SampleSet } from "../stats/recorder.ts";
-import { type BlockResult, type RoundArm, runRounds } from "../measure/rounds.ts";
+import { type RoundArm, runRounds } from "../measure/rounds.ts";
 import { createRng } from "../stats/stats.ts";
-import { assessNoise, ratioRecord } from "../record/rounds_summary.ts";
+import { assessNoise } from "../record/rounds_summary.ts";
+import { PEER_RATIOS } from "../record/peer_ratios.ts";
+import { findTool, freePort, waitForPort } from "../../lib/host.ts";
+import { ensureBuilt } from "../../lib/native_build.ts";
 import { pooled, series, withRoundInterval } from "./rtt_rounds.ts";
 import { makeRow, payloadPath, type ScenarioContext } from "./context.ts";
-import { PEER_RATIOS } from "../record/peer_ratios.ts";
-import { findTool, freePort, freeUdpPort, waitForPort } from "../../lib/host.ts";
-import type { SbiClient } from "../../transports/types.ts";
-import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../../transports/pki.ts";
-import { ensureBuilt } from "../../lib/native_build.ts";
+import {
+  engineBlock,
+  h2loadBlock,
+  type PeerTarget,
+  sbiBlock,
+  type Shape,
+  warmGet,
+} from "./peer_loaders.ts";
+import { spawnPeer, startGtlsserver, startH3Host, stop } from "./peer_servers.ts";
+import { peerId, type PeerPair, peerRatios, shapeText } from "./peer_pairs.ts";
 
 /** Connections × streams compared with h2load (the SBI client: one connection only). */
 export const PEER_SHAPES = [
@@ -70,218 +75,12 @@ export function peerSchedule(
 }
 /** Rounds run first and discarded (JIT, windows, caches of every arm). */
 const PEER_WARMUP_ROUNDS = 1;
-/** Requests each SBI client sends before the rounds (its connection's set-up). */
-const CONNECT_REQUESTS = 20;
-/** Untimed start of a block that opens its own connection (h2load, the native engine). */
-const BLOCK_WARMUP_MS = 50;
-
-/** Raised when a peer tool is missing or misbehaves. */
-export class PeerError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "PeerError";
-  }
-}
-
-/** Parses h2load's summary; returns req/s and succeeded requests. */
-export function parseH2loadOutput(
-  text: string,
-): { reqPerSec: number; succeeded: number; failed: number } {
-  const fin = /finished in [\d.]+\w*s?, ([\d.]+) req\/s/.exec(text);
-  const req = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed/.exec(
-    text,
-  );
-  if (!fin || !req) throw new PeerError("Cannot read h2load's summary line");
-  return { reqPerSec: Number(fin[1]), succeeded: Number(req[1]), failed: Number(req[2]) };
-}
-
-/** Connections × streams of one arm. */
-interface Shape {
-  connections: number;
-  streams: number;
-}
-
 /** One arm: who loads which server with which shape. */
 interface PeerArm extends RoundArm {
   loader: string;
   engine: EngineName;
   server: string;
   shape: Shape;
-}
-
-/**
- * A ratio the scenario reports: `num ÷ den` of two arms' time per request
- * (`time`), or of their req/s (`rate`, the inverse of the times' ratio).
- */
-export interface PeerPair {
-  label: string;
-  num: string;
-  den: string;
-  measure: "time" | "rate";
-}
-
-/** A server the h2 arms load, and the path of its GET. */
-interface PeerTarget {
-  name: string;
-  port: number;
-  path: string;
-}
-
-/** `1 stream`, `64 streams`, `8 × 64 streams`. */
-function shapeText({ connections, streams }: Shape): string {
-  const s = `${streams} stream${streams > 1 ? "s" : ""}`;
-  return connections === 1 ? s : `${connections} × ${s}`;
-}
-
-function slug(text: string): string {
-  return text.replace(/[^a-z0-9]+/gi, "-").replace(/-$/, "");
-}
-
-/** The id of an arm and of its row. */
-export function peerId(loader: string, server: string, size: number, shape: Shape): string {
-  const key = shape.connections === 1
-    ? String(shape.streams)
-    : `${shape.connections}x${shape.streams}`;
-  return `peers/${slug(loader)}/${slug(server)}/${size}/${key}`;
-}
-
-/**
- * The paired ratios of `pairs` among `rows` (rows with round series); a pair
- * whose arms are missing or short of rounds is left out. A `rate` ratio is
- * the denominator's time over the numerator's, named numerator ÷ denominator.
- */
-export function peerRatios(
-  rows: readonly ResultRow[],
-  pairs: readonly PeerPair[],
-  size: number,
-): RatioRecord[] {
-  const out: RatioRecord[] = [];
-  for (const p of pairs) {
-    const num = rows.find((r) => r.id === p.num);
-    const den = rows.find((r) => r.id === p.den);
-    if (!num || !den) continue;
-    const fields = {
-      id: `peers/${slug(p.label)}`,
-      label: p.label,
-      kind: "peers" as const,
-      sizeBytes: size,
-    };
-    const rec = p.measure === "time"
-      ? ratioRecord(num, den, fields)
-      : ratioRecord(den, num, fields);
-    if (!rec) continue;
-    out.push({ ...rec, numerator: num.id, denominator: den.id });
-  }
-  return out;
-}
-
-/** One block of the SBI client: `streams` requests in flight for `ms`; one sample, ns per request. */
-function sbiBlock(
-  ctx: ScenarioContext,
-  op: () => Promise<void>,
-  streams: number,
-): (ms: number) => Promise<BlockResult> {
-  return async (ms) => {
-    try {
-      const r = await sampleOperation(op, { warmupMs: 0, sampleMs: ms }, streams, {
-        clock: ctx.clock,
-        signal: ctx.signal,
-      });
-      return { samples: [(r.elapsedMs * 1e6) / r.samples.count], errors: r.errors };
-    } catch (err) {
-      // A block stalled past its time (fewer than two requests): an empty block, which the
-      // round's ratios skip; failing requests still end the run.
-      if (err instanceof SamplingError && /^Only [01] successful/.test(err.message)) {
-        return { samples: [], errors: 0 };
-      }
-      throw err;
-    }
-  };
-}
-
-/** One block of the native engine on a fresh set of connections; one sample, ns per request. */
-function engineBlock(
-  ctx: ScenarioContext,
-  what: string,
-  load: Omit<Parameters<typeof runLoad>[0], "durationMs" | "warmupMs">,
-): (ms: number) => Promise<BlockResult> {
-  return async (ms) => {
-    const r = await runLoad({ ...load, durationMs: ms, warmupMs: BLOCK_WARMUP_MS }, {
-      signal: ctx.signal,
-    });
-    if (r.completed < 1) {
-      // Nothing failed, nothing finished: the block stalled (a starved machine); an empty block.
-      if (r.errors === 0 && !r.error) return { samples: [], errors: 0 };
-      throw new PeerError(`${what} completed no request: ${r.error ?? `${r.errors} errors`}`);
-    }
-    return { samples: [1e9 / r.reqPerSec], errors: r.errors };
-  };
-}
-
-/** One block of h2load against `target`; one sample, ns per request. */
-function h2loadBlock(target: PeerTarget, shape: Shape): (ms: number) => Promise<BlockResult> {
-  return async (ms) => {
-    const args = [
-      "-c",
-      String(shape.connections),
-      "-t",
-      "1",
-      "-m",
-      String(shape.streams),
-      "-D",
-      `${Math.round(ms)}ms`,
-      `--warm-up-time=${BLOCK_WARMUP_MS}ms`,
-      `http://127.0.0.1:${target.port}${target.path}`,
-    ];
-    const out = await new Deno.Command("h2load", { args, stdout: "piped", stderr: "piped" })
-      .output();
-    const s = parseH2loadOutput(new TextDecoder().decode(out.stdout));
-    if (s.succeeded < 1 || s.reqPerSec <= 0) {
-      if (s.failed === 0) return { samples: [], errors: 0 }; // stalled, as in engineBlock
-      throw new PeerError(`h2load completed no request against ${target.name}`);
-    }
-    return { samples: [1e9 / s.reqPerSec], errors: s.failed };
-  };
-}
-
-/** Stops a child process and waits for it. */
-async function stop(child: Deno.ChildProcess): Promise<void> {
-  try {
-    child.kill("SIGTERM");
-  } catch {
-    // exited
-  }
-  await child.status;
-}
-
-/** Starts `exe args` on the peer CPU, output discarded. */
-async function spawnPeer(exe: string, args: string[]): Promise<Deno.ChildProcess> {
-  const [cmd, cmdArgs] = onServerCpu(await placement(), exe, args);
-  return new Deno.Command(cmd, {
-    args: cmdArgs,
-    stdout: "null",
-    stderr: "null",
-    stdin: "null",
-  }).spawn();
-}
-
-/**
- * The SBI client's GET of `size` bytes from `target`, checked, after
- * {@linkcode CONNECT_REQUESTS} of them (the connection up and warm before the rounds).
- */
-async function warmGet(
-  client: SbiClient,
-  target: { name: string; path: string },
-  size: number,
-): Promise<() => Promise<void>> {
-  const get = async () => {
-    const r = await client.request({ path: target.path });
-    if (r.status !== 200 || r.body.length !== size) {
-      throw new PeerError(`${target.name} answered ${r.status} with ${r.body.length} bytes`);
-    }
-  };
-  for (let i = 0; i < CONNECT_REQUESTS; i++) await get();
-  return get;
 }
 
 /** Adds to `arms` one loader's arm against `server` with `shape`. */
@@ -406,86 +205,6 @@ async function h2Arms(
       measure: "rate",
     });
   }
-}
-
-/** A C reference server for the h3 rows, on the peer CPU. */
-interface H3Peer {
-  port: number;
-  close(): Promise<void>;
-}
-
-/**
- * Starts `exe` with the arguments `args(dir, port)` gives (`dir` holds a dev
- * PKI's files) on the peer CPU; resolves once it answers `path`.
- */
-async function startH3Peer(
-  ctx: ScenarioContext,
-  name: string,
-  exe: string,
-  args: (dir: string, port: number) => string[],
-  path: string,
-): Promise<H3Peer> {
-  const dir = await Deno.makeTempDir({ prefix: "sbilab-peers-h3-" });
-  await writeDevPki(dir, await createDevPki());
-  const port = freeUdpPort();
-  const [cmd, cmdArgs] = onServerCpu(await placement(), exe, args(dir, port));
-  const child = new Deno.Command(cmd, {
-    args: cmdArgs,
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const close = async () => {
-    try {
-      child.kill("SIGTERM");
-    } catch {
-      // exited
-    }
-    await child.status;
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  };
-  // Until it has bound, a request fails at once (ICMP port unreachable).
-  const probe = await ctx.openClient("h3", {
-    origin: `https://127.0.0.1:${port}`,
-    tls: { insecure: true },
-    timeoutMs: 500,
-  });
-  let up = false;
-  try {
-    for (let i = 0; i < 100 && !up; i++) {
-      up = await probe.request({ path }).then(() => true, () => false);
-      if (!up) await new Promise((r) => setTimeout(r, 50));
-    }
-  } finally {
-    await probe.close();
-  }
-  if (!up) {
-    await close();
-    throw new PeerError(`${name} did not answer within 5 s`);
-  }
-  return { port, close };
-}
-
-/** gtlsserver (ngtcp2's example server), answering `/<n>` with n bytes. */
-function startGtlsserver(ctx: ScenarioContext, size: number): Promise<H3Peer> {
-  return startH3Peer(ctx, "gtlsserver", findTool("gtlsserver")!, (dir, port) => [
-    "-q",
-    "127.0.0.1",
-    String(port),
-    `${dir}/${DEV_PKI_FILES.serverKey}`,
-    `${dir}/${DEV_PKI_FILES.serverCert}`,
-  ], `/${size}`);
-}
-
-/** sbilab's h3 module in a C loop (bench/native/h3host.c), answering every path with `size` bytes. */
-async function startH3Host(ctx: ScenarioContext, size: number): Promise<H3Peer> {
-  const exe = await ensureBuilt("h3host", { quiet: true });
-  return startH3Peer(ctx, "the h3 module's C host", exe, (dir, port) => [
-    `${dir}/${DEV_PKI_FILES.serverCert}`,
-    `${dir}/${DEV_PKI_FILES.serverKey}`,
-    String(port),
-    String(size),
-  ], `/${size}`);
 }
 
 /** The h3 arms and pairs (see the module comment); none without gtlsserver or our h3 server. */

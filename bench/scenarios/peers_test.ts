@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { parseH2loadOutput, PeerError, peerId, peerRatios } from "./peers.ts";
+import { parseH2loadOutput, PeerError } from "./peer_loaders.ts";
+import { peerId, peerRatios } from "./peer_pairs.ts";
 import { estimate } from "../stats/stats.ts";
 import { cv, roundMedians } from "../stats/rounds_stats.ts";
 import type { ResultRow } from "../record/schema.ts";
