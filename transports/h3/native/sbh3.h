@@ -53,7 +53,7 @@ enum sbh3_event_type {
 };
 
 /* Bit in the code of a server MESSAGE event: the request arrived (at least partly) in 0-RTT. */
-#define SBH3_MSG_EARLY 1
+#define SBH3_MSG_EARLY 1 /* SBHTTP3_MSG_EARLY */
 
 
 
@@ -142,6 +142,8 @@ int sbh3_config_set_versions(sbh3_config *cfg, const uint32_t *versions, size_t 
 int sbh3_config_set_ecn(sbh3_config *cfg, int on);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
+/* Sets the largest header section accepted per message (RFC 9114 size: name + value + 32 per field; default 16384), advertised in SETTINGS; past it the stream is reset with H3_EXCESSIVE_LOAD. */
+int sbh3_config_set_max_field_section(sbh3_config *cfg, uint64_t bytes);
 /* Server: sends one TLS 1.3 session ticket per connection, valid lifetime_s seconds (0: none, the default); ticket keys rotate with that period. */
 int sbh3_config_set_tickets(sbh3_config *cfg, uint32_t lifetime_s);
 /* 0-RTT: a server accepts it (anti-replay window window_ms), a resuming client attempts it; on = 0 turns it off (the default). */
