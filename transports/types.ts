@@ -80,6 +80,14 @@ export interface ServerOptions {
    */
   maxBodyBytes?: number;
   /**
+   * Largest request header section (name + value + 32 bytes per field, as
+   * RFC 9113 and RFC 9114 count it), advertised in SETTINGS; a larger one
+   * resets its stream (h2 ENHANCE_YOUR_CALM, h3 H3_EXCESSIVE_LOAD) and the
+   * connection keeps serving. Default
+   * {@linkcode DEFAULT_SERVER_LIMITS}`.maxHeaderSectionBytes` (16 KiB).
+   */
+  maxHeaderSectionBytes?: number;
+  /**
    * TLS transports, native stack: called once per connection after its
    * handshake, with the peer's address, what was negotiated and the
    * connection's exporter (which throws `RangeError` once the connection

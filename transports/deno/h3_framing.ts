@@ -14,6 +14,7 @@ import {
   readEventRecord,
 } from "../native/wire.ts";
 import { type Sbdh3Symbols, SYMBOLS } from "./h3_symbols.ts";
+import { DEFAULT_MAX_HEADER_SECTION_BYTES } from "../server_limits.ts";
 
 /** Where `deno compile --include build/libsbilab_dh3.so` puts the library. */
 export const EMBEDDED_DH3_LIBRARY_URL = new URL("../../build/libsbilab_dh3.so", import.meta.url);
@@ -83,7 +84,11 @@ export class H3Framing {
   #meta = new Uint8Array(16);
   #events = new Uint8Array(64 * 1024);
 
-  /** Creates the layer: `server` side or client, with a body limit and a header-section limit in bytes. */
+  /**
+   * Creates the layer: `server` side or client, with a body limit and a
+   * header-section limit in bytes (name + value + 32 per field; default
+   * {@linkcode DEFAULT_MAX_HEADER_SECTION_BYTES}).
+   */
   constructor(
     symbols: Sbdh3Symbols,
     server: boolean,
@@ -93,7 +98,7 @@ export class H3Framing {
     this.#handle = symbols.sbdh3_conn_new(
       server ? 1 : 0,
       BigInt(options.maxBodyBytes),
-      BigInt(options.maxFieldSectionBytes ?? 65536),
+      BigInt(options.maxFieldSectionBytes ?? DEFAULT_MAX_HEADER_SECTION_BYTES),
     );
     if (!this.#handle) throw new H3FramingError("Cannot create the HTTP/3 layer", NATIVE_ERR.NOMEM);
   }

@@ -84,3 +84,43 @@ Deno.test("sbdh3 refuses bad calls with H3FramingError and frees twice safely", 
   server.close();
   assert.throws(() => server.poll(), /closed/);
 });
+
+Deno.test("sbdh3 gives up a request whose header section passes its cap: a RESET with H3_EXCESSIVE_LOAD, the rest of the stream read quietly, the next request served", () => {
+  const client = new H3Framing(symbols, false, {
+    maxBodyBytes: 1 << 20,
+    maxFieldSectionBytes: 1 << 20,
+  });
+  const server = new H3Framing(symbols, true, { maxBodyBytes: 1 << 20 });
+  server.setMaxStreams(100);
+  client.bind(2, 6, 10);
+  server.bind(3, 7, 11);
+  // Carried in 1000-byte pieces, as QUIC hands a large header block over.
+  const pump = () => {
+    for (let moved = true; moved;) {
+      moved = false;
+      for (const c of client.drain()) {
+        for (let o = 0; o < c.bytes.length || (o === 0 && c.fin); o += 1000) {
+          const end = Math.min(o + 1000, c.bytes.length);
+          server.read(c.streamId, c.bytes.subarray(o, end), c.fin && end === c.bytes.length);
+        }
+        moved = true;
+      }
+      for (const c of server.drain()) {
+        client.read(c.streamId, c.bytes, c.fin);
+        moved = true;
+      }
+    }
+  };
+  client.request(0, [...REQUEST, ["x-big", "b".repeat(20000)]], new Uint8Array());
+  pump();
+  const events = server.poll();
+  assert.deepEqual(events.map((e) => [e.type, e.streamId, e.code]), [[WIRE_EVENT.RESET, 0, 0x107]]);
+  server.closeStream(0, 0x107);
+  client.request(4, REQUEST, new Uint8Array(10));
+  pump();
+  const [next] = server.poll();
+  assert.equal(next.type, WIRE_EVENT.MESSAGE);
+  assert.equal(next.streamId, 4);
+  client.close();
+  server.close();
+});

@@ -17,6 +17,7 @@
  * TLS (no client certificates). The server says so rather than report them.
  */
 import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
+import { headerSectionTooLarge } from "../../handler/problem.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { type Responder, ServerCore } from "../server_core.ts";
@@ -119,6 +120,7 @@ class QuinnH3Server implements SbiServer {
       });
       const framing = new H3Framing(this.#sym, true, {
         maxBodyBytes: this.#core.limits.maxBodyBytes,
+        maxFieldSectionBytes: this.#core.limits.maxHeaderSectionBytes,
       });
       framing.setMaxStreams(MAX_STREAMS);
       const conn: QuicH3Conn = await QuicH3Conn.open(quic, framing, {
@@ -153,6 +155,15 @@ class QuinnH3Server implements SbiServer {
       } else if (e.type === WIRE_EVENT.TOO_LARGE) {
         conn.stopReading(e.streamId);
         this.#core.tooLarge(to, e.streamId);
+      } else if (e.type === WIRE_EVENT.RESET && e.code === H3_CODE.EXCESSIVE_LOAD) {
+        // Its header section passed the cap. Deno's QUIC cannot reset a stream with a code (an
+        // aborted stream ends cleanly), so the answer is 431, before the request has ended.
+        conn.stopReading(e.streamId);
+        this.#respond(
+          conn,
+          e.streamId,
+          headerSectionTooLarge(this.#core.limits.maxHeaderSectionBytes),
+        );
       } else if (e.type === WIRE_EVENT.RESET) conn.cancel(e.streamId, e.code);
     }
   }

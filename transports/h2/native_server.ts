@@ -562,6 +562,7 @@ async function start(
     limits = new H2ServerLimits(lib.symbols, {
       ...options,
       maxBodyBytes: l.maxBodyBytes,
+      maxHeaderListBytes: options.maxHeaderListBytes ?? l.maxHeaderSectionBytes,
       idleTimeoutMs: l.idleTimeoutMs,
       settingsTimeoutMs: l.handshakeTimeoutMs,
       stallTimeoutMs: l.stallTimeoutMs,

@@ -474,6 +474,7 @@ export async function createH3Server(
       verifyPeer: tls.requireClientCert,
       idleTimeoutMs: l.idleTimeoutMs,
       maxBodyBytes: l.maxBodyBytes,
+      maxFieldSectionBytes: l.maxHeaderSectionBytes,
       handshakeTimeoutMs: l.handshakeTimeoutMs,
       retry: options.retry,
       quicVersions: options.quicVersions,

@@ -49,6 +49,8 @@ export const SYMBOLS = {
   sbh3_config_set_cc: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
   sbh3_config_set_max_body: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh3_config_set_max_field_section(sbh3_config *cfg, uint64_t bytes);
+  sbh3_config_set_max_field_section: { parameters: ["pointer", "u64"], result: "i32" },
   // int sbh3_config_set_tickets(sbh3_config *cfg, uint32_t lifetime_s);
   sbh3_config_set_tickets: { parameters: ["pointer", "u32"], result: "i32" },
   // int sbh3_config_set_early_data(sbh3_config *cfg, int on, uint32_t window_ms);

@@ -14,7 +14,9 @@
  * Headers cross the boundary as one flat block and events as 32-byte records
  * with their payload, in the format transports/native/sbwire.h defines for
  * both native modules (little-endian). Pseudo-headers (":method", ":status",
- * ...) travel in the same block. One poll writes one event.
+ * ...) travel in the same block. Polls follow sbwire.h's one poll rule (the
+ * records that fit). The HTTP/3 rules (limits, events) are the HTTP/3 layer's
+ * both h3 modules link (transports/native/sbhttp3.h).
  */
 #ifndef SBH3_H
 #define SBH3_H
@@ -168,7 +170,7 @@ int sbh3_conn_on_timeout(sbh3_conn *conn);
 int64_t sbh3_conn_request(sbh3_conn *conn, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body, size_t body_len);
 /* Abandons a stream (for example after a timeout): resets it with H3_REQUEST_CANCELLED. */
 int sbh3_conn_cancel(sbh3_conn *conn, int64_t stream_id);
-/* Writes the next event into buf; returns its length or SBWIRE_ERR_DONE. */
+/* Writes the events that fit into buf (sbwire.h's poll rule); returns the bytes written or SBWIRE_ERR_DONE. */
 int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Starts a graceful close (CONNECTION_CLOSE with H3_NO_ERROR); then drain sbh3_conn_send. */
 int sbh3_conn_close(sbh3_conn *conn);
@@ -211,7 +213,7 @@ int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, 
 int sbh3_server_timeout_ms(sbh3_server *srv);
 /* Runs expired timers of every connection and frees connections that finished closing. */
 int sbh3_server_on_timeout(sbh3_server *srv);
-/* Writes the next event of any connection into buf; returns its length or SBWIRE_ERR_DONE. */
+/* Writes the events of every connection that fit into buf (sbwire.h's poll rule); the bytes written or SBWIRE_ERR_DONE. */
 int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap);
 /* Sends a response on a request stream (header block + body, copied); SBWIRE_ERR_STREAM_BLOCKED: the send queue is full, retry after sbh3_server_io. */
 int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,
