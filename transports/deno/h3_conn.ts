@@ -144,7 +144,8 @@ export class QuicH3Conn {
     try {
       for (;;) {
         const { value, done } = await reader.read();
-        if (this.#dead) return;
+        // A stream given up (cancel, stopReading) reads as done: nghttp3 has forgotten it.
+        if (this.#dead || s.readDone) return;
         if (done) {
           this.#feed(id, EMPTY, true);
           break;
