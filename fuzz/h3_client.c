@@ -184,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     drain_server(&t);
   }
   if (head & 16) {
-    sbh3_conn_close(t.p.cli);
+    sbh3_conn_shutdown(t.p.cli);
     step_done(&t);
   }
   uint8_t err[300];

@@ -124,7 +124,7 @@ export class H2Conn {
 
   /** Starts a graceful close (GOAWAY); drain {@linkcode send} afterwards. */
   shutdown(): void {
-    if (this.#ptr !== null) this.#sym.sbh2_conn_close(this.#ptr);
+    if (this.#ptr !== null) this.#sym.sbh2_conn_shutdown(this.#ptr);
   }
 
   /** Why the connection closed, as text (empty while open). */

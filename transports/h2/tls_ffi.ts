@@ -183,7 +183,7 @@ export class H2Tls {
 
   /** Queues close_notify; drain {@linkcode send} afterwards. */
   closeNotify(): void {
-    if (this.#ptr !== null) this.#sym.sbh2_tls_close(this.#ptr);
+    if (this.#ptr !== null) this.#sym.sbh2_tls_shutdown(this.#ptr);
   }
 
   /** The {@linkcode TLS_STATE} bits that hold (0 once closed). */

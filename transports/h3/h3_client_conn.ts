@@ -130,7 +130,7 @@ export class H3ClientConn {
 
   /** Starts a graceful close; drain {@linkcode send} afterwards. */
   shutdown(): void {
-    if (this.#ptr !== null) this.#sym.sbh3_conn_close(this.#ptr);
+    if (this.#ptr !== null) this.#sym.sbh3_conn_shutdown(this.#ptr);
   }
 
   /** Why the connection closed, as text (empty while open). */

@@ -81,8 +81,8 @@ export const SYMBOLS = {
   sbh3_conn_cancel: { parameters: ["pointer", "i64"], result: "i32" },
   // int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
   sbh3_conn_poll: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
-  // int sbh3_conn_close(sbh3_conn *conn);
-  sbh3_conn_close: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_shutdown(sbh3_conn *conn);
+  sbh3_conn_shutdown: { parameters: ["pointer"], result: "i32" },
   // int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
   sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_stream_count(sbh3_conn *conn);

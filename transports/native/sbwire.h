@@ -28,10 +28,19 @@
  * needs as a u64 at offset 0 and returns SBWIRE_ERR_BUFFER_TOO_SHORT. A
  * reader walks every record of a poll (sbwire_next_event).
  *
- * Return codes: every function of both modules returns a count (>= 0) or a
- * negative code from enum sbwire_error, one numbering for both (TypeScript:
- * NATIVE_ERR in transports/native/errors.ts). SBWIRE_ERR_DONE means
- * "nothing more to do" and is not a failure.
+ * Return codes: every function of every module (sbh2, sbh3, sbdh3 and the
+ * load engine linked into them) returns a count (>= 0) or a negative code
+ * from enum sbwire_error, one numbering for all (TypeScript: NATIVE_ERR in
+ * transports/native/errors.ts). SBWIRE_ERR_DONE means "nothing more to do"
+ * and is not a failure.
+ *
+ * Verbs, one meaning each in every module: <prefix>_<object>_new returns
+ * NULL on failure; _shutdown starts a graceful close (GOAWAY, close_notify,
+ * CONNECTION_CLOSE with no error) and may be called again (0); _free frees
+ * the object and what it holds. Both accept NULL (_shutdown then returns
+ * SBWIRE_ERR_INVALID). No function is named _close: _close_stream tells a
+ * module that the caller's QUIC closed a stream, _close_all closes every
+ * connection of a server.
  */
 #ifndef SBWIRE_H
 #define SBWIRE_H

@@ -537,7 +537,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   int sl = sbh2_tls_info(st, SBWIRE_TLS_INFO_PEER_SUBJECT, subject, sizeof subject);
   if (sl <= 0) wrong++;
   int tl = sbh2_tls_ticket(ct, ticket, sizeof ticket);
-  sbh2_tls_close(ct);
+  sbh2_tls_shutdown(ct);
   tls_move(ct, st);
   int peer_closed = (sbh2_tls_state(st) & SBWIRE_TLS_PEER_CLOSED) != 0;
   sbh2_conn_free(c);
@@ -667,7 +667,7 @@ int main(int argc, char **argv) {
   sbh2_conn_request(c, get, (uint32_t)hl, NULL, 0);
   pump(c, s, 100);
   drain(c, 0);
-  sbh2_conn_close(c);
+  sbh2_conn_shutdown(c);
   pump(c, s, 100);
   closed_before = closed;
   drain(c, 0);

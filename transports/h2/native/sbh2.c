@@ -412,7 +412,7 @@ int sbh2_conn_poll(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
   return n ? (int)n : SBWIRE_ERR_DONE;
 }
 
-int sbh2_conn_close(sbh2_conn *c) {
+int sbh2_conn_shutdown(sbh2_conn *c) {
   if (!c) return SBWIRE_ERR_INVALID;
   if (c->closing) return 0;
   c->closing = 1;

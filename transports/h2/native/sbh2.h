@@ -74,7 +74,7 @@ int sbh2_conn_cancel(sbh2_conn *conn, int32_t stream_id);
 /* Writes every ready event that fits into buf; returns the bytes written or SBWIRE_ERR_DONE. */
 int sbh2_conn_poll(sbh2_conn *conn, uint8_t *buf, uint32_t cap);
 /* Starts a graceful close (GOAWAY with NO_ERROR); then drain sbh2_conn_send. */
-int sbh2_conn_close(sbh2_conn *conn);
+int sbh2_conn_shutdown(sbh2_conn *conn);
 /* Writes why the connection closed (text) into buf; returns its length. */
 int sbh2_conn_error(sbh2_conn *conn, uint8_t *buf, uint32_t cap);
 /* Returns the number of streams the shim still holds state for (open or with an unpolled event). */

@@ -239,7 +239,7 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
     fprintf(stderr, "sockets: %llu Retry, no NEW_TOKEN\n", (unsigned long long)st[SBH3_STAT_RETRIES]);
     answered = -1;
   }
-  sbh3_conn_close(cli);
+  sbh3_conn_shutdown(cli);
   sbh3_conn_io(cli, cu, NULL, 0);
   wait_readable(sfd, 100);
   sbh3_server_io(srv, su, NULL, 0, NULL, 0);
@@ -325,7 +325,7 @@ static int tls_connection(sbh3_server *srv, sbh3_config *ccfg, const uint8_t *ti
   *out = malloc(65536);
   int tl = sbh3_conn_ticket(cli, *out, 65536);
   *out_len = tl > 0 ? (size_t)tl : 0;
-  sbh3_conn_close(cli);
+  sbh3_conn_shutdown(cli);
   int n;
   while ((n = sbh3_conn_send(cli, pkt, 65536)) > 0) sbh3_server_recv(srv, pkt, (size_t)n, "127.0.0.1", (uint16_t)port);
   sbh3_conn_free(cli);
@@ -497,7 +497,7 @@ int main(int argc, char **argv) {
     ok = 0;
   }
   /* Graceful close on both sides, with the close packets delivered. */
-  sbh3_conn_close(cli);
+  sbh3_conn_shutdown(cli);
   int n;
   while ((n = sbh3_conn_send(cli, pkt, 65536)) > 0) sbh3_server_recv(srv, pkt, (size_t)n, "127.0.0.1", 5555);
   sbh3_server_close_all(srv);

@@ -173,7 +173,7 @@ int sbh3_conn_cancel(sbh3_conn *conn, int64_t stream_id);
 /* Writes the events that fit into buf (sbwire.h's poll rule); returns the bytes written or SBWIRE_ERR_DONE. */
 int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Starts a graceful close (CONNECTION_CLOSE with H3_NO_ERROR); then drain sbh3_conn_send. */
-int sbh3_conn_close(sbh3_conn *conn);
+int sbh3_conn_shutdown(sbh3_conn *conn);
 /* Writes why the connection closed (text) into buf; returns its length. */
 int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Returns the number of request streams the connection still holds state for. */

@@ -117,9 +117,9 @@ int sbh3_conn_poll(sbh3_conn *c, uint8_t *buf, size_t cap) {
 }
 
 
-int sbh3_conn_close(sbh3_conn *c) {
+int sbh3_conn_shutdown(sbh3_conn *c) {
   if (!c) return SBWIRE_ERR_INVALID;
-  if (c->closed) return SBWIRE_ERR_CLOSED;
+  if (c->closed) return 0;
   close_locally(c, NGHTTP3_H3_NO_ERROR, "Connection closed locally");
   return 0;
 }

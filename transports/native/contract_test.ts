@@ -1,8 +1,9 @@
 /**
- * One error enum: every negative return code of every native module and of
- * the load engine is a member of enum sbwire_error (sbwire.h), and
- * TypeScript's NATIVE_ERR is the only table of them. The scanners are tested
- * on a planted second enum, so a copy cannot slip past them.
+ * The one C contract of the native modules (sbwire.h), checked over every
+ * header: one error enum (every negative return code of every module and of
+ * the load engine is a member of enum sbwire_error, and TypeScript's
+ * NATIVE_ERR is the only table of them; the scanners are tested on a planted
+ * second enum, so a copy cannot slip past them) and one meaning per verb.
  */
 import assert from "node:assert/strict";
 import { ROOT } from "../../lib/host.ts";
@@ -86,4 +87,44 @@ Deno.test("TypeScript holds one table of native return codes: NATIVE_ERR", async
     }
   }
   assert.deepEqual(tables, []);
+});
+
+/** The public headers of the modules: every function a TypeScript symbol table may name. */
+const MODULE_HEADERS = [
+  "transports/h2/native/sbh2.h",
+  "transports/h2/native/sbh2_server.h",
+  "transports/h2/native/sbh2_tls.h",
+  "transports/h3/native/sbh3.h",
+  "transports/deno/native/sbdh3.h",
+  "load/native/sbl_load.h",
+];
+
+/** Prototypes in C text: return type and name. */
+function prototypes(text: string): { result: string; name: string }[] {
+  return [...text.matchAll(/^([a-z][\w ]*?\*?)\s*\b(sb\w+)\(/gm)].map((m) => ({
+    result: m[1].trim(),
+    name: m[2],
+  }));
+}
+
+Deno.test("every module's verbs mean one thing: _free returns nothing, _shutdown a code, no _close", async () => {
+  const wrong: string[] = [];
+  let free = 0, shutdown = 0;
+  for (const path of MODULE_HEADERS) {
+    for (const { result, name } of prototypes(await Deno.readTextFile(`${ROOT}/${path}`))) {
+      if (name.endsWith("_free")) {
+        free++;
+        if (result !== "void") wrong.push(`${name} returns ${result}`);
+      }
+      if (name.endsWith("_shutdown")) {
+        shutdown++;
+        if (result !== "int") wrong.push(`${name} returns ${result}`);
+      }
+      if (/_close$/.test(name)) {
+        wrong.push(`${name}: a graceful close is _shutdown, freeing is _free`);
+      }
+    }
+  }
+  assert.ok(free >= 8 && shutdown >= 4, `found ${free} _free and ${shutdown} _shutdown functions`);
+  assert.deepEqual(wrong, []);
 });
