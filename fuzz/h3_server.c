@@ -43,7 +43,7 @@ static void on_event(const fuzz_event *e, void *arg) {
   }
   FUZZ_CHECK(e->stream_id >= 0 && e->stream_id % 4 == 0); /* client-initiated bidirectional */
   FUZZ_CHECK(e->body_len <= t->max_body);
-  if (e->type == SBWIRE_EV_TOO_LARGE) FUZZ_CHECK(e->body_len == 0 && e->code == 0);
+  if (e->type == SBWIRE_EV_TOO_LARGE) FUZZ_CHECK(e->body_len == 0 && e->code == SBWIRE_TOO_LARGE_BODY);
   else FUZZ_CHECK(e->code == 0 || e->code == SBH3_MSG_EARLY);
   uint8_t hdrs[128];
   static const char *const ok[] = {":status", "200", "content-type", "application/json"};

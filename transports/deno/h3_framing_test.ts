@@ -62,6 +62,7 @@ Deno.test("sbdh3 reports a request body over the limit as TOO_LARGE with its hea
   const events = server.poll();
   assert.equal(events.length, 1);
   assert.equal(events[0].type, WIRE_EVENT.TOO_LARGE);
+  assert.equal(events[0].code, 413, "the status to answer, as every module reports it");
   assert.equal(events[0].body.length, 0);
   assert.deepEqual(events[0].headers[3], [":path", "/nbench/v1/echo"]);
   client.close();

@@ -37,8 +37,8 @@ export interface H2ServerLimitOptions {
   /**
    * Request-body bytes buffered at once by all connections of the server, a
    * declared content-length counted whole as the headers arrive; a body that
-   * does not fit is dropped and its request arrives with code
-   * {@linkcode MESSAGE_OVER_BUDGET}. Default 256 MiB.
+   * does not fit is dropped and its request arrives as a TOO_LARGE event
+   * with code 503. Default 256 MiB.
    */
   maxBufferedBodyBytes?: number;
   /**
@@ -77,12 +77,6 @@ export const H2_STAT = {
   /** Response body bytes queued by all connections of the server (not a per-connection sum). */
   QUEUED_TOTAL: 7,
 } as const;
-
-/** Event code of a request whose body exceeded `maxBodyBytes` (its body is dropped). */
-export const MESSAGE_TOO_LARGE = 413;
-
-/** Event code of a request whose body did not fit in `maxBufferedBodyBytes` (its body is dropped). */
-export const MESSAGE_OVER_BUDGET = 503;
 
 const decoder = new TextDecoder();
 const EMPTY = new Uint8Array(1);

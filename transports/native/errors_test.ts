@@ -17,6 +17,21 @@ Deno.test("native error names come from the one enum, numbers stand for unknown 
   assert.equal(nativeErrorName(-99), "-99");
 });
 
+Deno.test("event types and TOO_LARGE codes in TypeScript are sbwire.h's", async () => {
+  const { TOO_LARGE, WIRE_EVENT } = await import("./wire.ts");
+  const header = await Deno.readTextFile(new URL("./sbwire.h", import.meta.url));
+  const read = (name: string, prefix: string) => {
+    const body = new RegExp(`enum ${name} \\{([^}]*)\\}`).exec(header)?.[1] ?? "";
+    return Object.fromEntries(
+      [...body.matchAll(new RegExp(`${prefix}(\\w+) = (\\d+)`, "g"))].map((
+        m,
+      ) => [m[1], Number(m[2])]),
+    );
+  };
+  assert.deepEqual(read("sbwire_event_type", "SBWIRE_EV_"), { ...WIRE_EVENT });
+  assert.deepEqual(read("sbwire_too_large", "SBWIRE_TOO_LARGE_"), { ...TOO_LARGE });
+});
+
 Deno.test("TLS state bits, info kinds and verification modes in TypeScript are sbwire.h's", async () => {
   const { TLS_INFO, TLS_STATE, TLS_VERIFY } = await import("./tls_session.ts");
   const header = await Deno.readTextFile(new URL("./sbwire.h", import.meta.url));

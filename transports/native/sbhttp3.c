@@ -232,7 +232,7 @@ static int cb_recv_data(nghttp3_conn *hc, int64_t stream_id, const uint8_t *data
     /* RFC 9114 §4.1.2: stop reading with H3_NO_ERROR; the caller answers (413) from the headers. */
     s->aborted = 1;
     sbhttp3_buf_free(&s->body);
-    int rv = stream_emit(h, s, SBWIRE_EV_TOO_LARGE, 0);
+    int rv = stream_emit(h, s, SBWIRE_EV_TOO_LARGE, SBWIRE_TOO_LARGE_BODY);
     if (rv != 0) return rv;
     nghttp3_conn_shutdown_stream_read(h->hc, stream_id);
     if (h->quic && h->quic->stop_reading) h->quic->stop_reading(h->quic_ctx, stream_id, NGHTTP3_H3_NO_ERROR);

@@ -96,10 +96,19 @@ enum sbwire_event_type {
   SBWIRE_EV_GOAWAY = 5,
   /* A response body the caller lent (not copied) is no longer referenced; code = the caller's token. */
   SBWIRE_EV_RELEASED = 6,
-  /* Server: a request body passed the limit; headers only, reading stopped; the caller answers (413). */
+  /* Server: a request body passed a limit; headers only, the body dropped; code = the status to answer
+     (SBWIRE_TOO_LARGE_BODY, SBWIRE_TOO_LARGE_BUDGET). Every module reports it this way. */
   SBWIRE_EV_TOO_LARGE = 7,
   /* Client: the server refused 0-RTT; what was submitted early is gone and must be submitted again. */
   SBWIRE_EV_EARLY_REJECTED = 8,
+};
+
+/* Codes of a TOO_LARGE event: the HTTP status the caller answers. */
+enum sbwire_too_large {
+  /* The body passed the server's body limit. */
+  SBWIRE_TOO_LARGE_BODY = 413,
+  /* The body did not fit in the server's budget for request bodies buffered at once (h2). */
+  SBWIRE_TOO_LARGE_BUDGET = 503,
 };
 
 /* Bits of a TLS session's state (sbh2_tls_state, sbh3_*_tls_state), one numbering for both modules. */

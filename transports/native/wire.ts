@@ -28,10 +28,18 @@ export const WIRE_EVENT = {
   CLOSED: 4,
   GOAWAY: 5,
   RELEASED: 6,
-  /** Server: a request body passed the limit; headers only, reading stopped; answer 413. */
+  /** Server: a request body passed a limit; headers only; `code` is the status to answer ({@linkcode TOO_LARGE}). */
   TOO_LARGE: 7,
   /** Client: the server refused 0-RTT; what was submitted early must be submitted again. */
   EARLY_REJECTED: 8,
+} as const;
+
+/** Codes of a TOO_LARGE event (enum sbwire_too_large): the status the server answers. */
+export const TOO_LARGE = {
+  /** The body passed the server's body limit. */
+  BODY: 413,
+  /** The body did not fit in the server's budget for request bodies held at once. */
+  BUDGET: 503,
 } as const;
 
 /** The fixed part of one event record. */

@@ -239,10 +239,10 @@ static void serve(sbh2_sconn *s) {
       const uint8_t *hb = buf + off + 32, *body = hb + hlen;
       if (type == SBH2_EV_RELEASED) {
         released++;
-      } else if (type == SBH2_EV_MESSAGE) {
-        const char *status = code == SBH2_MESSAGE_TOO_LARGE ? "413" : code == SBH2_MESSAGE_OVER_BUDGET ? "503" : "200";
-        if (code == SBH2_MESSAGE_TOO_LARGE) too_large++;
-        if (code == SBH2_MESSAGE_OVER_BUDGET) over_budget++;
+      } else if (type == SBWIRE_EV_MESSAGE || type == SBWIRE_EV_TOO_LARGE) {
+        const char *status = code == SBWIRE_TOO_LARGE_BODY ? "413" : code == SBWIRE_TOO_LARGE_BUDGET ? "503" : "200";
+        if (code == SBWIRE_TOO_LARGE_BODY) too_large++;
+        if (code == SBWIRE_TOO_LARGE_BUDGET) over_budget++;
         const char *f[][2] = {{":status", status}, {"content-type", "application/octet-stream"}};
         size_t hl = 0;
         for (int i = 0; i < 2; i++) {
