@@ -193,6 +193,22 @@ export interface ClientOptions {
   earlyData?: boolean;
   /** Where tickets are kept. Default: one cache shared by the process's native clients. */
   ticketCache?: TicketCache;
+  /**
+   * A connection whose TLS (or QUIC) handshake is not done by then fails, ms.
+   * Default {@linkcode DEFAULT_CLIENT_LIMITS}`.handshakeTimeoutMs` (10000), every stack.
+   */
+  handshakeTimeoutMs?: number;
+  /**
+   * Largest response body accepted; a larger one fails its request. Default
+   * {@linkcode DEFAULT_CLIENT_LIMITS}`.maxBodyBytes` (64 MiB), every stack.
+   */
+  maxBodyBytes?: number;
+  /**
+   * Largest response header section (name + value + 32 bytes per field),
+   * advertised in SETTINGS where the stack can. Default
+   * {@linkcode DEFAULT_CLIENT_LIMITS}`.maxHeaderSectionBytes` (16 KiB).
+   */
+  maxHeaderSectionBytes?: number;
 }
 
 /**

@@ -19,6 +19,8 @@ export interface H2ConnOptions {
   windowBytes?: number;
   /** Largest response body accepted; a larger one resets its stream. Default 64 MiB. */
   maxBodyBytes?: number;
+  /** Largest response header list (name + value + 32 per field), advertised in SETTINGS. Default 16384. */
+  maxHeaderListBytes?: number;
 }
 
 const decoder = new TextDecoder();
@@ -41,6 +43,13 @@ export class H2Conn {
     );
     if (ptr === null) throw new RangeError("Cannot create an HTTP/2 session");
     this.#ptr = ptr;
+    const list = options.maxHeaderListBytes;
+    if (
+      list !== undefined && list !== 16384 && sym.sbh2_conn_set_max_header_list(ptr, list) !== 0
+    ) {
+      sym.sbh2_conn_free(ptr);
+      throw new RangeError(`Invalid maxHeaderListBytes: ${list}`);
+    }
   }
 
   /** False once freed. */

@@ -14,6 +14,8 @@ export const SYMBOLS = {
   sbh2_conn_new: { parameters: ["u32", "u32"], result: "pointer" },
   // void sbh2_conn_free(sbh2_conn *conn);
   sbh2_conn_free: { parameters: ["pointer"], result: "void" },
+  // int sbh2_conn_set_max_header_list(sbh2_conn *conn, uint32_t bytes);
+  sbh2_conn_set_max_header_list: { parameters: ["pointer", "u32"], result: "i32" },
   // int sbh2_conn_recv(sbh2_conn *conn, const uint8_t *data, uint32_t len);
   sbh2_conn_recv: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
   // int sbh2_conn_send(sbh2_conn *conn, uint8_t *out, uint32_t cap);
