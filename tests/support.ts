@@ -46,11 +46,22 @@ export async function until(cond: () => boolean, what: string, ms = 5000): Promi
   }
 }
 
-/** `ignore` flag for a test needing `tool`; prints which Debian package to install when missing. */
-export function needsTool(tool: string, pkg: string): boolean {
-  if (findTool(tool)) return false;
-  console.warn(`skipping: ${tool} not found (apt-get install ${pkg})`);
+/**
+ * `ignore` flag for a test needing `what`: false when it is there; else a
+ * skip that names the Debian packages to install, except in CI (env `CI`
+ * set), which installs everything, so there a missing one throws.
+ */
+export function skipWithout(present: boolean, what: string, packages: string): boolean {
+  if (present) return false;
+  const why = `${what} not found (apt-get install ${packages})`;
+  if (Deno.env.get("CI")) throw new Error(`In CI: ${why}`);
+  console.warn(`skipping: ${why}`);
   return true;
+}
+
+/** `ignore` flag for a test needing `tool` (see {@linkcode skipWithout}). */
+export function needsTool(tool: string, pkg: string): boolean {
+  return skipWithout(findTool(tool) !== undefined, tool, pkg);
 }
 
 /** Transports to run cross-transport tests on; in CI a missing h3 is an error, not a skip. */
