@@ -24,11 +24,6 @@ export type StackName = "native" | "deno";
 /** Every stack, default first. */
 export const STACKS: readonly StackName[] = ["native", "deno"];
 
-/** The transports a stack implements. */
-export function stackTransports(_stack: StackName): readonly TransportName[] {
-  return TRANSPORTS;
-}
-
 /** Parses a stack name; throws `RangeError` naming the choices. */
 export function parseStack(text: string): StackName {
   if ((STACKS as readonly string[]).includes(text)) return text as StackName;

@@ -16,6 +16,7 @@
  * their lifetime, connection phases, datagram sizes and ECN counts; mutual
  * TLS (no client certificates). The server says so rather than report them.
  */
+import { urlHost } from "../origin.ts";
 import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
 import { headerSectionTooLarge } from "../../handler/problem.ts";
 import { resolveTls } from "../tls.ts";
@@ -29,10 +30,6 @@ import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
 
 /** Request streams one connection may have open at once. */
 export const MAX_STREAMS = 100;
-
-function urlHost(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
-}
 
 /** Options of the quinn h3 server: the shared {@linkcode ServerOptions}; `earlyData` allows 0-RTT. */
 export interface QuinnH3ServerOptions extends ServerOptions {

@@ -36,6 +36,7 @@
  * adds the connection cap, a stall timeout on TCP writes and an accept loop
  * that backs off on errors such as EMFILE and keeps serving.
  */
+import { urlHost } from "../origin.ts";
 import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
 import { systemFailure } from "../../handler/problem.ts";
 import { resolveTls } from "../tls.ts";
@@ -68,10 +69,6 @@ const READ_BUFFER = 64 * 1024;
 const WRITE_BUFFER = 256 * 1024;
 /** Bodies from this size on are lent to the shim instead of copied. */
 const LEND_MIN = 4096;
-
-function urlHost(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
-}
 
 /** Output buffers shared by the connections: only one with a write in flight holds one. */
 class BufferPool {

@@ -328,6 +328,11 @@ export interface ResponseHead {
 /** The values a response head keeps: `:status` and every regular field. */
 const responseValue = (name: string): boolean => name.charCodeAt(0) !== 0x3a || name === ":status";
 
+/** The status a `:status` value names: three digits, 100 to 999; 0 for anything else. Every client reads it so. */
+export function parseStatus(value: string): number {
+  return /^[1-9]\d\d$/.test(value) ? Number(value) : 0;
+}
+
 /** Decodes a response header block; throws `SyntaxError` when it is truncated. */
 export function decodeResponseBlock(block: Uint8Array): ResponseHead {
   const headers: SbiHeaders = {};
@@ -335,7 +340,7 @@ export function decodeResponseBlock(block: Uint8Array): ResponseHead {
   for (let off = 0; off < block.length;) {
     off = nextField(block, off, responseValue);
     const name = fieldName, value = fieldValue;
-    if (name === ":status") status = /^\d{3}$/.test(value) ? Number(value) : 0;
+    if (name === ":status") status = parseStatus(value);
     else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
   }
   return { status, headers };
