@@ -5,7 +5,7 @@
  * send, and polls complete messages. Failures are {@linkcode H3FramingError}.
  */
 import { type NativeLibrary, NativeLoadError, nativeModule } from "../native/library.ts";
-import { NATIVE_ERR } from "../native/errors.ts";
+import { freedMessage, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import {
   decodeHeaderBlock,
   encodeHeaderBlock,
@@ -19,14 +19,22 @@ import { DEFAULT_MAX_HEADER_SECTION_BYTES } from "../server_limits.ts";
 /** Where `deno compile --include build/libsbilab_dh3.so` puts the library. */
 export const EMBEDDED_DH3_LIBRARY_URL = new URL("../../build/libsbilab_dh3.so", import.meta.url);
 
+/** HTTP/3 error codes (RFC 9114 §8.1) the deno stack closes streams and connections with. */
+export const H3_CODE = {
+  NO_ERROR: 0x100,
+  GENERAL_PROTOCOL_ERROR: 0x101,
+  INTERNAL_ERROR: 0x102,
+  EXCESSIVE_LOAD: 0x107,
+  REQUEST_CANCELLED: 0x10c,
+} as const;
+
 /** A failure of the HTTP/3 layer; `code` is the shim's, `h3Code` the HTTP/3 error to close with. */
-export class H3FramingError extends Error {
-  readonly code: number;
+export class H3FramingError extends NativeError {
+  /** The HTTP/3 error code to close the connection with. */
   readonly h3Code: number;
-  constructor(message: string, code: number, h3Code = 0x102) {
-    super(message);
+  constructor(message: string, code: number, h3Code: number = H3_CODE.INTERNAL_ERROR) {
+    super(code, message);
     this.name = "H3FramingError";
-    this.code = code;
     this.h3Code = h3Code;
   }
 }
@@ -104,7 +112,9 @@ export class H3Framing {
   }
 
   #live(): Deno.PointerValue {
-    if (!this.#handle) throw new H3FramingError("The HTTP/3 layer is closed", NATIVE_ERR.INVALID);
+    if (!this.#handle) {
+      throw new H3FramingError(freedMessage("The HTTP/3 layer"), NATIVE_ERR.CLOSED);
+    }
     return this.#handle;
   }
 
@@ -112,8 +122,12 @@ export class H3Framing {
     if (rv >= 0) return;
     const h3 = rv === NATIVE_ERR.PROTO
       ? Number(this.#sym.sbdh3_conn_error_code(this.#live()))
-      : 0x102;
-    throw new H3FramingError(`HTTP/3 ${what} failed (${rv})`, rv, h3 || 0x101);
+      : H3_CODE.INTERNAL_ERROR;
+    throw new H3FramingError(
+      `HTTP/3 ${what} failed (${nativeErrorName(rv)})`,
+      rv,
+      h3 || H3_CODE.GENERAL_PROTOCOL_ERROR,
+    );
   }
 
   /** Server: how many client request streams QUIC allows at once. */

@@ -5,7 +5,7 @@
  */
 import type { Sbh3Symbols } from "./symbols.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
-import { check, H3Error } from "./h3_error.ts";
+import { check, H3Error, h3Freed } from "./h3_error.ts";
 import { TLS_VERIFY } from "../native/tls_session.ts";
 
 const encoder = new TextEncoder();
@@ -192,7 +192,7 @@ export class H3Config {
 
   /** The native handle, for constructors in this folder. */
   get pointer(): Deno.PointerValue {
-    if (this.#ptr === null) throw new H3Error(NATIVE_ERR.INVALID, "HTTP/3 config is closed");
+    if (this.#ptr === null) throw h3Freed("HTTP/3 config");
     return this.#ptr;
   }
 

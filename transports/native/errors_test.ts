@@ -47,3 +47,18 @@ Deno.test("TLS state bits, info kinds and verification modes in TypeScript are s
   assert.deepEqual(read("sbwire_tls_verify", "SBWIRE_TLS_VERIFY_"), { ...TLS_VERIFY });
   assert.deepEqual(read("sbwire_tls_info", "SBWIRE_TLS_INFO_"), { ...TLS_INFO });
 });
+
+Deno.test("every module's shim failure is a NativeError with a code, and a freed handle throws CLOSED the same way", async () => {
+  const { NativeError, freedError } = await import("./errors.ts");
+  const { H3Error, h3Freed } = await import("../h3/h3_error.ts");
+  const { H3FramingError } = await import("../deno/h3_framing.ts");
+  for (const e of [new H3Error(NATIVE_ERR.TLS), new H3FramingError("x", NATIVE_ERR.PROTO, 0x105)]) {
+    assert.ok(e instanceof NativeError, e.name);
+    assert.ok(e.code < 0, e.name);
+  }
+  for (const e of [freedError("HTTP/2 server limits"), h3Freed("UDP socket")]) {
+    assert.ok(e instanceof NativeError);
+    assert.equal(e.code, NATIVE_ERR.CLOSED);
+    assert.match(e.message, / is closed$/);
+  }
+});
