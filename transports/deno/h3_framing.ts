@@ -6,13 +6,8 @@
  */
 import { type NativeLibrary, NativeLoadError, nativeModule } from "../native/library.ts";
 import { freedMessage, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
-import {
-  decodeHeaderBlock,
-  encodeHeaderBlock,
-  EVENT_HEADER_LEN,
-  type HeaderList,
-  readEventRecord,
-} from "../native/wire.ts";
+import { decodeHeaderBlock, encodeHeaderBlock, type HeaderList } from "../native/wire.ts";
+import { EventPoller } from "../native/event_poller.ts";
 import { type Sbdh3Symbols, SYMBOLS } from "./h3_symbols.ts";
 import { DEFAULT_MAX_HEADER_SECTION_BYTES } from "../server_limits.ts";
 
@@ -90,7 +85,11 @@ export class H3Framing {
   #handle: Deno.PointerValue;
   #out = new Uint8Array(WRITE_CAP);
   #meta = new Uint8Array(16);
-  #events = new Uint8Array(64 * 1024);
+  /** The native layer's one event reader; a failed poll is an H3FramingError. */
+  #poller = new EventPoller({
+    bufferBytes: 64 * 1024,
+    error: (code) => this.#error(code, "poll"),
+  });
 
   /**
    * Creates the layer: `server` side or client, with a body limit and a
@@ -119,11 +118,14 @@ export class H3Framing {
   }
 
   #check(rv: number, what: string): void {
-    if (rv >= 0) return;
+    if (rv < 0) throw this.#error(rv, what);
+  }
+
+  #error(rv: number, what: string): H3FramingError {
     const h3 = rv === NATIVE_ERR.PROTO
       ? Number(this.#sym.sbdh3_conn_error_code(this.#live()))
       : H3_CODE.INTERNAL_ERROR;
-    throw new H3FramingError(
+    return new H3FramingError(
       `HTTP/3 ${what} failed (${nativeErrorName(rv)})`,
       rv,
       h3 || H3_CODE.GENERAL_PROTOCOL_ERROR,
@@ -210,28 +212,20 @@ export class H3Framing {
 
   /** Every event ready now. */
   poll(): FramingEvent[] {
-    const out: FramingEvent[] = [];
     const h = this.#live();
-    for (;;) {
-      const n = Number(this.#sym.sbdh3_conn_poll(h, this.#events, BigInt(this.#events.length)));
-      if (n === NATIVE_ERR.DONE) return out;
-      if (n === NATIVE_ERR.BUFFER_TOO_SHORT) {
-        const need = Number(new DataView(this.#events.buffer).getBigUint64(0, true));
-        this.#events = new Uint8Array(need);
-        continue;
-      }
-      this.#check(n, "poll");
-      const view = new DataView(this.#events.buffer, 0, n);
-      for (let off = 0; off < n;) {
-        const r = readEventRecord(view, off);
-        off += EVENT_HEADER_LEN;
-        const headers = decodeHeaderBlock(this.#events.subarray(off, off + r.headerLength));
-        off += r.headerLength;
-        const body = this.#events.slice(off, off + r.bodyLength);
-        off += r.bodyLength;
-        out.push({ type: r.type, streamId: r.streamId, code: r.code, headers, body });
-      }
-    }
+    const out: FramingEvent[] = [];
+    this.#poller.poll(
+      (buf, cap) => Number(this.#sym.sbdh3_conn_poll(h, buf, BigInt(cap))),
+      (type, streamId, code, block, body, owned) =>
+        out.push({
+          type,
+          streamId,
+          code,
+          headers: decodeHeaderBlock(block),
+          body: owned ? body : body.slice(),
+        }),
+    );
+    return out;
   }
 
   /** QUIC closed `streamId` (both ways, or reset with `appError`): the layer forgets it. */
