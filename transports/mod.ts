@@ -85,7 +85,7 @@ export async function availableTransports(stack?: StackName): Promise<TransportN
   if (s === "deno") {
     const out: TransportName[] = ["h2c", "h2-tls"];
     try {
-      await (await import("./deno/h3_framing.ts")).loadDh3Library();
+      await (await import("./deno/h3_loader.ts")).loadDh3Library();
       out.push("h3");
     } catch {
       // the framing module is not built: the deno stack has h2 only here

@@ -32,7 +32,8 @@ import { type ClientLimits, resolveClientLimits } from "../client_limits.ts";
 import type { HeaderList } from "../native/wire.ts";
 import { WIRE_EVENT } from "../native/wire.ts";
 import { requestHeaderList, toClientResponse } from "../h3/convert.ts";
-import { dh3Version, H3Framing, loadDh3Library } from "./h3_framing.ts";
+import { H3Framing } from "./h3_framing.ts";
+import { dh3Version, loadDh3Library } from "./h3_loader.ts";
 import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
 
 class Session implements CoreSession {

@@ -4,15 +4,11 @@
  * the caller feeds it the bytes of every stream, pulls what each stream must
  * send, and polls complete messages. Failures are {@linkcode H3FramingError}.
  */
-import { type NativeLibrary, NativeLoadError, nativeModule } from "../native/library.ts";
 import { freedMessage, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import { decodeHeaderBlock, encodeHeaderBlock, type HeaderList } from "../native/wire.ts";
 import { EventPoller } from "../native/event_poller.ts";
-import { type Sbdh3Symbols, SYMBOLS } from "./h3_symbols.ts";
+import type { Sbdh3Symbols } from "./h3_symbols.ts";
 import { DEFAULT_MAX_HEADER_SECTION_BYTES } from "../server_limits.ts";
-
-/** Where `deno compile --include build/libsbilab_dh3.so` puts the library. */
-export const EMBEDDED_DH3_LIBRARY_URL = new URL("../../build/libsbilab_dh3.so", import.meta.url);
 
 /** HTTP/3 error codes (RFC 9114 §8.1) the deno stack closes streams and connections with. */
 export const H3_CODE = {
@@ -32,29 +28,6 @@ export class H3FramingError extends NativeError {
     this.name = "H3FramingError";
     this.h3Code = h3Code;
   }
-}
-
-/** Raised when the framing module cannot be found, built or opened. */
-export class Dh3LoadError extends NativeLoadError {
-  override readonly name = "Dh3LoadError";
-}
-
-const dh3 = nativeModule({
-  envVar: "SBILAB_DH3_LIB",
-  target: "dh3",
-  embeddedUrl: EMBEDDED_DH3_LIBRARY_URL,
-  symbols: SYMBOLS,
-  what: "HTTP/3 framing module (deno stack)",
-  error: (message, options) => new Dh3LoadError(message, options),
-});
-
-/** Opens the shim once per process; later calls share the result. */
-export const loadDh3Library: () => Promise<NativeLibrary<typeof SYMBOLS>> = dh3.load;
-
-/** The shim's and nghttp3's versions, e.g. `sbdh3 0.1.0, nghttp3 0.8.0`. */
-export function dh3Version(symbols: Sbdh3Symbols): string {
-  const p = symbols.sbdh3_version();
-  return p ? new Deno.UnsafePointerView(p).getCString() : "unknown";
 }
 
 /** One polled event. */

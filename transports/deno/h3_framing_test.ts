@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { WIRE_EVENT } from "../native/wire.ts";
-import { H3Framing, loadDh3Library } from "./h3_framing.ts";
+import { H3Framing } from "./h3_framing.ts";
+import { loadDh3Library } from "./h3_loader.ts";
 
 const { symbols } = await loadDh3Library();
 

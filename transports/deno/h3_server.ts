@@ -25,7 +25,8 @@ import { type Responder, ServerCore } from "../server_core.ts";
 import { resolveServerLimits, type ServerLimits } from "../server_limits.ts";
 import { WIRE_EVENT } from "../native/wire.ts";
 import { responseHeaderList, toSbiRequest } from "../h3/convert.ts";
-import { type FramingEvent, H3Framing, loadDh3Library } from "./h3_framing.ts";
+import { type FramingEvent, H3Framing } from "./h3_framing.ts";
+import { loadDh3Library } from "./h3_loader.ts";
 import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
 
 /** Request streams one connection may have open at once. */
