@@ -50,7 +50,7 @@ import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
 import { decodeResponseBlock } from "../native/wire.ts";
 import { loadH2Library } from "./loader.ts";
 import { socketFd, tcpMaxSegment } from "../native/nodelay.ts";
-import { libc } from "../native/libc.ts";
+import { libc } from "../../lib/libc.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
