@@ -61,7 +61,7 @@ export class H3ClientConn {
     return this.#ptr;
   }
 
-  /** Feeds one datagram; returns 0 or a negative code (the connection reports CLOSED as an event). */
+  /** Feeds one datagram; returns the events ready to poll or a negative code (the connection reports CLOSED as an event). */
   recv(data: Uint8Array): number {
     return this.#sym.sbh3_conn_recv(
       this.#live(),

@@ -43,6 +43,7 @@ sbhttp3_event *sbhttp3_evq_push(sbhttp3_evq *q, uint32_t type, uint32_t conn_id,
   if (q->tail) q->tail->next = e;
   else q->head = e;
   q->tail = e;
+  q->n++;
   return e;
 }
 
@@ -60,6 +61,7 @@ void sbhttp3_evq_clear(sbhttp3_evq *q) {
     event_free(e);
   }
   q->tail = NULL;
+  q->n = 0;
 }
 
 int64_t sbhttp3_evq_poll(sbhttp3_evq *q, uint8_t *out, size_t cap) {
@@ -81,6 +83,7 @@ int64_t sbhttp3_evq_poll(sbhttp3_evq *q, uint8_t *out, size_t cap) {
     off += bl;
     q->head = e->next;
     if (!q->head) q->tail = NULL;
+    q->n--;
     event_free(e);
   }
   return off ? (int64_t)off : SBWIRE_ERR_DONE;

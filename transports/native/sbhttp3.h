@@ -60,6 +60,7 @@ typedef struct sbhttp3_event {
 /* A queue of events in arrival order. */
 typedef struct sbhttp3_evq {
   sbhttp3_event *head, *tail;
+  size_t n; /* events queued */
 } sbhttp3_evq;
 
 /* One request stream. */

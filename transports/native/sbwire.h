@@ -34,6 +34,10 @@
  * transports/native/errors.ts). SBWIRE_ERR_DONE means "nothing more to do"
  * and is not a failure.
  *
+ * Feeding input (sbh2_conn_recv, sbh2_sconn_recv, sbh3_conn_recv,
+ * sbdh3_conn_read) returns the number of events ready to poll, or an error;
+ * sbh3_server_recv, which routes a datagram, returns its connection id.
+ *
  * Verbs, one meaning each in every module: <prefix>_<object>_new returns
  * NULL on failure; _shutdown starts a graceful close (GOAWAY, close_notify,
  * CONNECTION_CLOSE with no error) and may be called again (0); _free frees

@@ -58,7 +58,7 @@ int sbdh3_conn_bind(sbdh3_conn *c, int64_t control, int64_t qpack_encoder, int64
 int sbdh3_conn_read(sbdh3_conn *c, int64_t stream_id, const uint8_t *data, size_t len, int fin) {
   if (!c || (len && !data)) return SBWIRE_ERR_INVALID;
   nghttp3_ssize n = sbhttp3_read(&c->h, stream_id, data, len, fin, 0);
-  if (n >= 0) return 0;
+  if (n >= 0) return c->q.n > INT32_MAX ? INT32_MAX : (int)c->q.n;
   if (n == NGHTTP3_ERR_NOMEM) return SBWIRE_ERR_NOMEM;
   /* Whatever the peer's bytes broke, the connection must close with the matching HTTP/3 code. */
   c->h.error_code = nghttp3_err_infer_quic_app_error_code((int)n);

@@ -39,7 +39,7 @@ void sbdh3_conn_free(sbdh3_conn *c);
 int sbdh3_conn_set_max_streams(sbdh3_conn *c, uint64_t n);
 /* Binds the caller's three unidirectional streams: control, QPACK encoder, QPACK decoder. */
 int sbdh3_conn_bind(sbdh3_conn *c, int64_t control, int64_t qpack_encoder, int64_t qpack_decoder);
-/* Feeds len bytes that arrived on stream_id (fin: the peer ended the stream); returns 0 or a negative code. */
+/* Feeds len bytes that arrived on stream_id (fin: the peer ended the stream); returns the number of events ready to poll, or a negative code. */
 int sbdh3_conn_read(sbdh3_conn *c, int64_t stream_id, const uint8_t *data, size_t len, int fin);
 /* Writes up to cap bytes due on one stream into out; meta gets i64 stream id and u32 fin (16 bytes); returns the bytes (0 with fin: end the stream) or SBWIRE_ERR_DONE. */
 int64_t sbdh3_conn_write(sbdh3_conn *c, uint8_t *out, size_t cap, uint8_t *meta);

@@ -156,7 +156,7 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
                                 const char *remote_ip, uint16_t remote_port);
 /* Frees a client connection and its streams. */
 void sbh3_conn_free(sbh3_conn *conn);
-/* Feeds one received datagram; returns 0 or an error (the connection may now be closed). */
+/* Feeds one received datagram; returns the number of events ready to poll, or an error (the connection may now be closed). */
 int sbh3_conn_recv(sbh3_conn *conn, const uint8_t *data, size_t len);
 /* Writes the next datagram to send into out; returns its length or SBWIRE_ERR_DONE. */
 int sbh3_conn_send(sbh3_conn *conn, uint8_t *out, size_t cap);

@@ -66,7 +66,7 @@ int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
     conn_fail(c, rv);
     return map_liberr(rv);
   }
-  return 0;
+  return c->q->n > INT32_MAX ? INT32_MAX : (int)c->q->n;
 }
 
 int sbh3_conn_send(sbh3_conn *c, uint8_t *out, size_t cap) {
