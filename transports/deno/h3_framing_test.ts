@@ -5,10 +5,20 @@ import { loadDh3Library } from "./h3_loader.ts";
 
 const { symbols } = await loadDh3Library();
 
-/** A client and a server layer joined by memory, as QUIC would join them. */
-function pair(maxBodyBytes = 1 << 20) {
-  const client = new H3Framing(symbols, false, { maxBodyBytes });
+/**
+ * A client and a server layer joined by memory, as QUIC would join them; the
+ * client's bytes reach the server in pieces of at most `piece` bytes.
+ */
+function pair(
+  maxBodyBytes = 1 << 20,
+  options: { piece?: number; clientMaxFieldSectionBytes?: number } = {},
+) {
+  const client = new H3Framing(symbols, false, {
+    maxBodyBytes,
+    maxFieldSectionBytes: options.clientMaxFieldSectionBytes,
+  });
   const server = new H3Framing(symbols, true, { maxBodyBytes });
+  const piece = options.piece ?? Infinity;
   server.setMaxStreams(100);
   client.bind(2, 6, 10);
   server.bind(3, 7, 11);
@@ -16,7 +26,10 @@ function pair(maxBodyBytes = 1 << 20) {
     for (let moved = true; moved;) {
       moved = false;
       for (const c of client.drain()) {
-        server.read(c.streamId, c.bytes, c.fin);
+        for (let o = 0; o < c.bytes.length || (o === 0 && c.fin); o += piece) {
+          const end = Math.min(o + piece, c.bytes.length);
+          server.read(c.streamId, c.bytes.subarray(o, end), c.fin && end === c.bytes.length);
+        }
         moved = true;
       }
       for (const c of server.drain()) {
@@ -88,31 +101,11 @@ Deno.test("sbdh3 refuses bad calls with H3FramingError and frees twice safely", 
 });
 
 Deno.test("sbdh3 gives up a request whose header section passes its cap: a RESET with H3_EXCESSIVE_LOAD, the rest of the stream read quietly, the next request served", () => {
-  const client = new H3Framing(symbols, false, {
-    maxBodyBytes: 1 << 20,
-    maxFieldSectionBytes: 1 << 20,
-  });
-  const server = new H3Framing(symbols, true, { maxBodyBytes: 1 << 20 });
-  server.setMaxStreams(100);
-  client.bind(2, 6, 10);
-  server.bind(3, 7, 11);
   // Carried in 1000-byte pieces, as QUIC hands a large header block over.
-  const pump = () => {
-    for (let moved = true; moved;) {
-      moved = false;
-      for (const c of client.drain()) {
-        for (let o = 0; o < c.bytes.length || (o === 0 && c.fin); o += 1000) {
-          const end = Math.min(o + 1000, c.bytes.length);
-          server.read(c.streamId, c.bytes.subarray(o, end), c.fin && end === c.bytes.length);
-        }
-        moved = true;
-      }
-      for (const c of server.drain()) {
-        client.read(c.streamId, c.bytes, c.fin);
-        moved = true;
-      }
-    }
-  };
+  const { client, server, pump } = pair(1 << 20, {
+    piece: 1000,
+    clientMaxFieldSectionBytes: 1 << 20,
+  });
   client.request(0, [...REQUEST, ["x-big", "b".repeat(20000)]], new Uint8Array());
   pump();
   const events = server.poll();
