@@ -16,7 +16,6 @@
  */
 import type { Command } from "commander";
 import { UsageError } from "./args.ts";
-import { readListening } from "../lib/listening.ts";
 import type { ProfileClientJob, ProfileClientResult } from "./_profile_client.ts";
 import {
   breakdown,
@@ -38,7 +37,7 @@ import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { type TransportName, TRANSPORTS } from "../transports/types.ts";
 import { resolveStack } from "../transports/stack.ts";
 import { V8_FLAGS_ARG } from "../lib/v8_flags.ts";
-import { labServeArgs } from "../lib/lab_serve.ts";
+import { startLabServe } from "../lib/lab_serve.ts";
 
 /** Servers `lab profile` can load. */
 export const PROFILE_SERVERS = ["sbilab", "nghttpd", "gtlsserver"] as const;
@@ -113,33 +112,34 @@ async function startSbilab(
 ): Promise<ProfiledServer> {
   const profileDir = interval === undefined ? undefined : `${out}/server`;
   const stateDir = `${out}/state`;
-  const [cmd, args] = onServerCpu(await placement(), Deno.execPath(), [
-    "run",
-    "-A",
-    "--unstable-net",
-    V8_FLAGS_ARG,
-    ...profilerFlags(`${out}/server`, interval),
-    `${ROOT}/main.ts`,
+  // The one way to start lab serve, with the profiler's flags and the server's CPU.
+  const server = await startLabServe(
     // h3 read as the benchmarks read it (docs/known-limits.md)
-    ...labServeArgs({ transports: [transport], stateDir, h3ExactEcn: false }),
-  ]);
-  const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "inherit", stdin: "null" })
-    .spawn();
-  const stop = stopChild(child);
-  try {
-    const urls = await readListening(child.stdout, [transport], 60_000);
-    return {
-      origin: urls[transport]!,
-      path: `/nbench/v1/payload?size=${size}`,
-      pid: child.pid,
-      caPath: `${stateDir}/ca.pem`,
-      profileDir,
-      stop,
-    };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+    { transports: [transport], stateDir, h3ExactEcn: false },
+    {
+      lab: [
+        Deno.execPath(),
+        "run",
+        "-A",
+        "--unstable-net",
+        V8_FLAGS_ARG,
+        ...profilerFlags(`${out}/server`, interval),
+        `${ROOT}/main.ts`,
+      ],
+      cpu: (await placement())?.server,
+      timeoutMs: 60_000,
+    },
+  );
+  return {
+    origin: server.urls[transport]!,
+    path: `/nbench/v1/payload?size=${size}`,
+    pid: server.pid,
+    caPath: `${stateDir}/ca.pem`,
+    profileDir,
+    stop: async () => {
+      await server.stop();
+    },
+  };
 }
 
 async function startPeer(
