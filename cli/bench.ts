@@ -10,14 +10,16 @@ import { parseSize } from "../lib/units.ts";
 import { createProgress } from "../bench/progress.ts";
 import { writeReports } from "../bench/reporters.ts";
 import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
-import { compareRuns, regressions, renderComparison } from "../bench/compare.ts";
+import { compareRuns, incomparable, regressions, renderComparison } from "../bench/compare.ts";
 import { renderTable } from "../bench/table.ts";
 import { renderCharts } from "../bench/charts.ts";
 import { linkContextFromEnv, runBenchAcrossLink } from "../bench/across_link.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
 import {
   asUsage,
+  checkOutputPaths,
   exclusive,
+  hintArgument,
   invalid,
   parseChoice,
   parseDuration,
@@ -31,6 +33,9 @@ import { runSoak } from "../bench/soak.ts";
 import { renderSoakInterval, renderSoakSummary } from "../bench/soak_report.ts";
 import { type AttackName, ATTACKS } from "../bench/attackers.ts";
 import { runRepeated } from "../bench/repeats.ts";
+import { LOAD_SCHEMA, type LoadRecord } from "../load/mod.ts";
+import { renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
+import { DEFAULT_OK, parseStatusSet } from "../lib/status_set.ts";
 
 /** Options as commander hands them over. */
 interface BenchFlags {
@@ -103,6 +108,12 @@ function roundFlags(flags: BenchFlags) {
 
 async function bench(flags: BenchFlags): Promise<void> {
   parseChoice(flags.scenario, "--scenario", SCENARIOS);
+  await checkOutputPaths({
+    "--json": flags.json,
+    "--md": flags.md,
+    "--csv": flags.csv,
+    "--html": flags.html,
+  });
   const stack = flags.stack === undefined
     ? undefined
     : asUsage(() => parseStack(flags.stack!), "--stack");
@@ -247,18 +258,53 @@ async function bench(flags: BenchFlags): Promise<void> {
   }
 }
 
-async function readRun(path: string) {
-  let text: string;
+async function readText(path: string): Promise<string> {
   try {
-    text = await Deno.readTextFile(path);
+    return await Deno.readTextFile(path);
   } catch (err) {
     throw new UsageError(`Cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
+/** The `lab load` record in `text`, or undefined when it is something else. */
+function loadRecordIn(text: string): LoadRecord | undefined {
+  try {
+    const data = JSON.parse(text);
+    return data?.schema === LOAD_SCHEMA ? data as LoadRecord : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readRun(path: string) {
+  const text = await readText(path);
+  if (loadRecordIn(text)) {
+    throw new UsageError(
+      `${path} is a lab load record (${LOAD_SCHEMA}): lab report ${path} shows it alone, ` +
+        "lab report merge joins shard records; lab report A B compares bench and study runs",
+    );
   }
   try {
     return parseRun(text, path);
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/** `lab report load.json`: the load record's summary and histogram, as `lab load` printed them. */
+function renderLoadRecord(record: LoadRecord): string {
+  const ok = asUsage(() => parseStatusSet(record.plan.ok ?? DEFAULT_OK), "ok");
+  const transport = record.result.protocol === "h3"
+    ? "h3"
+    : record.url.startsWith("https:")
+    ? "h2-tls"
+    : "h2c";
+  return [
+    `lab load record: ${record.url}`,
+    renderLoadSummary(record.result, { ...record.plan, ok, transport }),
+    "",
+    renderLatencyHistogram(record.result.latencyBuckets),
+  ].join("\n");
 }
 
 async function report(
@@ -273,6 +319,17 @@ async function report(
     charts?: boolean;
   },
 ): Promise<void> {
+  await checkOutputPaths({ "--md": flags.md, "--csv": flags.csv, "--html": flags.html });
+  if (!b) {
+    const load = loadRecordIn(await readText(a));
+    if (load) {
+      if (flags.md || flags.csv || flags.html) {
+        throw new UsageError(`${a} is a lab load record: --md, --csv and --html render bench runs`);
+      }
+      console.log(renderLoadRecord(load));
+      return;
+    }
+  }
   const base = await readRun(a);
   if (!b) {
     console.log(renderTable(base));
@@ -290,9 +347,20 @@ async function report(
   }
   const threshold = parseNumber(flags.threshold, "--threshold") / 100;
   const cand = await readRun(b);
+  const why = incomparable(base, cand);
+  if (why) throw new UsageError(`Cannot compare ${a} with ${b}: ${why}`);
   const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
   console.log(renderComparison(cmp));
   const regressed = regressions(cmp);
+  const quick = [base.config.quick ? a : "", cand.config.quick ? b : ""].filter(Boolean);
+  if (flags.failOnRegression && regressed.length > 0 && quick.length) {
+    console.error(
+      `not gating: ${quick.join(" and ")} ${
+        quick.length > 1 ? "were quick runs" : "was a quick run"
+      } (--quick measures too little to gate on)`,
+    );
+    return;
+  }
   if (flags.failOnRegression && regressed.length > 0) {
     throw new Error(
       `${regressed.length} row(s) or ratio(s) regressed beyond their interval and the noise threshold`,
@@ -313,6 +381,7 @@ interface SoakFlags {
 }
 
 async function soak(flags: SoakFlags): Promise<void> {
+  await checkOutputPaths({ "--json": flags.json });
   const durationMs = parseDuration(flags.time, "--time", { bare: "s", minMs: 1000 });
   const rate = parseNumber(flags.rate, "--rate", { min: 1 });
   const intervalMs = parseDuration(flags.interval, "--interval", { bare: "s", minMs: 100 });
@@ -362,6 +431,7 @@ async function soak(flags: SoakFlags): Promise<void> {
 
 /** Adds `bench` and `report` to the program. Bad input throws {@linkcode UsageError}. */
 export function registerBenchCommands(program: Command): void {
+  hintArgument("lab bench", "--scenario", SCENARIOS);
   program
     .command("bench")
     .description("benchmark the transports against the machine's floors")
@@ -374,11 +444,11 @@ export function registerBenchCommands(program: Command): void {
     .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
     .option(
       "--warmup <time>",
-      "warm-up per row: 3s, 300ms; bare number = s (default 3s, quick 0.3s)",
+      "warm-up: 3s, 300ms; bare number = s (interleaved rtt: 1s before the rounds, quick 200ms; sequential scenarios: per row 3s, quick 300ms)",
     )
     .option(
       "--time <time>",
-      "sampling time per row; bare number = s (default 5s, quick 0.7s); interleaved: per arm over all rounds",
+      "sampling time; bare number = s (interleaved rtt: each arm's over all rounds, default rounds × block = 1.8s, quick 200ms; sequential scenarios: per row 5s, quick 700ms)",
     )
     .option("--samples <n>", "samples per row instead of a sampling time (bounded by 60 s)")
     .option("--quick", "a run of a few seconds")
@@ -462,7 +532,7 @@ export function registerBenchCommands(program: Command): void {
   program
     .command("report")
     .description("re-render a saved run, or compare a baseline A with a candidate B")
-    .argument("<a.json>", "saved run (the baseline when comparing)")
+    .argument("<a.json>", "saved run (the baseline when comparing), or a lab load record to show")
     .argument("[b.json]", "candidate run to compare with the baseline")
     .option(
       "--fail-on-regression",

@@ -418,9 +418,12 @@ static int advance(sbl_worker *w, uint64_t now) {
     __atomic_store_n(&w->phase, SBL_PHASE_MEASURE, __ATOMIC_RELAXED);
   }
   if (w->phase == SBL_PHASE_MEASURE) {
+    /* by duration, sends stop at its end: a backlog the rate could not keep is not sent late
+       (the caller reports planned − sent as sends not made), the drain waits for what is in flight */
     int over = p->requests ? w->issued >= w->quota
-                           : (w->rate > 0 ? intended_at(w, w->next_index) : now) >= w->t_measure + p->duration_ns;
-    if (!over && w->rate > 0) {
+                           : now >= w->t_measure + p->duration_ns ||
+                                 (w->rate > 0 && intended_at(w, w->next_index) >= w->t_measure + p->duration_ns);
+    if (!over && w->rate > 0 && p->requests) {
       /* a backlog is sent late but not forever: one request timeout past the schedule's end */
       uint64_t span = p->requests ? (uint64_t)((double)w->quota * 1e9 / w->rate) : p->duration_ns;
       if (now >= w->t_measure + span + p->timeout_ns) over = w->dropped = 1;
