@@ -1,0 +1,242 @@
+/**
+ * The CLI against careless hands and wrong answers: a 4xx counted as a
+ * failure, an open loop that cannot keep its rate saying so, limits refused
+ * before any traffic, stray arguments and unwritable outputs refused before
+ * any work, comparisons of unlike runs refused, curl's exit statuses.
+ */
+import assert from "node:assert/strict";
+import { freePort, runLab, startLabServe } from "./support.ts";
+import { syntheticRtt } from "./synthetic_run.ts";
+import { labCommand } from "../lib/lab_serve.ts";
+
+const dec = new TextDecoder();
+
+/** The error lines of stderr (progress lines and the help line left out). */
+function errorLines(stderr: string): string[] {
+  return stderr.trim().split("\n").filter((l) =>
+    l !== "" && !l.startsWith("progress: ") && !l.startsWith("(run lab")
+  );
+}
+
+Deno.test("lab load counts a 404 and a 400 as failed, keeps the counts in its record and exits 22", async () => {
+  const srv = await startLabServe({ transports: ["h2c"] });
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-status-" });
+  try {
+    const base = srv.urls["h2c"]!.replace("localhost", "127.0.0.1");
+    for (
+      const [path, status] of [["/nope", "404"], ["/nbench/v1/payload?size=abc", "400"]] as const
+    ) {
+      const json = `${dir}/${status}.json`;
+      const r = await runLab(["load", base + path, "-n", "40", "-q", "--json", json]);
+      const out = dec.decode(r.stdout);
+      assert.equal(r.code, 22, `${out}\n${r.stderr}`);
+      assert.match(out, new RegExp(`0 succeeded, 40 failed \\(40 × ${status}\\)`));
+      assert.deepEqual(errorLines(r.stderr).filter((l) => l.startsWith("error")), [
+        `error: 40 of 40 requests failed (40 × ${status}; success is status 2xx,3xx); --max-failures 0`,
+      ]);
+      const saved = JSON.parse(await Deno.readTextFile(json));
+      assert.deepEqual(saved.result.status, { [status]: 40 });
+      assert.equal(saved.plan.ok, "2xx,3xx");
+      assert.deepEqual(saved.outcome, {
+        succeeded: 0,
+        failed: 40,
+        errors: 0,
+        failedByStatus: [[status, 40]],
+      });
+    }
+    // the same 404s, accepted by --ok or tolerated by --max-failures, exit 0
+    const accepted = await runLab(["load", base + "/nope", "-n", "10", "-q", "--ok", "2xx,404"]);
+    assert.equal(accepted.code, 0, accepted.stderr);
+    assert.match(dec.decode(accepted.stdout), /10 succeeded, 0 failed/);
+    const tolerated = await runLab([
+      "load",
+      base + "/nope",
+      "-n",
+      "10",
+      "-q",
+      "--max-failures",
+      "10",
+    ]);
+    assert.equal(tolerated.code, 0, tolerated.stderr);
+  } finally {
+    await srv.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("lab load -D with a rate it cannot keep stops sending at the duration and reports the sends not made", async () => {
+  const srv = await startLabServe({ transports: ["h2c"] });
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-rate-" });
+  try {
+    const url = srv.urls["h2c"]!.replace("localhost", "127.0.0.1") + "/nbench/v1/payload?size=16";
+    const json = `${dir}/run.json`;
+    // one stream in flight caps the rate far below 10M req/s on any machine
+    const r = await runLab(["load", url, "-D", "1s", "--rate", "10000000", "--json", json]);
+    const out = dec.decode(r.stdout);
+    assert.equal(r.code, 0, `${out}\n${r.stderr}`);
+    const saved = JSON.parse(await Deno.readTextFile(json));
+    const notMade = 10_000_000 - saved.result.sent;
+    assert.ok(notMade > 0);
+    const line = out.split("\n").find((l) => l.startsWith("open loop: reached"));
+    assert.ok(line, out);
+    assert.match(line, /^open loop: reached \S+ of 10\.0M req\/s; [\d,]+ sends not made$/);
+    assert.equal(Number(/([\d,]+) sends/.exec(line)![1].replaceAll(",", "")), notMade);
+    // said at once, while it ran
+    assert.match(r.stderr, /open loop: behind schedule/);
+    assert.equal(saved.result.stopped, false);
+    assert.equal(saved.result.partial, false);
+  } finally {
+    await srv.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("lab load refuses -c above the open-file limit and -n below -c before any traffic", async () => {
+  const port = freePort(); // nothing listens: any attempt would end in "refused", exit 7
+  const [cmd, ...prefix] = labCommand();
+  const argv = [cmd, ...prefix, "load", `http://127.0.0.1:${port}/`, "-n", "2000", "-c", "2000"];
+  const out = await new Deno.Command("sh", {
+    args: ["-c", 'ulimit -Sn 256 && ulimit -Hn 512 && exec "$@"', "sh", ...argv],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = dec.decode(out.stderr);
+  assert.equal(out.code, 2, stderr);
+  assert.deepEqual(errorLines(stderr), [
+    "error: -c 2000 needs about 2064 open files (one TCP socket per connection) but the limit " +
+    "is 512 (hard 512): lower -c or raise the limit (ulimit -n)",
+  ]);
+  const few = await runLab(["load", `http://127.0.0.1:${port}/`, "-n", "10", "-c", "20"]);
+  assert.equal(few.code, 2, few.stderr);
+  assert.deepEqual(errorLines(few.stderr), [
+    "error: -n 10 is below -c 20: every connection needs at least one request",
+  ]);
+});
+
+Deno.test("a stray argument and an unwritable output path fail before any work, naming the command's help", async () => {
+  const port = freePort();
+  const cases: [string[], string][] = [
+    [
+      ["bench", "concurrency", "--quick"],
+      "error: lab bench takes no arguments, got 'concurrency' as well (did you mean --scenario concurrency?)",
+    ],
+    [
+      ["request", `http://127.0.0.1:${port}/a`, `http://127.0.0.1:${port}/b`],
+      `error: lab request takes one argument (url), got 'http://127.0.0.1:${port}/b' as well`,
+    ],
+    [
+      ["load", `http://127.0.0.1:${port}/`, "-n", "5", "--json", "/nonexistent/x.json"],
+      "error: --json /nonexistent/x.json: the folder /nonexistent does not exist",
+    ],
+    [
+      ["bench", "--quick", "--html", "/nonexistent/x.html"],
+      "error: --html /nonexistent/x.html: the folder /nonexistent does not exist",
+    ],
+    [
+      ["soak", "--time", "2", "--json", "/nonexistent/soak.json"],
+      "error: --json /nonexistent/soak.json: the folder /nonexistent does not exist",
+    ],
+  ];
+  for (const [args, line] of cases) {
+    const r = await runLab(args);
+    assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
+    assert.deepEqual(errorLines(r.stderr), [line]);
+    assert.match(r.stderr, new RegExp(`^\\(run lab ${args[0]} --help for usage\\)$`, "m"));
+    assert.equal(dec.decode(r.stdout), "", "nothing ran");
+  }
+  const unknown = await runLab(["report", "merge", "a.json", "--markdown", "x.md"]);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /^error: unknown option '--markdown'$/m);
+  assert.match(unknown.stderr, /^\(run lab report merge --help for usage\)$/m);
+});
+
+Deno.test("lab request and lab load exit with curl's statuses: 3 malformed URL, 7 refused, 22 with -f (status line and headers shown)", async () => {
+  const port = freePort();
+  for (const args of [["request", "ht!tp://x"], ["load", "ht!tp://x", "-n", "1"]]) {
+    const r = await runLab(args);
+    assert.equal(r.code, 3, `${args[0]}: ${r.stderr}`);
+  }
+  for (
+    const args of [["request", `http://127.0.0.1:${port}/`], [
+      "load",
+      `http://127.0.0.1:${port}/`,
+      "-n",
+      "1",
+    ]]
+  ) {
+    const r = await runLab(args);
+    assert.equal(r.code, 7, `${args[0]}: ${r.stderr}`);
+  }
+  const srv = await startLabServe({ transports: ["h2c"] });
+  try {
+    const r = await runLab(["request", "-f", "-i", `${srv.urls["h2c"]}/nope`]);
+    assert.equal(r.code, 22, r.stderr);
+    const out = dec.decode(r.stdout);
+    assert.match(out, /^HTTP\/2 404\r\n/);
+    assert.match(out, /\r\ncontent-type: application\/problem\+json\r\n/);
+    assert.ok(out.endsWith("\r\n\r\n"), "no body after the head");
+    assert.match(r.stderr, /^error: The requested URL returned error: 404$/m);
+  } finally {
+    await srv.stop();
+  }
+});
+
+Deno.test("lab report refuses to compare unlike runs, raises the threshold to a run's stated noise and never gates on a quick run", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-cmp-" });
+  try {
+    const write = (name: string, run: unknown) =>
+      Deno.writeTextFile(`${dir}/${name}`, JSON.stringify(run)).then(() => `${dir}/${name}`);
+    const a = syntheticRtt(31);
+    const worse = syntheticRtt(32, { h3Cost: 1.3 * 1.25 });
+    const study = { ...syntheticRtt(33), study: { budgetMs: 1 } };
+    const conc = { ...syntheticRtt(34), config: { ...a.config, scenario: "concurrency" } };
+    const pa = await write("a.json", a);
+    for (
+      const [other, why] of [
+        [await write("study.json", study), "A is a lab bench run and B is a lab study run"],
+        [await write("conc.json", conc), "A ran --scenario rtt and B --scenario concurrency"],
+      ]
+    ) {
+      const r = await runLab(["report", pa, other, "--fail-on-regression"]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.deepEqual(errorLines(r.stderr), [`error: Cannot compare ${pa} with ${other}: ${why}`]);
+      assert.equal(dec.decode(r.stdout), "");
+    }
+    // the planted 25 % regression gates two careful runs ...
+    const pw = await write("worse.json", worse);
+    const gated = await runLab(["report", pa, pw, "--fail-on-regression"]);
+    assert.equal(gated.code, 1, dec.decode(gated.stdout));
+    // ... but not when a run said "expect ±70 %"
+    const noisy = structuredClone(a);
+    noisy.rounds!.noise = {
+      ...noisy.rounds!.noise,
+      noisy: true,
+      expectPercent: 70,
+      reasons: ["x"],
+    };
+    const within = await runLab([
+      "report",
+      await write("noisy.json", noisy),
+      pw,
+      "--fail-on-regression",
+    ]);
+    const text = dec.decode(within.stdout);
+    assert.equal(within.code, 0, text);
+    assert.match(text, /noise threshold 70\.0 %/);
+    assert.doesNotMatch(text, /regressed/);
+    // ... nor when one of them was --quick
+    const quick = structuredClone(a);
+    quick.config.quick = true;
+    const q = await runLab([
+      "report",
+      await write("quick.json", quick),
+      pw,
+      "--fail-on-regression",
+    ]);
+    assert.equal(q.code, 0, dec.decode(q.stdout));
+    assert.match(dec.decode(q.stdout), /^A was a quick run \(--quick\)/m);
+    assert.match(q.stderr, /^not gating: .*quick\.json was a quick run/m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
