@@ -240,3 +240,76 @@ Deno.test("lab report refuses to compare unlike runs, raises the threshold to a 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/** Runs `lab serve` with `args` until `enough(stdout, stderr)` holds or it exits; then stops it. */
+async function serveUntil(
+  args: string[],
+  enough: (out: string, err: string) => boolean,
+): Promise<{ out: string; err: string; code: number }> {
+  const [cmd, ...prefix] = labCommand();
+  const child = new Deno.Command(cmd, {
+    args: [...prefix, "serve", "--host", "127.0.0.1", ...args],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let out = "", err = "";
+  const { promise: seen, resolve } = Promise.withResolvers<void>();
+  const pump = (s: ReadableStream<Uint8Array>, add: (t: string) => void) =>
+    s.pipeThrough(new TextDecoderStream()).pipeTo(
+      new WritableStream({
+        write: (t) => {
+          add(t);
+          if (enough(out, err)) resolve();
+        },
+      }),
+    );
+  const done = Promise.all([
+    pump(child.stdout, (t) => (out += t)),
+    pump(child.stderr, (t) => (err += t)),
+  ]);
+  const status = await Promise.race([seen.then(() => undefined), child.status]);
+  if (status === undefined) child.kill("SIGTERM");
+  const { code } = await child.status;
+  await done;
+  return { out, err, code };
+}
+
+Deno.test("lab serve binds every port before it prints any listening line", async () => {
+  const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const port = (busy.addr as Deno.NetAddr).port;
+    const r = await serveUntil(
+      ["--transports", "h2c,h2-tls", "--h2c-port", "0", "--tls-port", String(port)],
+      () => false,
+    );
+    assert.equal(r.code, 1, r.err);
+    assert.equal(r.out, "", "no listening line from a server that failed to start");
+    assert.match(r.err, new RegExp(`error: .*${port}.*in use`, "i"));
+  } finally {
+    busy.close();
+  }
+});
+
+Deno.test("lab serve serves h2c, h2-TLS and h3 by default, and names quinn's datagram sizes on the deno stack", async () => {
+  const { availableTransports } = await import("../transports/mod.ts");
+  const native = await availableTransports("native");
+  const lines = (out: string) => out.split("\n").filter((l) => / listening on /.test(l));
+  const r = await serveUntil(
+    ["--h2c-port", "0", "--tls-port", "0"],
+    (out) => lines(out).length === native.length,
+  );
+  assert.deepEqual(lines(r.out).map((l) => l.split(" ")[0]), native);
+  assert.ok(native.includes("h3"), "the native h3 module is built here (deno task build:native)");
+  if (!(await availableTransports("deno")).includes("h3")) return;
+  const d = await serveUntil(
+    ["--stack", "deno", "--transports", "h3", "--tls-port", "0"],
+    (_, err) => /h3 datagrams/.test(err),
+  );
+  const line = d.err.split("\n").find((l) => l.startsWith("h3 datagrams"));
+  assert.equal(
+    line,
+    "h3 datagrams: quinn's own (1200 B, then its path MTU discovery up to 1452 B); " +
+      "Deno exposes neither the setting nor the sizes sent",
+  );
+});
