@@ -266,7 +266,7 @@ export function legendLines(run: BenchRun): string[] {
     );
   }
   out.push(
-    "rate: completed requests (or bits) per second over the sampling; n: samples; outl. m/s: Tukey outliers among the samples, mild (beyond 1.5 IQR of the quartiles) / severe (beyond 3 IQR); err: failed requests.",
+    "rate: completed requests (or bits) per second over the sampling; n: samples; outl. m/s: Tukey outliers among the samples, mild (beyond 1.5 IQR of the quartiles) / severe (beyond 3 IQR); fail/err: responses whose status is outside the accepted set (--ok, default 2xx and 3xx) / requests without a response (err alone in runs saved before statuses were counted).",
   );
   return out;
 }

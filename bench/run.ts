@@ -25,7 +25,8 @@ import {
 } from "./schema.ts";
 import { type Endpoints, parseTargetList, startServers, targetEndpoints } from "./servers.ts";
 import { reachableTarget } from "./target_probe.ts";
-import type { Scenario, ScenarioContext } from "./scenarios/context.ts";
+import type { Scenario, ScenarioContext, TargetRequest } from "./scenarios/context.ts";
+import { DEFAULT_OK, type StatusSet } from "../lib/status_set.ts";
 import { rttScenario } from "./scenarios/rtt.ts";
 import { concurrencyScenario } from "./scenarios/concurrency.ts";
 import { coldScenario } from "./scenarios/cold.ts";
@@ -113,7 +114,21 @@ export interface BenchOptions {
   signal?: AbortSignal;
   /** Scenarios a higher layer supplies (the study's `flows`). Default none. */
   plugins?: Partial<Record<ScenarioName, ScenarioPlugin>>;
+  /** The request every row sends instead of the payload GET (rtt, concurrency, rate, capacity,
+   * cold). Default: the payload GET of each size. */
+  request?: TargetRequest;
+  /** The statuses that count as a success. Default 2xx and 3xx. */
+  ok?: StatusSet;
 }
+
+/** Scenarios that send a given request (`--path`, `-X`, `-H`, `-d`) instead of the payload GET. */
+export const REQUEST_SCENARIOS: readonly ScenarioName[] = [
+  "rtt",
+  "concurrency",
+  "rate",
+  "capacity",
+  "cold",
+];
 
 /** A scenario supplied from above the benchmark: how it runs and what it adds to the config. */
 export interface ScenarioPlugin {
@@ -199,8 +214,21 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
   if (options.rate !== undefined && !(options.rate > 0)) {
     throw new RangeError(`rate must be > 0, got ${options.rate}`);
   }
-  const sizes = options.sizes ?? DEFAULT_SIZES;
-  for (const s of sizes) {
+  if (options.request && !REQUEST_SCENARIOS.includes(scenario)) {
+    throw new RangeError(
+      `--scenario ${scenario} sends its own requests (a request is given for ${
+        REQUEST_SCENARIOS.join(", ")
+      })`,
+    );
+  }
+  if (options.request && options.sizes) {
+    throw new RangeError("--sizes sets the payload GET's sizes: it does not go with --path");
+  }
+  // a given request is one row per transport (its "size" is its body's, 0 for none)
+  const sizes = options.request
+    ? [options.request.body?.length ?? 0]
+    : options.sizes ?? DEFAULT_SIZES;
+  for (const s of options.request ? [] : sizes) {
     if (!(Number.isInteger(s) && s >= 1 && s <= 16 * 1024 * 1024)) {
       throw new RangeError(`Size ${s} is outside 1 B … 16 MiB`);
     }
@@ -300,6 +328,19 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
     quick,
     serverMode,
     target: options.target,
+    ...(options.request
+      ? {
+        request: {
+          method: options.request.method,
+          path: options.request.path,
+          ...(Object.keys(options.request.headers).length
+            ? { headers: options.request.headers }
+            : {}),
+          ...(options.request.body ? { bodyBytes: options.request.body.length } : {}),
+        },
+      }
+      : {}),
+    ok: options.ok?.text ?? DEFAULT_OK,
     delayMs: options.delayMs ?? 0,
     rate: scenario === "rate" ? options.rate ?? 1000 : options.rate,
     concurrency: scenario === "concurrency"
@@ -384,7 +425,12 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
           h3Target: options.targetH3,
         }),
         transports,
-        { stack, altSvc: options.targetH3 === undefined, notes },
+        {
+          stack,
+          altSvc: options.targetH3 === undefined,
+          notes,
+          ...(options.request ? { path: options.request.path } : {}),
+        },
       )
       : await startServers(scenario === "peers" ? peerTransports : transports, {
         stack,
@@ -422,6 +468,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchRun> {
       },
       rebind: options.rebind,
       signal: options.signal,
+      request: options.request,
+      ok: options.ok,
     };
     if (interleaved) {
       const floorSizes = floorsSkipped !== undefined

@@ -17,12 +17,14 @@ import { linkContextFromEnv, runBenchAcrossLink } from "../bench/across_link.ts"
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
 import {
   asUsage,
+  asUsageAsync,
   checkOutputPaths,
   exclusive,
   hintArgument,
   invalid,
   parseChoice,
   parseDuration,
+  parseHeader,
   parseInteger,
   parseList,
   parseNumber,
@@ -35,7 +37,17 @@ import { type AttackName, ATTACKS } from "../bench/attackers.ts";
 import { runRepeated } from "../bench/repeats.ts";
 import { LOAD_SCHEMA, type LoadRecord } from "../load/mod.ts";
 import { renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
-import { DEFAULT_OK, parseStatusSet } from "../lib/status_set.ts";
+import {
+  DEFAULT_OK,
+  formatStatusCounts,
+  isAccepted,
+  parseStatusSet,
+  type StatusSet,
+} from "../lib/status_set.ts";
+import type { TargetRequest } from "../bench/scenarios/context.ts";
+import type { BenchRun } from "../bench/schema.ts";
+import { requestBody } from "./request.ts";
+import { RequestError, requestFailureKind } from "./request_error.ts";
 
 /** Options as commander hands them over. */
 interface BenchFlags {
@@ -75,6 +87,14 @@ interface BenchFlags {
   seed?: string;
   runs?: string;
   quiet?: boolean;
+  // The request of every row, and how its answers are judged.
+  path?: string;
+  method?: string;
+  header: string[];
+  data?: string;
+  dataBinary?: string;
+  ok: string;
+  maxFailures: string;
 }
 
 /** The interleaved-round and repeat flags, parsed: `--schedule --rounds --block --seed --runs`. */
@@ -141,10 +161,15 @@ async function bench(flags: BenchFlags): Promise<void> {
         scheme = new URL(text!).protocol;
       } catch { /* not a URL */ }
       if (scheme !== "http:" && scheme !== "https:") {
-        throw invalid(
-          "--target",
-          "http://host:port, https://host:port or transport=url,…",
-          flags.target,
+        // a malformed URL: curl's status 3
+        throw new RequestError(
+          "url",
+          invalid(
+            "--target",
+            "http://host:port, https://host:port or transport=url,…",
+            flags.target,
+          )
+            .message,
         );
       }
     }
@@ -178,6 +203,9 @@ async function bench(flags: BenchFlags): Promise<void> {
     }
   }
   const { runs, ...rounds } = roundFlags(flags);
+  const request = await targetRequest(flags);
+  const ok = asUsage(() => parseStatusSet(flags.ok), "--ok");
+  const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
@@ -222,6 +250,8 @@ async function bench(flags: BenchFlags): Promise<void> {
         ? parseNumber(flags.p99, "--p99", { min: 0.001 })
         : undefined,
       skipFloors: flags.floors === false,
+      request,
+      ok,
       onProgress: progress.update,
       signal: controller.signal,
     };
@@ -234,7 +264,7 @@ async function bench(flags: BenchFlags): Promise<void> {
           mtu,
         })
         : runBench({ ...o, ...linkContextFromEnv(), plugins: STUDY_PLUGINS });
-    const run = await runRepeated(runs, options, runOne, {
+    const run = await runRepeated(runs, options, (o) => targetFailure(runOne(o), flags.target), {
       // Each run its own seed of round orders (consecutive from --seed when given).
       optionsFor: (i, o) => ({ ...o, seed: o.seed !== undefined ? o.seed + i : undefined }),
       onRun: (i, n) => n > 1 && progress.update(`run ${i + 1} of ${n}`, 0),
@@ -252,9 +282,91 @@ async function bench(flags: BenchFlags): Promise<void> {
       html: flags.html,
     }, { sections: STUDY_SECTIONS });
     for (const w of written) console.error(`wrote ${w}`);
+    judgeRun(run, ok, maxFailures);
   } finally {
     progress.stop();
     Deno.removeSignalListener("SIGINT", onSignal);
+  }
+}
+
+/** `--path`, `-X`, `-H`, `-d`: the request every row sends, with `lab request`'s meanings. */
+async function targetRequest(flags: BenchFlags): Promise<TargetRequest | undefined> {
+  const given = flags.path !== undefined || flags.method !== undefined ||
+    flags.header.length > 0 || flags.data !== undefined || flags.dataBinary !== undefined;
+  if (!given) return undefined;
+  const path = flags.path ?? "/";
+  if (!path.startsWith("/")) throw invalid("--path", "a path from / (with its query)", path);
+  const headers: Record<string, string> = {};
+  for (const h of flags.header) {
+    const [k, v] = parseHeader(h);
+    headers[k] = v;
+  }
+  const body = await asUsageAsync(() => requestBody(flags), "-d");
+  if (body && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
+    headers["content-type"] = "application/json";
+  }
+  const method = (flags.method ?? (body ? "POST" : "GET")).toUpperCase();
+  if (!/^[A-Z]+$/.test(method)) throw invalid("-X", "an HTTP method", flags.method!);
+  return { method, path, headers, ...(body ? { body } : {}) };
+}
+
+/** A target that did not answer fails with curl's status where one fits (7 refused, 6 unknown host). */
+async function targetFailure<T>(run: Promise<T>, target: string | undefined): Promise<T> {
+  try {
+    return await run;
+  } catch (err) {
+    const kind = target && (err as Error).name === "ServerSetupError"
+      ? requestFailureKind(err)
+      : undefined;
+    if (kind) throw new RequestError(kind, (err as Error).message, { cause: err });
+    throw err;
+  }
+}
+
+/**
+ * Every row's requests judged by the accepted set: a summary line (succeeded,
+ * failed with their statuses, errored), and the run fails when failures pass
+ * `--max-failures` (22 when all are statuses, else 1) or when no row was measured.
+ */
+function judgeRun(run: BenchRun, ok: StatusSet, maxFailures: number): void {
+  const failedBy: Record<string, number> = {};
+  let succeeded = 0, failed = 0, errors = 0;
+  // a row without status counts is another view of a counted row's requests (rate's
+  // uncorrected row, cold's phase rows): its errors are that row's too
+  for (const row of run.rows) {
+    if (row.status === undefined) continue;
+    errors += row.errors;
+    for (const [code, n] of Object.entries(row.status ?? {})) {
+      if (isAccepted(ok, code)) {
+        succeeded += n;
+      } else {
+        failed += n;
+        failedBy[code] = (failedBy[code] ?? 0) + n;
+      }
+    }
+  }
+  if (run.rows.length === 0) {
+    const why = run.notes.filter((n) => /no row|FAILED|not measured|cannot/i.test(n));
+    throw new Error(
+      `No rows were measured${why.length ? `: ${why.join(" ")}` : " (see the notes above)"}`,
+    );
+  }
+  const counted = run.rows.some((r) => r.status !== undefined);
+  if (!counted) return;
+  const statuses = formatStatusCounts(
+    Object.entries(failedBy).sort((a, b) => b[1] - a[1]),
+  );
+  console.log(
+    `\nrequests: ${succeeded} succeeded, ${failed} failed${statuses ? ` (${statuses})` : ""}, ` +
+      `${errors} error${errors === 1 ? "" : "s"} (success: status ${ok.text})`,
+  );
+  if (failed + errors > maxFailures) {
+    const rows = run.rows.filter((r) => (r.failed ?? 0) + r.errors > 0).length;
+    const msg = `${failed + errors} request(s) failed in ${rows} of ${run.rows.length} rows (` +
+      [statuses, errors ? `${errors} without a response` : ""].filter(Boolean).join(", ") +
+      `; success is status ${ok.text}); --max-failures ${maxFailures}`;
+    if (errors === 0) throw new RequestError("http", msg);
+    throw new Error(msg);
   }
 }
 
@@ -429,6 +541,25 @@ async function soak(flags: SoakFlags): Promise<void> {
   }
 }
 
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+const BENCH_EXIT_HELP = `
+Every response is judged by --ok (default 2xx and 3xx); each row keeps its
+status counts, and the run ends with "requests: N succeeded, M failed, E errors".
+
+Exit status (curl's where curl has one):
+  0   rows measured, failures within --max-failures
+  1   no row measured (the notes say why), failures past --max-failures that
+      include requests without a response, or any other failure
+  2   bad usage
+  3   malformed --target URL
+  6   the target's host did not resolve
+  7   no transport of the target accepted a connection
+  22  failures past --max-failures, all of them other statuses
+  130 interrupted (Ctrl-C)`;
+
 /** Adds `bench` and `report` to the program. Bad input throws {@linkcode UsageError}. */
 export function registerBenchCommands(program: Command): void {
   hintArgument("lab bench", "--scenario", SCENARIOS);
@@ -510,6 +641,25 @@ export function registerBenchCommands(program: Command): void {
     .option("--md <file>", "write a Markdown report")
     .option("--csv <file>", "write the rows as CSV")
     .option("--html <file>", "write a self-contained HTML report with charts")
+    // The request of every row (rtt, concurrency, rate, capacity, cold), as lab request has them.
+    .option(
+      "--path <path>",
+      "request this path and query instead of the payload GET (a target NF's own operation)",
+    )
+    .option("-X, --method <method>", "HTTP method (default GET, or POST with -d)")
+    .option("-H, --header <line>", "extra header 'Name: value' (repeatable)", collect, [])
+    .option(
+      "-d, --data <data>",
+      "request body; @FILE (or @-) is read with CR and LF removed, as curl's -d",
+    )
+    .option("--data-binary <data>", "request body; @FILE (or @-) is sent byte for byte")
+    .option(
+      "--ok <statuses>",
+      "statuses that count as a success: codes and classes, e.g. 200,201,204 or 2xx",
+      DEFAULT_OK,
+    )
+    .option("--max-failures <n>", "failed or errored requests tolerated before exit non-zero", "0")
+    .addHelpText("after", BENCH_EXIT_HELP)
     .action(async (flags: BenchFlags) => {
       await bench(flags);
     });

@@ -52,8 +52,11 @@ async function readSource(source: string): Promise<Uint8Array> {
 /**
  * The request body: `-d` as curl has it (text as given; `@FILE` or `@-` read
  * with every CR and LF removed), `--data-binary` (`@FILE` byte for byte).
+ * `lab bench` reads its `-d` and `--data-binary` the same way.
  */
-async function body(o: RequestOptions): Promise<Uint8Array | undefined> {
+export async function requestBody(
+  o: { data?: string; dataBinary?: string },
+): Promise<Uint8Array | undefined> {
   if (o.data !== undefined && o.dataBinary !== undefined) throw exclusive("-d", "--data-binary");
   if (o.dataBinary !== undefined) {
     if (o.dataBinary.startsWith("@")) return await readSource(o.dataBinary.slice(1));
@@ -186,7 +189,7 @@ async function request(urlText: string, o: RequestOptions): Promise<void> {
     const [k, v] = parseHeader(h);
     headers[k] = v;
   }
-  const data = await body(o);
+  const data = await requestBody(o);
   if (data && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
     headers["content-type"] = "application/json";
   }

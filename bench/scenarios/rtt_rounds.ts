@@ -15,7 +15,14 @@ import type { MachineProbe } from "../machine_probe.ts";
 import { assessNoise, floorId, pairedRatios } from "../rounds_summary.ts";
 import type { FloorKind, FloorRow, ResultRow, RoundSeries, RoundsRecord } from "../schema.ts";
 import type { SbiClient } from "../../transports/types.ts";
-import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
+import {
+  floorFor,
+  makeRow,
+  requestLabel,
+  rowRequest,
+  type ScenarioContext,
+  StatusTally,
+} from "./context.ts";
 
 /** How the rounds run. */
 export interface RttRoundsOptions {
@@ -118,7 +125,7 @@ export async function rttRounds(
   const clients = new Map<string, SbiClient>();
   const echoes: RuntimeEcho[] = [];
   const arms: RoundArm[] = [];
-  const rowArms: { id: string; transport: string; size: number }[] = [];
+  const rowArms: { id: string; transport: string; size: number; tally: StatusTally }[] = [];
   const floorArms: {
     id: string;
     source: "kernel" | "runtime";
@@ -133,8 +140,13 @@ export async function rttRounds(
       clients.set(transport, client);
       for (const size of ctx.sizes) {
         const id = `rtt/${transport}/${size}`;
-        rowArms.push({ id, transport, size });
-        arms.push({ id, block: block(() => getPayload(client, size)), measureCpu: true });
+        const tally = new StatusTally(ctx.ok);
+        rowArms.push({ id, transport, size, tally });
+        arms.push({
+          id,
+          block: block(() => rowRequest(ctx, client, size, tally)),
+          measureCpu: true,
+        });
       }
     }
     for (const size of options.floorSizes) {
@@ -187,7 +199,7 @@ export async function rttRounds(
       ctx.onProgress(`warm-up ${a.transport} ${formatBytes(a.size)}`, i / rowArms.length);
       const client = clients.get(a.transport)!;
       await sampleOperation(
-        () => getPayload(client, a.size),
+        () => rowRequest(ctx, client, a.size, a.tally),
         { warmupMs: warmEach, sampleMs: 0, samples: 0 },
         1,
         { clock: ctx.clock, signal: ctx.signal },
@@ -208,7 +220,13 @@ export async function rttRounds(
     const rows: ResultRow[] = [];
     for (const a of rowArms) {
       const arm = outcome.arms[a.id];
-      if (arm.samples.flat().length < 2) continue;
+      if (arm.samples.flat().length < 2) {
+        ctx.notes.push(
+          `rtt ${a.transport} ${requestLabel(ctx, a.size)}: no row, ${arm.errors} request(s) ` +
+            "failed without a response and fewer than 2 were timed.",
+        );
+        continue;
+      }
       const s = series(arm);
       const n = s.counts.reduce((x, y) => x + y, 0);
       const elapsed = arm.elapsedMs.reduce((x, y) => x + y, 0);
@@ -222,12 +240,13 @@ export async function rttRounds(
           id: a.id,
           scenario: "rtt",
           transport: a.transport,
-          label: `GET ${formatBytes(a.size)}, warm connection`,
+          label: `${requestLabel(ctx, a.size)}, warm connection`,
           sizeBytes: a.size,
           concurrency: 1,
           floor: floorFor(a.transport),
           requestsPerSecond: n / (elapsed / 1000),
           errors: arm.errors,
+          ...a.tally.fields(),
           ...(Object.keys(extra).length ? { extra } : {}),
         }, pooled(arm)),
         arm,
