@@ -490,6 +490,8 @@ interface SoakFlags {
   attacks: string;
   json?: string;
   quiet?: boolean;
+  ok: string;
+  maxFailures: string;
 }
 
 async function soak(flags: SoakFlags): Promise<void> {
@@ -497,6 +499,8 @@ async function soak(flags: SoakFlags): Promise<void> {
   const durationMs = parseDuration(flags.time, "--time", { bare: "s", minMs: 1000 });
   const rate = parseNumber(flags.rate, "--rate", { min: 1 });
   const intervalMs = parseDuration(flags.interval, "--interval", { bare: "s", minMs: 100 });
+  const ok = asUsage(() => parseStatusSet(flags.ok), "--ok");
+  const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
   const { availableTransports, parseTransports } = await import("../transports/mod.ts");
   const stack = flags.stack === undefined
     ? undefined
@@ -522,6 +526,7 @@ async function soak(flags: SoakFlags): Promise<void> {
       intervalMs,
       rate,
       attacks: attacks as AttackName[],
+      ok,
       signal: controller.signal,
       onInterval: (i) => {
         console.log(renderSoakInterval(i, intervalMs));
@@ -535,6 +540,21 @@ async function soak(flags: SoakFlags): Promise<void> {
       console.error(`wrote ${flags.json}`);
     }
     if (!report.serverAlive) throw new Error("lab serve exited during the soak");
+    const slices = Object.values(report.summary).filter((x) => x !== undefined);
+    const failed = slices.reduce((n, x) => n + (x.failed ?? 0), 0);
+    const errors = slices.reduce((n, x) => n + x.errors, 0);
+    const served = slices.reduce((n, x) => n + x.served, 0);
+    console.log(
+      `requests: ${served} succeeded, ${failed} failed, ${errors} error${
+        errors === 1 ? "" : "s"
+      } (success: status ${ok.text} and the payload's size)`,
+    );
+    if (failed + errors > maxFailures) {
+      const msg = `${failed + errors} steady request(s) failed (${failed} by status, ${errors} ` +
+        `without a right answer); --max-failures ${maxFailures}`;
+      if (errors === 0) throw new RequestError("http", msg);
+      throw new Error(msg);
+    }
   } finally {
     progress.stop();
     Deno.removeSignalListener("SIGINT", onSignal);
@@ -675,6 +695,12 @@ export function registerBenchCommands(program: Command): void {
     .option("--interval <time>", "reporting interval (500ms, 1s; bare number = s)", "1")
     .option("--attacks <list>", `${ATTACKS.join(",")}, or none`, ATTACKS.join(","))
     .option("--json <file>", "save the report as JSON")
+    .option(
+      "--ok <statuses>",
+      "statuses that count as a success: codes and classes, e.g. 200 or 2xx",
+      DEFAULT_OK,
+    )
+    .option("--max-failures <n>", "failed steady requests tolerated before exit non-zero", "0")
     .option("-q, --quiet", "no progress: lines on stderr when it is not a terminal")
     .action(async (flags: SoakFlags) => {
       await soak(flags);

@@ -313,3 +313,38 @@ Deno.test("lab serve serves h2c, h2-TLS and h3 by default, and names quinn's dat
       "Deno exposes neither the setting nor the sizes sent",
   );
 });
+
+Deno.test("lab soak counts answers outside --ok as failed, with their statuses, and exits 22", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-soak-" });
+  try {
+    const json = `${dir}/soak.json`;
+    // lab serve answers 200: with only 201 accepted, every steady answer fails
+    const r = await runLab([
+      "soak",
+      "--time",
+      "1",
+      "--transports",
+      "h2c",
+      "--rate",
+      "50",
+      "--attacks",
+      "none",
+      "--ok",
+      "201",
+      "-q",
+      "--json",
+      json,
+    ], 60_000);
+    const out = dec.decode(r.stdout);
+    assert.equal(r.code, 22, `${out}\n${r.stderr}`);
+    const report = JSON.parse(await Deno.readTextFile(json));
+    const s = report.summary.h2c;
+    assert.ok(s.failed > 0);
+    assert.deepEqual(s.status, { "200": s.failed });
+    assert.equal(s.served, 0);
+    assert.match(out, new RegExp(`^status codes: h2c ${s.failed} × 200$`, "m"));
+    assert.match(out, new RegExp(`^requests: 0 succeeded, ${s.failed} failed, 0 errors`, "m"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
