@@ -328,21 +328,26 @@ async function targetFailure<T>(run: Promise<T>, target: string | undefined): Pr
  * failed with their statuses, errored), and the run fails when failures pass
  * `--max-failures` (22 when all are statuses, else 1) or when no row was measured.
  */
-function judgeRun(run: BenchRun, ok: StatusSet, maxFailures: number): void {
+function judgeRun(
+  run: BenchRun,
+  ok: StatusSet,
+  maxFailures: number,
+  rule = `status ${ok.text}`,
+): void {
   const failedBy: Record<string, number> = {};
   let succeeded = 0, failed = 0, errors = 0;
   // a row without status counts is another view of a counted row's requests (rate's
-  // uncorrected row, cold's phase rows): its errors are that row's too
+  // uncorrected row, cold's phase rows, a flow's own row): its errors are that row's too
   for (const row of run.rows) {
     if (row.status === undefined) continue;
     errors += row.errors;
-    for (const [code, n] of Object.entries(row.status ?? {})) {
-      if (isAccepted(ok, code)) {
-        succeeded += n;
-      } else {
-        failed += n;
-        failedBy[code] = (failedBy[code] ?? 0) + n;
-      }
+    const answers = Object.values(row.status).reduce((a, b) => a + b, 0);
+    const bad = row.failed ?? 0;
+    failed += bad;
+    succeeded += answers - bad;
+    if (bad === 0) continue;
+    for (const [code, n] of Object.entries(row.status)) {
+      if (!isAccepted(ok, code)) failedBy[code] = (failedBy[code] ?? 0) + n;
     }
   }
   if (run.rows.length === 0) {
@@ -358,13 +363,13 @@ function judgeRun(run: BenchRun, ok: StatusSet, maxFailures: number): void {
   );
   console.log(
     `\nrequests: ${succeeded} succeeded, ${failed} failed${statuses ? ` (${statuses})` : ""}, ` +
-      `${errors} error${errors === 1 ? "" : "s"} (success: status ${ok.text})`,
+      `${errors} error${errors === 1 ? "" : "s"} (success: ${rule})`,
   );
   if (failed + errors > maxFailures) {
     const rows = run.rows.filter((r) => (r.failed ?? 0) + r.errors > 0).length;
     const msg = `${failed + errors} request(s) failed in ${rows} of ${run.rows.length} rows (` +
       [statuses, errors ? `${errors} without a response` : ""].filter(Boolean).join(", ") +
-      `; success is status ${ok.text}); --max-failures ${maxFailures}`;
+      `; success is ${rule}); --max-failures ${maxFailures}`;
     if (errors === 0) throw new RequestError("http", msg);
     throw new Error(msg);
   }
@@ -737,6 +742,7 @@ interface StudyFlags {
   schedule?: string;
   seed?: string;
   out: string;
+  maxFailures: string;
 }
 
 async function study(flags: StudyFlags): Promise<number> {
@@ -769,6 +775,7 @@ async function study(flags: StudyFlags): Promise<number> {
       parseChoice(f, "--flows", ["journey", "warm-get"])
     )
     : undefined;
+  const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
   try {
     await Deno.mkdir(flags.out, { recursive: true });
   } catch (err) {
@@ -815,6 +822,7 @@ async function study(flags: StudyFlags): Promise<number> {
         (run.study!.budgetMs / 1000).toFixed(0)
       } s budget`,
     );
+    judgeRun(run, parseStatusSet(DEFAULT_OK), maxFailures, "the status each step expects");
   } finally {
     progress.stop();
     Deno.removeSignalListener("SIGINT", onSignal);
@@ -852,6 +860,11 @@ export function registerStudyCommand(program: Command): void {
     )
     .option("--seed <n>", "seed of the round orders (default random, recorded)")
     .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
+    .option(
+      "--max-failures <n>",
+      "step answers with a status the step does not expect, or no answer, tolerated before exit non-zero",
+      "0",
+    )
     .option("-q, --quiet", "no progress (a bar on a terminal, else progress: lines on stderr)")
     .action(async (flags: StudyFlags) => {
       await study(flags);
