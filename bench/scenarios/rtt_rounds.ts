@@ -117,6 +117,18 @@ export function withRoundInterval<T extends { estimate: ResultRow["estimate"] }>
   return item;
 }
 
+/** The progress step of an interleaved run (plain progress lines count it as one row). */
+export const ROUNDS_STEP = "interleaved rounds";
+
+/** The warm-up's share of an interleaved run's time: warm-up ms against rounds × arms × block. */
+export function warmShareOf(
+  warmupMs: number,
+  rounds: { rounds: number; blockMs: number; arms: number },
+): number {
+  const roundMs = rounds.rounds * rounds.blockMs * Math.max(1, rounds.arms);
+  return warmupMs + roundMs > 0 ? warmupMs / (warmupMs + roundMs) : 0;
+}
+
 /** Runs the rtt rows and the floors in interleaved rounds. */
 export async function rttRounds(
   ctx: ScenarioContext,
@@ -194,9 +206,18 @@ export async function rttRounds(
     }
     // Warm-up: each transport arm alone for the plan's warm-up first (JIT, connection windows), then discarded rounds.
     const warmEach = ctx.plan.warmupMs;
+    // One progress step for the whole interleaved run: the warm-up's share of its time first,
+    // then the rounds', so the share never goes back and a round is not taken for a row.
+    const warmShare = warmShareOf(warmEach * rowArms.length, {
+      rounds: options.rounds + options.warmupRounds,
+      blockMs: options.blockMs,
+      arms: arms.length,
+    });
+    const step = (what: string, f: number) =>
+      ctx.onProgress(`${ROUNDS_STEP} · ${what}`, Math.min(1, Math.max(0, f)));
     for (const [i, a] of rowArms.entries()) {
       if (ctx.signal?.aborted) break;
-      ctx.onProgress(`warm-up ${a.transport} ${formatBytes(a.size)}`, i / rowArms.length);
+      step(`warm-up ${a.transport} ${formatBytes(a.size)}`, (warmShare * i) / rowArms.length);
       const client = clients.get(a.transport)!;
       await sampleOperation(
         () => rowRequest(ctx, client, a.size, a.tally),
@@ -214,7 +235,7 @@ export async function rttRounds(
       rng: createRng(options.seed),
       probe: options.probe,
       clock: ctx.clock,
-      onProgress: ctx.onProgress,
+      onProgress: (what, f) => step(what, warmShare + (1 - warmShare) * f),
       signal: ctx.signal,
     });
     const rows: ResultRow[] = [];
