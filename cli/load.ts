@@ -52,6 +52,8 @@ interface LoadFlags {
   header: string[];
   data?: string;
   ca?: string;
+  cert?: string;
+  key?: string;
   insecure?: boolean;
   timeout: string;
   nfType: string;
@@ -169,15 +171,32 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     if (/--h3/.test(msg)) throw new UsageError(msg);
     throw new RequestError("url", msg, { cause: err });
   }
-  let caPem: Uint8Array | undefined;
-  if (f.ca) {
-    try {
-      caPem = await Deno.readFile(f.ca);
-    } catch {
-      throw new UsageError(`Cannot read ${f.ca}`);
-    }
+  if ((f.cert === undefined) !== (f.key === undefined)) {
+    throw new UsageError("--cert and --key go together (mutual TLS)");
   }
-  const whole: LoadPlan = { ...target, ...plan, caPem, insecure: f.insecure ?? false } as LoadPlan;
+  if (f.cert && !target.tls && target.protocol === "h2") {
+    throw new UsageError("--cert needs TLS: an https:// URL");
+  }
+  const readPem = async (file: string | undefined) => {
+    if (file === undefined) return undefined;
+    try {
+      return await Deno.readFile(file);
+    } catch {
+      throw new UsageError(`Cannot read ${file}`);
+    }
+  };
+  const [caPem, certPem, keyPem] = [
+    await readPem(f.ca),
+    await readPem(f.cert),
+    await readPem(f.key),
+  ];
+  const whole: LoadPlan = {
+    ...target,
+    ...plan,
+    caPem,
+    ...(certPem ? { certPem, keyPem } : {}),
+    insecure: f.insecure ?? false,
+  } as LoadPlan;
   const shard = whichShard(f);
   let full = whole;
   if (shard) {
@@ -455,6 +474,8 @@ export function registerLoadCommand(program: Command): void {
     .option("-H, --header <line>", "extra header 'Name: value' (repeatable)", collect, [])
     .option("-d, --data <data>", "request body, or @FILE")
     .option("--ca <file>", "CA certificate to trust")
+    .option("--cert <file>", "client certificate for mutual TLS (PEM)")
+    .option("--key <file>", "client private key for mutual TLS (PEM)")
     .option("-k, --insecure", "do not verify the server's certificate")
     .option("--timeout <time>", "per-request timeout (500ms, 10s; bare number = ms)", "10000")
     .option("--nf-type <type>", "NF type in User-Agent", "SMF")

@@ -348,3 +348,50 @@ Deno.test("lab soak counts answers outside --ok as failed, with their statuses, 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("lab load --cert --key loads an mTLS server over h2-TLS and h3, which refuses it without them", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-mtls-" });
+  try {
+    assert.equal((await runLab(["certs", "--out", dir])).code, 0);
+    const srv = await startLabServe({
+      transports: ["h2-tls", "h3"],
+      cert: `${dir}/server.pem`,
+      key: `${dir}/server-key.pem`,
+      ca: `${dir}/ca.pem`,
+      mtls: true,
+    });
+    try {
+      for (const [t, extra] of [["h2-tls", []], ["h3", ["--h3"]]] as const) {
+        const url = `${srv.urls[t]}/nbench/v1/payload?size=32`;
+        const base = ["load", url, "-n", "20", "-q", "--ca", `${dir}/ca.pem`, ...extra];
+        const mine = ["--cert", `${dir}/client.pem`, "--key", `${dir}/client-key.pem`];
+        const ok = await runLab([...base, ...mine]);
+        const out = dec.decode(ok.stdout);
+        assert.equal(ok.code, 0, `${t}: ${out}\n${ok.stderr}`);
+        assert.match(out, /20 succeeded, 0 failed, 0 errors/, t);
+        assert.match(out, new RegExp(`\\(${t}, 1 conn × 1 streams`), t);
+        const anon = await runLab(base);
+        assert.notEqual(
+          anon.code,
+          0,
+          `${t}: an mTLS server must refuse a client without a certificate`,
+        );
+        assert.doesNotMatch(dec.decode(anon.stdout), /20 succeeded/, t);
+      }
+    } finally {
+      await srv.stop();
+    }
+    const half = await runLab([
+      "load",
+      "https://127.0.0.1:9/",
+      "-n",
+      "1",
+      "--cert",
+      `${dir}/client.pem`,
+    ]);
+    assert.equal(half.code, 2);
+    assert.deepEqual(errorLines(half.stderr), ["error: --cert and --key go together (mutual TLS)"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -130,6 +130,11 @@ sbl_engine *sbl_engine_new(const sbl_proto *proto, const uint8_t *plan, uint32_t
   pl->body = blob(p, len, &off, &pl->body_len);
   pl->ca = blob(p, len, &off, &pl->ca_len);
   if (!h || !s || !pl->hdrs || !pl->body || !pl->ca || hl == 0) goto fail;
+  if (off < len) { /* mutual TLS: the client's certificate and key, both non-empty */
+    pl->cert = blob(p, len, &off, &pl->cert_len);
+    pl->key = blob(p, len, &off, &pl->key_len);
+    if (!pl->cert || !pl->key || pl->cert_len == 0 || pl->key_len == 0) goto fail;
+  }
   if (sbwire_count_fields(pl->hdrs, pl->hdrs_len) < 1) goto fail;
   if (pl->conns < 1 || pl->conns > 100000 || pl->streams < 1 || pl->streams > 100000) goto fail;
   if ((uint64_t)pl->conns * pl->streams > SBL_MAX_SLOTS || pl->threads > SBL_MAX_THREADS) goto fail;
