@@ -349,6 +349,10 @@ function judgeLoad(
     const msg = `${failures} of ${total} requests failed (${parts}; success is status ` +
       `${outcome.ok}); --max-failures ${maxFailures}`;
     if (outcome.errors === 0) throw new RequestError("http", msg);
+    // every request without an answer, all timed out: curl's 28
+    if (outcome.succeeded + outcome.failed === 0 && kinds.timeout === outcome.errors) {
+      throw new RequestError("timeout", msg);
+    }
     throw new Error(msg);
   }
   if (result.partial) {
@@ -451,6 +455,7 @@ Exit status (curl's where curl has one):
   6   could not resolve the host
   7   no connection came up (refused)
   22  failures past --max-failures, all of them responses with other statuses
+  28  no request was answered: every one timed out (--timeout)
   35  no connection came up (TLS handshake failed)
   130 interrupted (Ctrl-C)`;
 

@@ -86,6 +86,16 @@ Deno.test({
           assert.equal(row.failed, row.status!["404"]);
         }
       }
+      // every cold request throws (a 200 of the wrong length for the payload GET): no row, and
+      // the run says why and fails instead of ending "No rows were measured." with exit 0
+      await Deno.mkdir(`${dir}/nbench/v1`, { recursive: true });
+      await Deno.writeTextFile(`${dir}/nbench/v1/payload`, "short");
+      const cold = await runLab(["bench", "--target", target, "--scenario", "cold", ...QUICK]);
+      assert.equal(cold.code, 1, cold.stderr);
+      assert.match(
+        cold.stderr,
+        /^error: No rows were measured: cold h2c full handshake: no row, 0 request\(s\) timed, \d+ failed \(first: GET \/nbench\/v1\/payload\?size=256 answered 200 with 5 bytes\)\.$/m,
+      );
     } finally {
       server.kill();
       await server.status;

@@ -395,3 +395,50 @@ Deno.test("lab load --cert --key loads an mTLS server over h2-TLS and h3, which 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("lab report shows a lab load record alone and refuses to compare one; --help states the defaults that run", async () => {
+  const srv = await startLabServe({ transports: ["h2c"] });
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-loadrec-" });
+  try {
+    const json = `${dir}/load.json`;
+    const url = srv.urls["h2c"]!.replace("localhost", "127.0.0.1") + "/nbench/v1/payload?size=8";
+    assert.equal((await runLab(["load", url, "-n", "30", "-q", "--json", json])).code, 0);
+    const shown = await runLab(["report", json]);
+    const out = dec.decode(shown.stdout);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(out, new RegExp(`^lab load record: ${url.replace(/[?]/g, "\\?")}$`, "m"));
+    assert.match(out, /^requests: 30 sent, 30 completed: 30 succeeded, 0 failed, 0 errors/m);
+    const bench = `${dir}/bench.json`;
+    await Deno.writeTextFile(bench, JSON.stringify(syntheticRtt(41)));
+    const cmp = await runLab(["report", bench, json]);
+    assert.equal(cmp.code, 2);
+    assert.deepEqual(errorLines(cmp.stderr), [
+      `error: ${json} is a lab load record (sbilab-load/1): lab report ${json} shows it alone, ` +
+      "lab report merge joins shard records; lab report A B compares bench and study runs",
+    ]);
+  } finally {
+    await srv.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+  const help = dec.decode((await runLab(["bench", "--help"])).stdout).replace(/\s+/g, " ");
+  assert.match(help, /interleaved rtt: 1s before the rounds, quick 200ms/);
+  assert.doesNotMatch(help, /default 3s, quick 0\.3s/);
+  const typo = await runLab(["bench", "--jsno", "x.json"]);
+  assert.equal(typo.code, 2);
+  assert.match(
+    typo.stderr,
+    /^error: unknown option '--jsno'\n\(Did you mean --json\?\)\n\(run lab bench --help for usage\)$/m,
+  );
+});
+
+Deno.test("lab load exits 28 when every request timed out", async () => {
+  const srv = await startLabServe({ transports: ["h2c"], delayMs: 2000 });
+  try {
+    const url = srv.urls["h2c"]!.replace("localhost", "127.0.0.1") + "/nbench/v1/payload?size=8";
+    const r = await runLab(["load", url, "-n", "2", "--timeout", "200ms", "-q"]);
+    assert.equal(r.code, 28, r.stderr);
+    assert.match(r.stderr, /^error: 2 of 2 requests failed \(2 without a response;/m);
+  } finally {
+    await srv.stop();
+  }
+});

@@ -161,7 +161,7 @@ export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
         // say why there is no row: every request failed, or too few started as asked
         ctx.notes.push(
           `cold ${label}: no row, ${done} request(s) timed` +
-            (errors ? `, ${errors} failed without a response (first: ${firstError})` : "") +
+            (errors ? `, ${errors} failed (first: ${firstError})` : "") +
             (missed ? `, ${missed} did not start as asked` : "") + ".",
         );
       }
