@@ -41,15 +41,9 @@ export function buildProgram(): Command {
   registerK8sCommands(program);
   registerProfileCommand(program);
   oneHabit(program, "lab");
-  program.hook("preAction", (_self, action) => {
-    running = commandPath(action);
-    refuseExtraArguments(action, running);
-  });
+  program.hook("preAction", (_self, action) => refuseExtraArguments(action, commandPath(action)));
   return program;
 }
-
-/** The command that is running (`lab bench`), for the help line under a usage error. */
-let running = "lab";
 
 function commandPath(cmd: Command): string {
   const names: string[] = [];
@@ -83,9 +77,11 @@ function refuseExtraArguments(cmd: Command, name: string): void {
     : `takes ${declared.length === 1 ? "one argument" : `${declared.length} arguments`} (${
       declared.map((a) => a.name()).join(", ")
     })`;
-  throw new UsageError(
-    `${name} ${takes}, got ${extra.map((e) => `'${e}'`).join(" ")} as well` +
+  // commander's own error: the line, then the command's help line, exit 2 (see exitCodeFor)
+  cmd.error(
+    `error: ${name} ${takes}, got ${extra.map((e) => `'${e}'`).join(" ")} as well` +
       (hint ? ` (did you mean ${hint}?)` : ""),
+    { code: "lab.excessArguments" },
   );
 }
 
@@ -182,8 +178,6 @@ if (import.meta.main) {
     if (!(err instanceof CommanderError) && !(err instanceof RequestError && err.silent)) {
       const msg = err instanceof Error ? err.message : String(err);
       console.error(`error: ${msg.split("\n")[0]}`);
-      // a usage error names the running command's own help, as commander's errors do
-      if (err instanceof UsageError) console.error(`(run ${running} --help for usage)`);
     }
     Deno.exit(exitCodeFor(err));
   }

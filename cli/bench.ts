@@ -56,7 +56,7 @@ interface BenchFlags {
   mtu?: string;
   transports?: string;
   sizes?: string;
-  warmup?: string;
+  warmUp?: string;
   time?: string;
   samples?: string;
   quick?: boolean;
@@ -217,8 +217,8 @@ async function bench(flags: BenchFlags): Promise<void> {
       stack,
       transports,
       sizes,
-      warmupMs: flags.warmup !== undefined
-        ? parseDuration(flags.warmup, "--warmup", { bare: "s" })
+      warmupMs: flags.warmUp !== undefined
+        ? parseDuration(flags.warmUp, "--warm-up", { bare: "s" })
         : undefined,
       sampleMs: flags.time !== undefined
         ? parseDuration(flags.time, "--time", { bare: "s", minMs: 50 })
@@ -599,7 +599,7 @@ export function registerBenchCommands(program: Command): void {
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
     .option(
-      "--warmup <time>",
+      "--warm-up <time>",
       "warm-up: 3s, 300ms; bare number = s (interleaved rtt: 1s before the rounds, quick 200ms; sequential scenarios: per row 3s, quick 300ms)",
     )
     .option(

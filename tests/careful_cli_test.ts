@@ -137,11 +137,14 @@ Deno.test("a stray argument and an unwritable output path fail before any work, 
       "error: --json /nonexistent/soak.json: the folder /nonexistent does not exist",
     ],
   ];
-  for (const [args, line] of cases) {
+  for (const [i, [args, line]] of cases.entries()) {
     const r = await runLab(args);
     assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
     assert.deepEqual(errorLines(r.stderr), [line]);
-    assert.match(r.stderr, new RegExp(`^\\(run lab ${args[0]} --help for usage\\)$`, "m"));
+    // a stray argument names the command's own help, as commander's errors do
+    if (i < 2) {
+      assert.match(r.stderr, new RegExp(`^\\(run lab ${args[0]} --help for usage\\)$`, "m"));
+    }
     assert.equal(dec.decode(r.stdout), "", "nothing ran");
   }
   const unknown = await runLab(["report", "merge", "a.json", "--markdown", "x.md"]);

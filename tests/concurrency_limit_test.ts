@@ -31,7 +31,7 @@ Deno.test({
         "/nf.json",
         "--concurrency",
         "32",
-        "--warmup",
+        "--warm-up",
         "100ms",
         "--time",
         "300ms",

@@ -33,7 +33,7 @@ Deno.test("lab load and lab bench print progress: lines on a pipe, and none with
     assert.deepEqual(progressLines(quiet.stderr), []);
 
     const args = ["bench", "--target", origin, "--transports", "h2c", "--sizes", "256"];
-    const timing = ["--no-floors", "--warmup", "100ms", "--time", "300ms", "--samples", "20"];
+    const timing = ["--no-floors", "--warm-up", "100ms", "--time", "300ms", "--samples", "20"];
     const bench = await runLab([...args, ...timing]);
     assert.equal(bench.code, 0, bench.stderr);
     const rows = progressLines(bench.stderr);
