@@ -139,11 +139,6 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   };
   if (plan.durationMs === 0) throw invalid("-D", "longer than 0", f.duration!);
   if (f.rate !== undefined) plan.rate = parseNumber(f.rate, "--rate", { above: 0 });
-  if (plan.requests !== undefined && plan.requests < connections) {
-    throw new UsageError(
-      `-n ${plan.requests} is below -c ${connections}: every connection needs at least one request`,
-    );
-  }
   const ok = asUsage(() => parseStatusSet(f.ok), "--ok");
   const maxFailures = parseInteger(f.maxFailures, "--max-failures");
   await checkOutputPaths({ "--json": f.json });
@@ -205,6 +200,15 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
+  }
+  if (full.requests !== undefined && full.requests < full.connections!) {
+    throw new UsageError(
+      shard
+        ? `shard ${
+          shardLabel(shard)
+        } gets ${full.requests} requests for ${full.connections} connections: every connection needs at least one request`
+        : `-n ${full.requests} is below -c ${full.connections}: every connection needs at least one request`,
+    );
   }
   const startAtMs = f.startAt !== undefined ? parseStartAt(f.startAt) : null;
   fitOpenFiles(full.connections ?? 1, full.protocol);
