@@ -2,15 +2,15 @@
  * `lab profile`: where one warm request's time goes, per side. Starts a
  * server (sbilab's `lab serve` under V8's CPU profiler, or a C peer), runs the
  * SBI client in a process of its own under the profiler for a bounded number
- * of requests, and prints one table per side (see `bench/cpu_profile.ts`),
+ * of requests, and prints one table per side (see `profile/cpu_profile.ts`),
  * the CPU time of both processes, and for an h2c peer h2load's time per
  * request on the same server as the yardstick. With `--callgrind` the
  * client also runs twice under callgrind (a quarter of the requests, then
  * all of them) and the difference gives its instructions per request by
- * object file (see `bench/callgrind.ts`): the figure the machine's noise moves
+ * object file (see `profile/callgrind.ts`): the figure the machine's noise moves
  * least. With `--memory` neither side runs under a profiler (it distorts
  * memory): the client reads both processes' resident size after the warm-up
- * and every 10k requests, and the table (see `bench/memory_growth.ts`) gives
+ * and every 10k requests, and the table (see `profile/memory_growth.ts`) gives
  * each side's growth against the 5 MiB target; `--json` saves it. Client on
  * CPU 0, server on CPU 1, as `lab bench` places them.
  */
@@ -18,16 +18,21 @@ import type { Command } from "commander";
 import { UsageError } from "./args.ts";
 import { readListening } from "../lib/listening.ts";
 import type { ProfileClientJob, ProfileClientResult } from "./_profile_client.ts";
-import { breakdown, type CpuTime, parseCpuProfile, renderBreakdown } from "../bench/cpu_profile.ts";
-import { enablePlacement, onServerCpu, placement } from "../bench/affinity.ts";
-import { parseH2loadOutput } from "../bench/lab_itself.ts";
-import { parseAnnotate, perRequestByObject, renderObjectCosts } from "../bench/callgrind.ts";
 import {
+  breakdown,
+  type CpuTime,
   MEMORY_STEP_REQUESTS,
   type MemoryReadings,
   memoryRun,
+  parseAnnotate,
+  parseCpuProfile,
+  perRequestByObject,
+  renderBreakdown,
   renderMemoryRun,
-} from "../bench/memory_growth.ts";
+  renderObjectCosts,
+} from "../profile/mod.ts";
+import { enablePlacement, onServerCpu, placement } from "../bench/measure/mod.ts";
+import { parseH2loadOutput } from "../bench/scenarios/mod.ts";
 import { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../lib/host.ts";
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { type TransportName, TRANSPORTS } from "../transports/types.ts";

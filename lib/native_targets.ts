@@ -54,7 +54,7 @@ const LOAD_HEADERS = ["load/native/sbl_load.h", "load/native/sbl_hist.h"];
 
 /** Every native target, by name. */
 export const NATIVE_TARGETS: Record<string, NativeTarget> = {
-  /** Kernel TCP/UDP ping-pong floor for the benchmark (bench/floors.ts). */
+  /** Kernel TCP/UDP ping-pong floor for the benchmark (bench/measure/floors.ts). */
   pingpong: {
     output: "sbilab_pingpong",
     kind: "exe",
@@ -167,7 +167,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     ],
   },
   // The h2 server module (h2c) hosted by a plain C loop: a reference server of the peers
-  // scenario (bench/lab_itself.ts), to tell the module's cost from Deno's around it.
+  // scenario (bench/scenarios/peers.ts), to tell the module's cost from Deno's around it.
   h2host: {
     output: "sbilab_h2host",
     kind: "exe",
@@ -190,7 +190,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     ],
   },
   // The h3 module hosted by a plain C loop: a reference server of the peers scenario
-  // (bench/lab_itself.ts), to tell the module's cost from Deno's around it.
+  // (bench/scenarios/peers.ts), to tell the module's cost from Deno's around it.
   h3host: {
     output: "sbilab_h3host",
     kind: "exe",

@@ -13,9 +13,9 @@
  * zero), HTTP/3 lost no larger share of flows, and each side completed
  * enough flows for its p99 interval to have an upper end.
  */
-import type { Interval } from "../bench/stats.ts";
+import type { Interval } from "../bench/stats/mod.ts";
 import { minSamplesForQuantile, quantileInterval } from "./quantile_interval.ts";
-import { type BenchRun, isFlowRow, type ResultRow } from "../bench/schema.ts";
+import { type BenchRun, isFlowRow, type ResultRow } from "../bench/record/mod.ts";
 
 export { isFlowRow };
 import { JOURNEY } from "./flows/definitions.ts";

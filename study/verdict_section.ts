@@ -2,8 +2,8 @@
  * The study's verdict as a report section: the summary sentence, the rule,
  * the matrix's budget, the cell table, and each flow-time row's cell in CSV.
  */
-import type { ReportSection } from "../bench/report_sections.ts";
-import type { BenchRun, ResultRow } from "../bench/schema.ts";
+import type { ReportSection } from "../bench/report/mod.ts";
+import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
 import { verdictTable } from "./verdict_table.ts";
 

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { DEFAULT_RULE, judgeCell, sideLevel, studyVerdict } from "./verdict.ts";
 import { quantileRanks } from "./quantile_interval.ts";
-import { compareQuantiles, estimate } from "../bench/stats.ts";
-import type { BenchRun, ResultRow } from "../bench/schema.ts";
+import { compareQuantiles, estimate } from "../bench/stats/mod.ts";
+import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 
 const base = {
   h2P99: 100,

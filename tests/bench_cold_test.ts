@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { h3Available } from "../transports/h3/mod.ts";
-import type { BenchRun } from "../bench/schema.ts";
+import type { BenchRun } from "../bench/record/schema.ts";
 import { runLab } from "./support.ts";
 
 Deno.test("lab bench --scenario cold reports full, resumed and 0-RTT starts phase by phase, in order", async () => {

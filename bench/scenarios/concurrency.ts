@@ -1,6 +1,6 @@
 /** `concurrency`: N requests in flight on one connection → req/s and latency percentiles. */
-import { sampleOperation } from "../sampler.ts";
-import type { ResultRow } from "../schema.ts";
+import { sampleOperation } from "../measure/sampler.ts";
+import type { ResultRow } from "../record/schema.ts";
 import {
   engineRequest,
   floorFor,
@@ -10,8 +10,8 @@ import {
   type ScenarioContext,
   StatusTally,
 } from "./context.ts";
-import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
-import { inFlightNote, littlesLawInFlight } from "../in_flight.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "./native_load.ts";
+import { inFlightNote, littlesLawInFlight } from "../measure/in_flight.ts";
 
 /** Default in-flight levels. */
 export const DEFAULT_CONCURRENCY = [1, 8, 64, 256];

@@ -1,6 +1,6 @@
 /** `rate`: open loop at a fixed request rate, coordinated omission corrected. */
-import { sampleOpenLoop } from "../sampler.ts";
-import type { ResultRow } from "../schema.ts";
+import { sampleOpenLoop } from "../measure/sampler.ts";
+import type { ResultRow } from "../record/schema.ts";
 import {
   engineRequest,
   floorFor,
@@ -10,7 +10,7 @@ import {
   type ScenarioContext,
   StatusTally,
 } from "./context.ts";
-import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "./native_load.ts";
 
 /** Default open-loop rate (req/s). */
 export const DEFAULT_RATE = 1000;

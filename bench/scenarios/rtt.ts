@@ -1,6 +1,6 @@
 /** `rtt`: warm GET round trip, one reused connection, a new stream per request. */
-import { sampleOperation } from "../sampler.ts";
-import type { ResultRow } from "../schema.ts";
+import { sampleOperation } from "../measure/sampler.ts";
+import type { ResultRow } from "../record/schema.ts";
 import {
   floorFor,
   makeRow,

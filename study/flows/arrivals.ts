@@ -6,7 +6,7 @@
  * Bounded by a duration and a count.
  */
 import { setImmediate } from "node:timers";
-import { type Clock, defaultClock } from "../../bench/sampler.ts";
+import { type Clock, defaultClock } from "../../bench/measure/mod.ts";
 
 /** Options for {@link runArrivals}. */
 export interface ArrivalOptions {
