@@ -4,7 +4,7 @@
  * `--json` can be re-rendered or compared later with `lab report`.
  * Durations are nanoseconds; sizes are bytes.
  */
-import type { Estimate, Interval } from "../stats/stats.ts";
+import type { Estimate } from "../stats/stats.ts";
 import type { ConnectionInfo, StackName } from "../../transports/types.ts";
 import type { SampleSet } from "../stats/recorder.ts";
 import type { RepeatsRecord, RoundSeries, RoundsRecord } from "./rounds_record.ts";
