@@ -445,3 +445,11 @@ Deno.test("lab load exits 28 when every request timed out", async () => {
     await srv.stop();
   }
 });
+
+Deno.test("lab bench --target exits with curl's statuses: 3 for a malformed URL, 7 when nothing accepts", async () => {
+  const bad = await runLab(["bench", "--target", "ftp://x", "--quick"]);
+  assert.equal(bad.code, 3, bad.stderr);
+  const refused = await runLab(["bench", "--target", `http://127.0.0.1:${freePort()}`, "-q"]);
+  assert.equal(refused.code, 7, refused.stderr);
+  assert.match(refused.stderr, /^error: No transport of the target answered \(h2c at .*refused/im);
+});
