@@ -46,7 +46,7 @@ interface ProfileFlags {
   transport: string;
   server: string;
   requests?: string;
-  warmup: string;
+  warmUp: string;
   streams: string;
   size: string;
   interval: string;
@@ -310,7 +310,7 @@ export function registerProfileCommand(program: Command): void {
     .option("--transport <name>", `one of ${TRANSPORTS.join(", ")}`, "h2c")
     .option("--server <name>", `${PROFILE_SERVERS.join(", ")} (C peers: h2c / h3 only)`, "sbilab")
     .option("--requests <n>", "requests measured (1-1000000; default 20000, 100000 with --memory)")
-    .option("--warmup <n>", "requests sent first, not measured (0-1000000)", "2000")
+    .option("--warm-up <n>", "requests sent first, not measured (0-1000000)", "2000")
     .option("--streams <n>", "requests in flight on the one connection (1-1024)", "1")
     .option("--size <bytes>", "response body size (1-16777216)", "256")
     .option("--interval <µs>", "profiler sampling interval in µs (50-10000)", "100")
@@ -345,7 +345,7 @@ export function registerProfileCommand(program: Command): void {
         1,
         1_000_000,
       );
-      const warmup = int(o.warmup, "--warmup", 0, 1_000_000);
+      const warmup = int(o.warmUp, "--warm-up", 0, 1_000_000);
       const streams = int(o.streams, "--streams", 1, 1024);
       const size = int(o.size, "--size", 1, 16 * 1024 * 1024);
       const interval = int(o.interval, "--interval", 50, 10_000);

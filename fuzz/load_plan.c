@@ -26,6 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(p->hdrs >= lo && p->hdrs + p->hdrs_len <= hi);
   FUZZ_CHECK(p->body >= lo && p->body + p->body_len <= hi);
   FUZZ_CHECK(p->ca >= lo && p->ca + p->ca_len <= hi);
+  FUZZ_CHECK((p->cert == NULL) == (p->key == NULL));
+  FUZZ_CHECK(!p->cert || (p->cert >= lo && p->cert + p->cert_len <= hi && p->cert_len > 0));
+  FUZZ_CHECK(!p->key || (p->key >= lo && p->key + p->key_len <= hi && p->key_len > 0));
   FUZZ_CHECK(fuzz_check_block(p->hdrs, p->hdrs_len) >= 1);
   FUZZ_CHECK(p->host && strlen(p->host) <= size && p->sni);
   FUZZ_CHECK(p->conns >= 1 && p->conns <= 100000 && p->streams >= 1 && p->streams <= 100000);

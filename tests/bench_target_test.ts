@@ -15,7 +15,7 @@ Deno.test({
     const state = await Deno.makeTempDir();
     const srv = await startLabServe({ transports: ["h2-tls", "h3"], stateDir: state });
     const urls = srv.urls as Record<string, string>;
-    const timing = ["--no-floors", "-q", "--sizes", "256", "--warmup", "100ms", "--samples", "20"];
+    const timing = ["--no-floors", "-q", "--sizes", "256", "--warm-up", "100ms", "--samples", "20"];
     try {
       assert.notEqual(urls["h2-tls"], urls["h3"], "lab serve --tls-port 0 puts h3 on its own port");
       const base = ["bench", "--target", urls["h2-tls"], "--ca", `${state}/ca.pem`, ...timing];

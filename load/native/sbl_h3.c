@@ -52,6 +52,10 @@ static void *h3_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t e
     snprintf(err, errcap, "no CA certificate could be read");
     goto fail;
   }
+  if (p->cert_len && sbh3_config_set_cert(st->cfg, p->cert, p->cert_len, p->key, p->key_len) < 0) {
+    snprintf(err, errcap, "the client certificate or key could not be read");
+    goto fail;
+  }
   sbh3_config_set_verify(st->cfg, (p->flags & SBL_PLAN_INSECURE) ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER);
   if (p->max_body) sbh3_config_set_max_body(st->cfg, p->max_body);
   return st;

@@ -130,6 +130,11 @@ sbl_engine *sbl_engine_new(const sbl_proto *proto, const uint8_t *plan, uint32_t
   pl->body = blob(p, len, &off, &pl->body_len);
   pl->ca = blob(p, len, &off, &pl->ca_len);
   if (!h || !s || !pl->hdrs || !pl->body || !pl->ca || hl == 0) goto fail;
+  if (off < len) { /* mutual TLS: the client's certificate and key, both non-empty */
+    pl->cert = blob(p, len, &off, &pl->cert_len);
+    pl->key = blob(p, len, &off, &pl->key_len);
+    if (!pl->cert || !pl->key || pl->cert_len == 0 || pl->key_len == 0) goto fail;
+  }
   if (sbwire_count_fields(pl->hdrs, pl->hdrs_len) < 1) goto fail;
   if (pl->conns < 1 || pl->conns > 100000 || pl->streams < 1 || pl->streams > 100000) goto fail;
   if ((uint64_t)pl->conns * pl->streams > SBL_MAX_SLOTS || pl->threads > SBL_MAX_THREADS) goto fail;
@@ -418,9 +423,12 @@ static int advance(sbl_worker *w, uint64_t now) {
     __atomic_store_n(&w->phase, SBL_PHASE_MEASURE, __ATOMIC_RELAXED);
   }
   if (w->phase == SBL_PHASE_MEASURE) {
+    /* by duration, sends stop at its end: a backlog the rate could not keep is not sent late
+       (the caller reports planned − sent as sends not made), the drain waits for what is in flight */
     int over = p->requests ? w->issued >= w->quota
-                           : (w->rate > 0 ? intended_at(w, w->next_index) : now) >= w->t_measure + p->duration_ns;
-    if (!over && w->rate > 0) {
+                           : now >= w->t_measure + p->duration_ns ||
+                                 (w->rate > 0 && intended_at(w, w->next_index) >= w->t_measure + p->duration_ns);
+    if (!over && w->rate > 0 && p->requests) {
       /* a backlog is sent late but not forever: one request timeout past the schedule's end */
       uint64_t span = p->requests ? (uint64_t)((double)w->quota * 1e9 / w->rate) : p->duration_ns;
       if (now >= w->t_measure + span + p->timeout_ns) over = w->dropped = 1;

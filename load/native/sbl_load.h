@@ -19,7 +19,9 @@
  *  48 u64 request timeout ns    56 f64 rate (req/s, 0: closed loop)
  *  64 u64 connect timeout ns    72 u32 max response body    76 u32 requests per connection (0: no cap)
  *  80 then five blobs, each u32 length + bytes: host (IP text), server name,
- *     request header block (sbwire.h), request body, CA PEM.
+ *     request header block (sbwire.h), request body, CA PEM; then, for mutual
+ *     TLS, two more: the client's certificate chain PEM and its private key PEM
+ *     (both or neither; a plan that ends after the CA has no client certificate).
  * Limits the engine checks (it refuses the plan otherwise): conns and streams
  * 1..100000 with conns x streams <= SBL_MAX_SLOTS, threads <= SBL_MAX_THREADS,
  * every time <= SBL_MAX_TIME_NS, a finite rate whose schedule (one interval, and
@@ -111,8 +113,8 @@ typedef struct sbl_plan {
   uint64_t requests, duration_ns, warmup_ns, timeout_ns, connect_timeout_ns;
   double rate;
   const char *host, *sni;
-  const uint8_t *hdrs, *body, *ca;
-  uint32_t hdrs_len, body_len, ca_len;
+  const uint8_t *hdrs, *body, *ca, *cert, *key;
+  uint32_t hdrs_len, body_len, ca_len, cert_len, key_len;
 } sbl_plan;
 
 /* One request in flight (a slot of its connection). */
