@@ -4,9 +4,16 @@
  * the arrival waits for a slot, and its job still receives its due time, so
  * whoever measures from it counts the wait (coordinated omission corrected).
  * Bounded by a duration and a count.
+ *
+ * The loop costs what a client's timer costs: it sets one timer for the next
+ * due time, and when the timer fires it measures how late it woke (a second
+ * timer only when the first fired early, never more). Arrivals already due
+ * start in the same turn without a timer. It never spins.
  */
-import { setImmediate } from "node:timers";
 import { type Clock, defaultClock } from "../../bench/sampler.ts";
+
+/** Most timer wake-ups the loop spends on one arrival (the second only when the first fired early). */
+export const MAX_WAKEUPS_PER_ARRIVAL = 2;
 
 /** Options for {@link runArrivals}. */
 export interface ArrivalOptions {
@@ -20,7 +27,7 @@ export interface ArrivalOptions {
   maxCount?: number;
   /** Clock in ms. Default `performance.now`. */
   clock?: Clock;
-  /** Waits `ms`; default a timer (or an immediate below 2 ms). */
+  /** Waits about `ms` (one timer). Default `setTimeout` rounded up to a whole ms. */
   sleep?: (ms: number) => Promise<void>;
   /** Stops issuing arrivals when aborted (jobs in flight finish). */
   signal?: AbortSignal;
@@ -47,7 +54,12 @@ export interface ArrivalResult {
    * this counts whether the measuring side kept its schedule.
    */
   onTime: number;
+  /** Timer wake-ups the loop spent (at most {@link MAX_WAKEUPS_PER_ARRIVAL} per arrival). */
+  wakeups: number;
 }
+
+const timerSleep = (ms: number) =>
+  new Promise<void>((r) => setTimeout(r, Math.max(0, Math.ceil(ms))));
 
 /**
  * Starts `job(dueMs, index)` for each arrival; `job` must not reject (it
@@ -63,37 +75,48 @@ export async function runArrivals(
     throw new RangeError(`maxInFlight must be a whole number ≥ 1, got ${maxInFlight}`);
   }
   const clock = options.clock ?? defaultClock;
-  const sleep = options.sleep ??
-    ((ms: number) => new Promise<void>((r) => (ms >= 2 ? setTimeout(r, ms - 1) : setImmediate(r))));
+  const sleep = options.sleep ?? timerSleep;
   const maxCount = options.maxCount ?? Number.MAX_SAFE_INTEGER;
-  const pending = new Set<Promise<void>>();
+  let inFlight = 0;
+  let allDone: (() => void) | undefined;
   let slotFreed: (() => void) | undefined;
+  const finished = () => {
+    inFlight--;
+    const s = slotFreed;
+    slotFreed = undefined;
+    s?.();
+    if (inFlight === 0) allDone?.();
+  };
   let lagSum = 0;
   let lagMax = 0;
   let waited = 0;
   let onTime = 0;
+  let wakeups = 0;
   const onTimeMs = options.onTimeMs ?? 2;
   const start = clock();
   let i = 0;
   for (; i < maxCount && !options.signal?.aborted; i++) {
     const due = start + (i * 1000) / rate;
     if (due > start + durationMs) break;
-    while (clock() < due && !options.signal?.aborted) await sleep(due - clock());
-    if (clock() - due <= onTimeMs) onTime++;
-    if (pending.size >= maxInFlight) {
-      waited++;
-      while (pending.size >= maxInFlight) await new Promise<void>((r) => (slotFreed = r));
+    // One timer for the due time; a second only if it fired early. Never a spin.
+    for (let w = 0; w < MAX_WAKEUPS_PER_ARRIVAL; w++) {
+      const early = due - clock();
+      if (!(early > 0) || options.signal?.aborted) break;
+      wakeups++;
+      await sleep(early);
     }
-    const lag = clock() - due;
+    if (clock() - due <= onTimeMs) onTime++;
+    if (inFlight >= maxInFlight) {
+      waited++;
+      while (inFlight >= maxInFlight) await new Promise<void>((r) => (slotFreed = r));
+    }
+    const lag = Math.max(0, clock() - due);
     lagSum += lag;
     lagMax = Math.max(lagMax, lag);
-    const p: Promise<void> = job(due, i).catch(() => {}).finally(() => {
-      pending.delete(p);
-      slotFreed?.();
-    });
-    pending.add(p);
+    inFlight++;
+    job(due, i).catch(() => {}).finally(finished);
   }
-  await Promise.all(pending);
+  if (inFlight > 0) await new Promise<void>((r) => (allDone = r));
   return {
     started: i,
     elapsedMs: clock() - start,
@@ -101,5 +124,6 @@ export async function runArrivals(
     maxLagMs: lagMax,
     waitedForSlot: waited,
     onTime,
+    wakeups,
   };
 }

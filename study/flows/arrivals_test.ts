@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runArrivals } from "./arrivals.ts";
+import { MAX_WAKEUPS_PER_ARRIVAL, runArrivals } from "./arrivals.ts";
 
 /** A clock that only moves when the loop sleeps or a job finishes. */
 function fakeTime() {
@@ -98,4 +98,48 @@ Deno.test("an arrival the loop itself reaches late is not on time", async () => 
     sleep: steady.sleep,
   });
   assert.equal(s.onTime, s.started);
+});
+
+Deno.test("the loop sets at most two timers per arrival and none for arrivals already due", async () => {
+  const t = fakeTime();
+  // A timer that fires early (at a third of what was asked) never makes the loop spin.
+  const calls: number[] = [];
+  const early = (ms: number) => {
+    calls.push(ms);
+    t.advance(ms / 3);
+    return Promise.resolve();
+  };
+  const dues: { due: number; at: number }[] = [];
+  const r = await runArrivals((due) => {
+    dues.push({ due, at: t.clock() });
+    return Promise.resolve();
+  }, { rate: 100, maxInFlight: 4, durationMs: 200, clock: t.clock, sleep: early });
+  assert.equal(r.started, 21);
+  assert.equal(r.wakeups, calls.length);
+  assert.ok(r.wakeups <= MAX_WAKEUPS_PER_ARRIVAL * r.started, `${r.wakeups} wake-ups`);
+  assert.equal(MAX_WAKEUPS_PER_ARRIVAL, 2);
+  // Every job still receives its own due time.
+  assert.deepEqual(dues.map((d) => d.due), Array.from({ length: 21 }, (_, i) => i * 10));
+
+  // A loop that overslept 35 ms starts the arrivals it missed at once, without timers.
+  const late = fakeTime();
+  let first = true;
+  const oversleep = (ms: number) => {
+    late.advance(ms + (first ? 35 : 0));
+    first = false;
+    return Promise.resolve();
+  };
+  const s = await runArrivals(() => Promise.resolve(), {
+    rate: 100,
+    maxInFlight: 8,
+    durationMs: 100,
+    clock: late.clock,
+    sleep: oversleep,
+  });
+  assert.equal(s.started, 11);
+  // Arrivals 2, 3 and 4 (due at 20, 30, 40 ms) were already due when the first timer fired at 45.
+  assert.equal(s.wakeups, s.started - 1 - 3);
+  // Arrival 1 (due 10, reached at 45) and the three behind it were late; the rest on time.
+  assert.equal(s.onTime, s.started - 4);
+  assert.equal(s.maxLagMs, 35);
 });
