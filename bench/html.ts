@@ -31,6 +31,7 @@ import {
   p99RateCharts,
   percentileCharts,
   ratioCharts,
+  uesOf,
 } from "./html_charts.ts";
 
 /** A chart library's browser build, to be inlined. */
@@ -100,7 +101,7 @@ function cells(run: BenchRun): Map<string, ResultRow[]> {
   const out = new Map<string, ResultRow[]>();
   for (const r of mainRows(run)) {
     const title = r.scenario === "flows"
-      ? `${r.flow} · ${linkOf(run, r)} · ${r.concurrency} UEs`
+      ? `${r.flow} · ${linkOf(run, r)} · ${uesOf(r)}`
       : `${r.scenario} · ${r.label}`;
     out.set(title, [...(out.get(title) ?? []), r]);
   }
@@ -143,7 +144,7 @@ function cdfCharts(run: BenchRun): ChartSpec[] {
 
 function rowName(run: BenchRun, r: ResultRow): string {
   return r.scenario === "flows"
-    ? `${linkOf(run, r)} · ${r.flow} · ${r.concurrency} UEs · ${r.transport}`
+    ? `${linkOf(run, r)} · ${r.flow} · ${uesOf(r)} · ${r.transport}`
     : `${r.transport} · ${r.label}`;
 }
 
@@ -374,7 +375,26 @@ export function renderHtml(
     ? "sbilab study: SBI call flows across links"
     : `sbilab benchmark: ${run.config.scenario}`;
   parts.push(`<h1>${esc(title)}</h1>`);
-  const answer = answerLines(run);
+  const sectionHtml = (section: NonNullable<RenderOptions["sections"]>[number]) => {
+    const c = section.render(run);
+    if (!c) return undefined;
+    const out = [
+      `<section id="${esc(section.id)}"><h2>${esc(section.title)}</h2>` +
+      `<p class="verdict">${esc(c.summary)}</p>`,
+    ];
+    if (c.html) out.push(c.html);
+    for (const n of c.notes) out.push(`<p class="rule">${esc(n)}</p>`);
+    out.push(table(c.table.header, c.table.body), "</section>");
+    return out.join("");
+  };
+  const leads = (options.sections ?? []).filter((s) => s.lead);
+  let led = false;
+  for (const section of leads) {
+    const h = sectionHtml(section);
+    if (h) parts.push(h), led = true;
+  }
+  // A report that opens with its section's answer does not open with a row's median too.
+  const answer = led ? [] : answerLines(run);
   if (answer.length) {
     parts.push(
       `<section id="answer">${
@@ -389,10 +409,16 @@ export function renderHtml(
   }
   const warnings = warningLines(run);
   if (warnings.length) {
+    const list = `<ul class="warnings">${
+      warnings.map((w) => `<li><strong>Warning:</strong> ${esc(w)}</li>`).join("")
+    }</ul>`;
+    // Under a report that opens with its answer, the warnings fold under their count.
     parts.push(
-      `<ul class="warnings">${
-        warnings.map((w) => `<li><strong>Warning:</strong> ${esc(w)}</li>`).join("")
-      }</ul>`,
+      leads.length
+        ? `<details class="warnings"><summary>${warnings.length} warning${
+          warnings.length === 1 ? "" : "s"
+        }</summary>${list}</details>`
+        : list,
     );
   }
   parts.push(
@@ -434,14 +460,9 @@ export function renderHtml(
     );
   }
   for (const section of options.sections ?? []) {
-    const c = section.render(run);
-    if (!c) continue;
-    parts.push(
-      `<section id="${esc(section.id)}"><h2>${esc(section.title)}</h2>` +
-        `<p class="verdict">${esc(c.summary)}</p>`,
-    );
-    for (const n of c.notes) parts.push(`<p class="rule">${esc(n)}</p>`);
-    parts.push(table(c.table.header, c.table.body), "</section>");
+    if (section.lead) continue;
+    const h = sectionHtml(section);
+    if (h) parts.push(h);
   }
   parts.push(`<section id="charts"><h2>Charts</h2><div class="grid">`);
   for (const c of charts) {

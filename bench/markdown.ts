@@ -199,6 +199,10 @@ export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): stri
     const c = section.render(run);
     if (!c) continue;
     lines.push(`## ${section.title}`, "", `**${c.summary}**`, "");
+    for (const g of c.grids ?? []) {
+      lines.push(cellRow(g.header), cellRow(g.header.map(() => "---")), ...g.body.map(cellRow), "");
+      if (g.caption) lines.push(g.caption, "");
+    }
     for (const n of c.notes) lines.push(n, "");
     lines.push(
       cellRow(c.table.header),

@@ -8,12 +8,20 @@
  * The loop costs what a client's timer costs: it sets one timer for the next
  * due time, and when the timer fires it measures how late it woke (a second
  * timer only when the first fired early, never more). Arrivals already due
- * start in the same turn without a timer. It never spins.
+ * start in the same turn without a timer. It never spins. An arrival due
+ * less than {@link START_EARLY_MS} ahead starts at once (no timer wakes that
+ * soon), and its job is given the time it really started, so its flow is
+ * never timed shorter than it took.
  */
 import { type Clock, defaultClock } from "../../bench/sampler.ts";
 
 /** Most timer wake-ups the loop spends on one arrival (the second only when the first fired early). */
 export const MAX_WAKEUPS_PER_ARRIVAL = 2;
+
+/** An arrival due less than this ahead (ms) starts at once rather than on a timer. */
+export const START_EARLY_MS = 1;
+/** About how late a Deno timer fires behind what it was asked (ms), measured on the lab's VMs. */
+export const TIMER_LATE_MS = 1.2;
 
 /** Options for {@link runArrivals}. */
 export interface ArrivalOptions {
@@ -27,12 +35,18 @@ export interface ArrivalOptions {
   maxCount?: number;
   /** Clock in ms. Default `performance.now`. */
   clock?: Clock;
-  /** Waits about `ms` (one timer). Default `setTimeout` rounded up to a whole ms. */
+  /** Waits about `ms` (one timer). Default `setTimeout`, asked {@link TIMER_LATE_MS} less. */
   sleep?: (ms: number) => Promise<void>;
   /** Stops issuing arrivals when aborted (jobs in flight finish). */
   signal?: AbortSignal;
   /** Lateness (ms) of the loop's own wake-up behind a due time that still counts as on time. Default 2. */
   onTimeMs?: number;
+  /**
+   * Resolve once the last arrival has started, not when its job ends; the
+   * jobs' end is `drained`. Lets a caller start the next block while this
+   * one's last flows finish. Default false.
+   */
+  detach?: boolean;
 }
 
 /** What the arrival loop did. */
@@ -56,14 +70,18 @@ export interface ArrivalResult {
   onTime: number;
   /** Timer wake-ups the loop spent (at most {@link MAX_WAKEUPS_PER_ARRIVAL} per arrival). */
   wakeups: number;
+  /** Resolves when every job has finished. */
+  drained: Promise<void>;
 }
 
 const timerSleep = (ms: number) =>
-  new Promise<void>((r) => setTimeout(r, Math.max(0, Math.ceil(ms))));
+  new Promise<void>((r) => setTimeout(r, Math.max(0, Math.round(ms - TIMER_LATE_MS))));
 
 /**
- * Starts `job(dueMs, index)` for each arrival; `job` must not reject (it
- * records its own failures). Resolves when every job has finished.
+ * Starts `job(dueMs, index)` for each arrival (`dueMs` is the due time, or
+ * the start when it started early); `job` must not reject (it
+ * records its own failures). Resolves when every job has finished (with
+ * `detach`, when the last has started).
  */
 export async function runArrivals(
   job: (dueMs: number, index: number) => Promise<void>,
@@ -101,7 +119,7 @@ export async function runArrivals(
     // One timer for the due time; a second only if it fired early. Never a spin.
     for (let w = 0; w < MAX_WAKEUPS_PER_ARRIVAL; w++) {
       const early = due - clock();
-      if (!(early > 0) || options.signal?.aborted) break;
+      if (!(early >= START_EARLY_MS) || options.signal?.aborted) break;
       wakeups++;
       await sleep(early);
     }
@@ -114,10 +132,12 @@ export async function runArrivals(
     lagSum += lag;
     lagMax = Math.max(lagMax, lag);
     inFlight++;
-    job(due, i).catch(() => {}).finally(finished);
+    job(Math.min(due, clock()), i).catch(() => {}).finally(finished);
   }
-  if (inFlight > 0) await new Promise<void>((r) => (allDone = r));
+  const drained = inFlight > 0 ? new Promise<void>((r) => (allDone = r)) : Promise.resolve();
+  if (!options.detach) await drained;
   return {
+    drained,
     started: i,
     elapsedMs: clock() - start,
     meanLagMs: i ? lagSum / i : 0,

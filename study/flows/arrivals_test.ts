@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MAX_WAKEUPS_PER_ARRIVAL, runArrivals } from "./arrivals.ts";
+import { MAX_WAKEUPS_PER_ARRIVAL, runArrivals, START_EARLY_MS } from "./arrivals.ts";
 
 /** A clock that only moves when the loop sleeps or a job finishes. */
 function fakeTime() {
@@ -118,8 +118,27 @@ Deno.test("the loop sets at most two timers per arrival and none for arrivals al
   assert.equal(r.wakeups, calls.length);
   assert.ok(r.wakeups <= MAX_WAKEUPS_PER_ARRIVAL * r.started, `${r.wakeups} wake-ups`);
   assert.equal(MAX_WAKEUPS_PER_ARRIVAL, 2);
-  // Every job still receives its own due time.
-  assert.deepEqual(dues.map((d) => d.due), Array.from({ length: 21 }, (_, i) => i * 10));
+  // A job started early (the timer fired early twice) is given the time it really started.
+  dues.forEach((d, i) => {
+    assert.equal(d.due, d.at);
+    assert.ok(d.at <= i * 10 && d.at > i * 10 - 10, `arrival ${i} at ${d.at}`);
+  });
+
+  // An arrival less than START_EARLY_MS ahead starts at once, without a timer.
+  const soon = fakeTime();
+  const given: number[] = [];
+  const q = await runArrivals((due) => Promise.resolve(void given.push(due)), {
+    rate: 2000,
+    maxInFlight: 8,
+    durationMs: 2,
+    clock: soon.clock,
+    sleep: soon.sleep,
+  });
+  assert.equal(START_EARLY_MS, 1);
+  assert.equal(q.started, 5);
+  // Arrival 1 (due 0.5) starts at 0; arrival 2 (due 1) waits on a timer; and so on.
+  assert.deepEqual(given, [0, 0, 1, 1, 2]);
+  assert.equal(q.wakeups, 2);
 
   // A loop that overslept 35 ms starts the arrivals it missed at once, without timers.
   const late = fakeTime();
@@ -142,4 +161,23 @@ Deno.test("the loop sets at most two timers per arrival and none for arrivals al
   // Arrival 1 (due 10, reached at 45) and the three behind it were late; the rest on time.
   assert.equal(s.onTime, s.started - 4);
   assert.equal(s.maxLagMs, 35);
+});
+
+Deno.test("a detached block returns when its last arrival starts and drains later", async () => {
+  const t = fakeTime();
+  const releases: (() => void)[] = [];
+  const r = await runArrivals(
+    () => new Promise<void>((resolve) => releases.push(resolve)),
+    { rate: 100, maxInFlight: 8, durationMs: 30, clock: t.clock, sleep: t.sleep, detach: true },
+  );
+  assert.equal(r.started, 4);
+  assert.equal(releases.length, 4);
+  let drained = false;
+  r.drained.then(() => (drained = true));
+  releases.slice(0, 3).forEach((f) => f());
+  await Promise.resolve();
+  assert.equal(drained, false);
+  releases[3]();
+  await r.drained;
+  assert.equal(drained, true);
 });
