@@ -403,44 +403,55 @@ export async function flowsScenario(
             }
           }
         };
-        let stop = false;
-        for (let round = 0; !stop; round++) {
-          const order = sequential ? arms : shuffled(arms, rng);
-          for (const a of order) {
-            if (ctx.signal?.aborted) break;
-            const left = maxFlows - a.started;
-            if (left <= 0) continue;
-            const before = probe.read();
-            const r = await run(
-              a.held,
-              a.tally,
-              blockMs * 1.5,
-              Math.min(blockCount, left),
-              true,
-            );
-            inFlight.push(r.drained);
-            a.cpu.add(before, probe.read());
-            a.started += r.started;
-            a.elapsedMs += r.elapsedMs;
-            a.lagSumMs += r.meanLagMs * r.started;
-            a.maxLagMs = Math.max(a.maxLagMs, r.maxLagMs);
-            a.waitedForSlot += r.waitedForSlot;
-            a.onTime += r.onTime;
-          }
-          const full = arms.every((a) => a.started >= maxFlows);
-          const outOfTime = ctx.clock() >= deadline;
-          if (lookDue() || full || outOfTime || ctx.signal?.aborted) {
-            // A look, or the cell's end: every flow in flight finishes first.
-            // (Its CPU is no one arm's: the blocks' readings are each arm's.)
-            await Promise.all(inFlight.splice(0));
-            judgeOpen();
-            stop = open.size === 0 || full || outOfTime || !!ctx.signal?.aborted;
-          }
+        const runBlock = async (a: CellArm) => {
+          const left = maxFlows - a.started;
+          if (left <= 0) return;
+          const before = probe.read();
+          const r = await run(a.held, a.tally, blockMs * 1.5, Math.min(blockCount, left), true);
+          inFlight.push(r.drained);
+          a.cpu.add(before, probe.read());
+          a.started += r.started;
+          a.elapsedMs += r.elapsedMs;
+          a.lagSumMs += r.meanLagMs * r.started;
+          a.maxLagMs = Math.max(a.maxLagMs, r.maxLagMs);
+          a.waitedForSlot += r.waitedForSlot;
+          a.onTime += r.onTime;
+        };
+        const report = () => {
           const share = Math.max(
             Math.min(1, least() / maxFlows),
             Math.min(1, (ctx.clock() - cellStart) / cellMs),
           );
           ctx.onProgress(label, open.size === 0 ? 1 : share);
+        };
+        if (sequential) {
+          // One transport's blocks after another, each within its share of the cell's time; one look at the end.
+          for (const [k, a] of arms.entries()) {
+            const until = cellStart + (cellMs * (k + 1)) / arms.length;
+            while (a.started < maxFlows && ctx.clock() < until && !ctx.signal?.aborted) {
+              await runBlock(a);
+              report();
+            }
+          }
+          await Promise.all(inFlight.splice(0));
+          judgeOpen();
+        } else {
+          let stop = false;
+          while (!stop) {
+            for (const a of shuffled(arms, rng)) {
+              if (ctx.signal?.aborted) break;
+              await runBlock(a);
+            }
+            const full = arms.every((a) => a.started >= maxFlows);
+            const outOfTime = ctx.clock() >= deadline;
+            if (lookDue() || full || outOfTime || ctx.signal?.aborted) {
+              // A look, or the cell's end: every flow in flight finishes first.
+              await Promise.all(inFlight.splice(0));
+              judgeOpen();
+              stop = open.size === 0 || full || outOfTime || !!ctx.signal?.aborted;
+            }
+            report();
+          }
         }
         cellsDone++;
         ctx.onProgress(label, 1);

@@ -137,7 +137,7 @@ export function decideLook(
       reduction,
       reductionCi,
       reason: `${f.n} flows per side; a look needs at least ${min}`,
-      flowsToDecide: Math.max(min, flowsToDecide()),
+      flowsToDecide: Math.max(design.looks.find((l) => l >= min) ?? min, flowsToDecide()),
     };
   }
   const lostMore = (f.h3FailShare ?? 0) > (f.h2FailShare ?? 0);
@@ -205,7 +205,9 @@ export function flowsThatWouldDecide(f: LookFigures, design: SequentialDesign): 
     s = (f.h3P99 - (1 - m) * f.h2P99) / (f.h3P99 * a.lo + (1 - m) * f.h2P99 * b.hi);
   }
   if (!(s > 0)) return Infinity;
-  return Math.max(min, Math.ceil(Math.max(f.n, 1) / (s * s)));
+  const need = Math.max(min, Math.ceil(Math.max(f.n, 1) / (s * s)));
+  // Cells are judged at looks only: the first look with at least that many flows.
+  return design.looks.find((l) => l >= need) ?? need;
 }
 
 /** A look on raw flow times (ns or ms, any order): p99s, intervals and the decision. */
