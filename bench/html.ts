@@ -384,7 +384,15 @@ export function renderHtml(
     ];
     if (c.html) out.push(c.html);
     for (const n of c.notes) out.push(`<p class="rule">${esc(n)}</p>`);
-    out.push(table(c.table.header, c.table.body), "</section>");
+    // A section that draws its own answer keeps its full table one click away.
+    out.push(
+      c.html
+        ? `<details><summary>Every ${
+          esc(section.title.toLowerCase())
+        } row (${c.table.body.length})</summary>${table(c.table.header, c.table.body)}</details>`
+        : table(c.table.header, c.table.body),
+      "</section>",
+    );
     return out.join("");
   };
   const leads = (options.sections ?? []).filter((s) => s.lead);

@@ -313,6 +313,14 @@ export async function flowsScenario(
   // The run's time: a share per cell; a cell that stops early leaves its rest to the next.
   const runStart = ctx.clock();
   const runMs = ctx.plan.sampleMs * cellCount;
+  // Each cell's share of what is left is in proportion to what it needs to reach its last flow.
+  const needs = levels.flatMap((ues) =>
+    streams.map((stream) => {
+      const flows = stream === "journey" ? JOURNEY : [WARM_GET];
+      const rate = ctx.config.rate ?? defaultArrivalRate(ues, requestsPerUe(flows), rttMs);
+      return ctx.transports.length * (ctx.plan.warmupMs + (maxFlows / rate) * 1000);
+    })
+  );
   let cellsDone = 0;
   const decisions: string[] = [];
   // A different SUPI range per run, so a server shared between runs never sees a UE twice.
@@ -325,7 +333,8 @@ export async function flowsScenario(
         const rate = ctx.config.rate ??
           defaultArrivalRate(ues, requestsPerUe(flows), rttMs);
         const cellStart = ctx.clock();
-        const cellMs = (runMs - (cellStart - runStart)) / (cellCount - cellsDone);
+        const cellMs = ((runMs - (cellStart - runStart)) * needs[cellsDone]) /
+          needs.slice(cellsDone).reduce((a, b) => a + b, 0);
         const label = `cell ${cellsDone + 1}/${cellCount}: ${stream} × ${ues} UEs`;
         const run = (
           h: HeldTransport,

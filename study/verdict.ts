@@ -466,7 +466,13 @@ function whyNotValid(cells: CellVerdict[]): string {
     for (const p of PATH_PROCESSES) {
       if (new RegExp(`\\b${p} at `).test(c.reason)) causes.add(`${p} saturated`);
     }
-    if (c.reason.includes("schedule slipped")) causes.add("schedule slipped");
+    if (c.reason.includes("schedule slipped")) {
+      causes.add(
+        c.reason.includes("while other processes used")
+          ? "schedule slipped while other processes kept the machine busy"
+          : "schedule slipped",
+      );
+    }
     for (const k of causes) counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   return [...counts].map(([k, n]) => `${k} in ${n}`).join(", ");
