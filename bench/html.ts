@@ -434,7 +434,7 @@ export function renderHtml(
       (run.study
         ? ` (budget ${
           (run.study.budgetMs / 1000).toFixed(0)
-        } s, ${run.study.samples} UE arrivals per row)`
+        } s, at most ${run.study.samples} flows per side in a cell)`
         : "") +
       `; transports ${esc(run.config.transports.join(", "))}; ${
         esc(env.cpuModel)
