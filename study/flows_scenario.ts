@@ -448,7 +448,8 @@ export async function flowsScenario(
           let stop = false;
           while (!stop) {
             for (const a of shuffled(arms, rng)) {
-              if (ctx.signal?.aborted) break;
+              // Past the cell's time, no block starts (a look takes each side's first n flows).
+              if (ctx.signal?.aborted || ctx.clock() >= deadline) break;
               await runBlock(a);
             }
             const full = arms.every((a) => a.started >= maxFlows);

@@ -170,7 +170,9 @@ export function planLink(
   const needs = links.map((l) => linkNeedMs(l, p));
   const firsts = links.map((l) => linkNeedMs(l, { ...p, maxFlows: p.firstLook, looks: 1 }));
   const reserve = firsts.slice(1).reduce((a, b) => a + b, 0);
-  const linkMs = Math.min(needs[0], Math.max(firsts[0], remainingMs - reserve), remainingMs);
+  // A twentieth of what is left stays spare for what the estimate misses (a busy box).
+  const spare = 0.95 * remainingMs;
+  const linkMs = Math.min(needs[0], Math.max(firsts[0], spare - reserve), spare);
   const cells = p.ues.length * p.streams.length;
   const fixed = linkOverheadMs(p.transports, links[0].loopback);
   return {
