@@ -446,10 +446,11 @@ export async function flowsScenario(
           judgeOpen();
         } else {
           let stop = false;
-          while (!stop) {
+          for (let round = 0; !stop; round++) {
             for (const a of shuffled(arms, rng)) {
-              // Past the cell's time, no block starts (a look takes each side's first n flows).
-              if (ctx.signal?.aborted || ctx.clock() >= deadline) break;
+              // Past the cell's time no block starts (a look takes each side's first n flows);
+              // every transport runs at least one.
+              if (ctx.signal?.aborted || (round > 0 && ctx.clock() >= deadline)) break;
               await runBlock(a);
             }
             const full = arms.every((a) => a.started >= maxFlows);
