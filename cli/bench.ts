@@ -229,7 +229,7 @@ async function bench(flags: BenchFlags): Promise<void> {
       onRun: (i, n) => n > 1 && progress.update(`run ${i + 1} of ${n}`, 0),
     });
     progress.stop();
-    console.log(renderTable(run));
+    console.log(renderTable(run, { sections: STUDY_SECTIONS }));
     if (flags.charts !== false) {
       const charts = renderCharts(run);
       if (charts) console.log(`\n${charts}`);
@@ -275,7 +275,7 @@ async function report(
 ): Promise<void> {
   const base = await readRun(a);
   if (!b) {
-    console.log(renderTable(base));
+    console.log(renderTable(base, { sections: STUDY_SECTIONS }));
     if (flags.charts !== false) {
       const charts = renderCharts(base);
       if (charts) console.log(`\n${charts}`);
