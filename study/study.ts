@@ -24,6 +24,7 @@ import {
 import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
 import { type BenchRun, type LinkRecord, type ResultRow, SCHEMA_VERSION } from "../bench/schema.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
+import { fewestFlowsToDecide } from "./sequential.ts";
 import { STUDY_PLUGINS } from "./flows_scenario.ts";
 
 /** The study's links, in report order. `loopback` runs without a link. */
@@ -409,7 +410,11 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       elapsedMs,
       sampleMs: Math.round(lastPlan?.cellMs ?? 0),
       samples: maxFlows,
-      rule: { ...DEFAULT_RULE },
+      rule: {
+        ...DEFAULT_RULE,
+        looks: [...design.looks],
+        minSamples: fewestFlowsToDecide(design),
+      },
     },
   };
 }

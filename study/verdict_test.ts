@@ -237,3 +237,20 @@ Deno.test("the headline counts decided, undecided and invalid cells apart, and a
   assert.match(few.summary, /^Inconclusive: none of the 1 cells could be decided/);
   assert.doesNotMatch(few.summary, /HTTP\/2 .*stands/);
 });
+
+Deno.test("a study is judged at the looks its record states (a quick study's single look)", () => {
+  const rows = [row("h2c", "wan", spread(100, 300, 450)), row("h3", "wan", spread(50, 100, 450))];
+  const study = (looks: number[]) =>
+    ({
+      ...run(rows),
+      config: { quick: true, flows: ["registration"], concurrency: [8] },
+      study: {
+        links: [{ spec: "wan" }],
+        rule: { ...DEFAULT_RULE, looks, minSamples: 435 },
+      },
+    }) as unknown as BenchRun;
+  assert.equal(studyVerdict(study([450])).cells[0].status, "material");
+  assert.equal(studyVerdict(study([450])).cells[0].decidedAt, 450);
+  // The full design's first look (600) is out of reach of 450 flows.
+  assert.equal(studyVerdict(study([600, 1000, 1600, 2400])).cells[0].status, "undecided");
+});
