@@ -4,14 +4,14 @@
  * from noise. They run real servers in process on loopback.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { runBench } from "./run.ts";
-import { type BenchRun, parseRun, type ResultRow } from "./schema.ts";
-import { serializeRun } from "./reporters.ts";
-import { renderTable } from "./table.ts";
-import { renderCsv } from "./csv.ts";
-import { renderMarkdown } from "./markdown.ts";
-import { compareRuns } from "./compare.ts";
-import { estimateSampleSet, Recorder } from "./recorder.ts";
+import { runBench } from "./run/run_bench.ts";
+import { type BenchRun, parseRun, type ResultRow } from "./record/schema.ts";
+import { serializeRun } from "./report/reporters.ts";
+import { renderTable } from "./report/table.ts";
+import { renderCsv } from "./report/csv.ts";
+import { renderMarkdown } from "./report/markdown.ts";
+import { compareRuns } from "./report/compare.ts";
+import { estimateSampleSet, Recorder } from "./stats/recorder.ts";
 
 Deno.test("a handler delay of 100 ms is measured as 100 ms within 5 %", async () => {
   const run = await runBench({

@@ -1,53 +1,95 @@
 /**
- * The benchmark: a runner that measures the transports and the machine's
- * floors in one run (in interleaved rounds for `rtt`), pure statistics (over
- * samples and over rounds), scenarios, and reporters (terminal table and
- * bars, JSON, Markdown, CSV, HTML) that are pure functions of the saved run
- * record, plus run-to-run comparison. Higher layers (the study) add their
- * own report sections and scenarios.
+ * The benchmark's public surface, in rooms that import only downward:
+ * `stats/` (pure statistics) ← `record/` (the saved run record) ← `report/`
+ * (reports, pure functions of a record) ← `measure/` (the instruments) ←
+ * `scenarios/` ← `run/` (the runner). Higher layers (the study, the CLI) use
+ * bench through this module or a room's `mod.ts`, never an inner file.
  */
-export { type BenchOptions, DEFAULT_SIZES, runBench } from "./run.ts";
 export {
+  type BenchOptions,
+  DEFAULT_SIZES,
+  engineFor,
+  linkContextFromEnv,
+  linkRecord,
+  repeatsRecord,
+  runBench,
+  runBenchAcrossLink,
+  runRepeated,
+  type ScenarioPlugin,
+} from "./run/mod.ts";
+export { makeRow, type ScenarioContext } from "./scenarios/mod.ts";
+export {
+  type Clock,
+  collectEnvironment,
+  DEFAULT_BLOCK_MS,
+  DEFAULT_ROUNDS,
+  defaultClock,
+  type RoundArm,
+  runRounds,
+  sampleOpenLoop,
+  sampleOperation,
+  type SamplingPlan,
+} from "./measure/mod.ts";
+export {
+  type ChartLibrary,
+  compareRuns,
+  fileReporters,
+  layoutColumns,
+  loadChartLibrary,
+  observations,
+  regressions,
+  renderCharts,
+  renderComparison,
+  renderCsv,
+  renderHtml,
+  renderMarkdown,
+  type RenderOptions,
+  renderTable,
+  type Reporter,
+  type ReportSection,
+  type RunComparison,
+  type SectionContent,
+  serializeRun,
+  writeReports,
+} from "./report/mod.ts";
+export {
+  assessNoise,
   type BenchRun,
   type FloorRow,
+  isFlowRow,
+  type LinkRecord,
+  NOISE_THRESHOLDS,
+  noiseLine,
+  pairedRatios,
   parseRun,
   type ResultRow,
   type RunConfig,
   type ScenarioName,
   SCENARIOS,
   SCHEMA_VERSION,
-} from "./schema.ts";
+} from "./record/mod.ts";
 export {
+  betweenRoundCv,
   bootstrapMedianCi,
+  clusterMedian,
   compareMedians,
   compareQuantiles,
+  createRng,
+  drift,
   type Estimate,
   estimate,
+  estimateSampleSet,
+  type Interval,
   mad,
   mean,
   median,
+  pairedRatio,
   quantile,
+  Recorder,
+  roundOrders,
+  type SampleSet,
+  shuffled,
   stddev,
   tukeyOutliers,
-} from "./stats.ts";
-export {
-  betweenRoundCv,
-  clusterMedian,
-  drift,
-  pairedRatio,
-  roundOrders,
   unpairedRatio,
-} from "./rounds_stats.ts";
-export { DEFAULT_BLOCK_MS, DEFAULT_ROUNDS, type RoundArm, runRounds } from "./rounds.ts";
-export { assessNoise, NOISE_THRESHOLDS, noiseLine, pairedRatios } from "./rounds_summary.ts";
-export { repeatsRecord, runRepeated } from "./repeats.ts";
-export { estimateSampleSet, Recorder, type SampleSet } from "./recorder.ts";
-export { type Clock, sampleOpenLoop, sampleOperation, type SamplingPlan } from "./sampler.ts";
-export { renderTable } from "./table.ts";
-export { renderCharts } from "./charts.ts";
-export { observations, renderMarkdown } from "./markdown.ts";
-export { renderCsv } from "./csv.ts";
-export { compareRuns, renderComparison, type RunComparison } from "./compare.ts";
-export { fileReporters, type Reporter, serializeRun, writeReports } from "./reporters.ts";
-export { type ChartLibrary, loadChartLibrary, renderHtml } from "./html.ts";
-export type { RenderOptions, ReportSection, SectionContent } from "./report_sections.ts";
+} from "./stats/mod.ts";

@@ -10,9 +10,9 @@
  */
 import { createClient } from "../transports/mod.ts";
 import type { TransportName } from "../transports/types.ts";
-import { monotonicUs } from "../transports/native/libc.ts";
+import { monotonicUs } from "../lib/libc.ts";
 import { readProcMemory } from "../lib/proc_status.ts";
-import type { MemoryReadings } from "../bench/memory_growth.ts";
+import type { MemoryReadings } from "../profile/mod.ts";
 import process from "node:process";
 
 /** What `lab profile` asks of this process (one JSON argument). */

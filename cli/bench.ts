@@ -4,16 +4,25 @@
  */
 import type { Command } from "commander";
 import { parseStack, type TransportName } from "../transports/types.ts";
-import { engineFor, runBench } from "../bench/run.ts";
-import { parseRun, type ScenarioName, SCENARIOS } from "../bench/schema.ts";
+import {
+  engineFor,
+  linkContextFromEnv,
+  runBench,
+  runBenchAcrossLink,
+  runRepeated,
+} from "../bench/run/mod.ts";
+import { parseRun, type ScenarioName, SCENARIOS } from "../bench/record/mod.ts";
 import { parseSize } from "../lib/units.ts";
-import { createProgress } from "../bench/progress.ts";
-import { writeReports } from "../bench/reporters.ts";
+import { createProgress } from "./progress.ts";
+import {
+  compareRuns,
+  regressions,
+  renderCharts,
+  renderComparison,
+  renderTable,
+  writeReports,
+} from "../bench/report/mod.ts";
 import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
-import { compareRuns, regressions, renderComparison } from "../bench/compare.ts";
-import { renderTable } from "../bench/table.ts";
-import { renderCharts } from "../bench/charts.ts";
-import { linkContextFromEnv, runBenchAcrossLink } from "../bench/across_link.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
 import {
   asUsage,
@@ -27,10 +36,13 @@ import {
   UsageError,
 } from "./args.ts";
 import type { LinkBackend } from "../linkemu/link.ts";
-import { runSoak } from "../bench/soak.ts";
-import { renderSoakInterval, renderSoakSummary } from "../bench/soak_report.ts";
-import { type AttackName, ATTACKS } from "../bench/attackers.ts";
-import { runRepeated } from "../bench/repeats.ts";
+import {
+  type AttackName,
+  ATTACKS,
+  renderSoakInterval,
+  renderSoakSummary,
+  runSoak,
+} from "../soak/mod.ts";
 
 /** Options as commander hands them over. */
 interface BenchFlags {
@@ -119,7 +131,7 @@ async function bench(flags: BenchFlags): Promise<void> {
     ? asUsage(() => parseList(flags.sizes!, "--sizes").map(parseSize), "--sizes")
     : undefined;
   if (flags.target) {
-    const { parseTargetList } = await import("../bench/servers.ts");
+    const { parseTargetList } = await import("../bench/measure/mod.ts");
     let list: ReturnType<typeof parseTargetList>;
     try {
       list = parseTargetList(flags.target);
@@ -531,7 +543,7 @@ async function study(flags: StudyFlags): Promise<number> {
   const { gridTable, verdictGrid, GRID_LEGEND } = await import("../study/verdict_grid.ts");
   const { studyVerdict } = await import("../study/verdict.ts");
   const { verdictTable } = await import("../study/verdict_table.ts");
-  const { layoutColumns } = await import("../bench/table.ts");
+  const { layoutColumns } = await import("../bench/report/mod.ts");
   const stack = flags.stack === undefined
     ? undefined
     : asUsage(() => parseStack(flags.stack!), "--stack");

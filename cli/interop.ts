@@ -9,7 +9,7 @@ import {
   runInterop,
 } from "../interop/matrix.ts";
 import { exclusive, invalid, parseChoice, parseList } from "./args.ts";
-import { createProgress } from "../bench/progress.ts";
+import { createProgress } from "./progress.ts";
 
 interface InteropCliOptions {
   server?: string;

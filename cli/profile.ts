@@ -2,38 +2,42 @@
  * `lab profile`: where one warm request's time goes, per side. Starts a
  * server (sbilab's `lab serve` under V8's CPU profiler, or a C peer), runs the
  * SBI client in a process of its own under the profiler for a bounded number
- * of requests, and prints one table per side (see `bench/cpu_profile.ts`),
+ * of requests, and prints one table per side (see `profile/cpu_profile.ts`),
  * the CPU time of both processes, and for an h2c peer h2load's time per
  * request on the same server as the yardstick. With `--callgrind` the
  * client also runs twice under callgrind (a quarter of the requests, then
  * all of them) and the difference gives its instructions per request by
- * object file (see `bench/callgrind.ts`): the figure the machine's noise moves
+ * object file (see `profile/callgrind.ts`): the figure the machine's noise moves
  * least. With `--memory` neither side runs under a profiler (it distorts
  * memory): the client reads both processes' resident size after the warm-up
- * and every 10k requests, and the table (see `bench/memory_growth.ts`) gives
+ * and every 10k requests, and the table (see `profile/memory_growth.ts`) gives
  * each side's growth against the 5 MiB target; `--json` saves it. Client on
  * CPU 0, server on CPU 1, as `lab bench` places them.
  */
 import type { Command } from "commander";
 import { UsageError } from "./args.ts";
-import { readListening } from "../lib/listening.ts";
 import type { ProfileClientJob, ProfileClientResult } from "./_profile_client.ts";
-import { breakdown, type CpuTime, parseCpuProfile, renderBreakdown } from "../bench/cpu_profile.ts";
-import { enablePlacement, onServerCpu, placement } from "../bench/affinity.ts";
-import { parseH2loadOutput } from "../bench/lab_itself.ts";
-import { parseAnnotate, perRequestByObject, renderObjectCosts } from "../bench/callgrind.ts";
 import {
+  breakdown,
+  type CpuTime,
   MEMORY_STEP_REQUESTS,
   type MemoryReadings,
   memoryRun,
+  parseAnnotate,
+  parseCpuProfile,
+  perRequestByObject,
+  renderBreakdown,
   renderMemoryRun,
-} from "../bench/memory_growth.ts";
+  renderObjectCosts,
+} from "../profile/mod.ts";
+import { enablePlacement, onServerCpu, placement } from "../bench/measure/mod.ts";
+import { parseH2loadOutput } from "../bench/scenarios/mod.ts";
 import { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../lib/host.ts";
 import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { type TransportName, TRANSPORTS } from "../transports/types.ts";
 import { resolveStack } from "../transports/stack.ts";
 import { V8_FLAGS_ARG } from "../lib/v8_flags.ts";
-import { labServeArgs } from "../lib/lab_serve.ts";
+import { startLabServe } from "../lib/lab_serve.ts";
 
 /** Servers `lab profile` can load. */
 export const PROFILE_SERVERS = ["sbilab", "nghttpd", "gtlsserver"] as const;
@@ -108,33 +112,34 @@ async function startSbilab(
 ): Promise<ProfiledServer> {
   const profileDir = interval === undefined ? undefined : `${out}/server`;
   const stateDir = `${out}/state`;
-  const [cmd, args] = onServerCpu(await placement(), Deno.execPath(), [
-    "run",
-    "-A",
-    "--unstable-net",
-    V8_FLAGS_ARG,
-    ...profilerFlags(`${out}/server`, interval),
-    `${ROOT}/main.ts`,
+  // The one way to start lab serve, with the profiler's flags and the server's CPU.
+  const server = await startLabServe(
     // h3 read as the benchmarks read it (docs/known-limits.md)
-    ...labServeArgs({ transports: [transport], stateDir, h3ExactEcn: false }),
-  ]);
-  const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "inherit", stdin: "null" })
-    .spawn();
-  const stop = stopChild(child);
-  try {
-    const urls = await readListening(child.stdout, [transport], 60_000);
-    return {
-      origin: urls[transport]!,
-      path: `/nbench/v1/payload?size=${size}`,
-      pid: child.pid,
-      caPath: `${stateDir}/ca.pem`,
-      profileDir,
-      stop,
-    };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+    { transports: [transport], stateDir, h3ExactEcn: false },
+    {
+      lab: [
+        Deno.execPath(),
+        "run",
+        "-A",
+        "--unstable-net",
+        V8_FLAGS_ARG,
+        ...profilerFlags(`${out}/server`, interval),
+        `${ROOT}/main.ts`,
+      ],
+      cpu: (await placement())?.server,
+      timeoutMs: 60_000,
+    },
+  );
+  return {
+    origin: server.urls[transport]!,
+    path: `/nbench/v1/payload?size=${size}`,
+    pid: server.pid,
+    caPath: `${stateDir}/ca.pem`,
+    profileDir,
+    stop: async () => {
+      await server.stop();
+    },
+  };
 }
 
 async function startPeer(

@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *r = malloc((size_t)need);
   FUZZ_CHECK(r && sbl_engine_result(e, r, (uint32_t)need) == need);
   FUZZ_CHECK(sbwire_get_u32(r) == SBL_RESULT_MAGIC && sbwire_get_u32(r + 8) == 0 && sbwire_get_u32(r + 12) == p->conns);
-  FUZZ_CHECK(sbl_engine_result(e, r, (uint32_t)need - 1) == SBL_ERR_BUFFER_TOO_SHORT);
+  FUZZ_CHECK(sbl_engine_result(e, r, (uint32_t)need - 1) == SBWIRE_ERR_BUFFER_TOO_SHORT);
   free(r);
   uint8_t err[8];
   FUZZ_CHECK(sbl_engine_error(e, err, sizeof err) == 0);

@@ -30,15 +30,22 @@ export interface NativeTarget {
  */
 const OWN_LIB_DIR = "-Wl,--disable-new-dtags,-rpath,$ORIGIN/lib";
 
-/** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h). */
-const H3_SOURCES = ["common", "conn", "client", "server", "udp", "tls"].map((f) =>
-  `transports/h3/native/sbh3_${f}.c`
-);
+/** The one HTTP/3 layer (nghttp3) both h3 modules link (transports/native/sbhttp3.h). */
+const HTTP3_LAYER = "transports/native/sbhttp3.c";
+const HTTP3_LAYER_HEADERS = ["transports/native/sbhttp3.h", "transports/native/sbwire.h"];
+
+/** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h), and the HTTP/3 layer. */
+const H3_SOURCES = [
+  ...["common", "conn", "client", "server", "udp", "tls"].map((f) =>
+    `transports/h3/native/sbh3_${f}.c`
+  ),
+  HTTP3_LAYER,
+];
 const H3_HEADERS = [
   "transports/h3/native/sbh3.h",
   "transports/h3/native/sbh3_int.h",
-  "transports/native/sbwire.h",
   "transports/native/sb_tls.h",
+  ...HTTP3_LAYER_HEADERS,
 ];
 
 /** Linker inputs and headers of the programs built on the h3 module's sources. */
@@ -54,7 +61,7 @@ const LOAD_HEADERS = ["load/native/sbl_load.h", "load/native/sbl_hist.h"];
 
 /** Every native target, by name. */
 export const NATIVE_TARGETS: Record<string, NativeTarget> = {
-  /** Kernel TCP/UDP ping-pong floor for the benchmark (bench/floors.ts). */
+  /** Kernel TCP/UDP ping-pong floor for the benchmark (bench/measure/floors.ts). */
   pingpong: {
     output: "sbilab_pingpong",
     kind: "exe",
@@ -95,8 +102,8 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   dh3: {
     output: "libsbilab_dh3.so",
     kind: "shared",
-    sources: ["transports/deno/native/sbdh3.c"],
-    deps: ["transports/deno/native/sbdh3.h", "transports/native/sbwire.h"],
+    sources: ["transports/deno/native/sbdh3.c", HTTP3_LAYER],
+    deps: ["transports/deno/native/sbdh3.h", ...HTTP3_LAYER_HEADERS],
     libs: ["-lnghttp3"],
     requires: [{ header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" }],
   },
@@ -167,7 +174,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     ],
   },
   // The h2 server module (h2c) hosted by a plain C loop: a reference server of the peers
-  // scenario (bench/lab_itself.ts), to tell the module's cost from Deno's around it.
+  // scenario (bench/scenarios/peers.ts), to tell the module's cost from Deno's around it.
   h2host: {
     output: "sbilab_h2host",
     kind: "exe",
@@ -190,7 +197,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     ],
   },
   // The h3 module hosted by a plain C loop: a reference server of the peers scenario
-  // (bench/lab_itself.ts), to tell the module's cost from Deno's around it.
+  // (bench/scenarios/peers.ts), to tell the module's cost from Deno's around it.
   h3host: {
     output: "sbilab_h3host",
     kind: "exe",

@@ -1,7 +1,7 @@
 /**
  * Pure statistics for the link selftest: binomial intervals and the delay
  * that jitter-without-reordering is expected to add (medians come from
- * bench/stats.ts).
+ * bench/stats/stats.ts).
  *
  * @module
  */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { burstDesignEffect, jitterMedianMs, wilsonInterval } from "./link_stats.ts";
-import { median } from "../bench/stats.ts";
+import { median } from "../bench/stats/stats.ts";
 
 Deno.test("wilsonInterval matches hand-computed 99 % bounds and contains the share", () => {
   // 20 losses in 1000 packets: p = 0.02, z = 2.5758

@@ -9,9 +9,9 @@
  * latency of every step. Failed flows and retried requests are counted in the
  * rows, never dropped.
  */
-import { Recorder } from "../bench/recorder.ts";
-import type { BenchOptions, ScenarioPlugin } from "../bench/run.ts";
-import type { ResultRow } from "../bench/schema.ts";
+import { createRng, Recorder, shuffled } from "../bench/stats/mod.ts";
+import type { BenchOptions, ScenarioPlugin } from "../bench/run/mod.ts";
+import type { ResultRow } from "../bench/record/mod.ts";
 import type { SbiClient, StackName, TransportName } from "../transports/types.ts";
 import { runArrivals } from "./flows/arrivals.ts";
 import {
@@ -30,9 +30,7 @@ import {
   runStep,
   ueVars,
 } from "./flows/runner.ts";
-import { makeRow, type ScenarioContext } from "../bench/scenarios/context.ts";
-import { shuffled } from "../bench/rounds_stats.ts";
-import { createRng } from "../bench/stats.ts";
+import { makeRow, type ScenarioContext } from "../bench/scenarios/mod.ts";
 import { PathCpu, pathPids, type PathProbe, procPathProbe } from "./flows/path_cpu.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
 import { flowsDesign, judgeSequential } from "./sequential.ts";

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
-import type { ScenarioContext } from "../bench/scenarios/context.ts";
-import type { BenchRun, ResultRow, RunConfig } from "../bench/schema.ts";
+import type { ScenarioContext } from "../bench/scenarios/mod.ts";
+import type { BenchRun, ResultRow, RunConfig } from "../bench/record/mod.ts";
 import type { SbiClient, TransportName } from "../transports/types.ts";
 import { handlerClient } from "./flows/_test_util.ts";
 import type { PathProbe, PathReading } from "./flows/path_cpu.ts";
 import { flowsScenario } from "./flows_scenario.ts";
 import { studyVerdict } from "./verdict.ts";
-import { createRng } from "../bench/stats.ts";
+import { createRng } from "../bench/stats/mod.ts";
 
 /**
  * A context whose clients call the handler directly and a probe that plays the

@@ -5,7 +5,7 @@ import {
   quantileInterval,
   quantileRanks,
 } from "./quantile_interval.ts";
-import { createRng } from "../bench/stats.ts";
+import { createRng } from "../bench/stats/mod.ts";
 
 Deno.test("binomialCdf matches a hand-computed binomial and ends at 1", () => {
   const c = binomialCdf(3, 0.5);

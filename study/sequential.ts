@@ -20,7 +20,8 @@
  * No look is taken before each side has enough flows for both ends of its
  * interval (a p99's upper end needs a flow above it).
  */
-import { type Interval, quantileSorted } from "../bench/stats.ts";
+import type { Interval } from "../bench/stats/mod.ts";
+import { quantileSorted } from "../lib/median.ts";
 import { minSamplesForQuantile, quantileInterval } from "./quantile_interval.ts";
 
 /** When and how strictly cells are judged. */

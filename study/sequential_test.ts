@@ -9,7 +9,7 @@ import {
   lookSideLevel,
   type SequentialDesign,
 } from "./sequential.ts";
-import { createRng } from "../bench/stats.ts";
+import { createRng } from "../bench/stats/mod.ts";
 
 /** Standard normal draws (Box–Muller) from a seeded source. */
 function normal(rng: () => number): number {

@@ -9,9 +9,8 @@
 import { configuredRttMs, parseLinkSpec } from "../linkemu/link_spec.ts";
 import { hasNetAdmin } from "../linkemu/mod.ts";
 import type { StackName, TransportName } from "../transports/types.ts";
-import { runBenchAcrossLink } from "../bench/across_link.ts";
-import { collectEnvironment } from "../bench/environment.ts";
-import { runBench } from "../bench/run.ts";
+import { runBench, runBenchAcrossLink } from "../bench/run/mod.ts";
+import { collectEnvironment } from "../bench/measure/mod.ts";
 import {
   defaultArrivalRate,
   FLOW_ROUNDS,
@@ -22,7 +21,12 @@ import {
   requestsPerUe,
 } from "./flows_scenario.ts";
 import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
-import { type BenchRun, type LinkRecord, type ResultRow, SCHEMA_VERSION } from "../bench/schema.ts";
+import {
+  type BenchRun,
+  type LinkRecord,
+  type ResultRow,
+  SCHEMA_VERSION,
+} from "../bench/record/mod.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
 import { fewestFlowsToDecide } from "./sequential.ts";
 import { STUDY_PLUGINS } from "./flows_scenario.ts";
@@ -339,7 +343,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
             }); its cells have no data.`,
           );
           if (s.spec && !recorded && st === stacks.at(-1)) {
-            const { linkRecord } = await import("../bench/across_link.ts");
+            const { linkRecord } = await import("../bench/run/mod.ts");
             linkRecords.push(linkRecord(s.spec, s.text, "relay"));
           }
           continue;

@@ -13,9 +13,9 @@
  * has none when even the intervals' most favourable ends give it less than
  * 20 %; otherwise the cell is undecided, with the flows that would decide it.
  */
-import type { Interval } from "../bench/stats.ts";
+import type { Interval } from "../bench/stats/mod.ts";
 import { quantileInterval } from "./quantile_interval.ts";
-import { type BenchRun, isFlowRow, type ResultRow } from "../bench/schema.ts";
+import { type BenchRun, isFlowRow, type ResultRow } from "../bench/record/mod.ts";
 import {
   DEFAULT_DESIGN,
   fewestFlowsToDecide,

@@ -3,8 +3,8 @@
  * first (HTML reports open with them), then the rule, the matrix's budget, the
  * cell table, and each flow-time row's cell in CSV.
  */
-import type { ReportSection } from "../bench/report_sections.ts";
-import type { BenchRun, ResultRow } from "../bench/schema.ts";
+import type { ReportSection } from "../bench/report/mod.ts";
+import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
 import { verdictTable } from "./verdict_table.ts";
 import { GRID_CSS, GRID_LEGEND, gridHtml, gridTable, verdictGrid } from "./verdict_grid.ts";

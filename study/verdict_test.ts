@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { DEFAULT_RULE, studyVerdict } from "./verdict.ts";
-import { compareQuantiles, estimate } from "../bench/stats.ts";
-import type { BenchRun, ResultRow } from "../bench/schema.ts";
+import { compareQuantiles, estimate } from "../bench/stats/mod.ts";
+import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 
 /** Samples spread evenly over [lo, hi]. */
 function spread(lo: number, hi: number, n = 600): number[] {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
-import { h3Available } from "../transports/h3/mod.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import type { LabServeOptions } from "../lib/lab_serve.ts";
 import {
   directCall,
@@ -100,7 +100,7 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
 Deno.test({
   name:
     "lab serve's h3 sends gtlsclient --max-udp-payload-size=1452 its 16 KiB and 1 MiB answers byte for byte",
-  ignore: needsTool("gtlsclient", "ngtcp2-client") || !(await h3Available()),
+  ignore: needsTool("gtlsclient", "ngtcp2-client") || H3_SKIP !== null,
   fn: async () => {
     const state = await Deno.makeTempDir();
     const dir = await Deno.makeTempDir();
@@ -135,7 +135,7 @@ Deno.test({
 
 Deno.test({
   name: "lab serve --h3-retry answers gtlsclient's first Initial with a Retry, then serves it",
-  ignore: needsTool("gtlsclient", "ngtcp2-client") || !(await h3Available()),
+  ignore: needsTool("gtlsclient", "ngtcp2-client") || H3_SKIP !== null,
   fn: async () => {
     const state = await Deno.makeTempDir();
     const srv = await startServe({

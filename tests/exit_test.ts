@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { ROOT } from "../lib/host.ts";
 
 /** Entry points of their own processes, besides main.ts. */
-const OWN_PROCESSES = [/^scripts\//, /^bench\/_echo_peer\.ts$/];
+const OWN_PROCESSES = [/^scripts\//, /^bench\/measure\/_echo_peer\.ts$/];
 
 Deno.test("no product module but main.ts calls Deno.exit", async () => {
   const out = await new Deno.Command("git", {

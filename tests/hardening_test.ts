@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { createClient, type StackName, STACKS, type TransportName } from "../transports/mod.ts";
 import type { LabServeLimits, LabServeOptions } from "../lib/lab_serve.ts";
-import * as h2 from "../bench/h2_frames.ts";
+import * as h2 from "../soak/h2_frames.ts";
 import { rssBytes, startLabServe, testTransports } from "./support.ts";
 
 const TRANSPORTS_OF = {

@@ -6,13 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { runBench } from "../bench/run.ts";
-import { type ChartLibrary, loadChartLibrary, renderHtml } from "../bench/html.ts";
-import type { BenchRun } from "../bench/schema.ts";
+import { runBench } from "../bench/run/run_bench.ts";
+import { type ChartLibrary, loadChartLibrary, renderHtml } from "../bench/report/mod.ts";
+import type { BenchRun } from "../bench/record/schema.ts";
 import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
 import { needsTool, ROOT } from "./support.ts";
 import { syntheticConcurrency, syntheticRtt, withCpuAndRepeats } from "./synthetic_run.ts";
-import { answerLines } from "../bench/answer.ts";
+import { answerLines } from "../bench/report/answer.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = `${ROOT}/build/artifacts`;

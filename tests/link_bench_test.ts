@@ -6,9 +6,9 @@
  * configured delay implies and the shape of the record.
  */
 import assert from "node:assert/strict";
-import { runBenchAcrossLink } from "../bench/across_link.ts";
-import { type BenchRun, parseRun } from "../bench/schema.ts";
-import { renderTable } from "../bench/table.ts";
+import { runBenchAcrossLink } from "../bench/run/across_link.ts";
+import { type BenchRun, parseRun } from "../bench/record/schema.ts";
+import { renderTable } from "../bench/report/table.ts";
 import { parseLinkSpec } from "../linkemu/mod.ts";
 import { LINK_SKIP } from "../linkemu/_test_util.ts";
 import { availableTransports } from "../transports/mod.ts";

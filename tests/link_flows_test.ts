@@ -5,9 +5,9 @@
  * never asserted beyond what the configured delay implies.
  */
 import assert from "node:assert/strict";
-import { runBenchAcrossLink } from "../bench/across_link.ts";
+import { runBenchAcrossLink } from "../bench/run/across_link.ts";
 import { JOURNEY } from "../study/flows/definitions.ts";
-import { parseRun } from "../bench/schema.ts";
+import { parseRun } from "../bench/record/schema.ts";
 import { parseLinkSpec } from "../linkemu/mod.ts";
 import { LINK_SKIP } from "../linkemu/_test_util.ts";
 

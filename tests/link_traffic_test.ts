@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { type Link, openLink, parseLinkSpec } from "../linkemu/mod.ts";
 import { evalIn, LineReader, LINK_SKIP } from "../linkemu/_test_util.ts";
-import { median } from "../bench/stats.ts";
+import { median } from "../bench/stats/stats.ts";
 
 const ignore = LINK_SKIP !== null;
 

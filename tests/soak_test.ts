@@ -1,7 +1,7 @@
 /** A short soak: steady load on every transport while every attacker runs, and the server holds. */
 import assert from "node:assert/strict";
-import { runSoak } from "../bench/soak.ts";
-import { renderSoakSummary } from "../bench/soak_report.ts";
+import { runSoak } from "../soak/soak.ts";
+import { renderSoakSummary } from "../soak/soak_report.ts";
 import { testTransports } from "./support.ts";
 
 const transports = await testTransports();

@@ -4,7 +4,7 @@
  * HTML that carry the same verdict.
  */
 import assert from "node:assert/strict";
-import { parseRun } from "../bench/schema.ts";
+import { parseRun } from "../bench/record/schema.ts";
 import { runLab } from "./support.ts";
 
 const dec = new TextDecoder();

@@ -7,9 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { loadChartLibrary, renderHtml } from "../bench/html.ts";
-import { type BenchRun, type ResultRow, SCHEMA_VERSION } from "../bench/schema.ts";
-import { estimate } from "../bench/stats.ts";
+import { loadChartLibrary, renderHtml } from "../bench/report/mod.ts";
+import { type BenchRun, type ResultRow, SCHEMA_VERSION } from "../bench/record/mod.ts";
+import { estimate } from "../bench/stats/mod.ts";
 import { DEFAULT_RULE, STUDY_SECTIONS, studyVerdict } from "../study/mod.ts";
 import { needsTool, ROOT } from "./support.ts";
 

@@ -3,16 +3,16 @@
  * two runs of "the same code" differ only by their seed, so whatever a
  * comparison of them reports beyond "no change" is the comparison's error.
  */
-import { createRng, estimate } from "../bench/stats.ts";
-import { clusterMedian, cv, roundMedians } from "../bench/rounds_stats.ts";
-import { assessNoise, pairedRatios } from "../bench/rounds_summary.ts";
+import { createRng, estimate } from "../bench/stats/stats.ts";
+import { clusterMedian, cv, roundMedians } from "../bench/stats/rounds_stats.ts";
+import { assessNoise, pairedRatios } from "../bench/record/rounds_summary.ts";
 import {
   type BenchRun,
   type FloorRow,
   type ResultRow,
   type RoundSeries,
   SCHEMA_VERSION,
-} from "../bench/schema.ts";
+} from "../bench/record/schema.ts";
 
 /** Options of {@linkcode syntheticRtt}. */
 export interface SyntheticOptions {

@@ -1,9 +1,9 @@
 /** `bulk`: 1 MiB and 16 MiB downloads and uploads on a warm connection → goodput. */
 import { formatBytes } from "../../lib/units.ts";
-import { sampleOperation } from "../sampler.ts";
-import type { ResultRow } from "../schema.ts";
+import { sampleOperation } from "../measure/sampler.ts";
+import type { ResultRow } from "../record/schema.ts";
 import { getPayload, makeRow, payloadPath, postEcho, type ScenarioContext } from "./context.ts";
-import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "./native_load.ts";
 
 /** Default bulk sizes. */
 export const BULK_SIZES = [1024 * 1024, 16 * 1024 * 1024];

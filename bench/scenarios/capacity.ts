@@ -5,15 +5,9 @@
  * native-engine run. Bounded in steps and in time per transport.
  */
 import { formatDuration, formatRate } from "../../lib/units.ts";
-import type { ResultRow } from "../schema.ts";
+import type { ResultRow } from "../record/schema.ts";
 import { floorFor, payloadPath, type ScenarioContext } from "./context.ts";
-import {
-  nativePlan,
-  nativeRow,
-  type NativeRun,
-  nativeSkipNote,
-  runNative,
-} from "../native_load.ts";
+import { nativePlan, nativeRow, type NativeRun, nativeSkipNote, runNative } from "./native_load.ts";
 
 /** Default p99 bound (ms). */
 export const DEFAULT_P99_BOUND_MS = 10;

@@ -13,12 +13,18 @@
  * deno stack's `fetch` shows none, so there only `total` is measured.
  */
 import { TicketCache } from "../../transports/ticket_cache.ts";
-import type { SbiClient, SetupTimings, TransportName } from "../../transports/types.ts";
+import type { SbiClient, SetupTimings } from "../../transports/types.ts";
 import { formatBytes } from "../../lib/units.ts";
-import { Recorder } from "../recorder.ts";
-import type { ResultRow } from "../schema.ts";
+import { Recorder } from "../stats/recorder.ts";
+import type { ResultRow } from "../record/schema.ts";
+import {
+  SETUP_PHASES,
+  type SetupMode,
+  setupModes,
+  type SetupPhase,
+} from "../record/setup_modes.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
-import { nativePlan, nativeSkipNote, runNative } from "../native_load.ts";
+import { nativePlan, nativeSkipNote, runNative } from "./native_load.ts";
 import type { ConnectionTimes } from "../../load/mod.ts";
 
 /** Most new connections per mode (keeps TIME_WAIT sockets bounded). */
@@ -28,15 +34,6 @@ const MIN_SAMPLES = 3;
 
 /** Connections the native engine opens at once, one request each (`--engine native`). */
 export const NATIVE_COLD_CONNECTIONS = 100;
-
-/** How a connection starts. */
-export type SetupMode = "full" | "resumed" | "0-rtt";
-
-/** The phases of one cold request, in report order. */
-export const SETUP_PHASES = ["connect", "tls", "first-byte", "total"] as const;
-
-/** One phase. */
-export type SetupPhase = typeof SETUP_PHASES[number];
 
 const PHASE_LABEL: Record<SetupPhase, string> = {
   connect: "connect",
@@ -50,12 +47,6 @@ const MODE_LABEL: Record<SetupMode, string> = {
   resumed: "resumed (ticket)",
   "0-rtt": "0-RTT (ticket, GET early)",
 };
-
-/** The modes a transport has: no TLS on h2c, 0-RTT only on h3. */
-export function setupModes(transport: TransportName): SetupMode[] {
-  if (transport === "h2c") return ["full"];
-  return transport === "h3" ? ["full", "resumed", "0-rtt"] : ["full", "resumed"];
-}
 
 /** Client options that make a connection start in `mode`. */
 function modeOptions(mode: SetupMode, tickets: TicketCache) {

@@ -1,10 +1,10 @@
 /** `concurrency`: N requests in flight on one connection → req/s and latency percentiles. */
 import { formatBytes } from "../../lib/units.ts";
-import { sampleOperation } from "../sampler.ts";
-import type { ResultRow } from "../schema.ts";
+import { sampleOperation } from "../measure/sampler.ts";
+import type { ResultRow } from "../record/schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
-import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
-import { inFlightNote, littlesLawInFlight } from "../in_flight.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "./native_load.ts";
+import { inFlightNote, littlesLawInFlight } from "../measure/in_flight.ts";
 
 /** Default in-flight levels. */
 export const DEFAULT_CONCURRENCY = [1, 8, 64, 256];

@@ -1,9 +1,9 @@
 /** What every scenario gets from the runner, and the helpers they share. */
 import type { ClientOptions, SbiClient, TransportName } from "../../transports/types.ts";
-import { estimateSampleSet, type SampleSet } from "../recorder.ts";
-import type { Clock, SamplingPlan } from "../sampler.ts";
-import type { Endpoints } from "../servers.ts";
-import type { ResultRow, RoundsRecord, RunConfig } from "../schema.ts";
+import { estimateSampleSet, type SampleSet } from "../stats/recorder.ts";
+import type { Clock, SamplingPlan } from "../measure/sampler.ts";
+import type { Endpoints } from "../measure/servers.ts";
+import type { ResultRow, RoundsRecord, RunConfig } from "../record/schema.ts";
 
 /** What a scenario may choose about a client it opens. */
 export type OpenClientOptions =

@@ -6,10 +6,10 @@
  * while a lost QUIC packet delays only the streams whose data it carried.
  */
 import { formatBytes } from "../../lib/units.ts";
-import { sampleOperation } from "../sampler.ts";
-import type { ResultRow } from "../schema.ts";
+import { sampleOperation } from "../measure/sampler.ts";
+import type { ResultRow } from "../record/schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
-import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "./native_load.ts";
 
 /** Default concurrent streams. */
 export const DEFAULT_STREAMS = 16;

@@ -18,8 +18,8 @@
  * at the end as just before the change, 0 when it was replaced, absent when
  * `ss` is missing).
  */
-import { Recorder } from "../recorder.ts";
-import type { ResultRow } from "../schema.ts";
+import { Recorder } from "../stats/recorder.ts";
+import type { ResultRow } from "../record/schema.ts";
 import type { SbiClient, TransportName } from "../../transports/types.ts";
 import { getPayload, makeRow, type ScenarioContext } from "./context.ts";
 

@@ -1,9 +1,9 @@
 /** `rate`: open loop at a fixed request rate, coordinated omission corrected. */
 import { formatBytes } from "../../lib/units.ts";
-import { sampleOpenLoop } from "../sampler.ts";
-import type { ResultRow } from "../schema.ts";
+import { sampleOpenLoop } from "../measure/sampler.ts";
+import type { ResultRow } from "../record/schema.ts";
 import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
-import { nativePlan, nativeRow, nativeSkipNote, runNative } from "../native_load.ts";
+import { nativePlan, nativeRow, nativeSkipNote, runNative } from "./native_load.ts";
 
 /** Default open-loop rate (req/s). */
 export const DEFAULT_RATE = 1000;

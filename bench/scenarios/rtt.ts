@@ -1,7 +1,7 @@
 /** `rtt`: warm GET round trip, one reused connection, a new stream per request. */
 import { formatBytes } from "../../lib/units.ts";
-import { sampleOperation } from "../sampler.ts";
-import type { ResultRow } from "../schema.ts";
+import { sampleOperation } from "../measure/sampler.ts";
+import type { ResultRow } from "../record/schema.ts";
 import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
 
 /** Measures every transport × size. */

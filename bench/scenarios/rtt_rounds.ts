@@ -5,15 +5,32 @@
  * their round series; the run's paired ratios and noise come with them.
  */
 import { formatBytes } from "../../lib/units.ts";
-import { MAX_OPERATIONS, sampleOperation, SamplingError } from "../sampler.ts";
-import { estimateSampleSet, Recorder, type SampleSet } from "../recorder.ts";
-import { createRng, estimate } from "../stats.ts";
-import { clusterMedian, cv, roundMedians } from "../rounds_stats.ts";
-import { FloorError, kernelPingPong, openRuntimeEcho, type RuntimeEcho } from "../floors.ts";
-import { type ArmRounds, type BlockResult, type RoundArm, runRounds } from "../rounds.ts";
-import type { MachineProbe } from "../machine_probe.ts";
-import { assessNoise, floorId, pairedRatios } from "../rounds_summary.ts";
-import type { FloorKind, FloorRow, ResultRow, RoundSeries, RoundsRecord } from "../schema.ts";
+import { MAX_OPERATIONS, sampleOperation, SamplingError } from "../measure/sampler.ts";
+import { estimateSampleSet, Recorder, type SampleSet } from "../stats/recorder.ts";
+import { createRng, estimate } from "../stats/stats.ts";
+import { clusterMedian, cv, roundMedians } from "../stats/rounds_stats.ts";
+import {
+  FloorError,
+  kernelPingPong,
+  openRuntimeEcho,
+  type RuntimeEcho,
+} from "../measure/floors.ts";
+import {
+  type ArmRounds,
+  type BlockResult,
+  type RoundArm,
+  type RoundsOutcome,
+  runRounds,
+} from "../measure/rounds.ts";
+import type { MachineProbe } from "../measure/machine_probe.ts";
+import { assessNoise, floorId, pairedRatios } from "../record/rounds_summary.ts";
+import type {
+  FloorKind,
+  FloorRow,
+  ResultRow,
+  RoundSeries,
+  RoundsRecord,
+} from "../record/schema.ts";
 import type { SbiClient } from "../../transports/types.ts";
 import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
 
@@ -110,92 +127,218 @@ export function withRoundInterval<T extends { estimate: ResultRow["estimate"] }>
   return item;
 }
 
+/** A transport arm: one transport at one size. */
+interface RowArm {
+  id: string;
+  transport: string;
+  size: number;
+}
+
+/** A floor arm: one floor at one size. */
+interface FloorArm {
+  id: string;
+  source: "kernel" | "runtime";
+  protocol: FloorKind;
+  size: number;
+}
+
+/** The arms of a run under construction, and what must be closed after it. */
+interface Arms {
+  arms: RoundArm[];
+  rowArms: RowArm[];
+  floorArms: FloorArm[];
+  clients: Map<string, SbiClient>;
+  echoes: RuntimeEcho[];
+}
+
+type BlockOf = (op: () => Promise<unknown>) => RoundArm["block"];
+
+/** Opens one client per transport and adds an arm per transport and size. */
+async function addTransportArms(ctx: ScenarioContext, a: Arms, block: BlockOf): Promise<void> {
+  for (const transport of ctx.transports) {
+    const client = await ctx.openClient(transport);
+    a.clients.set(transport, client);
+    for (const size of ctx.sizes) {
+      const id = `rtt/${transport}/${size}`;
+      a.rowArms.push({ id, transport, size });
+      a.arms.push({ id, block: block(() => getPayload(client, size)), measureCpu: true });
+    }
+  }
+}
+
+/** Adds the kernel and runtime floor arms of every size; a floor that cannot run becomes a note. */
+async function addFloorArms(
+  ctx: ScenarioContext,
+  a: Arms,
+  block: BlockOf,
+  sizes: number[],
+): Promise<void> {
+  for (const size of sizes) {
+    for (const protocol of ["tcp", "udp"] as const) {
+      const kid = floorId({ source: "kernel", protocol, sizeBytes: size });
+      try {
+        await kernelPingPong(protocol, size, 50, 100, 10, 0); // built and runnable
+        a.floorArms.push({ id: kid, source: "kernel", protocol, size });
+        a.arms.push({
+          id: kid,
+          // A block on a starved machine may record few round trips, or fail: the round keeps
+          // what it got (an empty block drops that round from this floor's ratios).
+          block: (ms) =>
+            kernelPingPong(protocol, size, 1_000_000, ms, 50, 0).then(
+              (samples) => ({ samples, errors: 0 }),
+              (err) => {
+                if (!(err instanceof FloorError)) throw err;
+                return { samples: [], errors: 1 };
+              },
+            ),
+        });
+      } catch (err) {
+        if (!(err instanceof FloorError || (err as Error).name === "NativeBuildError")) throw err;
+        ctx.notes.push(
+          `The kernel ${protocol} floor at ${size} B was not measured: ${(err as Error).message}.`,
+        );
+      }
+      const rid = floorId({ source: "runtime", protocol, sizeBytes: size });
+      try {
+        const echo = await openRuntimeEcho(protocol, size);
+        a.echoes.push(echo);
+        a.floorArms.push({ id: rid, source: "runtime", protocol, size });
+        a.arms.push({ id: rid, block: block(() => echo.roundTrip()) });
+      } catch (err) {
+        if (!(err instanceof FloorError)) throw err;
+        ctx.notes.push(
+          `The runtime ${protocol} floor at ${size} B was not measured: ${(err as Error).message}.`,
+        );
+      }
+    }
+  }
+}
+
+/** Each transport arm alone for the plan's warm-up (JIT, connection windows), before the rounds. */
+async function warmUpAlone(ctx: ScenarioContext, a: Arms): Promise<void> {
+  for (const [i, arm] of a.rowArms.entries()) {
+    if (ctx.signal?.aborted) break;
+    ctx.onProgress(`warm-up ${arm.transport} ${formatBytes(arm.size)}`, i / a.rowArms.length);
+    const client = a.clients.get(arm.transport)!;
+    await sampleOperation(
+      () => getPayload(client, arm.size),
+      { warmupMs: ctx.plan.warmupMs, sampleMs: 0, samples: 0 },
+      1,
+      { clock: ctx.clock, signal: ctx.signal },
+    ).catch((err) => {
+      if (!/Only 0 successful/.test((err as Error).message)) throw err;
+    });
+  }
+}
+
+/** The rtt rows from the rounds, each with its round series and round interval. */
+function rowsOf(ctx: ScenarioContext, rowArms: RowArm[], outcome: RoundsOutcome): ResultRow[] {
+  const rows: ResultRow[] = [];
+  for (const a of rowArms) {
+    const arm = outcome.arms[a.id];
+    if (arm.samples.flat().length < 2) continue;
+    const s = series(arm);
+    const n = s.counts.reduce((x, y) => x + y, 0);
+    const elapsed = arm.elapsedMs.reduce((x, y) => x + y, 0);
+    const extra: Record<string, number> = {};
+    if (s.clientCpuNs) extra.clientCpuNsPerRequest = s.clientCpuNs.reduce((x, y) => x + y, 0) / n;
+    if (s.serverCpuNs && ctx.endpoints.pid !== undefined) {
+      extra.serverCpuNsPerRequest = s.serverCpuNs.reduce((x, y) => x + y, 0) / n;
+    }
+    const row = withRoundInterval(
+      makeRow({
+        id: a.id,
+        scenario: "rtt",
+        transport: a.transport,
+        label: `GET ${formatBytes(a.size)}, warm connection`,
+        sizeBytes: a.size,
+        concurrency: 1,
+        floor: floorFor(a.transport),
+        requestsPerSecond: n / (elapsed / 1000),
+        errors: arm.errors,
+        ...(Object.keys(extra).length ? { extra } : {}),
+      }, pooled(arm)),
+      arm,
+    );
+    row.rounds = s;
+    ctx.onRow(row);
+    rows.push(row);
+  }
+  return rows;
+}
+
+/** The floors from the rounds, each with its round series and round interval. */
+function floorsOf(floorArms: FloorArm[], outcome: RoundsOutcome): FloorRow[] {
+  const floors: FloorRow[] = [];
+  for (const f of floorArms) {
+    const arm = outcome.arms[f.id];
+    if (arm.samples.flat().length < 2) continue;
+    const samples = pooled(arm);
+    floors.push(withRoundInterval({
+      source: f.source,
+      protocol: f.protocol,
+      sizeBytes: f.size,
+      // The sample bootstrap is replaced by the round interval below: a token resample count.
+      estimate: samples.complete
+        ? estimate(samples.samples, { resamples: 10 })
+        : estimateSampleSet(samples),
+      samples,
+      rounds: series(arm),
+    }, arm));
+  }
+  return floors;
+}
+
+/** The rounds record: schedule, order, machine readings, paired ratios and the noise verdict. */
+function roundsRecord(
+  ctx: ScenarioContext,
+  options: RttRoundsOptions,
+  outcome: RoundsOutcome,
+  rows: ResultRow[],
+  floors: FloorRow[],
+): RoundsRecord {
+  const ratios = pairedRatios(rows, floors);
+  // With the server elsewhere or in this process, "other processes" cannot be told apart.
+  const serverOwnProcess = ctx.endpoints.pid !== undefined;
+  if (!serverOwnProcess && ctx.endpoints.mode === "in-process") {
+    ctx.notes.push(
+      "The servers ran in this process: the client's CPU per request includes theirs.",
+    );
+  }
+  const noise = assessNoise({
+    machine: serverOwnProcess
+      ? outcome.machine
+      : outcome.machine.map((m) => ({ ...m, otherCores: 0 })),
+    rows,
+    floors,
+    ratios,
+    cores: options.cores,
+  });
+  return {
+    rounds: outcome.order.length,
+    blockMs: options.blockMs,
+    warmupRounds: options.warmupRounds,
+    seed: options.seed,
+    order: outcome.order,
+    roundMs: outcome.roundMs,
+    machine: outcome.machine,
+    ratios,
+    noise,
+  };
+}
+
 /** Runs the rtt rows and the floors in interleaved rounds. */
 export async function rttRounds(
   ctx: ScenarioContext,
   options: RttRoundsOptions,
 ): Promise<RttRoundsResult> {
-  const clients = new Map<string, SbiClient>();
-  const echoes: RuntimeEcho[] = [];
-  const arms: RoundArm[] = [];
-  const rowArms: { id: string; transport: string; size: number }[] = [];
-  const floorArms: {
-    id: string;
-    source: "kernel" | "runtime";
-    protocol: FloorKind;
-    size: number;
-  }[] = [];
-  const block = (op: () => Promise<unknown>) => (ms: number) =>
-    timedBlock(op, ms, options.blockCount, ctx);
+  const a: Arms = { arms: [], rowArms: [], floorArms: [], clients: new Map(), echoes: [] };
+  const block: BlockOf = (op) => (ms) => timedBlock(op, ms, options.blockCount, ctx);
   try {
-    for (const transport of ctx.transports) {
-      const client = await ctx.openClient(transport);
-      clients.set(transport, client);
-      for (const size of ctx.sizes) {
-        const id = `rtt/${transport}/${size}`;
-        rowArms.push({ id, transport, size });
-        arms.push({ id, block: block(() => getPayload(client, size)), measureCpu: true });
-      }
-    }
-    for (const size of options.floorSizes) {
-      for (const protocol of ["tcp", "udp"] as const) {
-        const kid = floorId({ source: "kernel", protocol, sizeBytes: size });
-        try {
-          await kernelPingPong(protocol, size, 50, 100, 10, 0); // built and runnable
-          floorArms.push({ id: kid, source: "kernel", protocol, size });
-          arms.push({
-            id: kid,
-            // A block on a starved machine may record few round trips, or fail: the round keeps
-            // what it got (an empty block drops that round from this floor's ratios).
-            block: (ms) =>
-              kernelPingPong(protocol, size, 1_000_000, ms, 50, 0).then(
-                (samples) => ({ samples, errors: 0 }),
-                (err) => {
-                  if (!(err instanceof FloorError)) throw err;
-                  return { samples: [], errors: 1 };
-                },
-              ),
-          });
-        } catch (err) {
-          if (!(err instanceof FloorError || (err as Error).name === "NativeBuildError")) throw err;
-          ctx.notes.push(
-            `The kernel ${protocol} floor at ${size} B was not measured: ${
-              (err as Error).message
-            }.`,
-          );
-        }
-        const rid = floorId({ source: "runtime", protocol, sizeBytes: size });
-        try {
-          const echo = await openRuntimeEcho(protocol, size);
-          echoes.push(echo);
-          floorArms.push({ id: rid, source: "runtime", protocol, size });
-          arms.push({ id: rid, block: block(() => echo.roundTrip()) });
-        } catch (err) {
-          if (!(err instanceof FloorError)) throw err;
-          ctx.notes.push(
-            `The runtime ${protocol} floor at ${size} B was not measured: ${
-              (err as Error).message
-            }.`,
-          );
-        }
-      }
-    }
-    // Warm-up: each transport arm alone for the plan's warm-up first (JIT, connection windows), then discarded rounds.
-    const warmEach = ctx.plan.warmupMs;
-    for (const [i, a] of rowArms.entries()) {
-      if (ctx.signal?.aborted) break;
-      ctx.onProgress(`warm-up ${a.transport} ${formatBytes(a.size)}`, i / rowArms.length);
-      const client = clients.get(a.transport)!;
-      await sampleOperation(
-        () => getPayload(client, a.size),
-        { warmupMs: warmEach, sampleMs: 0, samples: 0 },
-        1,
-        { clock: ctx.clock, signal: ctx.signal },
-      ).catch((err) => {
-        if (!/Only 0 successful/.test((err as Error).message)) throw err;
-      });
-    }
-    const outcome = await runRounds(arms, {
+    await addTransportArms(ctx, a, block);
+    await addFloorArms(ctx, a, block, options.floorSizes);
+    await warmUpAlone(ctx, a);
+    const outcome = await runRounds(a.arms, {
       rounds: options.rounds,
       blockMs: options.blockMs,
       warmupRounds: options.warmupRounds,
@@ -205,87 +348,10 @@ export async function rttRounds(
       onProgress: ctx.onProgress,
       signal: ctx.signal,
     });
-    const rows: ResultRow[] = [];
-    for (const a of rowArms) {
-      const arm = outcome.arms[a.id];
-      if (arm.samples.flat().length < 2) continue;
-      const s = series(arm);
-      const n = s.counts.reduce((x, y) => x + y, 0);
-      const elapsed = arm.elapsedMs.reduce((x, y) => x + y, 0);
-      const extra: Record<string, number> = {};
-      if (s.clientCpuNs) extra.clientCpuNsPerRequest = s.clientCpuNs.reduce((x, y) => x + y, 0) / n;
-      if (s.serverCpuNs && ctx.endpoints.pid !== undefined) {
-        extra.serverCpuNsPerRequest = s.serverCpuNs.reduce((x, y) => x + y, 0) / n;
-      }
-      const row = withRoundInterval(
-        makeRow({
-          id: a.id,
-          scenario: "rtt",
-          transport: a.transport,
-          label: `GET ${formatBytes(a.size)}, warm connection`,
-          sizeBytes: a.size,
-          concurrency: 1,
-          floor: floorFor(a.transport),
-          requestsPerSecond: n / (elapsed / 1000),
-          errors: arm.errors,
-          ...(Object.keys(extra).length ? { extra } : {}),
-        }, pooled(arm)),
-        arm,
-      );
-      row.rounds = s;
-      ctx.onRow(row);
-      rows.push(row);
-    }
-    const floors: FloorRow[] = [];
-    for (const f of floorArms) {
-      const arm = outcome.arms[f.id];
-      if (arm.samples.flat().length < 2) continue;
-      const samples = pooled(arm);
-      floors.push(withRoundInterval({
-        source: f.source,
-        protocol: f.protocol,
-        sizeBytes: f.size,
-        // The sample bootstrap is replaced by the round interval below: a token resample count.
-        estimate: samples.complete
-          ? estimate(samples.samples, { resamples: 10 })
-          : estimateSampleSet(samples),
-        samples,
-        rounds: series(arm),
-      }, arm));
-    }
-    const ratios = pairedRatios(rows, floors);
-    // With the server elsewhere or in this process, "other processes" cannot be told apart.
-    const serverOwnProcess = ctx.endpoints.pid !== undefined;
-    if (!serverOwnProcess && ctx.endpoints.mode === "in-process") {
-      ctx.notes.push(
-        "The servers ran in this process: the client's CPU per request includes theirs.",
-      );
-    }
-    const noise = assessNoise({
-      machine: serverOwnProcess
-        ? outcome.machine
-        : outcome.machine.map((m) => ({ ...m, otherCores: 0 })),
-      rows,
-      floors,
-      ratios,
-      cores: options.cores,
-    });
-    return {
-      rows,
-      floors,
-      rounds: {
-        rounds: outcome.order.length,
-        blockMs: options.blockMs,
-        warmupRounds: options.warmupRounds,
-        seed: options.seed,
-        order: outcome.order,
-        roundMs: outcome.roundMs,
-        machine: outcome.machine,
-        ratios,
-        noise,
-      },
-    };
+    const rows = rowsOf(ctx, a.rowArms, outcome);
+    const floors = floorsOf(a.floorArms, outcome);
+    return { rows, floors, rounds: roundsRecord(ctx, options, outcome, rows, floors) };
   } finally {
-    await Promise.allSettled(echoes.map((e) => e.close()));
+    await Promise.allSettled(a.echoes.map((e) => e.close()));
   }
 }

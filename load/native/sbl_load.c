@@ -552,8 +552,8 @@ static void *worker_main(void *arg) {
 }
 
 int sbl_engine_start(sbl_engine *e) {
-  if (!e) return SBL_ERR_INVALID;
-  if (e->started) return SBL_ERR_STATE;
+  if (!e) return SBWIRE_ERR_INVALID;
+  if (e->started) return SBWIRE_ERR_INVALID;
   e->started = 1;
   e->t_start = sbl_now();
   for (int i = 0; i < e->nworkers; i++) {
@@ -569,7 +569,7 @@ int sbl_engine_start(sbl_engine *e) {
 }
 
 int sbl_engine_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) {
-  if (!e || !buf || cap < SBL_PROGRESS_LEN) return SBL_ERR_INVALID;
+  if (!e || !buf || cap < SBL_PROGRESS_LEN) return SBWIRE_ERR_INVALID;
   uint64_t sent = 0, done = 0, errs = 0, infl = 0, up = 0, failed = 0;
   int phase = e->started ? SBL_PHASE_DONE : SBL_PHASE_IDLE;
   for (int i = 0; i < e->nworkers; i++) {
@@ -595,14 +595,14 @@ int sbl_engine_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) {
 }
 
 int sbl_engine_stop(sbl_engine *e) {
-  if (!e) return SBL_ERR_INVALID;
+  if (!e) return SBWIRE_ERR_INVALID;
   __atomic_store_n(&e->stop, 1, __ATOMIC_RELAXED);
   return 0;
 }
 
 int sbl_engine_join(sbl_engine *e) {
-  if (!e) return SBL_ERR_INVALID;
-  if (!e->started) return SBL_ERR_STATE;
+  if (!e) return SBWIRE_ERR_INVALID;
+  if (!e->started) return SBWIRE_ERR_INVALID;
   if (e->joined) return 0;
   for (int i = 0; i < e->nworkers; i++)
     if (e->workers[i].started) pthread_join(e->workers[i].th, NULL);
@@ -611,8 +611,8 @@ int sbl_engine_join(sbl_engine *e) {
 }
 
 int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
-  if (!e) return SBL_ERR_INVALID;
-  if (!e->joined) return SBL_ERR_STATE;
+  if (!e) return SBWIRE_ERR_INVALID;
+  if (!e->joined) return SBWIRE_ERR_INVALID;
   const sbl_plan *p = &e->plan;
   uint64_t status[MAX_STATUS] = {0}, errk[SBL_ERRK_COUNT] = {0};
   uint64_t sum[12] = {0};
@@ -644,9 +644,9 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
   uint32_t nstatus = 0;
   for (int s = 0; s < MAX_STATUS; s++) nstatus += status[s] != 0;
   size_t need = SBL_RESULT_HEAD + 8 * SBL_ERRK_COUNT + 16 * (size_t)nstatus + SBL_CONN_RECORD * (size_t)p->conns;
-  if (need > INT32_MAX) return SBL_ERR_NOMEM;
+  if (need > INT32_MAX) return SBWIRE_ERR_NOMEM;
   if (!buf) return (int)need;
-  if (cap < need) return SBL_ERR_BUFFER_TOO_SHORT;
+  if (cap < need) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   memset(buf, 0, need);
   int partial = stopped || dropped || sum[9] > 0 || (p->requests && sum[0] < p->requests);
   wr32(buf, SBL_RESULT_MAGIC);
@@ -680,21 +680,21 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
 }
 
 int sbl_engine_histogram(sbl_engine *e, int kind, uint8_t *buf, uint32_t cap) {
-  if (!e || (kind != SBL_HIST_CORRECTED && kind != SBL_HIST_UNCORRECTED)) return SBL_ERR_INVALID;
-  if (!e->joined) return SBL_ERR_STATE;
+  if (!e || (kind != SBL_HIST_CORRECTED && kind != SBL_HIST_UNCORRECTED)) return SBWIRE_ERR_INVALID;
+  if (!e->joined) return SBWIRE_ERR_INVALID;
   sbl_hist *all = sbl_hist_new(SBL_HIST_HIGHEST);
-  if (!all) return SBL_ERR_NOMEM;
+  if (!all) return SBWIRE_ERR_NOMEM;
   for (int i = 0; i < e->nworkers; i++)
     sbl_hist_add(all, kind == SBL_HIST_CORRECTED ? e->workers[i].h_corr : e->workers[i].h_unc);
   size_t need = sbl_hist_export(all, NULL, 0);
   if (buf && cap >= need) sbl_hist_export(all, buf, cap);
   sbl_hist_free(all);
-  if (buf && cap < need) return SBL_ERR_BUFFER_TOO_SHORT;
+  if (buf && cap < need) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   return (int)need;
 }
 
 int sbl_engine_error(sbl_engine *e, uint8_t *buf, uint32_t cap) {
-  if (!e || !buf) return SBL_ERR_INVALID;
+  if (!e || !buf) return SBWIRE_ERR_INVALID;
   for (int i = 0; i < e->nworkers; i++) {
     const char *t = e->workers[i].err;
     if (!t[0]) continue;

@@ -13,7 +13,7 @@
  * soon), and its job is given the time it really started, so its flow is
  * never timed shorter than it took.
  */
-import { type Clock, defaultClock } from "../../bench/sampler.ts";
+import { type Clock, defaultClock } from "../../bench/measure/mod.ts";
 
 /** Most timer wake-ups the loop spends on one arrival (the second only when the first fired early). */
 export const MAX_WAKEUPS_PER_ARRIVAL = 2;

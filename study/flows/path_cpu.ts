@@ -6,8 +6,8 @@
  * a process whose five threads each ran a fifth of the time is not saturated.
  * Per-thread run time comes from `/proc/<pid>/task/<tid>/schedstat` (Linux).
  */
-import { LINK_RELAY_PID_ENV, LINK_SERVER_PID_ENV } from "../../bench/across_link.ts";
-import { parseProcStat } from "../../bench/machine_probe.ts";
+import { LINK_RELAY_PID_ENV, LINK_SERVER_PID_ENV } from "../../bench/run/mod.ts";
+import { parseProcStat } from "../../bench/measure/mod.ts";
 
 /** Run time (s) of each thread of each watched process at one instant. */
 export interface PathReading {

@@ -9,7 +9,7 @@
 import { isMultipartRelated, parseMultipart } from "../../handler/multipart.ts";
 import { parsePointer } from "../../handler/json_patch.ts";
 import type { ClientResponse, SbiClient } from "../../transports/types.ts";
-import type { Clock } from "../../bench/sampler.ts";
+import type { Clock } from "../../bench/measure/mod.ts";
 import { BODIES, type FlowVars } from "./bodies.ts";
 import type { Capture, FlowDefinition, FlowStep, NfType } from "./definitions.ts";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import { createDevPki } from "../pki.ts";
 import { createH2TlsServer } from "./server.ts";
-import * as h2 from "../../bench/h2_frames.ts";
+import * as h2 from "../../soak/h2_frames.ts";
 
 /** ms until the server ends `conn` (EOF or reset), bounded by `ms`. */
 async function endedAfter(conn: Deno.Conn, ms: number): Promise<number> {

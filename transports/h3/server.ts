@@ -9,6 +9,7 @@
  * sends all output in one batch. The shim's timers are one `setTimeout`,
  * re-armed only when the next deadline moves earlier.
  */
+import { urlHost } from "../origin.ts";
 import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
@@ -110,10 +111,6 @@ interface Blocked {
   /** The encoded header block (a copy of the writer's). */
   block: Uint8Array;
   body: Uint8Array;
-}
-
-function urlHost(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
 }
 
 /** The HTTP/3 server's extras beyond the shared contract. */
@@ -474,6 +471,7 @@ export async function createH3Server(
       verifyPeer: tls.requireClientCert,
       idleTimeoutMs: l.idleTimeoutMs,
       maxBodyBytes: l.maxBodyBytes,
+      maxFieldSectionBytes: l.maxHeaderSectionBytes,
       handshakeTimeoutMs: l.handshakeTimeoutMs,
       retry: options.retry,
       quicVersions: options.quicVersions,

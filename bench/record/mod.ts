@@ -1,0 +1,34 @@
+/**
+ * The saved run record: its schema and version, the parser that checks a
+ * file, and the pure summaries and lookups built from it (ratios over paired
+ * rounds, the noise assessment, a row's floor, the peers' ratio labels, the
+ * cold scenario's modes and phases). No I/O; imports bench/stats/ and lib/,
+ * and transports/ for types.
+ */
+export {
+  type BenchRun,
+  type EngineName,
+  type Environment,
+  type FloorKind,
+  type FloorRow,
+  isFlowRow,
+  type LinkRecord,
+  type NoiseRecord,
+  parseRun,
+  type RatioRecord,
+  READABLE_SCHEMAS,
+  type RepeatsRecord,
+  type ResultRow,
+  type RoundSeries,
+  type RoundsRecord,
+  type RunConfig,
+  type ScenarioName,
+  SCENARIOS,
+  type Schedule,
+  SCHEMA_VERSION,
+  type StudyRecord,
+} from "./schema.ts";
+export { assessNoise, NOISE_THRESHOLDS, noiseLine, pairedRatios } from "./rounds_summary.ts";
+export { findFloor, floorMultiple } from "./floor_lookup.ts";
+export { PEER_RATIOS } from "./peer_ratios.ts";
+export { SETUP_PHASES, type SetupMode, setupModes, type SetupPhase } from "./setup_modes.ts";

@@ -1,0 +1,18 @@
+/**
+ * The profilers behind `lab profile`, pure functions over what the processes
+ * recorded: where a request's CPU time goes (V8 CPU profiles), instructions
+ * per request per object file (callgrind), and a warm connection's memory
+ * growth. `cli/profile.ts` runs the processes; nothing here touches the
+ * system. Imports bench/report/ (for table layout) and lib/.
+ */
+export { parseAnnotate, perRequestByObject, renderObjectCosts } from "./callgrind.ts";
+export { breakdown, type CpuTime, parseCpuProfile, renderBreakdown } from "./cpu_profile.ts";
+export {
+  MEMORY_GROWTH_TARGET_BYTES,
+  MEMORY_STEP_REQUESTS,
+  type MemoryReadings,
+  type MemoryRun,
+  memoryRun,
+  memorySide,
+  renderMemoryRun,
+} from "./memory_growth.ts";

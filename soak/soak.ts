@@ -1,0 +1,291 @@
+/**
+ * The soak: a steady open-loop load on every transport for a chosen time
+ * while the attackers of attackers.ts run beside it, against `lab serve` in
+ * its own process. Each interval records, per transport, what was served,
+ * the errors and the latency percentiles, and the server's resident size.
+ * The result is a plain record (`sbilab-soak/1`); soak_report.ts renders it.
+ */
+import {
+  createClient,
+  type SbiClient,
+  type StackName,
+  type TransportName,
+} from "../transports/mod.ts";
+import { startServers } from "../bench/measure/mod.ts";
+import { quantile } from "../bench/stats/mod.ts";
+import { type AttackCounts, type AttackName, noAttacks, runAttackers } from "./attackers.ts";
+import { readProcMemory } from "../lib/proc_status.ts";
+
+/** Options of {@linkcode runSoak}. */
+export interface SoakOptions {
+  /** Server implementation family `lab serve` runs. Default `native`. */
+  stack?: StackName;
+  /** Transports to load. */
+  transports: TransportName[];
+  /** How long to run, in ms. */
+  durationMs: number;
+  /** Length of one reporting interval in ms. Default 1000. */
+  intervalMs?: number;
+  /** Requests per second on each transport (open loop). Default 200. */
+  rate?: number;
+  /** Body size of the steady GETs. Default 256. */
+  size?: number;
+  /** Attacks to run beside the load. Default all; `[]` for none. */
+  attacks?: readonly AttackName[];
+  /** Called after every interval (for progress output). Default none. */
+  onInterval?: (interval: SoakInterval) => void;
+  /** Stops the soak early. Default none. */
+  signal?: AbortSignal;
+}
+
+/** One transport in one interval. */
+export interface SoakSlice {
+  /** Answers with status 200 and the right size. */
+  served: number;
+  /** Failed requests and wrong answers. */
+  errors: number;
+  /**
+   * Sends skipped: the load generator fell more than 0.5 s behind its schedule
+   * (its own process stalled) or 256 requests were already in flight.
+   */
+  skipped: number;
+  /** Latency percentiles of the served requests, in ms (undefined when none). */
+  p50?: number;
+  p99?: number;
+}
+
+/** One interval of the soak. */
+export interface SoakInterval {
+  /** End of the interval, seconds since the start. */
+  t: number;
+  /** The server's resident set size at the end of the interval, bytes. */
+  rssBytes?: number;
+  /** Longest stall of the soak's own event loop in the interval, ms (load and attackers share it). */
+  loadStallMs: number;
+  /** Per transport. */
+  transports: Partial<Record<TransportName, SoakSlice>>;
+  /** Attack counters so far. */
+  attacks: AttackCounts;
+}
+
+/** A whole soak. */
+export interface SoakReport {
+  schema: "sbilab-soak/1";
+  /** The servers' stack. */
+  stack: StackName;
+  /** ISO time of the start. */
+  startedAt: string;
+  durationMs: number;
+  intervalMs: number;
+  rate: number;
+  size: number;
+  attacks: AttackName[];
+  intervals: SoakInterval[];
+  /** Over the whole run, per transport. */
+  summary: Partial<Record<TransportName, SoakSlice & { ratePerSecond: number }>>;
+  /** Resident size of the server: first, highest and last sample, bytes. */
+  rss?: { start: number; peak: number; end: number };
+  /** Whether the server was still running at the end. */
+  serverAlive: boolean;
+}
+
+/** Most requests in flight per transport before a send counts as an error. */
+const MAX_IN_FLIGHT = 256;
+
+function rssOf(pid: number | undefined): number | undefined {
+  return pid === undefined ? undefined : readProcMemory(pid)?.rssBytes;
+}
+
+function slice(latencies: number[], served: number, errors: number, skipped: number): SoakSlice {
+  if (latencies.length === 0) return { served, errors, skipped };
+  return {
+    served,
+    errors,
+    skipped,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+  };
+}
+
+/** Drives one transport at `rate` req/s; returns a function that takes the interval's figures. */
+function steadyLoad(
+  client: SbiClient,
+  path: string,
+  size: number,
+  rate: number,
+  signal: AbortSignal,
+): { take(): [number[], number, number, number]; all: number[]; done: Promise<void> } {
+  let lat: number[] = [];
+  const all: number[] = [];
+  let served = 0;
+  let errors = 0;
+  let skipped = 0;
+  let inFlight = 0;
+  const start = performance.now();
+  let sent = 0;
+  const pending = new Set<Promise<void>>();
+  const one = async () => {
+    inFlight++;
+    const t0 = performance.now();
+    try {
+      const res = await client.request({ method: "GET", path });
+      if (res.status === 200 && res.body.length === size) {
+        const ms = performance.now() - t0;
+        lat.push(ms);
+        all.push(ms);
+        served++;
+      } else errors++;
+    } catch {
+      errors++;
+    } finally {
+      inFlight--;
+    }
+  };
+  const done = (async () => {
+    // Bounded by the signal (the soak's duration).
+    while (!signal.aborted) {
+      const due = Math.floor(((performance.now() - start) / 1000) * rate);
+      // Fallen behind (this process stalled): skip, rather than send a burst nobody scheduled.
+      const behind = due - sent - Math.ceil(rate / 2);
+      if (behind > 0) {
+        skipped += behind;
+        sent += behind;
+      }
+      for (; sent < due; sent++) {
+        if (inFlight >= MAX_IN_FLIGHT) {
+          skipped++;
+          continue;
+        }
+        const p = one();
+        pending.add(p);
+        p.finally(() => pending.delete(p));
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await Promise.allSettled([...pending]);
+  })();
+  return {
+    take() {
+      const out: [number[], number, number, number] = [lat, served, errors, skipped];
+      lat = [];
+      served = 0;
+      errors = 0;
+      skipped = 0;
+      return out;
+    },
+    all,
+    done,
+  };
+}
+
+/** Runs a soak against a `lab serve` it starts; resolves with the report. */
+export async function runSoak(options: SoakOptions): Promise<SoakReport> {
+  const intervalMs = options.intervalMs ?? 1000;
+  const rate = options.rate ?? 200;
+  const size = options.size ?? 256;
+  const attacks = [...(options.attacks ?? ["junk", "idle", "zero-window", "resets"])];
+  const startedAt = new Date().toISOString();
+  const stack = options.stack ?? "native";
+  const servers = await startServers(options.transports, { stack });
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  options.signal?.addEventListener("abort", stop, { once: true });
+  const clients = new Map<TransportName, SbiClient>();
+  const intervals: SoakInterval[] = [];
+  const totals = new Map<TransportName, { served: number; errors: number; skipped: number }>();
+  const counts = noAttacks();
+  let alive = true;
+  try {
+    for (const t of options.transports) {
+      clients.set(
+        t,
+        await createClient(t, servers.urls[t]!, { tls: servers.tls, timeoutMs: 5000 }),
+      );
+      totals.set(t, { served: 0, errors: 0, skipped: 0 });
+    }
+    const port = (t: TransportName) =>
+      servers.urls[t] ? Number(new URL(servers.urls[t]!).port) : undefined;
+    const attacking = attacks.length === 0 ? Promise.resolve() : runAttackers(
+      { h2cPort: port("h2c"), tlsPort: port("h2-tls"), h3Port: port("h3") },
+      counts,
+      controller.signal,
+      { attacks },
+    );
+    const path = `/nbench/v1/payload?size=${size}`;
+    const loads = new Map(
+      options.transports.map((
+        t,
+      ) => [t, steadyLoad(clients.get(t)!, path, size, rate, controller.signal)]),
+    );
+    const t0 = performance.now();
+    const end = t0 + options.durationMs;
+    // The soak's own event loop: a late 20 ms tick is a stall of this process, not of the server.
+    let stall = 0;
+    let tick = performance.now();
+    const lagTimer = setInterval(() => {
+      const now = performance.now();
+      stall = Math.max(stall, now - tick - 20);
+      tick = now;
+    }, 20);
+    for (let next = t0 + intervalMs; !controller.signal.aborted; next += intervalMs) {
+      const wait = Math.min(next, end) - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const interval: SoakInterval = {
+        t: Math.round(performance.now() - t0) / 1000,
+        rssBytes: rssOf(servers.pid),
+        loadStallMs: Math.round(Math.max(0, stall)),
+        transports: {},
+        attacks: { ...counts },
+      };
+      stall = 0;
+      for (const [t, load] of loads) {
+        const [lat, served, errors, skipped] = load.take();
+        interval.transports[t] = slice(lat, served, errors, skipped);
+        const sum = totals.get(t)!;
+        sum.served += served;
+        sum.errors += errors;
+        sum.skipped += skipped;
+      }
+      intervals.push(interval);
+      options.onInterval?.(interval);
+      if (interval.rssBytes === undefined && servers.pid !== undefined) alive = false;
+      if (performance.now() >= end || !alive) break;
+    }
+    clearInterval(lagTimer);
+    controller.abort();
+    await Promise.all([...loads.values()].map((l) => l.done));
+    await attacking;
+    alive &&= rssOf(servers.pid) !== undefined;
+    const seconds = options.durationMs / 1000;
+    const summary: SoakReport["summary"] = {};
+    for (const [t, load] of loads) {
+      const sum = totals.get(t)!;
+      summary[t] = {
+        ...slice(load.all, sum.served, sum.errors, sum.skipped),
+        ratePerSecond: sum.served / seconds,
+      };
+    }
+    const rssSamples = intervals.map((i) => i.rssBytes).filter((x): x is number => x !== undefined);
+    return {
+      schema: "sbilab-soak/1",
+      stack,
+      startedAt,
+      durationMs: options.durationMs,
+      intervalMs,
+      rate,
+      size,
+      attacks,
+      intervals,
+      summary,
+      rss: rssSamples.length
+        ? { start: rssSamples[0], peak: Math.max(...rssSamples), end: rssSamples.at(-1)! }
+        : undefined,
+      serverAlive: alive,
+    };
+  } finally {
+    controller.abort();
+    options.signal?.removeEventListener("abort", stop);
+    await Promise.allSettled([...clients.values()].map((c) => c.close()));
+    await servers.close();
+  }
+}
