@@ -283,7 +283,7 @@ async function bench(flags: BenchFlags): Promise<void> {
       onRun: (i, n) => n > 1 && progress.update(`run ${i + 1} of ${n}`, 0),
     });
     progress.stop();
-    console.log(renderTable(run));
+    console.log(renderTable(run, { sections: STUDY_SECTIONS }));
     if (flags.charts !== false) {
       const charts = renderCharts(run);
       if (charts) console.log(`\n${charts}`);
@@ -462,7 +462,7 @@ async function report(
   }
   const base = await readRun(a);
   if (!b) {
-    console.log(renderTable(base));
+    console.log(renderTable(base, { sections: STUDY_SECTIONS }));
     if (flags.charts !== false) {
       const charts = renderCharts(base);
       if (charts) console.log(`\n${charts}`);
@@ -758,8 +758,42 @@ interface StudyFlags {
   maxFailures: string;
 }
 
+/**
+ * The study's progress on stderr: one line redrawn in place on a terminal,
+ * `progress: cells 12/40 · 5m10s of 15m00s · about 6m20s left · …` lines on a
+ * pipe (when a cell finishes, and at least every 30 s while time moves).
+ */
+function studyProgress(quiet: boolean | undefined) {
+  const enc = new TextEncoder();
+  const tty = Deno.stderr.isTerminal();
+  let lastCells = -1;
+  let lastAt = -Infinity;
+  let drawn = false;
+  return {
+    update(p: import("../study/study.ts").StudyProgress, line: string) {
+      if (quiet) return;
+      if (tty) {
+        const width = Math.max(40, (Deno.consoleSize?.().columns ?? 100) - 1);
+        Deno.stderr.writeSync(enc.encode(`\r\x1b[K${line.slice(0, width)}`));
+        drawn = true;
+        return;
+      }
+      const now = performance.now();
+      if (p.cellsDone === lastCells && now - lastAt < 30_000) return;
+      lastCells = p.cellsDone;
+      lastAt = now;
+      Deno.stderr.writeSync(enc.encode(`progress: ${line}\n`));
+    },
+    stop() {
+      if (drawn) Deno.stderr.writeSync(enc.encode("\r\x1b[K"));
+      drawn = false;
+    },
+  };
+}
+
 async function study(flags: StudyFlags): Promise<number> {
-  const { runStudy, STUDY_LINKS } = await import("../study/study.ts");
+  const { progressLine, runStudy, STUDY_LINKS } = await import("../study/study.ts");
+  const { gridTable, verdictGrid, GRID_LEGEND } = await import("../study/verdict_grid.ts");
   const { studyVerdict } = await import("../study/verdict.ts");
   const { verdictTable } = await import("../study/verdict_table.ts");
   const { layoutColumns } = await import("../bench/report/mod.ts");
@@ -797,7 +831,7 @@ async function study(flags: StudyFlags): Promise<number> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
-  const progress = createProgress({ quiet: flags.quiet });
+  const progress = studyProgress(flags.quiet);
   try {
     const run = await runStudy({
       stack,
@@ -814,13 +848,16 @@ async function study(flags: StudyFlags): Promise<number> {
           | "interleaved"
           | "sequential",
       seed: flags.seed === undefined ? undefined : parseInteger(flags.seed, "--seed", { min: 0 }),
-      onProgress: progress.update,
+      onStudyProgress: (p) => progress.update(p, progressLine(p)),
       signal: controller.signal,
     });
     progress.stop();
     const v = studyVerdict(run);
     const t = verdictTable(v);
+    const g = gridTable(verdictGrid(v, run.study?.links.map((l) => l.spec)));
     console.log(`Verdict: ${v.summary}\n`);
+    console.log(layoutColumns(g.header, g.body));
+    console.log(`${GRID_LEGEND}\n`);
     console.log(layoutColumns(t.header, t.body));
     const base = `${flags.out.replace(/\/$/, "")}/study`;
     const written = await writeReports(run, {
@@ -861,11 +898,11 @@ export function registerStudyCommand(program: Command): void {
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
     .option(
       "--budget <time>",
-      "time budget for the matrix: 10m, 90s; bare number = s; at least 10s (default 10m, quick 4m)",
+      "time budget for the matrix: 15m, 90s; bare number = s; at least 10s (default 15m, quick 4m)",
     )
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
-    .option("--ues <list>", "UE concurrency levels (default 16,64; quick 16)")
+    .option("--ues <list>", "UE concurrency levels (default 64,256; quick 64)")
     .option("--flows <list>", "streams: journey,warm-get (default both)")
     .option(
       "--schedule <s>",

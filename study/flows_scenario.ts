@@ -34,6 +34,9 @@ import { makeRow, type ScenarioContext } from "../bench/scenarios/mod.ts";
 import { countStatus } from "../lib/status_set.ts";
 import { PathCpu, pathPids, type PathProbe, procPathProbe } from "./flows/path_cpu.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
+import { flowsDesign, judgeSequential } from "./sequential.ts";
+
+export { flowsDesign };
 import { formatDuration, formatRate } from "../lib/units.ts";
 
 /** The streams `flows` can measure. */
@@ -52,11 +55,21 @@ const STEP_TIMEOUT_MS = 10_000;
 /** Extra attempts of a step whose request throws. */
 const STEP_RETRIES = 1;
 /**
- * Highest request rate (req/s) a default arrival rate asks for: on a small lab
- * box more saturates the client and server processes, and the rows would time
- * the machine's queues rather than the transports.
+ * Share of the UE slots a default arrival rate keeps busy: enough that the
+ * cell measures the concurrency it names, with room for the tail so that
+ * arrivals rarely wait for a slot.
  */
-export const MAX_DEFAULT_REQUEST_RATE = 500;
+export const SLOT_OCCUPANCY = 0.5;
+/**
+ * Requests per second the whole path (client, server and link relay, on a
+ * small lab box) is asked to carry at most. The client costs about what `lab
+ * bench`'s client costs per request, the server and relay as much again, so
+ * at this rate no process on the path nears a core: on a loopback-speed link
+ * the rate stops here rather than at the slots, and the cells stay valid.
+ */
+export const PATH_REQUEST_RATE = 1500;
+/** Time the path adds to each request beyond the link's RTT in the rate's estimate (ms). */
+export const PER_REQUEST_MS = 2;
 
 const NF_SERVICES: [NfType, string][] = [
   ["AMF", "namf-comm"],
@@ -72,18 +85,19 @@ export function requestsPerUe(flows: FlowDefinition[]): number {
 }
 
 /**
- * Default arrival rate (UEs per s) for `ues` concurrent UEs: about half the
- * UE slots busy when each request costs the link's RTT plus `perRequestMs`,
- * and never more than {@link MAX_DEFAULT_REQUEST_RATE} requests per second.
+ * Default arrival rate (UEs per s) for `ues` concurrent UEs: {@link
+ * SLOT_OCCUPANCY} of the UE slots busy when each request costs the link's RTT
+ * plus `perRequestMs`, and no more than the path carries ({@link
+ * PATH_REQUEST_RATE}).
  */
 export function defaultArrivalRate(
   ues: number,
   requests: number,
   rttMs: number,
-  perRequestMs = 5,
+  perRequestMs = PER_REQUEST_MS,
 ): number {
   const flowMs = requests * (rttMs + perRequestMs);
-  return Math.min(MAX_DEFAULT_REQUEST_RATE / requests, (ues * 1000) / (2 * flowMs));
+  return Math.min(PATH_REQUEST_RATE / requests, (ues * SLOT_OCCUPANCY * 1000) / flowMs);
 }
 
 interface StreamTally {
@@ -95,6 +109,8 @@ interface StreamTally {
   retries: Map<string, number>;
   /** Answers by status per flow and step (`flow\nstep`), and those outside the step's expected ones. */
   stepStatus: Map<string, { status: Record<string, number>; failed: number }>;
+  /** Requests sent (attempts), for the CPU per request. */
+  requests: number;
   firstError?: string;
 }
 
@@ -107,6 +123,7 @@ function tally(): StreamTally {
     notStarted: new Map(),
     retries: new Map(),
     stepStatus: new Map(),
+    requests: 0,
   };
 }
 
@@ -136,6 +153,7 @@ async function journey(
     }
     bump(t.retries, flow.name, o.retries);
     for (const s of o.steps) {
+      t.requests += s.attempts;
       if (s.attempts > 0 && s.status !== undefined) {
         recorder(t.stepTimes, `${flow.name}\n${s.step}`).record(s.ns);
         const key = `${flow.name}\n${s.step}`;
@@ -158,10 +176,12 @@ async function journey(
   }
 }
 
-/** Rounds per cell when the transports are interleaved (fewer with `--quick`). */
-export const FLOW_ROUNDS = 8;
-export const QUICK_FLOW_ROUNDS = 5;
-
+/**
+ * Blocks each transport runs before a cell's first look (`config.rounds`
+ * overrides): every look then stands on several interleaved rounds.
+ */
+export const FLOW_ROUNDS = 4;
+export const QUICK_FLOW_ROUNDS = 3;
 /** Options of {@link flowsScenario} beyond the context. */
 export interface FlowsScenarioOptions {
   /** Reads the CPU of the path's processes around each block. Default `/proc` for client, server, relay. */
@@ -268,11 +288,15 @@ interface CellArm {
  * Measures every transport × UE level × stream. Each cell (UE level ×
  * stream) runs its transports in interleaved rounds: every transport's
  * connections stay warm for the whole run, and each round gives every
- * transport one short block of UE arrivals in a new random order (seeded),
- * so a change of the machine lands on all transports of the cell alike. A
- * block ends when its flows have finished, so the CPU read around it is its
- * own. `config.schedule = "sequential"` runs one transport's blocks after
- * another instead.
+ * transport one block of UE arrivals in a new random order (seeded), so a
+ * change of the machine lands on all transports of the cell alike. A block
+ * does not wait for its last flows: the next one starts while they finish,
+ * and only a look (the sequential design's, `sequential.ts`) waits for every
+ * flow in flight. A cell stops at the look that decides all its flows, at
+ * its flow count (`plan.samples`, default the design's last look), or when
+ * its share of the run's time is spent: the run's time is `plan.sampleMs` per
+ * cell, and what a decided cell leaves goes to the cells after it.
+ * `config.schedule = "sequential"` runs one transport's blocks after another.
  */
 export async function flowsScenario(
   ctx: ScenarioContext,
@@ -289,8 +313,24 @@ export async function flowsScenario(
   const rng = scenarioOptions.rng ?? createRng(seed);
   const probe = scenarioOptions.probe ?? procPathProbe(pathPids(ctx.endpoints.pid), ctx.clock);
   const onTimeMs = DEFAULT_RULE.onTimeMs!;
+  const design = flowsDesign(ctx.config, ctx.plan.samples);
+  const maxFlows = ctx.plan.samples ?? design.looks.at(-1)!;
   const rows: ResultRow[] = [];
   const held: HeldTransport[] = [];
+  const cellCount = levels.length * streams.length;
+  // The run's time: a share per cell; a cell that stops early leaves its rest to the next.
+  const runStart = ctx.clock();
+  const runMs = ctx.plan.sampleMs * cellCount;
+  // Each cell's share of what is left is in proportion to what it needs to reach its last flow.
+  const needs = levels.flatMap((ues) =>
+    streams.map((stream) => {
+      const flows = stream === "journey" ? JOURNEY : [WARM_GET];
+      const rate = ctx.config.rate ?? defaultArrivalRate(ues, requestsPerUe(flows), rttMs);
+      return ctx.transports.length * (ctx.plan.warmupMs + (maxFlows / rate) * 1000);
+    })
+  );
+  let cellsDone = 0;
+  const decisions: string[] = [];
   // A different SUPI range per run, so a server shared between runs never sees a UE twice.
   let nextUe = Math.floor(Math.random() * 1e6) * 1000;
   try {
@@ -299,13 +339,17 @@ export async function flowsScenario(
       for (const stream of streams) {
         const flows = stream === "journey" ? JOURNEY : [WARM_GET];
         const rate = ctx.config.rate ??
-          defaultArrivalRate(ues, requestsPerUe(flows), rttMs, 5);
-        const label = `${stream} × ${ues} UEs`;
+          defaultArrivalRate(ues, requestsPerUe(flows), rttMs);
+        const cellStart = ctx.clock();
+        const cellMs = ((runMs - (cellStart - runStart)) * needs[cellsDone]) /
+          needs.slice(cellsDone).reduce((a, b) => a + b, 0);
+        const label = `cell ${cellsDone + 1}/${cellCount}: ${stream} × ${ues} UEs`;
         const run = (
           h: HeldTransport,
           t: StreamTally | undefined,
           durationMs: number,
-          maxCount?: number,
+          maxCount: number,
+          detach: boolean,
         ) =>
           runArrivals(
             (due) => journey(flows, { ...h.nfVars, ...ueVars(nextUe++) }, due, h.options, t),
@@ -318,6 +362,7 @@ export async function flowsScenario(
               signal: ctx.signal,
               onTimeMs,
               sleep: scenarioOptions.sleep,
+              detach,
             },
           );
         ctx.onProgress(label, 0);
@@ -328,13 +373,12 @@ export async function flowsScenario(
             undefined,
             ctx.plan.warmupMs,
             Math.max(1, Math.ceil(rate * ctx.plan.warmupMs / 1000)),
+            false,
           );
         }
-        const total = ctx.plan.samples === undefined
-          ? undefined
-          : ctx.plan.samples * (stream === "warm-get" ? WARM_GET_SAMPLE_FACTOR : 1);
-        const blockCount = total === undefined ? undefined : Math.max(1, Math.ceil(total / rounds));
-        const blockMs = ctx.plan.sampleMs / rounds;
+        // Blocks: the first look stands on `rounds` of them.
+        const blockCount = Math.max(1, Math.ceil(Math.min(maxFlows, design.looks[0]) / rounds));
+        const blockMs = Math.max(1, (blockCount / rate) * 1000);
         const arms: CellArm[] = held.map((h) => ({
           held: h,
           tally: tally(),
@@ -346,21 +390,42 @@ export async function flowsScenario(
           onTime: 0,
           cpu: new PathCpu(),
         }));
-        const order = sequential
-          ? arms.flatMap((a) => Array.from({ length: rounds }, () => a))
-          : Array.from({ length: rounds }, () => shuffled(arms, rng)).flat();
-        for (const [i, a] of order.entries()) {
-          if (ctx.signal?.aborted) break;
-          // The last block of an arm takes what the count leaves.
-          const left = total === undefined ? undefined : total - a.started;
-          if (left !== undefined && left <= 0) continue;
+        const inFlight: Promise<void>[] = [];
+        const open = new Set(flows.map((f) => f.name));
+        let looked = 0;
+        const deadline = cellStart + cellMs;
+        const countOf = (a: CellArm, flow: string) => a.tally.flowTimes.get(flow)?.count ?? 0;
+        const least = () =>
+          Math.min(...arms.map((a) => Math.min(...[...open].map((f) => countOf(a, f)))));
+        const lookDue = () => {
+          const next = design.looks.find((l) => l > looked);
+          return next !== undefined &&
+            Math.min(...arms.map((a) => a.started)) >= next &&
+            (looked = next, true);
+        };
+        const judgeOpen = () => {
+          for (const name of [...open]) {
+            const h3 = arms.find((a) => a.held.transport === "h3");
+            const h2 = arms.filter((a) => a.held.transport !== "h3");
+            if (!h3 || h2.length === 0) continue;
+            const side = (a: CellArm) => a.tally.flowTimes.get(name)?.values() ?? [];
+            const j = judgeSequential(
+              side(h3),
+              h2.map((a) => ({ transport: a.held.transport, samples: side(a) })),
+              { design },
+            );
+            if (j?.decidedAt !== undefined) {
+              open.delete(name);
+              decisions.push(`${name} × ${ues} UEs: ${j.status} at ${j.decidedAt} flows`);
+            }
+          }
+        };
+        const runBlock = async (a: CellArm) => {
+          const left = maxFlows - a.started;
+          if (left <= 0) return;
           const before = probe.read();
-          const r = await run(
-            a.held,
-            a.tally,
-            blockMs,
-            left === undefined ? undefined : Math.min(blockCount!, left),
-          );
+          const r = await run(a.held, a.tally, blockMs * 1.5, Math.min(blockCount, left), true);
+          inFlight.push(r.drained);
           a.cpu.add(before, probe.read());
           a.started += r.started;
           a.elapsedMs += r.elapsedMs;
@@ -368,8 +433,47 @@ export async function flowsScenario(
           a.maxLagMs = Math.max(a.maxLagMs, r.maxLagMs);
           a.waitedForSlot += r.waitedForSlot;
           a.onTime += r.onTime;
-          ctx.onProgress(label, (i + 1) / order.length);
+        };
+        const report = () => {
+          const share = Math.max(
+            Math.min(1, least() / maxFlows),
+            Math.min(1, (ctx.clock() - cellStart) / cellMs),
+          );
+          ctx.onProgress(label, open.size === 0 ? 1 : share);
+        };
+        if (sequential) {
+          // One transport's blocks after another, each within its share of the cell's time; one look at the end.
+          for (const [k, a] of arms.entries()) {
+            const until = cellStart + (cellMs * (k + 1)) / arms.length;
+            while (a.started < maxFlows && ctx.clock() < until && !ctx.signal?.aborted) {
+              await runBlock(a);
+              report();
+            }
+          }
+          await Promise.all(inFlight.splice(0));
+          judgeOpen();
+        } else {
+          let stop = false;
+          for (let round = 0; !stop; round++) {
+            for (const a of shuffled(arms, rng)) {
+              // Past the cell's time no block starts (a look takes each side's first n flows);
+              // every transport runs at least one.
+              if (ctx.signal?.aborted || (round > 0 && ctx.clock() >= deadline)) break;
+              await runBlock(a);
+            }
+            const full = arms.every((a) => a.started >= maxFlows);
+            const outOfTime = ctx.clock() >= deadline;
+            if (lookDue() || full || outOfTime || ctx.signal?.aborted) {
+              // A look, or the cell's end: every flow in flight finishes first.
+              await Promise.all(inFlight.splice(0));
+              judgeOpen();
+              stop = open.size === 0 || full || outOfTime || !!ctx.signal?.aborted;
+            }
+            report();
+          }
         }
+        cellsDone++;
+        ctx.onProgress(label, 1);
         for (const a of arms) {
           rows.push(...cellRows(ctx, a, flows, ues, rate, stream, stack, rounds));
         }
@@ -385,11 +489,13 @@ export async function flowsScenario(
     `flows: one connection per NF pair; NRF discovery results are cached for their validityPeriod, ` +
       `so measured flows rarely discover; every NF heartbeats every ${HEARTBEAT_MS} ms; a step ` +
       `times out after ${STEP_TIMEOUT_MS / 1000} s and is retried ${STEP_RETRIES}×.`,
-    sequential
-      ? `flows: sequential schedule, each transport's ${rounds} blocks per cell one after another.`
-      : `flows: each cell ran its transports in ${rounds} interleaved rounds, one block of UE ` +
-        `arrivals per transport per round in a new random order (seed ${seed}); every transport's ` +
-        `connections stayed open for the whole run.`,
+    (sequential
+      ? `flows: sequential schedule, each transport's blocks of a cell one after another`
+      : `flows: each cell ran its transports in interleaved rounds, one block of UE arrivals ` +
+        `per transport per round in a new random order (seed ${seed}); every transport's ` +
+        `connections stayed open for the whole run`) +
+      `; looks at ${design.looks.join(", ")} flows per side, stopping at the first that decides ` +
+      `(${decisions.length ? decisions.join("; ") : "none decided"}).`,
   );
   return rows;
 }
@@ -442,6 +548,15 @@ function cellRows(
       onTimeShare: a.started ? a.onTime / a.started : 1,
     };
     for (const [p, share] of Object.entries(cores)) extra[`cpu:${p}`] = share;
+    // CPU per request over the arm's blocks, as `lab bench` rows carry it.
+    const cpuS = a.cpu.seconds();
+    if (t.requests > 0 && cpuS.client !== undefined) {
+      extra.clientCpuNsPerRequest = (cpuS.client / t.requests) * 1e9;
+    }
+    if (t.requests > 0 && cpuS.server !== undefined) {
+      extra.serverCpuNsPerRequest = (cpuS.server / t.requests) * 1e9;
+    }
+    extra.requests = t.requests;
     for (const [key, n] of t.failedAt) {
       const [f, step] = key.split("\n");
       if (f === flow.name) extra[`failedAt:${step}`] = n;

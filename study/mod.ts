@@ -4,17 +4,19 @@
  * changes a flow's tail materially. It runs on the benchmark below it and
  * adds its verdict to the benchmark's reports as a section.
  */
-export { planRows, runStudy, type StudyOptions } from "./study.ts";
+export { linkNeedMs, planLink, runStudy, type StudyOptions } from "./study.ts";
 export {
   type CellVerdict,
   DEFAULT_RULE,
-  judgeCell,
   ruleText,
   type StudyVerdict,
   studyVerdict,
   type VerdictRule,
+  verdictSummary,
 } from "./verdict.ts";
 export { type FlowDefinition, FLOWS, type FlowStep, JOURNEY } from "./flows/definitions.ts";
 export { type FlowOutcome, runFlow, runStep } from "./flows/runner.ts";
 export { flowsPlugin, flowsScenario, STUDY_PLUGINS } from "./flows_scenario.ts";
 export { STUDY_SECTIONS, verdictSection } from "./verdict_section.ts";
+export { DEFAULT_DESIGN, judgeSequential, lookAt, type SequentialDesign } from "./sequential.ts";
+export { gridTable, verdictGrid } from "./verdict_grid.ts";

@@ -15,9 +15,10 @@ import {
   defaultArrivalRate,
   FLOW_ROUNDS,
   FLOW_STREAMS,
+  flowsDesign,
+  PER_REQUEST_MS,
   QUICK_FLOW_ROUNDS,
   requestsPerUe,
-  WARM_GET_SAMPLE_FACTOR,
 } from "./flows_scenario.ts";
 import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
 import {
@@ -27,15 +28,21 @@ import {
   SCHEMA_VERSION,
 } from "../bench/record/mod.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
+import { fewestFlowsToDecide } from "./sequential.ts";
 import { STUDY_PLUGINS } from "./flows_scenario.ts";
 
 /** The study's links, in report order. `loopback` runs without a link. */
 export const STUDY_LINKS = ["lan", "metro", "wan", "lossy"];
 /** UE concurrencies of the full study and of `--quick`. */
-export const STUDY_UES = [16, 64];
-export const QUICK_UES = [16];
-/** Default budgets (ms). */
-export const STUDY_BUDGET_MS = 10 * 60_000;
+export const STUDY_UES = [64, 256];
+export const QUICK_UES = [64];
+/**
+ * Default budgets (ms). 15 minutes: the wan and lossy cells (which run first)
+ * can each reach the design's last look (2,400 flows per side) within it while
+ * lan and metro keep enough for their first look; cells decided earlier leave
+ * their time to the rest.
+ */
+export const STUDY_BUDGET_MS = 15 * 60_000;
 export const QUICK_BUDGET_MS = 4 * 60_000;
 
 /** Options of {@link runStudy}. */
@@ -65,8 +72,36 @@ export interface StudyOptions {
   seed?: number;
   /** Progress of the current step (label, 0…1). */
   onProgress?: (label: string, fraction: number) => void;
+  /** The matrix's progress: cells done of planned, time spent of the budget, time left. */
+  onStudyProgress?: (p: StudyProgress) => void;
   /** Stops after the current link when aborted. */
   signal?: AbortSignal;
+}
+
+/** Where a study stands. */
+export interface StudyProgress {
+  /** Cells (link × flow × UE level, per stack) finished. */
+  cellsDone: number;
+  /** Cells planned. */
+  cellsPlanned: number;
+  /** Time since the start (ms). */
+  elapsedMs: number;
+  /** The budget (ms). */
+  budgetMs: number;
+  /** Estimated time left (ms): the current link's plan, then what the later links need, within the budget. */
+  leftMs: number;
+  /** What runs now. */
+  label: string;
+}
+
+/** A progress line: "cells 12/40 · 5m10s of 15m00s · about 6m20s left · wan: journey × 64 UEs". */
+export function progressLine(p: StudyProgress): string {
+  const t = (ms: number) => {
+    const s = Math.max(0, Math.round(ms / 1000));
+    return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  };
+  return `cells ${p.cellsDone}/${p.cellsPlanned} · ${t(p.elapsedMs)} of ${t(p.budgetMs)} · ` +
+    `about ${t(p.leftMs)} left · ${p.label}`;
 }
 
 /** Parses a budget such as `10m`, `90s`, `1h` or a number of seconds into ms. */
@@ -84,72 +119,72 @@ export function linkOverheadMs(transports: number, loopback: boolean): number {
   return (loopback ? 3000 : 6000) + transports * 4000;
 }
 
-/** Flows per row the planner tries, most first. */
-const SAMPLE_TARGETS = [1000, 600, 400, 300, 200, 150, 100, 60, 40, 30];
-
-/** What the study asks of each row. */
-export interface RowPlan {
-  /** UE arrivals (flows) per row. */
-  samples: number;
-  /** Longest sampling time of a row (ms), whatever the count. */
-  sampleMs: number;
-  /** Estimated time of the links still to run (ms). */
-  estimateMs: number;
+/** What the study asks of one link. */
+export interface LinkPlan {
+  /** Average time per cell (UE level × stream) the link's run may spend (ms); decided cells leave theirs to the next. */
+  cellMs: number;
+  /** Time given to this link, its fixed costs included (ms). */
+  linkMs: number;
+  /** Time every link still to run needs to take each cell to its last look (ms). */
+  needMs: number;
 }
 
-/**
- * Picks the largest number of flows per row whose estimated time fits nine
- * tenths of the remaining budget. A row takes `samples / rate` (its default
- * arrival rate on that link; five times the samples for the warm GET) capped
- * at `sampleMs`, plus its warm-up and, per round, the flows still in
- * flight when a block's arrivals stop (about one journey); each link adds its
- * fixed costs. When even the smallest target does not fit, rows get that target
- * and a cap that shares out what is left (at least `minMs`).
- */
-export function planRows(p: {
-  remainingMs: number;
-  links: { rttMs: number; loopback: boolean }[];
+/** Inputs of {@link linkNeedMs} and {@link planLink}. */
+export interface LinkPlanInput {
+  /** Transports (rows) per cell. */
   transports: number;
   ues: number[];
   streams: string[];
   warmupMs: number;
-  minMs: number;
-  maxMs: number;
-  maxSamples?: number;
-  /** Blocks per row (each ends with its flows in flight draining). Default 1. */
-  rounds?: number;
-}): RowPlan {
-  const rows: { rate: number; tailMs: number; factor: number }[] = [];
-  let fixed = 0;
-  for (const l of p.links) {
-    fixed += linkOverheadMs(p.transports, l.loopback);
-    for (const stream of p.streams) {
-      const requests = requestsPerUe(stream === "journey" ? JOURNEY : [WARM_GET]);
-      for (const ues of p.ues) {
-        const rate = defaultArrivalRate(ues, requests, l.rttMs, 5);
-        const tailMs = (p.rounds ?? 1) * requests * (l.rttMs + 5);
-        const factor = stream === "journey" ? 1 : WARM_GET_SAMPLE_FACTOR;
-        for (let t = 0; t < p.transports; t++) rows.push({ rate, tailMs, factor });
-      }
+  /** Most flows per side a cell takes (the design's last look). */
+  maxFlows: number;
+  /** Looks per cell: each waits for the flows in flight. Default 1. */
+  looks?: number;
+}
+
+/**
+ * Time one link needs to take each of its cells to its last look (ms): its
+ * fixed costs, and per cell each transport's warm-up, its arrivals at the
+ * default rate, and a drain of about two flows per look.
+ */
+export function linkNeedMs(link: { rttMs: number; loopback: boolean }, p: LinkPlanInput): number {
+  let ms = linkOverheadMs(p.transports, link.loopback);
+  for (const stream of p.streams) {
+    const requests = requestsPerUe(stream === "journey" ? JOURNEY : [WARM_GET]);
+    const flowMs = requests * (link.rttMs + PER_REQUEST_MS);
+    for (const ues of p.ues) {
+      const rate = defaultArrivalRate(ues, requests, link.rttMs);
+      ms += p.transports * (p.warmupMs + (p.maxFlows / rate) * 1000) +
+        (p.looks ?? 1) * 2 * flowMs;
     }
   }
-  const estimate = (samples: number, capMs: number) =>
-    fixed +
-    rows.reduce(
-      (ms, r) =>
-        ms + p.warmupMs + r.tailMs + Math.min(capMs, ((samples * r.factor) / r.rate) * 1000),
-      0,
-    );
-  for (const samples of SAMPLE_TARGETS.filter((n) => n <= (p.maxSamples ?? Infinity))) {
-    const ms = estimate(samples, p.maxMs);
-    // A tenth of the budget is kept for what the estimate misses (process starts on a busy box).
-    if (ms <= 0.9 * p.remainingMs) return { samples, sampleMs: p.maxMs, estimateMs: ms };
-  }
-  const samples = SAMPLE_TARGETS.at(-1)!;
-  const variable = p.remainingMs - fixed -
-    rows.reduce((ms, r) => ms + p.warmupMs + r.tailMs, 0);
-  const sampleMs = Math.max(p.minMs, rows.length ? variable / rows.length : p.minMs);
-  return { samples, sampleMs, estimateMs: estimate(samples, sampleMs) };
+  return ms;
+}
+
+/**
+ * Plans the next link: it may take what it needs to take each cell to its
+ * last look, as long as every link after it keeps enough to reach its first
+ * look; time a link does not use (its cells decided early) goes to the links
+ * after it. Cells never get less than `minCellMs`.
+ */
+export function planLink(
+  remainingMs: number,
+  links: { rttMs: number; loopback: boolean }[],
+  p: LinkPlanInput & { minCellMs: number; firstLook: number },
+): LinkPlan {
+  const needs = links.map((l) => linkNeedMs(l, p));
+  const firsts = links.map((l) => linkNeedMs(l, { ...p, maxFlows: p.firstLook, looks: 1 }));
+  const reserve = firsts.slice(1).reduce((a, b) => a + b, 0);
+  // A twentieth of what is left stays spare for what the estimate misses (a busy box).
+  const spare = 0.95 * remainingMs;
+  const linkMs = Math.min(needs[0], Math.max(firsts[0], spare - reserve), spare);
+  const cells = p.ues.length * p.streams.length;
+  const fixed = linkOverheadMs(p.transports, links[0].loopback);
+  return {
+    cellMs: Math.max(p.minCellMs, (linkMs - fixed) / cells),
+    linkMs,
+    needMs: needs.reduce((a, b) => a + b, 0),
+  };
 }
 
 /** Runs the study matrix and returns one run record (rows carry their link). */
@@ -189,81 +224,151 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
   const notes: string[] = [];
   const linkRecords: LinkRecord[] = [];
   const connections: NonNullable<BenchRun["connections"]> = {};
-  let lastPlan: RowPlan | undefined;
+  let lastPlan: LinkPlan | undefined;
+  const design = flowsDesign({ quick });
+  const maxFlows = design.looks.at(-1)!;
   const rttOf = (s: (typeof specs)[number]) => (s.spec ? configuredRttMs(s.spec) : 0);
-  for (const [i, s] of specs.entries()) {
-    if (options.signal?.aborted) {
-      notes.push(`The study was interrupted before ${s.text}; its cells have no data.`);
-      continue;
-    }
-    const plan = planRows({
-      remainingMs: budgetMs - (Date.now() - start),
-      links: specs.slice(i).map((r) => ({ rttMs: rttOf(r), loopback: !r.spec })),
-      transports: rowTransports,
-      ues,
-      streams: flows,
-      warmupMs,
-      minMs: quick ? 500 : 1000,
-      maxMs: 60_000,
-      maxSamples: quick ? 100 : undefined,
-      rounds,
+  // Progress: grid cells per child cell (a journey cell holds one grid cell per flow).
+  const childCells = ues.flatMap(() => flows.map((f) => (f === "journey" ? JOURNEY.length : 1)));
+  const perLink = childCells.reduce((a, b) => a + b, 0) * stacks.length;
+  const cellsPlanned = perLink * specs.length;
+  let cellsBefore = 0;
+  let inLink = 0;
+  let linkStart = Date.now();
+  let linkPlanMs = 0;
+  let laterNeedMs = 0;
+  let label = "starting";
+  const report = () => {
+    const elapsedMs = Date.now() - start;
+    const leftMs = Math.min(
+      Math.max(0, budgetMs - elapsedMs),
+      Math.max(0, linkPlanMs - (Date.now() - linkStart)) + laterNeedMs,
+    );
+    options.onStudyProgress?.({
+      cellsDone: Math.min(cellsPlanned, cellsBefore + inLink),
+      cellsPlanned,
+      elapsedMs,
+      budgetMs,
+      leftMs,
+      label,
     });
-    lastPlan = plan;
-    let recorded = false;
-    for (const st of stacks) {
-      const label = stacks.length > 1 ? `${s.text} (${st})` : s.text;
-      const bench = {
-        scenario: "flows" as const,
-        stack: st,
-        transports: transportsOf.get(st)!,
-        concurrency: ues,
-        flows,
-        warmupMs,
-        sampleMs: Math.round(plan.sampleMs),
-        samples: plan.samples,
-        skipFloors: true,
-        schedule,
-        seed: seed + i,
-        rounds,
-        onProgress: (l: string, f: number) => progress(`${label}: ${l}`, f),
-        signal: options.signal,
-        plugins: STUDY_PLUGINS,
-      };
-      let run: BenchRun;
-      try {
-        run = s.spec
-          ? await runBenchAcrossLink(s.spec, {
-            ...bench,
-            specText: s.text,
-            childTimeoutMs: Math.max(120_000, 3 * plan.estimateMs),
-          })
-          : await runBench(bench);
-      } catch (err) {
-        notes.push(
-          `${label}: the run failed (${
-            (err as Error).message.split("\n")[0]
-          }); its cells have no data.`,
-        );
-        if (s.spec && !recorded && st === stacks.at(-1)) {
-          const { linkRecord } = await import("../bench/run/mod.ts");
-          linkRecords.push(linkRecord(s.spec, s.text, "relay"));
-        }
+  };
+  const ticker = setInterval(report, 5000);
+  // The links the answer rests on (the longest RTTs) run first; time they leave goes to the rest.
+  const display = specs.map((s) => s.text);
+  specs.sort((a, b) => rttOf(b) - rttOf(a));
+  try {
+    for (const [i, s] of specs.entries()) {
+      if (options.signal?.aborted) {
+        notes.push(`The study was interrupted before ${s.text}; its cells have no data.`);
         continue;
       }
-      if (!recorded) {
-        linkRecords.push(run.config.link ?? loopbackRecord());
-        recorded = true;
+      const plan = planLink(
+        budgetMs - (Date.now() - start),
+        specs.slice(i).map((r) => ({ rttMs: rttOf(r), loopback: !r.spec })),
+        {
+          transports: rowTransports,
+          ues,
+          streams: flows,
+          warmupMs,
+          maxFlows,
+          looks: design.looks.length,
+          firstLook: design.looks[0],
+          minCellMs: quick ? 2000 : 5000,
+        },
+      );
+      lastPlan = plan;
+      linkStart = Date.now();
+      linkPlanMs = plan.linkMs;
+      laterNeedMs = plan.needMs - linkNeedMs(
+        { rttMs: rttOf(s), loopback: !s.spec },
+        {
+          transports: rowTransports,
+          ues,
+          streams: flows,
+          warmupMs,
+          maxFlows,
+          looks: design.looks.length,
+        },
+      );
+      inLink = 0;
+      let recorded = false;
+      for (const [stackIndex, st] of stacks.entries()) {
+        const name = stacks.length > 1 ? `${s.text} (${st})` : s.text;
+        label = name;
+        report();
+        const onChildLine = (line: string) => {
+          const m = /cell (\d+)\/(\d+): ([^)]*)/.exec(line);
+          if (!m) return;
+          const k = Number(m[1]);
+          inLink = stackIndex * (perLink / stacks.length) +
+            childCells.slice(0, k - 1).reduce((a, b) => a + b, 0);
+          label = `${name}: ${m[3]}`;
+          report();
+        };
+        const bench = {
+          scenario: "flows" as const,
+          stack: st,
+          transports: transportsOf.get(st)!,
+          concurrency: ues,
+          flows,
+          warmupMs,
+          sampleMs: Math.round(plan.cellMs / stacks.length),
+          samples: maxFlows,
+          skipFloors: true,
+          schedule,
+          seed: seed + i,
+          rounds,
+          onProgress: (l: string, f: number) => {
+            onChildLine(l);
+            progress(`${name}: ${l}`, f);
+          },
+          signal: options.signal,
+          plugins: STUDY_PLUGINS,
+        };
+        let run: BenchRun;
+        try {
+          run = s.spec
+            ? await runBenchAcrossLink(s.spec, {
+              ...bench,
+              specText: s.text,
+              onChildLine,
+              childTimeoutMs: Math.max(300_000, 3 * plan.linkMs),
+            })
+            : await runBench(bench);
+        } catch (err) {
+          notes.push(
+            `${name}: the run failed (${
+              (err as Error).message.split("\n")[0]
+            }); its cells have no data.`,
+          );
+          if (s.spec && !recorded && st === stacks.at(-1)) {
+            const { linkRecord } = await import("../bench/run/mod.ts");
+            linkRecords.push(linkRecord(s.spec, s.text, "relay"));
+          }
+          continue;
+        }
+        if (!recorded) {
+          linkRecords.push(run.config.link ?? loopbackRecord());
+          recorded = true;
+        }
+        for (const r of run.rows) {
+          rows.push({ ...r, id: `${s.text}/${r.id}`, link: s.text, stack: r.stack ?? st });
+        }
+        for (const [t, c] of Object.entries(run.connections ?? {})) connections[t] ??= c;
+        for (const n of run.notes) {
+          const note = `${name}: ${n}`;
+          if (!notes.includes(note)) notes.push(note);
+        }
       }
-      for (const r of run.rows) {
-        rows.push({ ...r, id: `${s.text}/${r.id}`, link: s.text, stack: r.stack ?? st });
-      }
-      for (const [t, c] of Object.entries(run.connections ?? {})) connections[t] ??= c;
-      for (const n of run.notes) {
-        const note = `${label}: ${n}`;
-        if (!notes.includes(note)) notes.push(note);
-      }
+      cellsBefore += perLink;
+      inLink = 0;
+      report();
     }
+  } finally {
+    clearInterval(ticker);
   }
+  linkRecords.sort((a, b) => display.indexOf(a.spec) - display.indexOf(b.spec));
   const elapsedMs = Date.now() - start;
   if (elapsedMs > budgetMs) {
     notes.push(
@@ -282,8 +387,8 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       transports,
       sizes: [256],
       warmupMs,
-      sampleMs: Math.round(lastPlan?.sampleMs ?? 0),
-      samples: lastPlan?.samples,
+      sampleMs: Math.round(lastPlan?.cellMs ?? 0),
+      samples: maxFlows,
       quick,
       serverMode: specs.some((s) => s.spec) ? "link" : "process",
       delayMs: 0,
@@ -307,9 +412,13 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       ...(stacks.length > 1 ? { stacks } : {}),
       budgetMs,
       elapsedMs,
-      sampleMs: Math.round(lastPlan?.sampleMs ?? 0),
-      samples: lastPlan?.samples ?? 0,
-      rule: { ...DEFAULT_RULE },
+      sampleMs: Math.round(lastPlan?.cellMs ?? 0),
+      samples: maxFlows,
+      rule: {
+        ...DEFAULT_RULE,
+        looks: [...design.looks],
+        minSamples: fewestFlowsToDecide(design),
+      },
     },
   };
 }

@@ -1,41 +1,61 @@
 import assert from "node:assert/strict";
-import { parseBudget, planRows } from "./study.ts";
+import { linkNeedMs, parseBudget, planLink, progressLine } from "./study.ts";
 
 const LINKS = [
-  { rttMs: 0, loopback: false },
+  { rttMs: 50, loopback: false },
+  { rttMs: 50, loopback: false },
   { rttMs: 5, loopback: false },
-  { rttMs: 50, loopback: false },
-  { rttMs: 50, loopback: false },
+  { rttMs: 0, loopback: false },
 ];
 const BASE = {
-  links: LINKS,
   transports: 3,
-  ues: [16, 64],
+  ues: [64, 256],
   streams: ["journey", "warm-get"],
   warmupMs: 1000,
-  minMs: 1000,
-  maxMs: 60_000,
+  maxFlows: 2400,
+  looks: 4,
+  firstLook: 600,
+  minCellMs: 5000,
 };
 
-Deno.test("planRows asks for as many flows per row as the budget allows, and fits it", () => {
-  const big = planRows({ ...BASE, remainingMs: 30 * 60_000 });
-  const ten = planRows({ ...BASE, remainingMs: 10 * 60_000 });
-  const five = planRows({ ...BASE, remainingMs: 5 * 60_000 });
-  assert.ok(
-    big.samples > ten.samples && ten.samples > five.samples,
-    JSON.stringify([big, ten, five]),
-  );
-  for (const [plan, budget] of [[big, 30], [ten, 10], [five, 5]] as const) {
-    assert.ok(plan.estimateMs <= budget * 60_000, `${plan.estimateMs} > ${budget} min`);
-  }
-  assert.equal(planRows({ ...BASE, remainingMs: 30 * 60_000, maxSamples: 100 }).samples, 100);
+Deno.test("a link with a longer RTT needs more time for the same flows", () => {
+  const wan = linkNeedMs(LINKS[0], BASE), lan = linkNeedMs(LINKS[3], BASE);
+  assert.ok(wan > lan, `${wan} vs ${lan}`);
+  assert.ok(linkNeedMs(LINKS[0], { ...BASE, maxFlows: 600 }) < wan);
 });
 
-Deno.test("planRows shares out what is left when even the fewest flows do not fit", () => {
-  const plan = planRows({ ...BASE, remainingMs: 60_000 });
-  assert.equal(plan.samples, 30);
-  assert.equal(plan.sampleMs, 1000);
-  assert.ok(plan.estimateMs > 60_000);
+Deno.test("planLink gives a link what it needs when the budget allows, and keeps the later links' first look", () => {
+  const need = linkNeedMs(LINKS[0], BASE);
+  const roomy = planLink(60 * 60_000, LINKS, BASE);
+  assert.equal(roomy.linkMs, need);
+  const firsts = LINKS.slice(1).reduce(
+    (ms, l) => ms + linkNeedMs(l, { ...BASE, maxFlows: 600, looks: 1 }),
+    0,
+  );
+  const own = linkNeedMs(LINKS[0], { ...BASE, maxFlows: 600, looks: 1 });
+  // What is left after the later links' first looks, but never less than its own first look.
+  const tight = planLink(need / 0.95, LINKS, BASE);
+  assert.ok(Math.abs(tight.linkMs - Math.max(own, need - firsts)) < 1e-6, JSON.stringify(tight));
+  const tighter = planLink((firsts + 2 * own) / 0.95, LINKS, BASE);
+  assert.ok(Math.abs(tighter.linkMs - 2 * own) < 1e-6, JSON.stringify(tighter));
+  // The last link takes whatever is left, up to its need.
+  const last = planLink(30_000, LINKS.slice(3), BASE);
+  assert.equal(last.linkMs, 0.95 * 30_000);
+  assert.equal(last.cellMs, BASE.minCellMs);
+});
+
+Deno.test("progress lines say cells done of planned, time spent of the budget and time left", () => {
+  assert.equal(
+    progressLine({
+      cellsDone: 12,
+      cellsPlanned: 40,
+      elapsedMs: 310_000,
+      budgetMs: 900_000,
+      leftMs: 380_400,
+      label: "wan: cell 3/4: journey × 256 UEs",
+    }),
+    "cells 12/40 · 5m10s of 15m00s · about 6m20s left · wan: cell 3/4: journey × 256 UEs",
+  );
 });
 
 Deno.test("parseBudget reads minutes, seconds and hours and refuses less than 10 s", () => {
@@ -44,15 +64,4 @@ Deno.test("parseBudget reads minutes, seconds and hours and refuses less than 10
   assert.equal(parseBudget("90"), 90_000);
   assert.equal(parseBudget("1h"), 3_600_000);
   for (const bad of ["5s", "ten", "-1m", ""]) assert.throws(() => parseBudget(bad), RangeError);
-});
-
-Deno.test("planRows charges each round's draining flows, so more rounds plan fewer flows or more time", () => {
-  const one = planRows({ ...BASE, remainingMs: 10 * 60_000 });
-  const eight = planRows({ ...BASE, remainingMs: 10 * 60_000, rounds: 8 });
-  assert.ok(
-    eight.samples < one.samples ||
-      (eight.samples === one.samples && eight.estimateMs > one.estimateMs),
-    JSON.stringify([one, eight]),
-  );
-  assert.ok(eight.estimateMs <= 0.9 * 10 * 60_000 || eight.samples === 30);
 });

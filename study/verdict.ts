@@ -5,17 +5,25 @@
  *
  * A cell counts only when it is valid: the measuring side kept its open-loop
  * schedule and no process on the path (client, server, link relay) was
- * saturated while the cell's blocks ran. The rule, in one sentence: HTTP/3
- * has a material advantage in a valid cell when its p99 flow time is at least
- * 20 % lower than that of the better HTTP/2 variant (h2c or h2 over TLS,
- * whichever has the lower p99), HTTP/3's order-statistic interval of its p99
- * lies wholly below that variant's (so the difference's interval excludes
- * zero), HTTP/3 lost no larger share of flows, and each side completed
- * enough flows for its p99 interval to have an upper end.
+ * saturated while the cell's blocks ran. A valid cell is judged by the
+ * sequential design of `sequential.ts` on its flow times in completion order:
+ * HTTP/3 has a material advantage when its p99 flow time is at least 20 %
+ * lower than that of the better HTTP/2 variant (h2c or h2 over TLS, whichever
+ * has the lower p99) and its p99 interval lies wholly below that variant's; it
+ * has none when even the intervals' most favourable ends give it less than
+ * 20 %; otherwise the cell is undecided, with the flows that would decide it.
  */
 import type { Interval } from "../bench/stats/mod.ts";
-import { minSamplesForQuantile, quantileInterval } from "./quantile_interval.ts";
+import { quantileInterval } from "./quantile_interval.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "../bench/record/mod.ts";
+import {
+  DEFAULT_DESIGN,
+  fewestFlowsToDecide,
+  flowsDesign,
+  judgeSequential,
+  lookSideLevel,
+  type SequentialDesign,
+} from "./sequential.ts";
 
 export { isFlowRow };
 import { JOURNEY } from "./flows/definitions.ts";
@@ -39,23 +47,33 @@ export interface VerdictRule {
   minOnTimeShare?: number;
   /** Lateness (ms) of an arrival's start behind its due time that still counts as on time. */
   onTimeMs?: number;
-}
-
-/** The level of each side's p99 interval for a joint `level`. */
-export function sideLevel(level: number): number {
-  return Math.sqrt(level);
+  /**
+   * Flows per side at which a cell is judged (the sequential design's looks);
+   * `level` holds over all of them. Records without it had one look at `minSamples`.
+   */
+  looks?: number[];
 }
 
 /** The rule the study states. */
 export const DEFAULT_RULE: VerdictRule = {
-  minReduction: 0.2,
-  level: 0.95,
+  minReduction: DEFAULT_DESIGN.minReduction,
+  level: DEFAULT_DESIGN.level,
   resamples: 1000,
-  minSamples: minSamplesForQuantile(0.99, sideLevel(0.95)),
+  minSamples: fewestFlowsToDecide(DEFAULT_DESIGN),
   maxCoreShare: 0.9,
   minOnTimeShare: 0.95,
   onTimeMs: 2,
+  looks: [...DEFAULT_DESIGN.looks],
 };
+
+/** The sequential design a rule states. */
+export function ruleDesign(rule: VerdictRule): SequentialDesign {
+  return {
+    looks: rule.looks ?? [rule.minSamples],
+    level: rule.level,
+    minReduction: rule.minReduction,
+  };
+}
 
 /** The rule's validity thresholds with their defaults (records may predate them). */
 export function validityThresholds(rule: VerdictRule = DEFAULT_RULE) {
@@ -66,84 +84,26 @@ export function validityThresholds(rule: VerdictRule = DEFAULT_RULE) {
   };
 }
 
-/** The figures one decision needs. */
-export interface CellFigures {
-  /** HTTP/3's p99 flow time (ns), when measured. */
-  h3P99?: number;
-  /** The better HTTP/2 variant's p99 (ns), when measured. */
-  h2P99?: number;
-  /** Interval of h3 p99 − h2 p99 (ns). */
-  diffCi?: { lower: number; upper: number };
-  /** Share of HTTP/3's flows that failed (0…1). */
-  h3FailShare: number;
-  /** Share of the HTTP/2 variant's flows that failed (0…1). */
-  h2FailShare: number;
-  /** Completed flows behind the smaller of the two p99s. */
-  n: number;
-  /** Why the cell is not valid (a saturated process, a slipped schedule), when it is not. */
-  invalid?: string;
-}
-
 /** A cell's decision. */
 export interface CellDecision {
   /**
-   * `material`, `not-material`, `no-data` when a side was not measured, or
-   * `not-valid` when the measurement itself did not hold (see `reason`).
+   * `material` / `not-material` when a look decided, `undecided` when none
+   * did yet, `no-data` when a side was not measured, `not-valid` when the
+   * measurement itself did not hold (see `reason`).
    */
-  status: "material" | "not-material" | "no-data" | "not-valid";
+  status: "material" | "not-material" | "undecided" | "no-data" | "not-valid";
   /** 1 − h3 p99 / h2 p99, when both exist. */
   reduction?: number;
+  /** Interval of the reduction (at the deciding look, or on all flows when undecided). */
+  reductionCi?: { lower: number; upper: number };
   /** Why, in words. */
   reason: string;
-}
-
-/** Applies the rule to one cell's figures. */
-export function judgeCell(f: CellFigures, rule: VerdictRule = DEFAULT_RULE): CellDecision {
-  if (f.h3P99 === undefined || f.h2P99 === undefined || f.diffCi === undefined) {
-    const reason = f.h3P99 === undefined && f.h2P99 === undefined
-      ? "no transport has flow times in this cell"
-      : `${f.h3P99 === undefined ? "HTTP/3" : "HTTP/2"} has no flow times in this cell`;
-    return { status: "no-data", reason };
-  }
-  if (!(f.h2P99 > 0)) return { status: "no-data", reason: "HTTP/2 p99 is zero" };
-  const reduction = 1 - f.h3P99 / f.h2P99;
-  if (f.invalid) return { status: "not-valid", reduction, reason: f.invalid };
-  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-  const excludesZero = f.diffCi.upper < 0 || f.diffCi.lower > 0;
-  const reasons: string[] = [];
-  if (!(reduction >= rule.minReduction - 1e-12)) {
-    reasons.push(
-      reduction >= 0
-        ? `p99 only ${pct(reduction)} lower (needs ${pct(rule.minReduction)})`
-        : `p99 ${pct(-reduction)} higher`,
-    );
-  }
-  if (f.n < rule.minSamples) {
-    reasons.push(
-      `too few flows for a p99 (${f.n} < ${rule.minSamples}: with ${f.n} flows the p99 is the ${
-        ordinalFromTop(f.n)
-      } largest value and no flow bounds it from above)`,
-    );
-  } else if (!excludesZero) reasons.push("the interval of the difference includes zero");
-  if (f.h3FailShare > f.h2FailShare) {
-    reasons.push(`HTTP/3 lost more flows (${pct(f.h3FailShare)} vs ${pct(f.h2FailShare)})`);
-  }
-  if (reasons.length === 0) {
-    return {
-      status: "material",
-      reduction,
-      reason: `p99 ${pct(reduction)} lower, interval excludes zero`,
-    };
-  }
-  return { status: "not-material", reduction, reason: reasons.join("; ") };
-}
-
-/** "largest", "2nd", "3rd"… : the p99's rank counted from the top of n values (type 7). */
-function ordinalFromTop(n: number): string {
-  const fromTop = n - Math.floor(0.99 * (n - 1));
-  if (fromTop <= 1) return "1st";
-  const suffix = fromTop === 2 ? "nd" : fromTop === 3 ? "rd" : "th";
-  return `${fromTop}${suffix}`;
+  /** Undecided: about how many flows per side would decide it (Infinity: none foreseeable). */
+  flowsToDecide?: number;
+  /** Decided: flows per side at the look that decided. */
+  decidedAt?: number;
+  /** Completed flows per side behind the figures (the smaller side). */
+  n?: number;
 }
 
 /** One transport's figures in a cell. */
@@ -247,7 +207,19 @@ export interface CellVerdict extends CellDecision {
   bestH2?: string;
   h3P99?: number;
   h2P99?: number;
+  /** Interval of h3 p99 − h2 p99 (ns) from the intervals the decision used. */
   diffCi?: Interval;
+}
+
+/** How many cells came out each way. */
+export interface VerdictCounts {
+  /** Every cell judged (planned cells without data included). */
+  cells: number;
+  material: number;
+  notMaterial: number;
+  undecided: number;
+  notValid: number;
+  noData: number;
 }
 
 /** The verdict of a run. */
@@ -258,6 +230,8 @@ export interface StudyVerdict {
   families?: { stacks: string[]; judged: number; agree: number; disagree: string[] };
   /** Cells where HTTP/3 has a material advantage. */
   material: number;
+  /** Cells by outcome. */
+  counts: VerdictCounts;
   /** Cells whose measurement did not hold, and why each (`<cell>: <reason>`). */
   notValid: string[];
   /** The answer, in one or two sentences. */
@@ -267,26 +241,34 @@ export interface StudyVerdict {
 /** The rule in words, for reports. */
 export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
   const th = validityThresholds(rule);
-  const side = (sideLevel(rule.level) * 100).toFixed(1);
+  const design = ruleDesign(rule);
+  const side = (lookSideLevel(design) * 100).toFixed(2);
+  const looks = design.looks;
   return `A cell (link × flow × UE concurrency) is valid when, over each transport's blocks, no ` +
     `process on the path (client, server, link relay) had a thread busy ${th.maxCoreShare} of a ` +
     `core or more, and at least ${th.minOnTimeShare * 100} % of UE arrivals started within ` +
-    `${th.onTimeMs} ms of their due time; other cells are shown as not valid and judged apart. ` +
-    `HTTP/3 has a material advantage in a valid cell when its p99 ` +
-    `flow time is at least ${rule.minReduction * 100} % lower than that of the better HTTP/2 ` +
-    `variant (h2c or h2 over TLS, whichever has the lower p99), HTTP/3's p99 interval lies ` +
-    `wholly below that variant's (distribution-free order-statistic intervals at ${side} % each, ` +
-    `${rule.level * 100} % together, so the interval of the difference excludes zero), ` +
-    `HTTP/3 lost no larger share of flows, and each side completed at least ${rule.minSamples} ` +
-    `flows: with fewer not even the largest flow time bounds a p99 from above at ${side} % ` +
-    `(with 100 flows the p99 is the second largest value). Failed flows are counted in every ` +
-    `cell, never dropped.`;
+    `${th.onTimeMs} ms of their due time; other cells are shown as not valid. A valid cell is ` +
+    `judged at ${looks.length === 1 ? "one look" : `up to ${looks.length} looks`}, when each ` +
+    `side has completed ${looks.join(", ")} flows, and stops at the first look that decides. ` +
+    `At a look each side's p99 gets a distribution-free order-statistic interval at ${side} %, ` +
+    `so that over all looks every interval holds together with ${rule.level * 100} % ` +
+    `(Bonferroni). HTTP/3 has a material advantage when its p99 flow time is at least ` +
+    `${rule.minReduction * 100} % lower than that of the better HTTP/2 variant (h2c or h2 over ` +
+    `TLS, whichever has the lower p99), its interval lies wholly below that variant's, and it ` +
+    `lost no larger share of flows; it has none when even the intervals' most favourable ends ` +
+    `give it less than ${rule.minReduction * 100} %. With equal p99s a cell is called material ` +
+    `in at most ${((1 - rule.level) * 100).toFixed(0)} % of runs. Otherwise the cell is ` +
+    `undecided, with about how many flows per side would decide it. No look comes before ` +
+    `${fewestFlowsToDecide(design)} flows per side: with fewer not even the largest flow time ` +
+    `bounds a p99 from above. Failed flows are counted in every cell, never dropped.`;
 }
 
 const ORDER = ["h2c", "h2-tls", "h3"];
 
 /** Judges every cell of a run's flow rows. */
-export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): StudyVerdict {
+export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
+  rule ??= run.study?.rule ?? DEFAULT_RULE;
+  const design = run.study?.rule ? ruleDesign(rule) : flowsDesign(run.config, run.config.samples);
   const rows = run.rows.filter(isFlowRow);
   const linkOf = (r: ResultRow) => r.link ?? run.config.link?.spec ?? "loopback";
   const cells = new Map<string, ResultRow[]>();
@@ -316,86 +298,160 @@ export function studyVerdict(run: BenchRun, rule: VerdictRule = DEFAULT_RULE): S
   for (const [key, rs] of cells) {
     const [stack, link, flow, ues] = key.split("\n");
     rs.sort((a, b) => ORDER.indexOf(a.transport) - ORDER.indexOf(b.transport));
-    const transports: CellTransport[] = rs.map((r) => transportFigures(r, rule));
+    const transports: CellTransport[] = rs.map((r) => transportFigures(r, design));
     const share = (r: ResultRow) => {
       const failed = r.extra?.failed ?? r.errors;
-      return failed / (failed + r.samples.count);
+      return failed / Math.max(1, failed + r.samples.count);
     };
+    const place = { stack: stack || undefined, link, flow, ues: Number(ues), transports };
     const h3 = rs.find((r) => r.transport === "h3");
-    const h2 = rs.filter((r) => r.transport === "h2c" || r.transport === "h2-tls")
-      .sort((a, b) => a.estimate.p99 - b.estimate.p99)[0];
-    let diffCi: Interval | undefined;
-    const ciOf = (r: ResultRow) => transports.find((t) => t.transport === r.transport)?.p99Ci;
-    const h3Ci = h3 && ciOf(h3), h2Ci = h2 && ciOf(h2);
-    if (h3Ci && h2Ci) {
-      // Both intervals hold together at `level`, so this holds at least as often.
-      diffCi = {
-        lower: h3Ci.lower - h2Ci.upper,
-        upper: h3Ci.upper - h2Ci.lower,
-        level: rule.level,
-      };
+    const h2s = rs.filter((r) => r.transport === "h2c" || r.transport === "h2-tls");
+    const j = h3 && h2s.length
+      ? judgeSequential(
+        h3.samples.samples,
+        h2s.map((r) => ({
+          transport: r.transport,
+          samples: r.samples.samples,
+          failShare: share(r),
+        })),
+        { design, h3FailShare: share(h3) },
+      )
+      : undefined;
+    if (!j) {
+      const reason = !h3 && !h2s.length
+        ? "no transport has flow times in this cell"
+        : `${!h3 ? "HTTP/3" : "HTTP/2"} has no flow times in this cell`;
+      out.push({ ...place, status: "no-data", reason });
+      continue;
     }
+    const figures = {
+      bestH2: j.bestH2,
+      h3P99: j.h3P99,
+      h2P99: j.h2P99,
+      reduction: j.reduction,
+      reductionCi: j.reductionCi,
+      n: j.n,
+      diffCi: {
+        lower: j.h3Ci.lower - j.h2Ci.upper,
+        upper: j.h3Ci.upper - j.h2Ci.lower,
+        level: rule.level,
+      },
+    };
     const invalid = cellInvalidity(transports, rule);
-    const decision = judgeCell({
-      h3P99: h3?.estimate.p99,
-      h2P99: h2?.estimate.p99,
-      diffCi,
-      h3FailShare: h3 ? share(h3) : 0,
-      h2FailShare: h2 ? share(h2) : 0,
-      n: Math.min(h3?.samples.count ?? 0, h2?.samples.count ?? 0),
-      invalid,
-    }, rule);
+    if (invalid) {
+      out.push({ ...place, ...figures, status: "not-valid", reason: invalid });
+      continue;
+    }
     out.push({
-      ...decision,
-      stack: stack || undefined,
-      link,
-      flow,
-      ues: Number(ues),
-      transports,
-      bestH2: h2?.transport,
-      h3P99: h3?.estimate.p99,
-      h2P99: h2?.estimate.p99,
-      diffCi,
+      ...place,
+      ...figures,
+      status: j.status,
+      reason: j.reason,
+      ...(j.decidedAt !== undefined ? { decidedAt: j.decidedAt } : {}),
+      ...(j.flowsToDecide !== undefined ? { flowsToDecide: j.flowsToDecide } : {}),
     });
   }
-  const material = out.filter((c) => c.status === "material").length;
-  const noData = out.filter((c) => c.status === "no-data").length;
+  const count = (s: CellDecision["status"]) => out.filter((c) => c.status === s).length;
+  const counts: VerdictCounts = {
+    cells: out.length,
+    material: count("material"),
+    notMaterial: count("not-material"),
+    undecided: count("undecided"),
+    notValid: count("not-valid"),
+    noData: count("no-data"),
+  };
   const notValidCells = out.filter((c) => c.status === "not-valid");
   const notValid = notValidCells.map((c) =>
     `${cellName(c)}: ${c.reason.replace(/^not valid: /, "")}`
   );
-  const valid = out.length - notValidCells.length;
-  let summary: string;
-  if (out.length === 0) {
-    summary = "No flow cells were measured, so there is no verdict.";
-  } else if (notValidCells.length === out.length) {
-    summary = `None of the ${out.length} cells is valid (${whyNotValid(notValidCells)}), ` +
-      "so there is no verdict: the rows timed this machine, not the transports.";
-  } else if (noData + notValidCells.length === out.length) {
-    summary = `None of the ${out.length} cells has flow times for both HTTP/3 and HTTP/2, ` +
-      "so there is no verdict.";
-  } else if (material === 0) {
-    summary = `HTTP/3 has no material advantage in any of the ${valid} valid cells` +
-      (noData ? ` (${noData} without data for one side)` : "") +
-      ": on this evidence the recommendation to keep HTTP/2 for NF-to-NF traffic stands.";
-  } else {
-    const where = out.filter((c) => c.status === "material")
-      .map((c) => `${c.flow} on ${c.link} at ${c.ues} UEs`).join(", ");
-    summary =
-      `HTTP/3 has a material advantage in ${material} of ${valid} valid cells (${where}): ` +
-      "the study's condition for looking again at HTTP/3 is met there.";
-  }
-  if (notValidCells.length && notValidCells.length < out.length) {
-    summary += ` ${notValidCells.length} of ${out.length} cells were not valid and are not ` +
-      `counted (${whyNotValid(notValidCells)}).`;
-  }
+  let summary = verdictSummary(out, counts, { quick: run.config.quick ?? false });
   const families = familyAgreement(out);
   if (families && families.judged > 0) {
     summary += ` The ${families.stacks.join(" and ")} families agree in ${families.agree} of the ` +
-      `${families.judged} cells both could judge` +
+      `${families.judged} cells both decided` +
       (families.disagree.length ? ` (not in ${families.disagree.join(", ")})` : "") + ".";
   }
-  return { rule, cells: out, material, notValid, summary, ...(families ? { families } : {}) };
+  return {
+    rule,
+    cells: out,
+    material: counts.material,
+    counts,
+    notValid,
+    summary,
+    ...(families ? { families } : {}),
+  };
+}
+
+/** "1,200": a whole number with thousands separated. */
+function whole(n: number): string {
+  return Math.round(n).toLocaleString("en-US");
+}
+
+/**
+ * The headline: decided cells first (material / not material), then the
+ * undecided with the flows that would decide them, the not valid with why,
+ * and the cells without data. Never counts an undecided cell as a "no". A
+ * quick run that could not decide every cell says it is inconclusive.
+ */
+export function verdictSummary(
+  cells: CellVerdict[],
+  counts: VerdictCounts,
+  options: { quick?: boolean } = {},
+): string {
+  if (counts.cells === 0) return "No flow cells were measured, so there is no verdict.";
+  const decided = counts.material + counts.notMaterial;
+  const open = counts.undecided + counts.notValid + counts.noData;
+  const parts: string[] = [];
+  if (counts.undecided) {
+    const more = cells.filter((c) => c.status === "undecided")
+      .map((c) => (c.flowsToDecide ?? Infinity) - (c.n ?? 0));
+    const finite = more.filter(Number.isFinite).sort((a, b) => a - b);
+    const need = finite.length
+      ? finite.length === 1 || finite[0] === finite.at(-1)
+        ? `about ${whole(finite[0])} more flows per side would decide ${
+          counts.undecided === 1 ? "it" : "them"
+        }`
+        : `about ${whole(finite[0])} to ${whole(finite.at(-1)!)} more flows per side would decide ${
+          finite.length === more.length ? "them" : `${finite.length} of them`
+        }`
+      : "no foreseeable number of flows decides them (the p99s sit about 20 % apart)";
+    parts.push(`${counts.undecided} undecided (${need})`);
+  }
+  if (counts.notValid) {
+    parts.push(
+      `${counts.notValid} not valid (${
+        whyNotValid(cells.filter((c) => c.status === "not-valid"))
+      })`,
+    );
+  }
+  if (counts.noData) parts.push(`${counts.noData} without data for a side`);
+  const rest = parts.length ? `; of the other cells ${parts.join(", ")}` : "";
+  if (decided === 0) {
+    return `Inconclusive: none of the ${counts.cells} cells could be decided${
+      parts.length ? ` (${parts.join(", ")})` : ""
+    }, so this run says nothing either way.`;
+  }
+  let head: string;
+  if (counts.material) {
+    const where = cells.filter((c) => c.status === "material")
+      .map((c) => `${c.flow} on ${c.link} at ${c.ues} UEs${c.stack ? ` (${c.stack})` : ""}`);
+    const list = where.length <= 6 ? where.join(", ") : `${where.slice(0, 6).join(", ")}, …`;
+    head = `HTTP/3 has a material advantage in ${counts.material} of the ${decided} decided ` +
+      `cells (${list})${rest}.`;
+  } else {
+    head = `HTTP/3 has no material advantage in any of the ${decided} decided cells${rest}.`;
+  }
+  if (options.quick && open > 0) {
+    return `Inconclusive (a quick run, ${open} of ${counts.cells} cells undecided or not ` +
+      `valid): ${head}`;
+  }
+  if (counts.material) {
+    return `${head} The study's condition for looking again at HTTP/3 is met there.`;
+  }
+  if (open === 0) {
+    return `${head} On this evidence the recommendation to keep HTTP/2 for NF-to-NF traffic stands.`;
+  }
+  return `${head} The answer is not complete until the other cells are decided.`;
 }
 
 function cellName(c: CellVerdict): string {
@@ -410,14 +466,20 @@ function whyNotValid(cells: CellVerdict[]): string {
     for (const p of PATH_PROCESSES) {
       if (new RegExp(`\\b${p} at `).test(c.reason)) causes.add(`${p} saturated`);
     }
-    if (c.reason.includes("schedule slipped")) causes.add("schedule slipped");
+    if (c.reason.includes("schedule slipped")) {
+      causes.add(
+        c.reason.includes("while other processes used")
+          ? "schedule slipped while other processes kept the machine busy"
+          : "schedule slipped",
+      );
+    }
     for (const k of causes) counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   return [...counts].map(([k, n]) => `${k} in ${n}`).join(", ");
 }
 
 /** One transport's figures in a cell, from its flow row. */
-function transportFigures(r: ResultRow, rule: VerdictRule): CellTransport {
+function transportFigures(r: ResultRow, design: SequentialDesign): CellTransport {
   const x = r.extra ?? {};
   const cores: Record<string, number> = {};
   for (const p of [...PATH_PROCESSES, "others"]) {
@@ -425,7 +487,7 @@ function transportFigures(r: ResultRow, rule: VerdictRule): CellTransport {
     if (typeof v === "number" && Number.isFinite(v)) cores[p] = v;
   }
   const ci = r.samples.samples.length >= 1
-    ? quantileInterval(r.samples.samples, 0.99, sideLevel(rule.level))
+    ? quantileInterval(r.samples.samples, 0.99, lookSideLevel(design))
     : undefined;
   return {
     transport: r.transport,
@@ -434,13 +496,13 @@ function transportFigures(r: ResultRow, rule: VerdictRule): CellTransport {
     n: r.estimate.n,
     failed: x.failed ?? r.errors,
     retries: x.retries ?? 0,
-    ...(ci ? { p99Ci: { lower: ci.lower, upper: ci.upper, level: sideLevel(rule.level) } } : {}),
+    ...(ci ? { p99Ci: { lower: ci.lower, upper: ci.upper, level: lookSideLevel(design) } } : {}),
     ...(Object.keys(cores).length ? { cores } : {}),
     ...(typeof x.onTimeShare === "number" ? { onTimeShare: x.onTimeShare } : {}),
   };
 }
 
-/** Whether the stack families reach the same decision in each cell that every family judged. */
+/** Whether the stack families reach the same decision in each cell that every family decided. */
 export function familyAgreement(cells: CellVerdict[]): StudyVerdict["families"] {
   const stacks = [...new Set(cells.map((c) => c.stack ?? ""))];
   if (stacks.length < 2) return undefined;
@@ -452,7 +514,7 @@ export function familyAgreement(cells: CellVerdict[]): StudyVerdict["families"] 
   let judged = 0, agree = 0;
   const disagree: string[] = [];
   for (const cs of byCell.values()) {
-    const decided = cs.filter((c) => c.status !== "no-data" && c.status !== "not-valid");
+    const decided = cs.filter((c) => c.status === "material" || c.status === "not-material");
     if (decided.length < stacks.length) continue;
     judged++;
     if (new Set(decided.map((c) => c.status)).size === 1) agree++;

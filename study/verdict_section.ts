@@ -1,11 +1,13 @@
 /**
- * The study's verdict as a report section: the summary sentence, the rule,
- * the matrix's budget, the cell table, and each flow-time row's cell in CSV.
+ * The study's verdict as a report section: the summary sentence and the grid
+ * first (HTML reports open with them), then the rule, the matrix's budget, the
+ * cell table, and each flow-time row's cell in CSV.
  */
 import type { ReportSection } from "../bench/report/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
 import { verdictTable } from "./verdict_table.ts";
+import { GRID_CSS, GRID_LEGEND, gridHtml, gridTable, verdictGrid } from "./verdict_grid.ts";
 
 function applies(run: BenchRun): boolean {
   return run.study !== undefined || run.rows.some(isFlowRow);
@@ -20,24 +22,35 @@ function cellOf(run: BenchRun, r: ResultRow) {
   );
 }
 
+/** The link order of a run's grid: the study's links as given, else first appearance. */
+export function gridLinks(run: BenchRun): string[] | undefined {
+  return run.study?.links.map((l) => l.spec);
+}
+
 /** The verdict section of a study (or of any run with flow rows). */
 export const verdictSection: ReportSection = {
   id: "verdict",
   title: "Verdict",
+  lead: true,
   render(run) {
     if (!applies(run)) return undefined;
     const v = studyVerdict(run);
+    const grid = verdictGrid(v, gridLinks(run));
     const notes = [`Rule: ${ruleText(v.rule)}`];
     if (run.study) {
       notes.push(
         `The matrix took ${(run.study.elapsedMs / 1000).toFixed(0)} s of a ${
           (run.study.budgetMs / 1000).toFixed(0)
-        } s budget, with ${run.study.samples} UE arrivals per row (at most ${
-          (run.study.sampleMs / 1000).toFixed(1)
-        } s each).`,
+        } s budget; a cell took at most ${run.study.samples} flows per side.`,
       );
     }
-    return { summary: v.summary, notes, table: verdictTable(v) };
+    return {
+      summary: v.summary,
+      notes,
+      grids: [{ ...gridTable(grid), caption: GRID_LEGEND }],
+      html: `<style>${GRID_CSS}</style>${gridHtml(grid)}`,
+      table: verdictTable(v),
+    };
   },
   csvColumns: ["cell_verdict", "cell_h3_p99_reduction"],
   csvCells(run, row) {

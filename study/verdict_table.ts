@@ -35,6 +35,7 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     ...TRANSPORTS.map((t) => `${t} p99`),
     "h3 vs better h2",
     "interval of h3 − h2 p99",
+    "flows per side",
     "failed h2c · h2-tls · h3",
     "verdict",
     ...(stacks ? ["families agree"] : []),
@@ -49,7 +50,7 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     : v.cells;
   const agreeOf = (c: CellVerdict): string => {
     const peers = v.cells.filter((o) => o.link === c.link && o.flow === c.flow && o.ues === c.ues);
-    if (peers.some((o) => o.status === "no-data")) return "–";
+    if (peers.some((o) => o.status !== "material" && o.status !== "not-material")) return "–";
     return new Set(peers.map((o) => o.status)).size === 1 ? "yes" : "NO";
   };
   const body = cells.map((c) => [
@@ -62,13 +63,20 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
       ? "–"
       : `${c.reduction >= 0 ? "−" : "+"}${Math.abs(c.reduction * 100).toFixed(1)} % vs ${c.bestH2}`,
     c.diffCi ? `[${end(c.diffCi.lower)}, ${end(c.diffCi.upper)}]` : "–",
+    c.n === undefined ? "–" : c.decidedAt ? `${c.n} (decided)` : String(c.n),
     failedOf(c),
     c.status === "material"
-      ? "MATERIAL"
+      ? `MATERIAL: ${c.reason}`
       : c.status === "not-valid"
       ? c.reason
       : c.status === "no-data"
       ? `no data: ${c.reason}`
+      : c.status === "undecided"
+      ? `undecided: ${c.reason}${
+        c.flowsToDecide !== undefined && Number.isFinite(c.flowsToDecide)
+          ? `; ~${Math.round(c.flowsToDecide)} flows per side would decide it`
+          : ""
+      }`
       : `no: ${c.reason}`,
     ...(stacks ? [agreeOf(c)] : []),
   ]);

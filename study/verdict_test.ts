@@ -1,92 +1,10 @@
 import assert from "node:assert/strict";
-import { DEFAULT_RULE, judgeCell, sideLevel, studyVerdict } from "./verdict.ts";
-import { quantileRanks } from "./quantile_interval.ts";
+import { DEFAULT_RULE, studyVerdict } from "./verdict.ts";
 import { compareQuantiles, estimate } from "../bench/stats/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 
-const base = {
-  h2P99: 100,
-  h3FailShare: 0,
-  h2FailShare: 0,
-  n: DEFAULT_RULE.minSamples,
-};
-
-Deno.test("judgeCell: a p99 exactly 20 % lower with an interval below zero is material", () => {
-  const d = judgeCell({ ...base, h3P99: 80, diffCi: { lower: -30, upper: -1 } });
-  assert.equal(d.status, "material");
-  assert.ok(Math.abs(d.reduction! - 0.2) < 1e-12);
-});
-
-Deno.test("judgeCell: 19.9 % lower is not material even with a clear interval", () => {
-  const d = judgeCell({ ...base, h3P99: 80.1, diffCi: { lower: -30, upper: -1 } });
-  assert.equal(d.status, "not-material");
-  assert.match(d.reason, /only 19\.9 % lower \(needs 20\.0 %\)/);
-});
-
-Deno.test("judgeCell: an interval touching or straddling zero is not material", () => {
-  for (const upper of [0, 5]) {
-    const d = judgeCell({ ...base, h3P99: 50, diffCi: { lower: -80, upper } });
-    assert.equal(d.status, "not-material", `upper ${upper}`);
-    assert.match(d.reason, /includes zero/);
-  }
-  const justBelow = judgeCell({ ...base, h3P99: 50, diffCi: { lower: -80, upper: -1e-9 } });
-  assert.equal(justBelow.status, "material");
-});
-
-Deno.test("judgeCell: HTTP/3 slower is never material, and losing more flows voids an advantage", () => {
-  const slower = judgeCell({ ...base, h3P99: 150, diffCi: { lower: 20, upper: 80 } });
-  assert.equal(slower.status, "not-material");
-  assert.match(slower.reason, /50\.0 % higher/);
-  const lossier = judgeCell({
-    ...base,
-    h3P99: 50,
-    diffCi: { lower: -60, upper: -40 },
-    h3FailShare: 0.02,
-    h2FailShare: 0.01,
-  });
-  assert.equal(lossier.status, "not-material");
-  assert.match(lossier.reason, /lost more flows/);
-  const equalLoss = judgeCell({
-    ...base,
-    h3P99: 50,
-    diffCi: { lower: -60, upper: -40 },
-    h3FailShare: 0.01,
-    h2FailShare: 0.01,
-  });
-  assert.equal(equalLoss.status, "material");
-});
-
-Deno.test("judgeCell: the fewest flows are those whose p99 interval has an upper end", () => {
-  const min = DEFAULT_RULE.minSamples;
-  // The rule's minimum and the interval agree: one flow fewer and the interval is unbounded above.
-  assert.ok(quantileRanks(min, 0.99, sideLevel(DEFAULT_RULE.level)).upper <= min);
-  assert.equal(quantileRanks(min - 1, 0.99, sideLevel(DEFAULT_RULE.level)).upper, min);
-  const clear = { ...base, h3P99: 50, diffCi: { lower: -60, upper: -40 } };
-  assert.equal(judgeCell({ ...clear, n: min }).status, "material");
-  const few = judgeCell({ ...clear, n: 100 });
-  assert.equal(few.status, "not-material");
-  assert.match(few.reason, new RegExp(`too few flows for a p99 \\(100 < ${min}: .*2nd largest`));
-});
-
-Deno.test("judgeCell: a cell that is not valid is never material, however clear", () => {
-  const d = judgeCell({
-    ...base,
-    h3P99: 50,
-    diffCi: { lower: -60, upper: -40 },
-    invalid: "not valid: server at 0.97 of a core (h3)",
-  });
-  assert.equal(d.status, "not-valid");
-  assert.equal(d.reason, "not valid: server at 0.97 of a core (h3)");
-});
-
-Deno.test("judgeCell: a cell without one side is kept as no-data", () => {
-  const d = judgeCell({ h2P99: 100, h3FailShare: 0, h2FailShare: 0, n: 0 });
-  assert.equal(d.status, "no-data");
-  assert.match(d.reason, /HTTP\/3 has no flow times/);
-});
-
 /** Samples spread evenly over [lo, hi]. */
-function spread(lo: number, hi: number, n = 500): number[] {
+function spread(lo: number, hi: number, n = 600): number[] {
   return Array.from({ length: n }, (_, i) => lo + ((hi - lo) * i) / (n - 1));
 }
 
@@ -143,20 +61,21 @@ Deno.test("studyVerdict compares HTTP/3 with the better HTTP/2 variant in every 
   assert.equal(byLink.lan.status, "not-material");
   assert.equal(byLink.lossy.status, "no-data");
   assert.equal(v.material, 1);
+  assert.equal(byLink.wan.decidedAt, 600);
   assert.match(
     v.summary,
-    /material advantage in 1 of 3 valid cells \(registration on wan at 8 UEs\)/,
+    /material advantage in 1 of the 2 decided cells \(registration on wan at 8 UEs\); of the other cells 1 without data for a side/,
   );
   assert.equal(DEFAULT_RULE.minReduction, 0.2);
 });
 
-Deno.test("studyVerdict says HTTP/2 stands when no cell is material", () => {
+Deno.test("studyVerdict says HTTP/2 stands only when every cell is decided and none is material", () => {
   const v = studyVerdict(run([
     row("h2c", "metro", spread(100, 200)),
     row("h3", "metro", spread(100, 200)),
   ]));
   assert.equal(v.material, 0);
-  assert.match(v.summary, /no material advantage in any of the 1 valid cells/);
+  assert.match(v.summary, /no material advantage in any of the 1 decided cells\. On this evidence/);
 });
 
 Deno.test("studyVerdict gives no verdict when no cell has both sides", () => {
@@ -165,7 +84,7 @@ Deno.test("studyVerdict gives no verdict when no cell has both sides", () => {
   );
   assert.equal(v.cells.length, 2);
   assert.ok(v.cells.every((c) => c.status === "no-data"));
-  assert.match(v.summary, /None of the 2 cells has flow times for both HTTP\/3 and HTTP\/2/);
+  assert.match(v.summary, /^Inconclusive: none of the 2 cells could be decided \(2 without data/);
 });
 
 Deno.test("studyVerdict never mixes stacks in one cell", () => {
@@ -237,10 +156,10 @@ Deno.test("a study cell with a saturated server is marked not valid and counted 
     "registration on wan at 8 UEs: server at 0.97 of a core (h3)",
     "registration on metro at 8 UEs: schedule slipped: 80.0 % of arrivals within 2 ms (h3)",
   ]);
-  assert.match(v.summary, /material advantage in 1 of 1 valid cells/);
+  assert.equal(v.counts.notValid, 2);
   assert.match(
     v.summary,
-    /2 of 3 cells were not valid and are not counted \(server saturated in 1, schedule slipped in 1\)/,
+    /material advantage in 1 of the 1 decided cells \(registration on lan at 8 UEs\); of the other cells 2 not valid \(server saturated in 1, schedule slipped in 1\)/,
   );
 });
 
@@ -254,13 +173,84 @@ Deno.test("a cell just under the saturation threshold stays valid", () => {
   assert.doesNotMatch(v.summary, /not valid/);
 });
 
-Deno.test("the p99 difference interval is unbounded when the flows cannot bound a p99", () => {
+Deno.test("a cell with too few flows for a look is undecided, never a no", () => {
   const v = studyVerdict(run([
     row("h2c", "wan", spread(100, 300, 100)),
     row("h3", "wan", spread(50, 100, 100)),
   ]));
   const c = v.cells[0];
   assert.equal(c.diffCi!.upper, Infinity);
-  assert.equal(c.status, "not-material");
-  assert.match(c.reason, /too few flows/);
+  assert.equal(c.status, "undecided");
+  assert.equal(c.flowsToDecide, 600);
+  assert.match(
+    v.summary,
+    /^Inconclusive: none of the 1 cells could be decided \(1 undecided \(about 500 more flows per side would decide it\)\)/,
+  );
+});
+
+Deno.test("the headline counts decided, undecided and invalid cells apart, and a quick run says inconclusive", () => {
+  const rows = [
+    // lan: decided, not material (equal).
+    row("h2c", "lan", spread(100, 200)),
+    row("h3", "lan", spread(100, 200)),
+    // metro: decided, material.
+    row("h2c", "metro", spread(100, 300)),
+    row("h3", "metro", spread(50, 100)),
+    // wan: h3 about 20 % lower with wide tails: undecided at 600 flows.
+    row("h2c", "wan", [...spread(100, 200, 590), ...spread(400, 1000, 10)]),
+    row("h3", "wan", [...spread(80, 160, 590), ...spread(320, 800, 10)]),
+    // lossy: the client saturated.
+    row("h2c", "lossy", spread(100, 300), 0, { ...QUIET, "cpu:client": 0.97 }),
+    row("h3", "lossy", spread(50, 100), 0, QUIET),
+  ];
+  const v = studyVerdict(run(rows));
+  const byLink = Object.fromEntries(v.cells.map((c) => [c.link, c.status]));
+  assert.deepEqual(byLink, {
+    lan: "not-material",
+    metro: "material",
+    wan: "undecided",
+    lossy: "not-valid",
+  });
+  assert.deepEqual(v.counts, {
+    cells: 4,
+    material: 1,
+    notMaterial: 1,
+    undecided: 1,
+    notValid: 1,
+    noData: 0,
+  });
+  assert.match(
+    v.summary,
+    /^HTTP\/3 has a material advantage in 1 of the 2 decided cells \(registration on metro at 8 UEs\); of the other cells 1 undecided \(about [\d,]+ more flows per side would decide it\), 1 not valid \(client saturated in 1\)\./,
+  );
+  assert.doesNotMatch(v.summary, /valid cells/);
+  const quick = studyVerdict({ ...run(rows), config: { quick: true } } as unknown as BenchRun);
+  assert.match(
+    quick.summary,
+    /^Inconclusive \(a quick run, \d of 4 cells undecided or not valid\)/,
+  );
+  // A quick run whose cells all have too few flows says so first.
+  const few = studyVerdict({
+    ...run([row("h2c", "wan", spread(100, 300, 200)), row("h3", "wan", spread(50, 100, 200))]),
+    config: { quick: true },
+  } as unknown as BenchRun);
+  assert.match(few.summary, /^Inconclusive: none of the 1 cells could be decided/);
+  assert.doesNotMatch(few.summary, /HTTP\/2 .*stands/);
+});
+
+Deno.test("a study is judged at the looks its record states (a quick study's single look)", () => {
+  const rows = [row("h2c", "wan", spread(100, 300, 450)), row("h3", "wan", spread(50, 100, 450))];
+  const study = (looks: number[]) =>
+    ({
+      ...run(rows),
+      config: { quick: true, flows: ["registration"], concurrency: [8] },
+      study: {
+        links: [{ spec: "wan" }],
+        rule: { ...DEFAULT_RULE, looks, minSamples: 435 },
+      },
+    }) as unknown as BenchRun;
+  assert.equal(studyVerdict(study([450])).cells[0].status, "material");
+  assert.equal(studyVerdict(study([450])).cells[0].decidedAt, 450);
+  // The full design's first look (600) is out of reach of 450 flows.
+  assert.equal(studyVerdict(study([600, 1000, 1600, 2400])).cells[0].status, "undecided");
 });

@@ -58,8 +58,10 @@ Deno.test("lab study on loopback writes JSON, Markdown, CSV and HTML with one ve
       out,
     ]);
     assert.equal(r.code, 0, r.stderr);
-    // On a busy machine the one cell may be judged not valid; either way there is one verdict line.
-    assert.match(r.stdout, /^Verdict: (HTTP\/3 has |None of the 1 cells is valid \()/m);
+    // One cell of a quick run: decided, or (too few flows, a busy machine) inconclusive.
+    assert.match(r.stdout, /^Verdict: (HTTP\/3 has |Inconclusive)/m);
+    // The grid: one row per link and UE level, one column per flow.
+    assert.match(r.stdout, /^loopback +2 +\S/m);
     const run = parseRun(await Deno.readTextFile(`${out}/study.json`));
     assert.deepEqual(run.study!.links.map((l) => l.spec), ["loopback"]);
     assert.equal(run.study!.budgetMs, 20_000);
@@ -68,8 +70,7 @@ Deno.test("lab study on loopback writes JSON, Markdown, CSV and HTML with one ve
     for (const row of run.rows) assert.equal(row.link, "loopback");
     const md = await Deno.readTextFile(`${out}/study.md`);
     assert.match(md, /^# sbilab study/);
-    const verdictLine = /^\*\*((?:HTTP\/3 has|None of the 1 cells is valid) .*)\*\*$/m.exec(md)
-      ?.[1];
+    const verdictLine = /^\*\*((?:HTTP\/3 has|Inconclusive)[ :(].*)\*\*$/m.exec(md)?.[1];
     assert.ok(verdictLine, "Markdown states the verdict");
     assert.ok(r.stdout.includes(verdictLine), "the terminal and Markdown verdicts agree");
     assert.match(md, /^\| loopback \| warm-get \| 2 \|/m);

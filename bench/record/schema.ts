@@ -277,9 +277,9 @@ export interface StudyRecord {
   budgetMs: number;
   /** Wall time the matrix took (ms). */
   elapsedMs: number;
-  /** Longest sampling time of a row chosen to fit the budget (ms). */
+  /** Average time a cell of the last link was given (ms). */
   sampleMs: number;
-  /** UE arrivals (flows) per row chosen to fit the budget. */
+  /** Most flows per side a cell takes (the last look). */
   samples: number;
   /** The verdict rule's parameters. */
   rule: {
@@ -290,6 +290,8 @@ export interface StudyRecord {
     maxCoreShare?: number;
     minOnTimeShare?: number;
     onTimeMs?: number;
+    /** Flows per side at which a cell is judged (the sequential design's looks). */
+    looks?: number[];
   };
 }
 

@@ -18,7 +18,13 @@ import {
 } from "./ratio_report.ts";
 import type { BenchRun, ResultRow } from "../record/schema.ts";
 import { formatBytes, formatDuration, formatRate } from "../../lib/units.ts";
-import { pluginSections, type RenderOptions, reportTitle } from "./report_sections.ts";
+import {
+  pluginSections,
+  type RenderOptions,
+  type ReportSection,
+  reportTitle,
+  type SectionContent,
+} from "./report_sections.ts";
 import { medianWithCi, renderFloors } from "./table.ts";
 import { answerLines, warningLines } from "./answer.ts";
 import { stackLines } from "./stack_report.ts";
@@ -82,11 +88,38 @@ function reportCharts(run: BenchRun): ChartSpec[] {
   ];
 }
 
-/** The title, the answer, the quick-run and warning lines, the run's facts and its noise. */
-function headSection(run: BenchRun, lib: ChartLibrary): string[] {
+/** An added section: its sentence, its own HTML, its notes, its table (folded when it draws its answer). */
+function sectionHtml(section: ReportSection, c: SectionContent): string {
+  const out = [
+    `<section id="${esc(section.id)}"><h2>${esc(section.title)}</h2>` +
+    `<p class="verdict">${esc(c.summary)}</p>`,
+  ];
+  if (c.html) out.push(c.html);
+  for (const n of c.notes) out.push(`<p class="rule">${esc(n)}</p>`);
+  // A section that draws its own answer keeps its full table one click away.
+  out.push(
+    c.html
+      ? `<details><summary>Every ${
+        esc(section.title.toLowerCase())
+      } row (${c.table.body.length})</summary>${table(c.table.header, c.table.body)}</details>`
+      : table(c.table.header, c.table.body),
+    "</section>",
+  );
+  return out.join("");
+}
+
+/**
+ * The title, then a leading section (the study's verdict) or the answer, the
+ * quick-run and warning lines (folded under their count below a leading
+ * section), the run's facts and its noise.
+ */
+function headSection(run: BenchRun, lib: ChartLibrary, options: RenderOptions): string[] {
   const env = run.environment;
   const parts = [`<h1>${esc(reportTitle(run))}</h1>`];
-  const answer = answerLines(run);
+  const leads = pluginSections(run, options).filter((x) => x.section.lead);
+  for (const { section, content } of leads) parts.push(sectionHtml(section, content));
+  // A report that opens with its section's answer does not open with a row's median too.
+  const answer = leads.length ? [] : answerLines(run);
   if (answer.length) {
     parts.push(
       `<section id="answer">${
@@ -101,10 +134,15 @@ function headSection(run: BenchRun, lib: ChartLibrary): string[] {
   }
   const warnings = warningLines(run);
   if (warnings.length) {
+    const list = `<ul class="warnings">${
+      warnings.map((w) => `<li><strong>Warning:</strong> ${esc(w)}</li>`).join("")
+    }</ul>`;
     parts.push(
-      `<ul class="warnings">${
-        warnings.map((w) => `<li><strong>Warning:</strong> ${esc(w)}</li>`).join("")
-      }</ul>`,
+      leads.length
+        ? `<details class="warnings"><summary>${warnings.length} warning${
+          warnings.length === 1 ? "" : "s"
+        }</summary>${list}</details>`
+        : list,
     );
   }
   parts.push(
@@ -112,7 +150,7 @@ function headSection(run: BenchRun, lib: ChartLibrary): string[] {
       (run.study
         ? ` (budget ${
           (run.study.budgetMs / 1000).toFixed(0)
-        } s, ${run.study.samples} UE arrivals per row)`
+        } s, at most ${run.study.samples} flows per side in a cell)`
         : "") +
       `; transports ${esc(run.config.transports.join(", "))}; ${
         esc(env.cpuModel)
@@ -161,13 +199,8 @@ function ratiosSection(run: BenchRun): string[] {
 /** The sections a higher layer adds (the study's verdict). */
 function addedSections(run: BenchRun, options: RenderOptions): string[] {
   const parts: string[] = [];
-  for (const { section, content: c } of pluginSections(run, options)) {
-    parts.push(
-      `<section id="${esc(section.id)}"><h2>${esc(section.title)}</h2>` +
-        `<p class="verdict">${esc(c.summary)}</p>`,
-    );
-    for (const n of c.notes) parts.push(`<p class="rule">${esc(n)}</p>`);
-    parts.push(table(c.table.header, c.table.body), "</section>");
+  for (const { section, content } of pluginSections(run, options)) {
+    if (!section.lead) parts.push(sectionHtml(section, content));
   }
   return parts;
 }
@@ -244,7 +277,7 @@ export function renderHtml(
 ): string {
   const charts = reportCharts(run);
   const parts = [
-    ...headSection(run, lib),
+    ...headSection(run, lib, options),
     ...contextSection(run),
     ...ratiosSection(run),
     ...addedSections(run, options),

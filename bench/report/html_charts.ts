@@ -29,6 +29,11 @@ export const color = (t: string): string => COLORS[t] ?? "#7f7f7f";
 /** Transports in report order. */
 export const ORDER = ["h2c", "h2-tls", "h3"];
 
+/** A flow row's UE count, or `background` for rows no UE drives (the NFs' heartbeats). */
+export function uesOf(r: ResultRow): string {
+  return r.concurrency !== undefined ? `${r.concurrency} UEs` : "background";
+}
+
 /** Rows in the report's transport order. */
 export function sortRows(rows: ResultRow[]): ResultRow[] {
   return [...rows].sort((a, b) => ORDER.indexOf(a.transport) - ORDER.indexOf(b.transport));
@@ -57,7 +62,7 @@ export function percentilePoints(row: ResultRow): { x: number; y: number }[] {
 
 const cellTitle = (r: ResultRow) =>
   r.scenario === "flows"
-    ? `${r.flow}${r.link ? ` · ${r.link}` : ""} · ${r.concurrency} UEs`
+    ? `${r.flow}${r.link ? ` · ${r.link}` : ""} · ${uesOf(r)}`
     : `${r.scenario} · ${r.label}`;
 
 /** One percentile plot per cell (rows that differ only by transport), at most `limit`. */

@@ -3,7 +3,7 @@
  * with their intervals, concurrency curves, and flow-time bars per link.
  */
 import { type BenchRun, isFlowRow, type ResultRow } from "../record/schema.ts";
-import { type ChartSpec, color, ORDER, sortRows } from "./html_charts.ts";
+import { type ChartSpec, color, ORDER, sortRows, uesOf } from "./html_charts.ts";
 
 /** The link a row crossed (loopback when none). */
 export const linkOf = (run: BenchRun, r: ResultRow) =>
@@ -30,7 +30,7 @@ function cells(run: BenchRun): Map<string, ResultRow[]> {
   const out = new Map<string, ResultRow[]>();
   for (const r of mainRows(run)) {
     const title = r.scenario === "flows"
-      ? `${r.flow} · ${linkOf(run, r)} · ${r.concurrency} UEs`
+      ? `${r.flow} · ${linkOf(run, r)} · ${uesOf(r)}`
       : `${r.scenario} · ${r.label}`;
     out.set(title, [...(out.get(title) ?? []), r]);
   }
@@ -75,7 +75,7 @@ export function cdfCharts(run: BenchRun): ChartSpec[] {
 /** How a row is named in charts and tables: link, flow and UEs for flows, else transport and label. */
 export function rowName(run: BenchRun, r: ResultRow): string {
   return r.scenario === "flows"
-    ? `${linkOf(run, r)} · ${r.flow} · ${r.concurrency} UEs · ${r.transport}`
+    ? `${linkOf(run, r)} · ${r.flow} · ${uesOf(r)} · ${r.transport}`
     : `${r.transport} · ${r.label}`;
 }
 

@@ -211,6 +211,10 @@ function addedSections(run: BenchRun, options: RenderOptions): string[] {
   const lines: string[] = [];
   for (const { section, content: c } of pluginSections(run, options)) {
     lines.push(`## ${section.title}`, "", `**${c.summary}**`, "");
+    for (const g of c.grids ?? []) {
+      lines.push(cellRow(g.header), cellRow(g.header.map(() => "---")), ...g.body.map(cellRow), "");
+      if (g.caption) lines.push(g.caption, "");
+    }
     for (const n of c.notes) lines.push(n, "");
     lines.push(...mdTable(c.table), "");
   }

@@ -13,6 +13,10 @@ export interface SectionContent {
   notes: string[];
   /** A table of the section's findings. */
   table: { header: string[]; body: string[][] };
+  /** Tables to show before `table` (e.g. a grid), each with a line below it. */
+  grids?: { header: string[]; body: string[][]; caption?: string }[];
+  /** The section's own HTML for the summary's place in HTML reports (the table still follows). */
+  html?: string;
 }
 
 /** One extra section of a run's reports. */
@@ -21,6 +25,8 @@ export interface ReportSection {
   id: string;
   /** Heading (e.g. `Verdict`). */
   title: string;
+  /** Open the HTML report with this section (the answer lines and warnings, folded, follow). */
+  lead?: boolean;
   /** The section's content for `run`; undefined when it does not apply. */
   render(run: BenchRun): SectionContent | undefined;
   /** CSV columns the section adds to every row. Default none. */

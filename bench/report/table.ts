@@ -25,6 +25,7 @@ import {
   scheduleLine,
 } from "./ratio_report.ts";
 import { answerLines, legendLines, tcpFloorMultiple, warningLines } from "./answer.ts";
+import type { RenderOptions } from "./report_sections.ts";
 
 /** Lays out rows of cells as aligned columns (first column left, others right). */
 export function layoutColumns(header: string[], body: string[][]): string {
@@ -132,7 +133,7 @@ export function renderRows(run: BenchRun): string {
 }
 
 /** The whole terminal report: heading, floors, rows, notes. */
-export function renderTable(run: BenchRun): string {
+export function renderTable(run: BenchRun, options: RenderOptions = {}): string {
   const c = run.config;
   const server = c.serverMode === "target"
     ? `target ${c.target}`
@@ -147,15 +148,28 @@ export function renderTable(run: BenchRun): string {
   const head = run.study
     ? `sbilab study · links ${run.study.links.map((l) => l.spec).join(", ")} · ${
       c.transports.join(", ")
-    } · warm-up ${c.warmupMs} ms, ${run.study.samples} flows per row (at most ${
-      (run.study.sampleMs / 1000).toFixed(1)
-    } s)`
+    } · warm-up ${c.warmupMs} ms, at most ${run.study.samples} flows per side in a cell`
     : `sbilab bench · scenario ${c.scenario} · server ${server} · warm-up ${c.warmupMs} ms, ${plan}` +
       (c.delayMs ? ` · handler delay ${c.delayMs} ms` : "") +
       (c.quick ? " · QUICK: a check that everything runs, not figures to quote" : "");
   const noise = runNoiseLine(run);
-  const answer = answerLines(run);
-  const parts = [...answer, ...(answer.length ? [""] : []), ...(noise ? [noise] : []), head];
+  // A section that leads (the study's verdict) opens the report in place of a row's median.
+  const lead: string[] = [];
+  for (const section of (options.sections ?? []).filter((x) => x.lead)) {
+    const content = section.render(run);
+    if (!content) continue;
+    lead.push(`${section.title}: ${content.summary}`, "");
+    for (const g of content.grids ?? []) {
+      lead.push(layoutColumns(g.header, g.body), ...(g.caption ? [g.caption] : []), "");
+    }
+  }
+  const answer = lead.length ? lead : answerLines(run);
+  const parts = [
+    ...answer,
+    ...(answer.length && !lead.length ? [""] : []),
+    ...(noise ? [noise] : []),
+    head,
+  ];
   const ratios = ratioTable(run);
   if (ratios.body.length) parts.push("", layoutColumns(ratios.header, ratios.body));
   const repeats = repeatsTable(run);

@@ -46,6 +46,26 @@ export interface AcrossLinkOptions extends BenchOptions {
   lab?: string[];
   /** Kill a per-transport child after this many ms. Default 900000 (15 min). */
   childTimeoutMs?: number;
+  /** Each line a child writes on stderr (its progress lines among them), as it comes. */
+  onChildLine?: (line: string) => void;
+}
+
+/** Reads a stream's lines as they come, handing each to `onLine`; resolves with all the text. */
+async function readLines(
+  stream: ReadableStream<Uint8Array>,
+  onLine: (line: string) => void,
+): Promise<string> {
+  let all = "";
+  let pending = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    all += chunk;
+    pending += chunk;
+    const lines = pending.split("\n");
+    pending = lines.pop()!;
+    for (const l of lines) onLine(l);
+  }
+  if (pending) onLine(pending);
+  return all;
 }
 
 /** The link record of a spec (pure). */
@@ -261,9 +281,14 @@ async function runChild(
     stderr: "piped",
   });
   const killer = setTimeout(() => child.kill("SIGKILL"), options.childTimeoutMs ?? 900_000);
-  const result = await child.output().finally(() => clearTimeout(killer));
+  // Each line as it comes (the study reads the child's progress from it), all of it for errors.
+  const stderr = readLines(child.stderr, options.onChildLine ?? (() => {}));
+  const [status, errText] = await Promise.all([child.status, stderr]).finally(() =>
+    clearTimeout(killer)
+  );
+  const result = { success: status.success, code: status.code, signal: status.signal };
   if (!result.success) {
-    const lines = new TextDecoder().decode(result.stderr).trim().split("\n");
+    const lines = errText.trim().split("\n");
     const why = (lines.at(-1) || `exit ${result.code ?? result.signal}`).replace(/^error: /, "");
     out.firstError ??= new Error(`${transport} across the link failed: ${why}`);
     out.notes.push(`${transport} was not measured: its run across the link failed (${why}).`);

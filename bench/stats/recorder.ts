@@ -70,6 +70,11 @@ export class Recorder {
     }
   }
 
+  /** The raw values kept so far, in recording order (every value while `count` ≤ `maxSamples`). */
+  values(): readonly number[] {
+    return this.#samples;
+  }
+
   /** Freezes the recording into a serialisable sample set. */
   finish(): SampleSet {
     return {

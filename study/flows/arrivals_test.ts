@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runArrivals } from "./arrivals.ts";
+import { MAX_WAKEUPS_PER_ARRIVAL, runArrivals, START_EARLY_MS } from "./arrivals.ts";
 
 /** A clock that only moves when the loop sleeps or a job finishes. */
 function fakeTime() {
@@ -98,4 +98,86 @@ Deno.test("an arrival the loop itself reaches late is not on time", async () => 
     sleep: steady.sleep,
   });
   assert.equal(s.onTime, s.started);
+});
+
+Deno.test("the loop sets at most two timers per arrival and none for arrivals already due", async () => {
+  const t = fakeTime();
+  // A timer that fires early (at a third of what was asked) never makes the loop spin.
+  const calls: number[] = [];
+  const early = (ms: number) => {
+    calls.push(ms);
+    t.advance(ms / 3);
+    return Promise.resolve();
+  };
+  const dues: { due: number; at: number }[] = [];
+  const r = await runArrivals((due) => {
+    dues.push({ due, at: t.clock() });
+    return Promise.resolve();
+  }, { rate: 100, maxInFlight: 4, durationMs: 200, clock: t.clock, sleep: early });
+  assert.equal(r.started, 21);
+  assert.equal(r.wakeups, calls.length);
+  assert.ok(r.wakeups <= MAX_WAKEUPS_PER_ARRIVAL * r.started, `${r.wakeups} wake-ups`);
+  assert.equal(MAX_WAKEUPS_PER_ARRIVAL, 2);
+  // A job started early (the timer fired early twice) is given the time it really started.
+  dues.forEach((d, i) => {
+    assert.equal(d.due, d.at);
+    assert.ok(d.at <= i * 10 && d.at > i * 10 - 10, `arrival ${i} at ${d.at}`);
+  });
+
+  // An arrival less than START_EARLY_MS ahead starts at once, without a timer.
+  const soon = fakeTime();
+  const given: number[] = [];
+  const q = await runArrivals((due) => Promise.resolve(void given.push(due)), {
+    rate: 2000,
+    maxInFlight: 8,
+    durationMs: 2,
+    clock: soon.clock,
+    sleep: soon.sleep,
+  });
+  assert.equal(START_EARLY_MS, 1);
+  assert.equal(q.started, 5);
+  // Arrival 1 (due 0.5) starts at 0; arrival 2 (due 1) waits on a timer; and so on.
+  assert.deepEqual(given, [0, 0, 1, 1, 2]);
+  assert.equal(q.wakeups, 2);
+
+  // A loop that overslept 35 ms starts the arrivals it missed at once, without timers.
+  const late = fakeTime();
+  let first = true;
+  const oversleep = (ms: number) => {
+    late.advance(ms + (first ? 35 : 0));
+    first = false;
+    return Promise.resolve();
+  };
+  const s = await runArrivals(() => Promise.resolve(), {
+    rate: 100,
+    maxInFlight: 8,
+    durationMs: 100,
+    clock: late.clock,
+    sleep: oversleep,
+  });
+  assert.equal(s.started, 11);
+  // Arrivals 2, 3 and 4 (due at 20, 30, 40 ms) were already due when the first timer fired at 45.
+  assert.equal(s.wakeups, s.started - 1 - 3);
+  // Arrival 1 (due 10, reached at 45) and the three behind it were late; the rest on time.
+  assert.equal(s.onTime, s.started - 4);
+  assert.equal(s.maxLagMs, 35);
+});
+
+Deno.test("a detached block returns when its last arrival starts and drains later", async () => {
+  const t = fakeTime();
+  const releases: (() => void)[] = [];
+  const r = await runArrivals(
+    () => new Promise<void>((resolve) => releases.push(resolve)),
+    { rate: 100, maxInFlight: 8, durationMs: 30, clock: t.clock, sleep: t.sleep, detach: true },
+  );
+  assert.equal(r.started, 4);
+  assert.equal(releases.length, 4);
+  let drained = false;
+  r.drained.then(() => (drained = true));
+  releases.slice(0, 3).forEach((f) => f());
+  await Promise.resolve();
+  assert.equal(drained, false);
+  releases[3]();
+  await r.drained;
+  assert.equal(drained, true);
 });

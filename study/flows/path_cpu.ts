@@ -86,6 +86,7 @@ export class PathCpu {
   #machineS = 0;
   #processS = 0;
   #machineKnown = true;
+  #perProcessS = new Map<string, number>();
 
   /** Adds the block between two readings. */
   add(start: PathReading, end: PathReading): void {
@@ -103,9 +104,15 @@ export class PathCpu {
         if (d > 0) {
           m.set(tid, (m.get(tid) ?? 0) + d);
           this.#processS += d;
+          this.#perProcessS.set(name, (this.#perProcessS.get(name) ?? 0) + d);
         }
       }
     }
+  }
+
+  /** Run time of every thread of each process over the blocks (s): what its work cost. */
+  seconds(): Record<string, number> {
+    return Object.fromEntries(this.#perProcessS);
   }
 
   /**

@@ -33,6 +33,10 @@ Deno.test("PathCpu names a process saturated by its busiest thread, not by its t
   assert.ok(Math.abs(s.client - 0.2) < 1e-9, `client ${s.client}`);
   // Machine busy 5 s over 2 s of blocks; the watched processes ran 0.95+0.1+1 per block.
   assert.ok(Math.abs(s.others - (5 - 2 * 2.05) / 2) < 1e-9, `others ${s.others}`);
+  // What each process's work cost: every thread's run time, summed over the blocks.
+  const total = cpu.seconds();
+  assert.ok(Math.abs(total.server - 2.1) < 1e-9, `server ${total.server}`);
+  assert.ok(Math.abs(total.client - 2.0) < 1e-9, `client ${total.client}`);
 });
 
 Deno.test("the /proc probe charges a busy loop to this process's busiest thread", () => {

@@ -1,0 +1,318 @@
+/**
+ * The study's sequential decision: a cell (link × flow × UE concurrency) is
+ * judged at a few planned looks, when each side (HTTP/3 and the better HTTP/2)
+ * has completed at least a look's number of flows, and stops at the first look
+ * that decides it; its unspent time goes to the cells still open.
+ *
+ * At each look both p99s get distribution-free order-statistic intervals. The
+ * looks share the error: each look's two intervals hold together with
+ * 1 − (1 − level) / looks (Bonferroni), so over all looks of a cell the chance
+ * that any interval misses its p99 is at most 1 − level. Hence:
+ * - **material**: HTTP/3's p99 is at least `minReduction` lower and its interval
+ *   lies wholly below the HTTP/2 variant's. With equal p99s this needs an
+ *   interval to miss, so a cell is wrongly called material with probability at
+ *   most 1 − level (5 %), however many looks it takes.
+ * - **not material**: even the most favourable ends of the intervals give HTTP/3
+ *   a reduction below `minReduction` (1 − h3 lower ÷ h2 upper < minReduction).
+ *   A true material advantage is called "not material" at most 1 − level.
+ * - **undecided** otherwise, with an estimate of the flows per side that would
+ *   decide it if the p99s stayed where they are.
+ * No look is taken before each side has enough flows for both ends of its
+ * interval (a p99's upper end needs a flow above it).
+ */
+import type { Interval } from "../bench/stats/mod.ts";
+import { quantileSorted } from "../lib/median.ts";
+import { minSamplesForQuantile, quantileInterval } from "./quantile_interval.ts";
+
+/** When and how strictly cells are judged. */
+export interface SequentialDesign {
+  /** Completed flows per side at which a cell is judged, ascending; the last is the most a cell takes. */
+  looks: readonly number[];
+  /** Chance that all intervals of all looks of a cell hold together (0.95). */
+  level: number;
+  /** Smallest relative p99 reduction that counts (0.2 = 20 %). */
+  minReduction: number;
+}
+
+/**
+ * The default design: four looks, the first at the fewest flows that bound a
+ * p99 from above at the per-look level, the last at 2,400 flows per side,
+ * where a 30 % lower p99 of a tail as wide as a log-normal's with σ = 0.5
+ * (p99 3.2× the median) is called material in more than 80 % of cells.
+ */
+export const DEFAULT_DESIGN: SequentialDesign = {
+  looks: [600, 1000, 1600, 2400],
+  level: 0.95,
+  minReduction: 0.2,
+};
+
+/** The design `--quick` judges with: one look, at the fewest flows a single look needs. */
+export const QUICK_DESIGN: SequentialDesign = { ...DEFAULT_DESIGN, looks: [450] };
+
+/** The design a run judges with: the default (or quick) looks up to the run's flow count. */
+export function flowsDesign(config: { quick?: boolean }, samples?: number): SequentialDesign {
+  const base = config.quick ? QUICK_DESIGN : DEFAULT_DESIGN;
+  if (samples === undefined) return base;
+  const looks = base.looks.filter((l) => l <= samples);
+  return { ...base, looks: looks.length ? looks : [base.looks[0]] };
+}
+
+/** Joint level of one look's two intervals. */
+export function lookLevel(design: Pick<SequentialDesign, "looks" | "level">): number {
+  return 1 - (1 - design.level) / Math.max(1, design.looks.length);
+}
+
+/** Level of each side's interval at one look (the two hold together at {@link lookLevel}). */
+export function lookSideLevel(design: Pick<SequentialDesign, "looks" | "level">): number {
+  return Math.sqrt(lookLevel(design));
+}
+
+/** Fewest flows per side on which any look can decide (a p99's upper end needs a flow above it). */
+export function fewestFlowsToDecide(design: Pick<SequentialDesign, "looks" | "level">): number {
+  return minSamplesForQuantile(0.99, lookSideLevel(design));
+}
+
+/** Checks a design: looks ascending, the first at or above {@link fewestFlowsToDecide}. */
+export function checkDesign(design: SequentialDesign): void {
+  const min = fewestFlowsToDecide(design);
+  if (design.looks.length === 0) throw new RangeError("A design needs at least one look");
+  design.looks.forEach((n, i) => {
+    if (!(Number.isInteger(n) && n >= min && (i === 0 || n > design.looks[i - 1]))) {
+      throw new RangeError(
+        `Looks must be ascending whole numbers of at least ${min} flows, got ${design.looks}`,
+      );
+    }
+  });
+}
+
+/** A look's outcome. */
+export type LookStatus = "material" | "not-material" | "undecided";
+
+/** The figures of one look. */
+export interface LookFigures {
+  /** HTTP/3's p99 and its interval at the per-look side level. */
+  h3P99: number;
+  h3Ci: Interval;
+  /** The better HTTP/2's p99 and its interval. */
+  h2P99: number;
+  h2Ci: Interval;
+  /** Completed flows behind the smaller side. */
+  n: number;
+  /** Share of flows each side lost (0…1). Default 0. */
+  h3FailShare?: number;
+  h2FailShare?: number;
+}
+
+/** What a look decided. */
+export interface LookDecision {
+  status: LookStatus;
+  /** 1 − h3 p99 ÷ h2 p99. */
+  reduction: number;
+  /** Interval of the reduction from the intervals' ends (−∞…1). */
+  reductionCi: { lower: number; upper: number };
+  /** Why, in words. */
+  reason: string;
+  /** For an undecided cell: about how many flows per side would decide it (Infinity: none). */
+  flowsToDecide?: number;
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+
+/** Decides one look from its intervals (see the module's doc for the rule). */
+export function decideLook(
+  f: LookFigures,
+  design: SequentialDesign = DEFAULT_DESIGN,
+): LookDecision {
+  const reduction = 1 - f.h3P99 / f.h2P99;
+  const reductionCi = {
+    lower: f.h2Ci.lower > 0 && Number.isFinite(f.h3Ci.upper)
+      ? 1 - f.h3Ci.upper / f.h2Ci.lower
+      : -Infinity,
+    upper: Number.isFinite(f.h2Ci.upper) ? 1 - Math.max(0, f.h3Ci.lower) / f.h2Ci.upper : 1,
+  };
+  const min = fewestFlowsToDecide(design);
+  const flowsToDecide = () => flowsThatWouldDecide(f, design);
+  if (f.n < min) {
+    return {
+      status: "undecided",
+      reduction,
+      reductionCi,
+      reason: `${f.n} flows per side; a look needs at least ${min}`,
+      flowsToDecide: Math.max(design.looks.find((l) => l >= min) ?? min, flowsToDecide()),
+    };
+  }
+  const lostMore = (f.h3FailShare ?? 0) > (f.h2FailShare ?? 0);
+  if (reductionCi.upper < design.minReduction) {
+    return {
+      status: "not-material",
+      reduction,
+      reductionCi,
+      reason: reduction >= 0
+        ? `p99 ${pct(reduction)} lower, at most ${pct(reductionCi.upper)}`
+        : `p99 ${pct(-reduction)} higher`,
+    };
+  }
+  if (reduction >= design.minReduction - 1e-12 && f.h3Ci.upper < f.h2Ci.lower) {
+    if (lostMore) {
+      return {
+        status: "not-material",
+        reduction,
+        reductionCi,
+        reason: `p99 ${pct(reduction)} lower but HTTP/3 lost more flows (${
+          pct(f.h3FailShare!)
+        } vs ${pct(f.h2FailShare ?? 0)})`,
+      };
+    }
+    return {
+      status: "material",
+      reduction,
+      reductionCi,
+      reason: `p99 ${pct(reduction)} lower, at least ${pct(Math.max(0, reductionCi.lower))}`,
+    };
+  }
+  const more = flowsToDecide();
+  return {
+    status: "undecided",
+    reduction,
+    reductionCi,
+    reason: `p99 ${reduction >= 0 ? `${pct(reduction)} lower` : `${pct(-reduction)} higher`}, ` +
+      `between ${pct(Math.max(-9.99, reductionCi.lower))} and ${pct(reductionCi.upper)}`,
+    flowsToDecide: more,
+  };
+}
+
+/**
+ * About how many flows per side would decide the look if both p99s stayed
+ * where they are: an interval's relative width shrinks as 1/√n.
+ */
+export function flowsThatWouldDecide(f: LookFigures, design: SequentialDesign): number {
+  const min = fewestFlowsToDecide(design);
+  if (!(f.h3P99 > 0 && f.h2P99 > 0)) return Infinity;
+  // Relative half-widths at n; an unbounded end is taken as the other end's width.
+  const rel = (ci: Interval, p: number) => {
+    const lo = Number.isFinite(ci.lower) ? 1 - ci.lower / p : NaN;
+    const hi = Number.isFinite(ci.upper) ? ci.upper / p - 1 : NaN;
+    return { lo: Number.isNaN(lo) ? hi : lo, hi: Number.isNaN(hi) ? lo : hi };
+  };
+  const a = rel(f.h3Ci, f.h3P99), b = rel(f.h2Ci, f.h2P99);
+  if (![a.lo, a.hi, b.lo, b.hi].every(Number.isFinite)) return Infinity;
+  const m = design.minReduction;
+  let s: number;
+  if (f.h3P99 <= (1 - m) * f.h2P99) {
+    // material once h3 (1 + a.hi s) < h2 (1 − b.lo s)
+    s = (f.h2P99 - f.h3P99) / (f.h3P99 * a.hi + f.h2P99 * b.lo);
+  } else {
+    // not material once h3 (1 − a.lo s) > (1 − m) h2 (1 + b.hi s)
+    s = (f.h3P99 - (1 - m) * f.h2P99) / (f.h3P99 * a.lo + (1 - m) * f.h2P99 * b.hi);
+  }
+  if (!(s > 0)) return Infinity;
+  const need = Math.max(min, Math.ceil(Math.max(f.n, 1) / (s * s)));
+  // Cells are judged at looks only: the first look with at least that many flows.
+  return design.looks.find((l) => l >= need) ?? need;
+}
+
+/** A look on raw flow times (ns or ms, any order): p99s, intervals and the decision. */
+export function lookAt(
+  h3: ArrayLike<number>,
+  h2: ArrayLike<number>,
+  options: { design?: SequentialDesign; h3FailShare?: number; h2FailShare?: number } = {},
+): LookDecision & LookFigures {
+  const design = options.design ?? DEFAULT_DESIGN;
+  const side = lookSideLevel(design);
+  const a = Float64Array.from(h3).sort(), b = Float64Array.from(h2).sort();
+  const ia = quantileInterval(a, 0.99, side), ib = quantileInterval(b, 0.99, side);
+  const f: LookFigures = {
+    h3P99: quantileSorted(a, 0.99),
+    h3Ci: { lower: ia.lower, upper: ia.upper, level: side },
+    h2P99: quantileSorted(b, 0.99),
+    h2Ci: { lower: ib.lower, upper: ib.upper, level: side },
+    n: Math.min(a.length, b.length),
+    h3FailShare: options.h3FailShare,
+    h2FailShare: options.h2FailShare,
+  };
+  return { ...f, ...decideLook(f, design) };
+}
+
+/** The next look at or above `n` flows per side, or undefined past the last. */
+export function nextLook(design: SequentialDesign, n: number): number | undefined {
+  return design.looks.find((l) => l > n);
+}
+
+/** One HTTP/2 variant's flow times for {@link judgeSequential}. */
+export interface H2Side {
+  transport: string;
+  /** Completed flow times in completion order. */
+  samples: ArrayLike<number>;
+  /** Share of its flows lost (0…1). Default 0. */
+  failShare?: number;
+}
+
+/** A cell's sequential judgement. */
+export interface SequentialJudgement extends LookDecision, LookFigures {
+  /** The HTTP/2 variant compared with (the lower p99 at the deciding or last look). */
+  bestH2: string;
+  /** Flows per side at the look that decided (undefined: undecided). */
+  decidedAt?: number;
+  /** Looks taken. */
+  looksTaken: number;
+}
+
+/**
+ * Judges a cell from its flow times in completion order: look L uses each
+ * side's first L flows, the better HTTP/2 is the variant with the lower p99
+ * there, and the first look that decides is the decision. An undecided cell
+ * is described on all its flows (with the flows that would decide it). A
+ * pure function of the samples, so the run and its report agree.
+ */
+export function judgeSequential(
+  h3: ArrayLike<number>,
+  h2: H2Side[],
+  options: { design?: SequentialDesign; h3FailShare?: number } = {},
+): SequentialJudgement | undefined {
+  const design = options.design ?? DEFAULT_DESIGN;
+  if (h2.length === 0 || h3.length === 0 || h2.some((s) => s.samples.length === 0)) {
+    return undefined;
+  }
+  const slice = (x: ArrayLike<number>, n: number) =>
+    Array.prototype.slice.call(x, 0, n) as number[];
+  const best = (n: number) => {
+    let pick = h2[0], p = Infinity;
+    for (const s of h2) {
+      const q = quantileSorted(Float64Array.from(slice(s.samples, n)).sort(), 0.99);
+      if (q < p) [pick, p] = [s, q];
+    }
+    return pick;
+  };
+  let taken = 0;
+  for (const look of design.looks) {
+    if (h3.length < look || h2.some((s) => s.samples.length < look)) break;
+    taken++;
+    const b = best(look);
+    const d = lookAt(slice(h3, look), slice(b.samples, look), {
+      design,
+      h3FailShare: options.h3FailShare,
+      h2FailShare: b.failShare,
+    });
+    if (d.status !== "undecided") {
+      return { ...d, bestH2: b.transport, decidedAt: look, looksTaken: taken };
+    }
+  }
+  const n = Math.min(h3.length, ...h2.map((s) => s.samples.length));
+  const b = best(n);
+  const d = lookAt(slice(h3, n), slice(b.samples, n), {
+    design,
+    h3FailShare: options.h3FailShare,
+    h2FailShare: b.failShare,
+  });
+  if (d.status === "undecided") return { ...d, bestH2: b.transport, looksTaken: taken };
+  // All flows would decide, but they are not a planned look: the next look would take it.
+  const next = nextLook(design, n);
+  return {
+    ...d,
+    status: "undecided",
+    reason: `${d.reason} on ${n} flows, short of the next look`,
+    flowsToDecide: next ?? Infinity,
+    bestH2: b.transport,
+    looksTaken: taken,
+  };
+}

@@ -1,0 +1,132 @@
+import assert from "node:assert/strict";
+import {
+  checkDesign,
+  decideLook,
+  DEFAULT_DESIGN,
+  fewestFlowsToDecide,
+  judgeSequential,
+  lookAt,
+  lookSideLevel,
+  type SequentialDesign,
+} from "./sequential.ts";
+import { createRng } from "../bench/stats/mod.ts";
+
+/** Standard normal draws (Box–Muller) from a seeded source. */
+function normal(rng: () => number): number {
+  let u = 0;
+  while (u === 0) u = rng();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rng());
+}
+
+/** n log-normal flow times (median `scale` ms, shape σ): p99 = scale · e^(2.326 σ). */
+function flowTimes(rng: () => number, n: number, scale: number, sigma: number): number[] {
+  return Array.from({ length: n }, () => scale * Math.exp(sigma * normal(rng)));
+}
+
+/** Runs the design on synthetic cells: h3's flow times are h2's scaled by `ratio`. */
+function trials(
+  design: SequentialDesign,
+  ratio: number,
+  sigma: number,
+  count: number,
+  seed: number,
+) {
+  const rng = createRng(seed);
+  const n = design.looks.at(-1)!;
+  const out = { material: 0, "not-material": 0, undecided: 0, fewest: Infinity };
+  for (let t = 0; t < count; t++) {
+    const h2c = flowTimes(rng, n, 100, sigma);
+    const h2tls = flowTimes(rng, n, 100, sigma);
+    const h3 = flowTimes(rng, n, 100 * ratio, sigma);
+    const j = judgeSequential(h3, [
+      { transport: "h2c", samples: h2c },
+      { transport: "h2-tls", samples: h2tls },
+    ], { design })!;
+    out[j.status]++;
+    if (j.decidedAt !== undefined) out.fewest = Math.min(out.fewest, j.decidedAt);
+  }
+  return out;
+}
+
+Deno.test("with equal p99s the design calls a cell material in at most its stated error rate", () => {
+  const alpha = 1 - DEFAULT_DESIGN.level;
+  for (const sigma of [0.2, 0.5, 1]) {
+    const r = trials(DEFAULT_DESIGN, 1, sigma, 300, 11 + sigma * 10);
+    assert.ok(r.material / 300 <= alpha, `σ ${sigma}: ${r.material} of 300 material`);
+    // The same flows, judged with a design that ignores the looks' shared error, would not be safer.
+    assert.ok(r.fewest >= fewestFlowsToDecide(DEFAULT_DESIGN), `decided at ${r.fewest}`);
+  }
+  // Equal p99s with a narrow tail are decided: not material.
+  const narrow = trials(DEFAULT_DESIGN, 1, 0.2, 100, 5);
+  assert.ok(narrow["not-material"] >= 90, JSON.stringify(narrow));
+});
+
+Deno.test("a true 30 % p99 reduction is called material in at least 80 % of cells at the planned sizes", () => {
+  // Log-normal σ = 0.5: p99 3.2× the median, a wider tail than the study's wan flows show.
+  const r = trials(DEFAULT_DESIGN, 0.7, 0.5, 200, 21);
+  assert.ok(r.material / 200 >= 0.8, JSON.stringify(r));
+  assert.equal(r["not-material"], 0, JSON.stringify(r));
+  assert.ok(r.fewest >= DEFAULT_DESIGN.looks[0]);
+});
+
+Deno.test("the design never decides a cell on fewer flows than a look allows", () => {
+  const min = fewestFlowsToDecide(DEFAULT_DESIGN);
+  // Four looks share 5 %: each side's interval at 99.37 %, which needs 574 flows for an upper end.
+  assert.ok(Math.abs(lookSideLevel(DEFAULT_DESIGN) - Math.sqrt(1 - 0.05 / 4)) < 1e-12);
+  assert.equal(min, 574);
+  assert.ok(DEFAULT_DESIGN.looks[0] >= min);
+  const rng = createRng(3);
+  // HTTP/3 ten times faster, but 573 flows per side: undecided, whatever the data.
+  const few = lookAt(flowTimes(rng, min - 1, 10, 0.1), flowTimes(rng, min - 1, 100, 0.1));
+  assert.equal(few.status, "undecided");
+  assert.equal(few.h3Ci.upper, Infinity);
+  // 599 flows per side: short of the first look, so not judged even though a look could decide.
+  const h3 = flowTimes(rng, 599, 10, 0.1), h2 = flowTimes(rng, 599, 100, 0.1);
+  const j = judgeSequential(h3, [{ transport: "h2c", samples: h2 }])!;
+  assert.equal(j.status, "undecided");
+  assert.equal(j.looksTaken, 0);
+  assert.equal(j.flowsToDecide, 600);
+  // At the first look it is decided, on exactly that look's flows.
+  const k = judgeSequential([...h3, 10], [{ transport: "h2c", samples: [...h2, 100] }])!;
+  assert.equal(k.status, "material");
+  assert.equal(k.decidedAt, 600);
+  // A design whose first look comes before the fewest flows is refused.
+  assert.throws(() => checkDesign({ ...DEFAULT_DESIGN, looks: [400, 1000] }), RangeError);
+  checkDesign(DEFAULT_DESIGN);
+});
+
+Deno.test("a look decides material at 20 % with intervals apart, not material below 20 % at the best ends", () => {
+  const f = {
+    h3P99: 80,
+    h3Ci: { lower: 75, upper: 85, level: 0.99 },
+    h2P99: 100,
+    h2Ci: { lower: 95, upper: 105, level: 0.99 },
+    n: 1000,
+  };
+  assert.equal(decideLook(f).status, "material");
+  // Intervals touching: undecided.
+  assert.equal(decideLook({ ...f, h3Ci: { ...f.h3Ci, upper: 95 } }).status, "undecided");
+  // 20 % lower but HTTP/3 lost more flows: decided, not material.
+  const lossier = decideLook({ ...f, h3FailShare: 0.02, h2FailShare: 0.01 });
+  assert.equal(lossier.status, "not-material");
+  // Even 1 − 90/105 = 14 % at the best ends: not material.
+  const small = decideLook({ ...f, h3P99: 95, h3Ci: { lower: 90, upper: 100, level: 0.99 } });
+  assert.equal(small.status, "not-material");
+  assert.ok(small.reductionCi.upper < 0.2);
+  // HTTP/3 slower: not material.
+  const slower = decideLook({ ...f, h3P99: 130, h3Ci: { lower: 120, upper: 140, level: 0.99 } });
+  assert.equal(slower.status, "not-material");
+  assert.match(slower.reason, /30\.0 % higher/);
+});
+
+Deno.test("an undecided cell says about how many flows would decide it, and they do", () => {
+  const rng = createRng(9);
+  // h3 30 % faster with a wide tail: 600 flows per side leave it undecided.
+  const h3 = flowTimes(rng, 20_000, 70, 0.6), h2 = flowTimes(rng, 20_000, 100, 0.6);
+  const d = lookAt(h3.slice(0, 600), h2.slice(0, 600));
+  assert.equal(d.status, "undecided");
+  assert.ok(d.flowsToDecide! > 600 && Number.isFinite(d.flowsToDecide!), `${d.flowsToDecide}`);
+  const more = Math.ceil(d.flowsToDecide! * 1.5);
+  const later = lookAt(h3.slice(0, more), h2.slice(0, more));
+  assert.equal(later.status, "material", `${more} flows: ${later.reason}`);
+});
