@@ -338,3 +338,125 @@ for (const stack of STACKS) {
     },
   });
 }
+
+/**
+ * Opens `conns` h2c connections with window 0 that ask `/nbench/v1/payload`
+ * on `streams` streams each, every stream a different size just under
+ * 16 MiB, and never read a byte of DATA.
+ */
+async function zeroWindowDistinct(
+  port: number,
+  conns: number,
+  streams: number,
+): Promise<Deno.Conn[]> {
+  const opened: Deno.Conn[] = [];
+  for (let c = 0; c < conns; c++) {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    opened.push(conn);
+    const frames = [h2.PREFACE, h2.settingsFrame([[h2.SETTING.INITIAL_WINDOW_SIZE, 0]])];
+    for (let i = 0; i < streams; i++) {
+      const size = 16 * 1024 * 1024 - 1 - (c * streams + i);
+      const block = h2.requestBlock("GET", `/nbench/v1/payload?size=${size}`, "x");
+      frames.push(h2.headersFrame(1 + 2 * i, block));
+    }
+    const all = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
+    let off = 0;
+    for (const f of frames) {
+      all.set(f, off);
+      off += f.length;
+    }
+    await writeAll(conn, all);
+  }
+  return opened;
+}
+
+/** Sends one GET on `transport` and resolves with its time in ms (it must answer 200 with `size` bytes). */
+async function timedServe(
+  transport: TransportName,
+  url: string,
+  ca: string,
+  size: number,
+  timeoutMs: number,
+): Promise<number> {
+  const client = await createClient(transport, url, { tls: { ca: { path: ca } }, timeoutMs });
+  try {
+    const start = performance.now();
+    const res = await client.request({ method: "GET", path: `/nbench/v1/payload?size=${size}` });
+    const ms = performance.now() - start;
+    assert.equal(res.status, 200, `${transport} answered ${res.status}`);
+    assert.equal(res.body.length, size, `${transport} sent ${res.body.length} bytes`);
+    return ms;
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+for (const stack of STACKS) {
+  const available = TRANSPORTS_OF[stack];
+  Deno.test({
+    ignore: !available.includes("h2c"),
+    name:
+      `h2c clients with window 0 asking 200 distinct sizes near 16 MiB cost the server at most its 64 MiB response budget plus 256 MiB, every transport answers within 2 s meanwhile, and the budget is free again once they leave (${stack} stack)`,
+    sanitizeResources: false,
+    fn: async () => {
+      const srv = await startLabServe(serveOptions(stack, available, { stallTimeoutMs: 60_000 }));
+      const ca = `${srv.stateDir}/ca.pem`;
+      let held: Deno.Conn[] = [];
+      try {
+        for (const t of available) await timedServe(t, srv.urls[t]!, ca, 100, 5000);
+        const before = rssBytes(srv.pid);
+        let peak = before;
+        let attacking = true;
+        // Sampled every 50 ms; a server that is gone (killed for its memory) ends the sampling.
+        const sampling = (async () => {
+          while (attacking && srv.running()) {
+            try {
+              peak = Math.max(peak, rssBytes(srv.pid));
+            } catch {
+              break;
+            }
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        })();
+        // 4 connections × 50 streams: at 16 MiB each, 3.2 GB if every answer were built.
+        held = await zeroWindowDistinct(port(srv.urls.h2c!), 4, 50);
+        // Every transport answers, each within the bound, while the attack holds its streams.
+        for (let round = 0; round < 3; round++) {
+          for (const t of available) {
+            const ms = await timedServe(t, srv.urls[t]!, ca, 1000, 5000);
+            assert.ok(ms < 2000, `${t} answered after ${ms.toFixed(0)} ms under the attack`);
+          }
+        }
+        attacking = false;
+        await sampling;
+        const grew = peak - before;
+        assert.ok(
+          grew < (64 + 256) * 1024 * 1024,
+          `RSS grew by ${(grew / 2 ** 20).toFixed(0)} MiB (from ${(before / 2 ** 20).toFixed(0)})`,
+        );
+        for (const c of held) c.close();
+        held = [];
+        // The attacker left: its reservations came back, so a 16 MiB answer fits again
+        // (with its connections gone, within a bounded wait for the server to notice).
+        const deadline = Date.now() + 10_000;
+        for (;;) {
+          try {
+            await timedServe("h2c", srv.urls.h2c!, ca, 16 * 1024 * 1024, 5000);
+            break;
+          } catch (err) {
+            if (Date.now() > deadline) throw err;
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
+        assert.ok(srv.running(), `lab serve exited:\n${srv.stderr()}`);
+      } finally {
+        for (const c of held) {
+          try {
+            c.close();
+          } catch { /* already closed */ }
+        }
+        await srv.stop();
+      }
+    },
+  });
+}

@@ -58,6 +58,15 @@ interface Watch {
   bodies: ResponseBodies;
 }
 
+/** A response body that fails before its first byte: `Deno.serve` resets the stream. */
+function refusedBody(): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(c) {
+      c.error(new RangeError("No room for the response"));
+    },
+  });
+}
+
 function makeFetchHandler(core: ServerCore, watch: Watch) {
   const limit = core.limits.maxBodyBytes;
   const budget = core.bodyBudget;
@@ -84,9 +93,14 @@ function makeFetchHandler(core: ServerCore, watch: Watch) {
       return [fromSbiResponse(unreadableRequest()), false];
     }
     try {
-      const res = await core.answer(sbi);
-      if (res.body.length <= STREAM_THRESHOLD) return [fromSbiResponse(res), false];
-      const body = watch.bodies.stream(res.body, onEnd, onStall);
+      const { response: res, reserved } = await core.answer(sbi);
+      // No room for the answer: a body that fails at once makes the runtime reset the stream.
+      if (res.refused) return [new Response(refusedBody()), false];
+      if (res.body.length <= STREAM_THRESHOLD) {
+        core.releaseResponse(undefined, reserved); // the runtime copies it whole
+        return [fromSbiResponse(res), false];
+      }
+      const body = watch.bodies.stream(res.body, onEnd, onStall, reserved);
       const headers = { ...res.headers, "content-length": String(res.body.length) };
       return [new Response(body, { status: res.status, headers }), true];
     } catch (err) {

@@ -105,6 +105,9 @@ class Connection implements Responder {
   #in = new Uint8Array(READ_BUFFER);
   /** Lent response bodies by token, kept alive until the shim releases them. */
   #lent = new Map<number, Uint8Array>();
+  /** Response-budget bytes reserved for lent bodies, by token, given back when the shim releases them. */
+  #reservedLent = new Map<number, number>();
+  reservedBytes = 0;
   #nextToken = 1;
   #flushQueued = false;
   #dirty = false;
@@ -237,6 +240,11 @@ class Connection implements Responder {
   ): void {
     if (type === H2_EVENT.RELEASED) {
       this.#lent.delete(code);
+      const reserved = this.#reservedLent.get(code);
+      if (reserved !== undefined) {
+        this.#reservedLent.delete(code);
+        this.#server.core.releaseResponse(this, reserved);
+      }
       return;
     }
     if (type !== H2_EVENT.MESSAGE) return;
@@ -254,9 +262,23 @@ class Connection implements Responder {
     core.serve(this, streamId, decodeRequestBlock, block, own, false, this.#peer);
   }
 
-  /** Hands a response to the shim; the write follows in this turn of the event loop. */
-  respond(streamId: number, response: SbiResponse): void {
+  /** Resets a stream whose response found no room; the write follows in this turn of the event loop. */
+  refuse(streamId: number): void {
     if (this.finished) return;
+    this.#h2.refuse(streamId);
+    this.scheduleFlush();
+  }
+
+  /**
+   * Hands a response to the shim; the write follows in this turn of the event
+   * loop. Its `reserved` budget bytes go back when the shim releases the lent
+   * body (at once when the body is copied or refused).
+   */
+  respond(streamId: number, response: SbiResponse, reserved = 0): void {
+    if (this.finished) {
+      this.#server.core.releaseResponse(this, reserved);
+      return;
+    }
     const w = this.#server.writer;
     let length;
     try {
@@ -276,6 +298,8 @@ class Connection implements Responder {
     }
     const rc = this.#h2.respond(streamId, w.buffer, length, body, token);
     if (rc !== 0 && token) this.#lent.delete(token);
+    if (rc === 0 && token && reserved > 0) this.#reservedLent.set(token, reserved);
+    else this.#server.core.releaseResponse(this, reserved);
     this.scheduleFlush();
   }
 
@@ -352,6 +376,10 @@ class Connection implements Responder {
     this.#h2.close();
     this.#tls?.close();
     this.#lent.clear();
+    for (const reserved of this.#reservedLent.values()) {
+      this.#server.core.releaseResponse(this, reserved);
+    }
+    this.#reservedLent.clear();
     this.#server.forget(this);
   }
 }
