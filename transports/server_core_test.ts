@@ -207,11 +207,11 @@ Deno.test("accept back-off doubles from the first pause up to the cap, counts fa
 Deno.test("server core: a handler reserves its response before building it; without room the stream is refused and nothing built", async () => {
   const budget = new ByteBudget(20 * 1024 * 1024);
   let built = 0;
-  const core = new ServerCore(async (req) => {
+  const core = new ServerCore((req) => {
     const size = Number(req.query.get("size"));
-    if (req.reserve && !req.reserve(size)) return REFUSED;
+    if (req.reserve && !req.reserve(size)) return Promise.resolve(REFUSED);
     built++;
-    return { status: 200, headers: {}, body: new Uint8Array(size) };
+    return Promise.resolve({ status: 200, headers: {}, body: new Uint8Array(size) });
   }, { responseBudget: budget });
   const decodeSize = (size: string): SbiRequest => ({
     method: "GET",
@@ -259,10 +259,10 @@ Deno.test("server core: a handler reserves its response before building it; with
 
 Deno.test("server core: answer() gives back a refused response's reservation and counts it", async () => {
   const budget = new ByteBudget(1024);
-  const core = new ServerCore(async (req) => {
+  const core = new ServerCore((req) => {
     assert.ok(req.reserve!(600));
-    if (!req.reserve!(600)) return REFUSED;
-    return { status: 200, headers: {}, body: new Uint8Array(1200) };
+    if (!req.reserve!(600)) return Promise.resolve(REFUSED);
+    return Promise.resolve({ status: 200, headers: {}, body: new Uint8Array(1200) });
   }, { responseBudget: budget });
   const req: SbiRequest = {
     method: "GET",
