@@ -287,6 +287,25 @@ static int h3_recv_header(nghttp3_conn *hc, int64_t stream_id, int32_t token, ng
   return 0;
 }
 
+/* nghttp3: a request's header block is complete (server): a declared length over the limit is answered now (413). */
+static int h3_end_headers(nghttp3_conn *hc, int64_t stream_id, int fin, void *user_data, void *stream_user_data) {
+  (void)hc;
+  sbh3_conn *c = user_data;
+  stream_t *s = stream_user_data;
+  if (fin || !c->srv || !s || s->aborted || s->cl == UINT64_MAX || s->cl <= c->cfg->max_body) return 0;
+  /* the same early answer as a body that passes the limit (h3_recv_data), before any of it is read */
+  s->aborted = 1;
+  buf_free(&s->body);
+  event_t *e = evq_push(c->q, SBH3_EV_TOO_LARGE, c->id, stream_id, 0);
+  if (!e) return NGHTTP3_ERR_NOMEM;
+  e->hdr = s->hdr;
+  memset(&s->hdr, 0, sizeof(s->hdr));
+  s->done = 1;
+  nghttp3_conn_shutdown_stream_read(c->hc, stream_id);
+  ngtcp2_conn_shutdown_stream_read(c->qc, stream_id, NGHTTP3_H3_NO_ERROR);
+  return 0;
+}
+
 /* nghttp3: ask the peer to stop sending on a stream. */
 static int h3_stop_sending(nghttp3_conn *hc, int64_t stream_id, uint64_t app_error_code, void *user_data,
                            void *stream_user_data) {
@@ -358,6 +377,7 @@ int setup_http(sbh3_conn *c) {
       .deferred_consume = h3_deferred_consume,
       .begin_headers = h3_begin_headers,
       .recv_header = h3_recv_header,
+      .end_headers = h3_end_headers,
       .stop_sending = h3_stop_sending,
       .end_stream = h3_end_stream,
       .reset_stream = h3_reset_stream,
