@@ -219,6 +219,49 @@ function limitParam(query: URLSearchParams, name: string): number | undefined {
   return Number(raw);
 }
 
+/** Default `max-payload-size` of a discovery answer, kilo-octets (TS 29.510 §6.2.3.2.3.1). */
+export const DEFAULT_MAX_PAYLOAD_KO = 124;
+/** Largest `max-payload-size` a discovery request may ask, kilo-octets; more is a 400. */
+export const MAX_PAYLOAD_KO_CEILING = 2000;
+
+/**
+ * A discovery SearchResult of at most `limit` profiles of `found` (in order)
+ * and at most `maxBytes` bytes: profiles that would not fit are dropped whole
+ * (TS 29.510 `max-payload-size`), and when any was dropped
+ * `numNfInstComplete` says how many were found. Profiles past the cut are
+ * never serialised, so the work is bounded by the answer's size too.
+ */
+function searchResult(
+  validityPeriod: number,
+  found: NfProfile[],
+  limit: number,
+  maxBytes: number,
+): SbiResponse {
+  const head = `{"validityPeriod":${validityPeriod},"nfInstances":[`;
+  // room kept for the tail in the worst case: `],"numNfInstComplete":4294967295}`
+  const tailRoom = 34;
+  let size = head.length + tailRoom;
+  const parts: string[] = [];
+  for (const p of found) {
+    if (parts.length >= limit) break;
+    const one = JSON.stringify(p);
+    // JSON.stringify escapes every non-ASCII character it must; others count by their UTF-8 bytes.
+    const bytes = one.length +
+      (/[^\x00-\x7f]/.test(one) ? encoder.encode(one).length - one.length : 0);
+    const sep = parts.length > 0 ? 1 : 0;
+    if (size + sep + bytes > maxBytes) break;
+    size += sep + bytes;
+    parts.push(one);
+  }
+  const complete = parts.length === found.length;
+  const tail = complete ? "]}" : `],"numNfInstComplete":${found.length}}`;
+  return {
+    status: 200,
+    headers: { "content-type": JSON_TYPE },
+    body: encoder.encode(head + parts.join(",") + tail),
+  };
+}
+
 function instanceHref(apiRoot: string, nfInstanceId: string): string {
   return `${apiRoot}${NF_INSTANCES_PATH}/${encodeURIComponent(nfInstanceId)}`;
 }
@@ -350,12 +393,23 @@ export function createNrf(options: NrfOptions = {}): Nrf {
         });
       }
       const limit = limitParam(request.query, "limit");
+      const maxKo = limitParam(request.query, "max-payload-size") ?? DEFAULT_MAX_PAYLOAD_KO;
+      if (maxKo > MAX_PAYLOAD_KO_CEILING) {
+        throw new ProblemError(400, {
+          cause: "OPTIONAL_QUERY_PARAM_INCORRECT",
+          detail: `Query parameter max-payload-size must be at most ${MAX_PAYLOAD_KO_CEILING}`,
+          invalidParams: [{
+            param: "query max-payload-size",
+            reason: `at most ${MAX_PAYLOAD_KO_CEILING} kilo-octets`,
+          }],
+        });
+      }
       const found = store.list().filter((p) =>
         p.nfType === target && p.nfStatus === "REGISTERED" &&
         (!Array.isArray(p.allowedNfTypes) || p.allowedNfTypes.includes(requester as string))
       );
       found.sort(compareIds);
-      return json(200, { validityPeriod, nfInstances: found.slice(0, limit) });
+      return searchResult(validityPeriod, found, limit ?? found.length, maxKo * 1000);
     },
   };
 }
