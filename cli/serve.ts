@@ -24,6 +24,7 @@ import {
   writeDevPki,
 } from "../transports/pki.ts";
 import { defaultStateDir } from "./state.ts";
+import { startStopWatchdog } from "./stop_watchdog.ts";
 import { listeningLine } from "../lib/listening.ts";
 import {
   asUsage,
@@ -150,6 +151,14 @@ function optionalInt(value: string | undefined, flag: string, allowZero = false)
  * is raised to the hard limit first, and the connection cap defaults to what
  * it leaves after a reserve, shared by the TCP listeners.
  */
+/**
+ * How long a stop may take before the process is ended anyway: the drain
+ * (in-flight requests finish) plus one second to close the connections.
+ */
+export function stopBoundMs(drainMs = DEFAULT_SERVER_LIMITS.drainMs): number {
+  return drainMs + 1000;
+}
+
 function serveLimits(
   o: ServeOptions,
   transports: TransportName[],
@@ -308,9 +317,12 @@ export function registerServeCommand(program: Command): void {
           ),
       });
       const servers: SbiServer[] = [];
-      // SIGINT and SIGTERM are how a server is told to stop: close, return, exit 0.
+      // SIGINT and SIGTERM are how a server is told to stop: drain, close, return, exit 0.
+      // The watchdog ends the process (130, 143) if that takes longer than the stop bound,
+      // or at a second signal, whatever the serving thread is doing.
       const stopped = Promise.withResolvers<void>();
       const stop = () => stopped.resolve();
+      const watchdog = await startStopWatchdog(stopBoundMs(limits.drainMs));
       Deno.addSignalListener("SIGINT", stop);
       Deno.addSignalListener("SIGTERM", stop);
       try {
@@ -358,6 +370,7 @@ export function registerServeCommand(program: Command): void {
         await Promise.allSettled(servers.map((s) => s.close()));
         Deno.removeSignalListener("SIGINT", stop);
         Deno.removeSignalListener("SIGTERM", stop);
+        watchdog.stop();
       }
     });
 }

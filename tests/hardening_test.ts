@@ -460,3 +460,43 @@ for (const stack of STACKS) {
     },
   });
 }
+
+for (const stack of STACKS) {
+  const available = TRANSPORTS_OF[stack];
+  Deno.test({
+    ignore: !available.includes("h2c"),
+    name:
+      `lab serve stops within its 3 s stop bound after SIGTERM while clients with window 0 hold its answers unread (${stack} stack)`,
+    sanitizeResources: false,
+    fn: async () => {
+      const srv = await startLabServe(
+        serveOptions(stack, available, { stallTimeoutMs: 60_000, idleTimeoutMs: 60_000 }),
+        { killAfterMs: 30_000 },
+      );
+      let held: Deno.Conn[] = [];
+      try {
+        // Answers the drain would wait for: every stream's peer reads nothing.
+        held = await zeroWindowDistinct(port(srv.urls.h2c!), 4, 50);
+        // The server took the requests in (it still answers others meanwhile).
+        await timedServe("h2c", srv.urls.h2c!, `${srv.stateDir}/ca.pem`, 100, 5000);
+        const start = Date.now();
+        const status = await srv.stop();
+        const ms = Date.now() - start;
+        assert.equal(status.signal, null, `ended by ${status.signal} after ${ms} ms`);
+        assert.ok(
+          status.code === 0 || status.code === 143,
+          `exit status ${status.code}:\n${srv.stderr()}`,
+        );
+        // The bound is 3 s (2 s drain + 1 s to close); 1.5 s more for the process to go.
+        assert.ok(ms < 4500, `exited ${ms} ms after SIGTERM`);
+      } finally {
+        for (const c of held) {
+          try {
+            c.close();
+          } catch { /* already closed */ }
+        }
+        await srv.stop();
+      }
+    },
+  });
+}
