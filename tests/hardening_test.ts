@@ -500,3 +500,60 @@ for (const stack of STACKS) {
     },
   });
 }
+
+for (const stack of STACKS) {
+  const available = TRANSPORTS_OF[stack];
+  Deno.test({
+    ignore: !available.includes("h2c"),
+    name:
+      `at its connection cap lab serve closes the idlest connection so that a new client gets in (${stack} stack)`,
+    sanitizeResources: false,
+    fn: async () => {
+      const cap = 20;
+      const srv = await startLabServe(
+        serveOptions(stack, ["h2c"], {
+          maxConnections: cap,
+          handshakeTimeoutMs: 60_000,
+          idleTimeoutMs: 60_000,
+        }),
+      );
+      const held: Deno.Conn[] = [];
+      try {
+        const target = port(srv.urls.h2c!);
+        // The cap filled with connections that said hello and then nothing.
+        for (let i = 0; i < cap; i++) {
+          const c = await Deno.connect({ hostname: "127.0.0.1", port: target });
+          held.push(c);
+          await writeAll(c, h2.PREFACE);
+          await writeAll(c, h2.settingsFrame([]));
+          await ackServerSettings(c);
+        }
+        // Which of the idle ones the server ends, watched from now on (bounded by 3 s each).
+        const start = Date.now();
+        const ends = held.map((c) => closedAfter(c, start, 3000));
+        const firstEnd = Promise.race(ends);
+        // A new client gets in and stays in: room is made by closing an idle connection
+        // (native: as it is accepted; deno: by the next sweep), not by closing the newcomer.
+        const client = await createClient("h2c", srv.urls.h2c!, { timeoutMs: 5000 });
+        try {
+          const path = "/nbench/v1/payload?size=100";
+          assert.equal((await client.request({ method: "GET", path })).status, 200);
+          assert.ok((await firstEnd) < 3000, "no idle connection was closed");
+          assert.equal((await client.request({ method: "GET", path })).status, 200);
+        } finally {
+          await client.close().catch(() => {});
+        }
+        const closed = (await Promise.all(ends)).filter((ms) => ms < 3000).length;
+        assert.ok(closed >= 1 && closed <= 2, `${closed} idle connections closed`);
+        assert.ok(srv.running(), `lab serve exited:\n${srv.stderr()}`);
+      } finally {
+        for (const c of held) {
+          try {
+            c.close();
+          } catch { /* closed by the server */ }
+        }
+        await srv.stop();
+      }
+    },
+  });
+}

@@ -71,6 +71,9 @@ export type NativeH2ServerOptions =
   & ServerOptions
   & Omit<H2ServerLimitOptions, "settingsTimeoutMs">;
 
+/** Idle connections closed at once when accepting fails for want of descriptors. */
+const ROOM_AT_FD_LIMIT = 16;
+
 const READ_BUFFER = 64 * 1024;
 const WRITE_BUFFER = 256 * 1024;
 /** Bodies from this size on are lent to the shim instead of copied. */
@@ -114,6 +117,8 @@ class Connection implements Responder {
   #writing: Promise<void> | undefined;
   /** Sweeps that saw the same write still running, for the stall check. */
   writeSweeps = 0;
+  /** When bytes last arrived or a response left (performance.now()), for making room at the cap. */
+  lastActive = performance.now();
   /** A write is running. */
   get writing(): boolean {
     return this.#writing !== undefined;
@@ -211,6 +216,7 @@ class Connection implements Responder {
       while (!this.finished) {
         const n = await this.#sock.read(this.#in);
         if (n === null || this.finished) break;
+        this.lastActive = performance.now();
         const ready = this.#tls
           ? this.#h2.recvTls(this.#tls, this.#in, n)
           : this.#h2.recv(this.#in, n);
@@ -296,6 +302,7 @@ class Connection implements Responder {
       this.#nextToken = this.#nextToken === 0xffffffff ? 1 : this.#nextToken + 1;
       this.#lent.set(token, body);
     }
+    this.lastActive = performance.now();
     const rc = this.#h2.respond(streamId, w.buffer, length, body, token);
     if (rc !== 0 && token) this.#lent.delete(token);
     if (rc === 0 && token && reserved > 0) this.#reservedLent.set(token, reserved);
@@ -363,6 +370,11 @@ class Connection implements Responder {
     this.flush();
   }
 
+  /** True when no request is in flight on it (nothing is lost by closing it). */
+  get quiet(): boolean {
+    return this.#h2.stat(H2_STAT.STREAMS) === 0;
+  }
+
   /** Closes the socket and frees the session. Idempotent. */
   finish(): void {
     if (this.finished) return;
@@ -414,6 +426,8 @@ class NativeH2cServer implements NativeH2Server {
   readonly pool = new BufferPool();
   /** Writes through Deno's write (for tests and diagnostics). */
   fallbackWrites = 0;
+  /** Idle connections closed to let new ones in (at the cap or the fd limit). */
+  roomMade = 0;
   /** The fds of open connections, skipped when looking for a new one's. */
   readonly fds = new Set<number>();
   #sym: Sbh2Symbols;
@@ -468,13 +482,17 @@ class NativeH2cServer implements NativeH2Server {
         backoff.succeeded();
       } catch (err) {
         if (this.#stopping || err instanceof Deno.errors.BadResource) break;
-        // EMFILE, ENFILE, ENOMEM, ECONNABORTED: report, wait a little, keep serving
+        // EMFILE, ENFILE, ENOMEM, ECONNABORTED: report, make room, wait a little, keep serving
         const wait = backoff.failed();
         this.core.onError(AcceptBackoff.error(err, wait));
+        this.#makeRoom(ROOM_AT_FD_LIMIT);
         await new Promise((r) => setTimeout(r, wait));
         continue;
       }
-      if (this.#conns.size >= this.core.limits.maxConnections || this.#stopping) {
+      if (
+        this.#stopping ||
+        (this.#conns.size >= this.core.limits.maxConnections && this.#makeRoom(1) === 0)
+      ) {
         try {
           sock.close();
         } catch {
@@ -501,6 +519,24 @@ class NativeH2cServer implements NativeH2Server {
       this.#conns.add(new Connection(this, sock, h2, tls));
       this.#armSweep();
     }
+  }
+
+  /**
+   * Closes up to `n` of the connections with no request in flight, those
+   * quiet longest first, with GOAWAY: at the connection cap or the fd limit
+   * a new client takes the place of an idle one. Returns how many it closed.
+   */
+  #makeRoom(n: number): number {
+    const idle = [...this.#conns].filter((c) => !c.finished && c.quiet);
+    if (idle.length === 0) return 0;
+    idle.sort((a, b) => a.lastActive - b.lastActive);
+    const out = idle.slice(0, n);
+    for (const c of out) {
+      c.shutdown(); // GOAWAY (NO_ERROR): nothing was in flight
+      c.finish();
+    }
+    this.roomMade += out.length;
+    return out.length;
   }
 
   forget(conn: Connection): void {
