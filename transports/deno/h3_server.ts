@@ -28,6 +28,8 @@ import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
 
 /** Request streams one connection may have open at once. */
 export const MAX_STREAMS = 100;
+/** QUIC handshakes the server runs at once; Initials beyond them are dropped. */
+const MAX_HANDSHAKES = 32;
 
 function urlHost(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
@@ -129,6 +131,12 @@ class QuinnH3Server implements SbiServer {
       for await (const incoming of this.#listener) {
         if (this.#closing || this.#conns.size + this.#pending >= maxConnections) {
           incoming.refuse();
+          continue;
+        }
+        // Handshakes in batches: past MAX_HANDSHAKES at once, an Initial is dropped unanswered
+        // (its client sends it again later), so that a flood never crowds out serving.
+        if (this.#pending >= MAX_HANDSHAKES) {
+          incoming.ignore();
           continue;
         }
         void this.#start(incoming);

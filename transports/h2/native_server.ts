@@ -60,6 +60,7 @@ import {
 import type { Sbh2Symbols } from "./symbols.ts";
 import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
 import { runTlsHandshake } from "./tls_handshake.ts";
+import { handshakeGate } from "../work_gate.ts";
 
 /**
  * Options of the native h2 servers: the shared {@linkcode ServerOptions} and
@@ -70,6 +71,9 @@ import { runTlsHandshake } from "./tls_handshake.ts";
 export type NativeH2ServerOptions =
   & ServerOptions
   & Omit<H2ServerLimitOptions, "settingsTimeoutMs">;
+
+/** TLS handshakes one listener runs at once; further connections wait in the kernel's queue. */
+const MAX_HANDSHAKES = 32;
 
 /** Idle connections closed at once when accepting fails for want of descriptors. */
 const ROOM_AT_FD_LIMIT = 16;
@@ -168,11 +172,16 @@ class Connection implements Responder {
     let failure: unknown;
     try {
       const label = `h2-tls connection from ${addr.hostname}:${addr.port}`;
-      await runTlsHandshake(this.#sock, tls, pump, label, { in: this.#in, out });
+      await runTlsHandshake(this.#sock, tls, pump, label, {
+        in: this.#in,
+        out,
+        gate: handshakeGate,
+      });
     } catch (err) {
       failure = err;
     } finally {
       this.#server.pool.give(out);
+      this.#server.handshakeEnded();
     }
     // The hook sees every established connection, also one whose first bytes after the
     // handshake (in the same read) failed HTTP/2 at once, like a TLS-only probe's close.
@@ -441,6 +450,9 @@ class NativeH2cServer implements NativeH2Server {
   #stopping = false;
   #closing: Promise<void> | undefined;
   #backoff = new AcceptBackoff(5, 1000);
+  /** TLS handshakes in flight, and the wake-up of an accept loop waiting for one to end. */
+  #handshakes = 0;
+  #handshakeRoom: (() => void) | undefined;
   #tlsConfig: H2TlsConfig | undefined;
 
   constructor(
@@ -516,9 +528,25 @@ class NativeH2cServer implements NativeH2Server {
         sock.close();
         continue;
       }
+      if (tls) this.#handshakes++;
       this.#conns.add(new Connection(this, sock, h2, tls));
       this.#armSweep();
+      // Handshakes in batches: while MAX_HANDSHAKES are in flight, the next connection waits
+      // in the kernel's queue, so that their reads and writes never crowd out serving.
+      while (this.#handshakes >= MAX_HANDSHAKES && !this.#stopping) {
+        const room = Promise.withResolvers<void>();
+        this.#handshakeRoom = room.resolve;
+        await room.promise;
+      }
     }
+  }
+
+  /** A TLS handshake ended (done or failed): one more may start. */
+  handshakeEnded(): void {
+    this.#handshakes--;
+    const wake = this.#handshakeRoom;
+    this.#handshakeRoom = undefined;
+    wake?.();
   }
 
   /**
@@ -592,6 +620,7 @@ class NativeH2cServer implements NativeH2Server {
 
   async #close(): Promise<void> {
     this.#stopping = true;
+    this.#handshakeRoom?.();
     try {
       this.#listener.close();
     } catch {
