@@ -5,7 +5,7 @@
 import { applyJsonPatch, JsonPatchConflictError, type JsonValue } from "./json_patch.ts";
 import { exceedsJsonDepth, jsonValueDepth } from "./json_depth.ts";
 import { ProblemError } from "./problem.ts";
-import type { InvalidParam, SbiRequest, SbiResponse } from "./types.ts";
+import { type InvalidParam, REFUSED, type SbiRequest, type SbiResponse } from "./types.ts";
 
 /** An NF profile as registered: any JSON object with at least the mandatory IEs. */
 export interface NfProfile {
@@ -245,9 +245,8 @@ function searchResult(
   for (const p of found) {
     if (parts.length >= limit) break;
     const one = JSON.stringify(p);
-    // JSON.stringify escapes every non-ASCII character it must; others count by their UTF-8 bytes.
-    const bytes = one.length +
-      (/[^\x00-\x7f]/.test(one) ? encoder.encode(one).length - one.length : 0);
+    // Characters past ASCII count by their UTF-8 bytes.
+    const bytes = /[^\u0020-\u007e]/.test(one) ? encoder.encode(one).length : one.length;
     const sep = parts.length > 0 ? 1 : 0;
     if (size + sep + bytes > maxBytes) break;
     size += sep + bytes;
@@ -404,6 +403,8 @@ export function createNrf(options: NrfOptions = {}): Nrf {
           }],
         });
       }
+      // Room first: the answer's bound is reserved before it is built (released with it).
+      if (request.reserve && !request.reserve(maxKo * 1000)) return REFUSED;
       const found = store.list().filter((p) =>
         p.nfType === target && p.nfStatus === "REGISTERED" &&
         (!Array.isArray(p.allowedNfTypes) || p.allowedNfTypes.includes(requester as string))

@@ -379,3 +379,23 @@ Deno.test("discovery answers within max-payload-size (124 kilo-octets by default
     );
   }
 });
+
+Deno.test("discovery reserves its answer's bound before building it, and is refused without room", async () => {
+  const h = createHandler();
+  await register(h, id("amf-1"), "AMF");
+  const asked: number[] = [];
+  const ask = (room: boolean, extra = "") =>
+    h({
+      method: "GET",
+      path: "/nnrf-disc/v1/nf-instances",
+      query: new URLSearchParams(`target-nf-type=AMF&requester-nf-type=SMF${extra}`),
+      headers: {},
+      body: new Uint8Array(0),
+      reserve: (bytes) => (asked.push(bytes), room),
+    });
+  assert.equal((await ask(true)).status, 200);
+  assert.equal((await ask(true, "&max-payload-size=500")).status, 200);
+  const refused = await ask(false);
+  assert.equal(refused.refused, true);
+  assert.deepEqual(asked, [124_000, 500_000, 124_000]);
+});
