@@ -58,14 +58,8 @@ interface Watch {
   bodies: ResponseBodies;
 }
 
-/** A response body that fails before its first byte: `Deno.serve` resets the stream. */
-function refusedBody(): ReadableStream<Uint8Array> {
-  return new ReadableStream({
-    start(c) {
-      c.error(new RangeError("No room for the response"));
-    },
-  });
-}
+/** Why an answer the response budget had no room for was refused. */
+const NO_ROOM = "No room for the response in the server's response budget";
 
 function makeFetchHandler(core: ServerCore, watch: Watch) {
   const limit = core.limits.maxBodyBytes;
@@ -94,8 +88,8 @@ function makeFetchHandler(core: ServerCore, watch: Watch) {
     }
     try {
       const { response: res, reserved } = await core.answer(sbi);
-      // No room for the answer: a body that fails at once makes the runtime reset the stream.
-      if (res.refused) return [new Response(refusedBody()), false];
+      // No room for the answer: Deno.serve cannot reset one stream, so the refusal is a 503.
+      if (res.refused) return [fromSbiResponse(overloaded(NO_ROOM)), false];
       if (res.body.length <= STREAM_THRESHOLD) {
         core.releaseResponse(undefined, reserved); // the runtime copies it whole
         return [fromSbiResponse(res), false];

@@ -346,6 +346,16 @@ class Connection implements Responder {
     }
     pool.give(out);
     if (n === NATIVE_ERR.CLOSED) this.finish();
+    else this.#collectReleased();
+  }
+
+  /**
+   * Takes the module's RELEASED events for lent bodies it finished sending,
+   * so that their memory and reserved budget come back now rather than at
+   * the connection's next read. Nothing to do (no call) without lent bodies.
+   */
+  #collectReleased(): void {
+    if (this.#lent.size > 0 && !this.finished) this.#h2.poll(this.#server.poller, this.#onEvent);
   }
 
   async #writeLoop(out: Uint8Array<ArrayBuffer>, n: number): Promise<void> {
@@ -366,6 +376,7 @@ class Connection implements Responder {
     } finally {
       this.#server.pool.give(out);
       this.#writing = undefined;
+      this.#collectReleased();
       if (this.#dirty && !this.finished) {
         this.#dirty = false;
         this.flush();
