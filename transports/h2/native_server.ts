@@ -72,7 +72,7 @@ export type NativeH2ServerOptions =
   & ServerOptions
   & Omit<H2ServerLimitOptions, "settingsTimeoutMs">;
 
-/** TLS handshakes one listener runs at once; further connections wait in the kernel's queue. */
+/** TLS handshakes one listener works on at once; further ones wait with their first bytes read. */
 const MAX_HANDSHAKES = 32;
 
 /** Idle connections closed at once when accepting fails for want of descriptors. */
@@ -170,18 +170,23 @@ class Connection implements Responder {
       send: (o: Uint8Array) => this.#h2.sendTls(tls, o as Uint8Array<ArrayBuffer>),
     };
     let failure: unknown;
+    let slot = false;
     try {
       const label = `h2-tls connection from ${addr.hostname}:${addr.port}`;
       await runTlsHandshake(this.#sock, tls, pump, label, {
         in: this.#in,
         out,
         gate: handshakeGate,
+        first: async () => {
+          await this.#server.handshakeSlot();
+          slot = true;
+        },
       });
     } catch (err) {
       failure = err;
     } finally {
       this.#server.pool.give(out);
-      this.#server.handshakeEnded();
+      if (slot) this.#server.handshakeEnded();
     }
     // The hook sees every established connection, also one whose first bytes after the
     // handshake (in the same read) failed HTTP/2 at once, like a TLS-only probe's close.
@@ -461,9 +466,9 @@ class NativeH2cServer implements NativeH2Server {
   #stopping = false;
   #closing: Promise<void> | undefined;
   #backoff = new AcceptBackoff(5, 1000);
-  /** TLS handshakes in flight, and the wake-up of an accept loop waiting for one to end. */
+  /** TLS handshakes at work, and the connections waiting for a place among them. */
   #handshakes = 0;
-  #handshakeRoom: (() => void) | undefined;
+  #slotWaiters: (() => void)[] = [];
   #tlsConfig: H2TlsConfig | undefined;
 
   constructor(
@@ -528,36 +533,56 @@ class NativeH2cServer implements NativeH2Server {
       } catch {
         // the peer is already gone; the first read says so
       }
-      let h2: H2ServerConn | undefined;
-      let tls: H2Tls | undefined;
+      // Over TLS, setting a connection up shares the handshakes' slice of each turn: a flood
+      // of new connections is taken in at the pace serving leaves room for.
+      const gate = this.#tlsConfig ? handshakeGate : undefined;
+      if (gate) await gate.enter();
+      const t0 = gate ? performance.now() : 0;
       try {
-        h2 = new H2ServerConn(this.#sym, this.#limits);
-        if (this.#tlsConfig) tls = new H2Tls(this.#sym, this.#tlsConfig);
-      } catch (err) {
-        this.core.onError(err);
-        h2?.close();
-        sock.close();
-        continue;
-      }
-      if (tls) this.#handshakes++;
-      this.#conns.add(new Connection(this, sock, h2, tls));
-      this.#armSweep();
-      // Handshakes in batches: while MAX_HANDSHAKES are in flight, the next connection waits
-      // in the kernel's queue, so that their reads and writes never crowd out serving.
-      while (this.#handshakes >= MAX_HANDSHAKES && !this.#stopping) {
-        const room = Promise.withResolvers<void>();
-        this.#handshakeRoom = room.resolve;
-        await room.promise;
+        this.#setUp(sock);
+      } finally {
+        gate?.spent(performance.now() - t0);
       }
     }
   }
 
-  /** A TLS handshake ended (done or failed): one more may start. */
+  /** Makes a new connection's session (and TLS session) and starts serving it. */
+  #setUp(sock: Deno.TcpConn): void {
+    let h2: H2ServerConn | undefined;
+    let tls: H2Tls | undefined;
+    try {
+      h2 = new H2ServerConn(this.#sym, this.#limits);
+      if (this.#tlsConfig) tls = new H2Tls(this.#sym, this.#tlsConfig);
+    } catch (err) {
+      this.core.onError(err);
+      h2?.close();
+      sock.close();
+      return;
+    }
+    this.#conns.add(new Connection(this, sock, h2, tls));
+    this.#armSweep();
+  }
+
+  /**
+   * Resolves when one more TLS handshake may go to work: at most
+   * MAX_HANDSHAKES at once, so that however many ClientHellos arrive, their
+   * reads, writes and crypto never crowd out serving. A connection asks once
+   * its peer's first bytes arrived (an idle one holds no place); each
+   * resolved call is paired with {@linkcode handshakeEnded}.
+   */
+  handshakeSlot(): Promise<void> {
+    if (this.#handshakes < MAX_HANDSHAKES || this.#stopping) {
+      this.#handshakes++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#slotWaiters.push(resolve));
+  }
+
+  /** A TLS handshake at work ended (done or failed): its place goes to the next waiting. */
   handshakeEnded(): void {
-    this.#handshakes--;
-    const wake = this.#handshakeRoom;
-    this.#handshakeRoom = undefined;
-    wake?.();
+    const next = this.#slotWaiters.shift();
+    if (next) next();
+    else this.#handshakes--;
   }
 
   /**
@@ -631,7 +656,10 @@ class NativeH2cServer implements NativeH2Server {
 
   async #close(): Promise<void> {
     this.#stopping = true;
-    this.#handshakeRoom?.();
+    for (const w of this.#slotWaiters.splice(0)) {
+      this.#handshakes++;
+      w();
+    }
     try {
       this.#listener.close();
     } catch {

@@ -31,7 +31,9 @@ export async function flushTls(sock: Deno.Conn, pump: TlsPump, out: Uint8Array):
 
 /**
  * Runs the handshake to completion; with `io.gate`, each step that processes
- * the peer's records waits for its share of the event loop. Throws `TransportError` whose message is
+ * the peer's records waits for its share of the event loop, and with
+ * `io.first`, the first step waits for it too (a server's cap on handshakes
+ * at work). Throws `TransportError` whose message is
  * `${label} failed: ` and GnuTLS's one-line reason (our alert, if any, is
  * sent first so the peer learns why).
  */
@@ -40,15 +42,26 @@ export async function runTlsHandshake(
   tls: H2Tls,
   pump: TlsPump,
   label: string,
-  io: { in: Uint8Array; out: Uint8Array; gate?: WorkGate },
+  io: {
+    in: Uint8Array;
+    out: Uint8Array;
+    gate?: WorkGate;
+    /** Awaited once, when the peer's first bytes arrived and before any is processed. */
+    first?: () => Promise<void>;
+  },
 ): Promise<void> {
   await flushTls(sock, pump, io.out);
+  let first = io.first;
   while (!tls.established) {
     const n = await sock.read(io.in);
     if (n === null) {
       throw new TransportError(
         `${label} failed: the peer closed the connection during the TLS handshake`,
       );
+    }
+    if (first) {
+      await first();
+      first = undefined;
     }
     // A server's handshake steps share each turn of the event loop with serving (gate).
     if (io.gate) await io.gate.enter();
