@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { bodyTooLarge, createHandler, overloaded } from "../handler/mod.ts";
 import { createClient, createServer, type TransportName } from "../transports/mod.ts";
 import { ByteBudget } from "../transports/byte_budget.ts";
-import * as h2 from "../bench/h2_frames.ts";
+import * as h2 from "../soak/h2_frames.ts";
 import { echoPost, testPki, testTargets, testTransports } from "./support.ts";
 
 const LIMIT = 4096;

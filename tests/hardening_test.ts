@@ -10,7 +10,7 @@ import { createClient, type StackName, STACKS, type TransportName } from "../tra
 import type { LabServeLimits, LabServeOptions } from "../lib/lab_serve.ts";
 import * as h2 from "../soak/h2_frames.ts";
 import { rssBytes, startLabServe, testTransports } from "./support.ts";
-import type { FloodCounts } from "./junk_handshakes.ts";
+import type { FloodCounts } from "../soak/handshake_flood.ts";
 
 const TRANSPORTS_OF = {
   native: await testTransports("native"),
@@ -566,7 +566,7 @@ async function floodFromElsewhere(
   procs: number,
   ms: number,
 ): Promise<FloodCounts> {
-  const script = new URL("./junk_handshakes.ts", import.meta.url).pathname;
+  const script = new URL("../soak/handshake_flood.ts", import.meta.url).pathname;
   const runs = Array.from({ length: procs }, () =>
     new Deno.Command(Deno.execPath(), {
       args: [
@@ -585,7 +585,9 @@ async function floodFromElsewhere(
   const out = await Promise.all(runs);
   const total: FloodCounts = { hellos: 0, junk: 0, initials: 0, datagrams: 0 };
   for (const o of out) {
-    const c = JSON.parse(new TextDecoder().decode(o.stdout)) as FloodCounts;
+    // One line of running counts a second; the last is the total.
+    const lines = new TextDecoder().decode(o.stdout).trim().split("\n");
+    const c = JSON.parse(lines.at(-1)!) as FloodCounts;
     for (const k of Object.keys(total) as (keyof FloodCounts)[]) total[k] += c[k];
   }
   return total;
@@ -614,7 +616,10 @@ for (const stack of STACKS) {
         const tls = port(srv.urls["h2-tls"]!);
         const h3 = srv.urls.h3 ? port(srv.urls.h3) : 0;
         let flooding = true;
-        const flood = floodFromElsewhere(tls, h3, 2, 5000).finally(() => (flooding = false));
+        // Two flooding processes; one against the deno stack, whose TLS handshakes (rustls
+        // inside Deno.serve) nothing here can pace: the bound is for what sbilab controls.
+        const procs = stack === "native" ? 2 : 1;
+        const flood = floodFromElsewhere(tls, h3, procs, 5000).finally(() => (flooding = false));
         const times: number[][] = available.map(() => []);
         // One request per transport in turn until the flood ends (bounded by its 5 s).
         while (flooding) {
@@ -627,7 +632,7 @@ for (const stack of STACKS) {
           await Promise.race([flood, new Promise((r) => setTimeout(r, 10))]);
         }
         const counts = await flood;
-        assert.ok(counts.hellos > 500, `the flood sent only ${counts.hellos} ClientHellos`);
+        assert.ok(counts.hellos > 250 * procs, `the flood sent only ${counts.hellos} ClientHellos`);
         for (const [i, t] of available.entries()) {
           const sorted = times[i].sort((a, b) => a - b);
           const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))];

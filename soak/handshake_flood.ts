@@ -1,5 +1,5 @@
 /**
- * A junk-handshake flood for the hardening tests: real TLS ClientHellos (one
+ * A junk-handshake flood for the soak and the hardening tests: real TLS ClientHellos (one
  * recorded from Deno's own TLS client, then replayed, so the server does a
  * full handshake's first flight for each while the flood costs almost
  * nothing), random bytes on the TLS port, QUIC Initials replayed from fresh
@@ -76,6 +76,8 @@ export interface FloodOptions {
   parallel?: number;
   /** Stops the flood. */
   signal: AbortSignal;
+  /** Where to count (read it while the flood runs). Default a new record. */
+  counts?: FloodCounts;
 }
 
 async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
@@ -112,7 +114,7 @@ async function hit(port: number, bytes: Uint8Array, signal: AbortSignal): Promis
  * Initials plus random datagrams at the h3 port. Resolves with the counts.
  */
 export async function floodHandshakes(options: FloodOptions): Promise<FloodCounts> {
-  const counts: FloodCounts = { hellos: 0, junk: 0, initials: 0, datagrams: 0 };
+  const counts: FloodCounts = options.counts ?? { hellos: 0, junk: 0, initials: 0, datagrams: 0 };
   const { signal } = options;
   const loops: Promise<void>[] = [];
   if (options.tlsPort) {
@@ -159,16 +161,29 @@ export async function floodHandshakes(options: FloodOptions): Promise<FloodCount
   return counts;
 }
 
-/** The flood as a process of its own: `junk_handshakes.ts TLS_PORT H3_PORT PARALLEL MS` (port 0: none); prints the counts. */
+/**
+ * The flood as a process of its own: `handshake_flood.ts TLS_PORT H3_PORT
+ * PARALLEL MS` (port 0: none; MS 0: until SIGTERM or SIGINT). Prints its
+ * running counts as one JSON line a second, and once more at the end.
+ */
 if (import.meta.main) {
   const [tlsPort, h3Port, parallel, ms] = Deno.args.map(Number);
   const ac = new AbortController();
-  setTimeout(() => ac.abort(), ms);
-  const counts = await floodHandshakes({
+  if (ms > 0) setTimeout(() => ac.abort(), ms);
+  const stop = () => ac.abort();
+  Deno.addSignalListener("SIGTERM", stop);
+  Deno.addSignalListener("SIGINT", stop);
+  const counts: FloodCounts = { hellos: 0, junk: 0, initials: 0, datagrams: 0 };
+  const ticker = setInterval(() => console.log(JSON.stringify(counts)), 1000);
+  await floodHandshakes({
     tlsPort: tlsPort || undefined,
     h3Port: h3Port || undefined,
     parallel,
     signal: ac.signal,
+    counts,
   });
+  clearInterval(ticker);
   console.log(JSON.stringify(counts));
+  Deno.removeSignalListener("SIGTERM", stop);
+  Deno.removeSignalListener("SIGINT", stop);
 }
