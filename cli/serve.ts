@@ -322,7 +322,11 @@ export function registerServeCommand(program: Command): void {
       // or at a second signal, whatever the serving thread is doing.
       const stopped = Promise.withResolvers<void>();
       const stop = () => stopped.resolve();
-      const watchdog = await startStopWatchdog(stopBoundMs(limits.drainMs));
+      // Without FFI or Linux's libc there is no watchdog: the graceful stop alone remains.
+      const watchdog = await startStopWatchdog(stopBoundMs(limits.drainMs)).catch((err) => {
+        console.error(`warning: ${(err as Error).message}; a stop is not bounded`);
+        return undefined;
+      });
       Deno.addSignalListener("SIGINT", stop);
       Deno.addSignalListener("SIGTERM", stop);
       try {
@@ -370,7 +374,7 @@ export function registerServeCommand(program: Command): void {
         await Promise.allSettled(servers.map((s) => s.close()));
         Deno.removeSignalListener("SIGINT", stop);
         Deno.removeSignalListener("SIGTERM", stop);
-        watchdog.stop();
+        watchdog?.stop();
       }
     });
 }
