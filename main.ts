@@ -15,7 +15,7 @@ import { registerInteropCommand } from "./cli/interop.ts";
 import { registerReportCommands } from "./cli/report.ts";
 import { registerK8sCommands } from "./cli/k8s.ts";
 import { registerProfileCommand } from "./cli/profile.ts";
-import { UsageError } from "./cli/args.ts";
+import { argumentHint, UsageError } from "./cli/args.ts";
 import { RequestError, type RequestFailureKind } from "./cli/request_error.ts";
 import { Interrupted, interruptSettled, setInterruptEnd } from "./lib/interrupt.ts";
 import { versionLine } from "./cli/version.ts";
@@ -40,11 +40,54 @@ export function buildProgram(): Command {
   registerReportCommands(program);
   registerK8sCommands(program);
   registerProfileCommand(program);
+  oneHabit(program, "lab");
+  program.hook("preAction", (_self, action) => refuseExtraArguments(action, commandPath(action)));
   return program;
+}
+
+function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  return names.join(" ");
+}
+
+/** Every command's usage errors end with its own help line, never the program's. */
+function oneHabit(cmd: Command, path: string): void {
+  for (const sub of cmd.commands) {
+    const name = `${path} ${sub.name()}`;
+    sub.showHelpAfterError(`(run ${name} --help for usage)`);
+    oneHabit(sub, name);
+  }
+}
+
+/**
+ * An argument the command does not take is an error, never dropped: `lab bench
+ * concurrency` says "did you mean --scenario concurrency?".
+ */
+function refuseExtraArguments(cmd: Command, name: string): void {
+  const declared = cmd.registeredArguments;
+  if (declared.some((a) => a.variadic)) return;
+  const extra = cmd.args.slice(declared.length);
+  if (extra.length === 0) return;
+  const word = extra[0];
+  const hint = argumentHint(name, word) ??
+    (cmd.options.some((o) => o.long === `--${word}`) ? `--${word}` : undefined);
+  const takes = declared.length === 0
+    ? "takes no arguments"
+    : `takes ${declared.length === 1 ? "one argument" : `${declared.length} arguments`} (${
+      declared.map((a) => a.name()).join(", ")
+    })`;
+  // commander's own error: the line, then the command's help line, exit 2 (see exitCodeFor)
+  cmd.error(
+    `error: ${name} ${takes}, got ${extra.map((e) => `'${e}'`).join(" ")} as well` +
+      (hint ? ` (did you mean ${hint}?)` : ""),
+    { code: "lab.excessArguments" },
+  );
 }
 
 /** `lab request`'s failures, with curl's exit status for the same failure. */
 const REQUEST_EXIT: Record<RequestFailureKind, number> = {
+  url: 3,
   resolve: 6,
   connect: 7,
   http: 22,
@@ -58,8 +101,9 @@ const REQUEST_EXIT: Record<RequestFailureKind, number> = {
  * The exit status for an error a command threw: 0 for commander's help and
  * version, 2 for usage errors (commander's own and {@linkcode UsageError}),
  * 128 + the signal's number for an interrupt whose cleanups ran (130 for
- * SIGINT, 143 for SIGTERM), curl's status for a failed `lab request`
- * ({@linkcode RequestError}: 6, 7, 22, 28, 35, 60), 1 for everything else.
+ * SIGINT, 143 for SIGTERM), curl's status for a failed `lab request`, `lab load`
+ * or `lab bench --target` ({@linkcode RequestError}: 3, 6, 7, 22, 28, 35, 60), 1 for
+ * everything else.
  */
 export function exitCodeFor(err: unknown): number {
   if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;

@@ -10,7 +10,7 @@
  */
 import { createClient } from "../transports/mod.ts";
 import type { TransportName } from "../transports/types.ts";
-import { monotonicUs } from "../transports/native/libc.ts";
+import { monotonicUs } from "../lib/libc.ts";
 import { readProcMemory } from "../lib/proc_status.ts";
 import type { MemoryReadings } from "../profile/mod.ts";
 import process from "node:process";

@@ -21,6 +21,22 @@ export function invalid(flag: string, what: string, value: string): UsageError {
   return new UsageError(`${flag} must be ${what}, got ${value === "" ? '""' : value}`);
 }
 
+const HINTS = new Map<string, { flag: string; words: readonly string[] }[]>();
+
+/**
+ * Declares that a bare `word` given to `command` (`lab bench`) most likely
+ * meant `flag word` (`lab bench concurrency` → `--scenario concurrency`).
+ */
+export function hintArgument(command: string, flag: string, words: readonly string[]): void {
+  HINTS.set(command, [...(HINTS.get(command) ?? []), { flag, words }]);
+}
+
+/** The option a stray argument most likely meant (`--scenario concurrency`), if any. */
+export function argumentHint(command: string, word: string): string | undefined {
+  for (const h of HINTS.get(command) ?? []) if (h.words.includes(word)) return `${h.flag} ${word}`;
+  return undefined;
+}
+
 /** `<a> and <b> exclude each other`, as a {@linkcode UsageError}. */
 export function exclusive(a: string, b: string): UsageError {
   return new UsageError(`${a} and ${b} exclude each other`);
@@ -196,4 +212,43 @@ function formatMs(ms: number): string {
   if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms >= 1000 && ms % 1000 === 0) return `${ms / 1000}s`;
   return `${ms}ms`;
+}
+
+/**
+ * Checks, before any work, that every output path given can be written: its
+ * folder exists and the file can be created (a file made only for the check
+ * is removed again). Throws one {@linkcode UsageError} naming the option:
+ * `--json /nonexistent/x.json: No such file or directory (the folder /nonexistent does not exist)`.
+ */
+export async function checkOutputPaths(paths: Record<string, string | undefined>): Promise<void> {
+  for (const [flag, path] of Object.entries(paths)) {
+    if (path === undefined) continue;
+    if (path === "") throw invalid(flag, "a file name", path);
+    const slash = path.lastIndexOf("/");
+    const dir = slash < 0 ? "." : slash === 0 ? "/" : path.slice(0, slash);
+    try {
+      if (!(await Deno.stat(dir)).isDirectory) {
+        throw new UsageError(`${flag} ${path}: ${dir} is not a folder`);
+      }
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      throw new UsageError(`${flag} ${path}: the folder ${dir} does not exist`);
+    }
+    let existed = true;
+    try {
+      if ((await Deno.stat(path)).isDirectory) {
+        throw new UsageError(`${flag} ${path}: is a folder, not a file`);
+      }
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      existed = false;
+    }
+    try {
+      const f = await Deno.open(path, { write: true, create: true });
+      f.close();
+      if (!existed) await Deno.remove(path);
+    } catch (err) {
+      throw new UsageError(`${flag} ${path}: cannot be written (${(err as Error).message})`);
+    }
+  }
 }

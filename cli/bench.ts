@@ -16,6 +16,7 @@ import { parseSize } from "../lib/units.ts";
 import { createProgress } from "./progress.ts";
 import {
   compareRuns,
+  incomparable,
   regressions,
   renderCharts,
   renderComparison,
@@ -26,10 +27,14 @@ import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
 import {
   asUsage,
+  asUsageAsync,
+  checkOutputPaths,
   exclusive,
+  hintArgument,
   invalid,
   parseChoice,
   parseDuration,
+  parseHeader,
   parseInteger,
   parseList,
   parseNumber,
@@ -44,6 +49,19 @@ import {
   renderSoakSummary,
   runSoak,
 } from "../soak/mod.ts";
+import { LOAD_SCHEMA, type LoadRecord } from "../load/mod.ts";
+import { renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
+import {
+  DEFAULT_OK,
+  formatStatusCounts,
+  isAccepted,
+  parseStatusSet,
+  type StatusSet,
+} from "../lib/status_set.ts";
+import type { TargetRequest } from "../bench/scenarios/mod.ts";
+import type { BenchRun } from "../bench/record/mod.ts";
+import { requestBody } from "./request.ts";
+import { RequestError, requestFailureKind } from "./request_error.ts";
 
 /** Options as commander hands them over. */
 interface BenchFlags {
@@ -52,7 +70,7 @@ interface BenchFlags {
   mtu?: string;
   transports?: string;
   sizes?: string;
-  warmup?: string;
+  warmUp?: string;
   time?: string;
   samples?: string;
   quick?: boolean;
@@ -83,6 +101,14 @@ interface BenchFlags {
   seed?: string;
   runs?: string;
   quiet?: boolean;
+  // The request of every row, and how its answers are judged.
+  path?: string;
+  method?: string;
+  header: string[];
+  data?: string;
+  dataBinary?: string;
+  ok: string;
+  maxFailures: string;
 }
 
 /** The interleaved-round and repeat flags, parsed: `--schedule --rounds --block --seed --runs`. */
@@ -116,6 +142,12 @@ function roundFlags(flags: BenchFlags) {
 
 async function bench(flags: BenchFlags): Promise<void> {
   parseChoice(flags.scenario, "--scenario", SCENARIOS);
+  await checkOutputPaths({
+    "--json": flags.json,
+    "--md": flags.md,
+    "--csv": flags.csv,
+    "--html": flags.html,
+  });
   const stack = flags.stack === undefined
     ? undefined
     : asUsage(() => parseStack(flags.stack!), "--stack");
@@ -143,10 +175,15 @@ async function bench(flags: BenchFlags): Promise<void> {
         scheme = new URL(text!).protocol;
       } catch { /* not a URL */ }
       if (scheme !== "http:" && scheme !== "https:") {
-        throw invalid(
-          "--target",
-          "http://host:port, https://host:port or transport=url,…",
-          flags.target,
+        // a malformed URL: curl's status 3
+        throw new RequestError(
+          "url",
+          invalid(
+            "--target",
+            "http://host:port, https://host:port or transport=url,…",
+            flags.target,
+          )
+            .message,
         );
       }
     }
@@ -180,6 +217,9 @@ async function bench(flags: BenchFlags): Promise<void> {
     }
   }
   const { runs, ...rounds } = roundFlags(flags);
+  const request = await targetRequest(flags);
+  const ok = asUsage(() => parseStatusSet(flags.ok), "--ok");
+  const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
@@ -191,8 +231,8 @@ async function bench(flags: BenchFlags): Promise<void> {
       stack,
       transports,
       sizes,
-      warmupMs: flags.warmup !== undefined
-        ? parseDuration(flags.warmup, "--warmup", { bare: "s" })
+      warmupMs: flags.warmUp !== undefined
+        ? parseDuration(flags.warmUp, "--warm-up", { bare: "s" })
         : undefined,
       sampleMs: flags.time !== undefined
         ? parseDuration(flags.time, "--time", { bare: "s", minMs: 50 })
@@ -224,6 +264,8 @@ async function bench(flags: BenchFlags): Promise<void> {
         ? parseNumber(flags.p99, "--p99", { min: 0.001 })
         : undefined,
       skipFloors: flags.floors === false,
+      request,
+      ok,
       onProgress: progress.update,
       signal: controller.signal,
     };
@@ -236,7 +278,7 @@ async function bench(flags: BenchFlags): Promise<void> {
           mtu,
         })
         : runBench({ ...o, ...linkContextFromEnv(), plugins: STUDY_PLUGINS });
-    const run = await runRepeated(runs, options, runOne, {
+    const run = await runRepeated(runs, options, (o) => targetFailure(runOne(o), flags.target), {
       // Each run its own seed of round orders (consecutive from --seed when given).
       optionsFor: (i, o) => ({ ...o, seed: o.seed !== undefined ? o.seed + i : undefined }),
       onRun: (i, n) => n > 1 && progress.update(`run ${i + 1} of ${n}`, 0),
@@ -254,24 +296,146 @@ async function bench(flags: BenchFlags): Promise<void> {
       html: flags.html,
     }, { sections: STUDY_SECTIONS });
     for (const w of written) console.error(`wrote ${w}`);
+    judgeRun(run, ok, maxFailures);
   } finally {
     progress.stop();
     Deno.removeSignalListener("SIGINT", onSignal);
   }
 }
 
-async function readRun(path: string) {
-  let text: string;
+/** `--path`, `-X`, `-H`, `-d`: the request every row sends, with `lab request`'s meanings. */
+async function targetRequest(flags: BenchFlags): Promise<TargetRequest | undefined> {
+  const given = flags.path !== undefined || flags.method !== undefined ||
+    flags.header.length > 0 || flags.data !== undefined || flags.dataBinary !== undefined;
+  if (!given) return undefined;
+  const path = flags.path ?? "/";
+  if (!path.startsWith("/")) throw invalid("--path", "a path from / (with its query)", path);
+  const headers: Record<string, string> = {};
+  for (const h of flags.header) {
+    const [k, v] = parseHeader(h);
+    headers[k] = v;
+  }
+  const body = await asUsageAsync(() => requestBody(flags), "-d");
+  if (body && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
+    headers["content-type"] = "application/json";
+  }
+  const method = (flags.method ?? (body ? "POST" : "GET")).toUpperCase();
+  if (!/^[A-Z]+$/.test(method)) throw invalid("-X", "an HTTP method", flags.method!);
+  return { method, path, headers, ...(body ? { body } : {}) };
+}
+
+/** A target that did not answer fails with curl's status where one fits (7 refused, 6 unknown host). */
+async function targetFailure<T>(run: Promise<T>, target: string | undefined): Promise<T> {
   try {
-    text = await Deno.readTextFile(path);
+    return await run;
+  } catch (err) {
+    const kind = target && (err as Error).name === "ServerSetupError"
+      ? requestFailureKind(err)
+      : undefined;
+    if (kind) throw new RequestError(kind, (err as Error).message, { cause: err });
+    throw err;
+  }
+}
+
+/**
+ * Every row's requests judged by the accepted set: a summary line (succeeded,
+ * failed with their statuses, errored), and the run fails when failures pass
+ * `--max-failures` (22 when all are statuses, else 1) or when no row was measured.
+ */
+function judgeRun(
+  run: BenchRun,
+  ok: StatusSet,
+  maxFailures: number,
+  rule = `status ${ok.text}`,
+): void {
+  const failedBy: Record<string, number> = {};
+  let succeeded = 0, failed = 0, errors = 0;
+  // a row without status counts is another view of a counted row's requests (rate's
+  // uncorrected row, cold's phase rows, a flow's own row): its errors are that row's too
+  for (const row of run.rows) {
+    if (row.status === undefined) continue;
+    errors += row.errors;
+    const answers = Object.values(row.status).reduce((a, b) => a + b, 0);
+    const bad = row.failed ?? 0;
+    failed += bad;
+    succeeded += answers - bad;
+    if (bad === 0) continue;
+    for (const [code, n] of Object.entries(row.status)) {
+      if (!isAccepted(ok, code)) failedBy[code] = (failedBy[code] ?? 0) + n;
+    }
+  }
+  if (run.rows.length === 0) {
+    const why = run.notes.filter((n) => /no row|FAILED|not measured|cannot/i.test(n));
+    throw new Error(
+      `No rows were measured${why.length ? `: ${why.join(" ")}` : " (see the notes above)"}`,
+    );
+  }
+  const counted = run.rows.some((r) => r.status !== undefined);
+  if (!counted) return;
+  const statuses = formatStatusCounts(
+    Object.entries(failedBy).sort((a, b) => b[1] - a[1]),
+  );
+  console.log(
+    `\nrequests: ${succeeded} succeeded, ${failed} failed${statuses ? ` (${statuses})` : ""}, ` +
+      `${errors} error${errors === 1 ? "" : "s"} (success: ${rule})`,
+  );
+  if (failed + errors > maxFailures) {
+    const rows = run.rows.filter((r) => (r.failed ?? 0) + r.errors > 0).length;
+    const msg = `${failed + errors} request(s) failed in ${rows} of ${run.rows.length} rows (` +
+      [statuses, errors ? `${errors} without a response` : ""].filter(Boolean).join(", ") +
+      `; success is ${rule}); --max-failures ${maxFailures}`;
+    if (errors === 0) throw new RequestError("http", msg);
+    throw new Error(msg);
+  }
+}
+
+async function readText(path: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(path);
   } catch (err) {
     throw new UsageError(`Cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
+/** The `lab load` record in `text`, or undefined when it is something else. */
+function loadRecordIn(text: string): LoadRecord | undefined {
+  try {
+    const data = JSON.parse(text);
+    return data?.schema === LOAD_SCHEMA ? data as LoadRecord : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readRun(path: string) {
+  const text = await readText(path);
+  if (loadRecordIn(text)) {
+    throw new UsageError(
+      `${path} is a lab load record (${LOAD_SCHEMA}): lab report ${path} shows it alone, ` +
+        "lab report merge joins shard records; lab report A B compares bench and study runs",
+    );
   }
   try {
     return parseRun(text, path);
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/** `lab report load.json`: the load record's summary and histogram, as `lab load` printed them. */
+function renderLoadRecord(record: LoadRecord): string {
+  const ok = asUsage(() => parseStatusSet(record.plan.ok ?? DEFAULT_OK), "ok");
+  const transport = record.result.protocol === "h3"
+    ? "h3"
+    : record.url.startsWith("https:")
+    ? "h2-tls"
+    : "h2c";
+  return [
+    `lab load record: ${record.url}`,
+    renderLoadSummary(record.result, { ...record.plan, ok, transport }),
+    "",
+    renderLatencyHistogram(record.result.latencyBuckets),
+  ].join("\n");
 }
 
 async function report(
@@ -286,6 +450,17 @@ async function report(
     charts?: boolean;
   },
 ): Promise<void> {
+  await checkOutputPaths({ "--md": flags.md, "--csv": flags.csv, "--html": flags.html });
+  if (!b) {
+    const load = loadRecordIn(await readText(a));
+    if (load) {
+      if (flags.md || flags.csv || flags.html) {
+        throw new UsageError(`${a} is a lab load record: --md, --csv and --html render bench runs`);
+      }
+      console.log(renderLoadRecord(load));
+      return;
+    }
+  }
   const base = await readRun(a);
   if (!b) {
     console.log(renderTable(base));
@@ -303,9 +478,20 @@ async function report(
   }
   const threshold = parseNumber(flags.threshold, "--threshold") / 100;
   const cand = await readRun(b);
+  const why = incomparable(base, cand);
+  if (why) throw new UsageError(`Cannot compare ${a} with ${b}: ${why}`);
   const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
   console.log(renderComparison(cmp));
   const regressed = regressions(cmp);
+  const quick = [base.config.quick ? a : "", cand.config.quick ? b : ""].filter(Boolean);
+  if (flags.failOnRegression && regressed.length > 0 && quick.length) {
+    console.error(
+      `not gating: ${quick.join(" and ")} ${
+        quick.length > 1 ? "were quick runs" : "was a quick run"
+      } (--quick measures too little to gate on)`,
+    );
+    return;
+  }
   if (flags.failOnRegression && regressed.length > 0) {
     throw new Error(
       `${regressed.length} row(s) or ratio(s) regressed beyond their interval and the noise threshold`,
@@ -325,12 +511,17 @@ interface SoakFlags {
   quiet?: boolean;
   maxP99: string;
   maxRssGrowth: string;
+  ok: string;
+  maxFailures: string;
 }
 
 async function soak(flags: SoakFlags): Promise<void> {
+  await checkOutputPaths({ "--json": flags.json });
   const durationMs = parseDuration(flags.time, "--time", { bare: "s", minMs: 1000 });
   const rate = parseNumber(flags.rate, "--rate", { min: 1 });
   const intervalMs = parseDuration(flags.interval, "--interval", { bare: "s", minMs: 100 });
+  const ok = asUsage(() => parseStatusSet(flags.ok), "--ok");
+  const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
   const { availableTransports, parseTransports } = await import("../transports/mod.ts");
   const stack = flags.stack === undefined
     ? undefined
@@ -361,6 +552,7 @@ async function soak(flags: SoakFlags): Promise<void> {
         rssGrowthBytes: parseInteger(flags.maxRssGrowth, "--max-rss-growth", { min: 1 }) *
           2 ** 20,
       },
+      ok,
       signal: controller.signal,
       onInterval: (i) => {
         console.log(renderSoakInterval(i, intervalMs));
@@ -374,6 +566,21 @@ async function soak(flags: SoakFlags): Promise<void> {
       console.error(`wrote ${flags.json}`);
     }
     if (!report.serverAlive) throw new Error("lab serve exited during the soak");
+    const slices = Object.values(report.summary).filter((x) => x !== undefined);
+    const failed = slices.reduce((n, x) => n + (x.failed ?? 0), 0);
+    const errors = slices.reduce((n, x) => n + x.errors, 0);
+    const served = slices.reduce((n, x) => n + x.served, 0);
+    console.log(
+      `requests: ${served} succeeded, ${failed} failed, ${errors} error${
+        errors === 1 ? "" : "s"
+      } (success: status ${ok.text} and the payload's size)`,
+    );
+    if (failed + errors > maxFailures) {
+      const msg = `${failed + errors} steady request(s) failed (${failed} by status, ${errors} ` +
+        `without a right answer); --max-failures ${maxFailures}`;
+      if (errors === 0) throw new RequestError("http", msg);
+      throw new Error(msg);
+    }
     if (report.crossed.length) {
       throw new Error(
         `The soak crossed ${report.crossed.length} bound(s): ${report.crossed.join("; ")}`,
@@ -385,8 +592,28 @@ async function soak(flags: SoakFlags): Promise<void> {
   }
 }
 
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+const BENCH_EXIT_HELP = `
+Every response is judged by --ok (default 2xx and 3xx); each row keeps its
+status counts, and the run ends with "requests: N succeeded, M failed, E errors".
+
+Exit status (curl's where curl has one):
+  0   rows measured, failures within --max-failures
+  1   no row measured (the notes say why), failures past --max-failures that
+      include requests without a response, or any other failure
+  2   bad usage
+  3   malformed --target URL
+  6   the target's host did not resolve
+  7   no transport of the target accepted a connection
+  22  failures past --max-failures, all of them other statuses
+  130 interrupted (Ctrl-C)`;
+
 /** Adds `bench` and `report` to the program. Bad input throws {@linkcode UsageError}. */
 export function registerBenchCommands(program: Command): void {
+  hintArgument("lab bench", "--scenario", SCENARIOS);
   program
     .command("bench")
     .description("benchmark the transports against the machine's floors")
@@ -398,12 +625,12 @@ export function registerBenchCommands(program: Command): void {
     .option("--transports <list>", "comma-separated transports (default: every available one)")
     .option("--sizes <list>", "body sizes, e.g. 256,16K (default 256,16K; bulk 1M,16M)")
     .option(
-      "--warmup <time>",
-      "warm-up per row: 3s, 300ms; bare number = s (default 3s, quick 0.3s)",
+      "--warm-up <time>",
+      "warm-up: 3s, 300ms; bare number = s (interleaved rtt: 1s before the rounds, quick 200ms; sequential scenarios: per row 3s, quick 300ms)",
     )
     .option(
       "--time <time>",
-      "sampling time per row; bare number = s (default 5s, quick 0.7s); interleaved: per arm over all rounds",
+      "sampling time; bare number = s (interleaved rtt: each arm's over all rounds, default rounds × block = 1.8s, quick 200ms; sequential scenarios: per row 5s, quick 700ms)",
     )
     .option("--samples <n>", "samples per row instead of a sampling time (bounded by 60 s)")
     .option("--quick", "a run of a few seconds")
@@ -465,6 +692,25 @@ export function registerBenchCommands(program: Command): void {
     .option("--md <file>", "write a Markdown report")
     .option("--csv <file>", "write the rows as CSV")
     .option("--html <file>", "write a self-contained HTML report with charts")
+    // The request of every row (rtt, concurrency, rate, capacity, cold), as lab request has them.
+    .option(
+      "--path <path>",
+      "request this path and query instead of the payload GET (a target NF's own operation)",
+    )
+    .option("-X, --method <method>", "HTTP method (default GET, or POST with -d)")
+    .option("-H, --header <line>", "extra header 'Name: value' (repeatable)", collect, [])
+    .option(
+      "-d, --data <data>",
+      "request body; @FILE (or @-) is read with CR and LF removed, as curl's -d",
+    )
+    .option("--data-binary <data>", "request body; @FILE (or @-) is sent byte for byte")
+    .option(
+      "--ok <statuses>",
+      "statuses that count as a success: codes and classes, e.g. 200,201,204 or 2xx",
+      DEFAULT_OK,
+    )
+    .option("--max-failures <n>", "failed or errored requests tolerated before exit non-zero", "0")
+    .addHelpText("after", BENCH_EXIT_HELP)
     .action(async (flags: BenchFlags) => {
       await bench(flags);
     });
@@ -480,6 +726,12 @@ export function registerBenchCommands(program: Command): void {
     .option("--interval <time>", "reporting interval (500ms, 1s; bare number = s)", "1")
     .option("--attacks <list>", `${ATTACKS.join(",")}, or none`, ATTACKS.join(","))
     .option("--json <file>", "save the report as JSON")
+    .option(
+      "--ok <statuses>",
+      "statuses that count as a success: codes and classes, e.g. 200 or 2xx",
+      DEFAULT_OK,
+    )
+    .option("--max-failures <n>", "failed steady requests tolerated before exit non-zero", "0")
     .option("-q, --quiet", "no progress: lines on stderr when it is not a terminal")
     .option(
       "--max-p99 <time>",
@@ -497,7 +749,7 @@ export function registerBenchCommands(program: Command): void {
   program
     .command("report")
     .description("re-render a saved run, or compare a baseline A with a candidate B")
-    .argument("<a.json>", "saved run (the baseline when comparing)")
+    .argument("<a.json>", "saved run (the baseline when comparing), or a lab load record to show")
     .argument("[b.json]", "candidate run to compare with the baseline")
     .option(
       "--fail-on-regression",
@@ -526,6 +778,7 @@ interface StudyFlags {
   schedule?: string;
   seed?: string;
   out: string;
+  maxFailures: string;
 }
 
 async function study(flags: StudyFlags): Promise<number> {
@@ -558,6 +811,7 @@ async function study(flags: StudyFlags): Promise<number> {
       parseChoice(f, "--flows", ["journey", "warm-get"])
     )
     : undefined;
+  const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
   try {
     await Deno.mkdir(flags.out, { recursive: true });
   } catch (err) {
@@ -604,6 +858,7 @@ async function study(flags: StudyFlags): Promise<number> {
         (run.study!.budgetMs / 1000).toFixed(0)
       } s budget`,
     );
+    judgeRun(run, parseStatusSet(DEFAULT_OK), maxFailures, "the status each step expects");
   } finally {
     progress.stop();
     Deno.removeSignalListener("SIGINT", onSignal);
@@ -641,6 +896,11 @@ export function registerStudyCommand(program: Command): void {
     )
     .option("--seed <n>", "seed of the round orders (default random, recorded)")
     .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
+    .option(
+      "--max-failures <n>",
+      "step answers with a status the step does not expect, or no answer, tolerated before exit non-zero",
+      "0",
+    )
     .option("-q, --quiet", "no progress (a bar on a terminal, else progress: lines on stderr)")
     .action(async (flags: StudyFlags) => {
       await study(flags);

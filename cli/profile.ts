@@ -16,7 +16,6 @@
  */
 import type { Command } from "commander";
 import { UsageError } from "./args.ts";
-import { readListening } from "../lib/listening.ts";
 import type { ProfileClientJob, ProfileClientResult } from "./_profile_client.ts";
 import {
   breakdown,
@@ -38,7 +37,7 @@ import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { type TransportName, TRANSPORTS } from "../transports/types.ts";
 import { resolveStack } from "../transports/stack.ts";
 import { V8_FLAGS_ARG } from "../lib/v8_flags.ts";
-import { labServeArgs } from "../lib/lab_serve.ts";
+import { startLabServe } from "../lib/lab_serve.ts";
 
 /** Servers `lab profile` can load. */
 export const PROFILE_SERVERS = ["sbilab", "nghttpd", "gtlsserver"] as const;
@@ -47,7 +46,7 @@ interface ProfileFlags {
   transport: string;
   server: string;
   requests?: string;
-  warmup: string;
+  warmUp: string;
   streams: string;
   size: string;
   interval: string;
@@ -113,33 +112,34 @@ async function startSbilab(
 ): Promise<ProfiledServer> {
   const profileDir = interval === undefined ? undefined : `${out}/server`;
   const stateDir = `${out}/state`;
-  const [cmd, args] = onServerCpu(await placement(), Deno.execPath(), [
-    "run",
-    "-A",
-    "--unstable-net",
-    V8_FLAGS_ARG,
-    ...profilerFlags(`${out}/server`, interval),
-    `${ROOT}/main.ts`,
+  // The one way to start lab serve, with the profiler's flags and the server's CPU.
+  const server = await startLabServe(
     // h3 read as the benchmarks read it (docs/known-limits.md)
-    ...labServeArgs({ transports: [transport], stateDir, h3ExactEcn: false }),
-  ]);
-  const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "inherit", stdin: "null" })
-    .spawn();
-  const stop = stopChild(child);
-  try {
-    const urls = await readListening(child.stdout, [transport], 60_000);
-    return {
-      origin: urls[transport]!,
-      path: `/nbench/v1/payload?size=${size}`,
-      pid: child.pid,
-      caPath: `${stateDir}/ca.pem`,
-      profileDir,
-      stop,
-    };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+    { transports: [transport], stateDir, h3ExactEcn: false },
+    {
+      lab: [
+        Deno.execPath(),
+        "run",
+        "-A",
+        "--unstable-net",
+        V8_FLAGS_ARG,
+        ...profilerFlags(`${out}/server`, interval),
+        `${ROOT}/main.ts`,
+      ],
+      cpu: (await placement())?.server,
+      timeoutMs: 60_000,
+    },
+  );
+  return {
+    origin: server.urls[transport]!,
+    path: `/nbench/v1/payload?size=${size}`,
+    pid: server.pid,
+    caPath: `${stateDir}/ca.pem`,
+    profileDir,
+    stop: async () => {
+      await server.stop();
+    },
+  };
 }
 
 async function startPeer(
@@ -310,7 +310,7 @@ export function registerProfileCommand(program: Command): void {
     .option("--transport <name>", `one of ${TRANSPORTS.join(", ")}`, "h2c")
     .option("--server <name>", `${PROFILE_SERVERS.join(", ")} (C peers: h2c / h3 only)`, "sbilab")
     .option("--requests <n>", "requests measured (1-1000000; default 20000, 100000 with --memory)")
-    .option("--warmup <n>", "requests sent first, not measured (0-1000000)", "2000")
+    .option("--warm-up <n>", "requests sent first, not measured (0-1000000)", "2000")
     .option("--streams <n>", "requests in flight on the one connection (1-1024)", "1")
     .option("--size <bytes>", "response body size (1-16777216)", "256")
     .option("--interval <µs>", "profiler sampling interval in µs (50-10000)", "100")
@@ -345,7 +345,7 @@ export function registerProfileCommand(program: Command): void {
         1,
         1_000_000,
       );
-      const warmup = int(o.warmup, "--warmup", 0, 1_000_000);
+      const warmup = int(o.warmUp, "--warm-up", 0, 1_000_000);
       const streams = int(o.streams, "--streams", 1, 1024);
       const size = int(o.size, "--size", 1, 16 * 1024 * 1024);
       const interval = int(o.interval, "--interval", 50, 10_000);

@@ -1,6 +1,7 @@
 /** `lab report merge`: shard records of one load run into one run record, rendered like `lab load`'s. */
 import type { Command } from "commander";
-import { UsageError } from "./args.ts";
+import { asUsage, checkOutputPaths, UsageError } from "./args.ts";
+import { DEFAULT_OK, parseStatusSet } from "../lib/status_set.ts";
 import {
   type LoadRecord,
   mergeShards,
@@ -13,14 +14,15 @@ import { renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
 
 interface MergeFlags {
   output?: string;
-  markdown?: string;
+  md?: string;
   html?: string;
   lateMs: string;
 }
 
 /** The terminal text of a merged run: `lab load`'s summary, its histogram chart, then the shards. */
 export function renderMergedRun(run: LoadRecord): string {
-  const shape = { ...run.plan, rate: run.plan.rate };
+  const ok = asUsage(() => parseStatusSet(run.plan.ok ?? DEFAULT_OK), "ok");
+  const shape = { ...run.plan, rate: run.plan.rate, ok };
   return [
     renderLoadSummary(run.result, shape),
     "",
@@ -54,6 +56,7 @@ async function readRecord(path: string): Promise<LoadRecord> {
 async function merge(files: string[], f: MergeFlags): Promise<void> {
   const lateMs = Number(f.lateMs);
   if (!(lateMs >= 0)) throw new UsageError(`--late-ms must be ≥ 0, got ${f.lateMs}`);
+  await checkOutputPaths({ "-o": f.output, "--md": f.md, "--html": f.html });
   const records = await Promise.all(files.map(readRecord));
   let run: LoadRecord;
   try {
@@ -80,12 +83,12 @@ async function merge(files: string[], f: MergeFlags): Promise<void> {
     await Deno.writeTextFile(f.output, JSON.stringify(withLog, null, 2) + "\n");
     console.error(`wrote ${f.output}`);
   }
-  if (f.markdown) {
+  if (f.md) {
     await Deno.writeTextFile(
-      f.markdown,
+      f.md,
       `# Load run: ${run.url}, ${run.merge!.shards.length} shards\n\n\`\`\`text\n${text}\n\`\`\`\n`,
     );
-    console.error(`wrote ${f.markdown}`);
+    console.error(`wrote ${f.md}`);
   }
   if (f.html) {
     await Deno.writeTextFile(
@@ -110,7 +113,7 @@ export function registerReportCommands(program: Command): void {
     .description("merge shard records of one `lab load --shard` run (histograms added exactly)")
     .argument("<files...>", "shard records (lab load --shard I/N --json FILE)")
     .option("-o, --output <file>", "write the merged run record (JSON)")
-    .option("--markdown <file>", "also write the summary as Markdown")
+    .option("--md <file>", "also write the summary as Markdown")
     .option("--html <file>", "also write the summary as HTML")
     .option(
       "--late-ms <ms>",

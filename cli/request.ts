@@ -52,8 +52,11 @@ async function readSource(source: string): Promise<Uint8Array> {
 /**
  * The request body: `-d` as curl has it (text as given; `@FILE` or `@-` read
  * with every CR and LF removed), `--data-binary` (`@FILE` byte for byte).
+ * `lab bench` reads its `-d` and `--data-binary` the same way.
  */
-async function body(o: RequestOptions): Promise<Uint8Array | undefined> {
+export async function requestBody(
+  o: { data?: string; dataBinary?: string },
+): Promise<Uint8Array | undefined> {
   if (o.data !== undefined && o.dataBinary !== undefined) throw exclusive("-d", "--data-binary");
   if (o.dataBinary !== undefined) {
     if (o.dataBinary.startsWith("@")) return await readSource(o.dataBinary.slice(1));
@@ -99,6 +102,7 @@ Exit status (curl's for the same failure):
   0   success
   1   any other failure
   2   bad usage (an unknown or invalid option)
+  3   malformed URL or unsupported scheme
   6   could not resolve the host
   7   failed to connect (nothing listens, connection refused)
   22  HTTP status 400 or more, with -f
@@ -149,8 +153,17 @@ export function registerRequestCommand(program: Command): void {
     });
 }
 
+/** The URL, or curl's exit 3 for a malformed one. */
+export function requestUrl(urlText: string): URL {
+  try {
+    return parseOrigin(urlText);
+  } catch (err) {
+    throw new RequestError("url", (err as Error).message, { cause: err });
+  }
+}
+
 async function request(urlText: string, o: RequestOptions): Promise<void> {
-  const url = parseOrigin(urlText);
+  const url = requestUrl(urlText);
   const stack = asUsage(() =>
     resolveStack(o.stack === undefined ? undefined : parseStack(o.stack))
   );
@@ -176,7 +189,7 @@ async function request(urlText: string, o: RequestOptions): Promise<void> {
     const [k, v] = parseHeader(h);
     headers[k] = v;
   }
-  const data = await body(o);
+  const data = await requestBody(o);
   if (data && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
     headers["content-type"] = "application/json";
   }
@@ -247,23 +260,25 @@ async function request(urlText: string, o: RequestOptions): Promise<void> {
       for (const [k, v] of Object.entries(res.headers)) trace("<", `${k}: ${v}`);
       trace("<", "");
     }
-    if (o.fail && res.status >= 400) {
-      throw new RequestError("http", `The requested URL returned error: ${res.status}`, { silent });
-    }
+    const failed = o.fail === true && res.status >= 400;
     const out = o.output === undefined ? Deno.stdout : await Deno.open(o.output, {
       write: true,
       create: true,
       truncate: true,
     });
     try {
+      // -f -i as curl: the status line and headers are shown, the body is not
       if (o.include) {
         const lines = [`${version} ${res.status}`];
         for (const [k, v] of Object.entries(res.headers)) lines.push(`${k}: ${v}`);
         await writeAll(out, new TextEncoder().encode(lines.join("\r\n") + "\r\n\r\n"));
       }
-      await writeAll(out, res.body);
+      if (!failed) await writeAll(out, res.body);
     } finally {
       if (out !== Deno.stdout) out.close();
+    }
+    if (failed) {
+      throw new RequestError("http", `The requested URL returned error: ${res.status}`, { silent });
     }
     if (exporter) {
       if (!client.exportKeyingMaterial) {

@@ -18,6 +18,8 @@ export type RequestFailureKind =
   | "certificate"
   /** `-f` and an HTTP status of 400 or more (curl 22). */
   | "http"
+  /** The URL is malformed or has an unsupported scheme (curl 3). */
+  | "url"
   /** Anything else (exit 1). */
   | "other";
 

@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { createHandler } from "../handler/mod.ts";
 import {
+  availableTransports,
   createServer,
   DEFAULT_SERVER_LIMITS,
   parseTransports,
@@ -10,6 +11,7 @@ import {
   type SbiServer,
   serverLimitRows,
   type ServerOptions,
+  type StackName,
   type TlsConnection,
   type TlsMaterial,
   type TransportName,
@@ -39,7 +41,7 @@ import { toHex } from "../transports/n32.ts";
 
 interface ServeOptions {
   stack?: string;
-  transports: string;
+  transports?: string;
   host: string;
   h2cPort: string;
   tlsPort: string;
@@ -213,6 +215,17 @@ export function limitsHelp(): string {
   return `\nLimits in force on every stack and transport unless set:\n${lines.join("\n")}\n`;
 }
 
+/** What the h3 server sends as datagrams, per stack (quinn's sizes are its own defaults). */
+function datagramLine(stack: StackName, maxUdpPayload: number | undefined): string {
+  if (stack === "deno") {
+    return "h3 datagrams: quinn's own (1200 B, then its path MTU discovery up to 1452 B); " +
+      "Deno exposes neither the setting nor the sizes sent";
+  }
+  return maxUdpPayload === undefined
+    ? "h3 datagrams: 1200 B, then path MTU discovery up to 1444 B"
+    : `h3 datagrams: up to ${maxUdpPayload} B (--h3-max-udp-payload), never above the client's limit`;
+}
+
 /** Adds `serve`. */
 export function registerServeCommand(program: Command): void {
   program.command("serve")
@@ -221,7 +234,10 @@ export function registerServeCommand(program: Command): void {
       "--stack <stack>",
       "native (nghttp2/ngtcp2, GnuTLS; default) or deno (Deno.serve for h2; Deno's QUIC (quinn) + nghttp3 for h3)",
     )
-    .option("--transports <list>", "comma-separated: h2c,h2-tls,h3", "h2c,h2-tls")
+    .option(
+      "--transports <list>",
+      "comma-separated: h2c,h2-tls,h3 (default: all three, h3 where the stack's HTTP/3 module is built)",
+    )
     .option("--host <host>", "address to bind", "127.0.0.1")
     .option("--h2c-port <port>", "h2c TCP port (0 = any)", "7777")
     .option("--tls-port <port>", "h2-tls TCP and h3 UDP port (0 = any)", "7778")
@@ -279,13 +295,25 @@ export function registerServeCommand(program: Command): void {
     .addHelpText("after", limitsHelp())
     .action(async (o: ServeOptions) => {
       const stack = asUsage(() => resolveStack(o.stack), "--stack");
-      const transports = asUsage(() => parseTransports(o.transports), "--transports");
+      const transports = o.transports === undefined
+        ? await availableTransports(stack)
+        : asUsage(() => parseTransports(o.transports!), "--transports");
+      if (o.transports === undefined && !transports.includes("h3")) {
+        console.error(
+          `h3 not served: the ${stack} stack's HTTP/3 module is not built (deno task build:native)`,
+        );
+      }
       const h2cPort = parsePort(o.h2cPort, "--h2c-port");
       const tlsPort = parsePort(o.tlsPort, "--tls-port");
       const delayMs = parseInteger(o.delayMs ?? "0", "--delay-ms");
       const h3MaxUdpPayload = o.h3MaxUdpPayload === undefined
         ? undefined
         : parseInteger(o.h3MaxUdpPayload, "--h3-max-udp-payload", { min: 1200, max: 65527 });
+      if (h3MaxUdpPayload !== undefined && stack === "deno") {
+        throw new UsageError(
+          "--h3-max-udp-payload needs the native stack (Deno's QUIC does not let it be set)",
+        );
+      }
       const limits = serveLimits(o, transports);
       const exporter = o.export === undefined ? undefined : parseExport(o.export);
       if (exporter && stack === "deno") {
@@ -360,14 +388,12 @@ export function registerServeCommand(program: Command): void {
             throw bindError(err, o.host);
           });
           servers.push(server);
-          console.log(listeningLine(t, server.url));
-          if (t === "h3") {
-            console.error(
-              h3MaxUdpPayload === undefined
-                ? "h3 datagrams: 1200 B, then path MTU discovery up to 1444 B"
-                : `h3 datagrams: up to ${h3MaxUdpPayload} B (--h3-max-udp-payload), never above the client's limit`,
-            );
-          }
+        }
+        // every port is bound before the first "listening" line: a script waiting for one
+        // never sees it from a server that then fails on the next port
+        for (const [i, t] of transports.entries()) {
+          console.log(listeningLine(t, servers[i].url));
+          if (t === "h3") console.error(datagramLine(stack, h3MaxUdpPayload));
         }
         await stopped.promise;
       } finally {

@@ -195,7 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         t.seen[t.nreq - 1] = 1;
         FUZZ_CHECK(sbh2_conn_cancel(t.conn, t.ids[t.nreq - 1]) == SBWIRE_ERR_NOT_FOUND);
       }
-      if (head & 16) sbh2_conn_close(t.conn);
+      if (head & 16) sbh2_conn_shutdown(t.conn);
     }
   }
   poll_all(&t);

@@ -123,9 +123,10 @@ static void on_event(const fuzz_event *e, void *arg) {
     t->released[e->code] = 1;
     return;
   }
-  FUZZ_CHECK(e->type == SBWIRE_EV_MESSAGE); /* the server queues only these two */
+  FUZZ_CHECK(e->type == SBWIRE_EV_MESSAGE || e->type == SBWIRE_EV_TOO_LARGE); /* the server queues only these */
   FUZZ_CHECK(e->stream_id > 0 && e->stream_id % 2 == 1 && e->stream_id <= 0x7fffffff);
-  FUZZ_CHECK(e->code == 0 || e->code == SBH2_MESSAGE_TOO_LARGE || e->code == SBH2_MESSAGE_OVER_BUDGET);
+  if (e->type == SBWIRE_EV_MESSAGE) FUZZ_CHECK(e->code == 0);
+  else FUZZ_CHECK(e->code == SBWIRE_TOO_LARGE_BODY || e->code == SBWIRE_TOO_LARGE_BUDGET);
   FUZZ_CHECK(e->body_len <= t->max_body);
   if (e->code) FUZZ_CHECK(e->body_len == 0);
   /* answer: status, a header, a body sized from the stream id; lent when asked and tokens remain */

@@ -75,7 +75,7 @@ static void poll_all(h3c *t) {
       continue;
     }
     FUZZ_CHECK(n > 0 && (size_t)n <= t->poll_cap);
-    FUZZ_CHECK(fuzz_walk_events(t->poll, (size_t)n, on_event, t) == 1);
+    FUZZ_CHECK(fuzz_walk_events(t->poll, (size_t)n, on_event, t) >= 1);
   }
 }
 
@@ -158,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       uint16_t len = fuzz_u16(&in);
       const uint8_t *d = fuzz_take(&in, len, &got);
       h3f_to_client(&t.p, d, got);
-      if (t.p.cli->hc && t.nreq < nreq) make_requests(&t, nreq - t.nreq);
+      if (t.p.cli->h3.hc && t.nreq < nreq) make_requests(&t, nreq - t.nreq);
       for (int i = 0; i < 64 && sbh3_conn_send(t.p.cli, t.p.pkt, H3_PKT) > 0; i++) {
       }
       poll_all(&t);
@@ -167,8 +167,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(h3f_handshake(&t.p));
     sbh3_conn *sc = server_find_id(t.p.srv, t.p.conn_id);
     FUZZ_CHECK(sc);
-    nghttp3_conn_del(sc->hc); /* the server stops speaking HTTP/3 itself */
-    sc->hc = NULL;
+    nghttp3_conn_del(sc->h3.hc); /* the server stops speaking HTTP/3 itself */
+    sc->h3.hc = NULL;
     make_requests(&t, nreq);
     step_done(&t);
     size_t half = fuzz_left(&in) / 2, start = in.off;
@@ -184,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     drain_server(&t);
   }
   if (head & 16) {
-    sbh3_conn_close(t.p.cli);
+    sbh3_conn_shutdown(t.p.cli);
     step_done(&t);
   }
   uint8_t err[300];

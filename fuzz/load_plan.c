@@ -26,6 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(p->hdrs >= lo && p->hdrs + p->hdrs_len <= hi);
   FUZZ_CHECK(p->body >= lo && p->body + p->body_len <= hi);
   FUZZ_CHECK(p->ca >= lo && p->ca + p->ca_len <= hi);
+  FUZZ_CHECK((p->cert == NULL) == (p->key == NULL));
+  FUZZ_CHECK(!p->cert || (p->cert >= lo && p->cert + p->cert_len <= hi && p->cert_len > 0));
+  FUZZ_CHECK(!p->key || (p->key >= lo && p->key + p->key_len <= hi && p->key_len > 0));
   FUZZ_CHECK(fuzz_check_block(p->hdrs, p->hdrs_len) >= 1);
   FUZZ_CHECK(p->host && strlen(p->host) <= size && p->sni);
   FUZZ_CHECK(p->conns >= 1 && p->conns <= 100000 && p->streams >= 1 && p->streams <= 100000);
@@ -68,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *r = malloc((size_t)need);
   FUZZ_CHECK(r && sbl_engine_result(e, r, (uint32_t)need) == need);
   FUZZ_CHECK(sbwire_get_u32(r) == SBL_RESULT_MAGIC && sbwire_get_u32(r + 8) == 0 && sbwire_get_u32(r + 12) == p->conns);
-  FUZZ_CHECK(sbl_engine_result(e, r, (uint32_t)need - 1) == SBL_ERR_BUFFER_TOO_SHORT);
+  FUZZ_CHECK(sbl_engine_result(e, r, (uint32_t)need - 1) == SBWIRE_ERR_BUFFER_TOO_SHORT);
   free(r);
   uint8_t err[8];
   FUZZ_CHECK(sbl_engine_error(e, err, sizeof err) == 0);

@@ -96,7 +96,7 @@ static void h2_exchange(const char *name, const size_t *bodies, int nreq, int ca
     }
     if (!moved) break;
   }
-  sbh2_conn_close(cc);
+  sbh2_conn_shutdown(cc);
   int n;
   while ((n = sbh2_conn_send(cc, out, sizeof out)) > 0) put(&up, out, (size_t)n);
   uint8_t h0[3] = {0, 0x11, 0x22}, h2[3] = {2, 0x11, 0x22}, h4[3] = {4 | 16, 0x33, 0x44};

@@ -27,6 +27,7 @@ export {
 } from "./handler.ts";
 export {
   bodyTooLarge,
+  headerSectionTooLarge,
   overloaded,
   PROBLEM_JSON,
   problemDetails,

@@ -18,6 +18,7 @@ const TITLES: Readonly<Record<number, string>> = {
   415: "Unsupported Media Type",
   425: "Too Early",
   429: "Too Many Requests",
+  431: "Request Header Fields Too Large",
   500: "Internal Server Error",
   501: "Not Implemented",
   503: "Service Unavailable",
@@ -103,6 +104,17 @@ export function bodyTooLarge(limitBytes: number): SbiResponse {
   return problemResponse(413, {
     cause: "PAYLOAD_TOO_LARGE",
     detail: `Request body exceeds ${limitBytes} bytes`,
+  });
+}
+
+/**
+ * The 431 for a request header section over `limitBytes` (RFC 9114 §4.2.2), for
+ * a transport that cannot reset the stream instead (the deno stack's h3).
+ */
+export function headerSectionTooLarge(limitBytes: number): SbiResponse {
+  return problemResponse(431, {
+    cause: "INVALID_MSG_FORMAT",
+    detail: `Request header section exceeds ${limitBytes} bytes`,
   });
 }
 

@@ -3,7 +3,7 @@
  * place: where the repository is, where a tool is, which port is free.
  */
 
-/** Repository root (this file lives in `transports/`), without a trailing slash. */
+/** Repository root (this file lives in `lib/`), without a trailing slash. */
 export const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
 /** Finds an executable on PATH (and in the sbin folders); undefined when absent. */

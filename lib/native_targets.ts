@@ -30,15 +30,22 @@ export interface NativeTarget {
  */
 const OWN_LIB_DIR = "-Wl,--disable-new-dtags,-rpath,$ORIGIN/lib";
 
-/** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h). */
-const H3_SOURCES = ["common", "conn", "client", "server", "udp", "tls"].map((f) =>
-  `transports/h3/native/sbh3_${f}.c`
-);
+/** The one HTTP/3 layer (nghttp3) both h3 modules link (transports/native/sbhttp3.h). */
+const HTTP3_LAYER = "transports/native/sbhttp3.c";
+const HTTP3_LAYER_HEADERS = ["transports/native/sbhttp3.h", "transports/native/sbwire.h"];
+
+/** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h), and the HTTP/3 layer. */
+const H3_SOURCES = [
+  ...["common", "conn", "client", "server", "udp", "tls"].map((f) =>
+    `transports/h3/native/sbh3_${f}.c`
+  ),
+  HTTP3_LAYER,
+];
 const H3_HEADERS = [
   "transports/h3/native/sbh3.h",
   "transports/h3/native/sbh3_int.h",
-  "transports/native/sbwire.h",
   "transports/native/sb_tls.h",
+  ...HTTP3_LAYER_HEADERS,
 ];
 
 /** Linker inputs and headers of the programs built on the h3 module's sources. */
@@ -95,8 +102,8 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
   dh3: {
     output: "libsbilab_dh3.so",
     kind: "shared",
-    sources: ["transports/deno/native/sbdh3.c"],
-    deps: ["transports/deno/native/sbdh3.h", "transports/native/sbwire.h"],
+    sources: ["transports/deno/native/sbdh3.c", HTTP3_LAYER],
+    deps: ["transports/deno/native/sbdh3.h", ...HTTP3_LAYER_HEADERS],
     libs: ["-lnghttp3"],
     requires: [{ header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" }],
   },

@@ -42,6 +42,10 @@ function toStderr(line: string): void {
   Deno.stderr.writeSync(enc.encode(`${line}\n`));
 }
 
+function rowKey(label: string | undefined): string | undefined {
+  return label?.split(" · ")[0];
+}
+
 /** Creates the line writer. */
 export function createProgressLines(options: ProgressLinesOptions = {}): ProgressLines {
   const write = options.write ?? toStderr;
@@ -68,10 +72,12 @@ export function createProgressLines(options: ProgressLinesOptions = {}): Progres
     update(l, fraction) {
       if (stopped) return;
       const t = now();
-      if (l !== label) {
-        label = l;
-        row++;
-      } else if (t - lastAt < intervalMs) return;
+      // a label's part before " · " names its row: "interleaved rounds · round 3 of 10" is
+      // the same row as "interleaved rounds · warm-up h2c 256 B", not a new one
+      const newRow = rowKey(l) !== rowKey(label);
+      label = l;
+      if (newRow) row++;
+      else if (t - lastAt < intervalMs) return;
       const text = line(fraction);
       if (text === lastShown) return;
       write(text);

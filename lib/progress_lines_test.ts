@@ -71,3 +71,23 @@ Deno.test("progress lines call a row what the command calls it", () => {
     "progress: 100 % done (1 case)",
   ]);
 });
+
+Deno.test("progress lines keep the steps of one row (interleaved rounds) in that row, never a new one", () => {
+  let t = 0;
+  const lines: string[] = [];
+  const p = createProgressLines({ write: (l) => lines.push(l), now: () => t, intervalMs: 1000 });
+  p.update("interleaved rounds · warm-up h2c 256 B", 0);
+  t = 500;
+  p.update("interleaved rounds · warm-up h3 256 B", 0.1);
+  t = 1500;
+  p.update("interleaved rounds · round 1 of 10", 0.3);
+  t = 3000;
+  p.update("interleaved rounds · round 9 of 10", 0.9);
+  p.stop();
+  assert.deepEqual(lines, [
+    "progress: 0 % (row 1, interleaved rounds · warm-up h2c 256 B)",
+    "progress: 30 % (row 1, interleaved rounds · round 1 of 10)",
+    "progress: 90 % (row 1, interleaved rounds · round 9 of 10)",
+    "progress: 100 % done (1 row)",
+  ]);
+});

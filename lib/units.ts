@@ -1,6 +1,7 @@
 /**
  * Unit formatting for every reporter: durations (stored in nanoseconds),
- * byte sizes, rates and ratios. Nothing else in `bench/` formats numbers.
+ * byte sizes, rates and ratios. Every reporter and command formats numbers
+ * through this module.
  */
 
 /** Formats a duration given in nanoseconds with three significant digits: `812 ns`, `71.4 µs`, `44.0 ms`, `1.20 s`. */

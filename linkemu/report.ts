@@ -5,23 +5,15 @@
  * @module
  */
 import type { SelftestCheck, SelftestReport } from "./selftest.ts";
+import { formatBitRate, formatDuration, formatShare } from "../lib/units.ts";
 
-function fmtMs(ms: number): string {
-  return ms >= 100 ? `${ms.toFixed(1)} ms` : `${ms.toFixed(3)} ms`;
-}
-
-function fmtShare(share: number): string {
-  return `${(share * 100).toFixed(share < 0.01 ? 3 : 2)} %`;
-}
-
-function fmtRate(bps: number): string {
-  if (bps >= 1e9) return `${(bps / 1e9).toFixed(3)} Gbit/s`;
-  if (bps >= 1e6) return `${(bps / 1e6).toFixed(3)} Mbit/s`;
-  return `${(bps / 1e3).toFixed(1)} kbit/s`;
-}
-
+/** One value in its unit, through the one unit formatter (a rate is in bits per second). */
 function fmt(unit: SelftestCheck["unit"], v: number): string {
-  return unit === "ms" ? fmtMs(v) : unit === "share" ? fmtShare(v) : fmtRate(v);
+  return unit === "ms"
+    ? formatDuration(v * 1e6)
+    : unit === "share"
+    ? formatShare(v)
+    : formatBitRate(v / 8);
 }
 
 function row(c: SelftestCheck): string[] {
@@ -53,7 +45,7 @@ export function formatSelftestReport(report: SelftestReport): string {
     const d = (name: string, c: typeof report.relay.up) =>
       `${name} in ${c.in} out ${c.out} lost ${c.dropLoss} queue-drop ${c.dropQueue}` +
       ` blackhole ${c.dropBlackhole} overflow ${c.dropOverflow}` +
-      ` late mean ${(c.lateMeanNs / 1000).toFixed(0)} µs max ${(c.lateMaxNs / 1e6).toFixed(2)} ms`;
+      ` late mean ${formatDuration(c.lateMeanNs)} max ${formatDuration(c.lateMaxNs)}`;
     lines.push(`relay: ${d("up", report.relay.up)}`);
     lines.push(`relay: ${d("down", report.relay.down)}`);
   }

@@ -24,6 +24,10 @@ export interface LoadPlan {
   insecure?: boolean;
   /** Trusted CA certificates (PEM). Default: none (verification then fails unless `insecure`). */
   caPem?: Uint8Array;
+  /** Client certificate chain (PEM) for mutual TLS; give it with `keyPem`. Default none. */
+  certPem?: Uint8Array;
+  /** The client certificate's private key (PEM). Default none. */
+  keyPem?: Uint8Array;
   /** Request header fields, pseudo-headers first, names lower-case. */
   headers: HeaderList;
   /** Request body. Default empty. */
@@ -107,6 +111,12 @@ export function encodePlan(plan: LoadPlan): Uint8Array<ArrayBuffer> {
   const threads = Math.min(count(plan.threads, "threads", 1, 64), conns);
   const timeout = ms(plan.timeoutMs, "timeout", 10_000);
   if (timeout === 0n) throw new RangeError("timeout must be > 0 ms");
+  if ((plan.certPem === undefined) !== (plan.keyPem === undefined)) {
+    throw new RangeError("A client certificate needs its key, and a key its certificate");
+  }
+  if (plan.certPem && (plan.certPem.length === 0 || plan.keyPem!.length === 0)) {
+    throw new RangeError("The client certificate and key must not be empty");
+  }
   const enc = new TextEncoder();
   const blobs = [
     enc.encode(plan.host),
@@ -114,6 +124,8 @@ export function encodePlan(plan: LoadPlan): Uint8Array<ArrayBuffer> {
     encodeHeaderBlock(plan.headers),
     plan.body ?? new Uint8Array(0),
     plan.caPem ?? new Uint8Array(0),
+    // mutual TLS: two more blobs, or none
+    ...(plan.certPem ? [plan.certPem, plan.keyPem!] : []),
   ];
   const len = HEAD + blobs.reduce((n, b) => n + 4 + b.length, 0);
   const out = new Uint8Array(len);

@@ -5,6 +5,13 @@
  */
 import type { ConnectionTimes, LatencySummary, LoadProgress, LoadResult } from "./mod.ts";
 import { formatBytes, formatDuration, formatRate } from "../lib/units.ts";
+import {
+  DEFAULT_OK,
+  formatStatusCounts,
+  parseStatusSet,
+  type StatusSet,
+  tallyStatuses,
+} from "../lib/status_set.ts";
 
 /** How the run was set up, for the headline. */
 export interface LoadShape {
@@ -13,6 +20,52 @@ export interface LoadShape {
   threads: number;
   /** Open-loop rate, req/s; 0 or absent for closed loop. */
   rate?: number;
+  /** The statuses that count as a success. Default 2xx and 3xx. */
+  ok?: StatusSet;
+  /** The transport's name in the headline (`h2c`, `h2-tls`, `h3`). Default the result's protocol. */
+  transport?: string;
+  /** Measured requests the plan meant to send (open loop: rate × duration); absent when unknown. */
+  planned?: number;
+}
+
+/** How a run's requests ended: succeeded (an accepted status), failed (another status), errored. */
+export interface LoadOutcome {
+  succeeded: number;
+  /** Responses whose status is outside the accepted set. */
+  failed: number;
+  /** Requests with no response (connect, reset, timeout, …). */
+  errors: number;
+  /** The failed responses by status, most frequent first. */
+  failedByStatus: [string, number][];
+  /** The accepted set, as written (`2xx,3xx`). */
+  ok: string;
+}
+
+/** Sorts a run's requests into succeeded, failed and errored by the accepted set. */
+export function loadOutcome(
+  r: LoadResult,
+  ok: StatusSet = parseStatusSet(DEFAULT_OK),
+): LoadOutcome {
+  const t = tallyStatuses(r.status, ok);
+  return {
+    succeeded: t.succeeded,
+    failed: t.failed,
+    errors: r.errors,
+    failedByStatus: t.failedByStatus,
+    ok: ok.text,
+  };
+}
+
+/**
+ * An open loop's shortfall: `reached 11.4k of 100k req/s; 62,920 sends not made`,
+ * or undefined when the rate was kept (at least 95 % of it, every planned send made).
+ */
+export function rateShortfall(r: LoadResult, rate: number, planned?: number): string | undefined {
+  const missing = planned !== undefined ? Math.max(0, planned - r.sent) : 0;
+  // a send or two lost at the schedule's very end is the clock's grain, not a shortfall
+  if (r.reqPerSec >= 0.95 * rate && missing <= 1 + 0.005 * (planned ?? 0)) return undefined;
+  return `reached ${formatRate(r.reqPerSec).replace(/ req\/s$/, "")} of ${formatRate(rate)}` +
+    (missing > 0 ? `; ${missing.toLocaleString("en-US")} sends not made` : "");
 }
 
 /** One progress line (no newline), e.g. `  3.2 s  measure  41.2k req/s  128456 done  0 errors  64 in flight`. */
@@ -48,20 +101,26 @@ function spread(label: string, values: number[]): string {
 /** The summary after a run. */
 export function renderLoadSummary(r: LoadResult, shape: LoadShape): string {
   const secs = r.measuredNs / 1e9;
-  const loop = shape.rate ? `open loop at ${shape.rate} req/s` : "closed loop";
+  const loop = shape.rate ? `open loop at ${formatRate(shape.rate)}` : "closed loop";
+  const out = loadOutcome(r, shape.ok);
+  const failed = out.failed
+    ? `${out.failed} failed (${formatStatusCounts(out.failedByStatus)})`
+    : "0 failed";
   const lines = [
     `${r.partial ? "PARTIAL: " : ""}finished in ${secs.toFixed(2)} s, ${
       formatRate(r.reqPerSec)
     }, ` +
     `${formatBytes(secs > 0 ? r.bytesIn / secs : 0)}/s in ` +
-    `(${r.protocol}, ${shape.connections} conn × ${shape.streams} streams, ` +
+    `(${shape.transport ?? r.protocol}, ${shape.connections} conn × ${shape.streams} streams, ` +
     `${shape.threads} thread${shape.threads === 1 ? "" : "s"}, ${loop})`,
-    `requests: ${r.sent} sent, ${r.completed} completed, ${r.errors} error${
-      r.errors === 1 ? "" : "s"
-    }` +
-    (r.warmupCompleted ? ` (+${r.warmupCompleted} in warm-up)` : ""),
+    `requests: ${r.sent} sent, ${r.completed} completed: ${out.succeeded} succeeded, ${failed}, ` +
+    `${r.errors} error${r.errors === 1 ? "" : "s"}` +
+    (r.warmupCompleted ? ` (+${r.warmupCompleted} in warm-up)` : "") +
+    ` (success: status ${out.ok})`,
     `status codes: ${Object.entries(r.status).map(([k, v]) => `${v} × ${k}`).join(", ") || "none"}`,
   ];
+  const short = shape.rate ? rateShortfall(r, shape.rate, shape.planned) : undefined;
+  if (short) lines.push(`open loop: ${short}`);
   const errs = Object.entries(r.errorsByKind).filter(([, v]) => v > 0);
   if (errs.length) lines.push(`errors: ${errs.map(([k, v]) => `${v} ${k}`).join(", ")}`);
   lines.push(

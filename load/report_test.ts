@@ -50,7 +50,10 @@ function refused(): LoadResult {
 
 Deno.test("the load summary of a refused connection counts the error and shows no latency", () => {
   const text = renderLoadSummary(refused(), { connections: 1, streams: 1, threads: 1 });
-  assert.match(text, /0 sent, 0 completed, 1 error$/m);
+  assert.match(
+    text,
+    /0 sent, 0 completed: 0 succeeded, 0 failed, 1 error \(success: status 2xx,3xx\)$/m,
+  );
   assert.match(text, /^errors: 1 connect$/m);
   const latency = text.split("\n").find((l) => /^\s+request\s/.test(l))!;
   assert.doesNotMatch(latency, /ns|µs|ms/, latency);

@@ -44,6 +44,8 @@ export interface RecordPlan {
   requests?: number;
   durationMs?: number;
   warmupMs?: number;
+  /** The statuses that counted as a success (`2xx,3xx`); absent in records written before. */
+  ok?: string;
 }
 
 /** A merged run's shards and why it is partial. */
@@ -75,6 +77,13 @@ export interface LoadRecord {
   engine: string;
   plan: RecordPlan;
   result: LoadResult;
+  /** Requests by outcome under `plan.ok`: succeeded, failed (other statuses, by status), errored. */
+  outcome?: {
+    succeeded: number;
+    failed: number;
+    errors: number;
+    failedByStatus: [string, number][];
+  };
   shard?: ShardInfo;
   merge?: MergeInfo;
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { installPlan, missingPackages, systemPackages } from "./ensure_system.ts";
-import { findTool } from "../tests/support.ts";
+import { needsTool } from "../tests/support.ts";
 
 Deno.test("the package list names the build tools, the peers and the browser the tests need", async () => {
   const list = await systemPackages();
@@ -12,7 +12,7 @@ Deno.test("the package list names the build tools, the peers and the browser the
 
 Deno.test({
   name: "missingPackages tells installed packages from missing ones through dpkg",
-  ignore: !findTool("dpkg-query"),
+  ignore: needsTool("dpkg-query", "dpkg"),
   fn: async () => {
     assert.deepEqual(await missingPackages(["bash", "sbilab-no-such-package"]), [
       "sbilab-no-such-package",

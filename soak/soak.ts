@@ -24,6 +24,13 @@ import {
   runAttackers,
 } from "./attackers.ts";
 import { readProcMemory } from "../lib/proc_status.ts";
+import {
+  countStatus,
+  DEFAULT_OK,
+  isAccepted,
+  parseStatusSet,
+  type StatusSet,
+} from "../lib/status_set.ts";
 
 /** Options of {@linkcode runSoak}. */
 export interface SoakOptions {
@@ -47,6 +54,8 @@ export interface SoakOptions {
   signal?: AbortSignal;
   /** Bounds the soak checks; a crossed one is named in the report's `crossed`. Default {@linkcode DEFAULT_SOAK_BOUNDS}. */
   bounds?: Partial<SoakBounds>;
+  /** The statuses that count as a success. Default 2xx and 3xx. */
+  ok?: StatusSet;
 }
 
 /** What a soak holds the server to. */
@@ -77,10 +86,14 @@ export const DEFAULT_SOAK_BOUNDS: Readonly<SoakBounds> = Object.freeze({
 
 /** One transport in one interval. */
 export interface SoakSlice {
-  /** Answers with status 200 and the right size. */
+  /** Answers with an accepted status and the right size. */
   served: number;
-  /** Failed requests and wrong answers. */
+  /** Requests without an answer, and accepted answers of the wrong size. */
   errors: number;
+  /** Answers whose status is outside the accepted set (absent in reports written before). */
+  failed?: number;
+  /** Answers by status (absent in reports written before). */
+  status?: Record<string, number>;
   /**
    * Sends skipped: the load generator fell more than 0.5 s behind its schedule
    * (its own process stalled) or 256 requests were already in flight.
@@ -174,15 +187,31 @@ function rssOf(pid: number | undefined): number | undefined {
   return pid === undefined ? undefined : readProcMemory(pid)?.rssBytes;
 }
 
-function slice(latencies: number[], served: number, errors: number, skipped: number): SoakSlice {
-  if (latencies.length === 0) return { served, errors, skipped };
-  return {
-    served,
-    errors,
-    skipped,
-    p50: quantile(latencies, 0.5),
-    p99: quantile(latencies, 0.99),
-  };
+/** What one transport's load counted over a stretch of time. */
+interface Counts {
+  served: number;
+  errors: number;
+  skipped: number;
+  failed: number;
+  status: Record<string, number>;
+}
+
+function zero(): Counts {
+  return { served: 0, errors: 0, skipped: 0, failed: 0, status: {} };
+}
+
+function addCounts(to: Counts, c: Counts): void {
+  to.served += c.served;
+  to.errors += c.errors;
+  to.skipped += c.skipped;
+  to.failed += c.failed;
+  for (const [k, n] of Object.entries(c.status)) to.status[k] = (to.status[k] ?? 0) + n;
+}
+
+function slice(latencies: number[], c: Counts): SoakSlice {
+  const base = { ...c, status: { ...c.status } };
+  if (latencies.length === 0) return base;
+  return { ...base, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99) };
 }
 
 /** Drives one transport at `rate` req/s; returns a function that takes the interval's figures. */
@@ -192,12 +221,11 @@ function steadyLoad(
   size: number,
   rate: number,
   signal: AbortSignal,
-): { take(): [number[], number, number, number]; all: number[]; done: Promise<void> } {
+  ok: StatusSet,
+): { take(): [number[], Counts]; all: number[]; done: Promise<void> } {
   let lat: number[] = [];
   const all: number[] = [];
-  let served = 0;
-  let errors = 0;
-  let skipped = 0;
+  let c = zero();
   let inFlight = 0;
   const start = performance.now();
   let sent = 0;
@@ -207,14 +235,17 @@ function steadyLoad(
     const t0 = performance.now();
     try {
       const res = await client.request({ method: "GET", path });
-      if (res.status === 200 && res.body.length === size) {
+      countStatus(c.status, res.status);
+      if (!isAccepted(ok, res.status)) {
+        c.failed++;
+      } else if (res.body.length === size) {
         const ms = performance.now() - t0;
         lat.push(ms);
         all.push(ms);
-        served++;
-      } else errors++;
+        c.served++;
+      } else c.errors++;
     } catch {
-      errors++;
+      c.errors++;
     } finally {
       inFlight--;
     }
@@ -226,12 +257,12 @@ function steadyLoad(
       // Fallen behind (this process stalled): skip, rather than send a burst nobody scheduled.
       const behind = due - sent - Math.ceil(rate / 2);
       if (behind > 0) {
-        skipped += behind;
+        c.skipped += behind;
         sent += behind;
       }
       for (; sent < due; sent++) {
         if (inFlight >= MAX_IN_FLIGHT) {
-          skipped++;
+          c.skipped++;
           continue;
         }
         const p = one();
@@ -244,11 +275,9 @@ function steadyLoad(
   })();
   return {
     take() {
-      const out: [number[], number, number, number] = [lat, served, errors, skipped];
+      const out: [number[], Counts] = [lat, c];
       lat = [];
-      served = 0;
-      errors = 0;
-      skipped = 0;
+      c = zero();
       return out;
     },
     all,
@@ -271,7 +300,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   options.signal?.addEventListener("abort", stop, { once: true });
   const clients = new Map<TransportName, SbiClient>();
   const intervals: SoakInterval[] = [];
-  const totals = new Map<TransportName, { served: number; errors: number; skipped: number }>();
+  const totals = new Map<TransportName, Counts>();
+  const ok = options.ok ?? parseStatusSet(DEFAULT_OK);
   const counts = noAttacks();
   let alive = true;
   try {
@@ -280,7 +310,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         t,
         await createClient(t, servers.urls[t]!, { tls: servers.tls, timeoutMs: 5000 }),
       );
-      totals.set(t, { served: 0, errors: 0, skipped: 0 });
+      totals.set(t, zero());
     }
     const port = (t: TransportName) =>
       servers.urls[t] ? Number(new URL(servers.urls[t]!).port) : undefined;
@@ -294,7 +324,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const loads = new Map(
       options.transports.map((
         t,
-      ) => [t, steadyLoad(clients.get(t)!, path, size, rate, controller.signal)]),
+      ) => [t, steadyLoad(clients.get(t)!, path, size, rate, controller.signal, ok)]),
     );
     const t0 = performance.now();
     const end = t0 + options.durationMs;
@@ -318,12 +348,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       };
       stall = 0;
       for (const [t, load] of loads) {
-        const [lat, served, errors, skipped] = load.take();
-        interval.transports[t] = slice(lat, served, errors, skipped);
-        const sum = totals.get(t)!;
-        sum.served += served;
-        sum.errors += errors;
-        sum.skipped += skipped;
+        const [lat, counts] = load.take();
+        interval.transports[t] = slice(lat, counts);
+        addCounts(totals.get(t)!, counts);
       }
       intervals.push(interval);
       options.onInterval?.(interval);
@@ -346,7 +373,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     for (const [t, load] of loads) {
       const sum = totals.get(t)!;
       summary[t] = {
-        ...slice(load.all, sum.served, sum.errors, sum.skipped),
+        ...slice(load.all, sum),
         ratePerSecond: sum.served / seconds,
       };
     }

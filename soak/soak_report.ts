@@ -2,6 +2,7 @@
 import type { SoakInterval, SoakReport, SoakSlice } from "./soak.ts";
 import type { TransportName } from "../transports/types.ts";
 import { formatBytes, formatDuration } from "../lib/units.ts";
+import { formatStatusCounts } from "../lib/status_set.ts";
 
 function ms(x: number | undefined): string {
   return x === undefined ? "–" : formatDuration(x * 1e6);
@@ -10,7 +11,10 @@ function ms(x: number | undefined): string {
 function cell(s: SoakSlice | undefined, seconds: number): string {
   if (!s) return "–";
   const skipped = s.skipped ? ` ${s.skipped} skipped` : "";
-  return `${(s.served / seconds).toFixed(0)}/s ${ms(s.p50)} ${ms(s.p99)} ${s.errors} err${skipped}`;
+  const failed = s.failed ? ` ${s.failed} failed` : "";
+  return `${(s.served / seconds).toFixed(0)}/s ${ms(s.p50)} ${
+    ms(s.p99)
+  }${failed} ${s.errors} err${skipped}`;
 }
 
 /** One line per interval: per transport rate, p50, p99, errors; then the server's RSS. */
@@ -30,7 +34,7 @@ export function renderSoakSummary(r: SoakReport): string {
       r.attacks.join(", ") || "none"
     }`,
     "",
-    "transport  served/s      p50      p99  served  errors  skipped",
+    "transport  served/s      p50      p99  served  failed  errors  skipped",
   ];
   for (
     const [t, s] of Object.entries(r.summary) as [
@@ -42,11 +46,14 @@ export function renderSoakSummary(r: SoakReport): string {
     lines.push(
       `${t.padEnd(9)} ${s.ratePerSecond.toFixed(1).padStart(9)} ${ms(s.p50).padStart(8)} ${
         ms(s.p99).padStart(8)
-      } ${String(s.served).padStart(7)} ${String(s.errors).padStart(7)} ${
-        String(s.skipped).padStart(8)
-      }`,
+      } ${String(s.served).padStart(7)} ${String(s.failed ?? 0).padStart(7)} ${
+        String(s.errors).padStart(7)
+      } ${String(s.skipped).padStart(8)}`,
     );
   }
+  const statuses = Object.entries(r.summary).filter(([, s]) => s?.status)
+    .map(([t, s]) => `${t} ${formatStatusCounts(s!.status!) || "none"}`);
+  if (statuses.length) lines.push(`status codes: ${statuses.join("; ")}`);
   if (r.rss) {
     const after = r.rss.after === undefined
       ? ""

@@ -31,6 +31,7 @@ import {
   ueVars,
 } from "./flows/runner.ts";
 import { makeRow, type ScenarioContext } from "../bench/scenarios/mod.ts";
+import { countStatus } from "../lib/status_set.ts";
 import { PathCpu, pathPids, type PathProbe, procPathProbe } from "./flows/path_cpu.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
 import { formatDuration, formatRate } from "../lib/units.ts";
@@ -92,6 +93,8 @@ interface StreamTally {
   failedAt: Map<string, number>;
   notStarted: Map<string, number>;
   retries: Map<string, number>;
+  /** Answers by status per flow and step (`flow\nstep`), and those outside the step's expected ones. */
+  stepStatus: Map<string, { status: Record<string, number>; failed: number }>;
   firstError?: string;
 }
 
@@ -103,6 +106,7 @@ function tally(): StreamTally {
     failedAt: new Map(),
     notStarted: new Map(),
     retries: new Map(),
+    stepStatus: new Map(),
   };
 }
 
@@ -134,6 +138,12 @@ async function journey(
     for (const s of o.steps) {
       if (s.attempts > 0 && s.status !== undefined) {
         recorder(t.stepTimes, `${flow.name}\n${s.step}`).record(s.ns);
+        const key = `${flow.name}\n${s.step}`;
+        const c = t.stepStatus.get(key) ?? { status: {}, failed: 0 };
+        t.stepStatus.set(key, c);
+        countStatus(c.status, s.status);
+        const expect = flow.steps.find((d) => d.name === s.step)?.expect;
+        if (expect && !expect.includes(s.status)) c.failed++;
       }
     }
     if (!o.ok) {
@@ -453,13 +463,19 @@ function cellRows(
     for (const step of flow.steps) {
       const st = t.stepTimes.get(`${flow.name}\n${step.name}`);
       if (!st || st.count < 2) continue;
+      const answers = t.stepStatus.get(`${flow.name}\n${step.name}`);
       rows.push(makeRow({
         id: `flows/${transport}/${flow.name}/${ues}/${step.name}`,
         scenario: "flows",
         transport,
         label: step.title,
         concurrency: ues,
-        errors: t.failedAt.get(`${flow.name}\n${step.name}`) ?? 0,
+        // failed: answers with a status the step does not expect; errors: the step's other failures
+        errors: Math.max(
+          0,
+          (t.failedAt.get(`${flow.name}\n${step.name}`) ?? 0) - (answers?.failed ?? 0),
+        ),
+        ...(answers ? { status: { ...answers.status }, failed: answers.failed } : {}),
         flow: flow.name,
         step: step.name,
         stack,

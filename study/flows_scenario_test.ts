@@ -14,7 +14,12 @@ import { createRng } from "../bench/stats/mod.ts";
  * server process: its one thread runs `serverShare[t]` of the time while
  * transport t's requests are being sent. `blocks` lists each block's transport.
  */
-function harness(serverShare: Partial<Record<TransportName, number>>, schedule?: "sequential") {
+function harness(
+  serverShare: Partial<Record<TransportName, number>>,
+  schedule?: "sequential",
+  /** Answers the nth warm GET (from 1) with this status instead of the handler's, when set. */
+  override?: (n: number) => number | undefined,
+) {
   const handler = createHandler();
   let current: TransportName | undefined;
   const blocks: string[] = [];
@@ -25,7 +30,7 @@ function harness(serverShare: Partial<Record<TransportName, number>>, schedule?:
     now += ms;
     return Promise.resolve();
   };
-  let serverS = 0, clientS = 0, last = 0, reads = 0;
+  let serverS = 0, clientS = 0, last = 0, reads = 0, gets = 0;
   const probe: PathProbe = {
     read(): PathReading {
       // Reads come in pairs around each measured block; the second names the block's transport.
@@ -63,6 +68,10 @@ function harness(serverShare: Partial<Record<TransportName, number>>, schedule?:
           // The warm GETs are the blocks' load; heartbeats (PATCH) run in the background.
           if (r.path.startsWith("/nbench/")) current = t;
           now += 0.5;
+          const status = r.path.startsWith("/nbench/") ? override?.(++gets) : undefined;
+          if (status !== undefined) {
+            return Promise.resolve({ status, headers: {}, body: new Uint8Array(0) });
+          }
           return c.request(r);
         },
       });
@@ -114,4 +123,24 @@ Deno.test("flows on a quiet path keeps the cell valid; sequential runs one trans
   assert.notEqual(cell.status, "not-valid", cell.reason);
   assert.deepEqual(v.notValid, []);
   assert.deepEqual(h.blocks, ["h2c", "h2c", "h2c", "h2c", "h3", "h3", "h3", "h3"]);
+});
+
+Deno.test("flows keeps each step's answers by status and counts a status the step does not expect as failed", async () => {
+  // every 4th warm GET is answered 404
+  const h = harness({ h2c: 0.3, h3: 0.4 }, "sequential", (n) => (n % 4 === 0 ? 404 : undefined));
+  const rows = await flowsScenario(h.ctx, { probe: h.probe, sleep: h.sleep, rng: createRng(3) });
+  const steps = rows.filter((r) => r.flow === "warm-get" && r.step);
+  assert.ok(steps.length > 0);
+  let ok = 0, notFound = 0;
+  for (const r of steps) {
+    assert.deepEqual(Object.keys(r.status!).sort(), ["200", "404"], r.id);
+    assert.equal(r.failed, r.status!["404"], r.id);
+    assert.equal(r.errors, 0, `${r.id}: the 404s are failed answers, not errors`);
+    ok += r.status!["200"];
+    notFound += r.status!["404"];
+  }
+  // about a quarter of the counted warm GETs were answered 404
+  assert.ok(notFound > 0 && ok >= 2 * notFound, `${ok} × 200, ${notFound} × 404`);
+  // the flow's own row counts its failed flows
+  for (const r of flowRows(rows)) assert.ok(r.errors > 0, r.id);
 });

@@ -4,18 +4,18 @@
  * `--target-h3` gives h3 its URL.
  */
 import assert from "node:assert/strict";
-import { h3Available } from "../transports/h3/mod.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { runLab, startLabServe } from "./support.ts";
 
 Deno.test({
   name:
     "lab bench --target measures h2-TLS and reports h3 failed when h3 is elsewhere, and --target-h3 measures both",
-  ignore: !(await h3Available()),
+  ignore: H3_SKIP !== null,
   fn: async () => {
     const state = await Deno.makeTempDir();
     const srv = await startLabServe({ transports: ["h2-tls", "h3"], stateDir: state });
     const urls = srv.urls as Record<string, string>;
-    const timing = ["--no-floors", "-q", "--sizes", "256", "--warmup", "100ms", "--samples", "20"];
+    const timing = ["--no-floors", "-q", "--sizes", "256", "--warm-up", "100ms", "--samples", "20"];
     try {
       assert.notEqual(urls["h2-tls"], urls["h3"], "lab serve --tls-port 0 puts h3 on its own port");
       const base = ["bench", "--target", urls["h2-tls"], "--ca", `${state}/ca.pem`, ...timing];

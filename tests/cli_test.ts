@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
-import { h3Available } from "../transports/h3/mod.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import type { LabServeOptions } from "../lib/lab_serve.ts";
 import {
   directCall,
@@ -32,7 +32,7 @@ function assertOneLineError(r: { code: number; stderr: string }, pattern: RegExp
   assert.equal(r.code, code, `exit status for:\n${r.stderr}`);
   // progress: lines (stderr is not a terminal here) may come first; the error is one line
   const lines = r.stderr.trim().split("\n").filter((l) =>
-    !l.startsWith("(run lab --help") && !l.startsWith("progress: ")
+    !l.startsWith("(run lab ") && !l.startsWith("progress: ")
   );
   assert.equal(lines.length, 1, `expected one line, got:\n${r.stderr}`);
   assert.match(lines[0], pattern);
@@ -100,7 +100,7 @@ Deno.test("lab serve prints a URL per listener and lab request fetches the handl
 Deno.test({
   name:
     "lab serve's h3 sends gtlsclient --max-udp-payload-size=1452 its 16 KiB and 1 MiB answers byte for byte",
-  ignore: needsTool("gtlsclient", "ngtcp2-client") || !(await h3Available()),
+  ignore: needsTool("gtlsclient", "ngtcp2-client") || H3_SKIP !== null,
   fn: async () => {
     const state = await Deno.makeTempDir();
     const dir = await Deno.makeTempDir();
@@ -135,7 +135,7 @@ Deno.test({
 
 Deno.test({
   name: "lab serve --h3-retry answers gtlsclient's first Initial with a Retry, then serves it",
-  ignore: needsTool("gtlsclient", "ngtcp2-client") || !(await h3Available()),
+  ignore: needsTool("gtlsclient", "ngtcp2-client") || H3_SKIP !== null,
   fn: async () => {
     const state = await Deno.makeTempDir();
     const srv = await startServe({
@@ -214,8 +214,8 @@ Deno.test("lab serve refuses a port in use with one line", async () => {
 
 Deno.test("lab gives one clear line, exit 1 for failures, curl's status for a failed request and exit 2 for usage errors", async (t) => {
   const cases: [string, string[], RegExp, number][] = [
-    ["bad URL", ["request", "not a url"], /error: Invalid URL/, 1],
-    ["bad scheme", ["request", "ftp://x/"], /error: Unsupported scheme ftp:/, 1],
+    ["bad URL", ["request", "not a url"], /error: Invalid URL/, 3],
+    ["bad scheme", ["request", "ftp://x/"], /error: Unsupported scheme ftp:/, 3],
     [
       "unreachable host",
       ["request", "--timeout", "3000", `http://127.0.0.1:${freePort()}/x`],
@@ -451,7 +451,7 @@ Deno.test("lab load drives lab serve over h2c, h2-TLS and h3 with matching count
       ]);
       assert.equal(r.code, 0, r.stderr);
       const out = dec.decode(r.stdout);
-      assert.match(out, /300 sent, 300 completed, 0 errors/);
+      assert.match(out, /300 sent, 300 completed: 300 succeeded, 0 failed, 0 errors/);
       assert.match(out, /status codes: 300 × 200/);
       assert.match(out, /latency histogram/);
       const saved = JSON.parse(await Deno.readTextFile(json));
@@ -467,11 +467,11 @@ Deno.test("lab load drives lab serve over h2c, h2-TLS and h3 with matching count
   }
 });
 
-Deno.test("lab load: argument errors exit 2 and a refused connection exits 1, each with one line", async () => {
+Deno.test("lab load: argument errors exit 2, a malformed URL 3 and a refused connection 7, each with one line", async () => {
   const port = freePort();
+  assertOneLineError(await lab(["load", "not a url", "-n", "5"]), /Invalid URL/, 3);
   for (
     const [args, pattern] of [
-      [["load", "not a url", "-n", "5"], /Invalid URL/],
       [["load", `http://127.0.0.1:${port}/`, "-n", "5", "-D", "1s"], /either -n/],
       [["load", `http://127.0.0.1:${port}/`], /either -n/],
       [["load", `http://127.0.0.1:${port}/`, "-n", "0"], /-n must be/],
@@ -485,7 +485,7 @@ Deno.test("lab load: argument errors exit 2 and a refused connection exits 1, ea
     assertOneLineError(r, pattern, 2);
   }
   const r = await lab(["load", `http://127.0.0.1:${port}/`, "-n", "5"]);
-  assertOneLineError(r, /refused.*partial/i, 1);
+  assertOneLineError(r, /refused.*partial/i, 7);
   assert.match(dec.decode(r.stdout), /^PARTIAL: /);
 });
 

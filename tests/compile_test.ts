@@ -307,7 +307,10 @@ Deno.test({
           `${srv.urls["h3"]}/nbench/v1/payload?size=256`,
         ]);
         assert.equal(load.code, 0, load.stderr);
-        assert.match(dec.decode(load.stdout), /requests: \d+ sent, 1000 completed, 0 errors/);
+        assert.match(
+          dec.decode(load.stdout),
+          /requests: \d+ sent, 1000 completed: 1000 succeeded, 0 failed, 0 errors/,
+        );
       } finally {
         await srv.stop();
       }

@@ -11,12 +11,13 @@ Deno.test({
   ignore: needsTool("nghttpd", "nghttp2-server"),
   fn: async () => {
     const port = freePort();
+    const dir = await Deno.makeTempDir();
+    await Deno.writeTextFile(`${dir}/nf.json`, "{}");
     const server = new Deno.Command("nghttpd", {
-      args: ["--no-tls", "-m", "4", String(port)],
+      args: ["--no-tls", "-m", "4", "-d", dir, String(port)],
       stdout: "null",
       stderr: "null",
     }).spawn();
-    const dir = await Deno.makeTempDir();
     try {
       await waitForPort(port);
       const r = await runLab([
@@ -26,9 +27,11 @@ Deno.test({
         "concurrency",
         "--target",
         `http://127.0.0.1:${port}`,
+        "--path",
+        "/nf.json",
         "--concurrency",
         "32",
-        "--warmup",
+        "--warm-up",
         "100ms",
         "--time",
         "300ms",

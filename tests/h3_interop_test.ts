@@ -7,17 +7,11 @@ import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { createDevPki } from "../transports/pki.ts";
 import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
-import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
-import { startGtlsServer } from "./support.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
+import { needsTool, startGtlsServer } from "./support.ts";
 
-const haveClient = await haveProgram("gtlsclient");
-const haveServer = await haveProgram("gtlsserver");
-if (!H3_SKIP && !haveClient) {
-  console.log("skipping gtlsclient interop: apt-get install -y ngtcp2-client");
-}
-if (!H3_SKIP && !haveServer) {
-  console.log("skipping gtlsserver interop: apt-get install -y ngtcp2-server");
-}
+const haveClient = !needsTool("gtlsclient", "ngtcp2-client");
+const haveServer = !needsTool("gtlsserver", "ngtcp2-server");
 
 Deno.test({
   name:

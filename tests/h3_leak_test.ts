@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import { ensureBuilt } from "../lib/native_build.ts";
 import { writeDevPki } from "../transports/pki.ts";
-import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
+import { needsTool } from "./support.ts";
 
-const haveValgrind = await haveProgram("valgrind");
-if (!H3_SKIP && !haveValgrind) console.log("skipping h3 leak check: apt-get install -y valgrind");
+const haveValgrind = !needsTool("valgrind", "valgrind");
 
 Deno.test({
   name:

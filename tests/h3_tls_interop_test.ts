@@ -10,8 +10,8 @@ import { createDevPki } from "../transports/pki.ts";
 import type { TlsConnection, TlsConnectionInfo } from "../transports/tls.ts";
 import { TicketCache } from "../transports/ticket_cache.ts";
 import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
-import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
-import { recordingHandler, runTool, startGtlsServer } from "./support.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
+import { needsTool, recordingHandler, runTool, startGtlsServer } from "./support.ts";
 
 /** A connection the server accepted, with what its handshake negotiated (read in the hook). */
 interface Accepted {
@@ -19,14 +19,8 @@ interface Accepted {
   tls: TlsConnectionInfo;
 }
 
-const haveClient = await haveProgram("gtlsclient");
-const haveServer = await haveProgram("gtlsserver");
-if (!H3_SKIP && !haveClient) {
-  console.log("skipping gtlsclient TLS interop: apt-get install -y ngtcp2-client");
-}
-if (!H3_SKIP && !haveServer) {
-  console.log("skipping gtlsserver TLS interop: apt-get install -y ngtcp2-server");
-}
+const haveClient = !needsTool("gtlsclient", "ngtcp2-client");
+const haveServer = !needsTool("gtlsserver", "ngtcp2-server");
 
 /** Runs gtlsclient once against 127.0.0.1:port with a session and transport-parameter file. */
 async function gtlsclient(

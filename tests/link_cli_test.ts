@@ -22,7 +22,7 @@ async function lab(args: string[], prefix: string[] = []) {
   const dec = new TextDecoder();
   // commander's hint after a usage error is not part of the message
   const stderr = dec.decode(out.stderr).split("\n")
-    .filter((l) => !l.startsWith("(run lab --help")).join("\n").trim();
+    .filter((l) => !l.startsWith("(run lab ")).join("\n").trim();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr };
 }
 

@@ -91,7 +91,10 @@ Deno.test({
           "60000",
         ]);
         assert.equal(merged.code, 0, merged.stderr);
-        assert.match(dec.decode(merged.stdout), /4002 sent, 4002 completed, 0 errors/);
+        assert.match(
+          dec.decode(merged.stdout),
+          /4002 sent, 4002 completed: 4002 succeeded, 0 failed, 0 errors/,
+        );
         const run = await readRecord(`${dir}/a.json`);
         assert.equal(run.result.completed, answered);
         assert.equal(answered, 4002);

@@ -8,14 +8,12 @@
 import assert from "node:assert/strict";
 import { ensureBuilt } from "../lib/native_build.ts";
 import { DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
-import { H3_SKIP, haveProgram } from "../transports/h3/_test_util.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
+import { needsTool } from "./support.ts";
 import { freePort, freeUdpPort } from "../lib/host.ts";
 import { type LoadPlan, runLoad } from "../load/mod.ts";
 
-const haveValgrind = await haveProgram("valgrind");
-if (!haveValgrind) {
-  console.log("skipping the module hosts' leak checks: apt-get install -y valgrind");
-}
+const haveValgrind = !needsTool("valgrind", "valgrind");
 
 /** Reads the child's stdout until its first line, within `ms`. */
 async function firstLine(child: Deno.ChildProcess, ms: number): Promise<string> {

@@ -21,7 +21,7 @@ Deno.test({
   name: "lab profile prints a table per side with the time per request of each category",
   ignore: H2_NATIVE_SKIP !== null,
   fn: async () => {
-    const r = await runLab(["profile", "--requests", "300", "--warmup", "50"], 120_000);
+    const r = await runLab(["profile", "--requests", "300", "--warm-up", "50"], 120_000);
     const text = new TextDecoder().decode(r.stdout);
     assert.equal(r.code, 0, r.stderr);
     assert.match(
@@ -44,7 +44,7 @@ Deno.test({
     try {
       const json = `${dir}/memory.json`;
       const r = await runLab(
-        ["profile", "--memory", "--requests", "300", "--warmup", "50", "--json", json],
+        ["profile", "--memory", "--requests", "300", "--warm-up", "50", "--json", json],
         120_000,
       );
       const text = new TextDecoder().decode(r.stdout);

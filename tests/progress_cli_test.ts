@@ -23,7 +23,7 @@ Deno.test("lab load and lab bench print progress: lines on a pipe, and none with
     assert.ok(lines.length >= 2, `a line per phase and a closing line:\n${load.stderr}`);
     assert.ok(lines.length <= 6, `bounded (one per phase, then one per 2 s):\n${load.stderr}`);
     for (const l of lines.slice(0, -1)) assert.match(l, LINE);
-    assert.match(lines[0], /phase 1, h2 1×1, warm-up\)$/);
+    assert.match(lines[0], /phase 1, h2c 1×1, warm-up\)$/);
     assert.ok(lines.some((l) => /measure\)$/.test(l)), load.stderr);
     assert.equal(lines.at(-1), "progress: 100 % done (2 phases)");
     assert.ok(!load.stderr.includes("\x1b["), "no terminal escapes on a pipe");
@@ -33,13 +33,22 @@ Deno.test("lab load and lab bench print progress: lines on a pipe, and none with
     assert.deepEqual(progressLines(quiet.stderr), []);
 
     const args = ["bench", "--target", origin, "--transports", "h2c", "--sizes", "256"];
-    const timing = ["--no-floors", "--warmup", "100ms", "--time", "300ms", "--samples", "20"];
+    const timing = ["--no-floors", "--warm-up", "100ms", "--time", "300ms", "--samples", "20"];
     const bench = await runLab([...args, ...timing]);
     assert.equal(bench.code, 0, bench.stderr);
     const rows = progressLines(bench.stderr);
     assert.ok(rows.length >= 2, bench.stderr);
-    assert.match(rows[0], /^progress: \d+ % \(row 1(\/\d+)?, (warm-up |round \d+ )?h2c .*256 B\)$/);
-    assert.match(rows.at(-1)!, /^progress: 100 % done \(\d+ rows?\)$/);
+    assert.match(
+      rows[0],
+      /^progress: \d+ % \(row 1(\/\d+)?, interleaved rounds · warm-up h2c 256 B\)$/,
+    );
+    assert.match(rows.at(-1)!, /^progress: 100 % done \(1 row\)$/);
+    // one row for the whole interleaved run, its share never going back
+    const shares = rows.slice(0, -1).map((l) => Number(/^progress: (\d+) %/.exec(l)![1]));
+    for (const l of rows.slice(0, -1)) assert.match(l, /\(row 1, interleaved rounds · /);
+    for (let i = 1; i < shares.length; i++) {
+      assert.ok(shares[i] >= shares[i - 1], rows.join("\n"));
+    }
     const benchQuiet = await runLab([...args, ...timing, "--quiet"]);
     assert.equal(benchQuiet.code, 0, benchQuiet.stderr);
     assert.deepEqual(progressLines(benchQuiet.stderr), []);

@@ -14,14 +14,15 @@ import {
   STACKS,
   type TransportName,
 } from "../transports/mod.ts";
-import { createDevPki, DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
+import { createDevPki, type DevPki } from "../transports/pki.ts";
 import {
   labCommand,
   type LabServeOptions,
   type LabServeProcess,
   startLabServe as startServe,
 } from "../lib/lab_serve.ts";
-import { findTool, freeUdpPort } from "../lib/host.ts";
+import { findTool } from "../lib/host.ts";
+import { startGtlsServer as startPeerGtlsServer } from "../interop/peers.ts";
 
 export { findTool, freePort, freeUdpPort, ROOT, waitForPort } from "../lib/host.ts";
 
@@ -46,11 +47,22 @@ export async function until(cond: () => boolean, what: string, ms = 5000): Promi
   }
 }
 
-/** `ignore` flag for a test needing `tool`; prints which Debian package to install when missing. */
-export function needsTool(tool: string, pkg: string): boolean {
-  if (findTool(tool)) return false;
-  console.warn(`skipping: ${tool} not found (apt-get install ${pkg})`);
+/**
+ * `ignore` flag for a test needing `what`: false when it is there; else a
+ * skip that names the Debian packages to install, except in CI (env `CI`
+ * set), which installs everything, so there a missing one throws.
+ */
+export function skipWithout(present: boolean, what: string, packages: string): boolean {
+  if (present) return false;
+  const why = `${what} not found (apt-get install ${packages})`;
+  if (Deno.env.get("CI")) throw new Error(`In CI: ${why}`);
+  console.warn(`skipping: ${why}`);
   return true;
+}
+
+/** `ignore` flag for a test needing `tool` (see {@linkcode skipWithout}). */
+export function needsTool(tool: string, pkg: string): boolean {
+  return skipWithout(findTool(tool) !== undefined, tool, pkg);
 }
 
 /** Transports to run cross-transport tests on; in CI a missing h3 is an error, not a skip. */
@@ -254,39 +266,28 @@ export function recordingHandler(
 }
 
 /**
- * Starts ngtcp2's example server (`gtlsserver`, package ngtcp2-server) on a
- * free UDP port of 127.0.0.1 with `pki`'s server certificate, serving `files`
- * from a temporary folder. It binds a moment later: retry the first request.
- * `stop()` ends it and removes its folders.
+ * Starts ngtcp2's example server (`gtlsserver`, package ngtcp2-server) serving
+ * `files` from a temporary folder, through the one starter
+ * (`interop/peers.ts`: a free UDP port of 127.0.0.1, `pki`'s server
+ * certificate, resolved once it answers). `stop()` ends it and removes its folders.
  */
 export async function startGtlsServer(
   pki: DevPki,
   files: Record<string, Uint8Array>,
 ): Promise<{ port: number; stop(): Promise<void> }> {
-  const pkiDir = await Deno.makeTempDir();
   const docs = await Deno.makeTempDir();
-  await writeDevPki(pkiDir, pki);
   for (const [name, data] of Object.entries(files)) await Deno.writeFile(`${docs}/${name}`, data);
-  const port = freeUdpPort();
-  const child = new Deno.Command("gtlsserver", {
-    args: [
-      "-q",
-      "-d",
-      docs,
-      "127.0.0.1",
-      String(port),
-      `${pkiDir}/${DEV_PKI_FILES.serverKey}`,
-      `${pkiDir}/${DEV_PKI_FILES.serverCert}`,
-    ],
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
+  let peer;
+  try {
+    peer = await startPeerGtlsServer(pki, ["-d", docs]);
+  } catch (err) {
+    await Deno.remove(docs, { recursive: true });
+    throw err;
+  }
   return {
-    port,
+    port: peer.port,
     stop: async () => {
-      child.kill("SIGTERM");
-      await child.status;
-      await Deno.remove(pkiDir, { recursive: true });
+      await peer.close();
       await Deno.remove(docs, { recursive: true });
     },
   };

@@ -10,10 +10,11 @@ import { ensureBuilt } from "../lib/native_build.ts";
 import { H2_NATIVE_SKIP } from "../transports/h2/_test_util.ts";
 import { sbh2Versions } from "../transports/h2/ffi.ts";
 import { loadH2Library } from "../transports/h2/loader.ts";
-import { h3Available, h3Versions } from "../transports/h3/mod.ts";
+import { h3Versions } from "../transports/h3/mod.ts";
+import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { startPair } from "./support.ts";
 
-const skip = H2_NATIVE_SKIP !== null || !(await h3Available());
+const skip = H2_NATIVE_SKIP !== null || H3_SKIP !== null;
 
 /** The string SB_TLS_PRIORITY expands to: its C string literals, joined. */
 async function sharedPriority(): Promise<string> {

@@ -4,7 +4,7 @@
  * reserve for files, the UDP socket and libraries; the connection caps are
  * derived from what is left.
  */
-import { libc } from "./native/libc.ts";
+import { libc } from "../lib/libc.ts";
 
 const RLIMIT_NOFILE = 7;
 

@@ -10,7 +10,7 @@ Deno.test("raiseFdLimit lifts a lowered soft limit back to the hard limit", asyn
     import { getFdLimit, raiseFdLimit } from ${
     JSON.stringify(new URL("./fd_limit.ts", import.meta.url).href)
   };
-    import { libc } from ${JSON.stringify(new URL("./native/libc.ts", import.meta.url).href)};
+    import { libc } from ${JSON.stringify(new URL("../lib/libc.ts", import.meta.url).href)};
     libc().setrlimit(7, new BigUint64Array([200n, 400n]));
     const before = getFdLimit();
     const after = raiseFdLimit();

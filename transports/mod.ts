@@ -10,7 +10,6 @@ import {
   type SbiServer,
   type ServerOptions,
   type StackName,
-  stackTransports,
   type TransportName,
   TRANSPORTS,
 } from "./types.ts";
@@ -34,12 +33,6 @@ export function parseTransports(list: string): TransportName[] {
   return [...new Set(names)] as TransportName[];
 }
 
-function unsupported(transport: TransportName, stack: StackName): never {
-  throw new RangeError(
-    `The ${stack} stack has no ${transport} (it has ${stackTransports(stack).join(", ")})`,
-  );
-}
-
 /** Starts a server for `transport` around `handler`, on `options.stack` (default native). */
 export async function createServer(
   transport: TransportName,
@@ -53,8 +46,7 @@ export async function createServer(
     }
     const h2 = await import("./deno/server.ts");
     if (transport === "h2c") return await h2.createH2cServer(handler, options);
-    if (transport === "h2-tls") return await h2.createH2TlsServer(handler, options);
-    unsupported(transport, stack);
+    return await h2.createH2TlsServer(handler, options);
   }
   if (transport === "h3") {
     return await (await import("./h3/mod.ts")).createH3Server(handler, options);
@@ -93,7 +85,7 @@ export async function availableTransports(stack?: StackName): Promise<TransportN
   if (s === "deno") {
     const out: TransportName[] = ["h2c", "h2-tls"];
     try {
-      await (await import("./deno/h3_framing.ts")).loadDh3Library();
+      await (await import("./deno/h3_loader.ts")).loadDh3Library();
       out.push("h3");
     } catch {
       // the framing module is not built: the deno stack has h2 only here

@@ -14,3 +14,8 @@ export function parseOrigin(text: string, schemes: readonly string[] = ["http:",
   }
   return url;
 }
+
+/** A host name as it stands in a URL: an IPv6 address in brackets. */
+export function urlHost(hostname: string): string {
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
+}

@@ -12,10 +12,19 @@ import {
   DEFAULT_RESPONSE_BUDGET_BYTES,
 } from "./byte_budget.ts";
 
+/**
+ * Largest header section of one message, bytes, counted as RFC 9113 and
+ * RFC 9114 do (name + value + 32 per field): the h2 module's header list
+ * cap, and the same on h3 (one HTTP message, one bound, whatever carries it).
+ */
+export const DEFAULT_MAX_HEADER_SECTION_BYTES = 16384;
+
 /** The limits in force on one server, every field resolved. */
 export interface ServerLimits {
   /** Largest request body, bytes; a larger one is answered 413. */
   maxBodyBytes: number;
+  /** Largest request header section (name + value + 32 per field), bytes, advertised in SETTINGS; a larger one resets its stream. */
+  maxHeaderSectionBytes: number;
   /** TCP connections one listener holds at once (h3 has no cap of its own). */
   maxConnections: number;
   /** A connection must be ready for requests this long after it arrived, ms. */
@@ -37,6 +46,7 @@ export interface ServerLimits {
 /** Defaults of {@linkcode ServerLimits}, the same on every stack and transport. */
 export const DEFAULT_SERVER_LIMITS: Readonly<ServerLimits> = Object.freeze({
   maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+  maxHeaderSectionBytes: DEFAULT_MAX_HEADER_SECTION_BYTES,
   maxConnections: 4096,
   handshakeTimeoutMs: 10_000,
   idleTimeoutMs: 60_000,
@@ -50,6 +60,7 @@ export const DEFAULT_SERVER_LIMITS: Readonly<ServerLimits> = Object.freeze({
 /** The options {@linkcode resolveServerLimits} reads (a subset of `ServerOptions`). */
 export interface ServerLimitOptions {
   maxBodyBytes?: number;
+  maxHeaderSectionBytes?: number;
   maxConnections?: number;
   handshakeTimeoutMs?: number;
   idleTimeoutMs?: number;
@@ -74,6 +85,7 @@ export function resolveServerLimits(options: ServerLimitOptions = {}): ServerLim
   const d = DEFAULT_SERVER_LIMITS;
   const limits: ServerLimits = {
     maxBodyBytes: options.maxBodyBytes ?? d.maxBodyBytes,
+    maxHeaderSectionBytes: options.maxHeaderSectionBytes ?? d.maxHeaderSectionBytes,
     maxConnections: options.maxConnections ?? d.maxConnections,
     handshakeTimeoutMs: options.handshakeTimeoutMs ?? d.handshakeTimeoutMs,
     idleTimeoutMs: options.idleTimeoutMs ?? d.idleTimeoutMs,

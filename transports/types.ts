@@ -24,11 +24,6 @@ export type StackName = "native" | "deno";
 /** Every stack, default first. */
 export const STACKS: readonly StackName[] = ["native", "deno"];
 
-/** The transports a stack implements. */
-export function stackTransports(_stack: StackName): readonly TransportName[] {
-  return TRANSPORTS;
-}
-
 /** Parses a stack name; throws `RangeError` naming the choices. */
 export function parseStack(text: string): StackName {
   if ((STACKS as readonly string[]).includes(text)) return text as StackName;
@@ -79,6 +74,14 @@ export interface ServerOptions {
    * `DEFAULT_MAX_BODY_BYTES`).
    */
   maxBodyBytes?: number;
+  /**
+   * Largest request header section (name + value + 32 bytes per field, as
+   * RFC 9113 and RFC 9114 count it), advertised in SETTINGS; a larger one
+   * resets its stream (h2 ENHANCE_YOUR_CALM, h3 H3_EXCESSIVE_LOAD) and the
+   * connection keeps serving. Default
+   * {@linkcode DEFAULT_SERVER_LIMITS}`.maxHeaderSectionBytes` (16 KiB).
+   */
+  maxHeaderSectionBytes?: number;
   /**
    * TLS transports, native stack: called once per connection after its
    * handshake, with the peer's address, what was negotiated and the
@@ -185,6 +188,22 @@ export interface ClientOptions {
   earlyData?: boolean;
   /** Where tickets are kept. Default: one cache shared by the process's native clients. */
   ticketCache?: TicketCache;
+  /**
+   * A connection whose TLS (or QUIC) handshake is not done by then fails, ms.
+   * Default {@linkcode DEFAULT_CLIENT_LIMITS}`.handshakeTimeoutMs` (10000), every stack.
+   */
+  handshakeTimeoutMs?: number;
+  /**
+   * Largest response body accepted; a larger one fails its request. Default
+   * {@linkcode DEFAULT_CLIENT_LIMITS}`.maxBodyBytes` (64 MiB), every stack.
+   */
+  maxBodyBytes?: number;
+  /**
+   * Largest response header section (name + value + 32 bytes per field),
+   * advertised in SETTINGS where the stack can. Default
+   * {@linkcode DEFAULT_CLIENT_LIMITS}`.maxHeaderSectionBytes` (16 KiB).
+   */
+  maxHeaderSectionBytes?: number;
 }
 
 /**

@@ -164,7 +164,12 @@ export async function runRounds(
     if (all > 0 && wall > 0) {
       out.machine.push({ stealShare: steal / all, otherCores: Math.max(0, other / wall), load1 });
     }
-    options.onProgress?.(`round ${r + 1 - warmupRounds} of ${rounds}`, (r + 1) / total);
+    options.onProgress?.(
+      r < warmupRounds
+        ? `discarded round ${r + 1} of ${warmupRounds}`
+        : `round ${r + 1 - warmupRounds} of ${rounds}`,
+      (r + 1) / total,
+    );
   }
   return out;
 }

@@ -115,6 +115,8 @@ export interface ReachableOptions {
   notes: string[];
   /** Per-probe timeout, ms. Default 3000. */
   timeoutMs?: number;
+  /** Path to request (any answer counts: statuses are judged per row). Default the payload GET. */
+  path?: string;
 }
 
 /**
@@ -130,6 +132,7 @@ export async function reachableTarget(
   const { createClient } = await import("../../transports/mod.ts");
   const probe = await probeTargets(endpoints.urls, transports, {
     altSvc: options.altSvc,
+    path: options.path,
     open: (t, origin) =>
       createClient(t, origin, {
         stack: options.stack,

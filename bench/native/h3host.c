@@ -108,12 +108,12 @@ int main(int argc, char **argv) {
     sbh3_server_io_defer(srv, u, NULL, 0, NULL, 0);
     int n;
     while ((n = sbh3_server_poll(srv, events, EVENT_CAP)) > 0) {
-      uint32_t type, conn_id, req_head_len, req_body_len;
-      int64_t stream_id;
-      host_event(events, &type, &conn_id, &stream_id, &req_head_len, &req_body_len);
-      if (type != SBH3_EV_MESSAGE) continue;
-      /* A full send queue or a stream gone meanwhile: the client retries or has left. */
-      sbh3_server_respond(srv, conn_id, stream_id, head, head_len, body, (size_t)size);
+      sbwire_event e;
+      for (size_t off = 0; sbwire_next_event(events, (size_t)n, &off, &e);) {
+        if (e.type != SBH3_EV_MESSAGE) continue;
+        /* A full send queue or a stream gone meanwhile: the client retries or has left. */
+        sbh3_server_respond(srv, e.conn_id, e.stream_id, head, head_len, body, (size_t)size);
+      }
     }
     sbh3_server_flush(srv, u);
   }

@@ -4,7 +4,7 @@
  * `--json` can be re-rendered or compared later with `lab report`.
  * Durations are nanoseconds; sizes are bytes.
  */
-import type { Estimate, Interval } from "../stats/stats.ts";
+import type { Estimate } from "../stats/stats.ts";
 import type { ConnectionInfo, StackName } from "../../transports/types.ts";
 import type { SampleSet } from "../stats/recorder.ts";
 import type { RepeatsRecord, RoundSeries, RoundsRecord } from "./rounds_record.ts";
@@ -33,6 +33,17 @@ export const SCHEMA_VERSION = "sbilab-bench/2";
 
 /** Schemas {@linkcode parseRun} reads. */
 export const READABLE_SCHEMAS: readonly string[] = ["sbilab-bench/1", SCHEMA_VERSION];
+
+/** The request a run's rows sent against a target (the body's bytes are not kept). */
+export interface RequestRecord {
+  method: string;
+  /** Path and query. */
+  path: string;
+  /** Extra headers as given with `-H`. */
+  headers?: Record<string, string>;
+  /** Body length in bytes, when there was one. */
+  bodyBytes?: number;
+}
 
 /** Scenario names. */
 export type ScenarioName =
@@ -175,6 +186,10 @@ export interface ResultRow {
   bytesPerSecond?: number;
   /** Requests that failed (timeouts, errors) during sampling. */
   errors: number;
+  /** Responses by status (`{"200": 5012}`), when counted. */
+  status?: Record<string, number>;
+  /** Responses whose status was outside the run's accepted set (`RunConfig.ok`), when counted. */
+  failed?: number;
   /** Extra named figures (e.g. `uncorrectedMedian`), all numbers. */
   extra?: Record<string, number>;
   /** `flows`: the call flow the row times (`registration`, `warm-get`, …). */
@@ -222,6 +237,10 @@ export interface RunConfig {
   serverMode: "process" | "in-process" | "target" | "link";
   /** Target URL when `serverMode` is `target`. */
   target?: string;
+  /** The request every row sent (`--path`, `-X`, `-H`, `-d`), when not the payload GET. */
+  request?: RequestRecord;
+  /** The statuses that counted as a success (`2xx,3xx`); absent in runs saved before. */
+  ok?: string;
   delayMs: number;
   /** Open-loop rate for `rate` (req/s). */
   rate?: number;

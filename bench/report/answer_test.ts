@@ -110,6 +110,33 @@ Deno.test("rows whose figures contradict each other get a warning naming the cau
   assert.deepEqual(warningLines(syntheticRtt(9)), []);
 });
 
+Deno.test("a tail warning fires when the mean is twice the median, not for outliers and a long p99 that latency always has", () => {
+  const run = syntheticRtt(11);
+  const i = run.rows.findIndex((r) => r.transport === "h2c" && r.sizeBytes === 256);
+  const r = run.rows[i];
+  const rate = { requestsPerSecond: 1e9 / 80_000 };
+  // what every row on a shared VM looks like: 8 % severe outliers, p99 34× the median
+  run.rows[i] = {
+    ...withEstimate(r, {
+      median: 80_000,
+      mean: 150_000,
+      p99: 2_730_000,
+      n: 1364,
+      outliers: { lowMild: 0, lowSevere: 0, highMild: 108, highSevere: 110 },
+    }),
+    ...rate,
+  };
+  assert.deepEqual(warningLines(run), []);
+  // the tail carries the time: the mean is 2.5× the median
+  run.rows[i] = { ...withEstimate(run.rows[i], { mean: 200_000 }), ...rate };
+  const w = warningLines(run);
+  assert.equal(w.length, 1, w.join("\n"));
+  assert.match(
+    w[0],
+    /^h2c \(native\) 256 B: the tail carries the time \(p99 2\.73 ms .* mean 200 µs is 2\.50× it/,
+  );
+});
+
 Deno.test("the legend explains the floor, outlier and interval columns, and × TCP floor is one reference", () => {
   const run = syntheticRtt(10);
   const legend = legendLines(run).join("\n");

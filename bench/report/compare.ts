@@ -44,7 +44,7 @@ export interface RowComparison {
 
 /** A comparison of two runs. */
 export interface RunComparison {
-  /** The threshold used (the asked one, raised to the repeats' spread when larger). */
+  /** The threshold used (the asked one, raised to the repeats' spread or either run's stated noise). */
   noiseThreshold: number;
   /**
    * How far the machine itself moved between the runs: the largest relative
@@ -60,6 +60,8 @@ export interface RunComparison {
   rows: RowComparison[];
   /** Each run's noise line, when its machine was noisy. */
   noise: { a?: string; b?: string };
+  /** Which runs were `--quick` (named in the report; they never gate). */
+  quick?: { a: boolean; b: boolean };
 }
 
 /** One paired ratio in both runs. */
@@ -91,7 +93,9 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
     0,
     ...[a, b].flatMap((r) => r.repeats?.spread.map((s) => s.maxDeviation) ?? []),
   );
-  const threshold = Math.max(asked, spread);
+  // a change counts only beyond the larger of the two runs' own stated noise ("expect ±N %")
+  const stated = Math.max(0, ...[a, b].map((r) => statedNoise(r)));
+  const threshold = Math.max(asked, spread, stated);
   const machineShift = floorShift(a, b);
   const rounds = a.rounds !== undefined && b.rounds !== undefined;
   const byId = new Map(b.rows.map((r) => [r.id, r]));
@@ -151,7 +155,28 @@ export function compareRuns(a: BenchRun, b: BenchRun, options: CompareOptions = 
     ratios,
     rows,
     noise: { a: runNoiseLine(a), b: runNoiseLine(b) },
+    quick: { a: a.config.quick === true, b: b.config.quick === true },
   };
+}
+
+/** The spread a run said a repeat should fall within (its "expect ±N %"), as a share; 0 when quiet. */
+export function statedNoise(run: BenchRun): number {
+  const n = run.rounds?.noise;
+  return n?.noisy ? Math.max(1, Math.ceil(n.expectPercent)) / 100 : 0;
+}
+
+/**
+ * Why two saved runs cannot be compared (different schemas, a bench run and a
+ * study, different scenarios), or undefined when they can.
+ */
+export function incomparable(a: BenchRun, b: BenchRun): string | undefined {
+  if (a.schema !== b.schema) return `A has schema ${a.schema} and B ${b.schema}`;
+  const kind = (r: BenchRun) => (r.study ? "a lab study run" : "a lab bench run");
+  if (kind(a) !== kind(b)) return `A is ${kind(a)} and B is ${kind(b)}`;
+  if (a.config.scenario !== b.config.scenario) {
+    return `A ran --scenario ${a.config.scenario} and B --scenario ${b.config.scenario}`;
+  }
+  return undefined;
 }
 
 /** The largest relative change of a kernel floor between two runs (0 when none matches). */
@@ -299,6 +324,14 @@ export function renderComparison(cmp: RunComparison): string {
       : ""
   })`;
   const parts = [comparisonAnswer(cmp), "", head, ""];
+  const quick = [cmp.quick?.a ? "A" : "", cmp.quick?.b ? "B" : ""].filter(Boolean);
+  if (quick.length) {
+    parts.push(
+      `${quick.join(" and ")} ${quick.length > 1 ? "were quick runs" : "was a quick run"} ` +
+        "(--quick): a smoke test, not a measurement; it never gates --fail-on-regression.",
+      "",
+    );
+  }
   if (cmp.noise.a) parts.push(`A: ${cmp.noise.a}`);
   if (cmp.noise.b) parts.push(`B: ${cmp.noise.b}`);
   if (cmp.noise.a || cmp.noise.b) parts.push("");

@@ -10,9 +10,11 @@ export { renderCharts } from "./charts.ts";
 export {
   type CompareOptions,
   compareRuns,
+  incomparable,
   regressions,
   renderComparison,
   type RunComparison,
+  statedNoise,
 } from "./compare.ts";
 export { renderCsv } from "./csv.ts";
 export { type ChartLibrary, loadChartLibrary } from "./chart_library.ts";

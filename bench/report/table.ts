@@ -109,7 +109,8 @@ export function renderRows(run: BenchRun): string {
       throughput(r),
       String(r.estimate.n),
       outliers(r),
-      String(r.errors),
+      // responses with a status outside --ok, then requests without a response
+      r.status ? `${r.failed ?? 0}/${r.errors}` : String(r.errors),
     ];
   });
   return layoutColumns(
@@ -124,7 +125,7 @@ export function renderRows(run: BenchRun): string {
       "rate",
       "n",
       "outl. m/s",
-      "err",
+      rows.some((r) => r.status) ? "fail/err" : "err",
     ],
     body,
   );

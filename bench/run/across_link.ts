@@ -121,7 +121,7 @@ export function childArgs(
   if (options.stack) args.push("--stack", options.stack);
   if (ca) args.push("--ca", ca);
   if (options.sizes) args.push("--sizes", options.sizes.join(","));
-  if (options.warmupMs !== undefined) args.push("--warmup", String(options.warmupMs / 1000));
+  if (options.warmupMs !== undefined) args.push("--warm-up", String(options.warmupMs / 1000));
   if (options.sampleMs !== undefined) args.push("--time", String(options.sampleMs / 1000));
   if (options.samples !== undefined) args.push("--samples", String(options.samples));
   if (options.quick) args.push("--quick");

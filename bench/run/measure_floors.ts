@@ -26,6 +26,9 @@ function skippedBecause(options: BenchOptions): string | undefined {
     return "Floors were skipped: the server runs elsewhere (--target), so loopback floors do not apply.";
   }
   if (options.skipFloors) return "Floors were skipped on request.";
+  if (options.request) {
+    return "Floors were skipped: a given request (--path) has no body size a floor could match.";
+  }
   return undefined;
 }
 

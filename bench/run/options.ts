@@ -10,7 +10,8 @@ import type {
   ScenarioName,
   Schedule,
 } from "../record/schema.ts";
-import type { Scenario } from "../scenarios/context.ts";
+import type { Scenario, TargetRequest } from "../scenarios/context.ts";
+import type { StatusSet } from "../../lib/status_set.ts";
 
 /** Options of `runBench`. */
 export interface BenchOptions {
@@ -85,6 +86,11 @@ export interface BenchOptions {
   signal?: AbortSignal;
   /** Scenarios a higher layer supplies (the study's `flows`). Default none. */
   plugins?: Partial<Record<ScenarioName, ScenarioPlugin>>;
+  /** The request every row sends instead of the payload GET (rtt, concurrency, rate, capacity,
+   * cold). Default: the payload GET of each size. */
+  request?: TargetRequest;
+  /** The statuses that count as a success. Default 2xx and 3xx. */
+  ok?: StatusSet;
 }
 
 /** A scenario supplied from above the benchmark: how it runs and what it adds to the config. */

@@ -8,7 +8,13 @@ import { resolveStack } from "../../transports/stack.ts";
 import type { SamplingPlan } from "../measure/sampler.ts";
 import { parseTargetList } from "../measure/servers.ts";
 import { DEFAULT_BLOCK_MS, DEFAULT_ROUNDS } from "../measure/rounds.ts";
-import type { EngineName, RunConfig, ScenarioName, Schedule } from "../record/schema.ts";
+import type {
+  EngineName,
+  RequestRecord,
+  RunConfig,
+  ScenarioName,
+  Schedule,
+} from "../record/schema.ts";
 import type { Scenario } from "../scenarios/context.ts";
 import { rttScenario } from "../scenarios/rtt.ts";
 import { concurrencyScenario } from "../scenarios/concurrency.ts";
@@ -20,6 +26,32 @@ import { DEFAULT_STREAMS, holScenario } from "../scenarios/hol.ts";
 import { migrationScenario } from "../scenarios/migration.ts";
 import { capacityScenario, DEFAULT_P99_BOUND_MS } from "../scenarios/capacity.ts";
 import type { BenchOptions } from "./options.ts";
+import { DEFAULT_OK } from "../../lib/status_set.ts";
+
+/** Scenarios that send a given request (`--path`, `-X`, `-H`, `-d`) instead of the payload GET. */
+export const REQUEST_SCENARIOS: readonly ScenarioName[] = [
+  "rtt",
+  "concurrency",
+  "rate",
+  "capacity",
+  "cold",
+];
+
+/** The run's sizes: the payload GET's, or one entry (the body's length) for a given request. */
+function resolveSizes(scenario: ScenarioName, options: BenchOptions): number[] {
+  if (!options.request) return options.sizes ?? DEFAULT_SIZES;
+  if (!REQUEST_SCENARIOS.includes(scenario)) {
+    throw new RangeError(
+      `--scenario ${scenario} sends its own requests (a request is given for ${
+        REQUEST_SCENARIOS.join(", ")
+      })`,
+    );
+  }
+  if (options.sizes) {
+    throw new RangeError("--sizes sets the payload GET's sizes: it does not go with --path");
+  }
+  return [options.request.body?.length ?? 0];
+}
 
 /** Default body sizes. */
 export const DEFAULT_SIZES = [256, 16 * 1024];
@@ -219,8 +251,8 @@ export async function resolveRun(options: BenchOptions): Promise<ResolvedRun> {
   checkNumbers(options);
   const pluginConfig = options.plugins?.[scenario]?.configure(options) ?? {};
   const engine = engineFor(scenario, options.engine);
-  const sizes = options.sizes ?? DEFAULT_SIZES;
-  checkLimits(options, sizes);
+  const sizes = resolveSizes(scenario, options);
+  checkLimits(options, options.request ? [] : sizes);
   const quick = options.quick ?? false;
   const schedule = resolveSchedule(scenario, options, quick);
   const plan = samplingPlan(scenario, options, schedule, quick);
@@ -296,6 +328,8 @@ function runConfig(options: BenchOptions, p: ConfigParts): RunConfig {
     quick: p.quick,
     serverMode,
     target: options.target,
+    ...(options.request ? { request: requestRecord(options.request) } : {}),
+    ok: options.ok?.text ?? DEFAULT_OK,
     delayMs: options.delayMs ?? 0,
     rate: scenario === "rate" ? options.rate ?? 1000 : options.rate,
     concurrency: scenario === "concurrency"
@@ -314,6 +348,16 @@ function runConfig(options: BenchOptions, p: ConfigParts): RunConfig {
       ? { seed: s.seed, ...(options.rounds !== undefined ? { rounds: s.rounds } : {}) }
       : {}),
     ...(scenario === "peers" ? { ...peers, seed: s.seed } : {}),
+  };
+}
+
+/** The given request as the record keeps it (the body's length, not its bytes). */
+function requestRecord(r: NonNullable<BenchOptions["request"]>): RequestRecord {
+  return {
+    method: r.method,
+    path: r.path,
+    ...(Object.keys(r.headers).length ? { headers: r.headers } : {}),
+    ...(r.body ? { bodyBytes: r.body.length } : {}),
   };
 }
 

@@ -44,7 +44,12 @@ async function startEndpoints(run: ResolvedRun, options: BenchOptions): Promise<
       h3Target: options.targetH3,
     }),
     run.transports,
-    { stack: run.stack, altSvc: options.targetH3 === undefined, notes: run.notes },
+    {
+      stack: run.stack,
+      altSvc: options.targetH3 === undefined,
+      notes: run.notes,
+      ...(options.request ? { path: options.request.path } : {}),
+    },
   );
   run.config.transports = run.transports = run.transports.filter((t) => endpoints.urls[t]);
   return endpoints;
@@ -84,6 +89,8 @@ async function scenarioContext(
     onRounds,
     rebind: options.rebind,
     signal: options.signal,
+    request: options.request,
+    ok: options.ok,
   };
 }
 

@@ -6,7 +6,7 @@
  */
 import { formatDuration, formatRate } from "../../lib/units.ts";
 import type { ResultRow } from "../record/schema.ts";
-import { floorFor, payloadPath, type ScenarioContext } from "./context.ts";
+import { engineRequest, floorFor, requestLabel, type ScenarioContext } from "./context.ts";
 import { nativePlan, nativeRow, type NativeRun, nativeSkipNote, runNative } from "./native_load.ts";
 
 /** Default p99 bound (ms). */
@@ -25,6 +25,7 @@ const BISECTIONS = 4;
 export function stepVerdict(run: NativeRun, rate: number, boundNs: number): string | null {
   const r = run.result;
   if (r.errors > 0 || r.partial) return `${r.errors} errors`;
+  if (run.failed > 0) return `${run.failed} failed statuses`;
   if (r.latency.p99 > boundNs) return `p99 ${formatDuration(r.latency.p99)}`;
   if (r.reqPerSec < MIN_ACHIEVED * rate) return `only ${formatRate(r.reqPerSec)}`;
   return null;
@@ -44,7 +45,7 @@ export async function capacityScenario(ctx: ScenarioContext): Promise<ResultRow[
     `capacity: open-loop steps of ${
       stepMs / 1000
     } s (after ${warmupMs} ms warm-up) on ${CONNECTIONS} ` +
-      `connections × ${STREAMS} streams; a step passes with no error, p99 ≤ ${boundMs} ms and ` +
+      `connections × ${STREAMS} streams; a step passes with no error and no failed status, p99 ≤ ${boundMs} ms and ` +
       `≥ ${MIN_ACHIEVED * 100} % of the rate completed; doubling from ${START_RATE} req/s, ` +
       `then ${BISECTIONS} bisections, at most ${budgetMs / 1000} s per transport.`,
   );
@@ -59,7 +60,7 @@ export async function capacityScenario(ctx: ScenarioContext): Promise<ResultRow[
     for (let step = 0; step < MAX_STEPS; step++) {
       if (ctx.signal?.aborted || performance.now() - started > budgetMs) break;
       const plan = await nativePlan(ctx, transport, {
-        path: payloadPath(size),
+        ...engineRequest(ctx, size),
         rate,
         connections: CONNECTIONS,
         streams: STREAMS,
@@ -98,7 +99,7 @@ export async function capacityScenario(ctx: ScenarioContext): Promise<ResultRow[
       id: `capacity/native/${transport}/${size}/${boundMs}`,
       scenario: "capacity",
       transport,
-      label: `highest rate with p99 ≤ ${boundMs} ms, GET ${size} B (native engine)`,
+      label: `highest rate with p99 ≤ ${boundMs} ms, ${requestLabel(ctx, size)} (native engine)`,
       sizeBytes: size,
       floor: floorFor(transport),
       extra: {

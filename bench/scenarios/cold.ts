@@ -14,7 +14,6 @@
  */
 import { TicketCache } from "../../transports/ticket_cache.ts";
 import type { SbiClient, SetupTimings } from "../../transports/types.ts";
-import { formatBytes } from "../../lib/units.ts";
 import { Recorder } from "../stats/recorder.ts";
 import type { ResultRow } from "../record/schema.ts";
 import {
@@ -23,7 +22,15 @@ import {
   setupModes,
   type SetupPhase,
 } from "../record/setup_modes.ts";
-import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
+import {
+  engineRequest,
+  floorFor,
+  makeRow,
+  requestLabel,
+  rowRequest,
+  type ScenarioContext,
+  StatusTally,
+} from "./context.ts";
 import { nativePlan, nativeSkipNote, runNative } from "./native_load.ts";
 import type { ConnectionTimes } from "../../load/mod.ts";
 
@@ -93,12 +100,18 @@ export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
       const label = `${transport} ${MODE_LABEL[mode]}`;
       const recorders = new Map(SETUP_PHASES.map((p) => [p, new Recorder()]));
       let errors = 0, done = 0, missed = 0;
+      let firstError: string | undefined;
+      const tally = new StatusTally(ctx.ok);
+      const failedOnce = (err: unknown) => {
+        errors++;
+        firstError ??= (err instanceof Error ? err.message : String(err)).split("\n")[0];
+      };
       /** One cold request; records its phases when `record`. */
       const once = async (record: boolean) => {
         const client = await ctx.openClient(transport, modeOptions(mode, tickets));
         try {
           const t0 = performance.now();
-          await getPayload(client, size);
+          await rowRequest(ctx, client, size, tally);
           const wall = performance.now() - t0;
           if (!record) return;
           const miss = modeMiss(mode, client);
@@ -121,7 +134,7 @@ export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
       const warmEnd = ctx.clock() + ctx.plan.warmupMs;
       for (let i = 0; i < MAX_CONNECTIONS && (i === 0 || ctx.clock() < warmEnd); i++) {
         if (ctx.signal?.aborted) break;
-        await once(false).catch(() => errors++);
+        await once(false).catch(failedOnce);
       }
       errors = 0;
       const start = ctx.clock();
@@ -130,11 +143,19 @@ export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
       // (longrtt: 1.5 s per round trip).
       for (let i = 0; i < cap && (i < MIN_SAMPLES || ctx.clock() < end); i++) {
         if (ctx.signal?.aborted) break;
-        await once(true).catch(() => errors++);
+        await once(true).catch(failedOnce);
         ctx.onProgress(label, Math.min(1, (ctx.clock() - start) / ctx.plan.sampleMs));
       }
       const elapsed = (ctx.clock() - start) / 1000;
       if (missed) misses.set(label, missed);
+      if (done < 2) {
+        // say why there is no row: every request failed, or too few started as asked
+        ctx.notes.push(
+          `cold ${label}: no row, ${done} request(s) timed` +
+            (errors ? `, ${errors} failed (first: ${firstError})` : "") +
+            (missed ? `, ${missed} did not start as asked` : "") + ".",
+        );
+      }
       for (const phase of SETUP_PHASES) {
         const rec = recorders.get(phase)!;
         if (rec.count < 2) continue;
@@ -143,13 +164,15 @@ export async function coldScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
           scenario: "cold",
           transport,
           label: `${MODE_LABEL[mode]}: ${PHASE_LABEL[phase]} (new client, ${
-            formatBytes(size)
-          } GET)`,
+            requestLabel(ctx, size)
+          })`,
           sizeBytes: size,
           concurrency: 1,
           floor: floorFor(transport),
           requestsPerSecond: done / elapsed,
           errors,
+          // the mode's responses are counted once, on its full-response row
+          ...(phase === "total" ? tally.fields() : {}),
         }, rec.finish());
         ctx.onRow(row);
         rows.push(row);
@@ -181,13 +204,13 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
     ["handshake", "connect + handshake (TLS or QUIC)", (c) => c.handshakeNs],
     [
       "first-response",
-      `connect + handshake + first ${formatBytes(size)} response`,
+      `connect + handshake + first response (${requestLabel(ctx, size)})`,
       (c) => c.firstByteNs,
     ],
   ];
   for (const transport of ctx.transports) {
     const plan = await nativePlan(ctx, transport, {
-      path: payloadPath(size),
+      ...engineRequest(ctx, size),
       connections: n,
       requests: n,
       requestsPerConnection: 1,
@@ -221,6 +244,10 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
         sizeBytes: size,
         concurrency: n,
         errors: run.result.connectionsFailed,
+        // the run's responses are counted once, on its first-response row
+        ...(key === "first-response"
+          ? { status: { ...run.result.status }, failed: run.failed }
+          : {}),
       }, rec.finish());
       ctx.onRow(row);
       rows.push(row);

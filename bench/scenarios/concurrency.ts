@@ -1,8 +1,15 @@
 /** `concurrency`: N requests in flight on one connection → req/s and latency percentiles. */
-import { formatBytes } from "../../lib/units.ts";
 import { sampleOperation } from "../measure/sampler.ts";
 import type { ResultRow } from "../record/schema.ts";
-import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
+import {
+  engineRequest,
+  floorFor,
+  makeRow,
+  requestLabel,
+  rowRequest,
+  type ScenarioContext,
+  StatusTally,
+} from "./context.ts";
 import { nativePlan, nativeRow, nativeSkipNote, runNative } from "./native_load.ts";
 import { inFlightNote, littlesLawInFlight } from "../measure/in_flight.ts";
 
@@ -22,7 +29,7 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
     const cpu: string[] = [];
     let serverBound = false;
     for (const n of levels) {
-      const plan = await nativePlan(ctx, transport, { path: payloadPath(size), streams: n });
+      const plan = await nativePlan(ctx, transport, { ...engineRequest(ctx, size), streams: n });
       if (!plan) {
         ctx.notes.push(nativeSkipNote("concurrency", transport));
         break;
@@ -38,7 +45,7 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
         id: `concurrency/native/${transport}/${size}/${n}`,
         scenario: "concurrency",
         transport,
-        label: `GET ${formatBytes(size)}, ${n} in flight on one connection (native engine)`,
+        label: `${requestLabel(ctx, size)}, ${n} in flight on one connection (native engine)`,
         sizeBytes: size,
         concurrency: n,
         floor: n === 1 ? floorFor(transport) : undefined,
@@ -79,7 +86,9 @@ async function sbiRows(ctx: ScenarioContext): Promise<ResultRow[]> {
     try {
       for (const n of levels) {
         const label = `${transport} ${n} in flight`;
-        const r = await sampleOperation(() => getPayload(client, size, 30_000), ctx.plan, n, {
+        const tally = new StatusTally(ctx.ok);
+        const op = () => rowRequest(ctx, client, size, tally, 30_000);
+        const r = await sampleOperation(op, ctx.plan, n, {
           clock: ctx.clock,
           signal: ctx.signal,
           onProgress: (f) => ctx.onProgress(label, f),
@@ -88,12 +97,13 @@ async function sbiRows(ctx: ScenarioContext): Promise<ResultRow[]> {
           id: `concurrency/${transport}/${size}/${n}`,
           scenario: "concurrency",
           transport,
-          label: `GET ${formatBytes(size)}, ${n} in flight on one connection`,
+          label: `${requestLabel(ctx, size)}, ${n} in flight on one connection`,
           sizeBytes: size,
           concurrency: n,
           floor: n === 1 ? floorFor(transport) : undefined,
           requestsPerSecond: r.samples.count / (r.elapsedMs / 1000),
           errors: r.errors,
+          ...tally.fields(),
         }, r.samples);
         ctx.onRow(row);
         rows.push(row);

@@ -1,5 +1,7 @@
 /** What every scenario gets from the runner, and the helpers they share. */
 import type { ClientOptions, SbiClient, TransportName } from "../../transports/types.ts";
+import { countStatus, isAccepted, type StatusSet } from "../../lib/status_set.ts";
+import { formatBytes } from "../../lib/units.ts";
 import { estimateSampleSet, type SampleSet } from "../stats/recorder.ts";
 import type { Clock, SamplingPlan } from "../measure/sampler.ts";
 import type { Endpoints } from "../measure/servers.ts";
@@ -48,6 +50,95 @@ export interface ScenarioContext {
   signal?: AbortSignal;
   /** A scenario that runs its own interleaved rounds reports their schedule, ratios and noise. */
   onRounds?(record: RoundsRecord): void;
+  /** The request every row sends instead of the payload GET (`--path`, `-X`, `-H`, `-d`). */
+  request?: TargetRequest;
+  /** The statuses that count as a success. Default 2xx and 3xx. */
+  ok?: StatusSet;
+}
+
+/** A request given for a target: what every row sends instead of the payload GET. */
+export interface TargetRequest {
+  method: string;
+  /** Path and query. */
+  path: string;
+  headers: Record<string, string>;
+  body?: Uint8Array;
+}
+
+/** What a row's requests are, for its label: `GET 256 B` or `GET /nnrf-disc/v1/nf-instances?…`. */
+export function requestLabel(ctx: ScenarioContext, size: number): string {
+  const r = ctx.request;
+  if (!r) return `GET ${formatBytes(size)}`;
+  return `${r.method} ${r.path}${r.body ? ` (${formatBytes(r.body.length)} body)` : ""}`;
+}
+
+/** The native engine's request fields for a row: the target request, or the payload GET. */
+export function engineRequest(
+  ctx: ScenarioContext,
+  size: number,
+): { path: string; method?: string; headers?: Record<string, string>; body?: Uint8Array } {
+  const r = ctx.request;
+  if (!r) return { path: payloadPath(size) };
+  return {
+    path: r.path,
+    method: r.method,
+    headers: r.headers,
+    ...(r.body ? { body: r.body } : {}),
+  };
+}
+
+/**
+ * Status counts of one row's responses, split by the accepted set: the row
+ * keeps `status` and `failed` from it.
+ */
+export class StatusTally {
+  readonly status: Record<string, number> = {};
+  failed = 0;
+  readonly #ok: StatusSet | undefined;
+
+  constructor(ok?: StatusSet) {
+    this.#ok = ok;
+  }
+
+  /** Counts one response; returns whether it succeeded. */
+  add(status: number): boolean {
+    countStatus(this.status, status);
+    const good = this.#ok ? isAccepted(this.#ok, status) : status >= 200 && status < 400;
+    if (!good) this.failed++;
+    return good;
+  }
+
+  /** The row fields: `status` and `failed`. */
+  fields(): { status: Record<string, number>; failed: number } {
+    return { status: { ...this.status }, failed: this.failed };
+  }
+}
+
+/**
+ * One request of a row, its status counted in `tally`: the target request,
+ * or the payload GET (whose length is checked when its status succeeded).
+ * A status outside the accepted set is counted as failed, not thrown, so the
+ * row keeps its latency as h2load does and the run names the failures.
+ */
+export async function rowRequest(
+  ctx: ScenarioContext,
+  client: SbiClient,
+  size: number,
+  tally: StatusTally,
+  timeoutMs?: number,
+): Promise<void> {
+  const r = ctx.request;
+  const res = await client.request(
+    r
+      ? { method: r.method, path: r.path, headers: r.headers, body: r.body, timeoutMs }
+      : { path: payloadPath(size), timeoutMs },
+  );
+  const good = tally.add(res.status);
+  if (!r && good && res.body.length !== size) {
+    throw new Error(
+      `GET ${payloadPath(size)} answered ${res.status} with ${res.body.length} bytes`,
+    );
+  }
 }
 
 /** A scenario: measures rows. */

@@ -15,5 +15,6 @@ export {
   postEcho,
   type Scenario,
   type ScenarioContext,
+  type TargetRequest,
 } from "./context.ts";
 export { parseH2loadOutput } from "./peer_loaders.ts";

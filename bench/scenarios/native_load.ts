@@ -14,6 +14,7 @@ import {
   type TargetOptions,
 } from "../../load/mod.ts";
 import * as hdr from "hdr-histogram-js";
+import { DEFAULT_OK, parseStatusSet, tallyStatuses } from "../../lib/status_set.ts";
 import type { SampleSet } from "../stats/recorder.ts";
 import type { ResultRow } from "../record/schema.ts";
 import { makeRow, type ScenarioContext } from "./context.ts";
@@ -93,6 +94,8 @@ export interface NativeRun {
   result: LoadResult;
   clientCpu: number;
   serverCpu: number;
+  /** Responses whose status was outside the run's accepted set. */
+  failed: number;
 }
 
 /** Runs one plan with progress and abort wired to the run, measuring both sides' CPU. */
@@ -118,7 +121,8 @@ export async function runNative(
   const wall = (performance.now() - t0) / 1000;
   const clientCpu = (processCpuSeconds("self") - c0) / wall;
   const serverCpu = pid ? (processCpuSeconds(pid) - s0) / wall : NaN;
-  return { result, clientCpu, serverCpu };
+  const failed = tallyStatuses(result.status, ctx.ok ?? parseStatusSet(DEFAULT_OK)).failed;
+  return { result, clientCpu, serverCpu, failed };
 }
 
 /** A row's sample set from the engine: the histogram, with evenly spaced quantiles standing in for raw samples. */
@@ -142,9 +146,12 @@ export function nativeExtra(run: NativeRun): Record<string, number> {
   return out;
 }
 
-/** A row from a native run: the engine, its rate, errors, figures and histogram filled in. */
+/** A row from a native run: the engine, its rate, errors, statuses, figures and histogram filled in. */
 export function nativeRow(
-  fields: Omit<ResultRow, "estimate" | "samples" | "errors" | "engine" | "requestsPerSecond">,
+  fields: Omit<
+    ResultRow,
+    "estimate" | "samples" | "errors" | "engine" | "requestsPerSecond" | "status" | "failed"
+  >,
   run: NativeRun,
   kind: "corrected" | "uncorrected" = "corrected",
 ): ResultRow {
@@ -153,6 +160,8 @@ export function nativeRow(
     engine: "native",
     requestsPerSecond: run.result.reqPerSec,
     errors: run.result.errors,
+    // one run seen two ways (rate's corrected and uncorrected rows): its requests count once
+    ...(kind === "corrected" ? { status: { ...run.result.status }, failed: run.failed } : {}),
     extra: { ...fields.extra, ...nativeExtra(run) },
   }, nativeSampleSet(run.result, kind));
 }

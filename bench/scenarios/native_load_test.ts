@@ -19,17 +19,19 @@ Deno.test("engineFor: native by default for load scenarios, sbi for the others, 
   assert.throws(() => engineFor("capacity", "sbi"), /needs the native engine/);
 });
 
-function run(fields: Partial<LoadResult>): NativeRun {
+function run(fields: Partial<LoadResult>, failed = 0): NativeRun {
   const latency = { count: 100, min: 1, mean: 1, p50: 1, p90: 1, p99: 5e6, p999: 1, max: 1 };
   return {
     result: { errors: 0, partial: false, reqPerSec: 1000, latency, ...fields } as LoadResult,
     clientCpu: 0.1,
     serverCpu: 0.2,
+    failed,
   };
 }
 
-Deno.test("capacity steps pass only without errors, under the p99 bound and at the rate", () => {
+Deno.test("capacity steps pass only without errors or failed statuses, under the p99 bound and at the rate", () => {
   assert.equal(stepVerdict(run({}), 1000, 10e6), null);
+  assert.match(stepVerdict(run({}, 500), 1000, 10e6)!, /500 failed statuses/);
   assert.match(stepVerdict(run({ errors: 2 }), 1000, 10e6)!, /2 errors/);
   assert.match(stepVerdict(run({ partial: true }), 1000, 10e6)!, /errors/);
   assert.match(

@@ -1,8 +1,15 @@
 /** `rate`: open loop at a fixed request rate, coordinated omission corrected. */
-import { formatBytes } from "../../lib/units.ts";
 import { sampleOpenLoop } from "../measure/sampler.ts";
 import type { ResultRow } from "../record/schema.ts";
-import { floorFor, getPayload, makeRow, payloadPath, type ScenarioContext } from "./context.ts";
+import {
+  engineRequest,
+  floorFor,
+  makeRow,
+  requestLabel,
+  rowRequest,
+  type ScenarioContext,
+  StatusTally,
+} from "./context.ts";
 import { nativePlan, nativeRow, nativeSkipNote, runNative } from "./native_load.ts";
 
 /** Default open-loop rate (req/s). */
@@ -20,8 +27,13 @@ export async function rateScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
   return ctx.config.engine === "native" ? await nativeRows(ctx) : await sbiRows(ctx);
 }
 
-function label(size: number, rate: number, kind: "corrected" | "uncorrected"): string {
-  return `GET ${formatBytes(size)} at ${rate} req/s, ${
+function label(
+  ctx: ScenarioContext,
+  size: number,
+  rate: number,
+  kind: "corrected" | "uncorrected",
+): string {
+  return `${requestLabel(ctx, size)} at ${rate} req/s, ${
     kind === "corrected" ? "from intended send" : "from actual send (uncorrected)"
   }`;
 }
@@ -32,7 +44,7 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
   const rows: ResultRow[] = [];
   for (const transport of ctx.transports) {
     const plan = await nativePlan(ctx, transport, {
-      path: payloadPath(size),
+      ...engineRequest(ctx, size),
       rate,
       streams: NATIVE_RATE_STREAMS,
     });
@@ -47,7 +59,7 @@ async function nativeRows(ctx: ScenarioContext): Promise<ResultRow[]> {
           id: `rate/native/${transport}/${size}/${rate}/${kind}`,
           scenario: "rate",
           transport,
-          label: `${label(size, rate, kind)} (native engine)`,
+          label: `${label(ctx, size, rate, kind)} (native engine)`,
           sizeBytes: size,
           floor: floorFor(transport),
           extra: { targetRate: rate },
@@ -71,7 +83,9 @@ async function sbiRows(ctx: ScenarioContext): Promise<ResultRow[]> {
     const client = await ctx.openClient(transport);
     try {
       const progressLabel = `${transport} ${rate} req/s open loop`;
-      const r = await sampleOpenLoop(() => getPayload(client, size, 10_000), rate, ctx.plan, {
+      const tally = new StatusTally(ctx.ok);
+      const op = () => rowRequest(ctx, client, size, tally, 10_000);
+      const r = await sampleOpenLoop(op, rate, ctx.plan, {
         clock: ctx.clock,
         signal: ctx.signal,
         onProgress: (f) => ctx.onProgress(progressLabel, f),
@@ -82,11 +96,13 @@ async function sbiRows(ctx: ScenarioContext): Promise<ResultRow[]> {
           id: `rate/${transport}/${size}/${rate}/${kind}`,
           scenario: "rate",
           transport,
-          label: label(size, rate, kind),
+          label: label(ctx, size, rate, kind),
           sizeBytes: size,
           floor: floorFor(transport),
           requestsPerSecond: achieved,
           errors: r.errors + r.dropped,
+          // one run, two views: its requests are counted once, on the corrected row
+          ...(kind === "corrected" ? tally.fields() : {}),
           extra: {
             targetRate: rate,
             dropped: r.dropped,

@@ -1,8 +1,14 @@
 /** `rtt`: warm GET round trip, one reused connection, a new stream per request. */
-import { formatBytes } from "../../lib/units.ts";
 import { sampleOperation } from "../measure/sampler.ts";
 import type { ResultRow } from "../record/schema.ts";
-import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
+import {
+  floorFor,
+  makeRow,
+  requestLabel,
+  rowRequest,
+  type ScenarioContext,
+  StatusTally,
+} from "./context.ts";
 
 /** Measures every transport × size. */
 export async function rttScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
@@ -11,8 +17,10 @@ export async function rttScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
     const client = await ctx.openClient(transport);
     try {
       for (const size of ctx.sizes) {
-        const label = `${transport} GET ${formatBytes(size)}`;
-        const r = await sampleOperation(() => getPayload(client, size), ctx.plan, 1, {
+        const label = `${transport} ${requestLabel(ctx, size)}`;
+        const tally = new StatusTally(ctx.ok);
+        const op = () => rowRequest(ctx, client, size, tally);
+        const r = await sampleOperation(op, ctx.plan, 1, {
           clock: ctx.clock,
           signal: ctx.signal,
           onProgress: (f) => ctx.onProgress(label, f),
@@ -21,12 +29,13 @@ export async function rttScenario(ctx: ScenarioContext): Promise<ResultRow[]> {
           id: `rtt/${transport}/${size}`,
           scenario: "rtt",
           transport,
-          label: `GET ${formatBytes(size)}, warm connection`,
+          label: `${requestLabel(ctx, size)}, warm connection`,
           sizeBytes: size,
           concurrency: 1,
           floor: floorFor(transport),
           requestsPerSecond: r.samples.count / (r.elapsedMs / 1000),
           errors: r.errors,
+          ...tally.fields(),
         }, r.samples);
         ctx.onRow(row);
         rows.push(row);

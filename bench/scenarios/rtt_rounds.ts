@@ -32,7 +32,14 @@ import type {
   RoundsRecord,
 } from "../record/schema.ts";
 import type { SbiClient } from "../../transports/types.ts";
-import { floorFor, getPayload, makeRow, type ScenarioContext } from "./context.ts";
+import {
+  floorFor,
+  makeRow,
+  requestLabel,
+  rowRequest,
+  type ScenarioContext,
+  StatusTally,
+} from "./context.ts";
 
 /** How the rounds run. */
 export interface RttRoundsOptions {
@@ -127,11 +134,12 @@ export function withRoundInterval<T extends { estimate: ResultRow["estimate"] }>
   return item;
 }
 
-/** A transport arm: one transport at one size. */
+/** A transport arm: one transport at one size, and its responses by status. */
 interface RowArm {
   id: string;
   transport: string;
   size: number;
+  tally: StatusTally;
 }
 
 /** A floor arm: one floor at one size. */
@@ -160,8 +168,13 @@ async function addTransportArms(ctx: ScenarioContext, a: Arms, block: BlockOf): 
     a.clients.set(transport, client);
     for (const size of ctx.sizes) {
       const id = `rtt/${transport}/${size}`;
-      a.rowArms.push({ id, transport, size });
-      a.arms.push({ id, block: block(() => getPayload(client, size)), measureCpu: true });
+      const tally = new StatusTally(ctx.ok);
+      a.rowArms.push({ id, transport, size, tally });
+      a.arms.push({
+        id,
+        block: block(() => rowRequest(ctx, client, size, tally)),
+        measureCpu: true,
+      });
     }
   }
 }
@@ -214,14 +227,47 @@ async function addFloorArms(
   }
 }
 
+/** The progress step of an interleaved run (plain progress lines count it as one row). */
+export const ROUNDS_STEP = "interleaved rounds";
+
+/** The warm-up's share of an interleaved run's time: warm-up ms against rounds × arms × block. */
+export function warmShareOf(
+  warmupMs: number,
+  rounds: { rounds: number; blockMs: number; arms: number },
+): number {
+  const roundMs = rounds.rounds * rounds.blockMs * Math.max(1, rounds.arms);
+  return warmupMs + roundMs > 0 ? warmupMs / (warmupMs + roundMs) : 0;
+}
+
+/** Progress of the whole interleaved run as one step whose share never goes back. */
+function roundsProgress(ctx: ScenarioContext, a: Arms, options: RttRoundsOptions) {
+  const warmShare = warmShareOf(ctx.plan.warmupMs * a.rowArms.length, {
+    rounds: options.rounds + options.warmupRounds,
+    blockMs: options.blockMs,
+    arms: a.arms.length,
+  });
+  const step = (what: string, f: number) =>
+    ctx.onProgress(`${ROUNDS_STEP} · ${what}`, Math.min(1, Math.max(0, f)));
+  return {
+    /** The warm-up of arm `i`: the first `warmShare` of the step. */
+    warmUp: (what: string, i: number) => step(what, (warmShare * i) / a.rowArms.length),
+    /** A round, `f` of the rounds done: the rest of the step. */
+    round: (what: string, f: number) => step(what, warmShare + (1 - warmShare) * f),
+  };
+}
+
 /** Each transport arm alone for the plan's warm-up (JIT, connection windows), before the rounds. */
-async function warmUpAlone(ctx: ScenarioContext, a: Arms): Promise<void> {
+async function warmUpAlone(
+  ctx: ScenarioContext,
+  a: Arms,
+  progress: (what: string, i: number) => void,
+): Promise<void> {
   for (const [i, arm] of a.rowArms.entries()) {
     if (ctx.signal?.aborted) break;
-    ctx.onProgress(`warm-up ${arm.transport} ${formatBytes(arm.size)}`, i / a.rowArms.length);
+    progress(`warm-up ${arm.transport} ${formatBytes(arm.size)}`, i);
     const client = a.clients.get(arm.transport)!;
     await sampleOperation(
-      () => getPayload(client, arm.size),
+      () => rowRequest(ctx, client, arm.size, arm.tally),
       { warmupMs: ctx.plan.warmupMs, sampleMs: 0, samples: 0 },
       1,
       { clock: ctx.clock, signal: ctx.signal },
@@ -236,7 +282,13 @@ function rowsOf(ctx: ScenarioContext, rowArms: RowArm[], outcome: RoundsOutcome)
   const rows: ResultRow[] = [];
   for (const a of rowArms) {
     const arm = outcome.arms[a.id];
-    if (arm.samples.flat().length < 2) continue;
+    if (arm.samples.flat().length < 2) {
+      ctx.notes.push(
+        `rtt ${a.transport} ${requestLabel(ctx, a.size)}: no row, ${arm.errors} request(s) ` +
+          "failed and fewer than 2 were timed.",
+      );
+      continue;
+    }
     const s = series(arm);
     const n = s.counts.reduce((x, y) => x + y, 0);
     const elapsed = arm.elapsedMs.reduce((x, y) => x + y, 0);
@@ -250,12 +302,13 @@ function rowsOf(ctx: ScenarioContext, rowArms: RowArm[], outcome: RoundsOutcome)
         id: a.id,
         scenario: "rtt",
         transport: a.transport,
-        label: `GET ${formatBytes(a.size)}, warm connection`,
+        label: `${requestLabel(ctx, a.size)}, warm connection`,
         sizeBytes: a.size,
         concurrency: 1,
         floor: floorFor(a.transport),
         requestsPerSecond: n / (elapsed / 1000),
         errors: arm.errors,
+        ...a.tally.fields(),
         ...(Object.keys(extra).length ? { extra } : {}),
       }, pooled(arm)),
       arm,
@@ -337,7 +390,8 @@ export async function rttRounds(
   try {
     await addTransportArms(ctx, a, block);
     await addFloorArms(ctx, a, block, options.floorSizes);
-    await warmUpAlone(ctx, a);
+    const progress = roundsProgress(ctx, a, options);
+    await warmUpAlone(ctx, a, progress.warmUp);
     const outcome = await runRounds(a.arms, {
       rounds: options.rounds,
       blockMs: options.blockMs,
@@ -345,7 +399,7 @@ export async function rttRounds(
       rng: createRng(options.seed),
       probe: options.probe,
       clock: ctx.clock,
-      onProgress: ctx.onProgress,
+      onProgress: progress.round,
       signal: ctx.signal,
     });
     const rows = rowsOf(ctx, a.rowArms, outcome);

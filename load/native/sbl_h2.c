@@ -115,6 +115,8 @@ static void *h2_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t e
     const char *why = !st->tls ? "cannot create a TLS configuration"
                       : p->ca_len && sbh2_tls_config_add_ca(st->tls, p->ca, p->ca_len) <= 0
                           ? "no CA certificate could be read"
+                      : p->cert_len && sbh2_tls_config_set_cert(st->tls, p->cert, p->cert_len, p->key, p->key_len) < 0
+                          ? "the client certificate or key could not be read"
                           : NULL;
     if (!why) {
       sbh2_tls_config_set_verify(st->tls, (p->flags & SBL_PLAN_INSECURE) ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER);

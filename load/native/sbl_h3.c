@@ -52,6 +52,10 @@ static void *h3_worker_new(sbl_worker *w, const sbl_plan *p, char *err, size_t e
     snprintf(err, errcap, "no CA certificate could be read");
     goto fail;
   }
+  if (p->cert_len && sbh3_config_set_cert(st->cfg, p->cert, p->cert_len, p->key, p->key_len) < 0) {
+    snprintf(err, errcap, "the client certificate or key could not be read");
+    goto fail;
+  }
   sbh3_config_set_verify(st->cfg, (p->flags & SBL_PLAN_INSECURE) ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER);
   if (p->max_body) sbh3_config_set_max_body(st->cfg, p->max_body);
   return st;
@@ -132,25 +136,25 @@ static void drive(sbl_conn *c) {
       continue;
     }
     if (n < 0) break;
-    uint32_t type = sbwire_get_u32(st->ev), hl = sbwire_get_u32(st->ev + 24), bl = sbwire_get_u32(st->ev + 28);
-    int64_t sid = (int64_t)((uint64_t)sbwire_get_u32(st->ev + 8) | (uint64_t)sbwire_get_u32(st->ev + 12) << 32);
-    int64_t code = (int64_t)((uint64_t)sbwire_get_u32(st->ev + 16) | (uint64_t)sbwire_get_u32(st->ev + 20) << 32);
-    if (type == SBH3_EV_CONNECTED) {
-      sbl_conn_handshaken(c);
-    } else if (type == SBH3_EV_MESSAGE) {
-      sbl_req *r = sbl_conn_find(c, sid);
-      if (r) sbl_req_done(c, r, block_status(st->ev + SBH3_EVENT_HEADER_LEN, hl), bl);
-    } else if (type == SBH3_EV_RESET) {
-      sbl_req *r = sbl_conn_find(c, sid);
-      if (r) sbl_req_failed(c, r, SBL_ERRK_RESET);
-    } else if (type == SBH3_EV_CLOSED) {
-      char text[200] = "";
-      int tl = sbh3_conn_error(h->q, (uint8_t *)text, sizeof text - 1);
-      text[tl > 0 ? tl : 0] = 0;
-      sbl_conn_failed(c, kind_of((int)code, c->up), text[0] ? text : "the connection closed");
-      return;
-    } else if (type == SBH3_EV_GOAWAY) {
-      h->goaway = 1;
+    sbwire_event e;
+    for (size_t off = 0; sbwire_next_event(st->ev, (size_t)n, &off, &e);) {
+      if (e.type == SBH3_EV_CONNECTED) {
+        sbl_conn_handshaken(c);
+      } else if (e.type == SBH3_EV_MESSAGE) {
+        sbl_req *r = sbl_conn_find(c, e.stream_id);
+        if (r) sbl_req_done(c, r, block_status(e.hdr, e.hdr_len), e.body_len);
+      } else if (e.type == SBH3_EV_RESET) {
+        sbl_req *r = sbl_conn_find(c, e.stream_id);
+        if (r) sbl_req_failed(c, r, SBL_ERRK_RESET);
+      } else if (e.type == SBH3_EV_CLOSED) {
+        char text[200] = "";
+        int tl = sbh3_conn_error(h->q, (uint8_t *)text, sizeof text - 1);
+        text[tl > 0 ? tl : 0] = 0;
+        sbl_conn_failed(c, kind_of((int)e.code, c->up), text[0] ? text : "the connection closed");
+        return;
+      } else if (e.type == SBH3_EV_GOAWAY) {
+        h->goaway = 1;
+      }
     }
   }
   if (h->goaway && c->inflight == 0) {

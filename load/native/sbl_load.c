@@ -130,6 +130,11 @@ sbl_engine *sbl_engine_new(const sbl_proto *proto, const uint8_t *plan, uint32_t
   pl->body = blob(p, len, &off, &pl->body_len);
   pl->ca = blob(p, len, &off, &pl->ca_len);
   if (!h || !s || !pl->hdrs || !pl->body || !pl->ca || hl == 0) goto fail;
+  if (off < len) { /* mutual TLS: the client's certificate and key, both non-empty */
+    pl->cert = blob(p, len, &off, &pl->cert_len);
+    pl->key = blob(p, len, &off, &pl->key_len);
+    if (!pl->cert || !pl->key || pl->cert_len == 0 || pl->key_len == 0) goto fail;
+  }
   if (sbwire_count_fields(pl->hdrs, pl->hdrs_len) < 1) goto fail;
   if (pl->conns < 1 || pl->conns > 100000 || pl->streams < 1 || pl->streams > 100000) goto fail;
   if ((uint64_t)pl->conns * pl->streams > SBL_MAX_SLOTS || pl->threads > SBL_MAX_THREADS) goto fail;
@@ -418,9 +423,12 @@ static int advance(sbl_worker *w, uint64_t now) {
     __atomic_store_n(&w->phase, SBL_PHASE_MEASURE, __ATOMIC_RELAXED);
   }
   if (w->phase == SBL_PHASE_MEASURE) {
+    /* by duration, sends stop at its end: a backlog the rate could not keep is not sent late
+       (the caller reports planned − sent as sends not made), the drain waits for what is in flight */
     int over = p->requests ? w->issued >= w->quota
-                           : (w->rate > 0 ? intended_at(w, w->next_index) : now) >= w->t_measure + p->duration_ns;
-    if (!over && w->rate > 0) {
+                           : now >= w->t_measure + p->duration_ns ||
+                                 (w->rate > 0 && intended_at(w, w->next_index) >= w->t_measure + p->duration_ns);
+    if (!over && w->rate > 0 && p->requests) {
       /* a backlog is sent late but not forever: one request timeout past the schedule's end */
       uint64_t span = p->requests ? (uint64_t)((double)w->quota * 1e9 / w->rate) : p->duration_ns;
       if (now >= w->t_measure + span + p->timeout_ns) over = w->dropped = 1;
@@ -552,8 +560,8 @@ static void *worker_main(void *arg) {
 }
 
 int sbl_engine_start(sbl_engine *e) {
-  if (!e) return SBL_ERR_INVALID;
-  if (e->started) return SBL_ERR_STATE;
+  if (!e) return SBWIRE_ERR_INVALID;
+  if (e->started) return SBWIRE_ERR_INVALID;
   e->started = 1;
   e->t_start = sbl_now();
   for (int i = 0; i < e->nworkers; i++) {
@@ -569,7 +577,7 @@ int sbl_engine_start(sbl_engine *e) {
 }
 
 int sbl_engine_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) {
-  if (!e || !buf || cap < SBL_PROGRESS_LEN) return SBL_ERR_INVALID;
+  if (!e || !buf || cap < SBL_PROGRESS_LEN) return SBWIRE_ERR_INVALID;
   uint64_t sent = 0, done = 0, errs = 0, infl = 0, up = 0, failed = 0;
   int phase = e->started ? SBL_PHASE_DONE : SBL_PHASE_IDLE;
   for (int i = 0; i < e->nworkers; i++) {
@@ -595,14 +603,14 @@ int sbl_engine_progress(sbl_engine *e, uint8_t *buf, uint32_t cap) {
 }
 
 int sbl_engine_stop(sbl_engine *e) {
-  if (!e) return SBL_ERR_INVALID;
+  if (!e) return SBWIRE_ERR_INVALID;
   __atomic_store_n(&e->stop, 1, __ATOMIC_RELAXED);
   return 0;
 }
 
 int sbl_engine_join(sbl_engine *e) {
-  if (!e) return SBL_ERR_INVALID;
-  if (!e->started) return SBL_ERR_STATE;
+  if (!e) return SBWIRE_ERR_INVALID;
+  if (!e->started) return SBWIRE_ERR_INVALID;
   if (e->joined) return 0;
   for (int i = 0; i < e->nworkers; i++)
     if (e->workers[i].started) pthread_join(e->workers[i].th, NULL);
@@ -611,8 +619,8 @@ int sbl_engine_join(sbl_engine *e) {
 }
 
 int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
-  if (!e) return SBL_ERR_INVALID;
-  if (!e->joined) return SBL_ERR_STATE;
+  if (!e) return SBWIRE_ERR_INVALID;
+  if (!e->joined) return SBWIRE_ERR_INVALID;
   const sbl_plan *p = &e->plan;
   uint64_t status[MAX_STATUS] = {0}, errk[SBL_ERRK_COUNT] = {0};
   uint64_t sum[12] = {0};
@@ -644,9 +652,9 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
   uint32_t nstatus = 0;
   for (int s = 0; s < MAX_STATUS; s++) nstatus += status[s] != 0;
   size_t need = SBL_RESULT_HEAD + 8 * SBL_ERRK_COUNT + 16 * (size_t)nstatus + SBL_CONN_RECORD * (size_t)p->conns;
-  if (need > INT32_MAX) return SBL_ERR_NOMEM;
+  if (need > INT32_MAX) return SBWIRE_ERR_NOMEM;
   if (!buf) return (int)need;
-  if (cap < need) return SBL_ERR_BUFFER_TOO_SHORT;
+  if (cap < need) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   memset(buf, 0, need);
   int partial = stopped || dropped || sum[9] > 0 || (p->requests && sum[0] < p->requests);
   wr32(buf, SBL_RESULT_MAGIC);
@@ -680,21 +688,21 @@ int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap) {
 }
 
 int sbl_engine_histogram(sbl_engine *e, int kind, uint8_t *buf, uint32_t cap) {
-  if (!e || (kind != SBL_HIST_CORRECTED && kind != SBL_HIST_UNCORRECTED)) return SBL_ERR_INVALID;
-  if (!e->joined) return SBL_ERR_STATE;
+  if (!e || (kind != SBL_HIST_CORRECTED && kind != SBL_HIST_UNCORRECTED)) return SBWIRE_ERR_INVALID;
+  if (!e->joined) return SBWIRE_ERR_INVALID;
   sbl_hist *all = sbl_hist_new(SBL_HIST_HIGHEST);
-  if (!all) return SBL_ERR_NOMEM;
+  if (!all) return SBWIRE_ERR_NOMEM;
   for (int i = 0; i < e->nworkers; i++)
     sbl_hist_add(all, kind == SBL_HIST_CORRECTED ? e->workers[i].h_corr : e->workers[i].h_unc);
   size_t need = sbl_hist_export(all, NULL, 0);
   if (buf && cap >= need) sbl_hist_export(all, buf, cap);
   sbl_hist_free(all);
-  if (buf && cap < need) return SBL_ERR_BUFFER_TOO_SHORT;
+  if (buf && cap < need) return SBWIRE_ERR_BUFFER_TOO_SHORT;
   return (int)need;
 }
 
 int sbl_engine_error(sbl_engine *e, uint8_t *buf, uint32_t cap) {
-  if (!e || !buf) return SBL_ERR_INVALID;
+  if (!e || !buf) return SBWIRE_ERR_INVALID;
   for (int i = 0; i < e->nworkers; i++) {
     const char *t = e->workers[i].err;
     if (!t[0]) continue;

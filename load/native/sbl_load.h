@@ -19,7 +19,9 @@
  *  48 u64 request timeout ns    56 f64 rate (req/s, 0: closed loop)
  *  64 u64 connect timeout ns    72 u32 max response body    76 u32 requests per connection (0: no cap)
  *  80 then five blobs, each u32 length + bytes: host (IP text), server name,
- *     request header block (sbwire.h), request body, CA PEM.
+ *     request header block (sbwire.h), request body, CA PEM; then, for mutual
+ *     TLS, two more: the client's certificate chain PEM and its private key PEM
+ *     (both or neither; a plan that ends after the CA has no client certificate).
  * Limits the engine checks (it refuses the plan otherwise): conns and streams
  * 1..100000 with conns x streams <= SBL_MAX_SLOTS, threads <= SBL_MAX_THREADS,
  * every time <= SBL_MAX_TIME_NS, a finite rate whose schedule (one interval, and
@@ -49,6 +51,7 @@
 #include <stdint.h>
 
 #include "sbl_hist.h"
+#include "../../transports/native/sbwire.h"
 
 #define SBL_PLAN_MAGIC 0x504c4253u   /* "SBLP" */
 #define SBL_RESULT_MAGIC 0x524c4253u /* "SBLR" */
@@ -68,14 +71,10 @@
 #define SBL_RES_PARTIAL 1u /* the run did not complete its plan (failed connections, stop, or an open-loop backlog left unsent a request timeout after the schedule ended) */
 #define SBL_RES_STOPPED 2u /* sbl_engine_stop ended it */
 
-/* Errors: the same codes the modules use (DONE, INVALID, NOMEM), kept distinct here. */
-enum sbl_error {
-  SBL_ERR_DONE = -1,
-  SBL_ERR_BUFFER_TOO_SHORT = -2,
-  SBL_ERR_INVALID = -3,
-  SBL_ERR_NOMEM = -4,
-  SBL_ERR_STATE = -5, /* started twice, or results asked for before the run ended */
-};
+/*
+ * Errors: the modules' one enum sbwire_error (transports/native/sbwire.h). A call in the wrong
+ * state (started twice, results asked for before the run ended) is SBWIRE_ERR_INVALID.
+ */
 
 /* Kinds of failed requests and connections (index into the errors array). */
 enum sbl_errk {
@@ -114,8 +113,8 @@ typedef struct sbl_plan {
   uint64_t requests, duration_ns, warmup_ns, timeout_ns, connect_timeout_ns;
   double rate;
   const char *host, *sni;
-  const uint8_t *hdrs, *body, *ca;
-  uint32_t hdrs_len, body_len, ca_len;
+  const uint8_t *hdrs, *body, *ca, *cert, *key;
+  uint32_t hdrs_len, body_len, ca_len, cert_len, key_len;
 } sbl_plan;
 
 /* One request in flight (a slot of its connection). */
@@ -169,15 +168,15 @@ typedef struct sbl_proto {
 
 /* Decodes the plan and creates an idle engine; NULL on a malformed plan or no memory. */
 sbl_engine *sbl_engine_new(const sbl_proto *proto, const uint8_t *plan, uint32_t len);
-/* Starts the worker threads; 0 or SBL_ERR_STATE / SBL_ERR_NOMEM. */
+/* Starts the worker threads; 0 or SBWIRE_ERR_INVALID / SBWIRE_ERR_NOMEM. */
 int sbl_engine_start(sbl_engine *e);
 /* Writes the progress record (SBL_PROGRESS_LEN bytes); returns its length. */
 int sbl_engine_progress(sbl_engine *e, uint8_t *buf, uint32_t cap);
 /* Asks the workers to stop issuing and end (the result is marked stopped and partial). */
 int sbl_engine_stop(sbl_engine *e);
-/* Waits for the workers (after progress says DONE this returns at once); 0 or SBL_ERR_STATE. */
+/* Waits for the workers (after progress says DONE this returns at once); 0 or SBWIRE_ERR_INVALID. */
 int sbl_engine_join(sbl_engine *e);
-/* Writes the result record; returns its length (with buf NULL: the size needed) or SBL_ERR_BUFFER_TOO_SHORT. */
+/* Writes the result record; returns its length (with buf NULL: the size needed) or SBWIRE_ERR_BUFFER_TOO_SHORT. */
 int sbl_engine_result(sbl_engine *e, uint8_t *buf, uint32_t cap);
 /* Writes the (value, count) pairs of one latency histogram (enum sbl_hist_kind); returns bytes (buf NULL: size needed). */
 int sbl_engine_histogram(sbl_engine *e, int kind, uint8_t *buf, uint32_t cap);

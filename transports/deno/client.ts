@@ -4,6 +4,7 @@
  * never falls back to HTTP/1.1. TCP_NODELAY is set on its connection after
  * the first request and after every reconnect.
  */
+import { type ClientLimits, resolveClientLimits } from "../client_limits.ts";
 import { parseOrigin } from "../origin.ts";
 import { resolveTls } from "../tls.ts";
 import {
@@ -26,6 +27,7 @@ class H2Client implements SbiClient {
   #base: string;
   #client: Deno.HttpClient;
   #options: ClientOptions;
+  #limits: ClientLimits;
   #port: number;
   #noDelaySet = false;
   #closed = false;
@@ -36,6 +38,7 @@ class H2Client implements SbiClient {
     this.#base = origin.origin;
     this.#client = client;
     this.#options = options;
+    this.#limits = resolveClientLimits(options);
     this.#port = Number(origin.port || (origin.protocol === "https:" ? 443 : 80));
   }
 
@@ -69,7 +72,7 @@ class H2Client implements SbiClient {
         client: this.#client,
         signal: controller.signal,
       });
-      const out = await toClientResponse(res);
+      const out = await toClientResponse(res, this.#limits.maxBodyBytes);
       if (!this.#noDelaySet) {
         this.#noDelaySet = true;
         applyNoDelay({ remotePort: this.#port });

@@ -7,7 +7,7 @@
  * TLS handshake), and the idle ones. `shutdown(2)` makes the runtime see the
  * connection end and close it cleanly; the listener keeps serving.
  */
-import { libc } from "../native/libc.ts";
+import { libc } from "../../lib/libc.ts";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../server_limits.ts";
 import { tcpSockets } from "../native/nodelay.ts";
 

@@ -101,10 +101,13 @@ export function fromSbiResponse(response: SbiResponse): Response {
 }
 
 /** Converts a client-side `Response` into a `ClientResponse`. */
-export async function toClientResponse(response: Response): Promise<ClientResponse> {
+export async function toClientResponse(
+  response: Response,
+  maxBodyBytes = Infinity,
+): Promise<ClientResponse> {
   return {
     status: response.status,
     headers: headersToRecord(response.headers),
-    body: new Uint8Array(await response.arrayBuffer()),
+    body: await readBody(response.body, maxBodyBytes),
   };
 }

@@ -28,11 +28,12 @@ import {
   requestTimeoutMs,
   timedRequest,
 } from "../client_core.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "../../handler/handler.ts";
+import { type ClientLimits, resolveClientLimits } from "../client_limits.ts";
 import type { HeaderList } from "../native/wire.ts";
 import { WIRE_EVENT } from "../native/wire.ts";
 import { requestHeaderList, toClientResponse } from "../h3/convert.ts";
-import { dh3Version, H3Framing, loadDh3Library } from "./h3_framing.ts";
+import { H3Framing } from "./h3_framing.ts";
+import { dh3Version, loadDh3Library } from "./h3_loader.ts";
 import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
 
 class Session implements CoreSession {
@@ -117,12 +118,14 @@ class QuinnH3Client implements SbiClient {
   readonly transport = "h3" as const;
   #origin: URL;
   #options: ClientOptions;
+  #limits: ClientLimits;
   #core: ClientCore<Session>;
   #versions = "";
 
   constructor(origin: URL, options: ClientOptions) {
     this.#origin = origin;
     this.#options = options;
+    this.#limits = resolveClientLimits(options);
     this.#core = new ClientCore<Session>(() => this.#connect());
   }
 
@@ -139,7 +142,7 @@ class QuinnH3Client implements SbiClient {
         alpnProtocols: ["h3"],
         caCerts: tls.caPem.length ? tls.caPem : undefined,
       });
-      await quic.handshake;
+      await handshakeWithin(quic, this.#limits.handshakeTimeoutMs);
     } catch (err) {
       throw new TransportError(
         `Cannot open an HTTP/3 connection to ${this.#origin.host}: ${(err as Error).message}`,
@@ -147,7 +150,10 @@ class QuinnH3Client implements SbiClient {
       );
     }
     const session = new Session();
-    const framing = new H3Framing(symbols, false, { maxBodyBytes: DEFAULT_MAX_BODY_BYTES });
+    const framing = new H3Framing(symbols, false, {
+      maxBodyBytes: this.#limits.maxBodyBytes,
+      maxFieldSectionBytes: this.#limits.maxHeaderSectionBytes,
+    });
     session.conn = await QuicH3Conn.open(quic, framing, {
       onEvents: (events) => session.onEvents(events),
       onClosed: (reason) => session.onClosed(reason),
@@ -205,4 +211,23 @@ export async function createQuinnH3Client(
   }
   await loadDh3Library();
   return new QuinnH3Client(url, options);
+}
+/** Waits for `quic`'s handshake at most `ms`; past it the connection is closed and this throws. */
+async function handshakeWithin(quic: Deno.QuicConn, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      try {
+        quic.close({ closeCode: 0, reason: "handshake timed out" });
+      } catch {
+        // already closed
+      }
+      reject(new Error(`Handshake not done within ${ms} ms`));
+    }, ms);
+  });
+  try {
+    await Promise.race([quic.handshake, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -8,16 +8,16 @@
  * server and client add their roles on top.
  */
 import { WIRE_EVENT } from "../native/wire.ts";
-import { type FramingEvent, H3Framing, H3FramingError, type StreamChunk } from "./h3_framing.ts";
+import {
+  type FramingEvent,
+  H3_CODE,
+  H3Framing,
+  H3FramingError,
+  type StreamChunk,
+} from "./h3_framing.ts";
 
 /** HTTP/3 error codes used here (RFC 9114 §8.1). */
-export const H3_CODE = {
-  NO_ERROR: 0x100,
-  GENERAL_PROTOCOL_ERROR: 0x101,
-  INTERNAL_ERROR: 0x102,
-  REQUEST_CANCELLED: 0x10c,
-  EXCESSIVE_LOAD: 0x107,
-} as const;
+export { H3_CODE };
 
 const EMPTY = new Uint8Array(0);
 
@@ -146,7 +146,8 @@ export class QuicH3Conn {
     try {
       for (;;) {
         const { value, done } = await reader.read();
-        if (this.#dead) return;
+        // A stream given up (cancel, stopReading) reads as done: nghttp3 has forgotten it.
+        if (this.#dead || s.readDone) return;
         if (done) {
           this.#feed(id, EMPTY, true);
           break;

@@ -4,53 +4,30 @@
  * the caller feeds it the bytes of every stream, pulls what each stream must
  * send, and polls complete messages. Failures are {@linkcode H3FramingError}.
  */
-import { type NativeLibrary, NativeLoadError, nativeModule } from "../native/library.ts";
-import { NATIVE_ERR } from "../native/errors.ts";
-import {
-  decodeHeaderBlock,
-  encodeHeaderBlock,
-  EVENT_HEADER_LEN,
-  type HeaderList,
-  readEventRecord,
-} from "../native/wire.ts";
-import { type Sbdh3Symbols, SYMBOLS } from "./h3_symbols.ts";
+import { freedMessage, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
+import { decodeHeaderBlock, encodeHeaderBlock, type HeaderList } from "../native/wire.ts";
+import { EventPoller } from "../native/event_poller.ts";
+import type { Sbdh3Symbols } from "./h3_symbols.ts";
+import { DEFAULT_MAX_HEADER_SECTION_BYTES } from "../server_limits.ts";
 
-/** Where `deno compile --include build/libsbilab_dh3.so` puts the library. */
-export const EMBEDDED_DH3_LIBRARY_URL = new URL("../../build/libsbilab_dh3.so", import.meta.url);
+/** HTTP/3 error codes (RFC 9114 §8.1) the deno stack closes streams and connections with. */
+export const H3_CODE = {
+  NO_ERROR: 0x100,
+  GENERAL_PROTOCOL_ERROR: 0x101,
+  INTERNAL_ERROR: 0x102,
+  EXCESSIVE_LOAD: 0x107,
+  REQUEST_CANCELLED: 0x10c,
+} as const;
 
 /** A failure of the HTTP/3 layer; `code` is the shim's, `h3Code` the HTTP/3 error to close with. */
-export class H3FramingError extends Error {
-  readonly code: number;
+export class H3FramingError extends NativeError {
+  /** The HTTP/3 error code to close the connection with. */
   readonly h3Code: number;
-  constructor(message: string, code: number, h3Code = 0x102) {
-    super(message);
+  constructor(message: string, code: number, h3Code: number = H3_CODE.INTERNAL_ERROR) {
+    super(code, message);
     this.name = "H3FramingError";
-    this.code = code;
     this.h3Code = h3Code;
   }
-}
-
-/** Raised when the framing module cannot be found, built or opened. */
-export class Dh3LoadError extends NativeLoadError {
-  override readonly name = "Dh3LoadError";
-}
-
-const dh3 = nativeModule({
-  envVar: "SBILAB_DH3_LIB",
-  target: "dh3",
-  embeddedUrl: EMBEDDED_DH3_LIBRARY_URL,
-  symbols: SYMBOLS,
-  what: "HTTP/3 framing module (deno stack)",
-  error: (message, options) => new Dh3LoadError(message, options),
-});
-
-/** Opens the shim once per process; later calls share the result. */
-export const loadDh3Library: () => Promise<NativeLibrary<typeof SYMBOLS>> = dh3.load;
-
-/** The shim's and nghttp3's versions, e.g. `sbdh3 0.1.0, nghttp3 0.8.0`. */
-export function dh3Version(symbols: Sbdh3Symbols): string {
-  const p = symbols.sbdh3_version();
-  return p ? new Deno.UnsafePointerView(p).getCString() : "unknown";
 }
 
 /** One polled event. */
@@ -81,9 +58,17 @@ export class H3Framing {
   #handle: Deno.PointerValue;
   #out = new Uint8Array(WRITE_CAP);
   #meta = new Uint8Array(16);
-  #events = new Uint8Array(64 * 1024);
+  /** The native layer's one event reader; a failed poll is an H3FramingError. */
+  #poller = new EventPoller({
+    bufferBytes: 64 * 1024,
+    error: (code) => this.#error(code, "poll"),
+  });
 
-  /** Creates the layer: `server` side or client, with a body limit and a header-section limit in bytes. */
+  /**
+   * Creates the layer: `server` side or client, with a body limit and a
+   * header-section limit in bytes (name + value + 32 per field; default
+   * {@linkcode DEFAULT_MAX_HEADER_SECTION_BYTES}).
+   */
   constructor(
     symbols: Sbdh3Symbols,
     server: boolean,
@@ -93,22 +78,31 @@ export class H3Framing {
     this.#handle = symbols.sbdh3_conn_new(
       server ? 1 : 0,
       BigInt(options.maxBodyBytes),
-      BigInt(options.maxFieldSectionBytes ?? 65536),
+      BigInt(options.maxFieldSectionBytes ?? DEFAULT_MAX_HEADER_SECTION_BYTES),
     );
     if (!this.#handle) throw new H3FramingError("Cannot create the HTTP/3 layer", NATIVE_ERR.NOMEM);
   }
 
   #live(): Deno.PointerValue {
-    if (!this.#handle) throw new H3FramingError("The HTTP/3 layer is closed", NATIVE_ERR.INVALID);
+    if (!this.#handle) {
+      throw new H3FramingError(freedMessage("The HTTP/3 layer"), NATIVE_ERR.CLOSED);
+    }
     return this.#handle;
   }
 
   #check(rv: number, what: string): void {
-    if (rv >= 0) return;
+    if (rv < 0) throw this.#error(rv, what);
+  }
+
+  #error(rv: number, what: string): H3FramingError {
     const h3 = rv === NATIVE_ERR.PROTO
       ? Number(this.#sym.sbdh3_conn_error_code(this.#live()))
-      : 0x102;
-    throw new H3FramingError(`HTTP/3 ${what} failed (${rv})`, rv, h3 || 0x101);
+      : H3_CODE.INTERNAL_ERROR;
+    return new H3FramingError(
+      `HTTP/3 ${what} failed (${nativeErrorName(rv)})`,
+      rv,
+      h3 || H3_CODE.GENERAL_PROTOCOL_ERROR,
+    );
   }
 
   /** Server: how many client request streams QUIC allows at once. */
@@ -191,28 +185,20 @@ export class H3Framing {
 
   /** Every event ready now. */
   poll(): FramingEvent[] {
-    const out: FramingEvent[] = [];
     const h = this.#live();
-    for (;;) {
-      const n = Number(this.#sym.sbdh3_conn_poll(h, this.#events, BigInt(this.#events.length)));
-      if (n === NATIVE_ERR.DONE) return out;
-      if (n === NATIVE_ERR.BUFFER_TOO_SHORT) {
-        const need = Number(new DataView(this.#events.buffer).getBigUint64(0, true));
-        this.#events = new Uint8Array(need);
-        continue;
-      }
-      this.#check(n, "poll");
-      const view = new DataView(this.#events.buffer, 0, n);
-      for (let off = 0; off < n;) {
-        const r = readEventRecord(view, off);
-        off += EVENT_HEADER_LEN;
-        const headers = decodeHeaderBlock(this.#events.subarray(off, off + r.headerLength));
-        off += r.headerLength;
-        const body = this.#events.slice(off, off + r.bodyLength);
-        off += r.bodyLength;
-        out.push({ type: r.type, streamId: r.streamId, code: r.code, headers, body });
-      }
-    }
+    const out: FramingEvent[] = [];
+    this.#poller.poll(
+      (buf, cap) => Number(this.#sym.sbdh3_conn_poll(h, buf, BigInt(cap))),
+      (type, streamId, code, block, body, owned) =>
+        out.push({
+          type,
+          streamId,
+          code,
+          headers: decodeHeaderBlock(block),
+          body: owned ? body : body.slice(),
+        }),
+    );
+    return out;
   }
 
   /** QUIC closed `streamId` (both ways, or reset with `appError`): the layer forgets it. */

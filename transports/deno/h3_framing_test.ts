@@ -1,13 +1,24 @@
 import assert from "node:assert/strict";
 import { WIRE_EVENT } from "../native/wire.ts";
-import { H3Framing, loadDh3Library } from "./h3_framing.ts";
+import { H3Framing } from "./h3_framing.ts";
+import { loadDh3Library } from "./h3_loader.ts";
 
 const { symbols } = await loadDh3Library();
 
-/** A client and a server layer joined by memory, as QUIC would join them. */
-function pair(maxBodyBytes = 1 << 20) {
-  const client = new H3Framing(symbols, false, { maxBodyBytes });
+/**
+ * A client and a server layer joined by memory, as QUIC would join them; the
+ * client's bytes reach the server in pieces of at most `piece` bytes.
+ */
+function pair(
+  maxBodyBytes = 1 << 20,
+  options: { piece?: number; clientMaxFieldSectionBytes?: number } = {},
+) {
+  const client = new H3Framing(symbols, false, {
+    maxBodyBytes,
+    maxFieldSectionBytes: options.clientMaxFieldSectionBytes,
+  });
   const server = new H3Framing(symbols, true, { maxBodyBytes });
+  const piece = options.piece ?? Infinity;
   server.setMaxStreams(100);
   client.bind(2, 6, 10);
   server.bind(3, 7, 11);
@@ -15,7 +26,10 @@ function pair(maxBodyBytes = 1 << 20) {
     for (let moved = true; moved;) {
       moved = false;
       for (const c of client.drain()) {
-        server.read(c.streamId, c.bytes, c.fin);
+        for (let o = 0; o < c.bytes.length || (o === 0 && c.fin); o += piece) {
+          const end = Math.min(o + piece, c.bytes.length);
+          server.read(c.streamId, c.bytes.subarray(o, end), c.fin && end === c.bytes.length);
+        }
         moved = true;
       }
       for (const c of server.drain()) {
@@ -62,6 +76,7 @@ Deno.test("sbdh3 reports a request body over the limit as TOO_LARGE with its hea
   const events = server.poll();
   assert.equal(events.length, 1);
   assert.equal(events[0].type, WIRE_EVENT.TOO_LARGE);
+  assert.equal(events[0].code, 413, "the status to answer, as every module reports it");
   assert.equal(events[0].body.length, 0);
   assert.deepEqual(events[0].headers[3], [":path", "/nbench/v1/echo"]);
   client.close();
@@ -83,4 +98,24 @@ Deno.test("sbdh3 refuses bad calls with H3FramingError and frees twice safely", 
   client.close();
   server.close();
   assert.throws(() => server.poll(), /closed/);
+});
+
+Deno.test("sbdh3 gives up a request whose header section passes its cap: a RESET with H3_EXCESSIVE_LOAD, the rest of the stream read quietly, the next request served", () => {
+  // Carried in 1000-byte pieces, as QUIC hands a large header block over.
+  const { client, server, pump } = pair(1 << 20, {
+    piece: 1000,
+    clientMaxFieldSectionBytes: 1 << 20,
+  });
+  client.request(0, [...REQUEST, ["x-big", "b".repeat(20000)]], new Uint8Array());
+  pump();
+  const events = server.poll();
+  assert.deepEqual(events.map((e) => [e.type, e.streamId, e.code]), [[WIRE_EVENT.RESET, 0, 0x107]]);
+  server.closeStream(0, 0x107);
+  client.request(4, REQUEST, new Uint8Array(10));
+  pump();
+  const [next] = server.poll();
+  assert.equal(next.type, WIRE_EVENT.MESSAGE);
+  assert.equal(next.streamId, 4);
+  client.close();
+  server.close();
 });

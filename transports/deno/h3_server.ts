@@ -16,24 +16,23 @@
  * their lifetime, connection phases, datagram sizes and ECN counts; mutual
  * TLS (no client certificates). The server says so rather than report them.
  */
+import { urlHost } from "../origin.ts";
 import type { SbiHandler, SbiResponse } from "../../handler/types.ts";
+import { headerSectionTooLarge } from "../../handler/problem.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { type Responder, ServerCore } from "../server_core.ts";
 import { resolveServerLimits, type ServerLimits } from "../server_limits.ts";
 import { WIRE_EVENT } from "../native/wire.ts";
 import { responseHeaderList, toSbiRequest } from "../h3/convert.ts";
-import { type FramingEvent, H3Framing, loadDh3Library } from "./h3_framing.ts";
+import { type FramingEvent, H3Framing } from "./h3_framing.ts";
+import { loadDh3Library } from "./h3_loader.ts";
 import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
 
 /** Request streams one connection may have open at once. */
 export const MAX_STREAMS = 100;
 /** QUIC handshakes the server runs at once; Initials beyond them are dropped. */
 const MAX_HANDSHAKES = 32;
-
-function urlHost(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
-}
 
 /** Options of the quinn h3 server: the shared {@linkcode ServerOptions}; `earlyData` allows 0-RTT. */
 export interface QuinnH3ServerOptions extends ServerOptions {
@@ -163,6 +162,7 @@ class QuinnH3Server implements SbiServer {
       });
       const framing = new H3Framing(this.#sym, true, {
         maxBodyBytes: this.#core.limits.maxBodyBytes,
+        maxFieldSectionBytes: this.#core.limits.maxHeaderSectionBytes,
       });
       framing.setMaxStreams(MAX_STREAMS);
       const to = new ConnResponder(this);
@@ -202,6 +202,15 @@ class QuinnH3Server implements SbiServer {
       } else if (e.type === WIRE_EVENT.TOO_LARGE) {
         conn.stopReading(e.streamId);
         this.#core.tooLarge(to, e.streamId);
+      } else if (e.type === WIRE_EVENT.RESET && e.code === H3_CODE.EXCESSIVE_LOAD) {
+        // Its header section passed the cap. Deno's QUIC cannot reset a stream with a code (an
+        // aborted stream ends cleanly), so the answer is 431, before the request has ended.
+        conn.stopReading(e.streamId);
+        this.#respond(
+          conn,
+          e.streamId,
+          headerSectionTooLarge(this.#core.limits.maxHeaderSectionBytes),
+        );
       } else if (e.type === WIRE_EVENT.RESET) conn.cancel(e.streamId, e.code);
     }
   }

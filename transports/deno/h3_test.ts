@@ -102,14 +102,19 @@ Deno.test("quinn h3 answers a body over the limit with the handler's 413 and kee
 
 Deno.test("quinn h3 client times a stalled request out and the connection keeps working", async () => {
   const inner = createHandler();
+  const release = Promise.withResolvers<void>();
   const handler: SbiHandler = async (req) => {
-    if (req.path.startsWith("/slow")) await new Promise((r) => setTimeout(r, 1500));
+    if (req.path.startsWith("/slow")) await release.promise; // held until the client gave up
     return inner(req);
   };
   await withPair(async (client) => {
-    await assert.rejects(client.request({ path: "/slow", timeoutMs: 200 }), TimeoutError);
-    const ok = await client.request({ path: "/nbench/v1/payload?size=10" });
-    assert.equal(ok.status, 200);
+    try {
+      await assert.rejects(client.request({ path: "/slow", timeoutMs: 200 }), TimeoutError);
+      const ok = await client.request({ path: "/nbench/v1/payload?size=10" });
+      assert.equal(ok.status, 200);
+    } finally {
+      release.resolve();
+    }
   }, handler);
 });
 

@@ -1,8 +1,9 @@
 /**
  * The deno stack: what a Deno-based NF would see. HTTP/2 servers on
  * `Deno.serve` (h2c with prior knowledge, h2 over TLS with a mutual-TLS front)
- * and the client on `fetch`, both on hyper and rustls. The reference beside
- * the native stack.
+ * and the client on `fetch`, both on hyper and rustls; HTTP/3 on Deno's QUIC
+ * (quinn) under the one HTTP/3 layer the native h3 module links too. The
+ * reference beside the native stack.
  */
 export {
   createH2cServer,
@@ -16,3 +17,7 @@ export {
   type GuardCounts,
 } from "./conn_guard.ts";
 export { createFetchH2Client } from "./client.ts";
+export { createQuinnH3Server, type QuinnH3ServerOptions } from "./h3_server.ts";
+export { createQuinnH3Client } from "./h3_client.ts";
+export { Dh3LoadError, EMBEDDED_DH3_LIBRARY_URL, loadDh3Library } from "./h3_loader.ts";
+export { H3_CODE, H3FramingError } from "./h3_framing.ts";

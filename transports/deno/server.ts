@@ -11,6 +11,7 @@
  * ENOMEM) `Deno.serve` ends its accept loop, so the listener is opened again
  * after a back-off while the connections it had keep being served.
  */
+import { urlHost } from "../origin.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions, TransportName } from "../types.ts";
@@ -46,10 +47,6 @@ const MIN_FREE_FDS = 16;
 export interface DenoSbiServer extends SbiServer {
   /** The limits in force. */
   readonly limits: ServerLimits;
-}
-
-function urlHost(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
 }
 
 /** Per-listener state the request path reports to. */

@@ -6,7 +6,7 @@
  */
 import type { Sbh2Symbols } from "./symbols.ts";
 import { WIRE_EVENT } from "../native/wire.ts";
-import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
+import { NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import { type EventHandler, EventPoller } from "../native/event_poller.ts";
 import { versionParts } from "../native/library.ts";
 
@@ -19,6 +19,8 @@ export interface H2ConnOptions {
   windowBytes?: number;
   /** Largest response body accepted; a larger one resets its stream. Default 64 MiB. */
   maxBodyBytes?: number;
+  /** Largest response header list (name + value + 32 per field), advertised in SETTINGS. Default 16384. */
+  maxHeaderListBytes?: number;
 }
 
 const decoder = new TextDecoder();
@@ -28,7 +30,7 @@ export class H2Conn {
   #sym: Sbh2Symbols;
   #ptr: Deno.PointerValue;
   #events = new EventPoller({
-    error: (code) => new RangeError(`HTTP/2 poll failed: ${nativeErrorName(code)}`),
+    error: (code) => new NativeError(code, `HTTP/2 poll failed: ${nativeErrorName(code)}`),
   });
   #poll = (b: Uint8Array<ArrayBuffer>, cap: number) =>
     this.#ptr === null ? NATIVE_ERR.CLOSED : this.#sym.sbh2_conn_poll(this.#ptr, b, cap);
@@ -39,8 +41,15 @@ export class H2Conn {
       options.windowBytes ?? 16 * 1024 * 1024,
       Math.min(options.maxBodyBytes ?? 64 * 1024 * 1024, 0xffffffff),
     );
-    if (ptr === null) throw new RangeError("Cannot create an HTTP/2 session");
+    if (ptr === null) throw new NativeError(NATIVE_ERR.NOMEM, "Cannot create an HTTP/2 session");
     this.#ptr = ptr;
+    const list = options.maxHeaderListBytes;
+    if (
+      list !== undefined && list !== 16384 && sym.sbh2_conn_set_max_header_list(ptr, list) !== 0
+    ) {
+      sym.sbh2_conn_free(ptr);
+      throw new RangeError(`Invalid maxHeaderListBytes: ${list}`);
+    }
   }
 
   /** False once freed. */
@@ -124,7 +133,7 @@ export class H2Conn {
 
   /** Starts a graceful close (GOAWAY); drain {@linkcode send} afterwards. */
   shutdown(): void {
-    if (this.#ptr !== null) this.#sym.sbh2_conn_close(this.#ptr);
+    if (this.#ptr !== null) this.#sym.sbh2_conn_shutdown(this.#ptr);
   }
 
   /** Why the connection closed, as text (empty while open). */

@@ -19,6 +19,7 @@
  * (RST_STREAM CANCEL). A failed or reset connection rejects its requests with
  * `TransportError`; the next request opens a new connection.
  */
+import { type ClientLimits, resolveClientLimits } from "../client_limits.ts";
 import { parseOrigin } from "../origin.ts";
 import {
   type KeyingMaterialExporter,
@@ -49,7 +50,7 @@ import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
 import { decodeResponseBlock } from "../native/wire.ts";
 import { loadH2Library } from "./loader.ts";
 import { socketFd, tcpMaxSegment } from "../native/nodelay.ts";
-import { libc } from "../native/libc.ts";
+import { libc } from "../../lib/libc.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
@@ -57,7 +58,6 @@ import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
 import { TLS_STATE } from "../native/tls_session.ts";
 import { runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 
-const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 const IO_BUFFER = 256 * 1024;
 const MSG_DONTWAIT = 0x40;
 const MSG_NOSIGNAL = 0x4000;
@@ -66,10 +66,6 @@ const MSG_NOSIGNAL = 0x4000;
 export interface NativeH2ClientOptions extends ClientOptions {
   /** Receive window per stream and for the connection, in bytes. Default 16 MiB. */
   windowBytes?: number;
-  /** Largest response body accepted. Default 64 MiB. */
-  maxBodyBytes?: number;
-  /** h2 over TLS: a handshake not done by then fails the connection attempt, ms. Default 10000. */
-  handshakeTimeoutMs?: number;
 }
 
 /** The native h2 client: an {@linkcode SbiClient} that also shows its TLS connection. */
@@ -427,6 +423,7 @@ class Client implements NativeH2Client {
   readonly transport: TransportName;
   #origin: URL;
   #options: NativeH2ClientOptions;
+  #limits: ClientLimits;
   #sym: Sbh2Symbols;
   #tlsConfig: H2TlsConfig | undefined;
   #serverName: string;
@@ -453,6 +450,7 @@ class Client implements NativeH2Client {
     this.transport = origin.protocol === "https:" ? "h2-tls" : "h2c";
     this.#origin = origin;
     this.#options = options;
+    this.#limits = resolveClientLimits(options);
     this.#sym = sym;
     this.#serverName = tls?.serverName ?? stripBrackets(origin.hostname);
     if (tls) this.#tlsConfig = H2TlsConfig.create(sym, tls, "client");
@@ -491,7 +489,8 @@ class Client implements NativeH2Client {
     try {
       h2 = new H2Conn(this.#sym, {
         windowBytes: this.#options.windowBytes,
-        maxBodyBytes: this.#options.maxBodyBytes,
+        maxBodyBytes: this.#limits.maxBodyBytes,
+        maxHeaderListBytes: this.#limits.maxHeaderSectionBytes,
       });
       if (this.#tlsConfig) {
         const cache = this.#ticketCache;
@@ -529,7 +528,7 @@ class Client implements NativeH2Client {
     pump: TlsPump,
     buffers: { in: Uint8Array; out: Uint8Array },
   ): Promise<void> {
-    const limit = this.#options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    const limit = this.#limits.handshakeTimeoutMs;
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;

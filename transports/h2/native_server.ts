@@ -36,27 +36,21 @@
  * adds the connection cap, a stall timeout on TCP writes and an accept loop
  * that backs off on errors such as EMFILE and keeps serving.
  */
+import { urlHost } from "../origin.ts";
 import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
 import { systemFailure } from "../../handler/problem.ts";
 import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { AcceptBackoff, type Responder, ServerCore } from "../server_core.ts";
 import type { ServerLimits } from "../server_limits.ts";
-import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
+import { decodeRequestBlock, ResponseBlockWriter, TOO_LARGE, WIRE_EVENT } from "../native/wire.ts";
 import { H2_EVENT } from "./ffi.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { EventPoller } from "../native/event_poller.ts";
 import { requireTlsInfo } from "../native/tls_session.ts";
 import { loadH2Library } from "./loader.ts";
 import { applyNoDelay, socketFd } from "../native/nodelay.ts";
-import {
-  H2_STAT,
-  H2ServerConn,
-  type H2ServerLimitOptions,
-  H2ServerLimits,
-  MESSAGE_OVER_BUDGET,
-  MESSAGE_TOO_LARGE,
-} from "./server_ffi.ts";
+import { H2_STAT, H2ServerConn, type H2ServerLimitOptions, H2ServerLimits } from "./server_ffi.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
 import { runTlsHandshake } from "./tls_handshake.ts";
@@ -82,10 +76,6 @@ const READ_BUFFER = 64 * 1024;
 const WRITE_BUFFER = 256 * 1024;
 /** Bodies from this size on are lent to the shim instead of copied. */
 const LEND_MIN = 4096;
-
-function urlHost(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
-}
 
 /** Output buffers shared by the connections: only one with a write in flight holds one. */
 class BufferPool {
@@ -267,16 +257,13 @@ class Connection implements Responder {
       }
       return;
     }
-    if (type !== H2_EVENT.MESSAGE) return;
     const core = this.#server.core;
-    if (code === MESSAGE_TOO_LARGE) {
-      core.tooLarge(this, streamId);
+    if (type === WIRE_EVENT.TOO_LARGE) {
+      if (code === TOO_LARGE.BUDGET) core.overBudget(this, streamId);
+      else core.tooLarge(this, streamId);
       return;
     }
-    if (code === MESSAGE_OVER_BUDGET) {
-      core.overBudget(this, streamId);
-      return;
-    }
+    if (type !== H2_EVENT.MESSAGE) return;
     // a body in the poller's shared buffer is copied out; an empty one needs no copy
     const own = owned || body.length === 0 ? body : body.slice();
     core.serve(this, streamId, decodeRequestBlock, block, own, false, this.#peer);
@@ -705,6 +692,7 @@ async function start(
     limits = new H2ServerLimits(lib.symbols, {
       ...options,
       maxBodyBytes: l.maxBodyBytes,
+      maxHeaderListBytes: options.maxHeaderListBytes ?? l.maxHeaderSectionBytes,
       idleTimeoutMs: l.idleTimeoutMs,
       settingsTimeoutMs: l.handshakeTimeoutMs,
       stallTimeoutMs: l.stallTimeoutMs,

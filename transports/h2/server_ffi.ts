@@ -7,7 +7,7 @@
  * from {@linkcode NATIVE_ERR}.
  */
 import type { Sbh2Symbols } from "./symbols.ts";
-import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
+import { freedError, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import type { EventHandler, EventPoller } from "../native/event_poller.ts";
 
 /** Limits of the native HTTP/2 server (enum sbh2_option); each has a default in the shim. */
@@ -37,8 +37,8 @@ export interface H2ServerLimitOptions {
   /**
    * Request-body bytes buffered at once by all connections of the server, a
    * declared content-length counted whole as the headers arrive; a body that
-   * does not fit is dropped and its request arrives with code
-   * {@linkcode MESSAGE_OVER_BUDGET}. Default 256 MiB.
+   * does not fit is dropped and its request arrives as a TOO_LARGE event
+   * with code 503. Default 256 MiB.
    */
   maxBufferedBodyBytes?: number;
   /**
@@ -78,12 +78,6 @@ export const H2_STAT = {
   QUEUED_TOTAL: 7,
 } as const;
 
-/** Event code of a request whose body exceeded `maxBodyBytes` (its body is dropped). */
-export const MESSAGE_TOO_LARGE = 413;
-
-/** Event code of a request whose body did not fit in `maxBufferedBodyBytes` (its body is dropped). */
-export const MESSAGE_OVER_BUDGET = 503;
-
 const decoder = new TextDecoder();
 const EMPTY = new Uint8Array(1);
 
@@ -96,7 +90,7 @@ export class H2ServerLimits {
   constructor(sym: Sbh2Symbols, options: H2ServerLimitOptions = {}) {
     this.#sym = sym;
     const ptr = sym.sbh2_server_new();
-    if (ptr === null) throw new RangeError("Cannot create HTTP/2 server limits");
+    if (ptr === null) throw new NativeError(NATIVE_ERR.NOMEM, "Cannot create HTTP/2 server limits");
     this.#ptr = ptr;
     for (const [name, code] of Object.entries(OPTION_CODES)) {
       const value = options[name as keyof H2ServerLimitOptions];
@@ -113,7 +107,7 @@ export class H2ServerLimits {
 
   /** The native handle, for {@linkcode H2ServerConn}. */
   get pointer(): Deno.PointerValue {
-    if (this.#ptr === null) throw new RangeError("HTTP/2 server limits are freed");
+    if (this.#ptr === null) throw freedError("HTTP/2 server limits");
     return this.#ptr;
   }
 
@@ -140,7 +134,9 @@ export class H2ServerConn {
   constructor(sym: Sbh2Symbols, limits: H2ServerLimits) {
     this.#sym = sym;
     const ptr = sym.sbh2_sconn_new(limits.pointer);
-    if (ptr === null) throw new RangeError("Cannot create an HTTP/2 server session");
+    if (ptr === null) {
+      throw new NativeError(NATIVE_ERR.NOMEM, "Cannot create an HTTP/2 server session");
+    }
     this.#ptr = ptr;
   }
 
@@ -254,7 +250,7 @@ export class H2ServerConn {
   stat(which: number): number {
     if (this.#ptr === null) return 0;
     const v = Number(this.#sym.sbh2_sconn_stat(this.#ptr, which));
-    if (v < 0) throw new RangeError(`HTTP/2 stat failed: ${nativeErrorName(v)}`);
+    if (v < 0) throw new NativeError(v, `HTTP/2 stat failed: ${nativeErrorName(v)}`);
     return v;
   }
 

@@ -14,6 +14,8 @@ export const SYMBOLS = {
   sbh2_conn_new: { parameters: ["u32", "u32"], result: "pointer" },
   // void sbh2_conn_free(sbh2_conn *conn);
   sbh2_conn_free: { parameters: ["pointer"], result: "void" },
+  // int sbh2_conn_set_max_header_list(sbh2_conn *conn, uint32_t bytes);
+  sbh2_conn_set_max_header_list: { parameters: ["pointer", "u32"], result: "i32" },
   // int sbh2_conn_recv(sbh2_conn *conn, const uint8_t *data, uint32_t len);
   sbh2_conn_recv: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
   // int sbh2_conn_send(sbh2_conn *conn, uint8_t *out, uint32_t cap);
@@ -27,8 +29,8 @@ export const SYMBOLS = {
   sbh2_conn_cancel: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh2_conn_poll(sbh2_conn *conn, uint8_t *buf, uint32_t cap);
   sbh2_conn_poll: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
-  // int sbh2_conn_close(sbh2_conn *conn);
-  sbh2_conn_close: { parameters: ["pointer"], result: "i32" },
+  // int sbh2_conn_shutdown(sbh2_conn *conn);
+  sbh2_conn_shutdown: { parameters: ["pointer"], result: "i32" },
   // int sbh2_conn_error(sbh2_conn *conn, uint8_t *buf, uint32_t cap);
   sbh2_conn_error: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
   // int sbh2_conn_stream_count(sbh2_conn *conn);
@@ -102,8 +104,8 @@ export const SYMBOLS = {
   sbh2_tls_recv: { parameters: ["pointer", "buffer", "u32", "buffer", "u32"], result: "i32" },
   // int sbh2_tls_send(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
   sbh2_tls_send: { parameters: ["pointer", "buffer", "u32", "buffer", "u32"], result: "i32" },
-  // int sbh2_tls_close(sbh2_tls *tls);
-  sbh2_tls_close: { parameters: ["pointer"], result: "i32" },
+  // int sbh2_tls_shutdown(sbh2_tls *tls);
+  sbh2_tls_shutdown: { parameters: ["pointer"], result: "i32" },
   // int sbh2_tls_state(sbh2_tls *tls);
   sbh2_tls_state: { parameters: ["pointer"], result: "i32" },
   // int sbh2_tls_info(sbh2_tls *tls, int kind, uint8_t *buf, uint32_t cap);

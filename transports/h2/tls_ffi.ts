@@ -6,7 +6,7 @@
  * idempotent; sessions keep their configuration alive natively.
  */
 import type { ResolvedTls, TlsConnectionInfo } from "../tls.ts";
-import { NATIVE_ERR } from "../native/errors.ts";
+import { freedError, NATIVE_ERR, NativeError } from "../native/errors.ts";
 import {
   exportKeyingMaterial,
   readPeerSubject,
@@ -53,7 +53,7 @@ export class H2TlsConfig {
   ): H2TlsConfig {
     const isServer = role === "server";
     const ptr = sym.sbh2_tls_config_new(isServer ? 1 : 0);
-    if (ptr === null) throw new RangeError("Cannot create a TLS configuration");
+    if (ptr === null) throw new NativeError(NATIVE_ERR.NOMEM, "Cannot create a TLS configuration");
     const cfg = new H2TlsConfig(sym, ptr, isServer);
     try {
       if (tls.certPem || tls.keyPem) {
@@ -85,7 +85,7 @@ export class H2TlsConfig {
           throw new RangeError(`Ticket lifetime must be a whole number of seconds: ${lifetime}`);
         }
         if (sym.sbh2_tls_config_set_tickets(ptr, lifetime) < 0) {
-          throw new RangeError("Cannot enable session tickets");
+          throw new NativeError(NATIVE_ERR.TLS, "Cannot enable session tickets");
         }
       } else {
         sym.sbh2_tls_config_set_verify(ptr, tls.insecure ? TLS_VERIFY.NONE : TLS_VERIFY.PEER);
@@ -127,7 +127,7 @@ export class H2Tls {
    * for {@linkcode send}.
    */
   constructor(sym: Sbh2Symbols, config: H2TlsConfig, serverName?: string, ticket?: Uint8Array) {
-    if (config.pointer === null) throw new RangeError("The TLS configuration is closed");
+    if (config.pointer === null) throw freedError("The TLS configuration");
     this.#sym = sym;
     const name = encoder.encode(`${serverName ?? ""}\0`);
     const t = ticket ?? new Uint8Array(0);
@@ -183,7 +183,7 @@ export class H2Tls {
 
   /** Queues close_notify; drain {@linkcode send} afterwards. */
   closeNotify(): void {
-    if (this.#ptr !== null) this.#sym.sbh2_tls_close(this.#ptr);
+    if (this.#ptr !== null) this.#sym.sbh2_tls_shutdown(this.#ptr);
   }
 
   /** The {@linkcode TLS_STATE} bits that hold (0 once closed). */

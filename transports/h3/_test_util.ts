@@ -3,7 +3,6 @@
  * (else a skip message naming the Debian packages), and a dev PKI.
  */
 import { h3Available } from "./mod.ts";
-import { findTool } from "../../lib/host.ts";
 
 /** Debian packages the native module needs. */
 export const H3_PACKAGES =
@@ -18,9 +17,4 @@ if (H3_SKIP) {
   // CI installs every package: a missing module there is a failure, not a skip.
   if (Deno.env.get("CI")) throw new Error(`In CI: ${H3_SKIP}`);
   console.warn(`skipping h3 tests: ${H3_SKIP}`);
-}
-
-/** True when the program is on PATH. */
-export function haveProgram(cmd: string): Promise<boolean> {
-  return Promise.resolve(findTool(cmd) !== undefined);
 }

@@ -9,6 +9,7 @@
  * reset or failed connection rejects its pending requests with
  * `TransportError`; the next request opens a new connection.
  */
+import { type ClientLimits, resolveClientLimits } from "../client_limits.ts";
 import { DeadlineTimer } from "./deadline_timer.ts";
 import { parseOrigin } from "../origin.ts";
 import { type ResolvedTls, resolveTls, type TlsConnectionInfo } from "../tls.ts";
@@ -87,10 +88,6 @@ export interface H3ClientOptions extends ClientOptions {
    * at low concurrency). Default false.
    */
   exactEcn?: boolean;
-  /** Largest response body accepted. Default 64 MiB. */
-  maxBodyBytes?: number;
-  /** Time a QUIC handshake may take before the connection fails, in ms. Default 5000. */
-  handshakeTimeoutMs?: number;
 }
 
 /** Microtask hops the flush after a read waits for callers to submit their next requests. */
@@ -576,6 +573,7 @@ class H3Client implements H3SbiClient {
   readonly maxUdpPayload: number | undefined;
   #origin: URL;
   #options: H3ClientOptions;
+  #limits: ClientLimits;
   #sym: Sbh3Symbols;
   #tls: ResolvedTls;
   #core = new ClientCore<Session>(() => this.#connect());
@@ -587,6 +585,7 @@ class H3Client implements H3SbiClient {
   constructor(origin: URL, options: H3ClientOptions, sym: Sbh3Symbols, tls: ResolvedTls) {
     this.#origin = origin;
     this.#options = options;
+    this.#limits = resolveClientLimits(options);
     this.#sym = sym;
     this.#tls = tls;
     this.maxUdpPayload = options.maxUdpPayload;
@@ -634,14 +633,15 @@ class H3Client implements H3SbiClient {
         caPem: this.#tls.caPem,
         verifyPeer: !this.#tls.insecure,
         idleTimeoutMs: this.#options.idleTimeoutMs,
-        maxBodyBytes: this.#options.maxBodyBytes,
+        maxBodyBytes: this.#limits.maxBodyBytes,
+        maxFieldSectionBytes: this.#limits.maxHeaderSectionBytes,
         maxUdpPayload: this.#options.maxUdpPayload,
         maxRecvUdpPayload: this.#options.maxRecvUdpPayload,
         ecn: this.#options.ecn,
         quicVersions: this.#options.quicVersions,
         token: this.#core.last?.token() ?? undefined,
         congestionControl: this.#options.congestionControl,
-        handshakeTimeoutMs: this.#options.handshakeTimeoutMs,
+        handshakeTimeoutMs: this.#limits.handshakeTimeoutMs,
         earlyData: this.#options.earlyData !== false,
       });
       // The clock starts with the connection, just before its first datagram leaves (as TCP's

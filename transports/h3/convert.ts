@@ -3,7 +3,12 @@
  */
 import type { SbiHeaders, SbiRequest, SbiResponse } from "../../handler/types.ts";
 import type { ClientResponse } from "../types.ts";
-import { DROPPED_FIELDS, type HeaderList, requestFromHeaderList } from "../native/wire.ts";
+import {
+  DROPPED_FIELDS,
+  type HeaderList,
+  parseStatus,
+  requestFromHeaderList,
+} from "../native/wire.ts";
 
 function fields(headers: Record<string, string>, out: HeaderList): void {
   for (const [k, v] of Object.entries(headers)) {
@@ -47,18 +52,16 @@ export function responseHeaderList(response: SbiResponse): HeaderList {
   return out;
 }
 
-/** Converts a received response into a `ClientResponse`; throws `SyntaxError` without `:status`. */
+/** Converts a received response into a `ClientResponse`; throws `SyntaxError` without a valid `:status` ({@linkcode parseStatus}). */
 export function toClientResponse(list: HeaderList, body: Uint8Array): ClientResponse {
   let status = 0;
   const headers: SbiHeaders = {};
   for (const [name, value] of list) {
-    if (name === ":status") status = Number(value);
+    if (name === ":status") status = parseStatus(value);
     else if (!name.startsWith(":")) {
       headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
     }
   }
-  if (!Number.isInteger(status) || status < 100 || status > 999) {
-    throw new SyntaxError("Response lacks :status");
-  }
+  if (status === 0) throw new SyntaxError("Response lacks :status");
   return { status, headers, body };
 }

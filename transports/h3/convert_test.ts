@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { decodeResponseBlock, encodeHeaderBlock } from "../native/wire.ts";
 import {
   requestHeaderList,
   responseHeaderList,
@@ -59,4 +60,23 @@ Deno.test("h3 convert sets content-length on responses except 204 and 304", () =
   assert.equal(res.status, 404);
   assert.deepEqual(res.headers, { "content-type": "application/problem+json" });
   assert.throws(() => toClientResponse([["x", "y"]], body), SyntaxError);
+});
+
+Deno.test("h3 and h2 clients read :status by one rule: three digits from 100, anything else is no status", () => {
+  const cases: [string, number][] = [
+    ["200", 200],
+    ["999", 999],
+    ["099", 0],
+    [" 200", 0],
+    ["2e2", 0],
+    ["20", 0],
+    ["abc", 0],
+  ];
+  for (const [value, want] of cases) {
+    const h2 = decodeResponseBlock(encodeHeaderBlock([[":status", value]])).status;
+    assert.equal(h2, want, `h2 ${JSON.stringify(value)}`);
+    const h3 = () => toClientResponse([[":status", value]], new Uint8Array());
+    if (want) assert.equal(h3().status, want);
+    else assert.throws(h3, SyntaxError, `h3 ${JSON.stringify(value)}`);
+  }
 });

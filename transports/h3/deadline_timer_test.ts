@@ -105,9 +105,20 @@ Deno.test("deadline timer stops on cancel, and cancel is idempotent", () => {
   assert.equal(fired, 0);
 });
 
-Deno.test("deadline timer on the system clock fires for a deadline due now", async () => {
-  const done = Promise.withResolvers<void>();
-  const t = new DeadlineTimer(() => done.resolve());
+Deno.test("deadline timer on the system clock fires once for a deadline due now, and again when armed again", async () => {
+  let fired = 0;
+  let done = Promise.withResolvers<void>();
+  const t = new DeadlineTimer(() => {
+    fired++;
+    done.resolve();
+  });
+  t.arm(0);
+  t.arm(0); // the same deadline: still one timer
+  await done.promise;
+  assert.equal(fired, 1);
+  done = Promise.withResolvers<void>();
   t.arm(0);
   await done.promise;
+  assert.equal(fired, 2, "a fired timer can be armed again");
+  t.cancel();
 });

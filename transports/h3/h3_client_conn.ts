@@ -8,7 +8,7 @@ import type { TlsConnectionInfo } from "../tls.ts";
 import { encodeHeaderBlock, type HeaderList } from "../native/wire.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { exportKeyingMaterial, readTlsInfo, type TlsSessionCalls } from "../native/tls_session.ts";
-import { check, H3Error } from "./h3_error.ts";
+import { check, H3Error, h3Freed } from "./h3_error.ts";
 import { type H3Event, H3EventReader } from "./h3_event.ts";
 import { type H3DatagramStats, readStats } from "./h3_datagram_stats.ts";
 import type { H3Config } from "./h3_config.ts";
@@ -57,11 +57,11 @@ export class H3ClientConn {
   }
 
   #live(): Deno.PointerValue {
-    if (this.#ptr === null) throw new H3Error(NATIVE_ERR.CLOSED, "HTTP/3 connection is freed");
+    if (this.#ptr === null) throw h3Freed("HTTP/3 connection");
     return this.#ptr;
   }
 
-  /** Feeds one datagram; returns 0 or a negative code (the connection reports CLOSED as an event). */
+  /** Feeds one datagram; returns the events ready to poll or a negative code (the connection reports CLOSED as an event). */
   recv(data: Uint8Array): number {
     return this.#sym.sbh3_conn_recv(
       this.#live(),
@@ -130,7 +130,7 @@ export class H3ClientConn {
 
   /** Starts a graceful close; drain {@linkcode send} afterwards. */
   shutdown(): void {
-    if (this.#ptr !== null) this.#sym.sbh3_conn_close(this.#ptr);
+    if (this.#ptr !== null) this.#sym.sbh3_conn_shutdown(this.#ptr);
   }
 
   /** Why the connection closed, as text (empty while open). */

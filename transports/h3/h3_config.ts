@@ -5,7 +5,7 @@
  */
 import type { Sbh3Symbols } from "./symbols.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
-import { check, H3Error } from "./h3_error.ts";
+import { check, H3Error, h3Freed } from "./h3_error.ts";
 import { TLS_VERIFY } from "../native/tls_session.ts";
 
 const encoder = new TextEncoder();
@@ -24,6 +24,8 @@ export interface H3ConfigOptions {
   idleTimeoutMs?: number;
   /** Largest body accepted per stream. Default 64 MiB. */
   maxBodyBytes?: number;
+  /** Largest header section accepted per message (name + value + 32 per field), advertised in SETTINGS. Default 16384. */
+  maxFieldSectionBytes?: number;
   /**
    * Largest UDP payload sent, for a path MTU the caller knows (1200..65527), used once the
    * peer's max_udp_payload_size is known and never above it. Default: 1200 bytes, then path
@@ -162,6 +164,12 @@ export class H3Config {
       if (options.maxBodyBytes !== undefined) {
         check(sym.sbh3_config_set_max_body(ptr, BigInt(options.maxBodyBytes)), "set_max_body");
       }
+      if (options.maxFieldSectionBytes !== undefined) {
+        check(
+          sym.sbh3_config_set_max_field_section(ptr, BigInt(options.maxFieldSectionBytes)),
+          "set_max_field_section",
+        );
+      }
       if (isServer && options.ticketLifetimeSeconds !== undefined) {
         check(sym.sbh3_config_set_tickets(ptr, options.ticketLifetimeSeconds), "set_tickets");
       }
@@ -184,7 +192,7 @@ export class H3Config {
 
   /** The native handle, for constructors in this folder. */
   get pointer(): Deno.PointerValue {
-    if (this.#ptr === null) throw new H3Error(NATIVE_ERR.INVALID, "HTTP/3 config is closed");
+    if (this.#ptr === null) throw h3Freed("HTTP/3 config");
     return this.#ptr;
   }
 

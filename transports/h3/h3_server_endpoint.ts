@@ -8,7 +8,7 @@ import type { TlsConnectionInfo } from "../tls.ts";
 import { encodeHeaderBlock, type HeaderList } from "../native/wire.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { exportKeyingMaterial, readTlsInfo, type TlsSessionCalls } from "../native/tls_session.ts";
-import { check, H3Error } from "./h3_error.ts";
+import { check, H3Error, h3Freed } from "./h3_error.ts";
 import { h3EventPoller } from "./h3_event.ts";
 import type { EventHandler } from "../native/event_poller.ts";
 import { type H3DatagramStats, readStats } from "./h3_datagram_stats.ts";
@@ -46,7 +46,7 @@ export class H3ServerEndpoint {
   }
 
   #live(): Deno.PointerValue {
-    if (this.#ptr === null) throw new H3Error(NATIVE_ERR.CLOSED, "HTTP/3 server is freed");
+    if (this.#ptr === null) throw h3Freed("HTTP/3 server");
     return this.#ptr;
   }
 

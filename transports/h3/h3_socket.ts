@@ -4,7 +4,7 @@
  */
 import type { Sbh3Symbols } from "./symbols.ts";
 import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
-import { check, H3Error } from "./h3_error.ts";
+import { check, H3Error, h3Freed } from "./h3_error.ts";
 import { cstr, EMPTY } from "./_ffi_util.ts";
 
 /** A datagram received through Deno: its bytes (valid until the next receive) and sender. */
@@ -76,7 +76,7 @@ export class H3Socket {
   /** The native handle, for the io calls in this folder. */
   get pointer(): Deno.PointerValue {
     if (this.#ptr === null || this.#closing) {
-      throw new H3Error(NATIVE_ERR.CLOSED, "UDP socket is closed");
+      throw h3Freed("UDP socket");
     }
     return this.#ptr;
   }

@@ -9,6 +9,7 @@
  * sends all output in one batch. The shim's timers are one `setTimeout`,
  * re-armed only when the next deadline moves earlier.
  */
+import { urlHost } from "../origin.ts";
 import { DeadlineTimer } from "./deadline_timer.ts";
 import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
@@ -112,10 +113,6 @@ interface Blocked {
   body: Uint8Array;
   /** Response-budget bytes reserved for it, given back when the shim takes its copy or it is dropped. */
   reserved: number;
-}
-
-function urlHost(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
 }
 
 /** The HTTP/3 server's extras beyond the shared contract. */
@@ -506,6 +503,7 @@ export async function createH3Server(
       verifyPeer: tls.requireClientCert,
       idleTimeoutMs: l.idleTimeoutMs,
       maxBodyBytes: l.maxBodyBytes,
+      maxFieldSectionBytes: l.maxHeaderSectionBytes,
       handshakeTimeoutMs: l.handshakeTimeoutMs,
       retry: options.retry,
       quicVersions: options.quicVersions,

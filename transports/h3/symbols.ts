@@ -49,6 +49,8 @@ export const SYMBOLS = {
   sbh3_config_set_cc: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
   sbh3_config_set_max_body: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh3_config_set_max_field_section(sbh3_config *cfg, uint64_t bytes);
+  sbh3_config_set_max_field_section: { parameters: ["pointer", "u64"], result: "i32" },
   // int sbh3_config_set_tickets(sbh3_config *cfg, uint32_t lifetime_s);
   sbh3_config_set_tickets: { parameters: ["pointer", "u32"], result: "i32" },
   // int sbh3_config_set_early_data(sbh3_config *cfg, int on, uint32_t window_ms);
@@ -79,8 +81,8 @@ export const SYMBOLS = {
   sbh3_conn_cancel: { parameters: ["pointer", "i64"], result: "i32" },
   // int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
   sbh3_conn_poll: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
-  // int sbh3_conn_close(sbh3_conn *conn);
-  sbh3_conn_close: { parameters: ["pointer"], result: "i32" },
+  // int sbh3_conn_shutdown(sbh3_conn *conn);
+  sbh3_conn_shutdown: { parameters: ["pointer"], result: "i32" },
   // int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
   sbh3_conn_error: { parameters: ["pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_stream_count(sbh3_conn *conn);

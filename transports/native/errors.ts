@@ -43,3 +43,29 @@ const NAMES: Record<number, string> = Object.fromEntries(
 export function nativeErrorName(code: number): string {
   return NAMES[code] ?? String(code);
 }
+
+/**
+ * A failure a native module reported (or a call on a wrapper whose handle is
+ * freed: `CLOSED`), with its code from {@linkcode NATIVE_ERR}: the one class
+ * of shim failures, which callers may catch. Each module's own class (H3Error,
+ * H3FramingError) extends it; bad input stays a built-in error.
+ */
+export class NativeError extends Error {
+  /** Negative code from {@linkcode NATIVE_ERR}. */
+  readonly code: number;
+  constructor(code: number, message?: string, options?: ErrorOptions) {
+    super(message ?? `Native module error ${nativeErrorName(code)}`, options);
+    this.name = "NativeError";
+    this.code = code;
+  }
+}
+
+/** The message and code every wrapper throws with for a call on a handle it already freed (`CLOSED`). */
+export function freedError(what: string): NativeError {
+  return new NativeError(NATIVE_ERR.CLOSED, freedMessage(what));
+}
+
+/** The message of a call on a freed handle, for a module's own {@linkcode NativeError} subclass. */
+export function freedMessage(what: string): string {
+  return `${what} is closed`;
+}

@@ -13,7 +13,7 @@
  * no promise, without listing: it asks `getpeername` of fds from 0 upwards.
  */
 
-import { libc } from "./libc.ts";
+import { libc } from "../../lib/libc.ts";
 
 const SOL_SOCKET = 1;
 const SO_TYPE = 3;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { addressBytes, socketFd } from "./nodelay.ts";
-import { libc } from "./libc.ts";
+import { libc } from "../../lib/libc.ts";
 
 const hex = (b: Uint8Array | undefined) =>
   b === undefined ? undefined : Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");

@@ -21,14 +21,30 @@
  *   offset 24 u32 header_len
  *   offset 28 u32 body_len
  *   then header_len bytes of header block and body_len bytes of body.
- * One poll writes as many whole records as fit, back to back. When even the
- * first does not fit, the module writes the size it needs as a u64 at offset
- * 0 and returns SBWIRE_ERR_BUFFER_TOO_SHORT.
+ * The poll rule, the same for every poll function of every module (sbh2,
+ * sbh3, sbdh3): one poll writes as many whole records as fit, oldest first,
+ * back to back, and returns the bytes written; SBWIRE_ERR_DONE when none is
+ * queued. When even the first does not fit, it writes the size that record
+ * needs as a u64 at offset 0 and returns SBWIRE_ERR_BUFFER_TOO_SHORT. A
+ * reader walks every record of a poll (sbwire_next_event).
  *
- * Return codes: every function of both modules returns a count (>= 0) or a
- * negative code from enum sbwire_error, one numbering for both (TypeScript:
- * NATIVE_ERR in transports/native/errors.ts). SBWIRE_ERR_DONE means
- * "nothing more to do" and is not a failure.
+ * Return codes: every function of every module (sbh2, sbh3, sbdh3 and the
+ * load engine linked into them) returns a count (>= 0) or a negative code
+ * from enum sbwire_error, one numbering for all (TypeScript: NATIVE_ERR in
+ * transports/native/errors.ts). SBWIRE_ERR_DONE means "nothing more to do"
+ * and is not a failure.
+ *
+ * Feeding input (sbh2_conn_recv, sbh2_sconn_recv, sbh3_conn_recv,
+ * sbdh3_conn_read) returns the number of events ready to poll, or an error;
+ * sbh3_server_recv, which routes a datagram, returns its connection id.
+ *
+ * Verbs, one meaning each in every module: <prefix>_<object>_new returns
+ * NULL on failure; _shutdown starts a graceful close (GOAWAY, close_notify,
+ * CONNECTION_CLOSE with no error) and may be called again (0); _free frees
+ * the object and what it holds. Both accept NULL (_shutdown then returns
+ * SBWIRE_ERR_INVALID). No function is named _close: _close_stream tells a
+ * module that the caller's QUIC closed a stream, _close_all closes every
+ * connection of a server.
  */
 #ifndef SBWIRE_H
 #define SBWIRE_H
@@ -84,10 +100,19 @@ enum sbwire_event_type {
   SBWIRE_EV_GOAWAY = 5,
   /* A response body the caller lent (not copied) is no longer referenced; code = the caller's token. */
   SBWIRE_EV_RELEASED = 6,
-  /* Server: a request body passed the limit; headers only, reading stopped; the caller answers (413). */
+  /* Server: a request body passed a limit; headers only, the body dropped; code = the status to answer
+     (SBWIRE_TOO_LARGE_BODY, SBWIRE_TOO_LARGE_BUDGET). Every module reports it this way. */
   SBWIRE_EV_TOO_LARGE = 7,
   /* Client: the server refused 0-RTT; what was submitted early is gone and must be submitted again. */
   SBWIRE_EV_EARLY_REJECTED = 8,
+};
+
+/* Codes of a TOO_LARGE event: the HTTP status the caller answers. */
+enum sbwire_too_large {
+  /* The body passed the server's body limit. */
+  SBWIRE_TOO_LARGE_BODY = 413,
+  /* The body did not fit in the server's budget for request bodies buffered at once (h2). */
+  SBWIRE_TOO_LARGE_BUDGET = 503,
 };
 
 /* Bits of a TLS session's state (sbh2_tls_state, sbh3_*_tls_state), one numbering for both modules. */
@@ -194,6 +219,31 @@ static inline void sbwire_next_field(const uint8_t *b, size_t *off, const uint8_
   *name = b + *off + SBWIRE_FIELD_PREFIX_LEN;
   *value = *name + *nl;
   *off += SBWIRE_FIELD_PREFIX_LEN + *nl + *vl;
+}
+
+/* One event record read back from a poll's output (views into it). */
+typedef struct sbwire_event {
+  uint32_t type, conn_id;
+  int64_t stream_id, code;
+  const uint8_t *hdr, *body;
+  uint32_t hdr_len, body_len;
+} sbwire_event;
+
+/* Reads the record at *off of the n bytes a poll wrote into e and advances *off; 1, or 0 when none (whole) is left. */
+static inline int sbwire_next_event(const uint8_t *buf, size_t n, size_t *off, sbwire_event *e) {
+  if (*off >= n || n - *off < SBWIRE_EVENT_HEADER_LEN) return 0;
+  const uint8_t *p = buf + *off;
+  e->type = sbwire_get_u32(p);
+  e->conn_id = sbwire_get_u32(p + 4);
+  e->stream_id = (int64_t)sbwire_get_u64(p + 8);
+  e->code = (int64_t)sbwire_get_u64(p + 16);
+  e->hdr_len = sbwire_get_u32(p + 24);
+  e->body_len = sbwire_get_u32(p + 28);
+  if ((uint64_t)e->hdr_len + e->body_len > n - *off - SBWIRE_EVENT_HEADER_LEN) return 0;
+  e->hdr = p + SBWIRE_EVENT_HEADER_LEN;
+  e->body = e->hdr + e->hdr_len;
+  *off += SBWIRE_EVENT_HEADER_LEN + (size_t)e->hdr_len + e->body_len;
+  return 1;
 }
 
 #endif /* SBWIRE_H */

@@ -28,10 +28,18 @@ export const WIRE_EVENT = {
   CLOSED: 4,
   GOAWAY: 5,
   RELEASED: 6,
-  /** Server: a request body passed the limit; headers only, reading stopped; answer 413. */
+  /** Server: a request body passed a limit; headers only; `code` is the status to answer ({@linkcode TOO_LARGE}). */
   TOO_LARGE: 7,
   /** Client: the server refused 0-RTT; what was submitted early must be submitted again. */
   EARLY_REJECTED: 8,
+} as const;
+
+/** Codes of a TOO_LARGE event (enum sbwire_too_large): the status the server answers. */
+export const TOO_LARGE = {
+  /** The body passed the server's body limit. */
+  BODY: 413,
+  /** The body did not fit in the server's budget for request bodies held at once. */
+  BUDGET: 503,
 } as const;
 
 /** The fixed part of one event record. */
@@ -320,6 +328,11 @@ export interface ResponseHead {
 /** The values a response head keeps: `:status` and every regular field. */
 const responseValue = (name: string): boolean => name.charCodeAt(0) !== 0x3a || name === ":status";
 
+/** The status a `:status` value names: three digits, 100 to 999; 0 for anything else. Every client reads it so. */
+export function parseStatus(value: string): number {
+  return /^[1-9]\d\d$/.test(value) ? Number(value) : 0;
+}
+
 /** Decodes a response header block; throws `SyntaxError` when it is truncated. */
 export function decodeResponseBlock(block: Uint8Array): ResponseHead {
   const headers: SbiHeaders = {};
@@ -327,7 +340,7 @@ export function decodeResponseBlock(block: Uint8Array): ResponseHead {
   for (let off = 0; off < block.length;) {
     off = nextField(block, off, responseValue);
     const name = fieldName, value = fieldValue;
-    if (name === ":status") status = /^\d{3}$/.test(value) ? Number(value) : 0;
+    if (name === ":status") status = parseStatus(value);
     else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
   }
   return { status, headers };

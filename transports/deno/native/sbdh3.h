@@ -11,6 +11,11 @@
  * (transports/native/sbwire.h). The caller's QUIC is reliable, so bytes are
  * acknowledged to nghttp3 as soon as they are handed out.
  *
+ * The HTTP/3 rules (limits, what goes up as an event) are the one layer's
+ * both h3 modules link (transports/native/sbhttp3.h); this shim adds only the
+ * caller-carried streams: what QUIC must do goes up as an event (a RESET
+ * event asks the caller to reset that stream both ways).
+ *
  * Functions return a count (>= 0) or a negative code of the shared enum
  * sbwire_error (transports/native/sbwire.h): SBWIRE_ERR_DONE means "nothing
  * more to do" and is not a failure; SBWIRE_ERR_PROTO means the peer broke
@@ -26,7 +31,7 @@ typedef struct sbdh3_conn sbdh3_conn;
 
 /* Returns "sbdh3 <version>, nghttp3 <version>" (static storage). */
 const char *sbdh3_version(void);
-/* Creates one connection's HTTP/3 layer: server (1) or client (0), each body at most max_body bytes, each header section at most max_field_section bytes; NULL on failure. */
+/* Creates one connection's HTTP/3 layer: server (1) or client (0), each body at most max_body bytes (> 0), each header section at most max_field_section bytes (name + value + 32 per field; 0: 16384), advertised in SETTINGS; NULL on failure. */
 sbdh3_conn *sbdh3_conn_new(int server, uint64_t max_body, uint64_t max_field_section);
 /* Frees the connection and every message it holds; accepts NULL. */
 void sbdh3_conn_free(sbdh3_conn *c);
@@ -34,7 +39,7 @@ void sbdh3_conn_free(sbdh3_conn *c);
 int sbdh3_conn_set_max_streams(sbdh3_conn *c, uint64_t n);
 /* Binds the caller's three unidirectional streams: control, QPACK encoder, QPACK decoder. */
 int sbdh3_conn_bind(sbdh3_conn *c, int64_t control, int64_t qpack_encoder, int64_t qpack_decoder);
-/* Feeds len bytes that arrived on stream_id (fin: the peer ended the stream); returns 0 or a negative code. */
+/* Feeds len bytes that arrived on stream_id (fin: the peer ended the stream); returns the number of events ready to poll, or a negative code. */
 int sbdh3_conn_read(sbdh3_conn *c, int64_t stream_id, const uint8_t *data, size_t len, int fin);
 /* Writes up to cap bytes due on one stream into out; meta gets i64 stream id and u32 fin (16 bytes); returns the bytes (0 with fin: end the stream) or SBWIRE_ERR_DONE. */
 int64_t sbdh3_conn_write(sbdh3_conn *c, uint8_t *out, size_t cap, uint8_t *meta);

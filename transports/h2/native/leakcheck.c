@@ -239,10 +239,10 @@ static void serve(sbh2_sconn *s) {
       const uint8_t *hb = buf + off + 32, *body = hb + hlen;
       if (type == SBH2_EV_RELEASED) {
         released++;
-      } else if (type == SBH2_EV_MESSAGE) {
-        const char *status = code == SBH2_MESSAGE_TOO_LARGE ? "413" : code == SBH2_MESSAGE_OVER_BUDGET ? "503" : "200";
-        if (code == SBH2_MESSAGE_TOO_LARGE) too_large++;
-        if (code == SBH2_MESSAGE_OVER_BUDGET) over_budget++;
+      } else if (type == SBWIRE_EV_MESSAGE || type == SBWIRE_EV_TOO_LARGE) {
+        const char *status = code == SBWIRE_TOO_LARGE_BODY ? "413" : code == SBWIRE_TOO_LARGE_BUDGET ? "503" : "200";
+        if (code == SBWIRE_TOO_LARGE_BODY) too_large++;
+        if (code == SBWIRE_TOO_LARGE_BUDGET) over_budget++;
         const char *f[][2] = {{":status", status}, {"content-type", "application/octet-stream"}};
         size_t hl = 0;
         for (int i = 0; i < 2; i++) {
@@ -537,7 +537,7 @@ static int tls_part(char **pem, const uint8_t *get, size_t hl, const uint8_t *po
   int sl = sbh2_tls_info(st, SBWIRE_TLS_INFO_PEER_SUBJECT, subject, sizeof subject);
   if (sl <= 0) wrong++;
   int tl = sbh2_tls_ticket(ct, ticket, sizeof ticket);
-  sbh2_tls_close(ct);
+  sbh2_tls_shutdown(ct);
   tls_move(ct, st);
   int peer_closed = (sbh2_tls_state(st) & SBWIRE_TLS_PEER_CLOSED) != 0;
   sbh2_conn_free(c);
@@ -667,7 +667,7 @@ int main(int argc, char **argv) {
   sbh2_conn_request(c, get, (uint32_t)hl, NULL, 0);
   pump(c, s, 100);
   drain(c, 0);
-  sbh2_conn_close(c);
+  sbh2_conn_shutdown(c);
   pump(c, s, 100);
   closed_before = closed;
   drain(c, 0);

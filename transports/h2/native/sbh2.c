@@ -25,6 +25,7 @@ struct stream {
   size_t req_len, req_off;
   struct sbh2_msg rsp; /* response */
   int status;
+  uint64_t list_size; /* RFC 9113 size of the response header list so far */
   int ev_type;      /* queued event type, 0 = none yet */
   uint32_t ev_code; /* HTTP/2 error code for RESET */
   unsigned closed : 1, queued : 1, cancelled : 1;
@@ -40,6 +41,7 @@ struct conn_event {
 struct sbh2_conn {
   nghttp2_session *session;
   uint32_t max_body;
+  uint32_t max_header_list; /* largest response header list (RFC 9113 size), advertised in SETTINGS */
   struct stream *streams;                 /* live streams (doubly linked) */
   struct stream *qhead, *qtail;           /* stream events, in order */
   struct conn_event *chead, *ctail;       /* connection events, in order */
@@ -115,7 +117,13 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
   struct sbh2_conn *c = user_data;
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   struct stream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-  if (!s) return 0;
+  if (!s || s->cancelled || s->ev_type) return 0;
+  s->list_size += namelen + valuelen + 32;
+  if (s->list_size > c->max_header_list) {
+    queue_stream(c, s, SBH2_EV_RESET, NGHTTP2_CANCEL);
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_CANCEL);
+    return 0;
+  }
   if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
     int st = 0;
     for (size_t i = 0; i < valuelen && i < 3; i++) st = st * 10 + (value[i] - '0');
@@ -221,6 +229,7 @@ sbh2_conn *sbh2_conn_new(uint32_t window, uint32_t max_body) {
   struct sbh2_conn *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->max_body = max_body ? max_body : (64u << 20);
+  c->max_header_list = SBH2_MAX_HEADER_LIST;
   nghttp2_session_callbacks *cbs = NULL;
   nghttp2_option *opt = NULL;
   if (nghttp2_session_callbacks_new(&cbs) != 0) goto fail;
@@ -241,8 +250,9 @@ sbh2_conn *sbh2_conn_new(uint32_t window, uint32_t max_body) {
   nghttp2_settings_entry iv[] = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, window},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, c->max_header_list},
   };
-  if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, 2) != 0) goto fail;
+  if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, 3) != 0) goto fail;
   if (nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, (int32_t)window) != 0) goto fail;
   return c;
 fail:
@@ -251,6 +261,13 @@ fail:
   if (c->session) nghttp2_session_del(c->session);
   free(c);
   return NULL;
+}
+
+int sbh2_conn_set_max_header_list(sbh2_conn *c, uint32_t bytes) {
+  if (!c || bytes == 0) return SBWIRE_ERR_INVALID;
+  c->max_header_list = bytes;
+  nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, bytes};
+  return nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, &iv, 1) == 0 ? 0 : SBWIRE_ERR_NOMEM;
 }
 
 void sbh2_conn_free(sbh2_conn *c) {
@@ -412,7 +429,7 @@ int sbh2_conn_poll(sbh2_conn *c, uint8_t *buf, uint32_t cap) {
   return n ? (int)n : SBWIRE_ERR_DONE;
 }
 
-int sbh2_conn_close(sbh2_conn *c) {
+int sbh2_conn_shutdown(sbh2_conn *c) {
   if (!c) return SBWIRE_ERR_INVALID;
   if (c->closing) return 0;
   c->closing = 1;

@@ -39,6 +39,8 @@ extern "C" {
 
 /* Size of the fixed part of an event record. */
 #define SBH2_EVENT_HEADER_LEN SBWIRE_EVENT_HEADER_LEN
+/* Default cap of a response header list, bytes (the server's request cap, SBH2_OPT_MAX_HEADER_LIST, is the same). */
+#define SBH2_MAX_HEADER_LIST 16384
 
 
 enum sbh2_event_type {
@@ -63,6 +65,9 @@ int sbh2_version(uint8_t *buf, uint32_t cap);
 sbh2_conn *sbh2_conn_new(uint32_t window, uint32_t max_body);
 /* Frees the session and every stream it holds. */
 void sbh2_conn_free(sbh2_conn *conn);
+/* Sets the largest response header list (RFC 9113 size: name + value + 32 per field; default 16384) and advertises it
+   in SETTINGS; a response past it is reset (CANCEL) and reported as RESET. */
+int sbh2_conn_set_max_header_list(sbh2_conn *conn, uint32_t bytes);
 /* Feeds received bytes; returns the number of events ready to poll, or an error (then a CLOSED event is queued). */
 int sbh2_conn_recv(sbh2_conn *conn, const uint8_t *data, uint32_t len);
 /* Writes pending output into out (as much as fits); returns its length, or SBWIRE_ERR_DONE when nothing is pending. */
@@ -74,7 +79,7 @@ int sbh2_conn_cancel(sbh2_conn *conn, int32_t stream_id);
 /* Writes every ready event that fits into buf; returns the bytes written or SBWIRE_ERR_DONE. */
 int sbh2_conn_poll(sbh2_conn *conn, uint8_t *buf, uint32_t cap);
 /* Starts a graceful close (GOAWAY with NO_ERROR); then drain sbh2_conn_send. */
-int sbh2_conn_close(sbh2_conn *conn);
+int sbh2_conn_shutdown(sbh2_conn *conn);
 /* Writes why the connection closed (text) into buf; returns its length. */
 int sbh2_conn_error(sbh2_conn *conn, uint8_t *buf, uint32_t cap);
 /* Returns the number of streams the shim still holds state for (open or with an unpolled event). */

@@ -523,8 +523,9 @@ int sbh2_sconn_poll(sbh2_sconn *c, uint8_t *buf, uint32_t cap) {
     struct sstream *s = c->qhead;
     if (!s->closed) { /* a stream reset before it was polled never reaches the caller */
       size_t need;
-      int64_t code = s->too_large ? SBH2_MESSAGE_TOO_LARGE : s->over_budget ? SBH2_MESSAGE_OVER_BUDGET : 0;
-      if (!sbh2_msg_put_event(&s->req, buf, cap, &n, SBWIRE_EV_MESSAGE, s->id, code, &need)) {
+      int64_t code = s->too_large ? SBWIRE_TOO_LARGE_BODY : s->over_budget ? SBWIRE_TOO_LARGE_BUDGET : 0;
+      uint32_t type = code ? SBWIRE_EV_TOO_LARGE : SBWIRE_EV_MESSAGE;
+      if (!sbh2_msg_put_event(&s->req, buf, cap, &n, type, s->id, code, &need)) {
         return sbh2_poll_full(buf, cap, n, need, SBWIRE_ERR_BUFFER_TOO_SHORT);
       }
       s->delivered = 1;

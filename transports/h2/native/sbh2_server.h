@@ -17,9 +17,9 @@
  *
  * Limits (enum sbh2_option, each with a default): concurrent streams, header
  * list size, CONTINUATION frames, request body size (the request still
- * arrives, as a MESSAGE whose code is 413 and whose body is empty, so the
- * caller answers it), request body bytes buffered by all connections of a
- * server (a body that does not fit arrives with code 503), peer stream resets
+ * arrives, as a TOO_LARGE event with code 413, so the caller answers it),
+ * request body bytes buffered by all connections of a server (a body that
+ * does not fit arrives as TOO_LARGE with code 503), peer stream resets
  * (rapid reset), response bytes queued while the peer's window is closed (per
  * connection and per server), and the settings, idle and stall timers.
  * Timers run when the caller calls sbh2_sconn_tick; the clock is
@@ -36,10 +36,8 @@
 extern "C" {
 #endif
 
-/* The code of a MESSAGE event whose request body exceeded SBH2_OPT_MAX_BODY (body dropped). */
-#define SBH2_MESSAGE_TOO_LARGE 413
-/* The code of a MESSAGE event whose request body did not fit in SBH2_OPT_MAX_BUFFERED (body dropped). */
-#define SBH2_MESSAGE_OVER_BUDGET 503
+/* A request whose body exceeded SBH2_OPT_MAX_BODY (SBWIRE_TOO_LARGE_BODY) or did not fit in SBH2_OPT_MAX_BUFFERED
+   (SBWIRE_TOO_LARGE_BUDGET) arrives as a TOO_LARGE event: headers only, body dropped. */
 
 enum sbh2_option {
   /* SETTINGS_MAX_CONCURRENT_STREAMS; default 100. */
@@ -65,7 +63,7 @@ enum sbh2_option {
   /* Reset streams whose queued response made no progress for this long, ms; default 10000. */
   SBH2_OPT_STALL_TIMEOUT_MS = 11,
   /* Request body bytes buffered at once by all connections of this server (a declared content-length counts
-     whole); a body that does not fit arrives as a MESSAGE with code 503; default 256 MiB. */
+     whole); a body that does not fit arrives as TOO_LARGE with code 503; default 256 MiB. */
   SBH2_OPT_MAX_BUFFERED = 12,
   /* Response body bytes queued by all connections of this server; a response beyond it while its peer's window
      is closed is reset (ENHANCE_YOUR_CALM), as for SBH2_OPT_MAX_QUEUED; default 256 MiB. */

@@ -416,7 +416,7 @@ int sbh2_tls_send(sbh2_tls *t, const uint8_t *in, uint32_t in_len, uint8_t *out,
   return drain_out(t, out, cap);
 }
 
-int sbh2_tls_close(sbh2_tls *t) {
+int sbh2_tls_shutdown(sbh2_tls *t) {
   if (!t) return SBWIRE_ERR_INVALID;
   if (!t->established || t->failed || t->bye_sent) return 0;
   t->bye_sent = 1;
@@ -554,7 +554,7 @@ static int send_from(void *session, pull_fn pull, sbh2_tls *t, uint8_t *out, uin
       int m = pull(session, plain, PLAIN_CAP);
       if (m == SBWIRE_ERR_CLOSED) {
         finished = 1;
-        sbh2_tls_close(t);
+        sbh2_tls_shutdown(t);
         break;
       }
       if (m <= 0) break;

@@ -59,7 +59,7 @@ int sbh2_tls_recv(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *ou
 /* Encrypts plaintext (may be empty) and writes pending ciphertext into out; returns its length or SBWIRE_ERR_DONE. */
 int sbh2_tls_send(sbh2_tls *tls, const uint8_t *in, uint32_t in_len, uint8_t *out, uint32_t cap);
 /* Queues close_notify; then drain sbh2_tls_send. */
-int sbh2_tls_close(sbh2_tls *tls);
+int sbh2_tls_shutdown(sbh2_tls *tls);
 /* Returns the enum sbwire_tls_state bits that hold. */
 int sbh2_tls_state(sbh2_tls *tls);
 /* Writes one enum sbwire_tls_info text into buf; returns its length. */

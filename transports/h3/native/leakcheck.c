@@ -144,11 +144,9 @@ static int refused_seen(sbh3_config *ccfg, uint8_t *ev, int via_caller) {
     sbh3_conn_io(rc, ru, NULL, 0);
     int n;
     while ((n = sbh3_conn_poll(rc, ev, 1 << 20)) > 0) {
-      uint32_t type;
-      int64_t code;
-      memcpy(&type, ev, 4);
-      memcpy(&code, ev + 16, 8);
-      if (type == SBH3_EV_CLOSED && code == SBWIRE_ERR_REFUSED) refused = 1;
+      sbwire_event e;
+      for (size_t off = 0; sbwire_next_event(ev, (size_t)n, &off, &e);)
+        if (e.type == SBH3_EV_CLOSED && e.code == SBWIRE_ERR_REFUSED) refused = 1;
     }
     /* The module's own wait reports the ICMP error as readiness, as the caller's poll does. */
     if (!refused && (via_caller ? (wait_readable(rfd, 50), 0) : sbh3_udp_wait(ru, 50)) < 0) break;
@@ -199,29 +197,27 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
       moved += sbh3_conn_io(cli, cu, NULL, 0) + sbh3_server_io(srv, su, NULL, 0, NULL, 0);
     }
     while ((n = sbh3_server_poll(srv, ev, 1 << 20)) > 0) {
-      uint32_t type, conn_id;
-      int64_t sid;
-      memcpy(&type, ev, 4);
-      memcpy(&conn_id, ev + 4, 4);
-      memcpy(&sid, ev + 8, 8);
-      if (type != SBH3_EV_MESSAGE) continue;
-      uint8_t hdr[64];
-      size_t h = put_field(hdr, ":status", "200");
-      sbh3_server_respond(srv, conn_id, sid, hdr, h, body, SOCK_BODY);
-      moved++;
+      sbwire_event e;
+      for (size_t off = 0; sbwire_next_event(ev, (size_t)n, &off, &e);) {
+        if (e.type != SBH3_EV_MESSAGE) continue;
+        uint8_t hdr[64];
+        size_t h = put_field(hdr, ":status", "200");
+        sbh3_server_respond(srv, e.conn_id, e.stream_id, hdr, h, body, SOCK_BODY);
+        moved++;
+      }
     }
     while ((n = sbh3_conn_poll(cli, ev, 1 << 20)) > 0) {
-      uint32_t type, bl;
-      memcpy(&type, ev, 4);
-      memcpy(&bl, ev + 28, 4);
-      if (type == SBH3_EV_CLOSED) round = 1 << 30;
-      if (type == SBH3_EV_MESSAGE && bl == SOCK_BODY && ++answered == SOCK_NREQ / 2) {
-        /* UDP_SEGMENT sends now fail with EINVAL: the shim must fall back to one datagram each. */
-        int one = 1;
-        setsockopt(sfd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
-        sbh3_conn_update_key(cli);
+      sbwire_event e;
+      for (size_t off = 0; sbwire_next_event(ev, (size_t)n, &off, &e);) {
+        if (e.type == SBH3_EV_CLOSED) round = 1 << 30;
+        if (e.type == SBH3_EV_MESSAGE && e.body_len == SOCK_BODY && ++answered == SOCK_NREQ / 2) {
+          /* UDP_SEGMENT sends now fail with EINVAL: the shim must fall back to one datagram each. */
+          int one = 1;
+          setsockopt(sfd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
+          sbh3_conn_update_key(cli);
+        }
+        moved++;
       }
-      moved++;
     }
     while (submitted < SOCK_NREQ) {
       uint8_t hdr[256];
@@ -243,7 +239,7 @@ static int socket_phase(const uint8_t *ca, size_t ca_len, const uint8_t *cert, s
     fprintf(stderr, "sockets: %llu Retry, no NEW_TOKEN\n", (unsigned long long)st[SBH3_STAT_RETRIES]);
     answered = -1;
   }
-  sbh3_conn_close(cli);
+  sbh3_conn_shutdown(cli);
   sbh3_conn_io(cli, cu, NULL, 0);
   wait_readable(sfd, 100);
   sbh3_server_io(srv, su, NULL, 0, NULL, 0);
@@ -292,25 +288,24 @@ static int tls_connection(sbh3_server *srv, sbh3_config *ccfg, const uint8_t *ti
     int n;
     while ((n = sbh3_conn_send(cli, pkt, 65536)) > 0) sbh3_server_recv(srv, pkt, (size_t)n, "127.0.0.1", (uint16_t)port);
     while ((n = sbh3_server_send(srv, pkt, 65536, meta, sizeof(meta))) > 0) sbh3_conn_recv(cli, pkt, (size_t)n);
-    while (sbh3_server_poll(srv, ev, 1 << 16) > 0) {
-      uint32_t type, conn_id;
-      int64_t sid;
-      memcpy(&type, ev, 4);
-      memcpy(&conn_id, ev + 4, 4);
-      memcpy(&sid, ev + 8, 8);
-      if (type == SBH3_EV_CONNECTED) server_conn = conn_id;
-      if (type != SBH3_EV_MESSAGE) continue;
-      uint8_t rh[64];
-      size_t rl = put_field(rh, ":status", "200");
-      sbh3_server_respond(srv, conn_id, sid, rh, rl, (const uint8_t *)"ok", 2);
+    while ((n = sbh3_server_poll(srv, ev, 1 << 16)) > 0) {
+      sbwire_event e;
+      for (size_t off = 0; sbwire_next_event(ev, (size_t)n, &off, &e);) {
+        if (e.type == SBH3_EV_CONNECTED) server_conn = e.conn_id;
+        if (e.type != SBH3_EV_MESSAGE) continue;
+        uint8_t rh[64];
+        size_t rl = put_field(rh, ":status", "200");
+        sbh3_server_respond(srv, e.conn_id, e.stream_id, rh, rl, (const uint8_t *)"ok", 2);
+      }
     }
-    while (sbh3_conn_poll(cli, ev, 1 << 16) > 0) {
-      uint32_t type;
-      memcpy(&type, ev, 4);
-      if (type == SBH3_EV_MESSAGE) answered++;
-      if (type == SBH3_EV_CONNECTED) connected = 1;
-      if (type == SBH3_EV_EARLY_REJECTED) early = 0; /* the early GET is gone: only the late one is answered */
-      if (type == SBH3_EV_CLOSED) round = 1 << 30;
+    while ((n = sbh3_conn_poll(cli, ev, 1 << 16)) > 0) {
+      sbwire_event e;
+      for (size_t off = 0; sbwire_next_event(ev, (size_t)n, &off, &e);) {
+        if (e.type == SBH3_EV_MESSAGE) answered++;
+        if (e.type == SBH3_EV_CONNECTED) connected = 1;
+        if (e.type == SBH3_EV_EARLY_REJECTED) early = 0; /* the early GET is gone: only the late one is answered */
+        if (e.type == SBH3_EV_CLOSED) round = 1 << 30;
+      }
     }
     if (connected && !late && sbh3_conn_request(cli, hdr, h, NULL, 0) >= 0) late = 1;
   }
@@ -330,7 +325,7 @@ static int tls_connection(sbh3_server *srv, sbh3_config *ccfg, const uint8_t *ti
   *out = malloc(65536);
   int tl = sbh3_conn_ticket(cli, *out, 65536);
   *out_len = tl > 0 ? (size_t)tl : 0;
-  sbh3_conn_close(cli);
+  sbh3_conn_shutdown(cli);
   int n;
   while ((n = sbh3_conn_send(cli, pkt, 65536)) > 0) sbh3_server_recv(srv, pkt, (size_t)n, "127.0.0.1", (uint16_t)port);
   sbh3_conn_free(cli);
@@ -422,49 +417,43 @@ int main(int argc, char **argv) {
       if (cid != 0) sbh3_conn_recv(cli, pkt, (size_t)n);
     }
     while ((n = sbh3_server_poll(srv, ev, 1 << 20)) > 0) {
-      uint32_t type, conn_id, hl, bl;
-      int64_t sid;
-      memcpy(&type, ev, 4);
-      memcpy(&conn_id, ev + 4, 4);
-      memcpy(&sid, ev + 8, 8);
-      memcpy(&hl, ev + 24, 4);
-      memcpy(&bl, ev + 28, 4);
-      if (type == SBH3_EV_TOO_LARGE) too_large++;
-      if (type != SBH3_EV_MESSAGE && type != SBH3_EV_TOO_LARGE) continue;
-      if (bl > 0 && nwait < NREQ) { /* echo, through the waiting list when the queue is full */
-        wait[nwait] = (waiting_t){conn_id, sid, malloc(bl), bl};
-        memcpy(wait[nwait++].body, ev + SBH3_EVENT_HEADER_LEN + hl, bl);
-      } else {
-        uint8_t hdr[64];
-        size_t h = put_field(hdr, ":status", type == SBH3_EV_TOO_LARGE ? "413" : "200");
-        sbh3_server_respond(srv, conn_id, sid, hdr, h, NULL, 0);
+      sbwire_event e;
+      for (size_t off = 0; sbwire_next_event(ev, (size_t)n, &off, &e);) {
+        if (e.type == SBH3_EV_TOO_LARGE) too_large++;
+        if (e.type != SBH3_EV_MESSAGE && e.type != SBH3_EV_TOO_LARGE) continue;
+        if (e.body_len > 0 && nwait < NREQ) { /* echo, through the waiting list when the queue is full */
+          wait[nwait] = (waiting_t){e.conn_id, e.stream_id, malloc(e.body_len), e.body_len};
+          memcpy(wait[nwait++].body, e.body, e.body_len);
+        } else {
+          uint8_t hdr[64];
+          size_t h = put_field(hdr, ":status", e.type == SBH3_EV_TOO_LARGE ? "413" : "200");
+          sbh3_server_respond(srv, e.conn_id, e.stream_id, hdr, h, NULL, 0);
+        }
       }
     }
     int before = nwait;
     nwait = retry_waiting(srv, wait, nwait);
     if (nwait) blocked++;
     moved += before - nwait;
-    while ((n = sbh3_conn_poll(cli, ev, 1 << 20)) > 0) {
-      uint32_t type, bl;
-      int64_t sid;
-      memcpy(&type, ev, 4);
-      memcpy(&sid, ev + 8, 8);
-      memcpy(&bl, ev + 28, 4);
-      if (type == SBH3_EV_CLOSED) {
-        uint8_t why[256];
-        sbh3_conn_error(cli, why, sizeof(why));
-        fprintf(stderr, "connection closed early: %s\n", (char *)why);
-        ok = 0;
-        round = 1 << 30;
-        break;
-      }
-      if (type != SBH3_EV_MESSAGE) continue;
-      for (int i = 0; i < submitted; i++)
-        if (ids[i] == sid && answer_size(i) != bl) {
-          fprintf(stderr, "request %d: got %u bytes, want %zu\n", i, bl, answer_size(i));
+    while (round < (1 << 30) && (n = sbh3_conn_poll(cli, ev, 1 << 20)) > 0) {
+      sbwire_event e;
+      for (size_t off = 0; sbwire_next_event(ev, (size_t)n, &off, &e);) {
+        if (e.type == SBH3_EV_CLOSED) {
+          uint8_t why[256];
+          sbh3_conn_error(cli, why, sizeof(why));
+          fprintf(stderr, "connection closed early: %s\n", (char *)why);
           ok = 0;
+          round = 1 << 30;
+          break;
         }
-      answered++;
+        if (e.type != SBH3_EV_MESSAGE) continue;
+        for (int i = 0; i < submitted; i++)
+          if (ids[i] == e.stream_id && answer_size(i) != e.body_len) {
+            fprintf(stderr, "request %d: got %u bytes, want %zu\n", i, e.body_len, answer_size(i));
+            ok = 0;
+          }
+        answered++;
+      }
     }
     while (submitted < NREQ) {
       uint8_t hdr[256];
@@ -508,7 +497,7 @@ int main(int argc, char **argv) {
     ok = 0;
   }
   /* Graceful close on both sides, with the close packets delivered. */
-  sbh3_conn_close(cli);
+  sbh3_conn_shutdown(cli);
   int n;
   while ((n = sbh3_conn_send(cli, pkt, 65536)) > 0) sbh3_server_recv(srv, pkt, (size_t)n, "127.0.0.1", 5555);
   sbh3_server_close_all(srv);

@@ -69,7 +69,7 @@ static int badtp(const char *host, uint16_t port) {
     if (poll(&p, 1, 50) <= 0) continue;
     ssize_t got = recv(fd, buf, sizeof(buf), 0);
     if (got <= 0) continue;
-    if (sbh3_conn_recv(c, buf, (size_t)got) != 0) {
+    if (sbh3_conn_recv(c, buf, (size_t)got) < 0) {
       char why[256];
       sbh3_conn_error(c, (uint8_t *)why, sizeof(why));
       printf("closed in %.0f ms: %s\n", now_ms() - start, why);

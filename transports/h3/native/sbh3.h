@@ -14,7 +14,9 @@
  * Headers cross the boundary as one flat block and events as 32-byte records
  * with their payload, in the format transports/native/sbwire.h defines for
  * both native modules (little-endian). Pseudo-headers (":method", ":status",
- * ...) travel in the same block. One poll writes one event.
+ * ...) travel in the same block. Polls follow sbwire.h's one poll rule (the
+ * records that fit). The HTTP/3 rules (limits, events) are the HTTP/3 layer's
+ * both h3 modules link (transports/native/sbhttp3.h).
  */
 #ifndef SBH3_H
 #define SBH3_H
@@ -53,7 +55,7 @@ enum sbh3_event_type {
 };
 
 /* Bit in the code of a server MESSAGE event: the request arrived (at least partly) in 0-RTT. */
-#define SBH3_MSG_EARLY 1
+#define SBH3_MSG_EARLY 1 /* SBHTTP3_MSG_EARLY */
 
 
 
@@ -142,6 +144,8 @@ int sbh3_config_set_versions(sbh3_config *cfg, const uint32_t *versions, size_t 
 int sbh3_config_set_ecn(sbh3_config *cfg, int on);
 /* Sets the largest body accepted per stream in bytes (default 64 MiB). */
 int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes);
+/* Sets the largest header section accepted per message (RFC 9114 size: name + value + 32 per field; default 16384), advertised in SETTINGS; past it the stream is reset with H3_EXCESSIVE_LOAD. */
+int sbh3_config_set_max_field_section(sbh3_config *cfg, uint64_t bytes);
 /* Server: sends one TLS 1.3 session ticket per connection, valid lifetime_s seconds (0: none, the default); ticket keys rotate with that period. */
 int sbh3_config_set_tickets(sbh3_config *cfg, uint32_t lifetime_s);
 /* 0-RTT: a server accepts it (anti-replay window window_ms), a resuming client attempts it; on = 0 turns it off (the default). */
@@ -152,7 +156,7 @@ sbh3_conn *sbh3_conn_new_client(sbh3_config *cfg, const char *server_name, const
                                 const char *remote_ip, uint16_t remote_port);
 /* Frees a client connection and its streams. */
 void sbh3_conn_free(sbh3_conn *conn);
-/* Feeds one received datagram; returns 0 or an error (the connection may now be closed). */
+/* Feeds one received datagram; returns the number of events ready to poll, or an error (the connection may now be closed). */
 int sbh3_conn_recv(sbh3_conn *conn, const uint8_t *data, size_t len);
 /* Writes the next datagram to send into out; returns its length or SBWIRE_ERR_DONE. */
 int sbh3_conn_send(sbh3_conn *conn, uint8_t *out, size_t cap);
@@ -166,10 +170,10 @@ int sbh3_conn_on_timeout(sbh3_conn *conn);
 int64_t sbh3_conn_request(sbh3_conn *conn, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body, size_t body_len);
 /* Abandons a stream (for example after a timeout): resets it with H3_REQUEST_CANCELLED. */
 int sbh3_conn_cancel(sbh3_conn *conn, int64_t stream_id);
-/* Writes the next event into buf; returns its length or SBWIRE_ERR_DONE. */
+/* Writes the events that fit into buf (sbwire.h's poll rule); returns the bytes written or SBWIRE_ERR_DONE. */
 int sbh3_conn_poll(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Starts a graceful close (CONNECTION_CLOSE with H3_NO_ERROR); then drain sbh3_conn_send. */
-int sbh3_conn_close(sbh3_conn *conn);
+int sbh3_conn_shutdown(sbh3_conn *conn);
 /* Writes why the connection closed (text) into buf; returns its length. */
 int sbh3_conn_error(sbh3_conn *conn, uint8_t *buf, size_t cap);
 /* Returns the number of request streams the connection still holds state for. */
@@ -209,7 +213,7 @@ int sbh3_server_send(sbh3_server *srv, uint8_t *out, size_t cap, uint8_t *meta, 
 int sbh3_server_timeout_ms(sbh3_server *srv);
 /* Runs expired timers of every connection and frees connections that finished closing. */
 int sbh3_server_on_timeout(sbh3_server *srv);
-/* Writes the next event of any connection into buf; returns its length or SBWIRE_ERR_DONE. */
+/* Writes the events of every connection that fit into buf (sbwire.h's poll rule); the bytes written or SBWIRE_ERR_DONE. */
 int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap);
 /* Sends a response on a request stream (header block + body, copied); SBWIRE_ERR_STREAM_BLOCKED: the send queue is full, retry after sbh3_server_io. */
 int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,

@@ -66,7 +66,7 @@ int sbh3_conn_recv(sbh3_conn *c, const uint8_t *data, size_t len) {
     conn_fail(c, rv);
     return map_liberr(rv);
   }
-  return 0;
+  return c->q->n > INT32_MAX ? INT32_MAX : (int)c->q->n;
 }
 
 int sbh3_conn_send(sbh3_conn *c, uint8_t *out, size_t cap) {
@@ -88,32 +88,15 @@ int sbh3_conn_on_timeout(sbh3_conn *c) {
 
 int64_t sbh3_conn_request(sbh3_conn *c, const uint8_t *hdrs, size_t hdrs_len, const uint8_t *body, size_t body_len) {
   if (!c || c->srv || !hdrs || (body_len && !body)) return SBWIRE_ERR_INVALID;
-  if (c->closed || c->goaway) return SBWIRE_ERR_CLOSED;
-  if (!c->hc) return SBWIRE_ERR_STREAM_BLOCKED;
-  nghttp3_nv *nv;
-  size_t n;
-  int rv = parse_headers(hdrs, hdrs_len, &nv, &n);
-  if (rv != 0) return rv == -2 ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_INVALID;
+  if (c->closed || c->h3.goaway) return SBWIRE_ERR_CLOSED;
+  if (!c->h3.hc) return SBWIRE_ERR_STREAM_BLOCKED;
   int64_t sid;
-  rv = ngtcp2_conn_open_bidi_stream(c->qc, &sid, NULL);
+  int rv = ngtcp2_conn_open_bidi_stream(c->qc, &sid, NULL);
+  if (rv != 0) return rv == NGTCP2_ERR_STREAM_ID_BLOCKED ? SBWIRE_ERR_STREAM_BLOCKED : SBWIRE_ERR_INTERNAL;
+  rv = sbhttp3_request(&c->h3, sid, hdrs, hdrs_len, body, body_len);
   if (rv != 0) {
-    free(nv);
-    return rv == NGTCP2_ERR_STREAM_ID_BLOCKED ? SBWIRE_ERR_STREAM_BLOCKED : SBWIRE_ERR_INTERNAL;
-  }
-  stream_t *s = stream_new(c, sid);
-  if (!s || copy_body(s, body, body_len) != 0) {
-    free(nv);
-    if (s) stream_free(c, s);
     ngtcp2_conn_shutdown_stream(c->qc, sid, NGHTTP3_H3_INTERNAL_ERROR);
-    return SBWIRE_ERR_NOMEM;
-  }
-  nghttp3_data_reader dr = {.read_data = h3_read_body};
-  rv = nghttp3_conn_submit_request(c->hc, sid, nv, n, body_len ? &dr : NULL, s);
-  free(nv);
-  if (rv != 0) {
-    stream_free(c, s);
-    ngtcp2_conn_shutdown_stream(c->qc, sid, NGHTTP3_H3_INTERNAL_ERROR);
-    return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBWIRE_ERR_INVALID : SBWIRE_ERR_INTERNAL;
+    return rv;
   }
   return sid;
 }
@@ -121,7 +104,7 @@ int64_t sbh3_conn_request(sbh3_conn *c, const uint8_t *hdrs, size_t hdrs_len, co
 int sbh3_conn_cancel(sbh3_conn *c, int64_t stream_id) {
   if (!c) return SBWIRE_ERR_INVALID;
   if (c->closed) return SBWIRE_ERR_CLOSED;
-  stream_t *s = stream_find(c, stream_id);
+  stream_t *s = sbhttp3_stream_find(&c->h3, stream_id);
   if (!s) return SBWIRE_ERR_NOT_FOUND;
   s->done = 1; /* the caller gave up on it: no RESET event */
   if (ngtcp2_conn_shutdown_stream(c->qc, stream_id, NGHTTP3_H3_REQUEST_CANCELLED) != 0) return SBWIRE_ERR_NOT_FOUND;
@@ -130,13 +113,13 @@ int sbh3_conn_cancel(sbh3_conn *c, int64_t stream_id) {
 
 int sbh3_conn_poll(sbh3_conn *c, uint8_t *buf, size_t cap) {
   if (!c || !buf || cap < 8) return SBWIRE_ERR_INVALID;
-  return evq_poll(c->q, buf, cap);
+  return (int)sbhttp3_evq_poll(c->q, buf, cap);
 }
 
 
-int sbh3_conn_close(sbh3_conn *c) {
+int sbh3_conn_shutdown(sbh3_conn *c) {
   if (!c) return SBWIRE_ERR_INVALID;
-  if (c->closed) return SBWIRE_ERR_CLOSED;
+  if (c->closed) return 0;
   close_locally(c, NGHTTP3_H3_NO_ERROR, "Connection closed locally");
   return 0;
 }
@@ -152,7 +135,7 @@ int sbh3_conn_error(sbh3_conn *c, uint8_t *buf, size_t cap) {
 
 int sbh3_conn_stream_count(sbh3_conn *c) {
   if (!c) return SBWIRE_ERR_INVALID;
-  return c->nstreams;
+  return c->h3.nstreams;
 }
 
 
@@ -182,8 +165,8 @@ int sbh3_conn_stats(sbh3_conn *c, uint64_t *out, size_t n) {
 
 int64_t sbh3_conn_first_response_ago_us(sbh3_conn *c) {
   if (!c || c->srv) return SBWIRE_ERR_INVALID;
-  if (!c->first_resp_ns) return SBWIRE_ERR_DONE;
-  return (int64_t)((now_ns() - c->first_resp_ns) / 1000);
+  if (!c->h3.first_header_ns) return SBWIRE_ERR_DONE;
+  return (int64_t)((now_ns() - c->h3.first_header_ns) / 1000);
 }
 
 int sbh3_conn_resume(sbh3_conn *c, const uint8_t *ticket, size_t len) {

@@ -1,4 +1,4 @@
-/* sbh3 common parts: buffers, clock, addresses, randomness, event queue, configuration, header blocks. */
+/* sbh3 common parts: clock, addresses, randomness, configuration. */
 #define _GNU_SOURCE
 #include "sbh3_int.h"
 #include "../../native/sb_tls.h"
@@ -10,31 +10,6 @@
 #include <time.h>
 
 #include <gnutls/crypto.h>
-
-int buf_reserve(buf_t *b, size_t extra) {
-  if (b->len + extra <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->len + extra) cap *= 2;
-  uint8_t *p = realloc(b->p, cap);
-  if (!p) return -1;
-  b->p = p;
-  b->cap = cap;
-  return 0;
-}
-
-int buf_append(buf_t *b, const void *data, size_t n) {
-  if (n == 0) return 0;
-  if (buf_reserve(b, n) != 0) return -1;
-  memcpy(b->p + b->len, data, n);
-  b->len += n;
-  return 0;
-}
-
-void buf_free(buf_t *b) {
-  free(b->p);
-  b->p = NULL;
-  b->len = b->cap = 0;
-}
 
 uint64_t now_ns(void) {
   struct timespec ts;
@@ -66,54 +41,6 @@ void rand_bytes(uint8_t *dest, size_t len) {
   }
 }
 
-event_t *evq_push(evq_t *q, uint32_t type, uint32_t conn_id, int64_t stream_id, int64_t code) {
-  event_t *e = calloc(1, sizeof(*e));
-  if (!e) return NULL;
-  e->type = type;
-  e->conn_id = conn_id;
-  e->stream_id = stream_id;
-  e->code = code;
-  if (q->tail) q->tail->next = e;
-  else q->head = e;
-  q->tail = e;
-  return e;
-}
-
-/* Frees one event and its buffers. */
-static void event_free(event_t *e) {
-  buf_free(&e->hdr);
-  buf_free(&e->body);
-  free(e);
-}
-
-void evq_clear(evq_t *q) {
-  event_t *e = q->head;
-  while (e) {
-    event_t *n = e->next;
-    event_free(e);
-    e = n;
-  }
-  q->head = q->tail = NULL;
-}
-
-int evq_poll(evq_t *q, uint8_t *out, size_t cap) {
-  event_t *e = q->head;
-  if (!e) return SBWIRE_ERR_DONE;
-  uint64_t need = SBH3_EVENT_HEADER_LEN + e->hdr.len + e->body.len;
-  if (need > cap || need > INT32_MAX) {
-    if (cap >= 8) sbwire_put_u64(out, need);
-    return SBWIRE_ERR_BUFFER_TOO_SHORT;
-  }
-  uint32_t hl = (uint32_t)e->hdr.len, bl = (uint32_t)e->body.len;
-  sbwire_put_event(out, e->type, e->conn_id, e->stream_id, e->code, hl, bl);
-  if (hl) memcpy(out + SBH3_EVENT_HEADER_LEN, e->hdr.p, hl);
-  if (bl) memcpy(out + SBH3_EVENT_HEADER_LEN + hl, e->body.p, bl);
-  q->head = e->next;
-  if (!q->head) q->tail = NULL;
-  event_free(e);
-  return (int)need;
-}
-
 sbh3_config *sbh3_config_new(int is_server) {
   sbh3_config *cfg = calloc(1, sizeof(*cfg));
   if (!cfg) return NULL;
@@ -126,6 +53,7 @@ sbh3_config *sbh3_config_new(int is_server) {
   cfg->verify = is_server ? SBWIRE_TLS_VERIFY_NONE : SBWIRE_TLS_VERIFY_PEER;
   cfg->idle_ms = 30000;
   cfg->max_body = 64ull << 20;
+  cfg->max_field_section = SBHTTP3_MAX_FIELD_SECTION;
   cfg->max_udp_payload = 0;
   cfg->max_recv_udp_payload = MAX_UDP;
   cfg->handshake_ms = 5000;
@@ -153,7 +81,7 @@ static void config_tls_clear(sbh3_config *cfg) {
 void config_unref(sbh3_config *cfg) {
   if (!cfg || --cfg->refs > 0) return;
   config_tls_clear(cfg);
-  buf_free(&cfg->token);
+  sbhttp3_buf_free(&cfg->token);
   gnutls_certificate_free_credentials(cfg->cred);
   free(cfg);
 }
@@ -226,7 +154,7 @@ int sbh3_config_set_retry(sbh3_config *cfg, int on) {
 int sbh3_config_set_token(sbh3_config *cfg, const uint8_t *token, size_t len) {
   if (!cfg || cfg->is_server || (len && !token)) return SBWIRE_ERR_INVALID;
   cfg->token.len = 0;
-  return buf_append(&cfg->token, token, len) == 0 ? 0 : SBWIRE_ERR_NOMEM;
+  return sbhttp3_buf_append(&cfg->token, token, len) == 0 ? 0 : SBWIRE_ERR_NOMEM;
 }
 
 int sbh3_config_set_versions(sbh3_config *cfg, const uint32_t *versions, size_t n) {
@@ -287,25 +215,9 @@ int sbh3_config_set_max_body(sbh3_config *cfg, uint64_t bytes) {
   return 0;
 }
 
-/* Parses a flat header block into a freshly allocated nv array. */
-int parse_headers(const uint8_t *p, size_t len, nghttp3_nv **pnv, size_t *pn) {
-  long n = sbwire_count_fields(p, len);
-  if (n < 0) return -1;
-  nghttp3_nv *nv = calloc(n ? (size_t)n : 1, sizeof(*nv));
-  if (!nv) return -2;
-  size_t off = 0;
-  for (long i = 0; i < n; i++) {
-    const uint8_t *name, *value;
-    size_t nl, vl;
-    sbwire_next_field(p, &off, &name, &nl, &value, &vl);
-    if (nl == 0) {
-      free(nv);
-      return -1;
-    }
-    nv[i] = (nghttp3_nv){.name = (uint8_t *)name, .value = (uint8_t *)value, .namelen = nl, .valuelen = vl};
-  }
-  *pnv = nv;
-  *pn = (size_t)n;
+int sbh3_config_set_max_field_section(sbh3_config *cfg, uint64_t bytes) {
+  if (!cfg || bytes == 0) return SBWIRE_ERR_INVALID;
+  cfg->max_field_section = bytes;
   return 0;
 }
 

@@ -30,39 +30,6 @@ void conn_count(sbh3_conn *c, int base, size_t n) {
   }
 }
 
-stream_t *stream_find(sbh3_conn *c, int64_t id) {
-  for (stream_t *s = c->streams; s; s = s->next)
-    if (s->id == id) return s;
-  return NULL;
-}
-
-stream_t *stream_new(sbh3_conn *c, int64_t id) {
-  stream_t *s = calloc(1, sizeof(*s));
-  if (!s) return NULL;
-  s->id = id;
-  s->cl = UINT64_MAX;
-  s->next = c->streams;
-  if (c->streams) c->streams->prev = s;
-  c->streams = s;
-  c->nstreams++;
-  return s;
-}
-
-void stream_free(sbh3_conn *c, stream_t *s) {
-  if (s->prev) s->prev->next = s->next;
-  else c->streams = s->next;
-  if (s->next) s->next->prev = s->prev;
-  c->nstreams--;
-  if (c->srv && s->out_len) { /* a response counted in the send queues by sbh3_server_respond */
-    c->queued -= s->out_len;
-    c->srv->queued -= s->out_len;
-  }
-  buf_free(&s->hdr);
-  buf_free(&s->body);
-  free(s->out);
-  free(s);
-}
-
 void cid_add(sbh3_conn *c, const ngtcp2_cid *cid) {
   if (c->ncids < MAX_CIDS) c->cids[c->ncids++] = *cid;
 }
@@ -166,10 +133,10 @@ void conn_fail(sbh3_conn *c, int rv) {
   c->close_deadline = now + 3 * ngtcp2_conn_get_pto(c->qc);
   if (rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_DROP_CONN || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT)
     c->close_deadline = now;
-  evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, code);
+  sbhttp3_evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, code);
 }
 
-/* ---- nghttp3 callbacks ------------------------------------------------ */
+/* ---- the HTTP/3 layer's hooks into QUIC (transports/native/sbhttp3.h) ---- */
 
 /* Returns n consumed bytes to the stream and connection flow-control windows. */
 static void consume(sbh3_conn *c, int64_t stream_id, size_t n) {
@@ -192,214 +159,55 @@ static void credit_request_stream(sbh3_conn *c) {
   c->uncredited_streams = 0;
 }
 
-/* nghttp3: a stream closed; frees its state (client: RESET if no message came). */
-static int h3_stream_close(nghttp3_conn *hc, int64_t stream_id, uint64_t app_error_code, void *user_data,
-                           void *stream_user_data) {
-  (void)hc;
-  sbh3_conn *c = user_data;
-  stream_t *s = stream_user_data;
-  if (s) {
-    if (!s->done && !c->srv) evq_push(c->q, SBH3_EV_RESET, c->id, stream_id, (int64_t)app_error_code);
-    stream_free(c, s);
-  }
+static void hook_consumed(void *ctx, int64_t stream_id, size_t n) { consume(ctx, stream_id, n); }
+
+static void hook_stop_reading(void *ctx, int64_t stream_id, uint64_t app_error) {
+  ngtcp2_conn_shutdown_stream_read(((sbh3_conn *)ctx)->qc, stream_id, app_error);
+}
+
+static void hook_reset_writing(void *ctx, int64_t stream_id, uint64_t app_error) {
+  ngtcp2_conn_shutdown_stream_write(((sbh3_conn *)ctx)->qc, stream_id, app_error);
+}
+
+static void hook_stream_closed(void *ctx, int64_t stream_id) {
+  sbh3_conn *c = ctx;
   if (c->srv && ngtcp2_is_bidi_stream(stream_id)) credit_request_stream(c);
-  return 0;
 }
 
-/* nghttp3: body bytes; kept up to max_body, else the stream is aborted. */
-static int h3_recv_data(nghttp3_conn *hc, int64_t stream_id, const uint8_t *data, size_t len, void *user_data,
-                        void *stream_user_data) {
-  (void)hc;
-  sbh3_conn *c = user_data;
-  stream_t *s = stream_user_data;
-  consume(c, stream_id, len);
-  if (!s || s->aborted) return 0;
-  s->early |= c->rx_early;
-  if (s->body.len + len > c->cfg->max_body || (s->cl != UINT64_MAX && s->cl > c->cfg->max_body)) {
-    if (!c->srv) {
-      s->aborted = 1;
-      buf_free(&s->body);
-      ngtcp2_conn_shutdown_stream(c->qc, stream_id, NGHTTP3_H3_EXCESSIVE_LOAD);
-      return 0;
-    }
-    /*
-     * RFC 9114 §4.1.2: stop reading with H3_NO_ERROR and let the caller answer (413) and close
-     * the stream cleanly. The headers go up in a TOO_LARGE event; the body is dropped.
-     */
-    s->aborted = 1;
-    buf_free(&s->body);
-    event_t *e = evq_push(c->q, SBH3_EV_TOO_LARGE, c->id, stream_id, 0);
-    if (!e) return NGHTTP3_ERR_NOMEM;
-    e->hdr = s->hdr;
-    memset(&s->hdr, 0, sizeof(s->hdr));
-    s->done = 1;
-    nghttp3_conn_shutdown_stream_read(c->hc, stream_id);
-    ngtcp2_conn_shutdown_stream_read(c->qc, stream_id, NGHTTP3_H3_NO_ERROR);
-    return 0;
+/* A stream goes: a response it held leaves the send queues sbh3_server_respond counted it in. */
+static void hook_stream_freed(void *ctx, stream_t *s) {
+  sbh3_conn *c = ctx;
+  if (c->srv && s->out_len) {
+    c->queued -= s->out_len;
+    c->srv->queued -= s->out_len;
   }
-  if (buf_append(&s->body, data, len) != 0) return NGHTTP3_ERR_NOMEM;
-  return 0;
 }
 
-/* nghttp3: bytes it consumed later (QPACK); credit them to flow control. */
-static int h3_deferred_consume(nghttp3_conn *hc, int64_t stream_id, size_t n, void *user_data,
-                               void *stream_user_data) {
-  (void)hc;
-  (void)stream_user_data;
-  consume(user_data, stream_id, n);
-  return 0;
-}
-
-/* nghttp3: a request starts (server): create its stream state. */
-static int h3_begin_headers(nghttp3_conn *hc, int64_t stream_id, void *user_data, void *stream_user_data) {
-  sbh3_conn *c = user_data;
-  if (!c->srv || stream_user_data) return 0;
-  stream_t *s = stream_new(c, stream_id);
-  if (!s) return NGHTTP3_ERR_NOMEM;
-  s->early = c->rx_early;
-  nghttp3_conn_set_stream_user_data(hc, stream_id, s);
-  return 0;
-}
-
-/* nghttp3: one header field, appended to the flat header block. */
-static int h3_recv_header(nghttp3_conn *hc, int64_t stream_id, int32_t token, nghttp3_rcbuf *name,
-                          nghttp3_rcbuf *value, uint8_t flags, void *user_data, void *stream_user_data) {
-  (void)hc;
-  (void)stream_id;
-  (void)flags;
-  sbh3_conn *c = user_data;
-  stream_t *s = stream_user_data;
-  if (!s) return 0;
-  s->early |= c->rx_early;
-  if (!c->srv && !c->first_resp_ns) c->first_resp_ns = now_ns();
-  nghttp3_vec n = nghttp3_rcbuf_get_buf(name), v = nghttp3_rcbuf_get_buf(value);
-  uint32_t nl = (uint32_t)n.len, vl = (uint32_t)v.len;
-  if (buf_reserve(&s->hdr, SBWIRE_FIELD_PREFIX_LEN + nl + vl) != 0) return NGHTTP3_ERR_NOMEM;
-  s->hdr.len += sbwire_put_field(s->hdr.p + s->hdr.len, n.base, nl, v.base, vl);
-  if (token == NGHTTP3_QPACK_TOKEN_CONTENT_LENGTH && vl < 20) {
-    char tmp[24];
-    memcpy(tmp, v.base, vl);
-    tmp[vl] = 0;
-    unsigned long long cl = strtoull(tmp, NULL, 10);
-    s->cl = cl;
-    if (cl <= c->cfg->max_body && s->body.cap < cl) buf_reserve(&s->body, (size_t)cl);
-  }
-  return 0;
-}
-
-/* nghttp3: a request's header block is complete (server): a declared length over the limit is answered now (413). */
-static int h3_end_headers(nghttp3_conn *hc, int64_t stream_id, int fin, void *user_data, void *stream_user_data) {
-  (void)hc;
-  sbh3_conn *c = user_data;
-  stream_t *s = stream_user_data;
-  if (fin || !c->srv || !s || s->aborted || s->cl == UINT64_MAX || s->cl <= c->cfg->max_body) return 0;
-  /* the same early answer as a body that passes the limit (h3_recv_data), before any of it is read */
-  s->aborted = 1;
-  buf_free(&s->body);
-  event_t *e = evq_push(c->q, SBH3_EV_TOO_LARGE, c->id, stream_id, 0);
-  if (!e) return NGHTTP3_ERR_NOMEM;
-  e->hdr = s->hdr;
-  memset(&s->hdr, 0, sizeof(s->hdr));
-  s->done = 1;
-  nghttp3_conn_shutdown_stream_read(c->hc, stream_id);
-  ngtcp2_conn_shutdown_stream_read(c->qc, stream_id, NGHTTP3_H3_NO_ERROR);
-  return 0;
-}
-
-/* nghttp3: ask the peer to stop sending on a stream. */
-static int h3_stop_sending(nghttp3_conn *hc, int64_t stream_id, uint64_t app_error_code, void *user_data,
-                           void *stream_user_data) {
-  (void)hc;
-  (void)stream_user_data;
-  sbh3_conn *c = user_data;
-  ngtcp2_conn_shutdown_stream_read(c->qc, stream_id, app_error_code);
-  return 0;
-}
-
-/* nghttp3: the message is complete: move it into a MESSAGE event. */
-static int h3_end_stream(nghttp3_conn *hc, int64_t stream_id, void *user_data, void *stream_user_data) {
-  (void)hc;
-  sbh3_conn *c = user_data;
-  stream_t *s = stream_user_data;
-  if (!s || s->done || s->aborted) return 0;
-  event_t *e = evq_push(c->q, SBH3_EV_MESSAGE, c->id, stream_id, s->early ? SBH3_MSG_EARLY : 0);
-  if (!e) return NGHTTP3_ERR_NOMEM;
-  e->hdr = s->hdr;
-  e->body = s->body;
-  memset(&s->hdr, 0, sizeof(s->hdr));
-  memset(&s->body, 0, sizeof(s->body));
-  s->done = 1;
-  return 0;
-}
-
-/* nghttp3: reset the sending side of a stream. */
-static int h3_reset_stream(nghttp3_conn *hc, int64_t stream_id, uint64_t app_error_code, void *user_data,
-                           void *stream_user_data) {
-  (void)hc;
-  (void)stream_user_data;
-  sbh3_conn *c = user_data;
-  ngtcp2_conn_shutdown_stream_write(c->qc, stream_id, app_error_code);
-  return 0;
-}
-
-/* nghttp3: the peer sent GOAWAY (client: post GOAWAY once). */
-static int h3_shutdown(nghttp3_conn *hc, int64_t id, void *user_data) {
-  (void)hc;
-  (void)id;
-  sbh3_conn *c = user_data;
-  if (!c->srv && !c->goaway) {
-    c->goaway = 1;
-    evq_push(c->q, SBH3_EV_GOAWAY, c->id, -1, 0);
-  }
-  return 0;
-}
-
-nghttp3_ssize h3_read_body(nghttp3_conn *hc, int64_t stream_id, nghttp3_vec *vec, size_t veccnt,
-                                  uint32_t *pflags, void *user_data, void *stream_user_data) {
-  (void)hc;
-  (void)stream_id;
-  (void)veccnt;
-  (void)user_data;
-  stream_t *s = stream_user_data;
-  vec[0].base = s->out;
-  vec[0].len = s->out_len;
-  *pflags |= NGHTTP3_DATA_FLAG_EOF;
-  return 1;
-}
+static const sbhttp3_quic QUIC_HOOKS = {
+    .consumed = hook_consumed,
+    .stop_reading = hook_stop_reading,
+    .reset_writing = hook_reset_writing,
+    .stream_closed = hook_stream_closed,
+    .stream_freed = hook_stream_freed,
+};
 
 /* Creates the HTTP/3 session and its control and QPACK streams (1-RTT keys, or 0-RTT on a resuming client). */
 int setup_http(sbh3_conn *c) {
-  if (c->hc) return 0;
+  if (c->h3.hc) return 0;
   if (ngtcp2_conn_get_max_local_streams_uni(c->qc) < 3) return -1;
-  nghttp3_callbacks cb = {
-      .stream_close = h3_stream_close,
-      .recv_data = h3_recv_data,
-      .deferred_consume = h3_deferred_consume,
-      .begin_headers = h3_begin_headers,
-      .recv_header = h3_recv_header,
-      .end_headers = h3_end_headers,
-      .stop_sending = h3_stop_sending,
-      .end_stream = h3_end_stream,
-      .reset_stream = h3_reset_stream,
-      .shutdown = h3_shutdown,
-  };
-  nghttp3_settings settings;
-  nghttp3_settings_default(&settings);
-  settings.qpack_max_dtable_capacity = 4096;
-  settings.qpack_blocked_streams = 100;
-  int rv = c->srv ? nghttp3_conn_server_new(&c->hc, &cb, &settings, nghttp3_mem_default(), c)
-                  : nghttp3_conn_client_new(&c->hc, &cb, &settings, nghttp3_mem_default(), c);
-  if (rv != 0) return -1;
+  sbhttp3_init(&c->h3, c->srv != NULL, c->cfg->max_body, c->cfg->max_field_section, c->q, &QUIC_HOOKS, c);
+  c->h3.conn_id = c->id;
+  if (sbhttp3_start(&c->h3) != 0) return -1;
   if (c->srv) {
     const ngtcp2_transport_params *p = ngtcp2_conn_get_local_transport_params(c->qc);
-    nghttp3_conn_set_max_client_streams_bidi(c->hc, p->initial_max_streams_bidi);
+    nghttp3_conn_set_max_client_streams_bidi(c->h3.hc, p->initial_max_streams_bidi);
   }
   int64_t ctrl, enc, dec;
   if (ngtcp2_conn_open_uni_stream(c->qc, &ctrl, NULL) != 0) return -1;
-  if (nghttp3_conn_bind_control_stream(c->hc, ctrl) != 0) return -1;
+  if (nghttp3_conn_bind_control_stream(c->h3.hc, ctrl) != 0) return -1;
   if (ngtcp2_conn_open_uni_stream(c->qc, &enc, NULL) != 0) return -1;
   if (ngtcp2_conn_open_uni_stream(c->qc, &dec, NULL) != 0) return -1;
-  if (nghttp3_conn_bind_qpack_streams(c->hc, enc, dec) != 0) return -1;
+  if (nghttp3_conn_bind_qpack_streams(c->h3.hc, enc, dec) != 0) return -1;
   return 0;
 }
 
@@ -412,10 +220,9 @@ static int q_recv_stream_data(ngtcp2_conn *qc, uint32_t flags, int64_t stream_id
   (void)offset;
   (void)stream_user_data;
   sbh3_conn *c = user_data;
-  if (!c->hc) return 0;
-  c->rx_early = (flags & NGTCP2_STREAM_DATA_FLAG_EARLY) != 0;
-  nghttp3_ssize n = nghttp3_conn_read_stream(c->hc, stream_id, data, len, flags & NGTCP2_STREAM_DATA_FLAG_FIN);
-  c->rx_early = 0;
+  if (!c->h3.hc) return 0;
+  nghttp3_ssize n = sbhttp3_read(&c->h3, stream_id, data, len, flags & NGTCP2_STREAM_DATA_FLAG_FIN,
+                                 flags & NGTCP2_STREAM_DATA_FLAG_EARLY);
   if (n < 0) {
     ngtcp2_connection_close_error_set_application_error(&c->ccerr, nghttp3_err_infer_quic_app_error_code((int)n),
                                                         NULL, 0);
@@ -433,7 +240,7 @@ static int q_acked_stream_data_offset(ngtcp2_conn *qc, int64_t stream_id, uint64
   (void)stream_user_data;
   sbh3_conn *c = user_data;
   c->acked += len;
-  if (c->hc && nghttp3_conn_add_ack_offset(c->hc, stream_id, len) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+  if (c->h3.hc && nghttp3_conn_add_ack_offset(c->h3.hc, stream_id, len) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
   return 0;
 }
 
@@ -444,8 +251,8 @@ static int q_stream_close(ngtcp2_conn *qc, uint32_t flags, int64_t stream_id, ui
   (void)stream_user_data;
   sbh3_conn *c = user_data;
   if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET)) app_error_code = NGHTTP3_H3_NO_ERROR;
-  if (!c->hc) return 0;
-  int rv = nghttp3_conn_close_stream(c->hc, stream_id, app_error_code);
+  if (!c->h3.hc) return 0;
+  int rv = nghttp3_conn_close_stream(c->h3.hc, stream_id, app_error_code);
   if (rv == NGHTTP3_ERR_STREAM_NOT_FOUND) {
     if (c->srv && ngtcp2_is_bidi_stream(stream_id)) credit_request_stream(c);
     else if (!ngtcp2_is_bidi_stream(stream_id)) ngtcp2_conn_extend_max_streams_uni(c->qc, 1);
@@ -467,7 +274,7 @@ static int q_stream_reset(ngtcp2_conn *qc, int64_t stream_id, uint64_t final_siz
   (void)app_error_code;
   (void)stream_user_data;
   sbh3_conn *c = user_data;
-  if (c->hc && nghttp3_conn_shutdown_stream_read(c->hc, stream_id) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+  if (c->h3.hc && nghttp3_conn_shutdown_stream_read(c->h3.hc, stream_id) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
   return 0;
 }
 
@@ -484,7 +291,7 @@ static int q_extend_max_stream_data(ngtcp2_conn *qc, int64_t stream_id, uint64_t
   (void)max_data;
   (void)stream_user_data;
   sbh3_conn *c = user_data;
-  if (c->hc && nghttp3_conn_unblock_stream(c->hc, stream_id) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+  if (c->h3.hc && nghttp3_conn_unblock_stream(c->h3.hc, stream_id) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
   return 0;
 }
 
@@ -492,7 +299,7 @@ static int q_extend_max_stream_data(ngtcp2_conn *qc, int64_t stream_id, uint64_t
 static int q_extend_max_remote_streams_bidi(ngtcp2_conn *qc, uint64_t max_streams, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
-  if (c->hc) nghttp3_conn_set_max_client_streams_bidi(c->hc, max_streams);
+  if (c->h3.hc) nghttp3_conn_set_max_client_streams_bidi(c->h3.hc, max_streams);
   return 0;
 }
 
@@ -514,7 +321,7 @@ static int q_recv_new_token(ngtcp2_conn *qc, const ngtcp2_vec *token, void *user
   sbh3_conn *c = user_data;
   c->st[SBH3_STAT_NEW_TOKENS]++;
   c->token.len = 0;
-  return buf_append(&c->token, token->base, token->len) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+  return sbhttp3_buf_append(&c->token, token->base, token->len) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
 }
 
 /* ngtcp2: derive the next 1-RTT keys (once ahead at the start, then up to a PTO after each key update); counts the peer's updates. */
@@ -564,11 +371,9 @@ static int conn_handshake_done(sbh3_conn *c) {
   if (!c->early_attempt || (gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA)) return 0;
   /* 0-RTT refused: drop what was sent early and start HTTP/3 again at 1-RTT; the caller resubmits. */
   if (ngtcp2_conn_early_data_rejected(c->qc) != 0) return -1;
-  nghttp3_conn_del(c->hc);
-  c->hc = NULL;
-  while (c->streams) stream_free(c, c->streams);
+  sbhttp3_stop(&c->h3);
   if (setup_http(c) != 0) return -1;
-  evq_push(c->q, SBH3_EV_EARLY_REJECTED, c->id, -1, 0);
+  sbhttp3_evq_push(c->q, SBH3_EV_EARLY_REJECTED, c->id, -1, 0);
   return 0;
 }
 
@@ -576,7 +381,7 @@ int conn_handshake_completed(ngtcp2_conn *qc, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
   if (conn_handshake_done(c) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
-  evq_push(c->q, SBH3_EV_CONNECTED, c->id, -1, 0);
+  sbhttp3_evq_push(c->q, SBH3_EV_CONNECTED, c->id, -1, 0);
   return 0;
 }
 
@@ -668,14 +473,13 @@ void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_co
 
 void conn_destroy(sbh3_conn *c) {
   if (!c) return;
-  while (c->streams) stream_free(c, c->streams);
-  nghttp3_conn_del(c->hc);
+  sbhttp3_stop(&c->h3);
   ngtcp2_conn_del(c->qc);
   if (c->tls) gnutls_deinit(c->tls);
   free(c->server_name);
-  buf_free(&c->ticket);
-  buf_free(&c->token);
-  evq_clear(&c->own_q);
+  sbhttp3_buf_free(&c->ticket);
+  sbhttp3_buf_free(&c->token);
+  sbhttp3_evq_clear(&c->own_q);
   config_unref(c->cfg);
   free(c);
 }
@@ -760,8 +564,8 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
     int fin = 0;
     nghttp3_vec vec[16];
     nghttp3_ssize nvec = 0;
-    if (c->hc && ngtcp2_conn_get_max_data_left(c->qc)) {
-      nvec = nghttp3_conn_writev_stream(c->hc, &sid, &fin, vec, 16);
+    if (c->h3.hc && ngtcp2_conn_get_max_data_left(c->qc)) {
+      nvec = nghttp3_conn_writev_stream(c->h3.hc, &sid, &fin, vec, 16);
       if (nvec < 0) {
         ngtcp2_connection_close_error_set_application_error(
             &c->ccerr, nghttp3_err_infer_quic_app_error_code((int)nvec), NULL, 0);
@@ -777,13 +581,13 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
     if (n < 0) {
       switch (n) {
       case NGTCP2_ERR_STREAM_DATA_BLOCKED:
-        nghttp3_conn_block_stream(c->hc, sid);
+        nghttp3_conn_block_stream(c->h3.hc, sid);
         continue;
       case NGTCP2_ERR_STREAM_SHUT_WR:
-        nghttp3_conn_shutdown_stream_write(c->hc, sid);
+        nghttp3_conn_shutdown_stream_write(c->h3.hc, sid);
         continue;
       case NGTCP2_ERR_WRITE_MORE:
-        if (nghttp3_conn_add_write_offset(c->hc, sid, (size_t)ndatalen) != 0) {
+        if (nghttp3_conn_add_write_offset(c->h3.hc, sid, (size_t)ndatalen) != 0) {
           conn_fail(c, NGTCP2_ERR_INTERNAL);
           return conn_write(c, out, cap, now, ecn);
         }
@@ -793,7 +597,7 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
         return conn_write(c, out, cap, now, ecn);
       }
     }
-    if (ndatalen >= 0 && nghttp3_conn_add_write_offset(c->hc, sid, (size_t)ndatalen) != 0) {
+    if (ndatalen >= 0 && nghttp3_conn_add_write_offset(c->h3.hc, sid, (size_t)ndatalen) != 0) {
       conn_fail(c, NGTCP2_ERR_INTERNAL);
       return conn_write(c, out, cap, now, ecn);
     }
@@ -861,15 +665,6 @@ void conn_expire(sbh3_conn *c, uint64_t now) {
 }
 
 
-int copy_body(stream_t *s, const uint8_t *body, size_t len) {
-  if (len == 0) return 0;
-  s->out = malloc(len);
-  if (!s->out) return -1;
-  memcpy(s->out, body, len);
-  s->out_len = len;
-  return 0;
-}
-
 /* Closes c with an H3 error code: an established connection sends an application close, else it is just dropped. */
 void close_locally(sbh3_conn *c, uint64_t app_code, const char *why) {
   ngtcp2_connection_close_error_set_application_error(&c->ccerr, app_code, NULL, 0);
@@ -879,7 +674,7 @@ void close_locally(sbh3_conn *c, uint64_t app_code, const char *why) {
   } else {
     c->closed = 1;
     c->close_deadline = now_ns();
-    evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBWIRE_ERR_CLOSED);
+    sbhttp3_evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBWIRE_ERR_CLOSED);
   }
 }
 

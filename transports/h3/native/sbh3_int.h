@@ -10,7 +10,9 @@
  *   sbh3_client.c  the client connection's API      calls conn, tls, common
  *   sbh3_conn.c    one QUIC + HTTP/3 connection     calls tls, common
  *   sbh3_tls.c     GnuTLS sessions, tickets, 0-RTT  calls common
- *   sbh3_common.c  buffers, events, configuration   calls none of them
+ *   sbh3_common.c  clock, addresses, configuration  calls none of them
+ *
+ * Every file may call the HTTP/3 layer (transports/native/sbhttp3.c), which calls none of them.
  *
  * Where a lower file needs a higher one's work, the higher file supplies it: the server sets its
  * own handshake_completed callback (conn_handshake_completed, then a NEW_TOKEN).
@@ -19,6 +21,7 @@
 #define SBH3_INT_H
 
 #include "sbh3.h"
+#include "../../native/sbhttp3.h"
 
 #include <nghttp3/nghttp3.h>
 #include <ngtcp2/ngtcp2.h>
@@ -44,21 +47,11 @@
 #define REGULAR_TOKEN_TTL (3600 * NGTCP2_SECONDS)
 #define TOKEN_KEY_TTL (3600 * NGTCP2_SECONDS)
 
-typedef struct {
-  uint8_t *p;
-  size_t len, cap;
-} buf_t;
-
-typedef struct event {
-  struct event *next;
-  uint32_t type, conn_id;
-  int64_t stream_id, code;
-  buf_t hdr, body;
-} event_t;
-
-typedef struct {
-  event_t *head, *tail;
-} evq_t;
+/* The HTTP/3 layer's buffer, event, queue and stream (transports/native/sbhttp3.h). */
+typedef sbhttp3_buf buf_t;
+typedef sbhttp3_event event_t;
+typedef sbhttp3_evq evq_t;
+typedef sbhttp3_stream stream_t;
 
 struct sbh3_config {
   int refs;
@@ -68,6 +61,7 @@ struct sbh3_config {
   gnutls_certificate_credentials_t cred;
   uint32_t idle_ms;
   uint64_t max_body;
+  uint64_t max_field_section;    /* largest header section received (RFC 9114 size) */
   uint32_t max_udp_payload;      /* explicit send size (0: start at 1200 and discover the path MTU) */
   uint32_t max_recv_udp_payload; /* advertised max_udp_payload_size; larger datagrams are dropped */
   uint32_t handshake_ms;         /* handshake timeout */
@@ -87,25 +81,13 @@ struct sbh3_config {
   struct replay_db *replay;      /* its bounded store of recent ClientHellos */
 };
 
-typedef struct stream {
-  struct stream *prev, *next;
-  int64_t id;
-  buf_t hdr, body;   /* received message, moved into an event when complete */
-  uint8_t *out;      /* body being sent, kept until the stream closes */
-  size_t out_len;
-  int done;          /* message (or TOO_LARGE) event posted */
-  int aborted;       /* body too large: the rest is dropped */
-  int early;         /* server: part of the request came in 0-RTT */
-  uint64_t cl;       /* announced content-length (UINT64_MAX: none) */
-} stream_t;
-
 struct sbh3_conn {
   sbh3_config *cfg;
   sbh3_server *srv;
   struct sbh3_conn *next;
   uint32_t id;
   ngtcp2_conn *qc;
-  nghttp3_conn *hc;
+  sbhttp3 h3;        /* the HTTP/3 layer (its session exists once keys allow it) */
   gnutls_session_t tls;
   ngtcp2_crypto_conn_ref ref;
   ngtcp2_path_storage ps;
@@ -114,10 +96,7 @@ struct sbh3_conn {
   size_t uncredited_streams;
   evq_t own_q;
   evq_t *q;
-  stream_t *streams;
-  int nstreams;
   int closed;
-  int goaway;
   int close_pending;
   uint8_t close_pkt[MAX_PKT];
   size_t close_len;
@@ -138,11 +117,9 @@ struct sbh3_conn {
   buf_t token;                  /* client: the last NEW_TOKEN received */
   char errmsg[ERRMSG_LEN];
   char *server_name; /* kept for the session's lifetime: GnuTLS may refer to it */
-  int rx_early;      /* the stream data being handed to nghttp3 came in 0-RTT */
   int early_attempt; /* client: 0-RTT was attempted */
   buf_t ticket;      /* client: newest ticket with the server's transport parameters */
   uint64_t hs_sent, hs_recv; /* CRYPTO bytes each way until the handshake completed (tickets excluded) */
-  uint64_t first_resp_ns;    /* client: when the first response header arrived (0: none yet) */
 };
 
 typedef struct {
@@ -174,30 +151,16 @@ struct sbh3_server {
 
 /* ---- common.c ---- */
 
-/* Grows b so that extra more bytes fit; 0 or -1. */
-HIDDEN int buf_reserve(buf_t *b, size_t extra);
-/* Appends n bytes; 0 or -1. */
-HIDDEN int buf_append(buf_t *b, const void *data, size_t n);
-/* Frees b's bytes and empties it. */
-HIDDEN void buf_free(buf_t *b);
 /* Monotonic clock in ns. */
 HIDDEN uint64_t now_ns(void);
 /* Parses IP text and a port into *su; 0 or -1. */
 HIDDEN int parse_addr(ngtcp2_sockaddr_union *su, ngtcp2_socklen *len, const char *ip, uint16_t port);
 /* Fills dest with random bytes. */
 HIDDEN void rand_bytes(uint8_t *dest, size_t len);
-/* Queues an event; NULL when out of memory. */
-HIDDEN event_t *evq_push(evq_t *q, uint32_t type, uint32_t conn_id, int64_t stream_id, int64_t code);
-/* Frees every queued event. */
-HIDDEN void evq_clear(evq_t *q);
-/* Writes the oldest event into out (wire layout in sbh3.h); its length, DONE or BUFFER_TOO_SHORT. */
-HIDDEN int evq_poll(evq_t *q, uint8_t *out, size_t cap);
 /* Drops one reference to cfg, freeing it with the last. */
 HIDDEN void config_unref(sbh3_config *cfg);
 /* ngtcp2's controller for enum sbh3_cc (HOST resolved from the kernel's TCP setting). */
 HIDDEN ngtcp2_cc_algo cc_algo(int cc);
-/* Parses a flat header block into a new nv array pointing into p; 0, -1 (malformed) or -2 (memory). */
-HIDDEN int parse_headers(const uint8_t *p, size_t len, nghttp3_nv **pnv, size_t *pn);
 /* Milliseconds from now until deadline (ns), or SBWIRE_ERR_DONE for none. */
 HIDDEN int deadline_to_ms(uint64_t deadline);
 
@@ -207,12 +170,6 @@ HIDDEN int deadline_to_ms(uint64_t deadline);
 HIDDEN void set_err(sbh3_conn *c, const char *fmt, const char *detail);
 /* Counts a datagram of n bytes in the SENT or RECV counters of c and its server. */
 HIDDEN void conn_count(sbh3_conn *c, int base, size_t n);
-/* The request stream with this id, or NULL. */
-HIDDEN stream_t *stream_find(sbh3_conn *c, int64_t id);
-/* Adds a request stream; NULL when out of memory. */
-HIDDEN stream_t *stream_new(sbh3_conn *c, int64_t id);
-/* Unlinks and frees a request stream. */
-HIDDEN void stream_free(sbh3_conn *c, stream_t *s);
 /* Remembers a connection id that routes to c (server). */
 HIDDEN void cid_add(sbh3_conn *c, const ngtcp2_cid *cid);
 /* sbwire_error for an ngtcp2 error. */
@@ -241,11 +198,6 @@ HIDDEN int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint
 HIDDEN uint64_t conn_deadline(sbh3_conn *c);
 /* Runs c's expired timers. */
 HIDDEN void conn_expire(sbh3_conn *c, uint64_t now);
-/* Copies a body to send into the stream. */
-HIDDEN int copy_body(stream_t *s, const uint8_t *body, size_t len);
-/* nghttp3 data reader over a stream's copied body. */
-HIDDEN nghttp3_ssize h3_read_body(nghttp3_conn *hc, int64_t stream_id, nghttp3_vec *vec, size_t veccnt,
-                                  uint32_t *pflags, void *user_data, void *stream_user_data);
 /* Copies counters (with c's live path fields when c is given) into out; how many. */
 HIDDEN int stats_copy(const uint64_t *st, sbh3_conn *c, uint64_t queued, uint64_t *out, size_t n);
 

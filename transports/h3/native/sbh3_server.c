@@ -61,7 +61,7 @@ void sbh3_server_free(sbh3_server *srv) {
     srv->conns = c->next;
     conn_destroy(c);
   }
-  evq_clear(&srv->q);
+  sbhttp3_evq_clear(&srv->q);
   config_unref(srv->cfg);
   free(srv);
 }
@@ -402,7 +402,7 @@ int sbh3_server_on_timeout(sbh3_server *srv) {
 
 int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap) {
   if (!srv || !buf || cap < 8) return SBWIRE_ERR_INVALID;
-  return evq_poll(&srv->q, buf, cap);
+  return (int)sbhttp3_evq_poll(&srv->q, buf, cap);
 }
 
 int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,
@@ -411,29 +411,14 @@ int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, c
   sbh3_conn *c = server_find_id(srv, conn_id);
   if (!c) return SBWIRE_ERR_NOT_FOUND;
   if (c->closed) return SBWIRE_ERR_CLOSED;
-  stream_t *s = stream_find(c, stream_id);
+  stream_t *s = sbhttp3_stream_find(&c->h3, stream_id);
   if (!s || !s->done || s->out) return SBWIRE_ERR_NOT_FOUND;
   /* Room in the send queues (one body is always let in, however large, when its queue is empty). */
   if (body_len && ((c->queued && c->queued + body_len > srv->cfg->max_conn_queued) ||
                    (srv->queued && srv->queued + body_len > srv->cfg->max_total_queued)))
     return SBWIRE_ERR_STREAM_BLOCKED;
-  nghttp3_nv *nv;
-  size_t n;
-  int rv = parse_headers(hdrs, hdrs_len, &nv, &n);
-  if (rv != 0) return rv == -2 ? SBWIRE_ERR_NOMEM : SBWIRE_ERR_INVALID;
-  if (copy_body(s, body, body_len) != 0) {
-    free(nv);
-    return SBWIRE_ERR_NOMEM;
-  }
-  nghttp3_data_reader dr = {.read_data = h3_read_body};
-  rv = nghttp3_conn_submit_response(c->hc, stream_id, nv, n, body_len ? &dr : NULL);
-  free(nv);
-  if (rv != 0) {
-    free(s->out);
-    s->out = NULL;
-    s->out_len = 0;
-    return rv == NGHTTP3_ERR_INVALID_ARGUMENT ? SBWIRE_ERR_INVALID : SBWIRE_ERR_INTERNAL;
-  }
+  int rv = sbhttp3_respond(&c->h3, s, hdrs, hdrs_len, body, body_len);
+  if (rv != 0) return rv;
   if (body_len) {
     if (!c->queued) {
       c->progress_at = now_ns();
@@ -461,7 +446,7 @@ int sbh3_server_shutdown(sbh3_server *srv) {
   if (!srv) return SBWIRE_ERR_INVALID;
   srv->shutting_down = 1;
   for (sbh3_conn *c = srv->conns; c; c = c->next)
-    if (c->hc && !c->closed) nghttp3_conn_submit_shutdown_notice(c->hc);
+    if (c->h3.hc && !c->closed) nghttp3_conn_submit_shutdown_notice(c->h3.hc);
   return 0;
 }
 
@@ -479,7 +464,7 @@ int sbh3_server_open_streams(sbh3_server *srv) {
   if (!srv) return SBWIRE_ERR_INVALID;
   int n = 0;
   for (sbh3_conn *c = srv->conns; c; c = c->next)
-    if (!c->closed) n += c->nstreams;
+    if (!c->closed) n += c->h3.nstreams;
   return n;
 }
 

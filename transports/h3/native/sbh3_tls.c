@@ -139,7 +139,7 @@ static int on_ticket(gnutls_session_t session, unsigned htype, unsigned when, un
   memcpy(head + 4, &count, 4);
   for (int i = 0; i < TICKET_TP_COUNT; i++) sbwire_put_u64(head + 8 + 8 * i, tp[i]);
   c->ticket.len = 0;
-  if (buf_append(&c->ticket, head, sizeof(head)) != 0 || buf_append(&c->ticket, d.data, d.size) != 0)
+  if (sbhttp3_buf_append(&c->ticket, head, sizeof(head)) != 0 || sbhttp3_buf_append(&c->ticket, d.data, d.size) != 0)
     c->ticket.len = 0;
   gnutls_free(d.data);
   return 0;
@@ -200,7 +200,7 @@ int tls_resume(sbh3_conn *c, const uint8_t *ticket, size_t len, ngtcp2_transport
   memcpy(&magic, ticket, 4);
   memcpy(&count, ticket + 4, 4);
   if (magic != TICKET_MAGIC || count != TICKET_TP_COUNT) return SBWIRE_ERR_INVALID;
-  if (c->hs_sent || c->hc) return SBWIRE_ERR_INVALID; /* only before the first flight */
+  if (c->hs_sent || c->h3.hc) return SBWIRE_ERR_INVALID; /* only before the first flight */
   if (gnutls_session_set_data(c->tls, ticket + TICKET_HEAD, len - TICKET_HEAD) != 0) return SBWIRE_ERR_TLS;
   ngtcp2_transport_params_default(p);
   const uint8_t *tp = ticket + 8;

@@ -311,7 +311,7 @@ static void conn_refused(sbh3_conn *c) {
   c->closed = 1;
   c->close_deadline = now_ns();
   set_err(c, "Connection refused: nothing listens at the server's UDP port%s", "");
-  evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBWIRE_ERR_REFUSED);
+  sbhttp3_evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBWIRE_ERR_REFUSED);
 }
 
 /* Takes one received datagram (from: its sender); returns nonzero to stop receiving. */

@@ -1,8 +1,9 @@
 /**
  * The libc functions sbilab calls through FFI for sockets Deno does not expose
  * (TCP_NODELAY, TCP_INFO, shutdown, a send that never waits), for the process's fd limit and for the
- * monotonic clock V8's CPU profiles are stamped with. One
- * `Deno.dlopen` table; Linux only.
+ * monotonic clock V8's CPU profiles are stamped with, and for the kernel's
+ * clock discipline (adjtimex). One `Deno.dlopen` table, opened once per
+ * process; Linux only.
  */
 
 /** The symbols, C prototype on each. */
@@ -25,6 +26,8 @@ const SYMBOLS = {
   setrlimit: { parameters: ["i32", "buffer"], result: "i32" },
   /** int clock_gettime(clockid_t clk, struct timespec *tp) */
   clock_gettime: { parameters: ["i32", "buffer"], result: "i32" },
+  /** int adjtimex(struct timex *buf) */
+  adjtimex: { parameters: ["buffer"], result: "i32" },
 } as const;
 
 let lib: Deno.DynamicLibrary<typeof SYMBOLS> | undefined;
