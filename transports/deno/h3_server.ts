@@ -206,7 +206,7 @@ class QuinnH3Server implements SbiServer {
         // Its header section passed the cap. Deno's QUIC cannot reset a stream with a code (an
         // aborted stream ends cleanly), so the answer is 431, before the request has ended.
         conn.stopReading(e.streamId);
-        this.#respond(
+        this.respond(
           conn,
           e.streamId,
           headerSectionTooLarge(this.#core.limits.maxHeaderSectionBytes),
