@@ -44,6 +44,7 @@ import type { LinkBackend } from "../linkemu/link.ts";
 import {
   type AttackName,
   ATTACKS,
+  DEFAULT_SOAK_BOUNDS,
   renderSoakInterval,
   renderSoakSummary,
   runSoak,
@@ -508,6 +509,8 @@ interface SoakFlags {
   attacks: string;
   json?: string;
   quiet?: boolean;
+  maxP99: string;
+  maxRssGrowth: string;
   ok: string;
   maxFailures: string;
 }
@@ -544,6 +547,11 @@ async function soak(flags: SoakFlags): Promise<void> {
       intervalMs,
       rate,
       attacks: attacks as AttackName[],
+      bounds: {
+        p99Ms: parseDuration(flags.maxP99, "--max-p99", { bare: "ms" }),
+        rssGrowthBytes: parseInteger(flags.maxRssGrowth, "--max-rss-growth", { min: 1 }) *
+          2 ** 20,
+      },
       ok,
       signal: controller.signal,
       onInterval: (i) => {
@@ -572,6 +580,11 @@ async function soak(flags: SoakFlags): Promise<void> {
         `without a right answer); --max-failures ${maxFailures}`;
       if (errors === 0) throw new RequestError("http", msg);
       throw new Error(msg);
+    }
+    if (report.crossed.length) {
+      throw new Error(
+        `The soak crossed ${report.crossed.length} bound(s): ${report.crossed.join("; ")}`,
+      );
     }
   } finally {
     progress.stop();
@@ -704,7 +717,7 @@ export function registerBenchCommands(program: Command): void {
   program
     .command("soak")
     .description(
-      "steady load on every transport while attackers run beside it; rate, errors, latency and server RSS over time",
+      "steady load on every transport while attackers run beside it; rate, errors, latency and server RSS over time; exit 1 when a bound is crossed",
     )
     .option("--time <time>", "how long to run (2m, 90s; bare number = s)", "60")
     .option("--stack <stack>", "native (default) or deno: the servers lab serve runs")
@@ -720,6 +733,16 @@ export function registerBenchCommands(program: Command): void {
     )
     .option("--max-failures <n>", "failed steady requests tolerated before exit non-zero", "0")
     .option("-q, --quiet", "no progress: lines on stderr when it is not a terminal")
+    .option(
+      "--max-p99 <time>",
+      "bound: highest p99 of any transport (bare number = ms); exit 1 past it",
+      String(DEFAULT_SOAK_BOUNDS.p99Ms),
+    )
+    .option(
+      "--max-rss-growth <MiB>",
+      "bound: most the server's RSS may grow; exit 1 past it",
+      String(DEFAULT_SOAK_BOUNDS.rssGrowthBytes / 2 ** 20),
+    )
     .action(async (flags: SoakFlags) => {
       await soak(flags);
     });

@@ -26,6 +26,7 @@ import {
   writeDevPki,
 } from "../transports/pki.ts";
 import { defaultStateDir } from "./state.ts";
+import { startStopWatchdog } from "./stop_watchdog.ts";
 import { listeningLine } from "../lib/listening.ts";
 import {
   asUsage,
@@ -152,6 +153,14 @@ function optionalInt(value: string | undefined, flag: string, allowZero = false)
  * is raised to the hard limit first, and the connection cap defaults to what
  * it leaves after a reserve, shared by the TCP listeners.
  */
+/**
+ * How long a stop may take before the process is ended anyway: the drain
+ * (in-flight requests finish) plus one second to close the connections.
+ */
+export function stopBoundMs(drainMs = DEFAULT_SERVER_LIMITS.drainMs): number {
+  return drainMs + 1000;
+}
+
 function serveLimits(
   o: ServeOptions,
   transports: TransportName[],
@@ -336,9 +345,16 @@ export function registerServeCommand(program: Command): void {
           ),
       });
       const servers: SbiServer[] = [];
-      // SIGINT and SIGTERM are how a server is told to stop: close, return, exit 0.
+      // SIGINT and SIGTERM are how a server is told to stop: drain, close, return, exit 0.
+      // The watchdog ends the process (130, 143) if that takes longer than the stop bound,
+      // or at a second signal, whatever the serving thread is doing.
       const stopped = Promise.withResolvers<void>();
       const stop = () => stopped.resolve();
+      // Without FFI or Linux's libc there is no watchdog: the graceful stop alone remains.
+      const watchdog = await startStopWatchdog(stopBoundMs(limits.drainMs)).catch((err) => {
+        console.error(`warning: ${(err as Error).message}; a stop is not bounded`);
+        return undefined;
+      });
       Deno.addSignalListener("SIGINT", stop);
       Deno.addSignalListener("SIGTERM", stop);
       try {
@@ -384,6 +400,7 @@ export function registerServeCommand(program: Command): void {
         await Promise.allSettled(servers.map((s) => s.close()));
         Deno.removeSignalListener("SIGINT", stop);
         Deno.removeSignalListener("SIGTERM", stop);
+        watchdog?.stop();
       }
     });
 }

@@ -7,7 +7,7 @@ import { isMultipartRelated, parseMultipart } from "./multipart.ts";
 import { createNrf, type NfProfileStore, type NrfOptions } from "./nrf.ts";
 import { createPayloadCache, MAX_PAYLOAD_BYTES } from "./payload.ts";
 import { bodyTooLarge, ProblemError, problemResponse, systemFailure } from "./problem.ts";
-import type { SbiHandler, SbiRequest, SbiResponse } from "./types.ts";
+import { REFUSED, type SbiHandler, type SbiRequest, type SbiResponse } from "./types.ts";
 import { createUeRegistry, mockNfRoutes, NF_APIS } from "./nf/mod.ts";
 
 /** Default request body limit: the largest payload plus 64 KiB for framing and multipart. */
@@ -188,11 +188,16 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
 
   const routes: Route[] = [
     route("/nbench/v1/payload", {
-      GET: (req) => ({
-        status: 200,
-        headers: { "content-type": "application/json" },
-        body: payloads.get(parseSize(req.query)),
-      }),
+      GET: (req) => {
+        const size = parseSize(req.query);
+        // Room first: a body the server cannot hold is never built.
+        if (req.reserve && !req.reserve(size)) return REFUSED;
+        return {
+          status: 200,
+          headers: { "content-type": "application/json" },
+          body: payloads.get(size),
+        };
+      },
     }),
     route("/nbench/v1/echo", {
       POST: (req) => ({

@@ -15,6 +15,7 @@ export type {
   SbiRequest,
   SbiResponse,
 } from "./types.ts";
+export { REFUSED } from "./types.ts";
 export {
   createHandler,
   DEFAULT_MAX_BODY_BYTES,

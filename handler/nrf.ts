@@ -5,7 +5,7 @@
 import { applyJsonPatch, JsonPatchConflictError, type JsonValue } from "./json_patch.ts";
 import { exceedsJsonDepth, jsonValueDepth } from "./json_depth.ts";
 import { ProblemError } from "./problem.ts";
-import type { InvalidParam, SbiRequest, SbiResponse } from "./types.ts";
+import { type InvalidParam, REFUSED, type SbiRequest, type SbiResponse } from "./types.ts";
 
 /** An NF profile as registered: any JSON object with at least the mandatory IEs. */
 export interface NfProfile {
@@ -219,6 +219,48 @@ function limitParam(query: URLSearchParams, name: string): number | undefined {
   return Number(raw);
 }
 
+/** Default `max-payload-size` of a discovery answer, kilo-octets (TS 29.510 §6.2.3.2.3.1). */
+export const DEFAULT_MAX_PAYLOAD_KO = 124;
+/** Largest `max-payload-size` a discovery request may ask, kilo-octets; more is a 400. */
+export const MAX_PAYLOAD_KO_CEILING = 2000;
+
+/**
+ * A discovery SearchResult of at most `limit` profiles of `found` (in order)
+ * and at most `maxBytes` bytes: profiles that would not fit are dropped whole
+ * (TS 29.510 `max-payload-size`), and when any was dropped
+ * `numNfInstComplete` says how many were found. Profiles past the cut are
+ * never serialised, so the work is bounded by the answer's size too.
+ */
+function searchResult(
+  validityPeriod: number,
+  found: NfProfile[],
+  limit: number,
+  maxBytes: number,
+): SbiResponse {
+  const head = `{"validityPeriod":${validityPeriod},"nfInstances":[`;
+  // room kept for the tail in the worst case: `],"numNfInstComplete":4294967295}`
+  const tailRoom = 34;
+  let size = head.length + tailRoom;
+  const parts: string[] = [];
+  for (const p of found) {
+    if (parts.length >= limit) break;
+    const one = JSON.stringify(p);
+    // Characters past ASCII count by their UTF-8 bytes.
+    const bytes = /[^\u0020-\u007e]/.test(one) ? encoder.encode(one).length : one.length;
+    const sep = parts.length > 0 ? 1 : 0;
+    if (size + sep + bytes > maxBytes) break;
+    size += sep + bytes;
+    parts.push(one);
+  }
+  const complete = parts.length === found.length;
+  const tail = complete ? "]}" : `],"numNfInstComplete":${found.length}}`;
+  return {
+    status: 200,
+    headers: { "content-type": JSON_TYPE },
+    body: encoder.encode(head + parts.join(",") + tail),
+  };
+}
+
 function instanceHref(apiRoot: string, nfInstanceId: string): string {
   return `${apiRoot}${NF_INSTANCES_PATH}/${encodeURIComponent(nfInstanceId)}`;
 }
@@ -350,12 +392,25 @@ export function createNrf(options: NrfOptions = {}): Nrf {
         });
       }
       const limit = limitParam(request.query, "limit");
+      const maxKo = limitParam(request.query, "max-payload-size") ?? DEFAULT_MAX_PAYLOAD_KO;
+      if (maxKo > MAX_PAYLOAD_KO_CEILING) {
+        throw new ProblemError(400, {
+          cause: "OPTIONAL_QUERY_PARAM_INCORRECT",
+          detail: `Query parameter max-payload-size must be at most ${MAX_PAYLOAD_KO_CEILING}`,
+          invalidParams: [{
+            param: "query max-payload-size",
+            reason: `at most ${MAX_PAYLOAD_KO_CEILING} kilo-octets`,
+          }],
+        });
+      }
+      // Room first: the answer's bound is reserved before it is built (released with it).
+      if (request.reserve && !request.reserve(maxKo * 1000)) return REFUSED;
       const found = store.list().filter((p) =>
         p.nfType === target && p.nfStatus === "REGISTERED" &&
         (!Array.isArray(p.allowedNfTypes) || p.allowedNfTypes.includes(requester as string))
       );
       found.sort(compareIds);
-      return json(200, { validityPeriod, nfInstances: found.slice(0, limit) });
+      return searchResult(validityPeriod, found, limit ?? found.length, maxKo * 1000);
     },
   };
 }

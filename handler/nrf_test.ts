@@ -332,3 +332,70 @@ Deno.test("NRF answers a body nested 5,000 deep with 400 INVALID_MSG_FORMAT, not
   assert.match(json(deeper).detail as string, /patched NFProfile/);
   assert.deepEqual(errors, []);
 });
+
+Deno.test("discovery answers within max-payload-size (124 kilo-octets by default, at most 2000): profiles dropped whole, numNfInstComplete says how many were found", async () => {
+  const h = createHandler({ nrf: { anyInstanceId: true } });
+  // 40 profiles of about 10 kB: 400 kB in all.
+  const pad = "x".repeat(10_000);
+  for (let i = 0; i < 40; i++) {
+    const name = `amf-${String(i).padStart(2, "0")}`;
+    const res = await register(h, name, "AMF", { pad });
+    assert.equal(res.status, 201);
+  }
+  const ask = (extra: string) =>
+    send(h, "GET", `/nnrf-disc/v1/nf-instances?target-nf-type=AMF&requester-nf-type=SMF${extra}`);
+  const profileBytes = profile("amf-00", "AMF", { pad }).length;
+
+  const byDefault = await ask("");
+  assert.equal(byDefault.status, 200);
+  assert.ok(byDefault.body.length <= 124_000, `${byDefault.body.length} bytes`);
+  const d = json(byDefault);
+  const kept = (d.nfInstances as { nfInstanceId: string }[]).map((p) => p.nfInstanceId);
+  // As many whole profiles as fit, in order, none cut.
+  assert.equal(kept.length, Math.floor((124_000 - 100) / (profileBytes + 1)));
+  assert.deepEqual(kept, kept.map((_, i) => `amf-${String(i).padStart(2, "0")}`));
+  assert.equal(d.numNfInstComplete, 40);
+
+  const explicit = await ask("&max-payload-size=30");
+  assert.ok(explicit.body.length <= 30_000, `${explicit.body.length} bytes`);
+  assert.equal((json(explicit).nfInstances as unknown[]).length, 2);
+  assert.equal(json(explicit).numNfInstComplete, 40);
+
+  const all = await ask("&max-payload-size=2000");
+  assert.equal((json(all).nfInstances as unknown[]).length, 40);
+  assert.equal(json(all).numNfInstComplete, undefined, "a complete answer does not carry it");
+
+  const limited = json(await ask("&max-payload-size=2000&limit=3"));
+  assert.equal((limited.nfInstances as unknown[]).length, 3);
+  assert.equal(limited.numNfInstComplete, 40);
+
+  for (const bad of ["2001", "0", "-1", "big"]) {
+    const res = await ask(`&max-payload-size=${bad}`);
+    assert.equal(res.status, 400, bad);
+    assert.equal(json(res).cause, "OPTIONAL_QUERY_PARAM_INCORRECT", bad);
+    assert.deepEqual(
+      (json(res).invalidParams as { param: string }[]).map((p) => p.param),
+      ["query max-payload-size"],
+    );
+  }
+});
+
+Deno.test("discovery reserves its answer's bound before building it, and is refused without room", async () => {
+  const h = createHandler();
+  await register(h, id("amf-1"), "AMF");
+  const asked: number[] = [];
+  const ask = (room: boolean, extra = "") =>
+    h({
+      method: "GET",
+      path: "/nnrf-disc/v1/nf-instances",
+      query: new URLSearchParams(`target-nf-type=AMF&requester-nf-type=SMF${extra}`),
+      headers: {},
+      body: new Uint8Array(0),
+      reserve: (bytes) => (asked.push(bytes), room),
+    });
+  assert.equal((await ask(true)).status, 200);
+  assert.equal((await ask(true, "&max-payload-size=500")).status, 200);
+  const refused = await ask(false);
+  assert.equal(refused.refused, true);
+  assert.deepEqual(asked, [124_000, 500_000, 124_000]);
+});

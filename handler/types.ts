@@ -30,6 +30,14 @@ export interface SbiRequest {
   parts?: MultipartPart[];
   /** Who sent it, as the transport authenticated the peer (undefined when it did not). */
   peer?: SbiPeer;
+  /**
+   * Takes room for `bytes` of response body from the server's response
+   * budget (and its connection's share) before the handler builds it: false
+   * when there is none, and then the handler must not build the body but
+   * answer {@linkcode REFUSED}. The room is the server's until the transport
+   * lets go of the response. Absent outside a server (no budget applies).
+   */
+  reserve?: (bytes: number) => boolean;
 }
 
 /**
@@ -50,7 +58,21 @@ export interface SbiResponse {
   headers: SbiHeaders;
   /** Response body bytes (empty when none). */
   body: Uint8Array;
+  /**
+   * Set on {@linkcode REFUSED} alone: the server had no room for the answer,
+   * so the transport resets the stream (HTTP/2 RST_STREAM ENHANCE_YOUR_CALM,
+   * HTTP/3 H3_EXCESSIVE_LOAD) instead of answering.
+   */
+  refused?: true;
 }
+
+/** The answer to a request whose response could not be reserved: its stream is reset. */
+export const REFUSED: Readonly<SbiResponse> = Object.freeze({
+  status: 503,
+  headers: Object.freeze({}) as SbiHeaders,
+  body: new Uint8Array(0),
+  refused: true,
+});
 
 /** The handler signature every transport serves. */
 export type SbiHandler = (request: SbiRequest) => Promise<SbiResponse>;

@@ -70,13 +70,20 @@ export class LoadEngine {
   #calls: Calls;
   #handle: Deno.PointerObject | null;
   #protocol: LoadProtocol;
+  #timeoutNs: number;
   #progressBuf = new Uint8Array(64);
   #started = false;
 
-  private constructor(calls: Calls, handle: Deno.PointerObject, protocol: LoadProtocol) {
+  private constructor(
+    calls: Calls,
+    handle: Deno.PointerObject,
+    protocol: LoadProtocol,
+    timeoutNs: number,
+  ) {
     this.#calls = calls;
     this.#handle = handle;
     this.#protocol = protocol;
+    this.#timeoutNs = timeoutNs;
   }
 
   /** Checks and encodes the plan and creates an idle engine in the plan's module. */
@@ -85,7 +92,7 @@ export class LoadEngine {
     const c = await openCalls(plan.protocol);
     const handle = c.new(record, record.length);
     if (!handle) throw new LoadEngineError("The load engine refused the plan");
-    return new LoadEngine(c, handle, plan.protocol);
+    return new LoadEngine(c, handle, plan.protocol, (plan.timeoutMs ?? 10_000) * 1e6);
   }
 
   #h(): Deno.PointerObject {
@@ -159,6 +166,10 @@ export class LoadEngine {
       const n = this.#calls.histogram(h, kind, hb, hb.length);
       return decodePairs(hb.subarray(0, Math.max(0, n)));
     });
+    // A request that timed out counts in the latency at its timeout at least (wrk2 counts
+    // late answers at their lateness): a stall must not vanish from the percentiles.
+    const timedOut = base.errorsByKind.timeout;
+    if (timedOut > 0) { for (const p of pairs) addPair(p, this.#timeoutNs, timedOut); }
     const hists = pairs.map(histogramFromPairs);
     const eb = new Uint8Array(512);
     const en = this.#calls.error(h, eb, eb.length);
@@ -166,6 +177,8 @@ export class LoadEngine {
     const out: LoadResult = {
       protocol: this.#protocol,
       ...base,
+      timedOut,
+      timeoutNs: this.#timeoutNs,
       latency: summarize(hists[0]),
       latencyUncorrected: summarize(hists[1]),
       histograms: {
@@ -188,6 +201,14 @@ export class LoadEngine {
   [Symbol.dispose](): void {
     this.close();
   }
+}
+
+/** Adds `count` samples of `value` to (value, count) pairs kept in order of value. */
+export function addPair(pairs: [number, number][], value: number, count: number): void {
+  let i = 0;
+  while (i < pairs.length && pairs[i][0] < value) i++;
+  if (i < pairs.length && pairs[i][0] === value) pairs[i][1] += count;
+  else pairs.splice(i, 0, [value, count]);
 }
 
 /** Creates an engine for the plan, runs it to the end and frees it. */

@@ -5,6 +5,7 @@ import { createServer, type SbiServer, type TransportName } from "../transports/
 import { testPki } from "../tests/support.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { type LoadPlan, type LoadTarget, loadTarget, runLoad } from "./mod.ts";
+import { renderLoadSummary } from "./report.ts";
 
 /** A server whose handler counts answers by status. */
 async function countingServer(
@@ -315,6 +316,35 @@ Deno.test("requestsPerConnection 1 gives every connection exactly one request", 
     });
     assertEquals(short.sent, 4);
     assertEquals(short.partial, true);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("requests that time out count in the latency summary at their timeout, and the summary says how many", async () => {
+  // Every fourth request stalls past the 300 ms timeout; the rest answer at once.
+  let n = 0;
+  const stallEveryFourth = (h: SbiHandler): SbiHandler => (req) =>
+    ++n % 4 === 0 ? new Promise((r) => setTimeout(() => r(h(req)), 1000)) : h(req);
+  const { server } = await countingServer("h2c", { wrap: stallEveryFourth });
+  try {
+    const r = await runLoad({
+      ...await target(server, PAYLOAD),
+      requests: 40,
+      connections: 1,
+      streams: 4,
+      timeoutMs: 300,
+    });
+    const timeouts = r.errorsByKind.timeout;
+    assert(timeouts >= 1, JSON.stringify(r.errorsByKind));
+    assertEquals(r.timedOut, timeouts);
+    assertEquals(r.latency.count, r.completed + timeouts);
+    assert(r.latency.max >= 300e6 * 0.99, `max ${r.latency.max} ns`);
+    const text = renderLoadSummary(r, { connections: 1, streams: 4, threads: 1 });
+    assert.match(
+      text,
+      new RegExp(`\\(${timeouts} timed-out requests? counted at 300(\\.0)? ms, their timeout\\)`),
+    );
   } finally {
     await server.close();
   }

@@ -137,6 +137,13 @@ export function renderLoadSummary(r: LoadResult, shape: LoadShape): string {
   } else {
     lines.push(row("request", r.latency));
   }
+  if (r.timedOut > 0) {
+    lines.push(
+      `  (${r.timedOut} timed-out request${r.timedOut === 1 ? "" : "s"} counted at ${
+        formatDuration(r.timeoutNs)
+      }, their timeout)`,
+    );
+  }
   const conns = r.connections;
   const pick = (f: (c: ConnectionTimes) => number | null) =>
     conns.map(f).filter((v): v is number => v !== null);

@@ -42,6 +42,8 @@ function refused(): LoadResult {
     latencyUncorrected: empty,
     histograms: { corrected: "", uncorrected: "" },
     latencyBuckets: [],
+    timedOut: 0,
+    timeoutNs: 10e9,
     error: "connection 0: connect: Connection refused",
   };
 }

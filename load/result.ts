@@ -82,6 +82,13 @@ export interface LoadResult {
    */
   peerStreamLimit?: number;
   connections: ConnectionTimes[];
+  /**
+   * Requests that timed out; each counts in both latency summaries at
+   * `timeoutNs` (a lower bound of what it would have taken).
+   */
+  timedOut: number;
+  /** The per-request timeout, ns. */
+  timeoutNs: number;
   /** Latency from each request's intended send time (open loop) — equal to `uncorrected` closed-loop. */
   latency: LatencySummary;
   /** Latency from each request's actual send time. */
@@ -148,7 +155,14 @@ export function decodeResult(
   bytes: Uint8Array,
 ): Omit<
   LoadResult,
-  "protocol" | "latency" | "latencyUncorrected" | "histograms" | "latencyBuckets" | "error"
+  | "protocol"
+  | "latency"
+  | "latencyUncorrected"
+  | "histograms"
+  | "latencyBuckets"
+  | "error"
+  | "timedOut"
+  | "timeoutNs"
 > {
   const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (bytes.length < HEAD || v.getUint32(0, true) !== 0x524c4253) {

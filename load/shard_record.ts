@@ -249,6 +249,8 @@ export function mergeShards(records: LoadRecord[], options: MergeOptions = {}): 
     connectionsUp,
     connectionsFailed,
     connections: shards.flatMap((r) => r.result.connections),
+    timedOut: shards.reduce((n, r) => n + (r.result.timedOut ?? 0), 0),
+    timeoutNs: Math.max(...shards.map((r) => r.result.timeoutNs ?? 0)),
     latency: mergedSummary(corrected, shards.map((r) => r.result.latency)),
     latencyUncorrected: mergedSummary(uncorrected, shards.map((r) => r.result.latencyUncorrected)),
     histograms: {

@@ -59,6 +59,8 @@ function shard(
       uncorrected: hdr.encodeIntoCompressedBase64(u),
     },
     latencyBuckets: [...buckets.entries()].sort((a, b) => a[0] - b[0]),
+    timedOut: 0,
+    timeoutNs: 10e9,
     ...over,
   };
   const window = { startMs, endMs: startMs + 10_000 };

@@ -1,13 +1,26 @@
 /**
  * The misbehaving clients a soak runs beside its steady load, each a bounded
  * loop on loopback that stops with its signal: junk bytes (TCP and UDP), idle
- * connections held open, HTTP/2 clients that ask for 16 MiB on many streams
- * with window 0 and never read, and rapid resets (HEADERS then RST_STREAM).
+ * connections held open, HTTP/2 clients that ask for a different size near
+ * 16 MiB on every stream with window 0 and never read, rapid resets (HEADERS
+ * then RST_STREAM), a discovery flood (large NF profiles registered, then
+ * the largest discovery answers asked by readers and by window-0 clients),
+ * and a flood of TLS ClientHellos, QUIC Initials and junk from a process of
+ * its own (handshake_flood.ts).
  */
 import * as h2 from "./h2_frames.ts";
+import { createClient } from "../transports/mod.ts";
+import type { FloodCounts } from "./handshake_flood.ts";
 
 /** The attacks a soak can run. */
-export const ATTACKS = ["junk", "idle", "zero-window", "resets"] as const;
+export const ATTACKS = [
+  "junk",
+  "idle",
+  "zero-window",
+  "resets",
+  "discovery",
+  "handshakes",
+] as const;
 /** One attack's name. */
 export type AttackName = (typeof ATTACKS)[number];
 
@@ -29,6 +42,14 @@ export interface AttackCounts {
   resets: number;
   /** Connections the server ended while they were being used for rapid resets. */
   resetConnectionsClosed: number;
+  /** Discovery answers the flood's readers got (each up to 2000 kB). */
+  discoveries: number;
+  /** Discovery requests refused (503, reset) or failed. */
+  discoveriesRefused: number;
+  /** TLS ClientHellos and junk connections sent by the handshake flood. */
+  handshakes: number;
+  /** QUIC Initials and junk datagrams sent by the handshake flood. */
+  initials: number;
 }
 
 /** Where to attack. */
@@ -47,10 +68,14 @@ export interface AttackOptions {
   attacks?: readonly AttackName[];
   /** Idle connections to hold. Default 200. */
   idleConnections?: number;
-  /** Window-0 connections to hold. Default 2. */
+  /** Window-0 connections to hold. Default 20. */
   zeroWindowConnections?: number;
   /** Streams each window-0 connection asks for. Default 100. */
   zeroWindowStreams?: number;
+  /** NF profiles of about 60 KB the discovery flood registers first. Default 256. */
+  discoveryProfiles?: number;
+  /** TLS connections the handshake flood keeps in flight. Default 256. */
+  handshakeParallel?: number;
 }
 
 const LOCAL = "127.0.0.1";
@@ -79,6 +104,16 @@ function closeQuietly(conn: Deno.Conn): void {
   } catch {
     // already closed
   }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
 }
 
 /** Reads and discards until the peer closes; resolves then (or when `conn` is closed here). */
@@ -176,6 +211,13 @@ async function idle(
   }
 }
 
+/** Sizes the window-0 attacker asks, each different: just under 16 MiB, counting down. */
+let nextSize = 0;
+function distinctPayloadPath(): string {
+  const size = 16 * 1024 * 1024 - 1 - (nextSize++ % 1_000_000);
+  return `/nbench/v1/payload?size=${size}`;
+}
+
 async function zeroWindow(
   t: AttackTargets,
   n: AttackCounts,
@@ -185,7 +227,7 @@ async function zeroWindow(
 ): Promise<void> {
   if (!t.h2cPort) return;
   const held = new Held();
-  const block = h2.requestBlock("GET", "/nbench/v1/payload?size=16777216", `${LOCAL}:${t.h2cPort}`);
+  const authority = `${LOCAL}:${t.h2cPort}`;
   try {
     while (!signal.aborted) {
       while (held.size < target) {
@@ -196,7 +238,11 @@ async function zeroWindow(
           break;
         }
         const frames = [h2.PREFACE, h2.settingsFrame([[h2.SETTING.INITIAL_WINDOW_SIZE, 0]])];
-        for (let i = 0; i < streams; i++) frames.push(h2.headersFrame(1 + 2 * i, block));
+        // Every stream a size never asked before: no cached answer helps the server.
+        for (let i = 0; i < streams; i++) {
+          const block = h2.requestBlock("GET", distinctPayloadPath(), authority);
+          frames.push(h2.headersFrame(1 + 2 * i, block));
+        }
         try {
           for (const f of frames) await writeAll(c, f);
         } catch {
@@ -255,6 +301,152 @@ async function resets(t: AttackTargets, n: AttackCounts, signal: AbortSignal): P
   }
 }
 
+const DISCOVERY = "/nnrf-disc/v1/nf-instances?target-nf-type=AMF&requester-nf-type=SMF";
+
+/** Registers `profiles` NF profiles of about 60 KB each over h2c; resolves once all are in. */
+async function registerProfiles(
+  port: number,
+  profiles: number,
+  signal: AbortSignal,
+): Promise<void> {
+  const client = await createClient("h2c", `http://${LOCAL}:${port}`, { timeoutMs: 10_000 });
+  try {
+    const pad = "x".repeat(60_000);
+    for (let i = 0; i < profiles && !signal.aborted; i++) {
+      const id = crypto.randomUUID();
+      const body = JSON.stringify({ nfInstanceId: id, nfType: "AMF", nfStatus: "REGISTERED", pad });
+      await client.request({
+        method: "PUT",
+        path: `/nnrf-nfm/v1/nf-instances/${id}`,
+        headers: { "content-type": "application/json" },
+        body: new TextEncoder().encode(body),
+      });
+    }
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+async function discovery(
+  t: AttackTargets,
+  n: AttackCounts,
+  signal: AbortSignal,
+  profiles: number,
+): Promise<void> {
+  if (!t.h2cPort) return;
+  const port = t.h2cPort;
+  // The profiles go in while the readers already ask: the answers grow up to their bound.
+  const registering = registerProfiles(port, profiles, signal).catch(() => {});
+  const held = new Held();
+  const block = h2.requestBlock("GET", `${DISCOVERY}&max-payload-size=2000`, `${LOCAL}:${port}`);
+  const readers = Array.from({ length: 4 }, async () => {
+    const client = await createClient("h2c", `http://${LOCAL}:${port}`, { timeoutMs: 10_000 });
+    try {
+      // Bounded by the signal.
+      while (!signal.aborted) {
+        try {
+          const res = await client.request({
+            method: "GET",
+            path: `${DISCOVERY}&max-payload-size=2000`,
+          });
+          if (res.status === 200) n.discoveries++;
+          else n.discoveriesRefused++;
+        } catch {
+          n.discoveriesRefused++;
+          await sleep(50, signal);
+        }
+      }
+    } finally {
+      await client.close().catch(() => {});
+    }
+  });
+  try {
+    // Window-0 readers asking the same: 2 connections × 100 streams, renewed when closed.
+    while (!signal.aborted) {
+      while (held.size < 2) {
+        let c: Deno.Conn;
+        try {
+          c = await Deno.connect({ hostname: LOCAL, port });
+        } catch {
+          break;
+        }
+        const frames = [h2.PREFACE, h2.settingsFrame([[h2.SETTING.INITIAL_WINDOW_SIZE, 0]])];
+        for (let i = 0; i < 100; i++) frames.push(h2.headersFrame(1 + 2 * i, block));
+        try {
+          await writeAll(c, concat(frames));
+        } catch {
+          closeQuietly(c);
+          break;
+        }
+        held.add(c, () => {});
+      }
+      await sleep(1000, signal);
+    }
+  } finally {
+    held.closeAll();
+    await Promise.allSettled([...readers, registering]);
+  }
+}
+
+/**
+ * The handshake flood in a process of its own (so that its work is not the
+ * soak's): it prints its running counts once a second; they land in `n`.
+ */
+async function handshakes(
+  t: AttackTargets,
+  n: AttackCounts,
+  signal: AbortSignal,
+  parallel: number,
+): Promise<void> {
+  if ((!t.tlsPort && !t.h3Port) || signal.aborted) return;
+  const script = new URL("./handshake_flood.ts", import.meta.url).pathname;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "--unstable-net",
+      script,
+      String(t.tlsPort ?? 0),
+      String(t.h3Port ?? 0),
+      String(parallel),
+      "0",
+    ],
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const stop = () => {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+  };
+  signal.addEventListener("abort", stop, { once: true });
+  const base = { handshakes: n.handshakes, initials: n.initials };
+  try {
+    let text = "";
+    // Bounded by the child, which ends at the signal.
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      const lines = text.split("\n");
+      text = lines.pop()!;
+      for (const line of lines) {
+        try {
+          const c = JSON.parse(line) as FloodCounts;
+          n.handshakes = base.handshakes + c.hellos + c.junk;
+          n.initials = base.initials + c.initials + c.datagrams;
+        } catch {
+          // not a count line
+        }
+      }
+    }
+  } finally {
+    signal.removeEventListener("abort", stop);
+    stop();
+    await child.status;
+  }
+}
+
 /** Runs the attacks against `targets` until `signal` aborts; resolves once everything is closed. */
 export async function runAttackers(
   targets: AttackTargets,
@@ -272,12 +464,18 @@ export async function runAttackers(
         targets,
         counts,
         signal,
-        options.zeroWindowConnections ?? 2,
+        options.zeroWindowConnections ?? 20,
         options.zeroWindowStreams ?? 100,
       ),
     );
   }
   if (want.has("resets")) loops.push(resets(targets, counts, signal));
+  if (want.has("discovery")) {
+    loops.push(discovery(targets, counts, signal, options.discoveryProfiles ?? 256));
+  }
+  if (want.has("handshakes")) {
+    loops.push(handshakes(targets, counts, signal, options.handshakeParallel ?? 256));
+  }
   await Promise.allSettled(loops);
 }
 
@@ -292,5 +490,9 @@ export function noAttacks(): AttackCounts {
     zeroWindowClosed: 0,
     resets: 0,
     resetConnectionsClosed: 0,
+    discoveries: 0,
+    discoveriesRefused: 0,
+    handshakes: 0,
+    initials: 0,
   };
 }

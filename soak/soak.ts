@@ -2,8 +2,11 @@
  * The soak: a steady open-loop load on every transport for a chosen time
  * while the attackers of attackers.ts run beside it, against `lab serve` in
  * its own process. Each interval records, per transport, what was served,
- * the errors and the latency percentiles, and the server's resident size.
- * The result is a plain record (`sbilab-soak/1`); soak_report.ts renders it.
+ * the errors and the latency percentiles, and the server's resident size;
+ * after the attackers left, the size is read once more. The run is held to
+ * bounds (p99, RSS growth and return, failed share): the report names each
+ * one crossed. The result is a plain record (`sbilab-soak/1`); soak_report.ts
+ * renders it.
  */
 import {
   createClient,
@@ -13,7 +16,13 @@ import {
 } from "../transports/mod.ts";
 import { startServers } from "../bench/measure/mod.ts";
 import { quantile } from "../bench/stats/mod.ts";
-import { type AttackCounts, type AttackName, noAttacks, runAttackers } from "./attackers.ts";
+import {
+  type AttackCounts,
+  type AttackName,
+  ATTACKS,
+  noAttacks,
+  runAttackers,
+} from "./attackers.ts";
 import { readProcMemory } from "../lib/proc_status.ts";
 import {
   countStatus,
@@ -43,9 +52,37 @@ export interface SoakOptions {
   onInterval?: (interval: SoakInterval) => void;
   /** Stops the soak early. Default none. */
   signal?: AbortSignal;
+  /** Bounds the soak checks; a crossed one is named in the report's `crossed`. Default {@linkcode DEFAULT_SOAK_BOUNDS}. */
+  bounds?: Partial<SoakBounds>;
   /** The statuses that count as a success. Default 2xx and 3xx. */
   ok?: StatusSet;
 }
+
+/** What a soak holds the server to. */
+export interface SoakBounds {
+  /** Highest p99 of any transport's steady load over the whole run, ms. */
+  p99Ms: number;
+  /** Most the server's RSS may grow from its first sample to its peak, bytes. */
+  rssGrowthBytes: number;
+  /** Most it may stay above its first sample once the attackers left, bytes. */
+  rssAfterBytes: number;
+  /** Highest share of the steady load's requests that may fail. */
+  errorShare: number;
+}
+
+/**
+ * The default bounds: p99 under 1 s, RSS growth under 512 MiB (the 64 MiB
+ * response budget, the 64 MiB payload cache, the NF profiles the discovery
+ * flood registers and the runtime's own slack), back within 256 MiB of the
+ * start after the attackers left, and at most 1 % of the steady requests
+ * failed.
+ */
+export const DEFAULT_SOAK_BOUNDS: Readonly<SoakBounds> = Object.freeze({
+  p99Ms: 1000,
+  rssGrowthBytes: 512 * 1024 * 1024,
+  rssAfterBytes: 256 * 1024 * 1024,
+  errorShare: 0.01,
+});
 
 /** One transport in one interval. */
 export interface SoakSlice {
@@ -96,10 +133,51 @@ export interface SoakReport {
   intervals: SoakInterval[];
   /** Over the whole run, per transport. */
   summary: Partial<Record<TransportName, SoakSlice & { ratePerSecond: number }>>;
-  /** Resident size of the server: first, highest and last sample, bytes. */
-  rss?: { start: number; peak: number; end: number };
+  /**
+   * Resident size of the server: first, highest and last sample under the
+   * attacks, and once the attackers had left and a few seconds passed, bytes.
+   */
+  rss?: { start: number; peak: number; end: number; after?: number };
   /** Whether the server was still running at the end. */
   serverAlive: boolean;
+  /** The bounds held to. */
+  bounds: SoakBounds;
+  /** Each bound crossed, in words (empty when the server held). */
+  crossed: string[];
+}
+
+/** How long after the attackers left the server's RSS is read again, ms. */
+const SETTLE_MS = 5000;
+
+/** The bounds `report` crossed, in words. */
+export function crossedBounds(report: Omit<SoakReport, "crossed">): string[] {
+  const b = report.bounds;
+  const out: string[] = [];
+  if (!report.serverAlive) out.push("the server exited");
+  for (const [t, s] of Object.entries(report.summary)) {
+    if (!s) continue;
+    if (s.p99 !== undefined && s.p99 > b.p99Ms) {
+      out.push(`${t}: p99 ${s.p99.toFixed(1)} ms is over ${b.p99Ms} ms`);
+    }
+    const asked = s.served + s.errors;
+    if (asked > 0 && s.errors / asked > b.errorShare) {
+      out.push(`${t}: ${s.errors} of ${asked} requests failed (over ${b.errorShare * 100} %)`);
+    }
+    if (s.served === 0) out.push(`${t}: nothing served`);
+  }
+  const r = report.rss;
+  const mib = (x: number) => `${(x / 2 ** 20).toFixed(0)} MiB`;
+  if (r && r.peak - r.start > b.rssGrowthBytes) {
+    out.push(`RSS grew by ${mib(r.peak - r.start)}, over ${mib(b.rssGrowthBytes)}`);
+  }
+  if (r?.after !== undefined && r.after - r.start > b.rssAfterBytes) {
+    out.push(
+      `RSS stayed ${mib(r.after - r.start)} above its start after the attackers left, over ${
+        mib(b.rssAfterBytes)
+      }`,
+    );
+  }
+  return out;
 }
 
 /** Most requests in flight per transport before a send counts as an error. */
@@ -212,7 +290,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const intervalMs = options.intervalMs ?? 1000;
   const rate = options.rate ?? 200;
   const size = options.size ?? 256;
-  const attacks = [...(options.attacks ?? ["junk", "idle", "zero-window", "resets"])];
+  const attacks = [...(options.attacks ?? ATTACKS)];
+  const bounds: SoakBounds = { ...DEFAULT_SOAK_BOUNDS, ...options.bounds };
   const startedAt = new Date().toISOString();
   const stack = options.stack ?? "native";
   const servers = await startServers(options.transports, { stack });
@@ -283,6 +362,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await Promise.all([...loads.values()].map((l) => l.done));
     await attacking;
     alive &&= rssOf(servers.pid) !== undefined;
+    // Memory comes back once the attackers left: read it again after a pause.
+    let after: number | undefined;
+    if (alive && attacks.length > 0) {
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+      after = rssOf(servers.pid);
+    }
     const seconds = options.durationMs / 1000;
     const summary: SoakReport["summary"] = {};
     for (const [t, load] of loads) {
@@ -293,7 +378,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       };
     }
     const rssSamples = intervals.map((i) => i.rssBytes).filter((x): x is number => x !== undefined);
-    return {
+    const report: Omit<SoakReport, "crossed"> = {
       schema: "sbilab-soak/1",
       stack,
       startedAt,
@@ -305,10 +390,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       intervals,
       summary,
       rss: rssSamples.length
-        ? { start: rssSamples[0], peak: Math.max(...rssSamples), end: rssSamples.at(-1)! }
+        ? {
+          start: rssSamples[0],
+          peak: Math.max(...rssSamples),
+          end: rssSamples.at(-1)!,
+          ...(after === undefined ? {} : { after }),
+        }
         : undefined,
       serverAlive: alive,
+      bounds,
     };
+    return { ...report, crossed: crossedBounds(report) };
   } finally {
     controller.abort();
     options.signal?.removeEventListener("abort", stop);

@@ -55,11 +55,14 @@ export function renderSoakSummary(r: SoakReport): string {
     .map(([t, s]) => `${t} ${formatStatusCounts(s!.status!) || "none"}`);
   if (statuses.length) lines.push(`status codes: ${statuses.join("; ")}`);
   if (r.rss) {
+    const after = r.rss.after === undefined
+      ? ""
+      : `, ${formatBytes(r.rss.after)} once the attackers had left`;
     lines.push(
       "",
       `server RSS: start ${formatBytes(r.rss.start)}, peak ${formatBytes(r.rss.peak)}, end ${
         formatBytes(r.rss.end)
-      }`,
+      }${after}`,
     );
   }
   const a = r.intervals.at(-1)?.attacks;
@@ -68,7 +71,9 @@ export function renderSoakSummary(r: SoakReport): string {
       `attackers: ${a.junkConnections} junk connections, ${a.junkDatagrams} junk datagrams, ` +
         `${a.idleOpened} idle connections (${a.idleClosed} closed by the server), ` +
         `${a.zeroWindowOpened} window-0 connections (${a.zeroWindowClosed} closed by the server), ` +
-        `${a.resets} streams reset (${a.resetConnectionsClosed} connections ended by the server)`,
+        `${a.resets} streams reset (${a.resetConnectionsClosed} connections ended by the server), ` +
+        `${a.discoveries} discovery answers (${a.discoveriesRefused} refused), ` +
+        `${a.handshakes} TLS ClientHellos and junk connections, ${a.initials} QUIC Initials and junk datagrams`,
     );
   }
   const stalls = r.intervals.filter((i) => i.loadStallMs >= 500).length;
@@ -78,5 +83,12 @@ export function renderSoakSummary(r: SoakReport): string {
     );
   }
   lines.push(r.serverAlive ? "server: running at the end" : "server: EXITED during the soak");
+  const b = r.bounds;
+  lines.push(
+    `bounds: p99 ≤ ${b.p99Ms} ms, RSS growth ≤ ${formatBytes(b.rssGrowthBytes)}, ` +
+      `≤ ${formatBytes(b.rssAfterBytes)} above the start after the attackers left, ` +
+      `≤ ${b.errorShare * 100} % failed: ` +
+      (r.crossed.length ? `CROSSED: ${r.crossed.join("; ")}` : "held"),
+  );
   return lines.join("\n");
 }

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { bodyTooLarge, createHandler, overloaded } from "../handler/mod.ts";
 import { createClient, createServer, type TransportName } from "../transports/mod.ts";
 import { ByteBudget } from "../transports/byte_budget.ts";
+import * as h2 from "../soak/h2_frames.ts";
 import { echoPost, testPki, testTargets, testTransports } from "./support.ts";
 
 const LIMIT = 4096;
@@ -167,3 +168,88 @@ Deno.test("native h2c answers 503 while bodies still arrive once they pass the b
     await server.close();
   }
 });
+
+/**
+ * Sends a request head declaring `declared` body bytes on a raw HTTP/2
+ * connection and none of the body; resolves with the text of the DATA the
+ * server answers on that stream (empty when it closes first), bounded by 5 s.
+ */
+async function answerToDeclaredLength(conn: Deno.Conn, declared: number): Promise<string> {
+  const block = h2.hpackLiterals([
+    [":method", "POST"],
+    [":scheme", "http"],
+    [":authority", "x"],
+    [":path", "/nbench/v1/echo"],
+    ["content-type", "application/octet-stream"],
+    ["content-length", String(declared)],
+  ]);
+  for (const f of [h2.PREFACE, h2.settingsFrame([]), h2.headersFrame(1, block, false)]) {
+    let off = 0;
+    while (off < f.length) off += await conn.write(f.subarray(off));
+  }
+  const timer = setTimeout(() => conn.close(), 5000);
+  let pending = new Uint8Array(0);
+  const got: number[] = [];
+  const buf = new Uint8Array(64 * 1024);
+  try {
+    for (;;) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      const joined = new Uint8Array(pending.length + n);
+      joined.set(pending);
+      joined.set(buf.subarray(0, n), pending.length);
+      let off = 0;
+      let ended = false;
+      while (joined.length - off >= 9) {
+        const len = (joined[off] << 16) | (joined[off + 1] << 8) | joined[off + 2];
+        if (joined.length - off < 9 + len) break;
+        const type = joined[off + 3];
+        const flags = joined[off + 4];
+        const id = new DataView(joined.buffer, off + 5, 4).getUint32(0) & 0x7fffffff;
+        if (id === 1 && type === 0) {
+          got.push(...joined.subarray(off + 9, off + 9 + len));
+          if (flags & 1) ended = true;
+        }
+        if (id === 1 && type === 3) ended = true; // RST_STREAM
+        off += 9 + len;
+      }
+      pending = joined.slice(off);
+      if (ended) break;
+    }
+  } catch {
+    // closed by the timer, or reset
+  } finally {
+    clearTimeout(timer);
+  }
+  return new TextDecoder().decode(new Uint8Array(got));
+}
+
+for (const { stack, transport } of await testTargets()) {
+  if (transport === "h3") continue;
+  Deno.test(`${transport} answers a declared content-length over the limit with 413 before any body byte is sent (${stack} stack)`, async () => {
+    const pki = await testPki();
+    const server = await createServer(transport, createHandler({ maxBodyBytes: LIMIT }), {
+      stack,
+      tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+      maxBodyBytes: LIMIT,
+    });
+    const port = Number(new URL(server.url).port);
+    const conn = transport === "h2c"
+      ? await Deno.connect({ hostname: "127.0.0.1", port })
+      : await Deno.connectTls({
+        hostname: "127.0.0.1",
+        port,
+        caCerts: [pki.caCertPem],
+        alpnProtocols: ["h2"],
+      });
+    try {
+      const text = await answerToDeclaredLength(conn, 100 * 1024 * 1024);
+      assert.equal(text, new TextDecoder().decode(bodyTooLarge(LIMIT).body));
+    } finally {
+      try {
+        conn.close();
+      } catch { /* closed already */ }
+      await server.close();
+    }
+  });
+}

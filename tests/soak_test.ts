@@ -1,14 +1,14 @@
 /** A short soak: steady load on every transport while every attacker runs, and the server holds. */
 import assert from "node:assert/strict";
-import { runSoak } from "../soak/soak.ts";
+import { crossedBounds, runSoak } from "../soak/soak.ts";
 import { renderSoakSummary } from "../soak/soak_report.ts";
-import { testTransports } from "./support.ts";
+import { runLab, testTransports } from "./support.ts";
 
 const transports = await testTransports();
 
 Deno.test({
   name:
-    "a 4-second soak serves every transport without errors while junk, idle, window-0 and reset attacks run",
+    "a 4-second soak serves every transport without errors and within its bounds while every attacker runs (window 0 on distinct sizes, discovery and handshake floods among them)",
   sanitizeResources: false,
   fn: async () => {
     const report = await runSoak({ transports, durationMs: 4000, intervalMs: 1000, rate: 50 });
@@ -36,7 +36,10 @@ Deno.test({
     }
     const rss = report.intervals.map((i) => i.rssBytes!);
     for (const [k, b] of rss.entries()) assert.ok(b > 0, `no RSS at ${report.intervals[k].t} s`);
-    assert.deepEqual(report.rss, { start: rss[0], peak: Math.max(...rss), end: rss.at(-1) });
+    const { after, ...under } = report.rss!;
+    assert.deepEqual(under, { start: rss[0], peak: Math.max(...rss), end: rss.at(-1) });
+    assert.ok(after !== undefined && after > 0, "RSS read again once the attackers left");
+    assert.deepEqual(report.crossed, [], report.crossed.join("; "));
     // Under every attack at once the server does not grow without bound.
     const grew = report.rss!.end - report.rss!.start;
     assert.ok(grew < 128 * 2 ** 20, `server RSS grew by ${(grew / 2 ** 20).toFixed(0)} MiB`);
@@ -46,11 +49,48 @@ Deno.test({
     assert.ok(a.idleOpened > 0, "idle connections were held");
     assert.ok(a.zeroWindowOpened > 0, "window-0 clients ran");
     assert.ok(a.resets > 0, "streams were reset");
+    assert.ok(a.discoveries > 0, "discovery answers were read");
+    if (transports.includes("h2-tls")) assert.ok(a.handshakes > 0, "ClientHellos were sent");
+    if (transports.includes("h3")) assert.ok(a.initials > 0, "QUIC Initials were sent");
     const text = renderSoakSummary(report);
     for (const t of transports) assert.match(text, new RegExp(`^${t}\\s+\\d`, "m"));
     assert.match(text, /server RSS: start .*, peak .*, end /);
     assert.match(text, /server: running at the end/);
+    assert.match(text, /^bounds: .*: held$/m);
   },
+});
+
+Deno.test("a soak names every bound its run crossed", () => {
+  const slice = { served: 990, errors: 10, skipped: 0, p50: 1, p99: 1500 };
+  const report = {
+    schema: "sbilab-soak/1" as const,
+    stack: "native" as const,
+    startedAt: "2026-12-03T00:00:00.000Z",
+    durationMs: 10_000,
+    intervalMs: 1000,
+    rate: 100,
+    size: 256,
+    attacks: [],
+    intervals: [],
+    summary: {
+      h2c: { ...slice, ratePerSecond: 99 },
+      h3: { ...slice, errors: 0, p99: 20, ratePerSecond: 99 },
+    },
+    rss: { start: 100 * 2 ** 20, peak: 700 * 2 ** 20, end: 600 * 2 ** 20, after: 300 * 2 ** 20 },
+    serverAlive: true,
+    bounds: {
+      p99Ms: 1000,
+      rssGrowthBytes: 512 * 2 ** 20,
+      rssAfterBytes: 256 * 2 ** 20,
+      errorShare: 0.005,
+    },
+  };
+  assert.deepEqual(crossedBounds(report), [
+    "h2c: p99 1500.0 ms is over 1000 ms",
+    "h2c: 10 of 1000 requests failed (over 0.5 %)",
+    "RSS grew by 600 MiB, over 512 MiB",
+  ]);
+  assert.deepEqual(crossedBounds({ ...report, serverAlive: false }).at(0), "the server exited");
 });
 
 Deno.test({
@@ -75,5 +115,24 @@ Deno.test({
     const a = report.intervals.at(-1)!.attacks;
     assert.ok(a.zeroWindowOpened > 0 && a.resets > 0 && a.idleOpened > 0 && a.junkConnections > 0);
     assert.match(renderSoakSummary(report), /deno stack/);
+  },
+});
+
+Deno.test({
+  name: "lab soak exits 1 and names the bound when its run crosses one",
+  sanitizeResources: false,
+  fn: async () => {
+    // No attackers and an h2c p99 bound of 1 µs, which no answer meets.
+    const r = await runLab(
+      ["soak", "--time", "2", "--transports", "h2c", "--attacks", "none", "--max-p99", "1us", "-q"],
+      60_000,
+    );
+    assert.equal(r.code, 1, r.stderr);
+    const last = r.stderr.trim().split("\n").at(-1)!;
+    assert.match(
+      last,
+      /^error: The soak crossed 1 bound\(s\): h2c: p99 \d+\.\d ms is over 0\.001 ms$/,
+    );
+    assert.match(new TextDecoder().decode(r.stdout), /^bounds: .*CROSSED: h2c: p99/m);
   },
 });

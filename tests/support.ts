@@ -197,6 +197,8 @@ export async function startLabServe(
     nofile?: number;
     /** The command that runs `lab` (default: this checkout's main.ts under this Deno). */
     lab?: readonly string[];
+    /** SIGKILL this long after `stop`'s SIGTERM. Default 5 000 ms. */
+    killAfterMs?: number;
   } = {},
 ): Promise<LabServe> {
   const own = options.stateDir === undefined;
@@ -204,7 +206,11 @@ export async function startLabServe(
   const removeOwn = () => own ? Deno.remove(stateDir, { recursive: true }).catch(() => {}) : {};
   let srv: LabServeProcess;
   try {
-    srv = await startServe({ ...options, stateDir }, { nofile: launch.nofile, lab: launch.lab });
+    srv = await startServe({ ...options, stateDir }, {
+      nofile: launch.nofile,
+      lab: launch.lab,
+      killAfterMs: launch.killAfterMs,
+    });
   } catch (err) {
     await removeOwn();
     throw err;

@@ -30,9 +30,21 @@ import { resolveServerLimits, type ServerLimits } from "./server_limits.ts";
 
 /** Where the core hands a response: one connection of a transport. */
 export interface Responder {
-  /** Hands `response` to the transport for stream `streamId`; drops it when the connection is gone. */
-  respond(streamId: number, response: SbiResponse): void;
+  /**
+   * Hands `response` to the transport for stream `streamId`; drops it when
+   * the connection is gone. `reserved` bytes of the response budget were
+   * taken for it: the transport gives them back
+   * ({@linkcode ServerCore.releaseResponse}) once it no longer holds the body.
+   */
+  respond(streamId: number, response: SbiResponse, reserved: number): void;
+  /** Resets stream `streamId` (its response could not be reserved); nothing when it is gone. */
+  refuse(streamId: number): void;
+  /** Response bytes reserved for this connection now (the core keeps the count). */
+  reservedBytes: number;
 }
+
+/** Responses up to this size may use the last eighth of the response budget. */
+export const SMALL_RESPONSE_BYTES = 64 * 1024;
 
 /** Methods served from 0-RTT; others get 425 Too Early (RFC 8470 §5.2). */
 const EARLY_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -51,6 +63,8 @@ export class ServerCore {
   #inflight = 0;
   #idle: (() => void) | undefined;
   #early = { received: 0, tooEarly: 0 };
+  /** Streams reset because their response found no room in the response budget. */
+  refusedResponses = 0;
 
   /** Throws `RangeError` for a limit that is not a positive integer. */
   constructor(handler: SbiHandler, options: ServerOptions = {}) {
@@ -93,12 +107,44 @@ export class ServerCore {
 
   /** Answers a request whose body passed `maxBodyBytes` (413), without running the handler. */
   tooLarge(to: Responder, streamId: number): void {
-    to.respond(streamId, bodyTooLarge(this.limits.maxBodyBytes));
+    to.respond(streamId, bodyTooLarge(this.limits.maxBodyBytes), 0);
   }
 
   /** Answers a request whose body the transport could not buffer within the budget (503). */
   overBudget(to: Responder, streamId: number): void {
-    to.respond(streamId, overloaded(new BodyBudgetError(this.bodyBudget.limit).message));
+    to.respond(streamId, overloaded(new BodyBudgetError(this.bodyBudget.limit).message), 0);
+  }
+
+  /** The most response bytes one connection may hold reserved: a quarter of the response budget. */
+  get connectionShare(): number {
+    return Math.floor(this.responseBudget.limit / 4);
+  }
+
+  /**
+   * Takes `bytes` for a response not yet built, from the response budget and
+   * from `to`'s share of it (when the transport has connections); false, and
+   * nothing taken, when either is full. A large response (over
+   * {@linkcode SMALL_RESPONSE_BYTES}) leaves the last eighth of the budget to
+   * small ones, so that clients holding large answers unread never starve
+   * the common SBI exchange.
+   */
+  reserveResponse(to: Responder | undefined, bytes: number): boolean {
+    if (!(bytes >= 0)) return false;
+    if (to && to.reservedBytes + bytes > this.connectionShare) return false;
+    const budget = this.responseBudget;
+    if (bytes > SMALL_RESPONSE_BYTES && budget.used + bytes > budget.limit - budget.limit / 8) {
+      return false;
+    }
+    if (!budget.take(bytes)) return false;
+    if (to) to.reservedBytes += bytes;
+    return true;
+  }
+
+  /** Gives back `bytes` reserved for a response of `to` (its transport no longer holds the body). */
+  releaseResponse(to: Responder | undefined, bytes: number): void {
+    if (bytes <= 0) return;
+    this.responseBudget.release(bytes);
+    if (to) to.reservedBytes = Math.max(0, to.reservedBytes - bytes);
   }
 
   /**
@@ -129,7 +175,7 @@ export class ServerCore {
     } catch (err) {
       this.bodyBudget.release(held);
       this.onError(err);
-      to.respond(streamId, unreadableRequest());
+      to.respond(streamId, unreadableRequest(), 0);
       return;
     }
     if (early) {
@@ -138,11 +184,17 @@ export class ServerCore {
         // Replayable: never run it. The client retries after the handshake (RFC 8470 §5.2).
         this.#early.tooEarly++;
         this.bodyBudget.release(held);
-        to.respond(streamId, tooEarly());
+        to.respond(streamId, tooEarly(), 0);
         return;
       }
     }
     if (peer) request.peer = peer;
+    let reserved = 0;
+    request.reserve = (bytes) => {
+      if (!this.reserveResponse(to, bytes)) return false;
+      reserved += bytes;
+      return true;
+    };
     this.#inflight++;
     let answer: Promise<SbiResponse>;
     try {
@@ -151,10 +203,10 @@ export class ServerCore {
       answer = Promise.reject(err);
     }
     answer.then(
-      (response) => this.#done(to, streamId, response, held),
+      (response) => this.#done(to, streamId, response, held, reserved),
       (err) => {
         this.onError(err);
-        this.#done(to, streamId, systemFailure(), held);
+        this.#done(to, streamId, systemFailure(), held, reserved);
       },
     );
   }
@@ -162,25 +214,57 @@ export class ServerCore {
   /**
    * Runs the handler for a request the transport decoded and budgeted itself
    * (the deno stack reads bodies as they stream); resolves with its response,
-   * or a 500 when it fails. Does not release the body's budget.
+   * or a 500 when it fails, and the response bytes the handler reserved from
+   * the response budget (for `to`, when given), which the caller gives back
+   * ({@linkcode releaseResponse}) once the body is sent or dropped. A refused
+   * response ({@linkcode SbiResponse.refused}) holds none and is counted.
+   * Does not release the body's budget.
    */
-  async answer(request: SbiRequest): Promise<SbiResponse> {
+  async answer(
+    request: SbiRequest,
+    to?: Responder,
+  ): Promise<{ response: SbiResponse; reserved: number }> {
+    let reserved = 0;
+    request.reserve = (bytes) => {
+      if (!this.reserveResponse(to, bytes)) return false;
+      reserved += bytes;
+      return true;
+    };
     this.#inflight++;
+    let response: SbiResponse;
     try {
-      return await this.#handler(request);
+      response = await this.#handler(request);
     } catch (err) {
       this.onError(err);
-      return systemFailure();
+      response = systemFailure();
     } finally {
       this.#inflight--;
       if (this.#inflight === 0) this.#idle?.();
     }
+    if (response.refused) {
+      this.refusedResponses++;
+      this.releaseResponse(to, reserved);
+      reserved = 0;
+    }
+    return { response, reserved };
   }
 
-  #done(to: Responder, streamId: number, response: SbiResponse, held: number): void {
+  #done(
+    to: Responder,
+    streamId: number,
+    response: SbiResponse,
+    held: number,
+    reserved: number,
+  ): void {
     this.#inflight--;
     this.bodyBudget.release(held);
-    to.respond(streamId, response);
+    if (response.refused) {
+      this.refusedResponses++;
+      this.releaseResponse(to, reserved);
+      to.refuse(streamId);
+    } else {
+      to.respond(streamId, response, reserved);
+    }
     if (this.#inflight === 0) this.#idle?.();
   }
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { SbiRequest, SbiResponse } from "../handler/types.ts";
+import { REFUSED, type SbiRequest, type SbiResponse } from "../handler/types.ts";
 import { AcceptBackoff, type Responder, ServerCore } from "./server_core.ts";
 import { ByteBudget } from "./byte_budget.ts";
 import type { TlsConnection } from "./tls.ts";
@@ -7,14 +7,25 @@ import type { TlsConnection } from "./tls.ts";
 /** A connection that records what the core hands it. */
 class Recorder implements Responder {
   got: [number, SbiResponse][] = [];
+  /** Budget bytes handed over with each response. */
+  reservedWith: number[] = [];
+  refused: number[] = [];
+  reservedBytes = 0;
   #waiters: (() => void)[] = [];
-  respond(streamId: number, response: SbiResponse): void {
+  respond(streamId: number, response: SbiResponse, reserved: number): void {
     this.got.push([streamId, response]);
+    this.reservedWith.push(reserved);
+    for (const w of this.#waiters.splice(0)) w();
+  }
+  refuse(streamId: number): void {
+    this.refused.push(streamId);
     for (const w of this.#waiters.splice(0)) w();
   }
   /** Resolves once `n` responses arrived. */
   async count(n: number): Promise<void> {
-    while (this.got.length < n) await new Promise<void>((r) => this.#waiters.push(r));
+    while (this.got.length + this.refused.length < n) {
+      await new Promise<void>((r) => this.#waiters.push(r));
+    }
   }
 }
 
@@ -191,4 +202,78 @@ Deno.test("accept back-off doubles from the first pause up to the cap, counts fa
     "Accepting connections failed: Too many open files (os error 24); retrying in 5 ms",
   );
   assert.throws(() => new AcceptBackoff(10, 5), RangeError);
+});
+
+Deno.test("server core: a handler reserves its response before building it; without room the stream is refused and nothing built", async () => {
+  const budget = new ByteBudget(20 * 1024 * 1024);
+  let built = 0;
+  const core = new ServerCore((req) => {
+    const size = Number(req.query.get("size"));
+    if (req.reserve && !req.reserve(size)) return Promise.resolve(REFUSED);
+    built++;
+    return Promise.resolve({ status: 200, headers: {}, body: new Uint8Array(size) });
+  }, { responseBudget: budget });
+  const decodeSize = (size: string): SbiRequest => ({
+    method: "GET",
+    path: "/p",
+    query: new URLSearchParams({ size }),
+    headers: {},
+    body: new Uint8Array(0),
+  });
+  const a = new Recorder();
+  const b = new Recorder();
+  // One connection's share is a quarter of the budget: 4 MiB fits, 2 MiB more does not.
+  core.serve(a, 1, decodeSize, String(4 * 1024 * 1024), new Uint8Array(0));
+  core.serve(a, 3, decodeSize, String(2 * 1024 * 1024), new Uint8Array(0));
+  await a.count(2);
+  assert.deepEqual(a.refused, [3]);
+  assert.equal(a.reservedWith[0], 4 * 1024 * 1024);
+  assert.equal(a.reservedBytes, 4 * 1024 * 1024);
+  // More connections fill the budget up to the eighth kept for small answers (17.5 MiB).
+  const c = new Recorder();
+  const d = new Recorder();
+  core.serve(b, 1, decodeSize, String(5 * 1024 * 1024), new Uint8Array(0));
+  core.serve(c, 1, decodeSize, String(5 * 1024 * 1024), new Uint8Array(0));
+  core.serve(d, 1, decodeSize, String(4 * 1024 * 1024), new Uint8Array(0));
+  await Promise.all([b.count(1), c.count(1), d.count(1)]);
+  assert.deepEqual(d.refused, [1]);
+  // A small answer still fits.
+  core.serve(d, 3, decodeSize, String(60 * 1024), new Uint8Array(0));
+  await d.count(2);
+  assert.equal(d.got.length, 1);
+  assert.equal(built, 4);
+  assert.equal(core.refusedResponses, 2);
+  assert.equal(budget.used, 14 * 1024 * 1024 + 60 * 1024);
+  core.releaseResponse(c, c.reservedWith[0]);
+  core.releaseResponse(d, d.reservedWith[0]);
+  // Released by the transport once it lets go of the bodies: room again.
+  core.releaseResponse(a, a.reservedWith[0]);
+  core.releaseResponse(b, b.reservedWith[0]);
+  assert.equal(budget.used, 0);
+  assert.equal(a.reservedBytes, 0);
+  core.serve(a, 5, decodeSize, String(5 * 1024 * 1024), new Uint8Array(0));
+  await a.count(3);
+  assert.equal(a.got.length, 2);
+  assert.equal(built, 5);
+});
+
+Deno.test("server core: answer() gives back a refused response's reservation and counts it", async () => {
+  const budget = new ByteBudget(1024);
+  const core = new ServerCore((req) => {
+    assert.ok(req.reserve!(600));
+    if (!req.reserve!(600)) return Promise.resolve(REFUSED);
+    return Promise.resolve({ status: 200, headers: {}, body: new Uint8Array(1200) });
+  }, { responseBudget: budget });
+  const req: SbiRequest = {
+    method: "GET",
+    path: "/",
+    query: new URLSearchParams(),
+    headers: {},
+    body: new Uint8Array(0),
+  };
+  const { response, reserved } = await core.answer(req);
+  assert.equal(response.refused, true);
+  assert.equal(reserved, 0);
+  assert.equal(budget.used, 0);
+  assert.equal(core.refusedResponses, 1);
 });

@@ -2,7 +2,7 @@
  * Connection limits for a `Deno.serve` listener, which offers no hook per
  * connection: a sweep lists the listener's accepted sockets (from
  * `/proc/self/fd`), reads each one's TCP_INFO through libc, and shuts down the
- * ones over the cap (newest first), the ones that have not started a request
+ * ones over the cap (the idlest first: no request in flight, quiet longest), the ones that have not started a request
  * within the handshake timeout (covers a missing or slow preface and a slow
  * TLS handshake), and the idle ones. `shutdown(2)` makes the runtime see the
  * connection end and close it cleanly; the listener keeps serving.
@@ -13,7 +13,7 @@ import { tcpSockets } from "../native/nodelay.ts";
 
 /** Connection limits of one listener. */
 export interface ConnectionLimits {
-  /** Connections held at once; newer ones beyond it are closed. Default 4096. */
+  /** Connections held at once; beyond it the idlest are closed. Default 4096. */
   maxConnections?: number;
   /** A connection must start its first request within this many ms (preface, TLS handshake). Default 10000. */
   handshakeTimeoutMs?: number;
@@ -208,9 +208,16 @@ export class ConnectionGuard {
       closed++;
     };
     if (open.length > maxConnections) {
-      // Newest first: the connections that were there before keep their service.
-      const byAge = [...open].sort((a, b) => b.t.seenAt - a.t.seenAt || b.fd - a.fd);
-      for (const c of byAge.slice(0, open.length - maxConnections)) close(c, "cap");
+      // Idlest first: connections with no request in flight, quiet longest first, make room for
+      // the new ones; busy ones keep their service (and only when all are busy, the newest go).
+      const quietMs = (c: (typeof open)[number]) => {
+        if ((this.#requests.get(c.remotePort)?.inflight ?? 0) > 0) return -1;
+        const ti = tcpInfo(c.fd);
+        return ti ? Math.min(ti.sentAgo, ti.recvAgo) : 0;
+      };
+      const ranked = open.map((c) => ({ c, quiet: quietMs(c) }));
+      ranked.sort((a, b) => b.quiet - a.quiet || b.c.t.seenAt - a.c.t.seenAt || b.c.fd - a.c.fd);
+      for (const { c } of ranked.slice(0, open.length - maxConnections)) close(c, "cap");
     }
     for (const c of open) {
       if (c.t.closed) continue;

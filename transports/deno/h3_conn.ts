@@ -37,6 +37,8 @@ export interface H3ConnHooks {
   onEvents(events: FramingEvent[]): void;
   /** The connection ended: closed by either side, failed, or timed out. */
   onClosed(reason: string): void;
+  /** Stream `id` is done both ways (or was given up): nothing of it is held any more. */
+  onStreamClosed?(id: number): void;
 }
 
 /** An HTTP/3 connection over one `Deno.QuicConn`. */
@@ -227,6 +229,7 @@ export class QuicH3Conn {
 
   #closeStream(id: number, code: number): void {
     if (!this.#streams.delete(id)) return;
+    this.#hooks.onStreamClosed?.(id);
     try {
       this.framing.closeStream(id, code);
     } catch {

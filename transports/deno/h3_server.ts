@@ -31,11 +31,45 @@ import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
 
 /** Request streams one connection may have open at once. */
 export const MAX_STREAMS = 100;
+/** QUIC handshakes the server runs at once; Initials beyond them are dropped. */
+const MAX_HANDSHAKES = 32;
 
 /** Options of the quinn h3 server: the shared {@linkcode ServerOptions}; `earlyData` allows 0-RTT. */
 export interface QuinnH3ServerOptions extends ServerOptions {
   /** Accept 0-RTT (replay-safe methods only). Default true. */
   earlyData?: boolean;
+}
+
+/** Where the core's answers for one connection go; holds their response-budget reservations until their streams close. */
+class ConnResponder implements Responder {
+  reservedBytes = 0;
+  #server: QuinnH3Server;
+  conn: QuicH3Conn | undefined;
+  /** Bytes reserved per stream, given back when the stream closes. */
+  #held = new Map<number, number>();
+  constructor(server: QuinnH3Server) {
+    this.#server = server;
+  }
+  respond(streamId: number, response: SbiResponse, reserved = 0): void {
+    if (reserved > 0 && this.conn && !this.conn.dead) this.#held.set(streamId, reserved);
+    else this.#server.core.releaseResponse(this, reserved);
+    if (this.conn) this.#server.respond(this.conn, streamId, response);
+  }
+  refuse(streamId: number): void {
+    this.conn?.cancel(streamId, H3_CODE.EXCESSIVE_LOAD);
+  }
+  /** The stream is done: its reservation goes back. */
+  closed(streamId: number): void {
+    const n = this.#held.get(streamId);
+    if (n === undefined) return;
+    this.#held.delete(streamId);
+    this.#server.core.releaseResponse(this, n);
+  }
+  /** The connection is gone: every reservation goes back. */
+  closedAll(): void {
+    for (const n of this.#held.values()) this.#server.core.releaseResponse(this, n);
+    this.#held.clear();
+  }
 }
 
 class QuinnH3Server implements SbiServer {
@@ -47,6 +81,10 @@ class QuinnH3Server implements SbiServer {
   #listener: Deno.QuicListener;
   #core: ServerCore;
   #options: QuinnH3ServerOptions;
+  /** The request path, limits and budgets. */
+  get core(): ServerCore {
+    return this.#core;
+  }
   #conns = new Set<QuicH3Conn>();
   #pending = 0;
   #closing: Promise<void> | undefined;
@@ -94,6 +132,12 @@ class QuinnH3Server implements SbiServer {
           incoming.refuse();
           continue;
         }
+        // Handshakes in batches: past MAX_HANDSHAKES at once, an Initial is dropped unanswered
+        // (its client sends it again later), so that a flood never crowds out serving.
+        if (this.#pending >= MAX_HANDSHAKES) {
+          incoming.ignore();
+          continue;
+        }
         void this.#start(incoming);
       }
     } catch (err) {
@@ -121,10 +165,16 @@ class QuinnH3Server implements SbiServer {
         maxFieldSectionBytes: this.#core.limits.maxHeaderSectionBytes,
       });
       framing.setMaxStreams(MAX_STREAMS);
+      const to = new ConnResponder(this);
       const conn: QuicH3Conn = await QuicH3Conn.open(quic, framing, {
-        onEvents: (events) => this.#onEvents(conn, events, !handshaken),
-        onClosed: () => this.#conns.delete(conn),
+        onEvents: (events) => this.#onEvents(to, events, !handshaken),
+        onClosed: () => {
+          this.#conns.delete(conn);
+          to.closedAll();
+        },
+        onStreamClosed: (id) => to.closed(id),
       }, { server: true });
+      to.conn = conn;
       this.#conns.add(conn);
       if ((await Promise.race([done, late])) === "late") {
         conn.close(H3_CODE.NO_ERROR, "handshake timed out");
@@ -143,10 +193,9 @@ class QuinnH3Server implements SbiServer {
     }
   }
 
-  #onEvents(conn: QuicH3Conn, events: FramingEvent[], early: boolean): void {
-    const to: Responder = {
-      respond: (streamId, response) => this.#respond(conn, streamId, response),
-    };
+  #onEvents(to: ConnResponder, events: FramingEvent[], early: boolean): void {
+    const conn = to.conn;
+    if (!conn) return;
     for (const e of events) {
       if (e.type === WIRE_EVENT.MESSAGE) {
         this.#core.serve(to, e.streamId, toSbiRequest, e.headers, e.body, early);
@@ -157,7 +206,7 @@ class QuinnH3Server implements SbiServer {
         // Its header section passed the cap. Deno's QUIC cannot reset a stream with a code (an
         // aborted stream ends cleanly), so the answer is 431, before the request has ended.
         conn.stopReading(e.streamId);
-        this.#respond(
+        this.respond(
           conn,
           e.streamId,
           headerSectionTooLarge(this.#core.limits.maxHeaderSectionBytes),
@@ -166,7 +215,8 @@ class QuinnH3Server implements SbiServer {
     }
   }
 
-  #respond(conn: QuicH3Conn, streamId: number, response: SbiResponse): void {
+  /** Hands a response to the connection's framing layer. */
+  respond(conn: QuicH3Conn, streamId: number, response: SbiResponse): void {
     if (conn.dead) return;
     try {
       conn.framing.respond(streamId, responseHeaderList(response), response.body);

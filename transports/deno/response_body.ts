@@ -45,22 +45,26 @@ export class ResponseBodies {
   /**
    * A pull stream over `bytes` (not copied); `onEnd` runs once when it is done,
    * cancelled or stalled, and `onStall` when nobody pulled it for the stall timeout.
+   * `reserved` bytes of the budget were taken for the whole body before it was
+   * built: its chunks take no more, and the reservation goes back at the end.
    */
   stream(
     bytes: Uint8Array,
     onEnd: () => void,
     onStall?: () => void,
+    reserved = 0,
   ): ReadableStream<Uint8Array> {
     let off = 0;
     let held = 0;
     let ended = false;
     const budget = this.budget;
+    const chunked = reserved === 0;
     const set = this.#active;
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     const end = () => {
       if (ended) return;
       ended = true;
-      budget.release(held);
+      budget.release(held + reserved);
       held = 0;
       set.delete(entry);
       onEnd();
@@ -91,15 +95,15 @@ export class ResponseBodies {
         }
         const n = Math.min(CHUNK_BYTES, bytes.length - off);
         // Bounded by the stall sweep, which ends the stream.
-        while (!budget.take(n)) {
+        while (chunked && !budget.take(n)) {
           if (ended) return;
           await new Promise((r) => setTimeout(r, 5));
         }
         if (ended) {
-          budget.release(n);
+          if (chunked) budget.release(n);
           return;
         }
-        held = n;
+        if (chunked) held = n;
         c.enqueue(bytes.subarray(off, off + n));
         off += n;
       },

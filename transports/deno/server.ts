@@ -55,6 +55,9 @@ interface Watch {
   bodies: ResponseBodies;
 }
 
+/** Why an answer the response budget had no room for was refused. */
+const NO_ROOM = "No room for the response in the server's response budget";
+
 function makeFetchHandler(core: ServerCore, watch: Watch) {
   const limit = core.limits.maxBodyBytes;
   const budget = core.bodyBudget;
@@ -81,9 +84,14 @@ function makeFetchHandler(core: ServerCore, watch: Watch) {
       return [fromSbiResponse(unreadableRequest()), false];
     }
     try {
-      const res = await core.answer(sbi);
-      if (res.body.length <= STREAM_THRESHOLD) return [fromSbiResponse(res), false];
-      const body = watch.bodies.stream(res.body, onEnd, onStall);
+      const { response: res, reserved } = await core.answer(sbi);
+      // No room for the answer: Deno.serve cannot reset one stream, so the refusal is a 503.
+      if (res.refused) return [fromSbiResponse(overloaded(NO_ROOM)), false];
+      if (res.body.length <= STREAM_THRESHOLD) {
+        core.releaseResponse(undefined, reserved); // the runtime copies it whole
+        return [fromSbiResponse(res), false];
+      }
+      const body = watch.bodies.stream(res.body, onEnd, onStall, reserved);
       const headers = { ...res.headers, "content-length": String(res.body.length) };
       return [new Response(body, { status: res.status, headers }), true];
     } catch (err) {

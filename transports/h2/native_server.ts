@@ -54,6 +54,7 @@ import { H2_STAT, H2ServerConn, type H2ServerLimitOptions, H2ServerLimits } from
 import type { Sbh2Symbols } from "./symbols.ts";
 import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
 import { runTlsHandshake } from "./tls_handshake.ts";
+import { handshakeGate } from "../work_gate.ts";
 
 /**
  * Options of the native h2 servers: the shared {@linkcode ServerOptions} and
@@ -64,6 +65,12 @@ import { runTlsHandshake } from "./tls_handshake.ts";
 export type NativeH2ServerOptions =
   & ServerOptions
   & Omit<H2ServerLimitOptions, "settingsTimeoutMs">;
+
+/** TLS handshakes one listener works on at once; further ones wait with their first bytes read. */
+const MAX_HANDSHAKES = 32;
+
+/** Idle connections closed at once when accepting fails for want of descriptors. */
+const ROOM_AT_FD_LIMIT = 16;
 
 const READ_BUFFER = 64 * 1024;
 const WRITE_BUFFER = 256 * 1024;
@@ -95,12 +102,17 @@ class Connection implements Responder {
   #in = new Uint8Array(READ_BUFFER);
   /** Lent response bodies by token, kept alive until the shim releases them. */
   #lent = new Map<number, Uint8Array>();
+  /** Response-budget bytes reserved for lent bodies, by token, given back when the shim releases them. */
+  #reservedLent = new Map<number, number>();
+  reservedBytes = 0;
   #nextToken = 1;
   #flushQueued = false;
   #dirty = false;
   #writing: Promise<void> | undefined;
   /** Sweeps that saw the same write still running, for the stall check. */
   writeSweeps = 0;
+  /** When bytes last arrived or a response left (performance.now()), for making room at the cap. */
+  lastActive = performance.now();
   /** A write is running. */
   get writing(): boolean {
     return this.#writing !== undefined;
@@ -148,13 +160,23 @@ class Connection implements Responder {
       send: (o: Uint8Array) => this.#h2.sendTls(tls, o as Uint8Array<ArrayBuffer>),
     };
     let failure: unknown;
+    let slot = false;
     try {
       const label = `h2-tls connection from ${addr.hostname}:${addr.port}`;
-      await runTlsHandshake(this.#sock, tls, pump, label, { in: this.#in, out });
+      await runTlsHandshake(this.#sock, tls, pump, label, {
+        in: this.#in,
+        out,
+        gate: handshakeGate,
+        first: async () => {
+          await this.#server.handshakeSlot();
+          slot = true;
+        },
+      });
     } catch (err) {
       failure = err;
     } finally {
       this.#server.pool.give(out);
+      if (slot) this.#server.handshakeEnded();
     }
     // The hook sees every established connection, also one whose first bytes after the
     // handshake (in the same read) failed HTTP/2 at once, like a TLS-only probe's close.
@@ -198,6 +220,7 @@ class Connection implements Responder {
       while (!this.finished) {
         const n = await this.#sock.read(this.#in);
         if (n === null || this.finished) break;
+        this.lastActive = performance.now();
         const ready = this.#tls
           ? this.#h2.recvTls(this.#tls, this.#in, n)
           : this.#h2.recv(this.#in, n);
@@ -227,6 +250,11 @@ class Connection implements Responder {
   ): void {
     if (type === H2_EVENT.RELEASED) {
       this.#lent.delete(code);
+      const reserved = this.#reservedLent.get(code);
+      if (reserved !== undefined) {
+        this.#reservedLent.delete(code);
+        this.#server.core.releaseResponse(this, reserved);
+      }
       return;
     }
     const core = this.#server.core;
@@ -241,9 +269,23 @@ class Connection implements Responder {
     core.serve(this, streamId, decodeRequestBlock, block, own, false, this.#peer);
   }
 
-  /** Hands a response to the shim; the write follows in this turn of the event loop. */
-  respond(streamId: number, response: SbiResponse): void {
+  /** Resets a stream whose response found no room; the write follows in this turn of the event loop. */
+  refuse(streamId: number): void {
     if (this.finished) return;
+    this.#h2.refuse(streamId);
+    this.scheduleFlush();
+  }
+
+  /**
+   * Hands a response to the shim; the write follows in this turn of the event
+   * loop. Its `reserved` budget bytes go back when the shim releases the lent
+   * body (at once when the body is copied or refused).
+   */
+  respond(streamId: number, response: SbiResponse, reserved = 0): void {
+    if (this.finished) {
+      this.#server.core.releaseResponse(this, reserved);
+      return;
+    }
     const w = this.#server.writer;
     let length;
     try {
@@ -261,8 +303,11 @@ class Connection implements Responder {
       this.#nextToken = this.#nextToken === 0xffffffff ? 1 : this.#nextToken + 1;
       this.#lent.set(token, body);
     }
+    this.lastActive = performance.now();
     const rc = this.#h2.respond(streamId, w.buffer, length, body, token);
     if (rc !== 0 && token) this.#lent.delete(token);
+    if (rc === 0 && token && reserved > 0) this.#reservedLent.set(token, reserved);
+    else this.#server.core.releaseResponse(this, reserved);
     this.scheduleFlush();
   }
 
@@ -293,6 +338,16 @@ class Connection implements Responder {
     }
     pool.give(out);
     if (n === NATIVE_ERR.CLOSED) this.finish();
+    else this.#collectReleased();
+  }
+
+  /**
+   * Takes the module's RELEASED events for lent bodies it finished sending,
+   * so that their memory and reserved budget come back now rather than at
+   * the connection's next read. Nothing to do (no call) without lent bodies.
+   */
+  #collectReleased(): void {
+    if (this.#lent.size > 0 && !this.finished) this.#h2.poll(this.#server.poller, this.#onEvent);
   }
 
   async #writeLoop(out: Uint8Array<ArrayBuffer>, n: number): Promise<void> {
@@ -313,6 +368,7 @@ class Connection implements Responder {
     } finally {
       this.#server.pool.give(out);
       this.#writing = undefined;
+      this.#collectReleased();
       if (this.#dirty && !this.finished) {
         this.#dirty = false;
         this.flush();
@@ -324,6 +380,11 @@ class Connection implements Responder {
   shutdown(): void {
     this.#h2.shutdown();
     this.flush();
+  }
+
+  /** True when no request is in flight on it (nothing is lost by closing it). */
+  get quiet(): boolean {
+    return this.#h2.stat(H2_STAT.STREAMS) === 0;
   }
 
   /** Closes the socket and frees the session. Idempotent. */
@@ -339,6 +400,10 @@ class Connection implements Responder {
     this.#h2.close();
     this.#tls?.close();
     this.#lent.clear();
+    for (const reserved of this.#reservedLent.values()) {
+      this.#server.core.releaseResponse(this, reserved);
+    }
+    this.#reservedLent.clear();
     this.#server.forget(this);
   }
 }
@@ -373,6 +438,8 @@ class NativeH2cServer implements NativeH2Server {
   readonly pool = new BufferPool();
   /** Writes through Deno's write (for tests and diagnostics). */
   fallbackWrites = 0;
+  /** Idle connections closed to let new ones in (at the cap or the fd limit). */
+  roomMade = 0;
   /** The fds of open connections, skipped when looking for a new one's. */
   readonly fds = new Set<number>();
   #sym: Sbh2Symbols;
@@ -386,6 +453,9 @@ class NativeH2cServer implements NativeH2Server {
   #stopping = false;
   #closing: Promise<void> | undefined;
   #backoff = new AcceptBackoff(5, 1000);
+  /** TLS handshakes at work, and the connections waiting for a place among them. */
+  #handshakes = 0;
+  #slotWaiters: (() => void)[] = [];
   #tlsConfig: H2TlsConfig | undefined;
 
   constructor(
@@ -427,13 +497,17 @@ class NativeH2cServer implements NativeH2Server {
         backoff.succeeded();
       } catch (err) {
         if (this.#stopping || err instanceof Deno.errors.BadResource) break;
-        // EMFILE, ENFILE, ENOMEM, ECONNABORTED: report, wait a little, keep serving
+        // EMFILE, ENFILE, ENOMEM, ECONNABORTED: report, make room, wait a little, keep serving
         const wait = backoff.failed();
         this.core.onError(AcceptBackoff.error(err, wait));
+        this.#makeRoom(ROOM_AT_FD_LIMIT);
         await new Promise((r) => setTimeout(r, wait));
         continue;
       }
-      if (this.#conns.size >= this.core.limits.maxConnections || this.#stopping) {
+      if (
+        this.#stopping ||
+        (this.#conns.size >= this.core.limits.maxConnections && this.#makeRoom(1) === 0)
+      ) {
         try {
           sock.close();
         } catch {
@@ -446,20 +520,85 @@ class NativeH2cServer implements NativeH2Server {
       } catch {
         // the peer is already gone; the first read says so
       }
-      let h2: H2ServerConn | undefined;
-      let tls: H2Tls | undefined;
+      // Over TLS, setting a connection up shares the handshakes' slice of each turn: a flood
+      // of new connections is taken in at the pace serving leaves room for.
+      const gate = this.#tlsConfig ? handshakeGate : undefined;
+      if (gate) await gate.enter();
+      const t0 = gate ? performance.now() : 0;
       try {
-        h2 = new H2ServerConn(this.#sym, this.#limits);
-        if (this.#tlsConfig) tls = new H2Tls(this.#sym, this.#tlsConfig);
-      } catch (err) {
-        this.core.onError(err);
-        h2?.close();
-        sock.close();
+        this.#setUp(sock);
+      } finally {
+        gate?.spent(performance.now() - t0);
+      }
+    }
+  }
+
+  /** Makes a new connection's session (and TLS session) and starts serving it. */
+  #setUp(sock: Deno.TcpConn): void {
+    let h2: H2ServerConn | undefined;
+    let tls: H2Tls | undefined;
+    try {
+      h2 = new H2ServerConn(this.#sym, this.#limits);
+      if (this.#tlsConfig) tls = new H2Tls(this.#sym, this.#tlsConfig);
+    } catch (err) {
+      this.core.onError(err);
+      h2?.close();
+      sock.close();
+      return;
+    }
+    this.#conns.add(new Connection(this, sock, h2, tls));
+    this.#armSweep();
+  }
+
+  /**
+   * Resolves when one more TLS handshake may go to work: at most
+   * MAX_HANDSHAKES at once, so that however many ClientHellos arrive, their
+   * reads, writes and crypto never crowd out serving. A connection asks once
+   * its peer's first bytes arrived (an idle one holds no place); each
+   * resolved call is paired with {@linkcode handshakeEnded}.
+   */
+  handshakeSlot(): Promise<void> {
+    if (this.#handshakes < MAX_HANDSHAKES || this.#stopping) {
+      this.#handshakes++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#slotWaiters.push(resolve));
+  }
+
+  /** A TLS handshake at work ended (done or failed): its place goes to the next waiting. */
+  handshakeEnded(): void {
+    const next = this.#slotWaiters.shift();
+    if (next) next();
+    else this.#handshakes--;
+  }
+
+  /**
+   * Closes up to `n` of the connections with no request in flight, those
+   * quiet longest first, with GOAWAY: at the connection cap or the fd limit
+   * a new client takes the place of an idle one. Returns how many it closed.
+   */
+  #makeRoom(n: number): number {
+    // Quiet longest first by a scan in JavaScript; only the candidate's streams are asked
+    // of the module (a busy one is passed over), so a flood at the cap costs little.
+    let closed = 0;
+    const busy = new Set<Connection>();
+    for (let tries = 0; closed < n && tries < n + 16; tries++) {
+      let idlest: Connection | undefined;
+      for (const c of this.#conns) {
+        if (c.finished || busy.has(c)) continue;
+        if (!idlest || c.lastActive < idlest.lastActive) idlest = c;
+      }
+      if (!idlest) break;
+      if (!idlest.quiet) {
+        busy.add(idlest);
         continue;
       }
-      this.#conns.add(new Connection(this, sock, h2, tls));
-      this.#armSweep();
+      idlest.shutdown(); // GOAWAY (NO_ERROR): nothing was in flight
+      idlest.finish();
+      closed++;
     }
+    this.roomMade += closed;
+    return closed;
   }
 
   forget(conn: Connection): void {
@@ -515,6 +654,10 @@ class NativeH2cServer implements NativeH2Server {
 
   async #close(): Promise<void> {
     this.#stopping = true;
+    for (const w of this.#slotWaiters.splice(0)) {
+      this.#handshakes++;
+      w();
+    }
     try {
       this.#listener.close();
     } catch {

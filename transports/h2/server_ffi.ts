@@ -206,6 +206,12 @@ export class H2ServerConn {
     );
   }
 
+  /** Resets a delivered request's stream with ENHANCE_YOUR_CALM instead of answering it; 0 or a negative code. */
+  refuse(streamId: number): number {
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
+    return this.#sym.sbh2_sconn_refuse(this.#ptr, streamId);
+  }
+
   /** Writes pending output into `out`; returns its length, or DONE / CLOSED (finished: close the socket). */
   send(out: Uint8Array<ArrayBuffer>): number {
     if (this.#ptr === null) return NATIVE_ERR.CLOSED;

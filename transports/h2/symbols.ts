@@ -57,6 +57,8 @@ export const SYMBOLS = {
   },
   // int sbh2_sconn_send(sbh2_sconn *conn, uint8_t *out, uint32_t cap);
   sbh2_sconn_send: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_sconn_refuse(sbh2_sconn *conn, int32_t stream_id);
+  sbh2_sconn_refuse: { parameters: ["pointer", "i32"], result: "i32" },
   // int sbh2_sconn_tick(sbh2_sconn *conn);
   sbh2_sconn_tick: { parameters: ["pointer"], result: "i32" },
   // int sbh2_sconn_shutdown(sbh2_sconn *conn);

@@ -8,6 +8,7 @@
 import { TransportError } from "../types.ts";
 import { NATIVE_ERR, nativeErrorName } from "../native/errors.ts";
 import type { H2Tls } from "./tls_ffi.ts";
+import type { WorkGate } from "../work_gate.ts";
 
 /** Moves ciphertext through the TLS session (and whatever sits behind it). */
 export interface TlsPump {
@@ -29,7 +30,10 @@ export async function flushTls(sock: Deno.Conn, pump: TlsPump, out: Uint8Array):
 }
 
 /**
- * Runs the handshake to completion. Throws `TransportError` whose message is
+ * Runs the handshake to completion; with `io.gate`, each step that processes
+ * the peer's records waits for its share of the event loop, and with
+ * `io.first`, the first step waits for it too (a server's cap on handshakes
+ * at work). Throws `TransportError` whose message is
  * `${label} failed: ` and GnuTLS's one-line reason (our alert, if any, is
  * sent first so the peer learns why).
  */
@@ -38,9 +42,16 @@ export async function runTlsHandshake(
   tls: H2Tls,
   pump: TlsPump,
   label: string,
-  io: { in: Uint8Array; out: Uint8Array },
+  io: {
+    in: Uint8Array;
+    out: Uint8Array;
+    gate?: WorkGate;
+    /** Awaited once, when the peer's first bytes arrived and before any is processed. */
+    first?: () => Promise<void>;
+  },
 ): Promise<void> {
   await flushTls(sock, pump, io.out);
+  let first = io.first;
   while (!tls.established) {
     const n = await sock.read(io.in);
     if (n === null) {
@@ -48,7 +59,19 @@ export async function runTlsHandshake(
         `${label} failed: the peer closed the connection during the TLS handshake`,
       );
     }
-    const rv = pump.recv(io.in, n);
+    if (first) {
+      await first();
+      first = undefined;
+    }
+    // A server's handshake steps share each turn of the event loop with serving (gate).
+    if (io.gate) await io.gate.enter();
+    const t0 = io.gate ? performance.now() : 0;
+    let rv: number;
+    try {
+      rv = pump.recv(io.in, n);
+    } finally {
+      io.gate?.spent(performance.now() - t0);
+    }
     if (rv === NATIVE_ERR.TLS) {
       await flushTls(sock, pump, io.out).catch(() => {});
       throw new TransportError(`${label} failed: ${tls.errorText()}`);

@@ -188,6 +188,11 @@ export class H3ServerEndpoint {
     );
   }
 
+  /** Resets a request's stream with H3_EXCESSIVE_LOAD instead of answering it; 0 or a negative code. */
+  refuse(connId: number, streamId: number): number {
+    return this.#sym.sbh3_server_refuse(this.#live(), connId, BigInt(streamId));
+  }
+
   /** Refuses new connections and sends GOAWAY. */
   shutdown(): void {
     this.#sym.sbh3_server_shutdown(this.#live());

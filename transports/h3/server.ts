@@ -111,6 +111,8 @@ interface Blocked {
   /** The encoded header block (a copy of the writer's). */
   block: Uint8Array;
   body: Uint8Array;
+  /** Response-budget bytes reserved for it, given back when the shim takes its copy or it is dropped. */
+  reserved: number;
 }
 
 /** The HTTP/3 server's extras beyond the shared contract. */
@@ -132,19 +134,20 @@ export interface H3SbiServer extends SbiServer {
 
 /** One QUIC connection as the server core sees it: where its responses go, and its client's subject. */
 class H3Connection implements Responder {
-  #send: (connId: number, streamId: number, response: SbiResponse) => void;
+  #server: H3Server;
   readonly connId: number;
   /** The verified client certificate's subject (mutual TLS). */
   peer: SbiPeer | undefined;
-  constructor(
-    connId: number,
-    send: (connId: number, streamId: number, response: SbiResponse) => void,
-  ) {
+  reservedBytes = 0;
+  constructor(connId: number, server: H3Server) {
     this.connId = connId;
-    this.#send = send;
+    this.#server = server;
   }
-  respond(streamId: number, response: SbiResponse): void {
-    this.#send(this.connId, streamId, response);
+  respond(streamId: number, response: SbiResponse, reserved = 0): void {
+    this.#server.send(this, streamId, response, reserved);
+  }
+  refuse(streamId: number): void {
+    this.#server.refuse(this, streamId);
   }
 }
 
@@ -167,7 +170,6 @@ class H3Server implements H3SbiServer {
   #received = 0;
   /** The connections that sent a request or completed a handshake, by id. */
   #conns = new Map<number, H3Connection>();
-  #sendTo = this.#send.bind(this);
   /** True while #handOut reads events; requests it handed out so far. */
   #handing = false;
   #requests = 0;
@@ -293,7 +295,7 @@ class H3Server implements H3SbiServer {
     else if (type === H3_EVENT.TOO_LARGE) this.#core.tooLarge(this.#conn(connId), streamId);
     else if (type === H3_EVENT.CLOSED) {
       this.#ep.forget(connId);
-      this.#blocked.delete(connId);
+      this.#dropBlocked(connId);
       this.#conns.delete(connId);
     }
   };
@@ -301,7 +303,7 @@ class H3Server implements H3SbiServer {
   #conn(connId: number): H3Connection {
     let c = this.#conns.get(connId);
     if (!c) {
-      c = new H3Connection(connId, this.#sendTo);
+      c = new H3Connection(connId, this);
       this.#conns.set(connId, c);
     }
     return c;
@@ -327,9 +329,33 @@ class H3Server implements H3SbiServer {
     });
   }
 
-  /** Hands a response to the shim, or queues it behind the connection's waiting ones when there is no room. */
-  #send(connId: number, streamId: number, response: SbiResponse): void {
+  /** Gives back the budget of a connection's waiting responses and forgets them. */
+  #dropBlocked(connId: number): void {
+    const waiting = this.#blocked.get(connId);
+    if (!waiting) return;
+    this.#blocked.delete(connId);
+    const c = this.#conns.get(connId);
+    for (const b of waiting) this.#core.releaseResponse(c, b.reserved);
+  }
+
+  /** Resets a request's stream (its response found no room). */
+  refuse(conn: H3Connection, streamId: number): void {
     if (this.#stopped) return;
+    this.#ep.refuse(conn.connId, streamId);
+    this.#scheduleFlush();
+  }
+
+  /**
+   * Hands a response to the shim (which copies it: its `reserved` budget
+   * goes back at once), or queues it behind the connection's waiting ones
+   * when there is no room (the budget goes back when it leaves the queue).
+   */
+  send(conn: H3Connection, streamId: number, response: SbiResponse, reserved: number): void {
+    const connId = conn.connId;
+    if (this.#stopped) {
+      this.#core.releaseResponse(conn, reserved);
+      return;
+    }
     const w = this.#writer;
     let length;
     try {
@@ -342,7 +368,7 @@ class H3Server implements H3SbiServer {
     }
     const waiting = this.#blocked.get(connId);
     if (waiting) {
-      waiting.push({ streamId, block: w.buffer.slice(0, length), body: response.body });
+      waiting.push({ streamId, block: w.buffer.slice(0, length), body: response.body, reserved });
       return;
     }
     // Other negative results mean the stream or connection went away meanwhile.
@@ -352,8 +378,12 @@ class H3Server implements H3SbiServer {
         streamId,
         block: w.buffer.slice(0, length),
         body: response.body,
+        reserved,
       }]);
-    } else this.#scheduleFlush();
+      return;
+    }
+    this.#core.releaseResponse(conn, reserved);
+    this.#scheduleFlush();
   }
 
   /** Offers waiting responses again, oldest first per connection; true when any went out. */
@@ -365,6 +395,7 @@ class H3Server implements H3SbiServer {
         const rc = this.#ep.respondBlock(connId, b.streamId, b.block, b.block.length, b.body);
         if (rc === NATIVE_ERR.STREAM_BLOCKED) break;
         waiting.shift();
+        this.#core.releaseResponse(this.#conns.get(connId), b.reserved);
         sent = true;
       }
       if (!waiting.length) this.#blocked.delete(connId);
@@ -433,6 +464,7 @@ class H3Server implements H3SbiServer {
     this.#ep.closeAll();
     this.#flush();
     this.#stopped = true;
+    for (const connId of [...this.#blocked.keys()]) this.#dropBlocked(connId);
     this.#timer.cancel();
     try {
       this.#sock.close();

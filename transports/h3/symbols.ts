@@ -135,6 +135,8 @@ export const SYMBOLS = {
     parameters: ["pointer", "u32", "i64", "buffer", "usize", "buffer", "usize"],
     result: "i32",
   },
+  // int sbh3_server_refuse(sbh3_server *srv, uint32_t conn_id, int64_t stream_id);
+  sbh3_server_refuse: { parameters: ["pointer", "u32", "i64"], result: "i32" },
   // int sbh3_server_shutdown(sbh3_server *srv);
   sbh3_server_shutdown: { parameters: ["pointer"], result: "i32" },
   // int sbh3_server_close_all(sbh3_server *srv);

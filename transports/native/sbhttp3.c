@@ -244,6 +244,21 @@ static int cb_recv_data(nghttp3_conn *hc, int64_t stream_id, const uint8_t *data
   return sbhttp3_buf_append(&s->body, data, len) == 0 ? 0 : NGHTTP3_ERR_NOMEM;
 }
 
+/* A request's header block is complete (server): a declared length over max_body is answered now (413), before any body is read. */
+static int cb_end_headers(nghttp3_conn *hc, int64_t stream_id, int fin, void *user_data, void *stream_user_data) {
+  (void)hc;
+  sbhttp3 *h = user_data;
+  sbhttp3_stream *s = stream_user_data;
+  if (fin || !h->server || !s || s->done || s->aborted || s->cl == UINT64_MAX || s->cl <= h->max_body) return 0;
+  s->aborted = 1;
+  sbhttp3_buf_free(&s->body);
+  int rv = stream_emit(h, s, SBWIRE_EV_TOO_LARGE, SBWIRE_TOO_LARGE_BODY);
+  if (rv != 0) return rv;
+  nghttp3_conn_shutdown_stream_read(h->hc, stream_id);
+  if (h->quic && h->quic->stop_reading) h->quic->stop_reading(h->quic_ctx, stream_id, NGHTTP3_H3_NO_ERROR);
+  return 0;
+}
+
 /* Bytes nghttp3 consumed later (QPACK): credited to flow control. */
 static int cb_deferred_consume(nghttp3_conn *hc, int64_t stream_id, size_t n, void *user_data,
                                void *stream_user_data) {
@@ -334,6 +349,7 @@ int sbhttp3_start(sbhttp3 *h) {
       .deferred_consume = cb_deferred_consume,
       .begin_headers = cb_begin_headers,
       .recv_header = cb_recv_header,
+      .end_headers = cb_end_headers,
       .stop_sending = cb_stop_sending,
       .end_stream = cb_end_stream,
       .reset_stream = cb_reset_stream,

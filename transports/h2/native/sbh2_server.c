@@ -269,7 +269,10 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     uint64_t n = 0;
     for (size_t i = 0; i < valuelen && i < 19; i++) n = n * 10 + (uint64_t)(value[i] - '0');
     /* a declared body is counted whole as it is reserved; nghttp2 already checked the value is a number */
-    if (n > 0 && n <= c->max_body) {
+    if (n > c->max_body) {
+      s->too_large = 1; /* answered 413 once its header block is complete, before any body is read */
+      reserve_up_to = 0;
+    } else if (n > 0) {
       if (count_body(c, s, n)) {
         s->declared = 1;
       } else {
@@ -330,7 +333,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
       s->remote_closed = 1;
       queue_message(c, s);
-    } else if (s->over_budget) {
+    } else if (s->over_budget || s->too_large) {
       queue_message(c, s); /* its declared length did not fit: answered before the upload */
     }
     return 0;
@@ -606,6 +609,16 @@ int sbh2_sconn_respond(sbh2_sconn *c, int32_t stream_id, const uint8_t *hdrs, ui
 out:
   if (nv != stack_nv) free(nv);
   return rv;
+}
+
+int sbh2_sconn_refuse(sbh2_sconn *c, int32_t stream_id) {
+  if (!c) return SBWIRE_ERR_INVALID;
+  if (c->finished) return SBWIRE_ERR_CLOSED;
+  struct sstream *s = nghttp2_session_get_stream_user_data(c->session, stream_id);
+  if (!s || !s->delivered || s->responded || s->closed) return SBWIRE_ERR_NOT_FOUND;
+  s->responded = 1;
+  reset_stream(c, s, NGHTTP2_ENHANCE_YOUR_CALM);
+  return 0;
 }
 
 int sbh2_sconn_send(sbh2_sconn *c, uint8_t *out, uint32_t cap) {

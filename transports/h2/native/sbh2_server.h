@@ -109,6 +109,8 @@ int sbh2_sconn_poll(sbh2_sconn *conn, uint8_t *buf, uint32_t cap);
 /* Answers a request: header block copied; body copied when token is 0, else lent until RELEASED with token. */
 int sbh2_sconn_respond(sbh2_sconn *conn, int32_t stream_id, const uint8_t *hdrs, uint32_t hdrs_len,
                        const uint8_t *body, uint32_t body_len, uint32_t token);
+/* Refuses a request with no answer: RST_STREAM ENHANCE_YOUR_CALM (its response found no room). */
+int sbh2_sconn_refuse(sbh2_sconn *conn, int32_t stream_id);
 /* Writes pending output into out (cap >= 16 KiB + 9); returns its length, DONE when idle, CLOSED when finished. */
 int sbh2_sconn_send(sbh2_sconn *conn, uint8_t *out, uint32_t cap);
 /* Runs the settings, idle and stall timers; returns ms until the next is due, or CLOSED when finished. */

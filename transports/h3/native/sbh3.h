@@ -218,6 +218,8 @@ int sbh3_server_poll(sbh3_server *srv, uint8_t *buf, size_t cap);
 /* Sends a response on a request stream (header block + body, copied); SBWIRE_ERR_STREAM_BLOCKED: the send queue is full, retry after sbh3_server_io. */
 int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, const uint8_t *hdrs, size_t hdrs_len,
                         const uint8_t *body, size_t body_len);
+/* Refuses a request with no answer: resets its stream with H3_EXCESSIVE_LOAD (its response found no room). */
+int sbh3_server_refuse(sbh3_server *srv, uint32_t conn_id, int64_t stream_id);
 /* Refuses new connections and sends GOAWAY on existing ones. */
 int sbh3_server_shutdown(sbh3_server *srv);
 /* Closes every connection with H3_NO_ERROR; then drain sbh3_server_send. */

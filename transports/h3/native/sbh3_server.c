@@ -430,6 +430,18 @@ int sbh3_server_respond(sbh3_server *srv, uint32_t conn_id, int64_t stream_id, c
   return 0;
 }
 
+int sbh3_server_refuse(sbh3_server *srv, uint32_t conn_id, int64_t stream_id) {
+  if (!srv) return SBWIRE_ERR_INVALID;
+  sbh3_conn *c = server_find_id(srv, conn_id);
+  if (!c) return SBWIRE_ERR_NOT_FOUND;
+  if (c->closed) return SBWIRE_ERR_CLOSED;
+  stream_t *s = sbhttp3_stream_find(&c->h3, stream_id);
+  if (!s || !s->done || s->out) return SBWIRE_ERR_NOT_FOUND;
+  /* no answer: reset the stream both ways; it is freed when QUIC closes it */
+  if (ngtcp2_conn_shutdown_stream(c->qc, stream_id, NGHTTP3_H3_EXCESSIVE_LOAD) != 0) return SBWIRE_ERR_NOT_FOUND;
+  return 0;
+}
+
 int sbh3_server_shutdown(sbh3_server *srv) {
   if (!srv) return SBWIRE_ERR_INVALID;
   srv->shutting_down = 1;

@@ -19,6 +19,8 @@
 #define IO_SEND_BYTES (256 * 1024)
 /* Datagrams received per sbh3_*_io call at most, so one busy peer cannot starve the caller. */
 #define IO_RECV_MAX 1024
+/* No further batch is received once a call has spent this long (handshakes cost ~1 ms each): the caller serves first. */
+#define IO_RECV_NS 2000000ull
 #define IO_RECV_BYTES 65536
 
 /* Datagrams one sendmsg may carry with UDP generic segmentation offload, and their bytes. */
@@ -319,9 +321,10 @@ typedef int (*udp_sink)(void *owner, const uint8_t *data, size_t len, const ngtc
 typedef int (*udp_source)(void *owner, uint8_t *out, size_t cap, uint64_t now, const ngtcp2_sockaddr_union **to,
                           uint8_t *ecn);
 
-/* Feeds every ready datagram (up to IO_RECV_MAX in all) to sink; returns the new total of got. */
+/* Feeds every ready datagram (up to IO_RECV_MAX in all, no new batch after IO_RECV_NS) to sink; returns the new total of got. */
 static int udp_drain(sbh3_udp *u, int got, udp_sink sink, void *owner) {
-  while (got < IO_RECV_MAX) {
+  uint64_t start = now_ns();
+  while (got < IO_RECV_MAX && now_ns() - start < IO_RECV_NS) {
     int n = udp_recv_batch(u);
     if (n == -ECONNREFUSED) u->refused = 1;
     if (n <= 0) break;
