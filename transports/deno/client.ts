@@ -74,7 +74,7 @@ class H2Client implements SbiClient {
           ),
         ),
     );
-    return promise;
+    return await promise;
   }
 
   async #send(
