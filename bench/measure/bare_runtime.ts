@@ -107,6 +107,8 @@ export async function openBareRuntime(): Promise<BareRuntime> {
     });
     closers.push(() => quic.close());
     const enc = new TextEncoder();
+    // Read into one reused buffer (BYOB), the cheapest way Deno's QUIC streams can be read.
+    let readBuf: ArrayBuffer = new ArrayBuffer(64 * 1024);
     const fetchOne = async (client: Deno.HttpClient, url: string, size: number) => {
       const res = await fetch(`${url}/payload?size=${size}`, { client });
       const got = (await res.bytes()).length;
@@ -118,7 +120,13 @@ export async function openBareRuntime(): Promise<BareRuntime> {
       await w.write(enc.encode(String(size)));
       await w.close();
       let got = 0;
-      for await (const chunk of s.readable) got += chunk.length;
+      const reader = s.readable.getReader({ mode: "byob" });
+      for (;;) {
+        const { value, done } = await reader.read(new Uint8Array(readBuf));
+        if (value) readBuf = value.buffer as ArrayBuffer;
+        if (done) break;
+        got += value!.length;
+      }
       if (got !== size) throw new FloorError(`The bare QUIC stream gave ${got} bytes, not ${size}`);
     };
     const h2cUrl = `http://127.0.0.1:${h2cPort}`;
