@@ -60,6 +60,7 @@ export class QuicH3Conn {
    * fills with them.
    */
   #pool: ArrayBuffer[] = [];
+  #written = 0;
 
   private constructor(quic: Deno.QuicConn, framing: H3Framing, hooks: H3ConnHooks) {
     this.quic = quic;
@@ -110,6 +111,11 @@ export class QuicH3Conn {
   /** Request streams open now. */
   get openStreams(): number {
     return this.#streams.size - 3;
+  }
+
+  /** Bytes written to streams so far (it stops moving while the peer reads nothing). */
+  get writtenBytes(): number {
+    return this.#written;
   }
 
   /** Bytes handed to streams and not yet written (the peer may not be reading). */
@@ -237,6 +243,7 @@ export class QuicH3Conn {
     s.chain = s.chain.then(async () => {
       if (c.bytes.length) await w.write(c.bytes);
       s.queued -= c.bytes.length;
+      this.#written += c.bytes.length;
       if (c.fin) {
         await w.close();
         s.writeDone = true;
