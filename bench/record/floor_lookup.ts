@@ -9,9 +9,9 @@ export type BareTransport = typeof BARE_TRANSPORTS[number];
 
 /** What a bare arm runs, in words, per transport. */
 export const BARE_LABELS: Record<BareTransport, string> = {
-  "h2c": "Deno fetch → Deno.serve, h2c",
-  "h2-tls": "Deno fetch → Deno.serve, h2 over TLS",
-  "h3": "a request on a Deno QUIC stream (quinn) → Deno.QuicEndpoint",
+  "h2c": "Deno's fetch → Deno's serve, h2c",
+  "h2-tls": "Deno's fetch → Deno's serve, h2 over TLS",
+  "h3": "a request on a QUIC stream of Deno's (quinn) → Deno's QUIC endpoint",
 };
 
 /** The kernel floor row for a protocol and size, if measured. */

@@ -126,7 +126,7 @@ export interface FloorRow {
   /**
    * `kernel` (the project's C ping-pong), `runtime` (Deno sockets), or `bare`
    * (the deno stack's runtime with nothing of sbilab's on top: `fetch` →
-   * `Deno.serve`, or a request on a Deno QUIC stream) for one transport.
+   * Deno's `serve`, or a request on a Deno QUIC stream) for one transport.
    */
   source: "kernel" | "runtime" | "bare";
   /** Transport protocol. */
