@@ -26,7 +26,9 @@ const tlsCases: [TransportName, Stack][] = [
 ];
 const timeoutCases: [TransportName, Stack][] = [
   ...transports.map((t): [TransportName, Stack] => [t, undefined]),
+  ["h2c", "deno"],
   ["h2-tls", "deno"],
+  ["h3", "deno"],
 ];
 const named = (transport: TransportName, stack: Stack) =>
   stack ? `${transport} (${stack} server)` : transport;
@@ -140,7 +142,7 @@ for (const [transport, stack] of tlsCases) {
 }
 
 for (const [transport, stack] of timeoutCases) {
-  Deno.test(`${named(transport, stack)} client times out within timeout + 100 ms against a stalled handler, then still works`, async () => {
+  Deno.test(`${stack ? `${transport} (${stack} server and client)` : transport} client times out within timeout + 100 ms against a stalled handler, then still works`, async () => {
     const release = Promise.withResolvers<void>();
     const inner = createHandler();
     const stalling: SbiHandler = async (req) => {
@@ -149,7 +151,7 @@ for (const [transport, stack] of timeoutCases) {
     };
     await withServer(transport, { handler: stalling, stack }, async (url) => {
       const pki = await testPki();
-      const client = await createClient(transport, url, { tls: { ca: pki.caCertPem } });
+      const client = await createClient(transport, url, { tls: { ca: pki.caCertPem }, stack });
       try {
         await client.request({ path: PATH }); // warm: connection up
         const timeoutMs = 300;

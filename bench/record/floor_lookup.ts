@@ -1,16 +1,51 @@
 /** A row's floor in a run record, and the row's multiple of it (pure). */
 import type { BenchRun, FloorKind, FloorRow, ResultRow } from "./schema.ts";
 
+/** The transports a bare runtime arm (deno stack) stands under. */
+export const BARE_TRANSPORTS = ["h2c", "h2-tls", "h3"] as const;
+
+/** One of {@linkcode BARE_TRANSPORTS}. */
+export type BareTransport = typeof BARE_TRANSPORTS[number];
+
+/** What a bare arm runs, in words, per transport. */
+export const BARE_LABELS: Record<BareTransport, string> = {
+  "h2c": "Deno's fetch → Deno's serve, h2c",
+  "h2-tls": "Deno's fetch → Deno's serve, h2 over TLS",
+  "h3": "a request on a QUIC stream of Deno's (quinn) → Deno's QUIC endpoint",
+};
+
 /** The kernel floor row for a protocol and size, if measured. */
 export function findFloor(
   floors: readonly FloorRow[],
   protocol: FloorKind,
   sizeBytes: number | undefined,
-  source: "kernel" | "runtime" = "kernel",
+  source: "kernel" | "runtime" | "bare" = "kernel",
 ): FloorRow | undefined {
   return floors.find((f) =>
     f.source === source && f.protocol === protocol && f.sizeBytes === sizeBytes
   );
+}
+
+/** The bare runtime arm of a transport at a size (deno stack), if measured. */
+export function findBareFloor(
+  floors: readonly FloorRow[],
+  transport: string,
+  sizeBytes: number | undefined,
+): FloorRow | undefined {
+  return floors.find((f) =>
+    f.source === "bare" && f.transport === transport && f.sizeBytes === sizeBytes
+  );
+}
+
+/** Multiple of the row's bare runtime arm (deno stack), or undefined. */
+export function bareMultiple(run: BenchRun, row: ResultRow): number | undefined {
+  const f = findBareFloor(run.floors.rows, row.transport, row.sizeBytes);
+  return f ? row.estimate.median / f.estimate.median : undefined;
+}
+
+/** A floor's name in a table: `kernel tcp`, `runtime udp`, `bare h2-tls`. */
+export function floorName(f: Pick<FloorRow, "source" | "protocol" | "transport">): string {
+  return f.source === "bare" ? `bare ${f.transport}` : `${f.source} ${f.protocol}`;
 }
 
 /** Multiple of the matching kernel floor, or undefined. */

@@ -29,6 +29,15 @@ export {
   type StudyRecord,
 } from "./schema.ts";
 export { assessNoise, NOISE_THRESHOLDS, noiseLine, pairedRatios } from "./rounds_summary.ts";
-export { findFloor, floorMultiple } from "./floor_lookup.ts";
+export {
+  BARE_LABELS,
+  BARE_TRANSPORTS,
+  bareMultiple,
+  type BareTransport,
+  findBareFloor,
+  findFloor,
+  floorMultiple,
+  floorName,
+} from "./floor_lookup.ts";
 export { PEER_RATIOS } from "./peer_ratios.ts";
 export { SETUP_PHASES, type SetupMode, setupModes, type SetupPhase } from "./setup_modes.ts";

@@ -30,9 +30,10 @@ export interface RatioRecord {
   label: string;
   /**
    * `transports` (one transport over another), `floor` (a row over its kernel
-   * floor) or `peers` (the peers scenario: our side over a reference tool).
+   * floor), `peers` (the peers scenario: our side over a reference tool) or
+   * `runtime` (a deno-stack row over its bare runtime arm).
    */
-  kind: "transports" | "floor" | "peers";
+  kind: "transports" | "floor" | "peers" | "runtime";
   /** Row or floor id of the numerator and of the denominator. */
   numerator: string;
   denominator: string;

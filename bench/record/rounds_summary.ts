@@ -4,7 +4,7 @@
  * each row over its kernel floor) and the noise assessment behind the
  * report's "this machine was noisy" line.
  */
-import { findFloor } from "./floor_lookup.ts";
+import { findBareFloor, findFloor } from "./floor_lookup.ts";
 import {
   drift,
   pairedRatio,
@@ -128,22 +128,38 @@ export function pairedRatios(
     }, options);
     if (rec) out.push(rec);
   }
-  for (const f of floors.filter((f) => f.source === "runtime")) {
+  for (const f of floors.filter((f) => f.source === "runtime" || f.source === "bare")) {
     const k = findFloor(floors, f.protocol, f.sizeBytes);
     if (!k) continue;
     const rec = ratioRecord(floorArm(f), floorArm(k), {
       id: `${floorId(f)}/floor`,
-      label: `runtime ${f.protocol} ÷ kernel ${f.protocol}`,
+      label: `${
+        f.source === "bare" ? `bare ${f.transport}` : "runtime"
+      } ${f.protocol} ÷ kernel ${f.protocol}`,
       kind: "floor",
       sizeBytes: f.sizeBytes,
+    }, options);
+    if (rec) out.push(rec);
+  }
+  for (const r of rows) {
+    const b = findBareFloor(floors, r.transport, r.sizeBytes);
+    if (!b) continue;
+    const rec = ratioRecord(r, floorArm(b), {
+      id: `${r.id}/bare`,
+      label: `${r.transport} ÷ bare runtime`,
+      kind: "runtime",
+      sizeBytes: r.sizeBytes,
     }, options);
     if (rec) out.push(rec);
   }
   return out;
 }
 
-/** The stable id of a floor, e.g. `floor/kernel/tcp/256`. */
-export function floorId(f: Pick<FloorRow, "source" | "protocol" | "sizeBytes">): string {
+/** The stable id of a floor, e.g. `floor/kernel/tcp/256`, or `floor/bare/h2c/256` for a bare arm. */
+export function floorId(
+  f: Pick<FloorRow, "source" | "protocol" | "sizeBytes" | "transport">,
+): string {
+  if (f.source === "bare") return `floor/bare/${f.transport}/${f.sizeBytes}`;
   return `floor/${f.source}/${f.protocol}/${f.sizeBytes}`;
 }
 
@@ -245,7 +261,7 @@ export function assessNoise(
   }
   const widest = Math.max(
     0,
-    ...input.ratios.filter((r) => r.kind !== "floor").map(halfWidth),
+    ...input.ratios.filter((r) => r.kind === "transports" || r.kind === "peers").map(halfWidth),
   );
   return {
     noisy: reasons.length > 0,

@@ -136,3 +136,53 @@ Deno.test("noise line counts many noisy arms and names the worst instead of list
     /^round-to-round CV arm1 256 B \d+\.\d %, arm2 256 B \d+\.\d %$/,
   );
 });
+
+function bare(transport: string, size: number, b: number[][]): FloorRow {
+  return { ...floor(transport === "h3" ? "udp" : "tcp", size, b), source: "bare", transport };
+}
+
+Deno.test("a deno-stack run gives each row its multiple of its own bare runtime arm", () => {
+  const even = () => 1;
+  const rows = [
+    row("h2c", 256, blocks(150, even, 1)),
+    row("h2-tls", 256, blocks(200, even, 2)),
+    row("h3", 256, blocks(300, even, 3)),
+  ];
+  const floors = [
+    floor("tcp", 256, blocks(30, even, 4)),
+    floor("udp", 256, blocks(28, even, 5)),
+    bare("h2c", 256, blocks(100, even, 6)),
+    bare("h2-tls", 256, blocks(100, even, 7)),
+    bare("h3", 256, blocks(200, even, 8)),
+  ];
+  const ratios = pairedRatios(rows, floors, { resamples: 200 });
+  const runtime = ratios.filter((r) => r.kind === "runtime");
+  assert.deepEqual(runtime.map((r) => [r.numerator, r.denominator]), [
+    ["rtt/h2c/256", "floor/bare/h2c/256"],
+    ["rtt/h2-tls/256", "floor/bare/h2-tls/256"],
+    ["rtt/h3/256", "floor/bare/h3/256"],
+  ]);
+  const by = Object.fromEntries(runtime.map((r) => [r.numerator, r.ratio]));
+  assert.ok(Math.abs(by["rtt/h2c/256"] - 1.5) < 0.05, String(by["rtt/h2c/256"]));
+  assert.ok(Math.abs(by["rtt/h2-tls/256"] - 2) < 0.06, String(by["rtt/h2-tls/256"]));
+  assert.ok(Math.abs(by["rtt/h3/256"] - 1.5) < 0.05, String(by["rtt/h3/256"]));
+  for (const r of runtime) assert.ok(r.interval.lower <= r.ratio && r.ratio <= r.interval.upper);
+  // each bare arm also stands over the kernel floor of its protocol
+  const overKernel = ratios.find((r) => r.numerator === "floor/bare/h3/256");
+  assert.equal(overKernel?.denominator, "floor/kernel/udp/256");
+  assert.ok(Math.abs(overKernel!.ratio - 200 / 28) < 0.3, String(overKernel?.ratio));
+  // a row over its kernel floor is still the kernel's, whatever bare arms stand beside it
+  assert.equal(
+    ratios.find((r) => r.id === "rtt/h2c/256/floor")?.denominator,
+    "floor/kernel/tcp/256",
+  );
+  // the noise line names the bare arms' CV by their own ids
+  const noise = assessNoise({ machine: [], rows, floors, ratios, cores: 2 });
+  assert.ok("floor/bare/h2-tls/256" in noise.armCv, Object.keys(noise.armCv).join());
+});
+
+Deno.test("a native run (no bare arms) has no runtime ratios", () => {
+  const ratios = run(() => false).ratios;
+  assert.equal(ratios.filter((r) => r.kind === "runtime").length, 0);
+  assert.ok(ratios.some((r) => r.kind === "floor"));
+});

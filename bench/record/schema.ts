@@ -134,10 +134,16 @@ export type FloorKind = "tcp" | "udp";
 
 /** One floor measurement (ping-pong of the row's payload size between two processes). */
 export interface FloorRow {
-  /** `kernel` (the project's C ping-pong) or `runtime` (Deno sockets). */
-  source: "kernel" | "runtime";
+  /**
+   * `kernel` (the project's C ping-pong), `runtime` (Deno sockets), or `bare`
+   * (the deno stack's runtime with nothing of sbilab's on top: `fetch` →
+   * Deno's `serve`, or a request on a Deno QUIC stream) for one transport.
+   */
+  source: "kernel" | "runtime" | "bare";
   /** Transport protocol. */
   protocol: FloorKind;
+  /** `bare`: the transport whose rows it stands under (`h2c`, `h2-tls`, `h3`). */
+  transport?: string;
   /** Bytes each way per round trip. */
   sizeBytes: number;
   /** Round-trip time estimate (ns). */

@@ -9,7 +9,14 @@ import {
   runNoiseLine,
   scheduleLine,
 } from "./ratio_report.ts";
-import { findFloor, floorMultiple } from "../record/floor_lookup.ts";
+import {
+  BARE_LABELS,
+  type BareTransport,
+  findBareFloor,
+  findFloor,
+  floorMultiple,
+  floorName,
+} from "../record/floor_lookup.ts";
 import { floorCell, medianWithCi, tcpCell } from "./table.ts";
 import { answerLines, legendLines, warningLines } from "./answer.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
@@ -85,6 +92,16 @@ export function observations(run: BenchRun): string[] {
         );
       }
     }
+  }
+  for (const r of run.rows) {
+    const b = findBareFloor(run.floors.rows, r.transport, r.sizeBytes);
+    if (!b || r.scenario !== "rtt") continue;
+    const paired = run.rounds?.ratios.find((q) => q.kind === "runtime" && q.numerator === r.id);
+    out.push(
+      `${r.transport} at ${formatBytes(b.sizeBytes)} takes ${
+        paired ? ratioWithInterval(paired) : formatMultiple(r.estimate.median / b.estimate.median)
+      } its bare runtime (${BARE_LABELS[b.transport as BareTransport] ?? b.transport}).`,
+    );
   }
   for (const f of run.floors.rows.filter((f) => f.source === "runtime")) {
     const k = findFloor(run.floors.rows, f.protocol, f.sizeBytes);
@@ -318,7 +335,7 @@ function floorsSection(run: BenchRun): string[] {
   for (const f of run.floors.rows) {
     lines.push(
       cellRow([
-        `${f.source} ${f.protocol}`,
+        floorName(f),
         formatBytes(f.sizeBytes),
         medianWithCi(f),
         formatDuration(f.estimate.p99),

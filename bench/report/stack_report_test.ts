@@ -78,3 +78,53 @@ Deno.test("the HTML footer names the sizes the rows measured, not every size the
   const html = renderHtml(run, { name: "none", version: "0", source: "" });
   assert.match(html, /Sizes: 256 B;/);
 });
+
+Deno.test("a deno-stack rtt run measures a bare runtime arm per transport and size, and each row's multiple of it", async () => {
+  const run = await runBench({
+    stack: "deno",
+    inProcess: true,
+    transports: ["h2c", "h2-tls", "h3"],
+    sizes: [256],
+    warmupMs: 20,
+    samples: 6,
+    rounds: 2,
+  });
+  const bare = run.floors.rows.filter((f) => f.source === "bare");
+  assert.deepEqual(
+    bare.map((f) => [f.transport, f.protocol, f.sizeBytes]),
+    [["h2c", "tcp", 256], ["h2-tls", "tcp", 256], ["h3", "udp", 256]],
+  );
+  for (const f of bare) assert.equal(f.rounds?.counts.length, 2);
+  const runtime = (run.rounds?.ratios ?? []).filter((r) => r.kind === "runtime");
+  assert.deepEqual(runtime.map((r) => [r.numerator, r.denominator]), [
+    ["deno/rtt/h2c/256", "floor/bare/h2c/256"],
+    ["deno/rtt/h2-tls/256", "floor/bare/h2-tls/256"],
+    ["deno/rtt/h3/256", "floor/bare/h3/256"],
+  ]);
+  for (const r of runtime) {
+    const row = run.rows.find((x) => x.id === r.numerator)!;
+    const f = bare.find((x) => `floor/bare/${x.transport}/${x.sizeBytes}` === r.denominator)!;
+    assert.ok(r.perRound.length === 2 && r.perRound.every((x) => x > 0), String(r.perRound));
+    assert.ok(row.estimate.median > 0 && f.estimate.median > 0);
+  }
+  assert.match(renderTable(run), /^bare h2-tls\s/m);
+  assert.match(renderTable(run), /h3 ÷ bare runtime/);
+  assert.match(
+    renderMarkdown(run),
+    /h3 at 256 B takes [\d.]+× \[[\d.]+ – [\d.]+\] its bare runtime/,
+  );
+});
+
+Deno.test("a native-stack rtt run has no bare runtime arms", async () => {
+  const run = await runBench({
+    inProcess: true,
+    transports: ["h2c"],
+    sizes: [256],
+    warmupMs: 20,
+    samples: 4,
+    rounds: 2,
+  });
+  assert.ok(run.floors.rows.some((f) => f.source === "kernel"));
+  assert.equal(run.floors.rows.filter((f) => f.source === "bare").length, 0);
+  assert.equal((run.rounds?.ratios ?? []).filter((r) => r.kind === "runtime").length, 0);
+});

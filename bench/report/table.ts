@@ -2,7 +2,7 @@
  * The terminal table: a pure function of a run record, so `lab report`
  * re-renders a saved run to exactly what `lab bench` printed.
  */
-import { findFloor, floorMultiple } from "../record/floor_lookup.ts";
+import { findFloor, floorMultiple, floorName } from "../record/floor_lookup.ts";
 import type { BenchRun, FloorRow, ResultRow } from "../record/schema.ts";
 import {
   formatBitRate,
@@ -76,7 +76,7 @@ export function renderFloors(run: BenchRun): string {
   const body = run.floors.rows.map((f: FloorRow) => {
     const kernel = findFloor(run.floors.rows, f.protocol, f.sizeBytes);
     return [
-      `${f.source} ${f.protocol}`,
+      floorName(f),
       formatBytes(f.sizeBytes),
       medianWithCi(f),
       formatDuration(f.estimate.p99),

@@ -16,6 +16,12 @@ import {
   type RuntimeEcho,
 } from "../measure/floors.ts";
 import {
+  BARE_TRANSPORTS,
+  type BareRuntime,
+  type BareTransport,
+  openBareRuntime,
+} from "../measure/bare_runtime.ts";
+import {
   type ArmRounds,
   type BlockResult,
   type RoundArm,
@@ -142,12 +148,13 @@ interface RowArm {
   tally: StatusTally;
 }
 
-/** A floor arm: one floor at one size. */
+/** A floor arm: one floor at one size (a bare arm names its transport). */
 interface FloorArm {
   id: string;
-  source: "kernel" | "runtime";
+  source: "kernel" | "runtime" | "bare";
   protocol: FloorKind;
   size: number;
+  transport?: string;
 }
 
 /** The arms of a run under construction, and what must be closed after it. */
@@ -156,7 +163,7 @@ interface Arms {
   rowArms: RowArm[];
   floorArms: FloorArm[];
   clients: Map<string, SbiClient>;
-  echoes: RuntimeEcho[];
+  echoes: (RuntimeEcho | BareRuntime)[];
 }
 
 type BlockOf = (op: () => Promise<unknown>) => RoundArm["block"];
@@ -256,6 +263,40 @@ function roundsProgress(ctx: ScenarioContext, a: Arms, options: RttRoundsOptions
   };
 }
 
+/**
+ * The deno stack's bare runtime arms: per transport of the run and size, the
+ * same request on the runtime alone (see `bare_runtime.ts`), so each row shows
+ * its multiple of its own runtime. Arms that cannot run become a note.
+ */
+async function addBareArms(
+  ctx: ScenarioContext,
+  a: Arms,
+  block: BlockOf,
+  sizes: number[],
+): Promise<void> {
+  const transports = ctx.transports.filter((t): t is BareTransport =>
+    (BARE_TRANSPORTS as readonly string[]).includes(t)
+  );
+  if (transports.length === 0 || sizes.length === 0) return;
+  let bare: BareRuntime;
+  try {
+    bare = await openBareRuntime();
+  } catch (err) {
+    if (!(err instanceof FloorError)) throw err;
+    ctx.notes.push(`The bare runtime arms were not measured: ${err.message}.`);
+    return;
+  }
+  a.echoes.push(bare);
+  for (const transport of transports) {
+    for (const size of sizes) {
+      const protocol = floorFor(transport);
+      const id = floorId({ source: "bare", protocol, sizeBytes: size, transport });
+      a.floorArms.push({ id, source: "bare", protocol, size, transport });
+      a.arms.push({ id, block: block(() => bare.request(transport, size)) });
+    }
+  }
+}
+
 /** Each transport arm alone for the plan's warm-up (JIT, connection windows), before the rounds. */
 async function warmUpAlone(
   ctx: ScenarioContext,
@@ -331,6 +372,7 @@ function floorsOf(floorArms: FloorArm[], outcome: RoundsOutcome): FloorRow[] {
       source: f.source,
       protocol: f.protocol,
       sizeBytes: f.size,
+      ...(f.transport !== undefined ? { transport: f.transport } : {}),
       // The sample bootstrap is replaced by the round interval below: a token resample count.
       estimate: samples.complete
         ? estimate(samples.samples, { resamples: 10 })
@@ -390,6 +432,7 @@ export async function rttRounds(
   try {
     await addTransportArms(ctx, a, block);
     await addFloorArms(ctx, a, block, options.floorSizes);
+    if (ctx.config.stack === "deno") await addBareArms(ctx, a, block, options.floorSizes);
     const progress = roundsProgress(ctx, a, options);
     await warmUpAlone(ctx, a, progress.warmUp);
     const outcome = await runRounds(a.arms, {

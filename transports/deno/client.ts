@@ -13,13 +13,12 @@ import {
   type ClientResponse,
   type ConnectionInfo,
   type SbiClient,
-  TimeoutError,
   TransportError,
   type TransportName,
 } from "../types.ts";
 import { toClientResponse } from "./convert.ts";
 import { applyNoDelay } from "../native/nodelay.ts";
-import { requestHeadersFor, requestTimeoutMs } from "../client_core.ts";
+import { requestHeadersFor, requestTimeoutMs, timedRequest } from "../client_core.ts";
 
 class H2Client implements SbiClient {
   readonly transport: TransportName;
@@ -59,18 +58,37 @@ class H2Client implements SbiClient {
     const timeoutMs = requestTimeoutMs(req, this.#options);
     const headers = requestHeadersFor(req, timeoutMs, this.#options.nfType);
     const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
+    // The timeout waits among the process's shared request timers, as the native clients'
+    // do (no system timer set and cleared per request); on expiry it aborts the fetch, which
+    // resets the stream, and the promise rejects with TimeoutError.
+    const { promise, pending } = timedRequest(timeoutMs, () => controller.abort());
+    this.#send(req, headers, controller.signal).then(
+      pending.resolve.bind(pending),
+      (err) =>
+        pending.reject(
+          new TransportError(
+            `${this.transport} request to ${this.#origin.host} failed: ${
+              err instanceof Error ? err.message : String(err)
+            }`,
+            { cause: err },
+          ),
+        ),
+    );
+    return await promise;
+  }
+
+  async #send(
+    req: ClientRequest,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<ClientResponse> {
     try {
       const res = await fetch(this.#base + req.path, {
         method: req.method ?? "GET",
         headers,
         body: req.body && req.body.length > 0 ? req.body as Uint8Array<ArrayBuffer> : undefined,
         client: this.#client,
-        signal: controller.signal,
+        signal,
       });
       const out = await toClientResponse(res, this.#limits.maxBodyBytes);
       if (!this.#noDelaySet) {
@@ -79,14 +97,9 @@ class H2Client implements SbiClient {
       }
       return out;
     } catch (err) {
-      if (timedOut) throw new TimeoutError(timeoutMs);
+      // a new connection follows a failed one: it needs TCP_NODELAY again
       this.#noDelaySet = false;
-      const msg = err instanceof Error ? err.message : String(err);
-      throw new TransportError(`${this.transport} request to ${this.#origin.host} failed: ${msg}`, {
-        cause: err,
-      });
-    } finally {
-      clearTimeout(timer);
+      throw err;
     }
   }
 

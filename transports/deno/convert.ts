@@ -105,9 +105,13 @@ export async function toClientResponse(
   response: Response,
   maxBodyBytes = Infinity,
 ): Promise<ClientResponse> {
-  return {
-    status: response.status,
-    headers: headersToRecord(response.headers),
-    body: await readBody(response.body, maxBodyBytes),
-  };
+  const headers = headersToRecord(response.headers);
+  // A declared length within the limit is read whole: hyper fails a body that does not match its
+  // content-length, so it cannot grow past the limit, and one read costs less than a reader's
+  // loop. Without a declared length (or over the limit) the body streams and stops at the limit.
+  const declared = Number(headers["content-length"] ?? NaN);
+  const body = declared >= 0 && declared <= maxBodyBytes
+    ? await response.bytes()
+    : await readBody(response.body, maxBodyBytes);
+  return { status: response.status, headers, body };
 }

@@ -21,9 +21,14 @@ export { H3_CODE };
 
 const EMPTY = new Uint8Array(0);
 
+/** Bytes one read of a stream may bring (each read buffer's size). */
+const READ_BUFFER_BYTES = 64 * 1024;
+/** Read buffers a connection keeps for its next reads. */
+const READ_POOL_MAX = 8;
+
 interface StreamState {
   writer?: WritableStreamDefaultWriter<Uint8Array>;
-  reader?: ReadableStreamDefaultReader<Uint8Array>;
+  reader?: ReadableStreamDefaultReader<Uint8Array> | ReadableStreamBYOBReader;
   chain: Promise<void>;
   readDone: boolean;
   writeDone: boolean;
@@ -49,6 +54,15 @@ export class QuicH3Conn {
   #streams = new Map<number, StreamState>();
   #dead = false;
   #reason = "";
+  /**
+   * Read buffers, reused: a stream's bytes are read into one of these (a BYOB
+   * read) and handed to the framing layer, which copies them, so the buffer
+   * goes back for the next read. The default reader would allocate a fresh
+   * 64 KiB chunk for every read of every stream, and the young generation
+   * fills with them.
+   */
+  #pool: ArrayBuffer[] = [];
+  #written = 0;
 
   private constructor(quic: Deno.QuicConn, framing: H3Framing, hooks: H3ConnHooks) {
     this.quic = quic;
@@ -101,6 +115,11 @@ export class QuicH3Conn {
     return this.#streams.size - 3;
   }
 
+  /** Bytes written to streams so far (it stops moving while the peer reads nothing). */
+  get writtenBytes(): number {
+    return this.#written;
+  }
+
   /** Bytes handed to streams and not yet written (the peer may not be reading). */
   get queuedBytes(): number {
     let n = 0;
@@ -141,18 +160,34 @@ export class QuicH3Conn {
   }
 
   async #read(id: number, s: StreamState, readable: ReadableStream<Uint8Array>): Promise<void> {
-    const reader = readable.getReader();
+    let byob: ReadableStreamBYOBReader | undefined;
+    try {
+      byob = readable.getReader({ mode: "byob" });
+    } catch {
+      // not a byte stream: the default reader
+    }
+    const reader = byob ?? readable.getReader();
     s.reader = reader;
     try {
       for (;;) {
-        const { value, done } = await reader.read();
+        let value: Uint8Array | undefined, done: boolean;
+        if (byob) {
+          const buf = this.#pool.pop() ?? new ArrayBuffer(READ_BUFFER_BYTES);
+          ({ value, done } = await byob.read(new Uint8Array(buf)));
+          if (value && !done && !this.#dead && !s.readDone) this.#feed(id, value, false);
+          if (value && this.#pool.length < READ_POOL_MAX) {
+            this.#pool.push(value.buffer as ArrayBuffer);
+          }
+        } else {
+          ({ value, done } = await (reader as ReadableStreamDefaultReader<Uint8Array>).read());
+          if (value && !done && !this.#dead && !s.readDone) this.#feed(id, value, false);
+        }
         // A stream given up (cancel, stopReading) reads as done: nghttp3 has forgotten it.
         if (this.#dead || s.readDone) return;
         if (done) {
           this.#feed(id, EMPTY, true);
           break;
         }
-        this.#feed(id, value, false);
       }
     } catch {
       // reset by the peer, or cancelled by us
@@ -210,6 +245,7 @@ export class QuicH3Conn {
     s.chain = s.chain.then(async () => {
       if (c.bytes.length) await w.write(c.bytes);
       s.queued -= c.bytes.length;
+      this.#written += c.bytes.length;
       if (c.fin) {
         await w.close();
         s.writeDone = true;

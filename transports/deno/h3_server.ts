@@ -86,6 +86,8 @@ class QuinnH3Server implements SbiServer {
     return this.#core;
   }
   #conns = new Set<QuicH3Conn>();
+  /** Connections whose stall timer runs. */
+  #watched = new WeakSet<QuicH3Conn>();
   #pending = 0;
   #closing: Promise<void> | undefined;
   #accepting: Promise<void>;
@@ -229,15 +231,26 @@ class QuinnH3Server implements SbiServer {
     this.#watchStall(conn);
   }
 
-  /** A connection whose peer leaves response bytes unread past the stall timeout is closed. */
+  /**
+   * A connection whose peer leaves response bytes unread past the stall
+   * timeout is closed: while bytes wait, one timer per connection (not one
+   * per response) checks every stall timeout that some were written since.
+   */
   #watchStall(conn: QuicH3Conn): void {
-    const queued = conn.queuedBytes;
-    if (queued === 0) return;
-    setTimeout(() => {
-      if (!conn.dead && conn.queuedBytes >= queued && conn.queuedBytes > 0) {
-        conn.close(H3_CODE.EXCESSIVE_LOAD, "response stalled");
-      }
-    }, this.#core.limits.stallTimeoutMs);
+    if (this.#watched.has(conn) || conn.queuedBytes === 0) return;
+    this.#watched.add(conn);
+    const check = (written: number) =>
+      setTimeout(() => {
+        if (conn.dead || conn.queuedBytes === 0) {
+          this.#watched.delete(conn);
+        } else if (conn.writtenBytes === written) {
+          this.#watched.delete(conn);
+          conn.close(H3_CODE.EXCESSIVE_LOAD, "response stalled");
+        } else {
+          check(conn.writtenBytes);
+        }
+      }, this.#core.limits.stallTimeoutMs);
+    check(conn.writtenBytes);
   }
 
   close(): Promise<void> {
@@ -264,7 +277,9 @@ class QuinnH3Server implements SbiServer {
 export async function createQuinnH3Server(
   handler: SbiHandler,
   options: QuinnH3ServerOptions = {},
-): Promise<SbiServer & { readonly limits: QuinnH3Server["limits"] }> {
+): Promise<
+  SbiServer & { readonly limits: QuinnH3Server["limits"]; readonly connectionCount: number }
+> {
   if (!options.tls?.cert || !options.tls.key) {
     throw new TypeError("The h3 server needs a certificate and key (tls.cert, tls.key)");
   }

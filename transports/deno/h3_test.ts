@@ -5,6 +5,7 @@ import { createDevPki } from "../pki.ts";
 import { TimeoutError } from "../types.ts";
 import { createQuinnH3Server } from "./h3_server.ts";
 import { createQuinnH3Client } from "./h3_client.ts";
+import { needsTool, until } from "../../tests/support.ts";
 
 const pki = await createDevPki();
 const serverTls = { cert: pki.serverCertPem, key: pki.serverKeyPem };
@@ -171,4 +172,48 @@ Deno.test("quinn h3 runs at most 100 requests of one connection at once, whateve
     assert.equal(res.filter((r) => r.status === 200).length, 300);
     assert.equal(peak, 100, "QUIC stream credit holds the connection at 100 requests in flight");
   }, handler);
+});
+
+Deno.test({
+  name:
+    "quinn h3 server closes a connection whose peer leaves a response unread past the stall timeout, and serves others meanwhile",
+  ignore: needsTool("gtlsclient", "ngtcp2-client"),
+  fn: async () => {
+    const server = await createQuinnH3Server(createHandler(), {
+      tls: serverTls,
+      stallTimeoutMs: 300,
+    });
+    const attacker = new Deno.Command("gtlsclient", {
+      args: [
+        "-q",
+        "--max-data=1",
+        "--max-window=1",
+        "--max-stream-window=1",
+        "--max-stream-data-bidi-local=1",
+        "--timeout=30s",
+        "127.0.0.1",
+        String(server.port),
+        `${server.url}/nbench/v1/payload?size=${1024 * 1024}`,
+      ],
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    const client = await createQuinnH3Client(server.url, { tls: trust });
+    try {
+      await client.request({ path: "/nbench/v1/payload?size=16" });
+      await until(() => server.connectionCount === 2, "the attacker to connect");
+      await until(() => server.connectionCount === 1, "the stalled connection to be closed");
+      const res = await client.request({ path: "/nbench/v1/payload?size=16384" });
+      assert.equal(res.body.length, 16384);
+    } finally {
+      try {
+        attacker.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+      await attacker.status;
+      await client.close();
+      await server.close();
+    }
+  },
 });
