@@ -101,7 +101,12 @@ Deno.test({
     });
     let peakRss = 0, peakQueued = 0;
     try {
-      await until(() => server.openStreams >= 100, "the attack to start", 5000);
+      // Every request has arrived: held open for the shut window, or refused at once for want of room.
+      await until(
+        () => server.openStreams + server.refusedResponses >= 100,
+        "the attack to start",
+        5000,
+      );
       const t0 = performance.now();
       await until(
         () => {

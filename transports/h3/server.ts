@@ -128,6 +128,8 @@ export interface H3SbiServer extends SbiServer {
   readonly connectionCount: number;
   /** Request streams not yet closed, over all connections. */
   readonly openStreams: number;
+  /** Answers refused so far for want of room in the response budget (their streams were reset). */
+  readonly refusedResponses: number;
   /** The limits in force. */
   readonly limits: ServerLimits;
 }
@@ -450,6 +452,10 @@ class H3Server implements H3SbiServer {
   /** Request streams not yet closed, over all connections (for tests and diagnostics). */
   get openStreams(): number {
     return this.#ep.openStreams();
+  }
+
+  get refusedResponses(): number {
+    return this.#core.refusedResponses;
   }
 
   close(): Promise<void> {
