@@ -19,7 +19,12 @@ export interface NfProfile {
   [attribute: string]: JsonValue;
 }
 
-/** Where the NRF keeps profiles. Synchronous so lookups stay cheap. */
+/**
+ * Where the NRF keeps profiles. Synchronous so lookups stay cheap. Profiles
+ * are values: a store hands back the objects it was given and never changes
+ * one in place (the NRF replaces a profile to change it), so an answer built
+ * from the same objects is the same answer.
+ */
 export interface NfProfileStore {
   /** The profile with this id, if registered. */
   get(nfInstanceId: string): NfProfile | undefined;
@@ -236,7 +241,7 @@ function searchResult(
   found: NfProfile[],
   limit: number,
   maxBytes: number,
-): SbiResponse {
+): Uint8Array {
   const head = `{"validityPeriod":${validityPeriod},"nfInstances":[`;
   // room kept for the tail in the worst case: `],"numNfInstComplete":4294967295}`
   const tailRoom = 34;
@@ -254,11 +259,32 @@ function searchResult(
   }
   const complete = parts.length === found.length;
   const tail = complete ? "]}" : `],"numNfInstComplete":${found.length}}`;
-  return {
-    status: 200,
-    headers: { "content-type": JSON_TYPE },
-    body: encoder.encode(head + parts.join(",") + tail),
-  };
+  return encoder.encode(head + parts.join(",") + tail);
+}
+
+/** How many recent discovery answers are kept for reuse. */
+const ANSWERS_KEPT = 4;
+
+/**
+ * The last few discovery answers, each with the query bounds and the very
+ * profile objects it was built from: while the same profiles answer the same
+ * query the answer's bytes are reused, not built again (a discovery flood
+ * then costs no garbage). Any registration, update or removal replaces a
+ * profile object, so a changed store never matches.
+ */
+class DiscoveryAnswers {
+  #kept: { key: string; found: NfProfile[]; body: Uint8Array }[] = [];
+
+  /** The answer's body, built by `build` unless one kept matches. */
+  body(key: string, found: NfProfile[], build: () => Uint8Array): Uint8Array {
+    const i = this.#kept.findIndex((e) =>
+      e.key === key && e.found.length === found.length && e.found.every((p, j) => p === found[j])
+    );
+    const hit = i >= 0 ? this.#kept.splice(i, 1)[0] : { key, found, body: build() };
+    this.#kept.unshift(hit);
+    this.#kept.length = Math.min(this.#kept.length, ANSWERS_KEPT);
+    return hit.body;
+  }
 }
 
 function instanceHref(apiRoot: string, nfInstanceId: string): string {
@@ -274,6 +300,7 @@ export function createNrf(options: NrfOptions = {}): Nrf {
   const maxProfileBytes = options.maxProfileBytes ?? DEFAULT_MAX_PROFILE_BYTES;
   const maxDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
   const anyInstanceId = options.anyInstanceId ?? false;
+  const answers = new DiscoveryAnswers();
 
   function checkSize(bytes: number): void {
     if (bytes > maxProfileBytes) {
@@ -410,7 +437,13 @@ export function createNrf(options: NrfOptions = {}): Nrf {
         (!Array.isArray(p.allowedNfTypes) || p.allowedNfTypes.includes(requester as string))
       );
       found.sort(compareIds);
-      return searchResult(validityPeriod, found, limit ?? found.length, maxKo * 1000);
+      const most = limit ?? found.length;
+      const body = answers.body(
+        `${most}/${maxKo}`,
+        found,
+        () => searchResult(validityPeriod, found, most, maxKo * 1000),
+      );
+      return { status: 200, headers: { "content-type": JSON_TYPE }, body };
     },
   };
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "./handler.ts";
 import { json, send, text } from "./_test_util.ts";
-import type { SbiHandler } from "./types.ts";
+import type { SbiHandler, SbiResponse } from "./types.ts";
 
 const JSON_CT = { "content-type": "application/json" };
 const PATCH_CT = { "content-type": "application/json-patch+json" };
@@ -378,6 +378,35 @@ Deno.test("discovery answers within max-payload-size (124 kilo-octets by default
       ["query max-payload-size"],
     );
   }
+});
+
+Deno.test("a repeated discovery reuses its answer's bytes until the profiles or the query change", async () => {
+  const h = createHandler({ nrf: { anyInstanceId: true } });
+  await register(h, "amf-1", "AMF");
+  await register(h, "amf-2", "AMF");
+  const ask = (extra = "") =>
+    send(h, "GET", `/nnrf-disc/v1/nf-instances?target-nf-type=AMF&requester-nf-type=SMF${extra}`);
+  const ids = (r: SbiResponse) =>
+    (json(r).nfInstances as { nfInstanceId: string; v?: number }[]).map((p) =>
+      `${p.nfInstanceId}${p.v ?? ""}`
+    );
+  const first = await ask();
+  assert.equal(
+    (await ask()).body,
+    first.body,
+    "the same query over the same profiles: the same bytes",
+  );
+  const limited = await ask("&limit=1");
+  assert.notEqual(limited.body, first.body);
+  assert.deepEqual(ids(limited), ["amf-1"]);
+  // A replaced profile, an added one and a removed one each change the answer at once.
+  await register(h, "amf-1", "AMF", { v: 2 });
+  assert.deepEqual(ids(await ask()), ["amf-12", "amf-2"]);
+  await register(h, "amf-3", "AMF");
+  assert.deepEqual(ids(await ask()), ["amf-12", "amf-2", "amf-3"]);
+  assert.equal((await send(h, "DELETE", `${BASE}/amf-2`)).status, 204);
+  assert.deepEqual(ids(await ask()), ["amf-12", "amf-3"]);
+  assert.deepEqual(ids(await ask("&limit=1")), ["amf-12"]);
 });
 
 Deno.test("discovery reserves its answer's bound before building it, and is refused without room", async () => {

@@ -40,9 +40,11 @@ Deno.test({
     assert.deepEqual(under, { start: rss[0], peak: Math.max(...rss), end: rss.at(-1) });
     assert.ok(after !== undefined && after > 0, "RSS read again once the attackers left");
     assert.deepEqual(report.crossed, [], report.crossed.join("; "));
-    // Under every attack at once the server does not grow without bound.
+    // Under every attack at once the server grows by at most what docs/limits.md states: the
+    // response budget and the payload cache (64 MiB each) held by window-0 clients, plus 128 MiB for
+    // the JavaScript heap between collections and the state of some 500 hostile connections.
     const grew = report.rss!.end - report.rss!.start;
-    assert.ok(grew < 128 * 2 ** 20, `server RSS grew by ${(grew / 2 ** 20).toFixed(0)} MiB`);
+    assert.ok(grew < 256 * 2 ** 20, `server RSS grew by ${(grew / 2 ** 20).toFixed(0)} MiB`);
     const a = report.intervals.at(-1)!.attacks;
     assert.ok(a.junkConnections > 0, "junk bytes were sent");
     if (transports.includes("h3")) assert.ok(a.junkDatagrams > 0, "junk datagrams were sent");
