@@ -207,6 +207,9 @@ export function flowsThatWouldDecide(f: LookFigures, design: SequentialDesign): 
   }
   if (!(s > 0)) return Infinity;
   const need = Math.max(min, Math.ceil(Math.max(f.n, 1) / (s * s)));
+  // Near the threshold the estimate runs off to millions: past ten times the last look no run
+  // within reach decides it, and a figure would only mislead.
+  if (need > 10 * (design.looks.at(-1) ?? min)) return Infinity;
   // Cells are judged at looks only: the first look with at least that many flows.
   return design.looks.find((l) => l >= need) ?? need;
 }

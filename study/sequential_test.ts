@@ -4,6 +4,7 @@ import {
   decideLook,
   DEFAULT_DESIGN,
   fewestFlowsToDecide,
+  flowsThatWouldDecide,
   judgeSequential,
   lookAt,
   lookSideLevel,
@@ -129,4 +130,20 @@ Deno.test("an undecided cell says about how many flows would decide it, and they
   const more = Math.ceil(d.flowsToDecide! * 1.5);
   const later = lookAt(h3.slice(0, more), h2.slice(0, more));
   assert.equal(later.status, "material", `${more} flows: ${later.reason}`);
+});
+
+Deno.test("an estimate of flows past ten times the last look is no estimate (a p99 change right at the threshold)", () => {
+  const ci = (p: number, w: number) => ({ lower: p * (1 - w), upper: p * (1 + w), level: 0.99 });
+  const at = (h3P99: number) =>
+    flowsThatWouldDecide(
+      { h3P99, h3Ci: ci(h3P99, 0.1), h2P99: 100, h2Ci: ci(100, 0.1), n: 600 },
+      DEFAULT_DESIGN,
+    );
+  // 40 % lower: a planned look decides it.
+  assert.ok(DEFAULT_DESIGN.looks.includes(at(60)), `${at(60)}`);
+  // Just past 20 % lower, the intervals apart decide it soon; just short of it, "not material"
+  // needs the interval's best end within 0.1 %: millions of flows, so none foreseeable.
+  assert.ok(Number.isFinite(at(79.9)), `${at(79.9)}`);
+  assert.equal(at(80.1), Infinity);
+  assert.ok(Number.isFinite(at(90)), `${at(90)}`);
 });

@@ -294,6 +294,8 @@ export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
       }
     }
   }
+  // Cells name their stack only when the run compares stacks.
+  const named = new Set([...cells.keys()].map((k) => k.split("\n")[0])).size > 1;
   const out: CellVerdict[] = [];
   for (const [key, rs] of cells) {
     const [stack, link, flow, ues] = key.split("\n");
@@ -303,7 +305,7 @@ export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
       const failed = r.extra?.failed ?? r.errors;
       return failed / Math.max(1, failed + r.samples.count);
     };
-    const place = { stack: stack || undefined, link, flow, ues: Number(ues), transports };
+    const place = { stack: named ? stack : undefined, link, flow, ues: Number(ues), transports };
     const h3 = rs.find((r) => r.transport === "h3");
     const h2s = rs.filter((r) => r.transport === "h2c" || r.transport === "h2-tls");
     const j = h3 && h2s.length

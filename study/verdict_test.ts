@@ -100,6 +100,10 @@ Deno.test("studyVerdict never mixes stacks in one cell", () => {
   assert.equal(n.status, "material");
   assert.equal(n.bestH2, "h2c");
   assert.equal(v.cells.find((c) => c.stack === "deno")!.status, "no-data");
+  // One stack alone: its cells do not name it.
+  const one = studyVerdict(run([native("h2c", spread(100, 200)), native("h3", spread(50, 100))]));
+  assert.deepEqual(one.cells.map((c) => c.stack), [undefined]);
+  assert.doesNotMatch(one.summary, /native/);
 });
 
 Deno.test("two stack families agree where both judged a cell the same way and say where not", async () => {
