@@ -270,8 +270,11 @@ class Session {
     }
   }
 
-  /** Feeds `first`, receives all further ready datagrams, runs timers and sends all output. */
-  #io(first?: Uint8Array): void {
+  /**
+   * Feeds `first`, receives all further ready datagrams, runs timers and sends
+   * all output; returns how many datagrams came in.
+   */
+  #io(first?: Uint8Array): number {
     try {
       // A datagram Deno received marks the transport up before the shim reads it.
       if (first?.length && this.#timing) this.#setup.connected();
@@ -280,15 +283,38 @@ class Session {
         // Datagrams came in (through Deno's receive or the shim's own): the transport is up.
         this.#setup.connected();
       }
+      return n;
     } catch {
       // the connection is freed; the CLOSED event already failed it
+      return 0;
+    }
+  }
+
+  /** Most rounds of one exchange that open queued streams as credit comes in. */
+  static readonly #SUBMIT_ROUNDS = 64;
+
+  /**
+   * One I/O pass and what it brought: hands out the events of every datagram
+   * read, and opens queued requests' streams for as long as the server's
+   * credit (MAX_STREAMS, which may come in any datagram the shim reads) lets
+   * them go, sending them in the same pass. A request left queued here would
+   * wait for a datagram that never comes once every open stream is answered.
+   */
+  #exchange(first?: Uint8Array): void {
+    let got = this.#io(first);
+    this.#drainEvents();
+    for (let i = 0; i < Session.#SUBMIT_ROUNDS && this.#queued.length && !this.#dead; i++) {
+      const waiting = this.#queued.length;
+      this.#submit();
+      if (this.#queued.length === waiting && got === 0) break;
+      got = this.#io();
+      this.#drainEvents();
     }
   }
 
   #flush(): void {
     if (this.#dead) return;
-    this.#io();
-    this.#drainEvents();
+    this.#exchange();
     this.#arm();
   }
 
@@ -340,17 +366,18 @@ class Session {
   #process(first?: Uint8Array): void {
     const readOnly = first !== undefined && first.length > 0 && this.#connected && !this.#timing;
     const settled = this.#settled;
-    if (readOnly) this.#conn.recv(first);
-    else this.#io(first);
-    this.#drainEvents();
-    if (this.#dead) return;
-    if (this.#queued.length) {
-      this.#submit();
-      if (!readOnly) this.#io();
+    if (readOnly) {
+      this.#conn.recv(first);
+      this.#drainEvents();
+      if (this.#dead) return;
+      if (this.#queued.length) this.#submit();
+      if (this.#settled !== settled) this.#flushAfterCallers();
+      else this.#flush();
+    } else {
+      this.#exchange(first);
+      if (this.#dead) return;
+      this.#arm();
     }
-    if (!readOnly) this.#arm();
-    else if (this.#settled !== settled) this.#flushAfterCallers();
-    else this.#flush();
     if (this.unusable && this.#pending.size === 0 && this.#queued.length === 0) void this.close();
   }
 
