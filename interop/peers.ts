@@ -94,21 +94,26 @@ export interface H3ProcessOptions {
 }
 
 /**
- * Starts the HTTP/3 server `exe` with the arguments `args(dir, port)` gives
+ * Starts the HTTP/3 server whose command line `argv(dir, port)` gives
  * (`dir` holds the PKI's files, `port` is a free UDP port of 127.0.0.1);
  * resolves once it answers `readyPath` (bounded: 5 s). An interrupt (Ctrl-C)
  * takes the child and its files along.
- * @throws {Error} when it never answers
+ * @throws {Error} when `argv` throws (a tool not installed) or it never answers
  */
 export async function startH3Process(
-  exe: string,
-  args: (dir: string, port: number) => string[],
+  argv: (dir: string, port: number) => [string, string[]],
   options: H3ProcessOptions,
 ): Promise<H3Process> {
   const dir = await Deno.makeTempDir({ prefix: "sbilab-h3-peer-" });
-  await writeDevPki(dir, options.pki);
   const port = freeUdpPort();
-  const [cmd, cmdArgs] = (options.command ?? ((e, a) => [e, a]))(exe, args(dir, port));
+  let cmd: string, cmdArgs: string[];
+  try {
+    await writeDevPki(dir, options.pki);
+    [cmd, cmdArgs] = (options.command ?? ((e, a) => [e, a]))(...argv(dir, port));
+  } catch (err) {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    throw err;
+  }
   const child = new Deno.Command(cmd, {
     args: cmdArgs,
     stdin: "null",
@@ -160,6 +165,22 @@ export interface GtlsServerOptions {
 }
 
 /**
+ * gtlsserver's command line: the executable (found on the PATH), `-q`,
+ * `extra` flags, the address to bind, then the key and certificate files.
+ * @throws {Error} when gtlsserver is not installed
+ */
+export function gtlsServerCommand(
+  host: string,
+  port: number,
+  files: { key: string; cert: string },
+  extra: string[] = [],
+): [string, string[]] {
+  const exe = findTool("gtlsserver");
+  if (!exe) throw new Error("gtlsserver not found: apt-get install ngtcp2-server");
+  return [exe, ["-q", ...extra, host, String(port), files.key, files.cert]];
+}
+
+/**
  * Starts `gtlsserver` on a free UDP port of 127.0.0.1 with `pki`'s server
  * certificate; resolves once it answers (bounded: 5 s). The one starter of
  * gtlsserver on this host: interop, the peers scenario and the fuzz capture.
@@ -169,16 +190,11 @@ export async function startGtlsServer(
   pki: DevPki,
   options: GtlsServerOptions = {},
 ): Promise<ServerPeer> {
-  const exe = findTool("gtlsserver");
-  if (!exe) throw new Error("gtlsserver not found: apt-get install ngtcp2-server");
-  const p = await startH3Process(exe, (dir, port) => [
-    "-q",
-    ...(options.extra ?? []),
-    "127.0.0.1",
-    String(port),
-    `${dir}/${DEV_PKI_FILES.serverKey}`,
-    `${dir}/${DEV_PKI_FILES.serverCert}`,
-  ], {
+  const p = await startH3Process((dir, port) =>
+    gtlsServerCommand("127.0.0.1", port, {
+      key: `${dir}/${DEV_PKI_FILES.serverKey}`,
+      cert: `${dir}/${DEV_PKI_FILES.serverCert}`,
+    }, options.extra), {
     name: "gtlsserver",
     pki,
     readyPath: options.readyPath ?? gtlsPath(1),

@@ -60,11 +60,11 @@ export async function startH3Host(size: number): Promise<H3Peer> {
   const exe = await ensureBuilt("h3host", { quiet: true });
   const pki = await createDevPki();
   return onPeerCpu((command) =>
-    startH3Process(exe, (dir, port) => [
+    startH3Process((dir, port) => [exe, [
       `${dir}/${DEV_PKI_FILES.serverCert}`,
       `${dir}/${DEV_PKI_FILES.serverKey}`,
       String(port),
       String(size),
-    ], { name: "the h3 module's C host", pki, readyPath: `/${size}`, command })
+    ]], { name: "the h3 module's C host", pki, readyPath: `/${size}`, command })
   );
 }
