@@ -33,11 +33,11 @@ export function buildProgram(): Command {
   registerCertsCommand(program);
   registerDoctorCommand(program);
   registerBenchCommands(program);
+  registerReportCommands(program);
   registerStudyCommand(program);
   registerLoadCommand(program);
   registerLinkCommands(program);
   registerInteropCommand(program);
-  registerReportCommands(program);
   registerK8sCommands(program);
   registerProfileCommand(program);
   oneHabit(program, "lab");

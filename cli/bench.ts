@@ -1,6 +1,6 @@
 /**
- * The `bench` and `report` commands. This module and the reporters are the
- * only parts of `bench/` that write to the console.
+ * The `bench`, `soak` and `study` commands. This module, `report.ts` and the
+ * reporters are the only parts of `bench/` that write to the console.
  */
 import type { Command } from "commander";
 import { parseStack, type TransportName } from "../transports/types.ts";
@@ -11,18 +11,10 @@ import {
   runBenchAcrossLink,
   runRepeated,
 } from "../bench/run/mod.ts";
-import { parseRun, type ScenarioName, SCENARIOS } from "../bench/record/mod.ts";
+import { type ScenarioName, SCENARIOS } from "../bench/record/mod.ts";
 import { parseSize } from "../lib/units.ts";
 import { createProgress } from "./progress.ts";
-import {
-  compareRuns,
-  incomparable,
-  regressions,
-  renderCharts,
-  renderComparison,
-  renderTable,
-  writeReports,
-} from "../bench/report/mod.ts";
+import { renderCharts, renderTable, writeReports } from "../bench/report/mod.ts";
 import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
 import { parseLinkSpec } from "../linkemu/link_spec.ts";
 import {
@@ -49,8 +41,6 @@ import {
   renderSoakSummary,
   runSoak,
 } from "../soak/mod.ts";
-import { LOAD_SCHEMA, type LoadRecord } from "../load/mod.ts";
-import { renderLatencyHistogram, renderLoadSummary } from "../load/report.ts";
 import {
   DEFAULT_OK,
   formatStatusCounts,
@@ -389,116 +379,6 @@ function judgeRun(
   }
 }
 
-async function readText(path: string): Promise<string> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch (err) {
-    throw new UsageError(`Cannot read ${path}: ${(err as Error).message}`);
-  }
-}
-
-/** The `lab load` record in `text`, or undefined when it is something else. */
-function loadRecordIn(text: string): LoadRecord | undefined {
-  try {
-    const data = JSON.parse(text);
-    return data?.schema === LOAD_SCHEMA ? data as LoadRecord : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function readRun(path: string) {
-  const text = await readText(path);
-  if (loadRecordIn(text)) {
-    throw new UsageError(
-      `${path} is a lab load record (${LOAD_SCHEMA}): lab report ${path} shows it alone, ` +
-        "lab report merge joins shard records; lab report A B compares bench and study runs",
-    );
-  }
-  try {
-    return parseRun(text, path);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-}
-
-/** `lab report load.json`: the load record's summary and histogram, as `lab load` printed them. */
-function renderLoadRecord(record: LoadRecord): string {
-  const ok = asUsage(() => parseStatusSet(record.plan.ok ?? DEFAULT_OK), "ok");
-  const transport = record.result.protocol === "h3"
-    ? "h3"
-    : record.url.startsWith("https:")
-    ? "h2-tls"
-    : "h2c";
-  return [
-    `lab load record: ${record.url}`,
-    renderLoadSummary(record.result, { ...record.plan, ok, transport }),
-    "",
-    renderLatencyHistogram(record.result.latencyBuckets),
-  ].join("\n");
-}
-
-async function report(
-  a: string,
-  b: string | undefined,
-  flags: {
-    failOnRegression?: boolean;
-    threshold: string;
-    md?: string;
-    csv?: string;
-    html?: string;
-    charts?: boolean;
-  },
-): Promise<void> {
-  await checkOutputPaths({ "--md": flags.md, "--csv": flags.csv, "--html": flags.html });
-  if (!b) {
-    const load = loadRecordIn(await readText(a));
-    if (load) {
-      if (flags.md || flags.csv || flags.html) {
-        throw new UsageError(`${a} is a lab load record: --md, --csv and --html render bench runs`);
-      }
-      console.log(renderLoadRecord(load));
-      return;
-    }
-  }
-  const base = await readRun(a);
-  if (!b) {
-    console.log(renderTable(base, { sections: STUDY_SECTIONS }));
-    if (flags.charts !== false) {
-      const charts = renderCharts(base);
-      if (charts) console.log(`\n${charts}`);
-    }
-    const written = await writeReports(
-      base,
-      { md: flags.md, csv: flags.csv, html: flags.html },
-      { sections: STUDY_SECTIONS },
-    );
-    for (const w of written) console.error(`wrote ${w}`);
-    return;
-  }
-  const threshold = parseNumber(flags.threshold, "--threshold") / 100;
-  const cand = await readRun(b);
-  const why = incomparable(base, cand);
-  if (why) throw new UsageError(`Cannot compare ${a} with ${b}: ${why}`);
-  const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
-  console.log(renderComparison(cmp));
-  const regressed = regressions(cmp);
-  const quick = [base.config.quick ? a : "", cand.config.quick ? b : ""].filter(Boolean);
-  if (flags.failOnRegression && regressed.length > 0 && quick.length) {
-    console.error(
-      `not gating: ${quick.join(" and ")} ${
-        quick.length > 1 ? "were quick runs" : "was a quick run"
-      } (--quick measures too little to gate on)`,
-    );
-    return;
-  }
-  if (flags.failOnRegression && regressed.length > 0) {
-    throw new Error(
-      `${regressed.length} row(s) or ratio(s) regressed beyond their interval and the noise threshold`,
-    );
-  }
-}
-
 /** Options of `lab soak` as commander hands them over. */
 interface SoakFlags {
   time: string;
@@ -745,23 +625,6 @@ export function registerBenchCommands(program: Command): void {
     )
     .action(async (flags: SoakFlags) => {
       await soak(flags);
-    });
-  program
-    .command("report")
-    .description("re-render a saved run, or compare a baseline A with a candidate B")
-    .argument("<a.json>", "saved run (the baseline when comparing), or a lab load record to show")
-    .argument("[b.json]", "candidate run to compare with the baseline")
-    .option(
-      "--fail-on-regression",
-      "exit 1 when a row or ratio got worse beyond its interval and the threshold",
-    )
-    .option("--threshold <percent>", "noise threshold in percent", "2")
-    .option("--md <file>", "write a Markdown report of A")
-    .option("--csv <file>", "write A's rows as CSV")
-    .option("--html <file>", "write A as a self-contained HTML report with charts")
-    .option("--no-charts", "do not print the terminal bar charts")
-    .action(async (a: string, b: string | undefined, flags) => {
-      await report(a, b, flags);
     });
 }
 

@@ -5,7 +5,14 @@
  */
 import type { Command } from "commander";
 import { invalid, parseInteger, UsageError } from "./args.ts";
-import { RECORD_BEGIN, RECORD_END, SHARD_COUNT_ENV } from "./load.ts";
+import {
+  loadShape,
+  parseLoadOptions,
+  parseStartAt,
+  RECORD_BEGIN,
+  RECORD_END,
+  SHARD_COUNT_ENV,
+} from "./load.ts";
 import { MAX_SHARDS, shardLabel, shareOf } from "../load/mod.ts";
 import { parseDuration } from "../linkemu/link_spec.ts";
 
@@ -58,15 +65,11 @@ function isBlock(v: Json): boolean {
     (Array.isArray(v) ? v.length > 0 : Object.keys(v).length > 0);
 }
 
-function flagValue(args: string[], short: string, long: string): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === short || args[i] === long) return args[i + 1];
-    if (args[i].startsWith(`${long}=`)) return args[i].slice(long.length + 1);
-  }
-  return undefined;
-}
-
-/** The ConfigMap and the Indexed Job for `o`, as objects (in apply order). */
+/**
+ * The ConfigMap and the Indexed Job for `o`, as objects (in apply order).
+ * `o.loadArgs` are parsed and checked by `lab load`'s own parser; a bad one
+ * throws `UsageError`.
+ */
 export function jobManifests(o: JobOptions): Record<string, Json>[] {
   const name = o.name ?? "sbilab-load";
   if (!/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/.test(name)) {
@@ -77,16 +80,14 @@ export function jobManifests(o: JobOptions): Record<string, Json>[] {
     ...(o.namespace ? { namespace: o.namespace } : {}),
     labels: { "app.kubernetes.io/name": "sbilab-load", "app.kubernetes.io/instance": name },
   });
-  const conns = Number(flagValue(o.loadArgs, "-c", "--connections") ?? 1);
-  const requests = flagValue(o.loadArgs, "-n", "--requests");
-  const rate = flagValue(o.loadArgs, "--rate", "--rate");
+  const { connections = 1, requests, rate } = loadShape(parseLoadOptions(o.loadArgs));
   const shares = Array.from({ length: o.shards }, (_, index) => {
     const s = { index, count: o.shards };
     return {
       shard: shardLabel(s),
-      connections: shareOf(conns, s),
-      ...(requests ? { requests: shareOf(Number(requests), s) } : {}),
-      ...(rate ? { rate: Number(rate) / o.shards } : {}),
+      connections: shareOf(connections, s),
+      ...(requests !== undefined ? { requests: shareOf(requests, s) } : {}),
+      ...(rate !== undefined ? { rate: rate / o.shards } : {}),
     };
   });
   const plan = {
@@ -201,16 +202,15 @@ interface JobFlags {
 
 async function job(url: string, loadArgs: string[], f: JobFlags): Promise<void> {
   const shards = parseInteger(f.shards, "--shards", { min: 1, max: MAX_SHARDS });
-  const conns = flagValue(loadArgs, "-c", "--connections") ?? "1";
-  if (Number(conns) < shards) {
-    throw new UsageError(`${shards} shards need at least ${shards} connections (-c), got ${conns}`);
+  const { connections = 1 } = loadShape(parseLoadOptions(loadArgs));
+  if (connections < shards) {
+    throw new UsageError(
+      `${shards} shards need at least ${shards} connections (-c), got ${connections}`,
+    );
   }
   let startAtMs: number;
   if (f.startAt !== undefined) {
-    startAtMs = /^\d+$/.test(f.startAt) ? Number(f.startAt) : Date.parse(f.startAt);
-    if (!Number.isFinite(startAtMs)) {
-      throw invalid("--start-at", "an ISO time or ms since the epoch", f.startAt);
-    }
+    startAtMs = parseStartAt(f.startAt);
   } else {
     try {
       startAtMs = Date.now() + parseDuration("--start-in", f.startIn);

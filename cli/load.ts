@@ -1,5 +1,5 @@
 /** `lab load`: h2load-style load from the native engines (h2c and h3), with h2load's and oha's flags. */
-import type { Command } from "commander";
+import { Command, CommanderError } from "commander";
 import {
   asUsage,
   checkOutputPaths,
@@ -39,7 +39,8 @@ import { raiseFdLimit } from "../transports/fd_limit.ts";
 import { RequestError } from "./request_error.ts";
 import { Interrupted } from "../lib/interrupt.ts";
 
-interface LoadFlags {
+/** `lab load`'s options as commander hands them over. */
+export interface LoadFlags {
   requests?: string;
   duration?: string;
   warmUp?: string;
@@ -94,7 +95,7 @@ function whichShard(f: LoadFlags): ShardId | undefined {
 }
 
 /** `--start-at`: an ISO time or ms since the epoch. */
-function parseStartAt(text: string): number {
+export function parseStartAt(text: string): number {
   const t = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
   if (!Number.isFinite(t)) throw invalid("--start-at", "an ISO time or ms since the epoch", text);
   return t;
@@ -121,11 +122,14 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-async function load(urlText: string, f: LoadFlags): Promise<void> {
+/**
+ * The shape of the load in `f` (-n or -D, -c, -m, -t, --warm-up, --rate),
+ * checked; throws `UsageError` naming the flag.
+ */
+export function loadShape(f: LoadFlags): Partial<LoadPlan> {
   if ((f.requests === undefined) === (f.duration === undefined)) {
     throw new UsageError("Give either -n N or -D DURATION");
   }
-  if (f.ca && f.insecure) throw exclusive("--ca", "-k");
   const connections = parseInteger(f.connections, "-c", { min: 1, max: 100_000 });
   const plan: Partial<LoadPlan> = {
     connections,
@@ -139,6 +143,12 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   };
   if (plan.durationMs === 0) throw invalid("-D", "longer than 0", f.duration!);
   if (f.rate !== undefined) plan.rate = parseNumber(f.rate, "--rate", { above: 0 });
+  return plan;
+}
+
+async function load(urlText: string, f: LoadFlags): Promise<void> {
+  const plan = loadShape(f);
+  if (f.ca && f.insecure) throw exclusive("--ca", "-k");
   const ok = asUsage(() => parseStatusSet(f.ok), "--ok");
   const maxFailures = parseInteger(f.maxFailures, "--max-failures");
   await checkOutputPaths({ "--json": f.json });
@@ -231,7 +241,7 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   const share = full.requests !== undefined
     ? (p: LoadProgress) => p.completed / full.requests!
     : (p: LoadProgress) => p.elapsedNs / 1e6 / ((full.warmupMs ?? 0) + (full.durationMs ?? 1));
-  const what = `${transport} ${connections}×${full.streams}`;
+  const what = `${transport} ${plan.connections}×${full.streams}`;
   const behind = full.rate ? behindSchedule(full.rate) : undefined;
   const enc = new TextEncoder();
   let previous: LoadProgress | undefined;
@@ -463,11 +473,9 @@ Exit status (curl's where curl has one):
   35  no connection came up (TLS handshake failed)
   130 interrupted (Ctrl-C)`;
 
-/** Adds `load`. */
-export function registerLoadCommand(program: Command): void {
-  program.command("load")
-    .description("load a server from the native engine (h2c, or h3 with --h3); h2load-like summary")
-    .argument("<url>", "http:// for h2c, https:// with --h3 for HTTP/3")
+/** Adds `lab load`'s options to `cmd`: the one definition, which `lab k8s job` parses with too. */
+function withLoadOptions(cmd: Command): Command {
+  return cmd
     .option("-n, --requests <n>", "measured requests to send")
     .option("-D, --duration <time>", "send for this long instead (10s, 500ms, 2m; bare number = s)")
     .option("--warm-up <time>", "send for this long first without measuring (bare number = s)")
@@ -506,7 +514,39 @@ export function registerLoadCommand(program: Command): void {
       `shard count when the shard index comes from JOB_COMPLETION_INDEX (or ${SHARD_COUNT_ENV})`,
     )
     .option("--start-at <time>", "start measuring at this wall-clock time (ISO, or ms since epoch)")
-    .option("--record-to-log", "also print the run record between marker lines on stdout")
+    .option("--record-to-log", "also print the run record between marker lines on stdout");
+}
+
+/**
+ * Parses `lab load` options given as words (as `lab k8s job` passes them on
+ * to each pod) with `lab load`'s own definition; throws `UsageError` for an
+ * unknown or incomplete option or a stray argument.
+ */
+export function parseLoadOptions(args: string[]): LoadFlags {
+  const cmd = withLoadOptions(new Command("load"))
+    .exitOverride()
+    .configureOutput({ writeOut: () => {}, writeErr: () => {} });
+  try {
+    cmd.parse(args, { from: "user" });
+  } catch (err) {
+    if (!(err instanceof CommanderError)) throw err;
+    throw new UsageError(`lab load options: ${err.message.replace(/^error: /, "")}`);
+  }
+  if (cmd.args.length) {
+    throw new UsageError(`lab load options: unexpected argument '${cmd.args[0]}'`);
+  }
+  return cmd.opts<LoadFlags>();
+}
+
+/** Adds `load`. */
+export function registerLoadCommand(program: Command): void {
+  withLoadOptions(
+    program.command("load")
+      .description(
+        "load a server from the native engine (h2c, or h3 with --h3); h2load-like summary",
+      )
+      .argument("<url>", "http:// for h2c, https:// with --h3 for HTTP/3"),
+  )
     .addHelpText("after", LOAD_EXIT_HELP)
     .action(async (url: string, flags: LoadFlags) => {
       await load(url, flags);

@@ -37,6 +37,7 @@ import { createDevPki, DEV_PKI_FILES, writeDevPki } from "../transports/pki.ts";
 import { type TransportName, TRANSPORTS } from "../transports/types.ts";
 import { resolveStack } from "../transports/stack.ts";
 import { V8_FLAGS_ARG } from "../lib/v8_flags.ts";
+import { formatDuration, formatMultiple } from "../lib/units.ts";
 import { startLabServe } from "../lib/lab_serve.ts";
 
 /** Servers `lab profile` can load. */
@@ -404,12 +405,12 @@ export function registerProfileCommand(program: Command): void {
           }`,
       );
       console.log(
-        `wall time per request: ${wallUs.toFixed(1)} µs` +
+        `wall time per request: ${formatDuration(wallUs * 1e3)}` +
           (result.errors ? ` (${result.errors} errors)` : "") +
           (reference !== undefined
-            ? `; h2load on the same server: ${reference.toFixed(1)} µs (sbilab client ${
-              (wallUs / reference).toFixed(2)
-            }× h2load's time)`
+            ? `; h2load on the same server: ${formatDuration(reference * 1e3)} (sbilab client ${
+              formatMultiple(wallUs / reference)
+            } h2load's time)`
             : ""),
       );
       const window = { fromUs: result.fromUs, toUs: result.toUs, requests };
@@ -424,8 +425,8 @@ export function registerProfileCommand(program: Command): void {
         } else if (cpu) {
           console.log(
             `${title}: not a V8 process; CPU per request: user ${
-              (cpu.userUs / requests).toFixed(1)
-            } µs, system ${(cpu.systemUs / requests).toFixed(1)} µs`,
+              formatDuration(cpu.userUs / requests * 1e3)
+            }, system ${formatDuration(cpu.systemUs / requests * 1e3)}`,
           );
         }
       }

@@ -10,7 +10,7 @@ import { findTool } from "../lib/host.ts";
 import { DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
 import { startLabServe } from "../lib/lab_serve.ts";
 import type { MatrixRow } from "./row.ts";
-import { gtlsPath, sbilabPath } from "./peers.ts";
+import { gtlsPath, gtlsServerCommand, sbilabPath } from "./peers.ts";
 
 /** Cases that run across a link with loss or blackholes (rebind-port also uses the link with our client). */
 export const LINK_CASES: ReadonlySet<string> = new Set([
@@ -110,17 +110,10 @@ export async function runLinkCase(name: string, o: LinkCaseOptions): Promise<Mat
           link.exec("server", argv, { stdin: "null", stdout: "piped", stderr: "piped", signal }),
       });
     } else {
-      const exe = findTool("gtlsserver");
-      if (!exe) throw new Error("gtlsserver not found: apt-get install ngtcp2-server");
-      link.exec("server", [
-        exe,
-        "-q",
+      const [exe, args] = gtlsServerCommand(link.serverAddr, PORT, { key, cert }, [
         `--handshake-timeout=${HANDSHAKE_TIMEOUT_S}s`,
-        link.serverAddr,
-        String(PORT),
-        key,
-        cert,
-      ], {
+      ]);
+      link.exec("server", [exe, ...args], {
         stdin: "null",
         stdout: "null",
         stderr: "null",

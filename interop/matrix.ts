@@ -142,7 +142,7 @@ async function serverFor(
       : variant === "chacha20"
       ? [`--ciphers=${CHACHA20_ONLY}`]
       : [];
-    return await startGtlsServer(ctx.pki, flags);
+    return await startGtlsServer(ctx.pki, { extra: flags });
   }
   const url = new URL(ctx.server);
   const port = Number(url.port || 443);

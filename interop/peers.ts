@@ -72,26 +72,50 @@ export async function startOurQuinnServer(pki: DevPki): Promise<ServerPeer> {
   };
 }
 
+/** An HTTP/3 server process started by {@linkcode startH3Process}. */
+export interface H3Process {
+  /** `https://127.0.0.1:port`. */
+  origin: string;
+  port: number;
+  /** Stops the process, waits for it and removes its files. */
+  close(): Promise<void>;
+}
+
+/** Options of {@linkcode startH3Process}. */
+export interface H3ProcessOptions {
+  /** The server's name in messages, e.g. `gtlsserver`. */
+  name: string;
+  /** Certificates the process finds in its directory (as {@linkcode DEV_PKI_FILES}). */
+  pki: DevPki;
+  /** The path awaited until it answers. */
+  readyPath: string;
+  /** Turns the command line into the one spawned (for example pinned to a CPU). Default: as is. */
+  command?: (exe: string, args: string[]) => [string, string[]];
+}
+
 /**
- * Starts `gtlsserver` on a free UDP port of 127.0.0.1 with `pki` and `extra`
- * flags; resolves once it answers a request (bounded: 5 s).
- * @throws {Error} when gtlsserver is not installed or never answers
+ * Starts the HTTP/3 server whose command line `argv(dir, port)` gives
+ * (`dir` holds the PKI's files, `port` is a free UDP port of 127.0.0.1);
+ * resolves once it answers `readyPath` (bounded: 5 s). An interrupt (Ctrl-C)
+ * takes the child and its files along.
+ * @throws {Error} when `argv` throws (a tool not installed) or it never answers
  */
-export async function startGtlsServer(pki: DevPki, extra: string[] = []): Promise<ServerPeer> {
-  const exe = findTool("gtlsserver");
-  if (!exe) throw new Error("gtlsserver not found: apt-get install ngtcp2-server");
-  const dir = await Deno.makeTempDir({ prefix: "sbilab-interop-" });
-  await writeDevPki(dir, pki);
+export async function startH3Process(
+  argv: (dir: string, port: number) => [string, string[]],
+  options: H3ProcessOptions,
+): Promise<H3Process> {
+  const dir = await Deno.makeTempDir({ prefix: "sbilab-h3-peer-" });
   const port = freeUdpPort();
-  const child = new Deno.Command(exe, {
-    args: [
-      "-q",
-      ...extra,
-      "127.0.0.1",
-      String(port),
-      `${dir}/${DEV_PKI_FILES.serverKey}`,
-      `${dir}/${DEV_PKI_FILES.serverCert}`,
-    ],
+  let cmd: string, cmdArgs: string[];
+  try {
+    await writeDevPki(dir, options.pki);
+    [cmd, cmdArgs] = (options.command ?? ((e, a) => [e, a]))(...argv(dir, port));
+  } catch (err) {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    throw err;
+  }
+  const child = new Deno.Command(cmd, {
+    args: cmdArgs,
     stdin: "null",
     stdout: "null",
     stderr: "null",
@@ -109,7 +133,7 @@ export async function startGtlsServer(pki: DevPki, extra: string[] = []): Promis
       child.kill("SIGTERM");
     } catch { /* already gone */ }
     await child.status;
-    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
   const origin = `https://127.0.0.1:${port}`;
   // Until it has bound, a request fails at once (ICMP port unreachable).
@@ -117,7 +141,7 @@ export async function startGtlsServer(pki: DevPki, extra: string[] = []): Promis
   let up = false;
   try {
     for (let i = 0; i < 100 && !up; i++) {
-      up = await client.request({ path: gtlsPath(1) }).then(() => true, () => false);
+      up = await client.request({ path: options.readyPath }).then(() => true, () => false);
       if (!up) await new Promise((r) => setTimeout(r, 50));
     }
   } finally {
@@ -125,15 +149,64 @@ export async function startGtlsServer(pki: DevPki, extra: string[] = []): Promis
   }
   if (!up) {
     await close();
-    throw new Error("gtlsserver did not answer within 5 s");
+    throw new Error(`${options.name} did not answer within 5 s`);
   }
+  return { origin, port, close };
+}
+
+/** Options of {@linkcode startGtlsServer}. */
+export interface GtlsServerOptions {
+  /** More gtlsserver flags, e.g. `--ciphers` or `-d DIR` (serve a directory). Default none. */
+  extra?: string[];
+  /** The path awaited until it answers. Default `/1` (generated content). */
+  readyPath?: string;
+  /** See {@linkcode H3ProcessOptions.command}. Default: as is. */
+  command?: (exe: string, args: string[]) => [string, string[]];
+}
+
+/**
+ * gtlsserver's command line: the executable (found on the PATH), `-q`,
+ * `extra` flags, the address to bind, then the key and certificate files.
+ * @throws {Error} when gtlsserver is not installed
+ */
+export function gtlsServerCommand(
+  host: string,
+  port: number,
+  files: { key: string; cert: string },
+  extra: string[] = [],
+): [string, string[]] {
+  const exe = findTool("gtlsserver");
+  if (!exe) throw new Error("gtlsserver not found: apt-get install ngtcp2-server");
+  return [exe, ["-q", ...extra, host, String(port), files.key, files.cert]];
+}
+
+/**
+ * Starts `gtlsserver` on a free UDP port of 127.0.0.1 with `pki`'s server
+ * certificate; resolves once it answers (bounded: 5 s). The one starter of
+ * gtlsserver on this host: interop, the peers scenario and the fuzz capture.
+ * @throws {Error} when gtlsserver is not installed or never answers
+ */
+export async function startGtlsServer(
+  pki: DevPki,
+  options: GtlsServerOptions = {},
+): Promise<ServerPeer> {
+  const p = await startH3Process((dir, port) =>
+    gtlsServerCommand("127.0.0.1", port, {
+      key: `${dir}/${DEV_PKI_FILES.serverKey}`,
+      cert: `${dir}/${DEV_PKI_FILES.serverCert}`,
+    }, options.extra), {
+    name: "gtlsserver",
+    pki,
+    readyPath: options.readyPath ?? gtlsPath(1),
+    command: options.command,
+  });
   return {
-    origin,
+    origin: p.origin,
     host: "127.0.0.1",
-    port,
+    port: p.port,
     pathFor: gtlsPath,
     datagramStats: () => undefined,
-    close,
+    close: p.close,
   };
 }
 

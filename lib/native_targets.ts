@@ -107,8 +107,8 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     libs: ["-lnghttp3"],
     requires: [{ header: "/usr/include/nghttp3/nghttp3.h", apt: "libnghttp3-dev" }],
   },
-  // HTTP/2 client and server: the sbh2 shim over nghttp2 (transports/h2/native_client.ts,
-  // transports/h2/native_server.ts) and its TLS 1.3 record layer on GnuTLS
+  // HTTP/2 client and server: the sbh2 shim over nghttp2 (transports/h2/client.ts,
+  // transports/h2/server.ts) and its TLS 1.3 record layer on GnuTLS
   // (sbh2_tls.c), with the TLS settings shared with h3 (transports/native/sb_tls.h).
   h2: {
     output: "libsbilab_h2.so",

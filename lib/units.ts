@@ -75,6 +75,11 @@ export function parseSize(text: string): number {
   return n * mult;
 }
 
+/** Formats a number with three significant digits and no unit, for a column whose header names it: `812`, `71.4`, `4.08`. */
+export function formatSignificant(v: number): string {
+  return Number.isFinite(v) ? sig(v) : "–";
+}
+
 function sig(v: number): string {
   const abs = Math.abs(v);
   if (abs >= 100) return v.toFixed(0);

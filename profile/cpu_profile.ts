@@ -5,6 +5,7 @@
  * frames on its stack, and render one table per side (µs per request and
  * share). `lab profile` runs the processes; nothing here touches the system.
  */
+import { formatDuration, formatSignificant } from "../lib/units.ts";
 
 /** One frame as V8 records it. */
 export interface CallFrame {
@@ -245,9 +246,8 @@ export interface CpuTime {
   systemUs: number;
 }
 
-function fmt(us: number): string {
-  return us >= 100 ? us.toFixed(0) : us >= 10 ? us.toFixed(1) : us.toFixed(2);
-}
+/** A µs figure with three significant digits (the column names the unit). */
+const fmt = formatSignificant;
 
 function pad(cells: string[], widths: number[]): string {
   return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
@@ -280,7 +280,7 @@ export function renderBreakdown(title: string, b: Breakdown, cpu?: CpuTime): str
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const lines = [
-    `${title}: ${b.requests} requests, ${(b.windowUs / 1000).toFixed(0)} ms, ${b.samples} samples`,
+    `${title}: ${b.requests} requests, ${formatDuration(b.windowUs * 1e3)}, ${b.samples} samples`,
     ...rows.map((r) => pad(r, widths)),
     "  busiest functions (self time, µs/request):",
     ...b.top.map((t) => `    ${fmt(t.perRequestUs).padStart(7)}  ${t.name}`),

@@ -23,7 +23,7 @@ function synthetic(): CpuProfile {
       { id: 3, callFrame: frame("(garbage collector)") },
       {
         id: 4,
-        callFrame: frame("request", `${root}/transports/h2/native_client.ts`),
+        callFrame: frame("request", `${root}/transports/h2/client.ts`),
         children: [5, 6, 7],
       },
       { id: 5, callFrame: frame("sbiRequestHeaders", `${root}/transports/sbi_headers.ts`) },
@@ -71,7 +71,7 @@ Deno.test("stackCategory lets the first frame that names a category decide, leaf
   const stack = [
     frame("(anonymous)", `${root}/x.ts`),
     frame("nextTraceparent", `${root}/transports/sbi_headers.ts`),
-    frame("request", `${root}/transports/h2/native_client.ts`),
+    frame("request", `${root}/transports/h2/client.ts`),
   ];
   assert.equal(stackCategory(stack), "SBI headers");
   assert.equal(stackCategory([frame("main", `${root}/x.ts`)]), "other");

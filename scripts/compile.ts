@@ -13,6 +13,7 @@ import { BUILD_DIR, ensureBuilt, NativeBuildError } from "../lib/native_build.ts
 import { ROOT } from "../lib/host.ts";
 import { packExecutable } from "./pack.ts";
 import { V8_FLAGS_ARG } from "../lib/v8_flags.ts";
+import { formatBytes } from "../lib/units.ts";
 
 const OUTPUT = `${BUILD_DIR}/lab`;
 
@@ -21,8 +22,7 @@ async function main(): Promise<number> {
   if (!denort) {
     try {
       const packed = await packExecutable({ output: OUTPUT });
-      const mib = (packed.bytes / 1048576).toFixed(1);
-      console.error(`self-unpacking executable ${packed.id}, ${mib} MiB`);
+      console.error(`self-unpacking executable ${packed.id}, ${formatBytes(packed.bytes)}`);
     } catch (err) {
       console.error(`error: packing ${OUTPUT} failed: ${(err as Error).message.split("\n")[0]}`);
       return 1;

@@ -8,7 +8,8 @@
  * Usage: deno run -A --unstable-net scripts/fuzz_capture.ts  (as root: tcpdump needs it; apt-get install -y tcpdump)
  */
 import { writeDevPki } from "../transports/pki.ts";
-import { freePort, freeUdpPort, ROOT, waitForPort } from "../lib/host.ts";
+import { freePort, ROOT, waitForPort } from "../lib/host.ts";
+import { startGtlsServer } from "../interop/peers.ts";
 
 const CORPUS = `${ROOT}/fuzz/corpus`;
 
@@ -149,7 +150,7 @@ async function run(cmd: string, args: string[]): Promise<void> {
 
 async function main(): Promise<void> {
   const dir = await Deno.makeTempDir();
-  await writeDevPki(dir);
+  const pki = await writeDevPki(dir);
   const body = `${dir}/body.json`;
   await Deno.writeTextFile(
     body,
@@ -216,24 +217,11 @@ async function main(): Promise<void> {
       await server.status;
     }
   }
-  /* QUIC: gtlsclient against gtlsserver */
+  /* QUIC: gtlsclient against gtlsserver (interop's one starter, serving dir) */
   {
-    const port = freeUdpPort();
-    const server = new Deno.Command("gtlsserver", {
-      args: [
-        "-q",
-        "-d",
-        dir,
-        "127.0.0.1",
-        String(port),
-        `${dir}/server-key.pem`,
-        `${dir}/server.pem`,
-      ],
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
+    const server = await startGtlsServer(pki, { extra: ["-d", dir], readyPath: "/body.json" });
+    const port = server.port;
     try {
-      await new Promise((r) => setTimeout(r, 300)); /* no readiness signal from a UDP server */
       const url = `https://127.0.0.1:${port}/body.json`;
       const packets = await capture(
         port,
@@ -251,8 +239,7 @@ async function main(): Promise<void> {
       await save("h3_server", "gtlsclient", [0, 0, 0], udpDatagrams(packets, port, true));
       await save("h3_client", "gtlsserver", [0, 0, 0, 1], udpDatagrams(packets, port, false));
     } finally {
-      server.kill();
-      await server.status;
+      await server.close();
     }
   }
   await Deno.remove(dir, { recursive: true });

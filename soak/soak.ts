@@ -16,6 +16,7 @@ import {
 } from "../transports/mod.ts";
 import { startServers } from "../bench/measure/mod.ts";
 import { quantile } from "../bench/stats/mod.ts";
+import { formatBytes, formatDuration } from "../lib/units.ts";
 import {
   type AttackCounts,
   type AttackName,
@@ -153,11 +154,12 @@ const SETTLE_MS = 5000;
 export function crossedBounds(report: Omit<SoakReport, "crossed">): string[] {
   const b = report.bounds;
   const out: string[] = [];
+  const ms = (x: number) => formatDuration(x * 1e6);
   if (!report.serverAlive) out.push("the server exited");
   for (const [t, s] of Object.entries(report.summary)) {
     if (!s) continue;
     if (s.p99 !== undefined && s.p99 > b.p99Ms) {
-      out.push(`${t}: p99 ${s.p99.toFixed(1)} ms is over ${b.p99Ms} ms`);
+      out.push(`${t}: p99 ${ms(s.p99)} is over ${ms(b.p99Ms)}`);
     }
     const asked = s.served + s.errors;
     if (asked > 0 && s.errors / asked > b.errorShare) {
@@ -166,15 +168,14 @@ export function crossedBounds(report: Omit<SoakReport, "crossed">): string[] {
     if (s.served === 0) out.push(`${t}: nothing served`);
   }
   const r = report.rss;
-  const mib = (x: number) => `${(x / 2 ** 20).toFixed(0)} MiB`;
   if (r && r.peak - r.start > b.rssGrowthBytes) {
-    out.push(`RSS grew by ${mib(r.peak - r.start)}, over ${mib(b.rssGrowthBytes)}`);
+    out.push(`RSS grew by ${formatBytes(r.peak - r.start)}, over ${formatBytes(b.rssGrowthBytes)}`);
   }
   if (r?.after !== undefined && r.after - r.start > b.rssAfterBytes) {
     out.push(
-      `RSS stayed ${mib(r.after - r.start)} above its start after the attackers left, over ${
-        mib(b.rssAfterBytes)
-      }`,
+      `RSS stayed ${
+        formatBytes(r.after - r.start)
+      } above its start after the attackers left, over ${formatBytes(b.rssAfterBytes)}`,
     );
   }
   return out;

@@ -112,7 +112,7 @@ for (const { stack, transport } of await testTargets()) {
 Deno.test("native h2c answers 503 while bodies still arrive once they pass the budget, and serves the first", async () => {
   const budget = new ByteBudget(32 * 1024);
   const pki = await testPki();
-  const { createNativeH2cServer } = await import("../transports/h2/native_server.ts");
+  const { createNativeH2cServer } = await import("../transports/h2/server.ts");
   const { H2_STAT } = await import("../transports/h2/server_ffi.ts");
   const server = await createNativeH2cServer(createHandler({ maxBodyBytes: 1024 * 1024 }), {
     tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },

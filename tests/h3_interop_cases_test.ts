@@ -36,7 +36,7 @@ async function ourServer(options: Omit<H3ServerOptions, "tls"> = {}) {
 
 /** Starts gtlsserver on a free UDP port with the test PKI; resolves once it answers. */
 async function gtlsServer(extra: string[] = []) {
-  return await startGtlsServer(await testPki(), extra);
+  return await startGtlsServer(await testPki(), { extra });
 }
 
 for (const parameter of INVALID_TRANSPORT_PARAMETERS) {

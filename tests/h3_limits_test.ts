@@ -207,7 +207,7 @@ Deno.test({
     "an h3 server built without options applies the same limits as a native h2c server and a deno h2c server built without options: the shared defaults",
   ignore,
   fn: async () => {
-    const { createNativeH2cServer } = await import("../transports/h2/native_server.ts");
+    const { createNativeH2cServer } = await import("../transports/h2/server.ts");
     const { createH2cServer } = await import("../transports/deno/server.ts");
     const { DEFAULT_SERVER_LIMITS } = await import("../transports/server_limits.ts");
     const handler = createHandler();

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { findTool, runLab } from "./support.ts";
-import { recordsFromLogs } from "../cli/k8s.ts";
+import { jobManifests, recordsFromLogs } from "../cli/k8s.ts";
 import { RECORD_BEGIN, RECORD_END } from "../cli/load.ts";
+import { UsageError } from "../cli/args.ts";
 
 // deno-lint-ignore no-explicit-any
 type Obj = any;
@@ -113,6 +114,29 @@ Deno.test("lab k8s job prints an Indexed Job and its ConfigMap that kubectl pars
   const plan = JSON.parse(docs[0].data["plan.json"]);
   assert.deepEqual(plan.shares.map((s: Obj) => s.connections), [4, 3, 3]);
   assert.deepEqual(plan.shares.map((s: Obj) => s.rate), [1000, 1000, 1000]);
+});
+
+Deno.test("lab k8s job reads the load options with lab load's own parser: attached and long forms share out, bad ones are refused", () => {
+  const base = {
+    url: "http://nrf.core.svc:8080/nnrf-disc/v1/nf-instances",
+    shards: 3,
+    image: "registry.example/sbilab:1",
+    startAtMs: 0,
+  };
+  const plan = (loadArgs: string[]) => {
+    const cm: Obj = jobManifests({ ...base, loadArgs })[0];
+    return JSON.parse(cm.data["plan.json"]);
+  };
+  const shares = plan(["-c10", "--requests=9", "--rate=3000", "-m", "4"]).shares;
+  assert.deepEqual(shares.map((s: Obj) => s.connections), [4, 3, 3]);
+  assert.deepEqual(shares.map((s: Obj) => s.requests), [3, 3, 3]);
+  assert.deepEqual(shares.map((s: Obj) => s.rate), [1000, 1000, 1000]);
+  const refused = (loadArgs: string[], why: RegExp) =>
+    assert.throws(() => plan(loadArgs), (e) => e instanceof UsageError && why.test(e.message));
+  refused(["-c", "10", "-D", "30s", "--bogus"], /^lab load options: unknown option '--bogus'/);
+  refused(["-c", "10", "-n", "0"], /^-n must be/);
+  refused(["-c", "10"], /^Give either -n N or -D DURATION$/);
+  refused(["-c", "10", "-D", "30s", "extra"], /unexpected argument 'extra'/);
 });
 
 /** The subset of YAML `lab k8s job` writes: block maps and lists, JSON-quoted strings, numbers, booleans. */

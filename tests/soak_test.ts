@@ -88,7 +88,7 @@ Deno.test("a soak names every bound its run crossed", () => {
     },
   };
   assert.deepEqual(crossedBounds(report), [
-    "h2c: p99 1500.0 ms is over 1000 ms",
+    "h2c: p99 1.50 s is over 1.00 s",
     "h2c: 10 of 1000 requests failed (over 0.5 %)",
     "RSS grew by 600 MiB, over 512 MiB",
   ]);
@@ -133,7 +133,7 @@ Deno.test({
     const last = r.stderr.trim().split("\n").at(-1)!;
     assert.match(
       last,
-      /^error: The soak crossed 1 bound\(s\): h2c: p99 \d+\.\d ms is over 0\.001 ms$/,
+      /^error: The soak crossed 1 bound\(s\): h2c: p99 [\d.]+ (µs|ms|s) is over 1\.00 µs$/,
     );
     assert.match(new TextDecoder().decode(r.stdout), /^bounds: .*CROSSED: h2c: p99/m);
   },

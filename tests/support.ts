@@ -279,7 +279,7 @@ export async function startGtlsServer(
   for (const [name, data] of Object.entries(files)) await Deno.writeFile(`${docs}/${name}`, data);
   let peer;
   try {
-    peer = await startPeerGtlsServer(pki, ["-d", docs]);
+    peer = await startPeerGtlsServer(pki, { extra: ["-d", docs] });
   } catch (err) {
     await Deno.remove(docs, { recursive: true });
     throw err;

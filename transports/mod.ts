@@ -51,7 +51,7 @@ export async function createServer(
   if (transport === "h3") {
     return await (await import("./h3/mod.ts")).createH3Server(handler, options);
   }
-  const native = await import("./h2/native_server.ts");
+  const native = await import("./h2/server.ts");
   return transport === "h2c"
     ? await native.createNativeH2cServer(handler, options)
     : await native.createNativeH2TlsServer(handler, options);
@@ -73,7 +73,7 @@ export async function createClient(
   if (transport === "h3") {
     return await (await import("./h3/mod.ts")).createH3Client(origin, options);
   }
-  return await (await import("./h2/native_client.ts")).createNativeH2Client(origin, options);
+  return await (await import("./h2/client.ts")).createNativeH2Client(origin, options);
 }
 
 /**

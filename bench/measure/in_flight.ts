@@ -6,6 +6,7 @@
  * times the mean latency), so a row can say what it had and why.
  */
 import type { TransportName } from "../../transports/types.ts";
+import { formatDuration, formatRate } from "../../lib/units.ts";
 
 /** A row is called short of its plan below this share of it. */
 export const SHORT_OF_PLAN = 0.9;
@@ -50,12 +51,8 @@ export function inFlightNote(
   }
   // a request or two between a response and the next send is the engine's own gap, not a limit
   if (achieved >= planned * SHORT_OF_PLAN || planned - achieved < 2) return undefined;
-  const rate = figures.reqPerSec >= 1000
-    ? `${(figures.reqPerSec / 1000).toFixed(1)}k req/s`
-    : `${figures.reqPerSec.toFixed(0)} req/s`;
-  const mean = figures.meanLatencyNs >= 1e6
-    ? `${(figures.meanLatencyNs / 1e6).toFixed(2)} ms`
-    : `${(figures.meanLatencyNs / 1e3).toFixed(1)} µs`;
+  const rate = formatRate(figures.reqPerSec);
+  const mean = formatDuration(figures.meanLatencyNs);
   return `concurrency ${transport} ${planned} in flight: about ${
     achieved.toFixed(0)
   } were in flight ` +

@@ -223,9 +223,9 @@ async function h3Arms(
     );
     return;
   }
-  const gtls = await startGtlsserver(ctx, size);
+  const gtls = await startGtlsserver(size);
   cleanup.push(() => gtls.close());
-  const host = await startH3Host(ctx, size);
+  const host = await startH3Host(size);
   cleanup.push(() => host.close());
   const oursName = "sbilab h3";
   const targets = [

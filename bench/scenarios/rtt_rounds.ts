@@ -10,33 +10,14 @@ import { estimateSampleSet, Recorder, type SampleSet } from "../stats/recorder.t
 import { createRng, estimate } from "../stats/stats.ts";
 import { clusterMedian, cv, roundMedians } from "../stats/rounds_stats.ts";
 import {
-  FloorError,
-  kernelPingPong,
-  openRuntimeEcho,
-  type RuntimeEcho,
-} from "../measure/floors.ts";
-import {
-  BARE_TRANSPORTS,
-  type BareRuntime,
-  type BareTransport,
-  openBareRuntime,
-} from "../measure/bare_runtime.ts";
-import {
   type ArmRounds,
   type BlockResult,
-  type RoundArm,
   type RoundsOutcome,
   runRounds,
 } from "../measure/rounds.ts";
 import type { MachineProbe } from "../measure/machine_probe.ts";
-import { assessNoise, floorId, pairedRatios } from "../record/rounds_summary.ts";
-import type {
-  FloorKind,
-  FloorRow,
-  ResultRow,
-  RoundSeries,
-  RoundsRecord,
-} from "../record/schema.ts";
+import { assessNoise, pairedRatios } from "../record/rounds_summary.ts";
+import type { FloorRow, ResultRow, RoundSeries, RoundsRecord } from "../record/schema.ts";
 import type { SbiClient } from "../../transports/types.ts";
 import {
   floorFor,
@@ -46,6 +27,13 @@ import {
   type ScenarioContext,
   StatusTally,
 } from "./context.ts";
+import {
+  addBareArms,
+  addFloorArms,
+  type BlockOf,
+  type FloorArm,
+  type FloorArms,
+} from "./rtt_floor_arms.ts";
 
 /** How the rounds run. */
 export interface RttRoundsOptions {
@@ -148,25 +136,11 @@ interface RowArm {
   tally: StatusTally;
 }
 
-/** A floor arm: one floor at one size (a bare arm names its transport). */
-interface FloorArm {
-  id: string;
-  source: "kernel" | "runtime" | "bare";
-  protocol: FloorKind;
-  size: number;
-  transport?: string;
-}
-
 /** The arms of a run under construction, and what must be closed after it. */
-interface Arms {
-  arms: RoundArm[];
+interface Arms extends FloorArms {
   rowArms: RowArm[];
-  floorArms: FloorArm[];
   clients: Map<string, SbiClient>;
-  echoes: (RuntimeEcho | BareRuntime)[];
 }
-
-type BlockOf = (op: () => Promise<unknown>) => RoundArm["block"];
 
 /** Opens one client per transport and adds an arm per transport and size. */
 async function addTransportArms(ctx: ScenarioContext, a: Arms, block: BlockOf): Promise<void> {
@@ -182,54 +156,6 @@ async function addTransportArms(ctx: ScenarioContext, a: Arms, block: BlockOf): 
         block: block(() => rowRequest(ctx, client, size, tally)),
         measureCpu: true,
       });
-    }
-  }
-}
-
-/** Adds the kernel and runtime floor arms of every size; a floor that cannot run becomes a note. */
-async function addFloorArms(
-  ctx: ScenarioContext,
-  a: Arms,
-  block: BlockOf,
-  sizes: number[],
-): Promise<void> {
-  for (const size of sizes) {
-    for (const protocol of ["tcp", "udp"] as const) {
-      const kid = floorId({ source: "kernel", protocol, sizeBytes: size });
-      try {
-        await kernelPingPong(protocol, size, 50, 100, 10, 0); // built and runnable
-        a.floorArms.push({ id: kid, source: "kernel", protocol, size });
-        a.arms.push({
-          id: kid,
-          // A block on a starved machine may record few round trips, or fail: the round keeps
-          // what it got (an empty block drops that round from this floor's ratios).
-          block: (ms) =>
-            kernelPingPong(protocol, size, 1_000_000, ms, 50, 0).then(
-              (samples) => ({ samples, errors: 0 }),
-              (err) => {
-                if (!(err instanceof FloorError)) throw err;
-                return { samples: [], errors: 1 };
-              },
-            ),
-        });
-      } catch (err) {
-        if (!(err instanceof FloorError || (err as Error).name === "NativeBuildError")) throw err;
-        ctx.notes.push(
-          `The kernel ${protocol} floor at ${size} B was not measured: ${(err as Error).message}.`,
-        );
-      }
-      const rid = floorId({ source: "runtime", protocol, sizeBytes: size });
-      try {
-        const echo = await openRuntimeEcho(protocol, size);
-        a.echoes.push(echo);
-        a.floorArms.push({ id: rid, source: "runtime", protocol, size });
-        a.arms.push({ id: rid, block: block(() => echo.roundTrip()) });
-      } catch (err) {
-        if (!(err instanceof FloorError)) throw err;
-        ctx.notes.push(
-          `The runtime ${protocol} floor at ${size} B was not measured: ${(err as Error).message}.`,
-        );
-      }
     }
   }
 }
@@ -261,40 +187,6 @@ function roundsProgress(ctx: ScenarioContext, a: Arms, options: RttRoundsOptions
     /** A round, `f` of the rounds done: the rest of the step. */
     round: (what: string, f: number) => step(what, warmShare + (1 - warmShare) * f),
   };
-}
-
-/**
- * The deno stack's bare runtime arms: per transport of the run and size, the
- * same request on the runtime alone (see `bare_runtime.ts`), so each row shows
- * its multiple of its own runtime. Arms that cannot run become a note.
- */
-async function addBareArms(
-  ctx: ScenarioContext,
-  a: Arms,
-  block: BlockOf,
-  sizes: number[],
-): Promise<void> {
-  const transports = ctx.transports.filter((t): t is BareTransport =>
-    (BARE_TRANSPORTS as readonly string[]).includes(t)
-  );
-  if (transports.length === 0 || sizes.length === 0) return;
-  let bare: BareRuntime;
-  try {
-    bare = await openBareRuntime();
-  } catch (err) {
-    if (!(err instanceof FloorError)) throw err;
-    ctx.notes.push(`The bare runtime arms were not measured: ${err.message}.`);
-    return;
-  }
-  a.echoes.push(bare);
-  for (const transport of transports) {
-    for (const size of sizes) {
-      const protocol = floorFor(transport);
-      const id = floorId({ source: "bare", protocol, sizeBytes: size, transport });
-      a.floorArms.push({ id, source: "bare", protocol, size, transport });
-      a.arms.push({ id, block: block(() => bare.request(transport, size)) });
-    }
-  }
 }
 
 /** Each transport arm alone for the plan's warm-up (JIT, connection windows), before the rounds. */

@@ -2,11 +2,14 @@
  * Safe wrapper over the sbh2 symbols: {@linkcode H2Conn} owns one native
  * client session in a `#private` field; `close()` is idempotent and frees it,
  * and `Symbol.dispose` calls `close()`. Negative return codes of the shim are
- * numbers from {@linkcode NATIVE_ERR}; `DONE` becomes 0 or "no event".
+ * numbers from {@linkcode NATIVE_ERR}; `DONE` becomes 0 or "no event". Once
+ * freed, its I/O calls throw `NativeError` `CLOSED`, as every wrapper's do;
+ * `cancel`, `shutdown` and the readers stay quiet.
  */
 import type { Sbh2Symbols } from "./symbols.ts";
+import type { H2Tls } from "./tls_ffi.ts";
 import { WIRE_EVENT } from "../native/wire.ts";
-import { NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
+import { freedError, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import { type EventHandler, EventPoller } from "../native/event_poller.ts";
 import { versionParts } from "../native/library.ts";
 
@@ -57,16 +60,19 @@ export class H2Conn {
     return this.#ptr !== null;
   }
 
+  #live(): Deno.PointerValue {
+    if (this.#ptr === null) throw freedError("HTTP/2 connection");
+    return this.#ptr;
+  }
+
   /** Feeds received bytes; returns the number of events ready, or a negative code. */
   recv(data: Uint8Array, length = data.length): number {
-    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
-    return this.#sym.sbh2_conn_recv(this.#ptr, data as Uint8Array<ArrayBuffer>, length);
+    return this.#sym.sbh2_conn_recv(this.#live(), data as Uint8Array<ArrayBuffer>, length);
   }
 
   /** Writes pending output into `out`; returns its length (0 when nothing is pending). */
   send(out: Uint8Array): number {
-    if (this.#ptr === null) return 0;
-    const n = this.#sym.sbh2_conn_send(this.#ptr, out as Uint8Array<ArrayBuffer>, out.length);
+    const n = this.#sym.sbh2_conn_send(this.#live(), out as Uint8Array<ArrayBuffer>, out.length);
     return n > 0 ? n : 0;
   }
 
@@ -76,10 +82,9 @@ export class H2Conn {
    * while the handshake runs, or a negative code (`TLS`: see the session's
    * error text).
    */
-  recvTls(tls: { pointer: Deno.PointerValue }, data: Uint8Array, length = data.length): number {
-    if (this.#ptr === null || tls.pointer === null) return NATIVE_ERR.CLOSED;
+  recvTls(tls: H2Tls, data: Uint8Array, length = data.length): number {
     return this.#sym.sbh2_conn_recv_tls(
-      this.#ptr,
+      this.#live(),
       tls.pointer,
       data as Uint8Array<ArrayBuffer>,
       length,
@@ -91,10 +96,9 @@ export class H2Conn {
    * established) the session's pending output encrypted. Returns its length
    * (0 when nothing is pending) or a negative code.
    */
-  sendTls(tls: { pointer: Deno.PointerValue }, out: Uint8Array): number {
-    if (this.#ptr === null || tls.pointer === null) return 0;
+  sendTls(tls: H2Tls, out: Uint8Array): number {
     const n = this.#sym.sbh2_conn_send_tls(
-      this.#ptr,
+      this.#live(),
       tls.pointer,
       out as Uint8Array<ArrayBuffer>,
       out.length,
@@ -107,9 +111,8 @@ export class H2Conn {
    * `block`; returns the stream id or a negative code.
    */
   request(block: Uint8Array, blockLength: number, body: Uint8Array | undefined): number {
-    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_conn_request(
-      this.#ptr,
+      this.#live(),
       block as Uint8Array<ArrayBuffer>,
       blockLength,
       (body ?? block) as Uint8Array<ArrayBuffer>,
@@ -127,7 +130,7 @@ export class H2Conn {
    * count {@linkcode recv} returned) or none is left; returns how many.
    */
   poll(handler: EventHandler, expected = Infinity): number {
-    if (this.#ptr === null) return 0;
+    this.#live();
     return this.#events.poll(this.#poll, handler, expected);
   }
 

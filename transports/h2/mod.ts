@@ -3,18 +3,14 @@
  * path) and h2 over TLS, servers and clients on nghttp2 through FFI, with TLS
  * 1.3 from GnuTLS. The deno stack's HTTP/2 lives in `../deno/`.
  */
-export {
-  createNativeH2Client,
-  type NativeH2Client,
-  type NativeH2ClientOptions,
-} from "./native_client.ts";
+export { createNativeH2Client, type NativeH2Client, type NativeH2ClientOptions } from "./client.ts";
 export { sharedTicketCache, TicketCache } from "../ticket_cache.ts";
 export {
   createNativeH2cServer,
   createNativeH2TlsServer,
   type NativeH2Server,
   type NativeH2ServerOptions,
-} from "./native_server.ts";
+} from "./server.ts";
 export { EMBEDDED_H2_LIBRARY_URL, H2LoadError, h2NativeAvailable } from "./loader.ts";
 export { applyNoDelay, tcpSocketsNoDelay } from "../native/nodelay.ts";
 

@@ -4,9 +4,12 @@
  * and {@linkcode H2ServerConn} one connection's nghttp2 server session. Each
  * owns its handle in a `#private` field; `close()` is idempotent and frees
  * it, and `Symbol.dispose` calls `close()`. Negative return codes are numbers
- * from {@linkcode NATIVE_ERR}.
+ * from {@linkcode NATIVE_ERR}. Once freed, `pointer` and a connection's I/O
+ * calls throw `NativeError` `CLOSED`, as every wrapper's do; `shutdown` and
+ * the readers stay quiet.
  */
 import type { Sbh2Symbols } from "./symbols.ts";
+import type { H2Tls } from "./tls_ffi.ts";
 import { freedError, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import type { EventHandler, EventPoller } from "../native/event_poller.ts";
 
@@ -145,10 +148,14 @@ export class H2ServerConn {
     return this.#ptr !== null;
   }
 
+  #live(): Deno.PointerValue {
+    if (this.#ptr === null) throw freedError("HTTP/2 server connection");
+    return this.#ptr;
+  }
+
   /** Feeds received bytes; returns the number of events ready, or a negative code. */
   recv(data: Uint8Array<ArrayBuffer>, length: number): number {
-    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
-    return this.#sym.sbh2_sconn_recv(this.#ptr, data, length);
+    return this.#sym.sbh2_sconn_recv(this.#live(), data, length);
   }
 
   /**
@@ -157,13 +164,8 @@ export class H2ServerConn {
    * negative code (`TLS`: see the TLS session's error text; `CLOSED` after
    * the peer's close_notify).
    */
-  recvTls(
-    tls: { pointer: Deno.PointerValue },
-    data: Uint8Array<ArrayBuffer>,
-    length: number,
-  ): number {
-    if (this.#ptr === null || tls.pointer === null) return NATIVE_ERR.CLOSED;
-    return this.#sym.sbh2_sconn_recv_tls(this.#ptr, tls.pointer, data, length);
+  recvTls(tls: H2Tls, data: Uint8Array<ArrayBuffer>, length: number): number {
+    return this.#sym.sbh2_sconn_recv_tls(this.#live(), tls.pointer, data, length);
   }
 
   /**
@@ -171,14 +173,14 @@ export class H2ServerConn {
    * output encrypted; returns its length, DONE, or CLOSED once the session
    * finished and close_notify went out.
    */
-  sendTls(tls: { pointer: Deno.PointerValue }, out: Uint8Array<ArrayBuffer>): number {
-    if (this.#ptr === null || tls.pointer === null) return NATIVE_ERR.CLOSED;
-    return this.#sym.sbh2_sconn_send_tls(this.#ptr, tls.pointer, out, out.length);
+  sendTls(tls: H2Tls, out: Uint8Array<ArrayBuffer>): number {
+    return this.#sym.sbh2_sconn_send_tls(this.#live(), tls.pointer, out, out.length);
   }
 
   /** Hands ready events to `handler` through `poller` until `expected` (the count recv returned) were handed over; returns how many. */
   poll(poller: EventPoller, handler: EventHandler, expected = Infinity): number {
-    return this.#ptr === null ? 0 : poller.poll(this.#poll, handler, expected);
+    this.#live();
+    return poller.poll(this.#poll, handler, expected);
   }
 
   /**
@@ -194,9 +196,8 @@ export class H2ServerConn {
     body: Uint8Array,
     token: number,
   ): number {
-    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     return this.#sym.sbh2_sconn_respond(
-      this.#ptr,
+      this.#live(),
       streamId,
       block,
       blockLength,
@@ -208,14 +209,12 @@ export class H2ServerConn {
 
   /** Resets a delivered request's stream with ENHANCE_YOUR_CALM instead of answering it; 0 or a negative code. */
   refuse(streamId: number): number {
-    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
-    return this.#sym.sbh2_sconn_refuse(this.#ptr, streamId);
+    return this.#sym.sbh2_sconn_refuse(this.#live(), streamId);
   }
 
   /** Writes pending output into `out`; returns its length, or DONE / CLOSED (finished: close the socket). */
   send(out: Uint8Array<ArrayBuffer>): number {
-    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
-    return this.#sym.sbh2_sconn_send(this.#ptr, out, out.length);
+    return this.#sym.sbh2_sconn_send(this.#live(), out, out.length);
   }
 
   /**
@@ -226,19 +225,13 @@ export class H2ServerConn {
    * the session finished and its last bytes went out, or another negative
    * code of the pull.
    */
-  sendFd(
-    tls: { pointer: Deno.PointerValue } | undefined,
-    fd: number,
-    out: Uint8Array<ArrayBuffer>,
-  ): number {
-    if (this.#ptr === null || tls?.pointer === null) return NATIVE_ERR.CLOSED;
-    return this.#sym.sbh2_sconn_send_fd(this.#ptr, tls?.pointer ?? null, fd, out, out.length);
+  sendFd(tls: H2Tls | undefined, fd: number, out: Uint8Array<ArrayBuffer>): number {
+    return this.#sym.sbh2_sconn_send_fd(this.#live(), tls?.pointer ?? null, fd, out, out.length);
   }
 
   /** Runs the shim's timers; returns ms until the next is due, or CLOSED when the connection is finished. */
   tick(): number {
-    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
-    return this.#sym.sbh2_sconn_tick(this.#ptr);
+    return this.#sym.sbh2_sconn_tick(this.#live());
   }
 
   /** Starts a graceful close (GOAWAY NO_ERROR); in-flight streams finish, then send reports CLOSED. */

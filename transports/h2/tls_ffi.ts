@@ -3,7 +3,9 @@
  * {@linkcode H2TlsConfig} owns a GnuTLS configuration (certificate, trust,
  * verification, tickets) and {@linkcode H2Tls} one TLS session fed with
  * ciphertext by the caller. Both free their handle on `close()`, which is
- * idempotent; sessions keep their configuration alive natively.
+ * idempotent; sessions keep their configuration alive natively. Once freed,
+ * `pointer` and the session's `recv`/`send` throw `NativeError` `CLOSED`, as
+ * every wrapper's do; `closeNotify` and the readers stay quiet.
  */
 import type { ResolvedTls, TlsConnectionInfo } from "../tls.ts";
 import { freedError, NATIVE_ERR, NativeError } from "../native/errors.ts";
@@ -97,8 +99,9 @@ export class H2TlsConfig {
     return cfg;
   }
 
-  /** The native handle (for {@linkcode H2Tls}); null once closed. */
+  /** The native handle (for {@linkcode H2Tls}); throws `NativeError` `CLOSED` once closed. */
   get pointer(): Deno.PointerValue {
+    if (this.#ptr === null) throw freedError("TLS configuration");
     return this.#ptr;
   }
 
@@ -127,11 +130,11 @@ export class H2Tls {
    * for {@linkcode send}.
    */
   constructor(sym: Sbh2Symbols, config: H2TlsConfig, serverName?: string, ticket?: Uint8Array) {
-    if (config.pointer === null) throw freedError("The TLS configuration");
+    const cfg = config.pointer;
     this.#sym = sym;
     const name = encoder.encode(`${serverName ?? ""}\0`);
     const t = ticket ?? new Uint8Array(0);
-    const ptr = sym.sbh2_tls_new(config.pointer, name, t as Uint8Array<ArrayBuffer>, t.length);
+    const ptr = sym.sbh2_tls_new(cfg, name, t as Uint8Array<ArrayBuffer>, t.length);
     if (ptr === null) {
       throw new TypeError(
         config.isServer || serverName
@@ -142,8 +145,13 @@ export class H2Tls {
     this.#ptr = ptr;
   }
 
-  /** The native handle (for the combined HTTP/2 paths); null once closed. */
+  /** The native handle (for the combined HTTP/2 paths); throws `NativeError` `CLOSED` once closed. */
   get pointer(): Deno.PointerValue {
+    return this.#live();
+  }
+
+  #live(): Deno.PointerValue {
+    if (this.#ptr === null) throw freedError("TLS session");
     return this.#ptr;
   }
 
@@ -153,10 +161,9 @@ export class H2Tls {
    * {@linkcode errorText}). Call again with no input while it fills `out`.
    */
   recv(data: Uint8Array | undefined, length: number, out: Uint8Array): number {
-    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     const d = data ?? out;
     return this.#sym.sbh2_tls_recv(
-      this.#ptr,
+      this.#live(),
       d as Uint8Array<ArrayBuffer>,
       data ? length : 0,
       out as Uint8Array<ArrayBuffer>,
@@ -169,10 +176,9 @@ export class H2Tls {
    * returns its length (0 when nothing is pending) or a negative code.
    */
   send(plain: Uint8Array | undefined, out: Uint8Array): number {
-    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
     const p = plain ?? out;
     const n = this.#sym.sbh2_tls_send(
-      this.#ptr,
+      this.#live(),
       p as Uint8Array<ArrayBuffer>,
       plain ? plain.length : 0,
       out as Uint8Array<ArrayBuffer>,

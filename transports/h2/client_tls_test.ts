@@ -8,7 +8,7 @@ import { createHandler } from "../../handler/mod.ts";
 import { createDevPki, issueServerCertificate } from "../pki.ts";
 import { TransportError } from "../types.ts";
 import { H2_NATIVE_SKIP, OPENSSL_SKIP, rawServer, withPemFiles } from "./_test_util.ts";
-import { createNativeH2Client } from "./native_client.ts";
+import { createNativeH2Client } from "./client.ts";
 import { createH2TlsServer } from "../deno/server.ts";
 import { TicketCache } from "../ticket_cache.ts";
 

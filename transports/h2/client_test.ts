@@ -4,7 +4,7 @@ import type { SbiHandler } from "../../handler/types.ts";
 import { createDevPki } from "../pki.ts";
 import { TimeoutError, TransportError } from "../types.ts";
 import { createH2cServer, createH2TlsServer } from "../deno/server.ts";
-import { createNativeH2Client } from "./native_client.ts";
+import { createNativeH2Client } from "./client.ts";
 import { tcpSocketsNoDelay } from "../native/nodelay.ts";
 import { FLAG, FRAME, frame, frameRelay, H2_NATIVE_SKIP, rawServer } from "./_test_util.ts";
 

@@ -7,13 +7,13 @@ import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler, SbiRequest } from "../../handler/types.ts";
 import type { SbiClient } from "../types.ts";
-import { createNativeH2Client } from "./native_client.ts";
+import { createNativeH2Client } from "./client.ts";
 import { createH2cServer } from "../deno/server.ts";
 import {
   createNativeH2cServer,
   type NativeH2Server,
   type NativeH2ServerOptions,
-} from "./native_server.ts";
+} from "./server.ts";
 import { H2_STAT } from "./server_ffi.ts";
 import { until } from "../../tests/support.ts";
 import {

@@ -22,8 +22,8 @@ import {
   streamEnded,
   withPemFiles,
 } from "./_test_util.ts";
-import { createNativeH2Client } from "./native_client.ts";
-import { createNativeH2TlsServer, type NativeH2ServerOptions } from "./native_server.ts";
+import { createNativeH2Client } from "./client.ts";
+import { createNativeH2TlsServer, type NativeH2ServerOptions } from "./server.ts";
 import { TicketCache } from "../ticket_cache.ts";
 import { until } from "../../tests/support.ts";
 
