@@ -178,6 +178,48 @@ Deno.test({
 
 Deno.test({
   name:
+    "h3 server holds at most 32 handshakes for clients silent after their first Initial; past them a new client gets a Retry and is served",
+  ignore,
+  fn: async () => {
+    const server = await createH3Server(createHandler(), { tls: await serverTls() });
+    const { symbols } = await loadH3Library();
+    const sock = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+    const client = await createH3Client(server.url, { tls: { ca: (await testPki()).caCertPem } });
+    try {
+      using config = new H3Config(symbols, false, { verifyPeer: false });
+      const out = new Uint8Array(1500);
+      // 40 first Initials, each of a client that never says more (a replayed Initial looks the same).
+      for (let i = 0; i < 40; i++) {
+        using conn = new H3ClientConn(symbols, config, {
+          serverName: "localhost",
+          localIp: "127.0.0.1",
+          localPort: (sock.addr as Deno.NetAddr).port,
+          remoteIp: "127.0.0.1",
+          remotePort: server.port,
+        });
+        const n = conn.send(out);
+        await sock.send(out.subarray(0, n), {
+          transport: "udp",
+          hostname: "127.0.0.1",
+          port: server.port,
+        });
+      }
+      await until(() => (server.datagramStats()?.retries ?? 0) >= 8, "Retries past the cap", 2000);
+      assert.equal(server.connectionCount, 32, "32 handshakes held, the rest answered statelessly");
+      const res = await client.request({ path: "/nbench/v1/payload?size=10" });
+      assert.equal(res.status, 200);
+      assert.equal(client.datagramStats()?.retries, 1, "the new client came in through a Retry");
+      assert.equal(server.connectionCount, 33);
+    } finally {
+      sock.close();
+      await client.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
     "h3 server closes an idle connection within its 300 ms idle timeout (+1 s) even when the client would wait 30 s",
   ignore,
   fn: async () => {

@@ -37,6 +37,8 @@
 #define STATELESS_QUEUE 32
 #define STATELESS_PER_SEC 64
 #define MAX_CONNS 1024
+/* Handshakes in progress at once past which a client without a token proves its address first (Retry). */
+#define MAX_HANDSHAKES 32
 #define ERRMSG_LEN 256
 /* Internal reason passed to conn_fail for a close we started ourselves. */
 #define LOCAL_CLOSE 1

@@ -187,10 +187,22 @@ static int token_check(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_s
   return hd->token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY ? TOKEN_RETRY_BAD : TOKEN_NONE;
 }
 
-/* Queues a Retry for a client's first Initial: a new connection id and a token bound to the client's address. */
+/* Connections still in their handshake. */
+static size_t server_handshaking(const sbh3_server *srv) {
+  size_t n = 0;
+  for (const sbh3_conn *c = srv->conns; c; c = c->next)
+    if (!c->closed && !ngtcp2_conn_get_handshake_completed(c->qc)) n++;
+  return n;
+}
+
+/*
+ * Queues a Retry for a client's first Initial: a new connection id and a token bound to the client's address.
+ * A Retry is far smaller than the padded Initial it answers, so it cannot amplify: only the queue bounds it,
+ * not the per-second allowance of stateless resets (a flood of Initials would use that up before real clients).
+ */
 static void send_retry(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_sockaddr_union *from,
                        ngtcp2_socklen fromlen) {
-  if (!stateless_allowed(srv)) return;
+  if (srv->sq_count >= STATELESS_QUEUE) return;
   uint64_t now = now_ns();
   ngtcp2_cid scid;
   scid.datalen = SCID_LEN;
@@ -295,7 +307,9 @@ int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ng
       send_initial_close(srv, &hd, &from, NGTCP2_INVALID_TOKEN);
       return SBWIRE_ERR_PROTO;
     }
-    if (srv->cfg->retry && token == TOKEN_NONE) {
+    /* With Retry on, or past MAX_HANDSHAKES handshakes at once, a client without a token proves its address
+       first (RFC 9000 §8.1.2): replayed or spoofed Initials then cost a Retry each, never a connection. */
+    if (token == TOKEN_NONE && (srv->cfg->retry || server_handshaking(srv) >= MAX_HANDSHAKES)) {
       send_retry(srv, &hd, &from, fromlen);
       return SBWIRE_ERR_DONE;
     }
