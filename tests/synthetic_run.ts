@@ -25,10 +25,10 @@ export interface SyntheticOptions {
   /** Samples per arm and round. Default 40. */
   perRound?: number;
   /**
-   * Adds stacks-alone arms of h2c and h3 (see `rtt_stacks_arms.ts`) with these
-   * base times at 256 B (ns). Default none.
+   * Adds stacks-alone arms (see `rtt_stacks_arms.ts`) of the transports given,
+   * with these base times at 256 B (ns). Default none.
    */
-  stacks?: { h2c: number; h3: number };
+  stacks?: Partial<Record<"h2c" | "h2-tls" | "h3", number>>;
 }
 
 /** Base round trip (ns) of each arm at 256 B; 16 KiB costs 1.4× that. */
@@ -48,10 +48,8 @@ export function syntheticRtt(seed: number, options: SyntheticOptions = {}): Benc
   const rng = createRng(seed);
   const z = () => Math.sqrt(-2 * Math.log(1 - rng())) * Math.cos(2 * Math.PI * rng());
   const base: Record<string, number> = { ...BASE, h3: BASE["h2-tls"] * h3Cost };
-  if (options.stacks) {
-    base["stacks h2c"] = options.stacks.h2c;
-    base["stacks h3"] = options.stacks.h3;
-  }
+  const stacks = Object.entries(options.stacks ?? {});
+  for (const [t, ns] of stacks) base[`stacks ${t}`] = ns;
   const sizes = [256, 16384];
   const arms = Object.keys(base).flatMap((a) => sizes.map((s) => ({ a, s })));
   const blocks = new Map<string, number[][]>(arms.map(({ a, s }) => [`${a}/${s}`, []]));
@@ -85,17 +83,15 @@ export function syntheticRtt(seed: number, options: SyntheticOptions = {}): Benc
       ...layout(blocks.get(`kernel ${p}/${s}`)!),
     }))
   );
-  if (options.stacks) {
-    for (const t of ["h2c", "h3"]) {
-      for (const s of sizes) {
-        floors.push({
-          source: "stacks",
-          protocol: t === "h3" ? "udp" : "tcp",
-          transport: t,
-          sizeBytes: s,
-          ...layout(blocks.get(`stacks ${t}/${s}`)!),
-        });
-      }
+  for (const [t] of stacks) {
+    for (const s of sizes) {
+      floors.push({
+        source: "stacks",
+        protocol: t === "h3" ? "udp" : "tcp",
+        transport: t,
+        sizeBytes: s,
+        ...layout(blocks.get(`stacks ${t}/${s}`)!),
+      });
     }
   }
   const rows: ResultRow[] = ["h2c", "h2-tls", "h3"].flatMap((t) =>

@@ -38,7 +38,7 @@ export function findBareFloor(
 }
 
 /** The transports a stacks-alone arm can stand under (each a module of sbilab's in a C host). */
-export const STACKS_TRANSPORTS = ["h2c", "h3"] as const;
+export const STACKS_TRANSPORTS = ["h2c", "h2-tls", "h3"] as const;
 
 /** What a stacks-alone arm runs, per transport. */
 export const STACKS_LABELS: Record<string, string> = {

@@ -319,3 +319,20 @@ Deno.test("a run with the stacks alone states their h3 ÷ h2c beside sbilab's ra
   // A run without the arms says nothing of them.
   assert.equal(answerLines(syntheticRtt(21)).length, 1);
 });
+
+Deno.test("with an h2-over-TLS stacks-alone arm the stacks' h3 ÷ h2-TLS stands beside sbilab's", () => {
+  const run = syntheticRtt(22, { stacks: { "h2c": 40_000, "h2-tls": 45_000, "h3": 72_000 } });
+  assert.deepEqual(
+    run.rounds!.ratios.filter((r) => r.kind === "stacks" && r.sizeBytes === 256).map((r) => r.id),
+    ["stacks/h3/h2-tls/256", "stacks/h2-tls/h2c/256"],
+  );
+  const line = answerLines(run)[1];
+  const m = line.match(
+    /^The stacks alone \(C, no runtime\): h3 ÷ h2-TLS = (\d+\.\d+)× \[(\d+\.\d+)–(\d+\.\d+)\] per 256 B request \(sbilab: h3 ÷ h2-TLS (\d+\.\d+)× \[[\d.–]+\]\); /,
+  );
+  assert.ok(m, line);
+  const [ratio, lo, hi, own] = m.slice(1).map(Number);
+  assert.ok(lo <= 1.6 && 1.6 <= hi && Math.abs(ratio - 1.6) < 0.05, line);
+  assert.ok(Math.abs(own - 1.3) < 0.05, line);
+  assert.match(answerLines(run)[2], /per h2-TLS request/);
+});

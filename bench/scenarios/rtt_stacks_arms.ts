@@ -2,8 +2,8 @@
  * The stacks-alone arms of `rtt` in interleaved rounds: per transport and
  * size, the native load engine (inside sbilab's module of that transport, in
  * this process) sends the row's GET one at a time to sbilab's server module
- * of the same transport hosted by a plain C loop (bench/native/h2host.c,
- * h3host.c, on the peer CPU). No runtime and no JavaScript run per request on
+ * of the same transport hosted by a plain C loop (bench/native/h2host.c for
+ * h2c and h2 over TLS, h3host.c for h3, on the peer CPU). No runtime and no JavaScript run per request on
  * either side, so the arm is what the transports' stacks cost alone, and a
  * row minus its arm is what sbilab and its runtime add.
  *
@@ -15,6 +15,7 @@
 import { runLoad } from "../../load/mod.ts";
 import type { LoadResult } from "../../load/mod.ts";
 import { freePort, waitForPort } from "../../lib/host.ts";
+import { DEV_PKI_FILES, writeDevPki } from "../../transports/pki.ts";
 import { ensureBuilt } from "../../lib/native_build.ts";
 import { STACKS_TRANSPORTS } from "../record/floor_lookup.ts";
 import { floorId } from "../record/rounds_summary.ts";
@@ -38,35 +39,60 @@ interface Host {
   close(): Promise<void>;
 }
 
-/** Starts sbilab's module of `transport` in its C host, answering every GET with `size` bytes. */
+/**
+ * Starts sbilab's module of `transport` in its C host, answering every GET
+ * with `size` bytes (h2 over TLS and h3 with a fresh dev certificate).
+ */
 async function startHost(transport: StacksTransport, size: number): Promise<Host> {
   if (transport === "h3") {
     const h = await startH3Host(size);
     return { port: h.port, close: () => h.close() };
   }
   const exe = await ensureBuilt("h2host", { quiet: true });
-  const port = freePort();
-  const child = await spawnPeer(exe, [String(port), String(size)]);
+  const dir = transport === "h2-tls"
+    ? await Deno.makeTempDir({ prefix: "sbilab-stacks-" })
+    : undefined;
+  const removeDir = async () => {
+    if (dir) await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  let child: Deno.ChildProcess | undefined;
   try {
+    const args: string[] = [];
+    if (dir) {
+      await writeDevPki(dir);
+      args.push(`${dir}/${DEV_PKI_FILES.serverCert}`, `${dir}/${DEV_PKI_FILES.serverKey}`);
+    }
+    const port = freePort();
+    child = await spawnPeer(exe, [String(port), String(size), ...args]);
     await waitForPort(port, 10_000);
+    const running = child;
+    return {
+      port,
+      close: async () => {
+        await stop(running);
+        await removeDir();
+      },
+    };
   } catch (err) {
-    await stop(child);
+    if (child) await stop(child);
+    await removeDir();
     throw err;
   }
-  return { port, close: () => stop(child) };
 }
 
 /** The engine's plan for one block against `port`, without its duration. */
 function plan(transport: StacksTransport, port: number, size: number) {
-  const h3 = transport === "h3";
+  const h3 = transport === "h3", tls = transport !== "h2c";
   return {
     protocol: h3 ? "h3" as const : "h2" as const,
     host: "127.0.0.1",
     port,
-    ...(h3 ? { insecure: true } : {}),
+    // The hosts' dev certificates are not verified: the arm times the stacks, not the trust.
+    ...(tls ? { insecure: true } : {}),
+    ...(transport === "h2-tls" ? { tls: true } : {}),
     headers: [
       [":method", "GET"],
-      [":scheme", h3 ? "https" : "http"],
+      [":scheme", tls ? "https" : "http"],
       [":authority", `127.0.0.1:${port}`],
       [":path", `/${size}`],
     ] as [string, string][],
