@@ -313,6 +313,8 @@ Deno.test("a run with the stacks alone states their h3 ÷ h2c beside sbilab's ra
   assert.match(table, /stacks alone h3 ÷ h2c\s+256 B/);
   const md = renderMarkdown(run);
   assert.ok(md.includes(`**${lines[1]}**`) && md.includes(`**${lines[2]}**`));
+  assert.match(md, /\| stacks alone h2c \| 256 B \|/);
+  assert.match(md, /The stacks alone are a GET of the same size instead, .*sbilab's h3 module/);
   const lib = { name: "stub", version: "0", source: "" };
   const { renderHtml } = await import("./html.ts");
   assert.ok(renderHtml(run, lib).includes("The stacks alone (C, no runtime): h3 ÷ h2c = "));
