@@ -50,7 +50,7 @@ export interface RttRoundsOptions {
   blockCount?: number;
   /** Floor sizes to measure in the rounds (empty: no floors). */
   floorSizes: number[];
-  /** Sizes of the stacks-alone arms (see `rtt_stacks_arms.ts`). Default none. */
+  /** Sizes of the stacks-alone arms on the native stack (see `rtt_stacks_arms.ts`). Default none. */
   stacksSizes?: number[];
   /** Reads the machine around the transport blocks. */
   probe?: MachineProbe;
@@ -329,8 +329,9 @@ export async function rttRounds(
   try {
     await addTransportArms(ctx, a, block);
     await addFloorArms(ctx, a, block, options.floorSizes);
+    // The deno stack's rows stand over its bare runtime; the native stack's over its C stacks alone.
     if (ctx.config.stack === "deno") await addBareArms(ctx, a, block, options.floorSizes);
-    await addStacksArms(ctx, a, options.stacksSizes ?? [], options.blockCount);
+    else await addStacksArms(ctx, a, options.stacksSizes ?? [], options.blockCount);
     const progress = roundsProgress(ctx, a, options);
     await warmUpAlone(ctx, a, progress.warmUp);
     const outcome = await runRounds(a.arms, {
