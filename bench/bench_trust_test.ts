@@ -54,6 +54,16 @@ Deno.test("a saved run re-renders to the same table, CSV and Markdown", async ()
   assertEquals(run.config.schedule, "interleaved");
   assertEquals(run.rows[0].rounds?.counts.length, run.rounds?.rounds);
   assert(run.rounds!.ratios.some((r) => r.kind === "floor" && r.numerator === run.rows[0].id));
+  // The stacks alone ran in the same rounds (the native engine → the h2 module in its C host),
+  // and the report gives sbilab's own time per request over them with a paired interval.
+  const stacks = run.floors.rows.find((f) => f.source === "stacks" && f.transport === "h2c");
+  assert(stacks, `no stacks-alone h2c arm; notes: ${run.notes.join(" ")}`);
+  assertEquals(stacks.rounds?.counts.length, run.rounds?.rounds);
+  const added = run.rounds!.added?.find((a) => a.row === run.rows[0].id);
+  assert(added && Number.isFinite(added.addedNs) && added.interval.lower < added.interval.upper);
+  assert(
+    /sbilab's own time over the stacks alone .* per h2c request at 256 B/.test(renderTable(run)),
+  );
   const back = parseRun(serializeRun(run));
   assertEquals(renderTable(back), renderTable(run));
   assertEquals(renderCsv(back), renderCsv(run));

@@ -173,8 +173,9 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       OWN_LIB_DIR,
     ],
   },
-  // The h2 server module (h2c) hosted by a plain C loop: a reference server of the peers
-  // scenario (bench/scenarios/peers.ts), to tell the module's cost from Deno's around it.
+  // The h2 server module (h2c, or h2 over TLS) hosted by a plain C loop: a reference server
+  // of the peers scenario (bench/scenarios/peers.ts) and of the stacks-alone arms of rtt
+  // (bench/scenarios/rtt_stacks_arms.ts), to tell the module's cost from Deno's around it.
   h2host: {
     output: "sbilab_h2host",
     kind: "exe",
@@ -182,12 +183,15 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       "bench/native/h2host.c",
       "transports/h2/native/sbh2.c",
       "transports/h2/native/sbh2_server.c",
+      "transports/h2/native/sbh2_tls.c",
     ],
     deps: [
       "transports/h2/native/sbh2.h",
       "transports/h2/native/sbh2_server.h",
       "transports/h2/native/sbh2_common.h",
+      "transports/h2/native/sbh2_tls.h",
       "transports/native/sbwire.h",
+      "transports/native/sb_tls.h",
       "bench/native/host_common.h",
     ],
     libs: ["-lnghttp2", "-lgnutls", OWN_LIB_DIR],

@@ -1,6 +1,6 @@
 /**
  * The peers scenario's C hosts of the modules (bench/native/h2host.c for the
- * h2 server, h3host.c for h3): each answers what the native engine sends with
+ * h2 server, h2c or over TLS, h3host.c for h3): each answers what the native engine sends with
  * the size it was given, keeps serving after a connection sends garbage,
  * frees everything on SIGTERM (valgrind) and refuses bad arguments with one
  * line.
@@ -74,16 +74,17 @@ async function underValgrind(
   assert.doesNotMatch(text, /definitely lost|indirectly lost|Invalid (read|write)/);
 }
 
-/** A GET of `/anything` with the shape the hosts are measured with. */
-function plan(protocol: "h2" | "h3", port: number, connections: number): LoadPlan {
+/** A GET of `/anything` with the shape the hosts are measured with (h2 over TLS when `tls`). */
+function plan(protocol: "h2" | "h3", port: number, connections: number, tls = false): LoadPlan {
   return {
     protocol,
     host: "127.0.0.1",
     port,
-    insecure: protocol === "h3" ? true : undefined,
+    ...(tls ? { tls: true } : {}),
+    insecure: protocol === "h3" || tls ? true : undefined,
     headers: [
       [":method", "GET"],
-      [":scheme", protocol === "h3" ? "https" : "http"],
+      [":scheme", protocol === "h3" || tls ? "https" : "http"],
       [":authority", `127.0.0.1:${port}`],
       [":path", "/anything"],
     ],
@@ -126,6 +127,35 @@ Deno.test({
 
 Deno.test({
   name:
+    "the h2 server module's C host with a certificate speaks h2 over TLS: 300 requests on 2 connections × 8 streams, a cleartext client is dropped, everything freed on SIGTERM (valgrind)",
+  ignore: !haveValgrind,
+  fn: async () => {
+    const exe = await ensureBuilt("h2host", { quiet: true });
+    const dir = await Deno.makeTempDir();
+    const port = freePort();
+    try {
+      await writeDevPki(dir);
+      const args = [
+        String(port),
+        "777",
+        `${dir}/${DEV_PKI_FILES.serverCert}`,
+        `${dir}/${DEV_PKI_FILES.serverKey}`,
+      ];
+      await underValgrind(exe, args, port, async () => {
+        await assertAnswers(plan("h2", port, 2, true), 300, 777);
+        // h2c prior knowledge against the TLS host: no TLS record, so the host drops it.
+        const r = await runLoad({ ...plan("h2", port, 1), requests: 1, timeoutMs: 5000 });
+        assert.equal(r.completed, 0);
+        await assertAnswers(plan("h2", port, 1, true), 10, 777);
+      });
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
     "the h3 module's C host answers 300 requests on 8 streams with the given size and frees everything on SIGTERM (valgrind)",
   ignore: H3_SKIP !== null || !haveValgrind,
   fn: async () => {
@@ -154,7 +184,14 @@ Deno.test({
     const h2 = await ensureBuilt("h2host", { quiet: true });
     const h3 = await ensureBuilt("h3host", { quiet: true });
     const cases: [string, string[], number, RegExp][] = [
-      [h2, [], 2, /^usage: sbilab_h2host PORT SIZE$/],
+      [h2, [], 2, /^usage: sbilab_h2host PORT SIZE \[CERT\.pem KEY\.pem\]$/],
+      [h2, ["4433", "10", "a.pem"], 2, /^usage: sbilab_h2host PORT SIZE/],
+      [
+        h2,
+        ["4433", "10", "/nonexistent/c.pem", "/nonexistent/k.pem"],
+        1,
+        /^sbilab_h2host: cannot read the certificate or key$/,
+      ],
       [h2, ["0", "10"], 2, /^sbilab_h2host: bad port or size$/],
       [h2, ["4433", "-1"], 2, /^sbilab_h2host: bad port or size$/],
       [h3, [], 2, /^usage: sbilab_h3host CERT\.pem KEY\.pem PORT SIZE$/],

@@ -5,7 +5,7 @@
  */
 import { createRng, estimate } from "../bench/stats/stats.ts";
 import { clusterMedian, cv, roundMedians } from "../bench/stats/rounds_stats.ts";
-import { assessNoise, pairedRatios } from "../bench/record/rounds_summary.ts";
+import { addedTimes, assessNoise, pairedRatios } from "../bench/record/rounds_summary.ts";
 import {
   type BenchRun,
   type FloorRow,
@@ -24,6 +24,11 @@ export interface SyntheticOptions {
   rounds?: number;
   /** Samples per arm and round. Default 40. */
   perRound?: number;
+  /**
+   * Adds stacks-alone arms (see `rtt_stacks_arms.ts`) of the transports given,
+   * with these base times at 256 B (ns). Default none.
+   */
+  stacks?: Partial<Record<"h2c" | "h2-tls" | "h3", number>>;
 }
 
 /** Base round trip (ns) of each arm at 256 B; 16 KiB costs 1.4× that. */
@@ -43,6 +48,8 @@ export function syntheticRtt(seed: number, options: SyntheticOptions = {}): Benc
   const rng = createRng(seed);
   const z = () => Math.sqrt(-2 * Math.log(1 - rng())) * Math.cos(2 * Math.PI * rng());
   const base: Record<string, number> = { ...BASE, h3: BASE["h2-tls"] * h3Cost };
+  const stacks = Object.entries(options.stacks ?? {});
+  for (const [t, ns] of stacks) base[`stacks ${t}`] = ns;
   const sizes = [256, 16384];
   const arms = Object.keys(base).flatMap((a) => sizes.map((s) => ({ a, s })));
   const blocks = new Map<string, number[][]>(arms.map(({ a, s }) => [`${a}/${s}`, []]));
@@ -76,6 +83,17 @@ export function syntheticRtt(seed: number, options: SyntheticOptions = {}): Benc
       ...layout(blocks.get(`kernel ${p}/${s}`)!),
     }))
   );
+  for (const [t] of stacks) {
+    for (const s of sizes) {
+      floors.push({
+        source: "stacks",
+        protocol: t === "h3" ? "udp" : "tcp",
+        transport: t,
+        sizeBytes: s,
+        ...layout(blocks.get(`stacks ${t}/${s}`)!),
+      });
+    }
+  }
   const rows: ResultRow[] = ["h2c", "h2-tls", "h3"].flatMap((t) =>
     sizes.map((s) => ({
       id: `native/rtt/${t}/${s}`,
@@ -91,6 +109,7 @@ export function syntheticRtt(seed: number, options: SyntheticOptions = {}): Benc
     }))
   );
   const ratios = pairedRatios(rows, floors, { resamples: 300 });
+  const added = addedTimes(rows, floors, { resamples: 300 });
   return {
     schema: SCHEMA_VERSION,
     startedAt: "2026-12-01T00:00:00Z",
@@ -131,6 +150,7 @@ export function syntheticRtt(seed: number, options: SyntheticOptions = {}): Benc
       roundMs: Array(rounds).fill(100),
       machine: [],
       ratios,
+      ...(added.length ? { added } : {}),
       noise: assessNoise({ machine: [], rows, floors, ratios, cores: 2 }),
     },
   };

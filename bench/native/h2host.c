@@ -1,19 +1,23 @@
 /*
- * sbilab's HTTP/2 server module (sbh2, h2c) hosted by a plain C loop instead
- * of Deno, for the `peers` scenario: epoll over the listening socket and its
- * connections; on each wake-up the calls the Deno server makes (read,
- * sbh2_sconn_recv, sbh2_sconn_poll, sbh2_sconn_respond, sbh2_sconn_send and
- * a write), with no JavaScript, no handler and no runtime around them. Every
- * request gets SIZE bytes of 'a' with status 200. Set against nghttpd under
- * h2load it says what the module costs; set against sbilab's h2c server,
- * what hosting it in Deno adds.
+ * sbilab's HTTP/2 server module (sbh2: h2c, or h2 over TLS with its GnuTLS
+ * record layer sbh2_tls) hosted by a plain C loop instead of Deno, for the
+ * `peers` scenario and the stacks-alone arms of `rtt`: epoll over the
+ * listening socket and its connections; on each wake-up the calls the Deno
+ * server makes (read, sbh2_sconn_recv or sbh2_sconn_recv_tls,
+ * sbh2_sconn_poll, sbh2_sconn_respond, sbh2_sconn_send or
+ * sbh2_sconn_send_tls and a write), with no JavaScript, no handler and no
+ * runtime around them. Every request gets SIZE bytes of 'a' with status 200.
+ * Set against nghttpd under h2load it says what the module costs; set
+ * against sbilab's h2 server, what hosting it in Deno adds.
  *
- * Usage: sbilab_h2host PORT SIZE
+ * Usage: sbilab_h2host PORT SIZE [CERT.pem KEY.pem]
+ * With a certificate and key it speaks h2 over TLS 1.3 (ALPN h2), else h2c.
  * Prints "listening" once bound; exits 0 on SIGTERM or SIGINT after freeing
  * every connection.
  */
 #define _GNU_SOURCE
 #include "../../transports/h2/native/sbh2_server.h"
+#include "../../transports/h2/native/sbh2_tls.h"
 #include "host_common.h"
 
 #include <arpa/inet.h>
@@ -43,6 +47,7 @@ static void on_signal(int sig) {
 typedef struct conn {
   int fd;
   sbh2_sconn *s;
+  sbh2_tls *tls; /* NULL for h2c */
   uint8_t *out;
   uint32_t out_off, out_len;
   int want_out;
@@ -52,11 +57,13 @@ typedef struct conn {
 static conn_t *g_conns;
 static uint8_t *g_in, *g_events, *g_body, g_head[HOST_HEAD_CAP];
 static size_t g_head_len, g_size;
+static sbh2_tls_config *g_tls; /* NULL for h2c */
 
 static void conn_free(int ep, conn_t *c) {
   epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
   close(c->fd);
   sbh2_sconn_free(c->s);
+  sbh2_tls_free(c->tls);
   if (c->prev) c->prev->next = c->next;
   else g_conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -80,7 +87,8 @@ static int conn_flush(int ep, conn_t *c) {
       if (k < 0) return -1;
       c->out_off += (uint32_t)k;
     }
-    int n = sbh2_sconn_send(c->s, c->out, IO_CAP);
+    int n = c->tls ? sbh2_sconn_send_tls(c->s, c->tls, c->out, IO_CAP)
+                   : sbh2_sconn_send(c->s, c->out, IO_CAP);
     if (n == SBWIRE_ERR_DONE) break;
     if (n < 0) return -1;
     c->out_off = 0;
@@ -112,8 +120,8 @@ static void conn_answer(conn_t *c) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: sbilab_h2host PORT SIZE\n");
+  if (argc != 3 && argc != 5) {
+    fprintf(stderr, "usage: sbilab_h2host PORT SIZE [CERT.pem KEY.pem]\n");
     return 2;
   }
   long port = strtol(argv[1], NULL, 10), size = strtol(argv[2], NULL, 10);
@@ -128,6 +136,23 @@ int main(int argc, char **argv) {
 
   int rc = 1, one = 1;
   g_size = (size_t)size;
+  if (argc == 5) {
+    size_t cert_len = 0, key_len = 0;
+    uint8_t *cert = host_read_file(argv[3], &cert_len), *key = host_read_file(argv[4], &key_len);
+    int ok = cert != NULL && key != NULL;
+    if (!ok) fprintf(stderr, "sbilab_h2host: cannot read the certificate or key\n");
+    if (ok && ((g_tls = sbh2_tls_config_new(1)) == NULL ||
+               sbh2_tls_config_set_cert(g_tls, cert, (uint32_t)cert_len, key, (uint32_t)key_len) < 0)) {
+      fprintf(stderr, "sbilab_h2host: the certificate or key was refused\n");
+      ok = 0;
+    }
+    free(cert);
+    free(key);
+    if (!ok) {
+      sbh2_tls_config_free(g_tls);
+      return 1;
+    }
+  }
   sbh2_server *srv = sbh2_server_new();
   g_in = malloc(IO_CAP);
   g_events = malloc(IO_CAP);
@@ -162,8 +187,12 @@ int main(int argc, char **argv) {
           c = calloc(1, sizeof *c);
           if (c != NULL) c->out = malloc(IO_CAP);
           if (c != NULL && c->out != NULL) c->s = sbh2_sconn_new(srv);
-          if (c == NULL || c->out == NULL || c->s == NULL) {
-            if (c != NULL) free(c->out);
+          if (c != NULL && c->s != NULL && g_tls != NULL) c->tls = sbh2_tls_new(g_tls, NULL, NULL, 0);
+          if (c == NULL || c->out == NULL || c->s == NULL || (g_tls != NULL && c->tls == NULL)) {
+            if (c != NULL) {
+              if (c->s != NULL) sbh2_sconn_free(c->s);
+              free(c->out);
+            }
             free(c);
             close(fd);
             continue;
@@ -182,7 +211,9 @@ int main(int argc, char **argv) {
       if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
         ssize_t k = read(c->fd, g_in, IO_CAP);
         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) dead = 1;
-        else if (k > 0 && sbh2_sconn_recv(c->s, g_in, (uint32_t)k) < 0) dead = 1;
+        else if (k > 0 && (c->tls ? sbh2_sconn_recv_tls(c->s, c->tls, g_in, (uint32_t)k)
+                                  : sbh2_sconn_recv(c->s, g_in, (uint32_t)k)) < 0)
+          dead = 1;
         else conn_answer(c);
       }
       /* After a session error, send drains the GOAWAY and then reports CLOSED. */
@@ -193,6 +224,7 @@ int main(int argc, char **argv) {
 out:
   while (g_conns) conn_free(ep, g_conns);
   if (srv != NULL) sbh2_server_free(srv);
+  sbh2_tls_config_free(g_tls);
   if (lfd >= 0) close(lfd);
   if (ep >= 0) close(ep);
   free(g_in);

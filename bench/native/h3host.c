@@ -36,22 +36,6 @@ static void on_signal(int sig) {
   g_stop = 1;
 }
 
-static uint8_t *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  uint8_t *p = NULL;
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-  if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) p = malloc((size_t)n + 1);
-  if (p != NULL && fread(p, 1, (size_t)n, f) != (size_t)n) {
-    free(p);
-    p = NULL;
-  }
-  fclose(f);
-  *len = (size_t)n;
-  return p;
-}
-
 int main(int argc, char **argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: sbilab_h3host CERT.pem KEY.pem PORT SIZE\n");
@@ -63,7 +47,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   size_t cert_len = 0, key_len = 0;
-  uint8_t *cert = read_file(argv[1], &cert_len), *key = read_file(argv[2], &key_len);
+  uint8_t *cert = host_read_file(argv[1], &cert_len), *key = host_read_file(argv[2], &key_len);
   if (cert == NULL || key == NULL) {
     fprintf(stderr, "sbilab_h3host: cannot read the certificate or key\n");
     return 1;

@@ -1,7 +1,7 @@
 /*
  * What the peers scenario's two module hosts (h2host.c, h3host.c) share: the
- * one response head they send, built with sbwire.h's field writer, and
- * reading an event record's fixed part with sbwire.h's getters.
+ * one response head they send, built with sbwire.h's field writer, reading an
+ * event record's fixed part with sbwire.h's getters, and reading a PEM file.
  */
 #ifndef SBILAB_HOST_COMMON_H
 #define SBILAB_HOST_COMMON_H
@@ -9,6 +9,7 @@
 #include "../../transports/native/sbwire.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Room for host_head's block. */
@@ -39,6 +40,23 @@ static inline void host_event(const uint8_t *p, uint32_t *type, uint32_t *conn_i
   *stream_id = (int64_t)sbwire_get_u64(p + 8);
   *head_len = sbwire_get_u32(p + 24);
   *body_len = sbwire_get_u32(p + 28);
+}
+
+/* Reads the whole file at path into a new buffer (the caller frees it); NULL when it cannot. */
+static inline uint8_t *host_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  uint8_t *p = NULL;
+  long n = -1;
+  if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+  if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) p = malloc((size_t)n + 1);
+  if (p != NULL && fread(p, 1, (size_t)n, f) != (size_t)n) {
+    free(p);
+    p = NULL;
+  }
+  fclose(f);
+  *len = (size_t)n;
+  return p;
 }
 
 #endif /* SBILAB_HOST_COMMON_H */

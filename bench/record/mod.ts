@@ -6,11 +6,13 @@
  * and transports/ for types.
  */
 export {
+  type AddedRecord,
   type BenchRun,
   type EngineName,
   type Environment,
   type FloorKind,
   type FloorRow,
+  type FloorSource,
   isFlowRow,
   type LinkRecord,
   type NoiseRecord,
@@ -28,7 +30,14 @@ export {
   SCHEMA_VERSION,
   type StudyRecord,
 } from "./schema.ts";
-export { assessNoise, NOISE_THRESHOLDS, noiseLine, pairedRatios } from "./rounds_summary.ts";
+export {
+  addedTimes,
+  assessNoise,
+  NOISE_THRESHOLDS,
+  noiseLine,
+  pairedRatios,
+  stacksRatios,
+} from "./rounds_summary.ts";
 export {
   BARE_LABELS,
   BARE_TRANSPORTS,
@@ -36,8 +45,11 @@ export {
   type BareTransport,
   findBareFloor,
   findFloor,
+  findStacksFloor,
   floorMultiple,
   floorName,
+  STACKS_LABELS,
+  STACKS_TRANSPORTS,
 } from "./floor_lookup.ts";
 export { PEER_RATIOS } from "./peer_ratios.ts";
 export { SETUP_PHASES, type SetupMode, setupModes, type SetupPhase } from "./setup_modes.ts";

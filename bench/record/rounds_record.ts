@@ -30,10 +30,12 @@ export interface RatioRecord {
   label: string;
   /**
    * `transports` (one transport over another), `floor` (a row over its kernel
-   * floor), `peers` (the peers scenario: our side over a reference tool) or
-   * `runtime` (a deno-stack row over its bare runtime arm).
+   * floor), `peers` (the peers scenario: our side over a reference tool),
+   * `runtime` (a deno-stack row over its bare runtime arm) or `stacks` (one
+   * transport's stacks-alone arm over another's: the transports without sbilab
+   * or a runtime around them).
    */
-  kind: "transports" | "floor" | "peers" | "runtime";
+  kind: "transports" | "floor" | "peers" | "runtime" | "stacks";
   /** Row or floor id of the numerator and of the denominator. */
   numerator: string;
   denominator: string;
@@ -49,6 +51,26 @@ export interface RatioRecord {
   cv: number;
   /** Per-round ratio of the block medians. */
   perRound: number[];
+}
+
+/**
+ * What sbilab adds to a request over the stacks alone: a row's median minus
+ * its transport's stacks-alone arm's at the same size, paired by round.
+ */
+export interface AddedRecord {
+  /** Stable key, e.g. `rtt/h2c/256/added`. */
+  id: string;
+  /** The row's transport. */
+  transport: string;
+  /** Body size both arms moved. */
+  sizeBytes?: number;
+  /** Row id (minuend) and floor id of the stacks-alone arm (subtrahend). */
+  row: string;
+  stacks: string;
+  /** Row median − stacks-alone median (ns). */
+  addedNs: number;
+  /** Paired cluster-bootstrap interval of that difference (ns). */
+  interval: Interval;
 }
 
 /** Per-round reading of the machine during the CPU-measured blocks. */
@@ -116,6 +138,8 @@ export interface RoundsRecord {
   machine: RoundMachineRecord[];
   /** The paired ratios, transports first. */
   ratios: RatioRecord[];
+  /** sbilab's own time per request over the stacks alone, per row (runs that measured them). */
+  added?: AddedRecord[];
   /** The noise assessment. */
   noise: NoiseRecord;
 }

@@ -1,17 +1,20 @@
 /**
  * What an interleaved run concludes, as pure functions of its rows, floors and
  * machine readings: the paired ratios (h3 ÷ h2-tls and h2-tls ÷ h2c per size,
- * each row over its kernel floor) and the noise assessment behind the
- * report's "this machine was noisy" line.
+ * the same for the stacks alone, each row over its kernel floor), sbilab's
+ * own time per request over the stacks alone, and the noise assessment behind
+ * the report's "this machine was noisy" line.
  */
-import { findBareFloor, findFloor } from "./floor_lookup.ts";
+import { findBareFloor, findFloor, findStacksFloor } from "./floor_lookup.ts";
 import {
   drift,
+  pairedDifference,
   pairedRatio,
   type RoundBootstrapOptions,
   splitRounds,
 } from "../stats/rounds_stats.ts";
 import type {
+  AddedRecord,
   FloorRow,
   NoiseRecord,
   NoiseThresholds,
@@ -128,14 +131,18 @@ export function pairedRatios(
     }, options);
     if (rec) out.push(rec);
   }
-  for (const f of floors.filter((f) => f.source === "runtime" || f.source === "bare")) {
+  out.push(...stacksRatios(floors, options));
+  for (const f of floors.filter((f) => f.source !== "kernel")) {
     const k = findFloor(floors, f.protocol, f.sizeBytes);
     if (!k) continue;
+    const name = f.source === "bare"
+      ? `bare ${f.transport}`
+      : f.source === "stacks"
+      ? `stacks alone ${f.transport}`
+      : "runtime";
     const rec = ratioRecord(floorArm(f), floorArm(k), {
       id: `${floorId(f)}/floor`,
-      label: `${
-        f.source === "bare" ? `bare ${f.transport}` : "runtime"
-      } ${f.protocol} ÷ kernel ${f.protocol}`,
+      label: `${name} ${f.protocol} ÷ kernel ${f.protocol}`,
       kind: "floor",
       sizeBytes: f.sizeBytes,
     }, options);
@@ -155,11 +162,81 @@ export function pairedRatios(
   return out;
 }
 
-/** The stable id of a floor, e.g. `floor/kernel/tcp/256`, or `floor/bare/h2c/256` for a bare arm. */
+/**
+ * The stacks alone's transport pairs, per size: those of
+ * {@linkcode TRANSPORT_PAIRS} whose arms were measured, and h3 ÷ h2c when
+ * h3 ÷ h2-tls was not (a run without an h2-over-TLS stacks-alone arm).
+ */
+export function stacksRatios(
+  floors: readonly FloorRow[],
+  options: RoundBootstrapOptions = {},
+): RatioRecord[] {
+  const out: RatioRecord[] = [];
+  const stacks = floors.filter((f) => f.source === "stacks");
+  for (const size of [...new Set(stacks.map((f) => f.sizeBytes))]) {
+    const pairs = [...TRANSPORT_PAIRS];
+    if (!findStacksFloor(stacks, "h2-tls", size)) pairs.push(["h3", "h2c"]);
+    for (const [n, d] of pairs) {
+      const num = findStacksFloor(stacks, n, size);
+      const den = findStacksFloor(stacks, d, size);
+      if (!num || !den) continue;
+      const rec = ratioRecord(floorArm(num), floorArm(den), {
+        id: `stacks/${n}/${d}/${size}`,
+        label: `stacks alone ${n} ÷ ${d}`,
+        kind: "stacks",
+        sizeBytes: size,
+      }, options);
+      if (rec) out.push(rec);
+    }
+  }
+  return out;
+}
+
+/**
+ * sbilab's own time per request: each row's median minus its transport's
+ * stacks-alone arm at the same size, paired by round (rows and arms with at
+ * least two shared rounds).
+ */
+export function addedTimes(
+  rows: readonly ResultRow[],
+  floors: readonly FloorRow[],
+  options: RoundBootstrapOptions = {},
+): AddedRecord[] {
+  const out: AddedRecord[] = [];
+  for (const r of rows) {
+    const f = findStacksFloor(floors, r.transport, r.sizeBytes);
+    if (!f || !r.rounds || !f.rounds) continue;
+    if (r.rounds.counts.length !== f.rounds.counts.length) continue;
+    const a = roundsOf(r.samples, r.rounds);
+    const b = roundsOf(f.samples, f.rounds);
+    const keep = a.map((x, i) => x.length > 0 && b[i].length > 0);
+    const ak = a.filter((_, i) => keep[i]);
+    const bk = b.filter((_, i) => keep[i]);
+    if (ak.length < 2) continue;
+    const d = pairedDifference(ak, bk, options);
+    out.push({
+      id: `${r.id}/added`,
+      transport: r.transport,
+      ...(r.sizeBytes !== undefined ? { sizeBytes: r.sizeBytes } : {}),
+      row: r.id,
+      stacks: floorId(f),
+      addedNs: d.difference,
+      interval: d.interval,
+    });
+  }
+  return out;
+}
+
+/**
+ * The stable id of a floor, e.g. `floor/kernel/tcp/256`, or, for an arm of one
+ * transport, `floor/bare/h2c/256` and `floor/stacks/h3/256`.
+ */
 export function floorId(
   f: Pick<FloorRow, "source" | "protocol" | "sizeBytes" | "transport">,
 ): string {
-  if (f.source === "bare") return `floor/bare/${f.transport}/${f.sizeBytes}`;
+  if (f.source === "bare" || f.source === "stacks") {
+    return `floor/${f.source}/${f.transport}/${f.sizeBytes}`;
+  }
   return `floor/${f.source}/${f.protocol}/${f.sizeBytes}`;
 }
 

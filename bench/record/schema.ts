@@ -27,7 +27,9 @@ import type { RepeatsRecord, RoundSeries, RoundsRecord } from "./rounds_record.t
  * `rounds` (per-round counts and medians, their samples stored in round
  * order) and their `estimate.medianCi` is the cluster interval over rounds.
  * `RunConfig.schedule`, `rounds`, `blockMs`, `seed` and `BenchRun.repeats`
- * are new. Version 1 files still read (they have no rounds).
+ * are new. Version 1 files still read (they have no rounds). Compatible
+ * additions since: floors of source `stacks` (the stacks alone) with
+ * `RoundsRecord.added`, and ratios of kind `stacks`.
  */
 export const SCHEMA_VERSION = "sbilab-bench/2";
 
@@ -132,17 +134,23 @@ export interface LinkRecord {
 /** Which floor a row is compared with. */
 export type FloorKind = "tcp" | "udp";
 
+/** What a floor measures (see {@linkcode FloorRow.source}). */
+export type FloorSource = "kernel" | "runtime" | "bare" | "stacks";
+
 /** One floor measurement (ping-pong of the row's payload size between two processes). */
 export interface FloorRow {
   /**
-   * `kernel` (the project's C ping-pong), `runtime` (Deno sockets), or `bare`
+   * `kernel` (the project's C ping-pong), `runtime` (Deno sockets), `bare`
    * (the deno stack's runtime with nothing of sbilab's on top: `fetch` →
-   * Deno's `serve`, or a request on a Deno QUIC stream) for one transport.
+   * Deno's `serve`, or a request on a Deno QUIC stream) for one transport, or
+   * `stacks` (the stacks alone: the native load engine against sbilab's
+   * module of that transport hosted by a plain C loop, no runtime on either
+   * side; the row's GET of the same size, timed per request by the engine).
    */
-  source: "kernel" | "runtime" | "bare";
+  source: FloorSource;
   /** Transport protocol. */
   protocol: FloorKind;
-  /** `bare`: the transport whose rows it stands under (`h2c`, `h2-tls`, `h3`). */
+  /** `bare` and `stacks`: the transport whose rows it stands under (`h2c`, `h2-tls`, `h3`). */
   transport?: string;
   /** Bytes each way per round trip. */
   sizeBytes: number;
@@ -155,6 +163,7 @@ export interface FloorRow {
 }
 
 export type {
+  AddedRecord,
   NoiseRecord,
   NoiseThresholds,
   RatioRecord,

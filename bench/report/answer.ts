@@ -7,9 +7,16 @@
  * table, Markdown and HTML.
  */
 import { findFloor } from "../record/floor_lookup.ts";
+import { ratioRecord } from "../record/rounds_summary.ts";
 import { compareMedians, type Interval } from "../stats/stats.ts";
 import type { BenchRun, RatioRecord, ResultRow } from "../record/schema.ts";
-import { formatBytes, formatDuration, formatMultiple, formatRate } from "../../lib/units.ts";
+import {
+  formatBytes,
+  formatDuration,
+  formatDurationWithInterval,
+  formatMultiple,
+  formatRate,
+} from "../../lib/units.ts";
 import { PEER_RATIOS } from "../record/peer_ratios.ts";
 
 /** How a transport is named in sentences. */
@@ -111,7 +118,76 @@ export function answerLines(run: BenchRun): string[] {
   if (s === "peers") return peersAnswer(run);
   if (s === "concurrency" || s === "capacity") return rateAnswer(run, rows);
   if (s === "cold") return coldAnswer(run, rows);
-  return latencyAnswer(run, rows);
+  return [...latencyAnswer(run, rows), ...stacksAloneLines(run)];
+}
+
+/**
+ * sbilab's own ratio of two transports at a size: the run's paired ratio when
+ * it has one, else paired over the rows' rounds here, else the rows' medians.
+ */
+function ownRatio(run: BenchRun, n: string, d: string, size: number): AnswerRatio | undefined {
+  const row = (t: string) =>
+    run.rows.find((r) =>
+      r.scenario === "rtt" && r.step === undefined && r.transport === t && r.sizeBytes === size
+    );
+  const num = row(n), den = row(d);
+  if (!num || !den) return undefined;
+  const paired =
+    run.rounds?.ratios.find((r) =>
+      r.kind === "transports" && r.numerator === num.id && r.denominator === den.id
+    ) ?? ratioRecord(num, den, { id: "", label: "", kind: "transports" });
+  const base = { numerator: n, denominator: d };
+  if (paired) return { ...base, ratio: paired.ratio, interval: paired.interval };
+  return rowRatio(run, num, den);
+}
+
+/**
+ * The stacks alone beside sbilab, for a run that measured them: their h3 ÷
+ * h2-TLS (else h3 ÷ h2c) per size with its interval, sbilab's own ratio of
+ * the same pair (and its h3 ÷ h2-TLS when the pair is another), then the time
+ * sbilab adds per request of each transport. Empty for a run without them.
+ */
+export function stacksAloneLines(run: BenchRun): string[] {
+  const ratios = (run.rounds?.ratios ?? []).filter((r) => r.kind === "stacks");
+  const out: string[] = [];
+  const clauses: string[] = [];
+  for (const size of [...new Set(ratios.map((r) => r.sizeBytes))]) {
+    const at = ratios.filter((r) => r.sizeBytes === size);
+    const r = at.find((q) => q.label === "stacks alone h3 ÷ h2-tls") ??
+      at.find((q) => q.label === "stacks alone h3 ÷ h2c");
+    if (!r || size === undefined) continue;
+    const [n, d] = r.label.replace("stacks alone ", "").split(" ÷ ");
+    const own = [ownRatio(run, n, d, size)];
+    if (d !== "h2-tls") own.push(ownRatio(run, "h3", "h2-tls", size));
+    const sbilab = own.filter((x) => x !== undefined).map((x) =>
+      `${transportName(x.numerator)} ÷ ${transportName(x.denominator)} ${withInterval(x)}`
+    );
+    clauses.push(
+      `${transportName(n)} ÷ ${transportName(d)} = ${
+        withInterval({ ...r, numerator: n, denominator: d })
+      } per ${formatBytes(size)} request${sbilab.length ? ` (sbilab: ${sbilab.join(", ")})` : ""}`,
+    );
+  }
+  if (clauses.length) {
+    out.push(`The stacks alone (C, no runtime): ${clauses.join("; ")}.`);
+  }
+  const added = run.rounds?.added ?? [];
+  const bySize = [...new Set(added.map((a) => a.sizeBytes))].map((size) => {
+    const parts = added.filter((a) => a.sizeBytes === size).map((a) =>
+      `${formatDurationWithInterval(a.addedNs, a.interval.lower, a.interval.upper)} per ${
+        transportName(a.transport)
+      } request`
+    );
+    return `${parts.join(", ")}${size !== undefined ? ` at ${formatBytes(size)}` : ""}`;
+  });
+  if (bySize.length) {
+    out.push(
+      `sbilab's own time over the stacks alone (its row's median − theirs, paired by round): ${
+        bySize.join("; ")
+      }.`,
+    );
+  }
+  return out;
 }
 
 /**
@@ -260,6 +336,11 @@ export function legendLines(run: BenchRun): string[] {
     (run.rounds ? " over rounds" : " (bootstrap over samples)") +
     "; p99 likewise; lower is better.",
   ];
+  if (run.floors.rows.some((f) => f.source === "stacks")) {
+    out.push(
+      "stacks alone: the native load engine (in this process) → sbilab's module of the same transport in a plain C host on the peer CPU, one request at a time on a warm connection, timed per request by the engine: the transports without sbilab's runtime around them.",
+    );
+  }
   if (run.rows.some((r) => r.floor)) {
     out.push(
       "× own floor: median over the kernel ping-pong of the row's own protocol and size (TCP for h2c and h2-TLS, UDP for h3), what the transport adds on top of its socket; × TCP floor: over the kernel TCP ping-pong of the same size, one reference for every row, so it compares across transports.",

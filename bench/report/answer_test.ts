@@ -281,3 +281,60 @@ Deno.test("a peers run's answer states our servers' rates and our client's time 
   run.rounds!.ratios = [];
   assert.deepEqual(answerLines(run), []);
 });
+
+Deno.test("a run with the stacks alone states their h3 ÷ h2c beside sbilab's ratios and the time sbilab adds per transport", async () => {
+  // sbilab: h2c 70 µs, h3 1.3 × 77 µs = 100.1 µs; the stacks alone: h2c 40 µs, h3 80 µs (2×).
+  const run = syntheticRtt(21, { stacks: { h2c: 40_000, h3: 80_000 } });
+  const stacks = run.rounds!.ratios.filter((r) => r.kind === "stacks");
+  assert.deepEqual(stacks.map((r) => r.id), ["stacks/h3/h2c/256", "stacks/h3/h2c/16384"]);
+  const lines = answerLines(run);
+  assert.equal(lines.length, 3, lines.join("\n"));
+  const m = lines[1].match(
+    /^The stacks alone \(C, no runtime\): h3 ÷ h2c = (\d+\.\d+)× \[(\d+\.\d+)–(\d+\.\d+)\] per 256 B request \(sbilab: h3 ÷ h2c (\d+\.\d+)× \[[\d.–]+\], h3 ÷ h2-TLS (\d+\.\d+)× \[[\d.–]+\]\); h3 ÷ h2c = .+ per 16 KiB request \(sbilab: .+\)\.$/,
+  );
+  assert.ok(m, lines[1]);
+  const [ratio, lo, hi, ownH2c, ownTls] = m.slice(1).map(Number);
+  assert.ok(lo <= 2 && 2 <= hi && lo <= ratio && ratio <= hi, lines[1]);
+  assert.ok(Math.abs(ownH2c - 100.1 / 70) < 0.05 && Math.abs(ownTls - 1.3) < 0.05, lines[1]);
+  // Added: h2c 70 − 40 = 30 µs, h3 100.1 − 80 = 20.1 µs at 256 B (× 1.4 at 16 KiB).
+  assert.match(
+    lines[2],
+    /^sbilab's own time over the stacks alone \(its row's median − theirs, paired by round\): [\d.]+ µs \[[\d.]+ – [\d.]+\] per h2c request, [\d.]+ µs \[[\d.]+ – [\d.]+\] per h3 request at 256 B; .+ at 16 KiB\.$/,
+  );
+  for (const a of run.rounds!.added!) {
+    const want = (a.transport === "h2c" ? 30_000 : 20_100) * (a.sizeBytes === 256 ? 1 : 1.4);
+    assert.ok(a.interval.lower <= want && want <= a.interval.upper, JSON.stringify(a));
+    assert.ok(Math.abs(a.addedNs / want - 1) < 0.1, JSON.stringify(a));
+  }
+  // Every report gives the lines; the floors table names the arms; the ratio table lists them.
+  const table = renderTable(run);
+  assert.ok(table.includes(lines[1]) && table.includes(lines[2]));
+  assert.match(table, /stacks alone h3\s+16 KiB/);
+  assert.match(table, /stacks alone h3 ÷ h2c\s+256 B/);
+  const md = renderMarkdown(run);
+  assert.ok(md.includes(`**${lines[1]}**`) && md.includes(`**${lines[2]}**`));
+  assert.match(md, /\| stacks alone h2c \| 256 B \|/);
+  assert.match(md, /The stacks alone are a GET of the same size instead, .*sbilab's h3 module/);
+  const lib = { name: "stub", version: "0", source: "" };
+  const { renderHtml } = await import("./html.ts");
+  assert.ok(renderHtml(run, lib).includes("The stacks alone (C, no runtime): h3 ÷ h2c = "));
+  // A run without the arms says nothing of them.
+  assert.equal(answerLines(syntheticRtt(21)).length, 1);
+});
+
+Deno.test("with an h2-over-TLS stacks-alone arm the stacks' h3 ÷ h2-TLS stands beside sbilab's", () => {
+  const run = syntheticRtt(22, { stacks: { "h2c": 40_000, "h2-tls": 45_000, "h3": 72_000 } });
+  assert.deepEqual(
+    run.rounds!.ratios.filter((r) => r.kind === "stacks" && r.sizeBytes === 256).map((r) => r.id),
+    ["stacks/h3/h2-tls/256", "stacks/h2-tls/h2c/256"],
+  );
+  const line = answerLines(run)[1];
+  const m = line.match(
+    /^The stacks alone \(C, no runtime\): h3 ÷ h2-TLS = (\d+\.\d+)× \[(\d+\.\d+)–(\d+\.\d+)\] per 256 B request \(sbilab: h3 ÷ h2-TLS (\d+\.\d+)× \[[\d.–]+\]\); /,
+  );
+  assert.ok(m, line);
+  const [ratio, lo, hi, own] = m.slice(1).map(Number);
+  assert.ok(lo <= 1.6 && 1.6 <= hi && Math.abs(ratio - 1.6) < 0.05, line);
+  assert.ok(Math.abs(own - 1.3) < 0.05, line);
+  assert.match(answerLines(run)[2], /per h2-TLS request/);
+});

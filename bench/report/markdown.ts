@@ -16,6 +16,7 @@ import {
   findFloor,
   floorMultiple,
   floorName,
+  STACKS_LABELS,
 } from "../record/floor_lookup.ts";
 import { floorCell, medianWithCi, tcpCell } from "./table.ts";
 import { answerLines, legendLines, warningLines } from "./answer.ts";
@@ -330,6 +331,17 @@ function floorsSection(run: BenchRun): string[] {
     return lines;
   }
   lines.push("Ping-pong round trip of the same payload between two processes on loopback.", "");
+  const stacks = new Set(
+    run.floors.rows.filter((f) => f.source === "stacks").map((f) => f.transport ?? ""),
+  );
+  if (stacks.size) {
+    lines.push(
+      `The stacks alone are a GET of the same size instead, timed per request, one at a time: ${
+        [...stacks].map((t) => STACKS_LABELS[t] ?? t).join("; ")
+      } (no runtime on either side).`,
+      "",
+    );
+  }
   lines.push(cellRow(["floor", "size", "median [95 % CI]", "p99", "n"]));
   lines.push(cellRow(Array(5).fill("---")));
   for (const f of run.floors.rows) {

@@ -68,6 +68,7 @@ function prefixRoundIds(r: RoundsRecord, stack: StackName): RoundsRecord {
       numerator: id(x.numerator),
       denominator: id(x.denominator),
     })),
+    ...(r.added ? { added: r.added.map((x) => ({ ...x, id: id(x.id), row: id(x.row) })) } : {}),
     noise: {
       ...r.noise,
       armCv: Object.fromEntries(Object.entries(r.noise.armCv).map(([k, v]) => [id(k), v])),

@@ -109,6 +109,8 @@ async function runInterleavedRtt(
     seed: run.seed,
     blockCount: run.blockCount,
     floorSizes,
+    // The stacks alone run the rows' GET, so they stand wherever loopback floors do.
+    stacksSizes: floorsSkipped ? [] : run.sizes,
     probe: options.probe ?? procMachineProbe(ctx.endpoints.pid),
     cores: navigator.hardwareConcurrency,
   });

@@ -4,12 +4,7 @@
  * transport's request on the runtime alone, see `bare_runtime.ts`). A floor
  * that cannot run becomes a note of the run.
  */
-import {
-  FloorError,
-  kernelPingPong,
-  openRuntimeEcho,
-  type RuntimeEcho,
-} from "../measure/floors.ts";
+import { FloorError, kernelPingPong, openRuntimeEcho } from "../measure/floors.ts";
 import {
   BARE_TRANSPORTS,
   type BareRuntime,
@@ -18,23 +13,23 @@ import {
 } from "../measure/bare_runtime.ts";
 import type { RoundArm } from "../measure/rounds.ts";
 import { floorId } from "../record/rounds_summary.ts";
-import type { FloorKind } from "../record/schema.ts";
+import type { FloorKind, FloorSource } from "../record/schema.ts";
 import { floorFor, type ScenarioContext } from "./context.ts";
 
-/** A floor arm: one floor at one size (a bare arm names its transport). */
+/** A floor arm: one floor at one size (a bare or stacks-alone arm names its transport). */
 export interface FloorArm {
   id: string;
-  source: "kernel" | "runtime" | "bare";
+  source: FloorSource;
   protocol: FloorKind;
   size: number;
   transport?: string;
 }
 
-/** The floor arms of a run under construction, and the echoes to close after it. */
+/** The floor arms of a run under construction, and the echoes (and hosts) to close after it. */
 export interface FloorArms {
   arms: RoundArm[];
   floorArms: FloorArm[];
-  echoes: (RuntimeEcho | BareRuntime)[];
+  echoes: { close(): Promise<void> }[];
 }
 
 /** Turns one operation into a block of an arm (timed by the run's block rule). */

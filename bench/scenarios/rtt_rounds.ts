@@ -16,7 +16,7 @@ import {
   runRounds,
 } from "../measure/rounds.ts";
 import type { MachineProbe } from "../measure/machine_probe.ts";
-import { assessNoise, pairedRatios } from "../record/rounds_summary.ts";
+import { addedTimes, assessNoise, pairedRatios } from "../record/rounds_summary.ts";
 import type { FloorRow, ResultRow, RoundSeries, RoundsRecord } from "../record/schema.ts";
 import type { SbiClient } from "../../transports/types.ts";
 import {
@@ -34,6 +34,7 @@ import {
   type FloorArm,
   type FloorArms,
 } from "./rtt_floor_arms.ts";
+import { addStacksArms } from "./rtt_stacks_arms.ts";
 
 /** How the rounds run. */
 export interface RttRoundsOptions {
@@ -49,6 +50,8 @@ export interface RttRoundsOptions {
   blockCount?: number;
   /** Floor sizes to measure in the rounds (empty: no floors). */
   floorSizes: number[];
+  /** Sizes of the stacks-alone arms on the native stack (see `rtt_stacks_arms.ts`). Default none. */
+  stacksSizes?: number[];
   /** Reads the machine around the transport blocks. */
   probe?: MachineProbe;
   /** CPU cores of the machine (for the load-average threshold). */
@@ -285,6 +288,7 @@ function roundsRecord(
   floors: FloorRow[],
 ): RoundsRecord {
   const ratios = pairedRatios(rows, floors);
+  const added = addedTimes(rows, floors);
   // With the server elsewhere or in this process, "other processes" cannot be told apart.
   const serverOwnProcess = ctx.endpoints.pid !== undefined;
   if (!serverOwnProcess && ctx.endpoints.mode === "in-process") {
@@ -310,6 +314,7 @@ function roundsRecord(
     roundMs: outcome.roundMs,
     machine: outcome.machine,
     ratios,
+    ...(added.length ? { added } : {}),
     noise,
   };
 }
@@ -324,7 +329,9 @@ export async function rttRounds(
   try {
     await addTransportArms(ctx, a, block);
     await addFloorArms(ctx, a, block, options.floorSizes);
+    // The deno stack's rows stand over its bare runtime; the native stack's over its C stacks alone.
     if (ctx.config.stack === "deno") await addBareArms(ctx, a, block, options.floorSizes);
+    else await addStacksArms(ctx, a, options.stacksSizes ?? [], options.blockCount);
     const progress = roundsProgress(ctx, a, options);
     await warmUpAlone(ctx, a, progress.warmUp);
     const outcome = await runRounds(a.arms, {

@@ -27,6 +27,8 @@ export {
   clusterMedian,
   cv,
   drift,
+  type PairedDifference,
+  pairedDifference,
   pairedRatio,
   type Rng,
   roundMedians,

@@ -4,6 +4,7 @@ import {
   betweenRoundCv,
   clusterMedian,
   drift,
+  pairedDifference,
   pairedRatio,
   type Rng,
   roundOrders,
@@ -87,6 +88,22 @@ Deno.test("paired ratio is exact on noiseless data, whatever the machine did per
   assert.ok(Math.abs(r.interval.upper - 1.25) < 1e-12, String(r.interval.upper));
   assert.ok(r.perRound.every((x) => Math.abs(x - 1.25) < 1e-12));
   assert.ok(r.cv < 1e-12);
+});
+
+Deno.test("paired difference holds the true difference when both arms shift together per round", () => {
+  // Each round adds the same machine delay to both arms: it cancels in the paired difference.
+  const shifts = [0, 30, -5, 80, 10, 55, 3, 20];
+  const rng = createRng(7);
+  const a = shifts.map((s) => [0, 1, 2].map(() => 100 + s + rng() * 4));
+  const b = shifts.map((s) => [0, 1, 2].map(() => 140 + s + rng() * 4));
+  const d = pairedDifference(b, a, { resamples: 400 });
+  assert.ok(d.interval.lower <= 40 && 40 <= d.interval.upper, JSON.stringify(d));
+  assert.ok(Math.abs(d.difference - 40) < 4, String(d.difference));
+  assert.equal(d.rounds, shifts.length);
+  // The arms' own medians move by far more than the difference's interval is wide.
+  const spread = clusterMedian(a, { resamples: 400 }).interval;
+  assert.ok(d.interval.upper - d.interval.lower < spread.upper - spread.lower);
+  assert.throws(() => pairedDifference([[1], [2]], [[1], [2], [3]]), RangeError);
 });
 
 /**
