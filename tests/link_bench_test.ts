@@ -79,7 +79,11 @@ Deno.test({
       }),
     );
     assert.equal(run.config.streams, 8);
-    assert.deepEqual(run.rows.map((r) => r.transport), ["h2c", "h2-tls", "h3"]);
+    assert.deepEqual(
+      run.rows.map((r) => r.transport),
+      ["h2c", "h2-tls", "h3"],
+      `rows missing; notes: ${run.notes.join(" | ")}`,
+    );
     for (const r of run.rows) {
       const e = r.estimate;
       assert.equal(r.scenario, "hol");
