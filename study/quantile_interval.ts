@@ -99,3 +99,100 @@ export function minSamplesForQuantile(q: number, level: number): number {
   // The largest sample bounds the quantile from above at 1 − qⁿ; it must reach 1 − α/2.
   return Math.ceil(Math.log((1 - level) / 2) / Math.log(q));
 }
+
+/** How clustered samples widen a quantile's interval ({@link tailDesignEffect}). */
+export interface TailDesignEffect {
+  /** Variance of the tail share across clusters ÷ what independent samples would give (≥ 1). */
+  effect: number;
+  /** Cluster size (samples) at which the effect was largest. */
+  clusterSize: number;
+  /** Independent samples the clustered ones are worth: n ÷ effect. */
+  effectiveN: number;
+}
+
+/** Fewest clusters a variance between clusters is taken from. */
+export const MIN_CLUSTERS = 8;
+
+/**
+ * The design effect (Kish) of samples that arrive in bursts, for the
+ * q-quantile: the samples, in the order they were taken, are cut into
+ * consecutive clusters of `clusterSize`, 2 × and 4 × that (each with at least
+ * {@link MIN_CLUSTERS} clusters), and in each cut the share of every cluster
+ * above the pooled quantile is compared with the binomial share. When slow
+ * samples come together (a stalled connection holds every flow on it), the
+ * shares vary between clusters more than independent samples allow, and the
+ * samples are worth fewer independent ones. The largest effect over the cuts
+ * is taken (a burst longer than a cluster shows at the larger cuts), never
+ * below 1: independent samples keep their exact order-statistic interval.
+ */
+export function tailDesignEffect(
+  samplesInOrder: ArrayLike<number>,
+  q: number,
+  clusterSize: number,
+): TailDesignEffect {
+  const n = samplesInOrder.length;
+  checkArgs(Math.max(1, n), q, 0.5);
+  if (!(Number.isInteger(clusterSize) && clusterSize >= 1)) {
+    throw new RangeError(`Cluster size must be a whole number ≥ 1, got ${clusterSize}`);
+  }
+  const none = { effect: 1, clusterSize, effectiveN: n };
+  if (n === 0) return none;
+  const asc = Float64Array.from(samplesInOrder).sort();
+  // The pooled quantile's order statistic: the tail is every sample above it.
+  const cut = asc[Math.min(n - 1, Math.ceil(q * n) - 1)];
+  let tail = 0;
+  for (let i = 0; i < n; i++) if (samplesInOrder[i] > cut) tail++;
+  const p = tail / n;
+  if (p <= 0) return none;
+  const binomial = p * (1 - p) / n;
+  let best = none;
+  for (let m = clusterSize; Math.floor(n / m) >= MIN_CLUSTERS; m *= 2) {
+    if (m > 4 * clusterSize) break;
+    // Whole clusters of m; the remainder joins the last one.
+    const k = Math.floor(n / m);
+    let sum = 0;
+    for (let c = 0; c < k; c++) {
+      const end = c === k - 1 ? n : (c + 1) * m;
+      let y = 0;
+      for (let i = c * m; i < end; i++) if (samplesInOrder[i] > cut) y++;
+      sum += (y - p * (end - c * m)) ** 2;
+    }
+    // Variance of the tail share as a ratio estimate over k clusters.
+    const clustered = (k / (k - 1)) * sum / (n * n);
+    const effect = clustered / binomial;
+    if (effect > best.effect) best = { effect, clusterSize: m, effectiveN: n / effect };
+  }
+  return best;
+}
+
+/**
+ * The q-quantile's interval for samples worth `effect` times fewer
+ * independent ones (a design effect, {@link tailDesignEffect}): the exact
+ * order-statistic ranks of {@link quantileRanks} for the effective number of
+ * samples, scaled back to the samples' ranks outward (the lower rank down,
+ * the upper up). With an effect of 1 it is {@link quantileInterval}; with a
+ * larger one it is wider, and has no upper end when the samples are worth too
+ * few to bound the quantile.
+ */
+export function clusteredQuantileInterval(
+  samples: ArrayLike<number>,
+  q: number,
+  level: number,
+  effect: number,
+): QuantileInterval {
+  if (!(effect >= 1)) throw new RangeError(`A design effect must be ≥ 1, got ${effect}`);
+  if (effect === 1) return quantileInterval(samples, q, level);
+  const asc = Float64Array.from(samples).sort();
+  const n = asc.length;
+  const m = Math.max(1, Math.floor(n / effect));
+  const r = quantileRanks(m, q, level);
+  const scale = n / m;
+  const lower = r.lower >= 1 ? Math.max(1, Math.floor(r.lower * scale)) : 0;
+  const upper = r.upper <= m ? Math.min(n, Math.ceil(r.upper * scale)) : n + 1;
+  return {
+    lower: lower >= 1 ? asc[lower - 1] : -Infinity,
+    upper: upper <= n ? asc[upper - 1] : Infinity,
+    coverage: r.coverage,
+    n,
+  };
+}

@@ -4,25 +4,33 @@
  * has completed at least a look's number of flows, and stops at the first look
  * that decides it; its unspent time goes to the cells still open.
  *
- * At each look both p99s get distribution-free order-statistic intervals. The
- * looks share the error: each look's two intervals hold together with
- * 1 − (1 − level) / looks (Bonferroni), so over all looks of a cell the chance
- * that any interval misses its p99 is at most 1 − level. Hence:
- * - **material**: HTTP/3's p99 is at least `minReduction` lower and its interval
- *   lies wholly below the HTTP/2 variant's. With equal p99s this needs an
+ * At each look each p99 gets a distribution-free order-statistic interval,
+ * widened when its side's slow flows come in bursts (a stalled connection
+ * holds every flow on it, so a side's tail is worth fewer independent flows:
+ * `clusteredQuantileInterval`), and the two combine into an interval of the
+ * ratio h3 p99 ÷ h2 p99 (`ratioInterval`). The looks share the error: each
+ * look's interval holds at 1 − (1 − level) / looks (Bonferroni), so over all
+ * looks of a cell the chance that any of them misses is at most 1 − level.
+ * Hence:
+ * - **material**: HTTP/3's p99 is at least `minReduction` lower and the
+ *   ratio's interval lies wholly below 1. With equal p99s this needs an
  *   interval to miss, so a cell is wrongly called material with probability at
  *   most 1 − level (5 %), however many looks it takes.
- * - **not material**: even the most favourable ends of the intervals give HTTP/3
- *   a reduction below `minReduction` (1 − h3 lower ÷ h2 upper < minReduction).
- *   A true material advantage is called "not material" at most 1 − level.
+ * - **not material**: even the ratio interval's lower end gives HTTP/3 a
+ *   reduction below `minReduction`. A true material advantage is called "not
+ *   material" at most 1 − level.
  * - **undecided** otherwise, with an estimate of the flows per side that would
- *   decide it if the p99s stayed where they are.
+ *   decide it if the p99s and their burstiness stayed where they are.
  * No look is taken before each side has enough flows for both ends of its
  * interval (a p99's upper end needs a flow above it).
  */
 import type { Interval } from "../bench/stats/mod.ts";
 import { quantileSorted } from "../lib/median.ts";
-import { minSamplesForQuantile, quantileInterval } from "./quantile_interval.ts";
+import {
+  clusteredQuantileInterval,
+  minSamplesForQuantile,
+  tailDesignEffect,
+} from "./quantile_interval.ts";
 
 /** When and how strictly cells are judged. */
 export interface SequentialDesign {
@@ -32,6 +40,12 @@ export interface SequentialDesign {
   level: number;
   /** Smallest relative p99 reduction that counts (0.2 = 20 %). */
   minReduction: number;
+  /**
+   * Flows per cluster when the flows of a side are not independent (slow flows
+   * come in bursts): each p99 interval is widened by the burstiness of its side's
+   * tail ({@link clusteredQuantileInterval}). Omitted: flows taken as independent.
+   */
+  clusterFlows?: number;
 }
 
 /**
@@ -44,6 +58,7 @@ export const DEFAULT_DESIGN: SequentialDesign = {
   looks: [600, 1000, 1600, 2400],
   level: 0.95,
   minReduction: 0.2,
+  clusterFlows: 50,
 };
 
 /** The design `--quick` judges with: one look, at the fewest flows a single look needs. */
@@ -57,19 +72,14 @@ export function flowsDesign(config: { quick?: boolean }, samples?: number): Sequ
   return { ...base, looks: looks.length ? looks : [base.looks[0]] };
 }
 
-/** Joint level of one look's two intervals. */
+/** Level of one look's interval of the p99 ratio (and of each side's p99 interval it is built from). */
 export function lookLevel(design: Pick<SequentialDesign, "looks" | "level">): number {
   return 1 - (1 - design.level) / Math.max(1, design.looks.length);
 }
 
-/** Level of each side's interval at one look (the two hold together at {@link lookLevel}). */
-export function lookSideLevel(design: Pick<SequentialDesign, "looks" | "level">): number {
-  return Math.sqrt(lookLevel(design));
-}
-
 /** Fewest flows per side on which any look can decide (a p99's upper end needs a flow above it). */
 export function fewestFlowsToDecide(design: Pick<SequentialDesign, "looks" | "level">): number {
-  return minSamplesForQuantile(0.99, lookSideLevel(design));
+  return minSamplesForQuantile(0.99, lookLevel(design));
 }
 
 /** Checks a design: looks ascending, the first at or above {@link fewestFlowsToDecide}. */
@@ -90,7 +100,7 @@ export type LookStatus = "material" | "not-material" | "undecided";
 
 /** The figures of one look. */
 export interface LookFigures {
-  /** HTTP/3's p99 and its interval at the per-look side level. */
+  /** HTTP/3's p99 and its interval at the look's level. */
   h3P99: number;
   h3Ci: Interval;
   /** The better HTTP/2's p99 and its interval. */
@@ -98,6 +108,8 @@ export interface LookFigures {
   h2Ci: Interval;
   /** Completed flows behind the smaller side. */
   n: number;
+  /** How many times fewer independent flows the sides' bursts make them worth (1: none). */
+  designEffect?: number;
   /** Share of flows each side lost (0…1). Default 0. */
   h3FailShare?: number;
   h2FailShare?: number;
@@ -124,12 +136,8 @@ export function decideLook(
   design: SequentialDesign = DEFAULT_DESIGN,
 ): LookDecision {
   const reduction = 1 - f.h3P99 / f.h2P99;
-  const reductionCi = {
-    lower: f.h2Ci.lower > 0 && Number.isFinite(f.h3Ci.upper)
-      ? 1 - f.h3Ci.upper / f.h2Ci.lower
-      : -Infinity,
-    upper: Number.isFinite(f.h2Ci.upper) ? 1 - Math.max(0, f.h3Ci.lower) / f.h2Ci.upper : 1,
-  };
+  const ratio = ratioInterval(f);
+  const reductionCi = { lower: 1 - ratio.upper, upper: 1 - ratio.lower };
   const min = fewestFlowsToDecide(design);
   const flowsToDecide = () => flowsThatWouldDecide(f, design);
   if (f.n < min) {
@@ -152,7 +160,7 @@ export function decideLook(
         : `p99 ${pct(-reduction)} higher`,
     };
   }
-  if (reduction >= design.minReduction - 1e-12 && f.h3Ci.upper < f.h2Ci.lower) {
+  if (reduction >= design.minReduction - 1e-12 && ratio.upper < 1) {
     if (lostMore) {
       return {
         status: "not-material",
@@ -182,29 +190,45 @@ export function decideLook(
 }
 
 /**
- * About how many flows per side would decide the look if both p99s stayed
- * where they are: an interval's relative width shrinks as 1/√n.
+ * Interval of the ratio h3 p99 ÷ h2 p99 at the look's level, from each side's
+ * interval at that level by the method of variance estimates recovery
+ * (MOVER, Zou & Donner 2008) on the log scale: each end of the ratio combines
+ * the distances of the two sides' matching ends from their p99s in
+ * quadrature, so the asymmetry of a p99's interval (its upper end is the far
+ * one) carries over. An end a side cannot bound leaves the ratio unbounded
+ * on that side.
+ */
+export function ratioInterval(f: LookFigures): { lower: number; upper: number } {
+  const down = (p: number, ci: Interval) => (ci.lower > 0 ? Math.log(p / ci.lower) : Infinity);
+  const up = (p: number, ci: Interval) =>
+    Number.isFinite(ci.upper) ? Math.log(ci.upper / p) : Infinity;
+  const r = Math.log(f.h3P99 / f.h2P99);
+  const lo = r - Math.hypot(down(f.h3P99, f.h3Ci), up(f.h2P99, f.h2Ci));
+  const hi = r + Math.hypot(up(f.h3P99, f.h3Ci), down(f.h2P99, f.h2Ci));
+  return { lower: Math.exp(lo), upper: Math.exp(hi) };
+}
+
+/**
+ * About how many flows per side would decide the look if both p99s and their
+ * burstiness stayed where they are: the ratio interval's width on the log
+ * scale shrinks as 1/√n.
  */
 export function flowsThatWouldDecide(f: LookFigures, design: SequentialDesign): number {
   const min = fewestFlowsToDecide(design);
   if (!(f.h3P99 > 0 && f.h2P99 > 0)) return Infinity;
-  // Relative half-widths at n; an unbounded end is taken as the other end's width.
-  const rel = (ci: Interval, p: number) => {
-    const lo = Number.isFinite(ci.lower) ? 1 - ci.lower / p : NaN;
-    const hi = Number.isFinite(ci.upper) ? ci.upper / p - 1 : NaN;
-    return { lo: Number.isNaN(lo) ? hi : lo, hi: Number.isNaN(hi) ? lo : hi };
-  };
-  const a = rel(f.h3Ci, f.h3P99), b = rel(f.h2Ci, f.h2P99);
-  if (![a.lo, a.hi, b.lo, b.hi].every(Number.isFinite)) return Infinity;
-  const m = design.minReduction;
-  let s: number;
-  if (f.h3P99 <= (1 - m) * f.h2P99) {
-    // material once h3 (1 + a.hi s) < h2 (1 − b.lo s)
-    s = (f.h2P99 - f.h3P99) / (f.h3P99 * a.hi + f.h2P99 * b.lo);
-  } else {
-    // not material once h3 (1 − a.lo s) > (1 − m) h2 (1 + b.hi s)
-    s = (f.h3P99 - (1 - m) * f.h2P99) / (f.h3P99 * a.lo + (1 - m) * f.h2P99 * b.hi);
+  const r = Math.log(f.h3P99 / f.h2P99);
+  const ratio = ratioInterval(f);
+  const above = Math.log(ratio.upper) - r, below = r - Math.log(ratio.lower);
+  if (!(Number.isFinite(above) && Number.isFinite(below))) {
+    // A side worth too few independent flows to bound its p99: at least enough flows for that.
+    const atLeast = Math.ceil(min * (f.designEffect ?? 1));
+    if (atLeast <= f.n || atLeast > 10 * (design.looks.at(-1) ?? min)) return Infinity;
+    return design.looks.find((l) => l >= atLeast) ?? atLeast;
   }
+  const floor = Math.log(1 - design.minReduction);
+  // Material once the upper end falls below 1 (with the p99 at least minReduction lower);
+  // not material once the lower end rises above 1 − minReduction.
+  const s = r <= floor + 1e-12 ? -r / above : (r - floor) / below;
   if (!(s > 0)) return Infinity;
   const need = Math.max(min, Math.ceil(Math.max(f.n, 1) / (s * s)));
   // Near the threshold the estimate runs off to millions: past ten times the last look no run
@@ -221,15 +245,26 @@ export function lookAt(
   options: { design?: SequentialDesign; h3FailShare?: number; h2FailShare?: number } = {},
 ): LookDecision & LookFigures {
   const design = options.design ?? DEFAULT_DESIGN;
-  const side = lookSideLevel(design);
+  const side = lookLevel(design);
   const a = Float64Array.from(h3).sort(), b = Float64Array.from(h2).sort();
-  const ia = quantileInterval(a, 0.99, side), ib = quantileInterval(b, 0.99, side);
+  // Bursts of slow flows, measured on each side's flows in completion order, widen both
+  // intervals alike: with equal p99s both sides come from one law, and a side that saw no
+  // burst this time is not thereby free of them.
+  const effect = design.clusterFlows
+    ? Math.max(
+      tailDesignEffect(h3, 0.99, design.clusterFlows).effect,
+      tailDesignEffect(h2, 0.99, design.clusterFlows).effect,
+    )
+    : 1;
+  const ia = clusteredQuantileInterval(a, 0.99, side, effect);
+  const ib = clusteredQuantileInterval(b, 0.99, side, effect);
   const f: LookFigures = {
     h3P99: quantileSorted(a, 0.99),
     h3Ci: { lower: ia.lower, upper: ia.upper, level: side },
     h2P99: quantileSorted(b, 0.99),
     h2Ci: { lower: ib.lower, upper: ib.upper, level: side },
     n: Math.min(a.length, b.length),
+    designEffect: effect,
     h3FailShare: options.h3FailShare,
     h2FailShare: options.h2FailShare,
   };

@@ -14,14 +14,18 @@
  * 20 %; otherwise the cell is undecided, with the flows that would decide it.
  */
 import type { Interval } from "../bench/stats/mod.ts";
-import { quantileInterval } from "./quantile_interval.ts";
+import {
+  clusteredQuantileInterval,
+  quantileInterval,
+  tailDesignEffect,
+} from "./quantile_interval.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "../bench/record/mod.ts";
 import {
   DEFAULT_DESIGN,
   fewestFlowsToDecide,
   flowsDesign,
   judgeSequential,
-  lookSideLevel,
+  lookLevel,
   type SequentialDesign,
 } from "./sequential.ts";
 
@@ -33,8 +37,9 @@ export interface VerdictRule {
   /** Smallest relative p99 reduction that counts (0.2 = 20 %). */
   minReduction: number;
   /**
-   * Joint confidence level of the two p99 intervals: each side's interval is
-   * taken at √level, so both cover their p99 together with at least `level`.
+   * Confidence level that holds over all looks of a cell: each look's interval
+   * of the p99 ratio (and each side's p99 interval it is built from) is taken
+   * at 1 − (1 − level) / looks.
    */
   level: number;
   /** Bootstrap resamples (kept for records written before order-statistic intervals). */
@@ -52,6 +57,11 @@ export interface VerdictRule {
    * `level` holds over all of them. Records without it had one look at `minSamples`.
    */
   looks?: number[];
+  /**
+   * Flows per cluster by which each side's burstiness is measured (the
+   * design's `clusterFlows`); records without it took flows as independent.
+   */
+  clusterFlows?: number;
 }
 
 /** The rule the study states. */
@@ -64,6 +74,7 @@ export const DEFAULT_RULE: VerdictRule = {
   minOnTimeShare: 0.95,
   onTimeMs: 2,
   looks: [...DEFAULT_DESIGN.looks],
+  clusterFlows: DEFAULT_DESIGN.clusterFlows,
 };
 
 /** The sequential design a rule states. */
@@ -72,6 +83,7 @@ export function ruleDesign(rule: VerdictRule): SequentialDesign {
     looks: rule.looks ?? [rule.minSamples],
     level: rule.level,
     minReduction: rule.minReduction,
+    ...(rule.clusterFlows ? { clusterFlows: rule.clusterFlows } : {}),
   };
 }
 
@@ -242,7 +254,7 @@ export interface StudyVerdict {
 export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
   const th = validityThresholds(rule);
   const design = ruleDesign(rule);
-  const side = (lookSideLevel(design) * 100).toFixed(2);
+  const side = (lookLevel(design) * 100).toFixed(2);
   const looks = design.looks;
   return `A cell (link × flow × UE concurrency) is valid when, over each transport's blocks, no ` +
     `process on the path (client, server, link relay) had a thread busy ${th.maxCoreShare} of a ` +
@@ -250,13 +262,19 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
     `${th.onTimeMs} ms of their due time; other cells are shown as not valid. A valid cell is ` +
     `judged at ${looks.length === 1 ? "one look" : `up to ${looks.length} looks`}, when each ` +
     `side has completed ${looks.join(", ")} flows, and stops at the first look that decides. ` +
-    `At a look each side's p99 gets a distribution-free order-statistic interval at ${side} %, ` +
-    `so that over all looks every interval holds together with ${rule.level * 100} % ` +
-    `(Bonferroni). HTTP/3 has a material advantage when its p99 flow time is at least ` +
-    `${rule.minReduction * 100} % lower than that of the better HTTP/2 variant (h2c or h2 over ` +
-    `TLS, whichever has the lower p99), its interval lies wholly below that variant's, and it ` +
-    `lost no larger share of flows; it has none when even the intervals' most favourable ends ` +
-    `give it less than ${rule.minReduction * 100} %. With equal p99s a cell is called material ` +
+    `At a look each side's p99 gets a distribution-free order-statistic interval at ${side} %` +
+    (design.clusterFlows
+      ? `, widened by how much more than independent flows its slow flows come together ` +
+        `(their share above the p99 compared across clusters of ${design.clusterFlows}, ` +
+        `${design.clusterFlows * 2} and ${design.clusterFlows * 4} flows in completion order)`
+      : "") +
+    `, and the two give an interval of the ratio of the p99s at ${side} % (MOVER, on the log ` +
+    `scale), so that over all looks the ratio's intervals hold together with ` +
+    `${rule.level * 100} % (Bonferroni). HTTP/3 has a material advantage when its p99 flow time ` +
+    `is at least ${rule.minReduction * 100} % lower than that of the better HTTP/2 variant (h2c ` +
+    `or h2 over TLS, whichever has the lower p99), the ratio's interval lies wholly below 1, and ` +
+    `it lost no larger share of flows; it has none when even the interval's most favourable end ` +
+    `gives it less than ${rule.minReduction * 100} %. With equal p99s a cell is called material ` +
     `in at most ${((1 - rule.level) * 100).toFixed(0)} % of runs. Otherwise the cell is ` +
     `undecided, with about how many flows per side would decide it. No look comes before ` +
     `${fewestFlowsToDecide(design)} flows per side: with fewer not even the largest flow time ` +
@@ -488,8 +506,16 @@ function transportFigures(r: ResultRow, design: SequentialDesign): CellTransport
     const v = x[`cpu:${p}`];
     if (typeof v === "number" && Number.isFinite(v)) cores[p] = v;
   }
+  const level = lookLevel(design);
   const ci = r.samples.samples.length >= 1
-    ? quantileInterval(r.samples.samples, 0.99, lookSideLevel(design))
+    ? design.clusterFlows
+      ? clusteredQuantileInterval(
+        r.samples.samples,
+        0.99,
+        level,
+        tailDesignEffect(r.samples.samples, 0.99, design.clusterFlows).effect,
+      )
+      : quantileInterval(r.samples.samples, 0.99, level)
     : undefined;
   return {
     transport: r.transport,
@@ -498,7 +524,7 @@ function transportFigures(r: ResultRow, design: SequentialDesign): CellTransport
     n: r.estimate.n,
     failed: x.failed ?? r.errors,
     retries: x.retries ?? 0,
-    ...(ci ? { p99Ci: { lower: ci.lower, upper: ci.upper, level: lookSideLevel(design) } } : {}),
+    ...(ci ? { p99Ci: { lower: ci.lower, upper: ci.upper, level } } : {}),
     ...(Object.keys(cores).length ? { cores } : {}),
     ...(typeof x.onTimeShare === "number" ? { onTimeShare: x.onTimeShare } : {}),
   };

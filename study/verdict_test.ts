@@ -1,11 +1,17 @@
 import assert from "node:assert/strict";
 import { DEFAULT_RULE, studyVerdict } from "./verdict.ts";
-import { compareQuantiles, estimate } from "../bench/stats/mod.ts";
+import { compareQuantiles, createRng, estimate, shuffled } from "../bench/stats/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 
-/** Samples spread evenly over [lo, hi]. */
+/**
+ * Samples spread evenly over [lo, hi], in a seeded random order: flows complete in no order of
+ * their times, so no burst of slow ones widens the intervals.
+ */
 function spread(lo: number, hi: number, n = 600): number[] {
-  return Array.from({ length: n }, (_, i) => lo + ((hi - lo) * i) / (n - 1));
+  return shuffled(
+    Array.from({ length: n }, (_, i) => lo + ((hi - lo) * i) / (n - 1)),
+    createRng(n),
+  );
 }
 
 function row(

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import { loadChartLibrary, renderHtml } from "../bench/report/mod.ts";
 import { type BenchRun, type ResultRow, SCHEMA_VERSION } from "../bench/record/mod.ts";
-import { estimate } from "../bench/stats/mod.ts";
+import { createRng, estimate, shuffled } from "../bench/stats/mod.ts";
 import { DEFAULT_RULE, STUDY_SECTIONS, studyVerdict } from "../study/mod.ts";
 import { needsTool, ROOT } from "./support.ts";
 
@@ -23,9 +23,10 @@ const UES = [64, 256];
 const FLOWS = ["registration", "pdu-session", "handover", "service-request", "warm-get"];
 const STACKS = ["native", "deno"];
 
-/** n flow times spread evenly over [lo, hi] (ns). */
+/** n flow times spread evenly over [lo, hi] (ns), in a seeded random order (no bursts). */
 function spread(lo: number, hi: number, n = 600): number[] {
-  return Array.from({ length: n }, (_, i) => (lo + ((hi - lo) * i) / (n - 1)) * 1e6);
+  const times = Array.from({ length: n }, (_, i) => (lo + ((hi - lo) * i) / (n - 1)) * 1e6);
+  return shuffled(times, createRng(n));
 }
 
 function row(
