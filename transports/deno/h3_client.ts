@@ -58,7 +58,7 @@ class Session implements CoreSession {
         try {
           p.resolve(toClientResponse(e.headers, e.body));
         } catch (err) {
-          p.reject(new TransportError((err as Error).message, { cause: err }));
+          p.reject(err as Error);
         }
       } else if (e.type === WIRE_EVENT.RESET) {
         this.#pending.take(e.streamId)?.reject(

@@ -421,11 +421,7 @@ class Session {
         try {
           p.resolve(toClientResponse(e.headers, e.body));
         } catch (err) {
-          p.reject(
-            new TransportError(`Malformed HTTP/3 response: ${(err as Error).message}`, {
-              cause: err,
-            }),
-          );
+          p.reject(err as Error);
         }
         return;
       }
