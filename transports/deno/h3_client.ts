@@ -193,7 +193,7 @@ class QuinnH3Client implements SbiClient {
 }
 
 /** A client for `https://host:port` over HTTP/3 on Deno's QUIC. */
-export async function createQuinnH3Client(
+export async function createDenoH3Client(
   origin: string,
   options: ClientOptions = {},
 ): Promise<SbiClient> {

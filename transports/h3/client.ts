@@ -792,7 +792,7 @@ class H3Client implements H3SbiClient {
 }
 
 /** Creates an HTTP/3 client for `https://host:port`. */
-export async function createH3Client(
+export async function createNativeH3Client(
   origin: string,
   options: H3ClientOptions = {},
 ): Promise<H3SbiClient> {
