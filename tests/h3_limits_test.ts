@@ -229,6 +229,70 @@ Deno.test({
 
 Deno.test({
   name:
+    "h3 server counts its handshakes exactly: after 40 completed and 40 abandoned handshakes, once the abandoned ones timed out (300 ms), a new client is served without a Retry",
+  ignore,
+  fn: async () => {
+    const server = await createNativeH3Server(createHandler(), {
+      tls: await serverTls(),
+      handshakeTimeoutMs: 300,
+    });
+    const { symbols } = await loadH3Library();
+    const sock = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+    const tls = { ca: (await testPki()).caCertPem };
+    try {
+      // Completed handshakes, kept open: each must give its place back when it completes (a
+      // leak here would fill the 32 places, and the 33rd client would get a Retry).
+      const done = [];
+      try {
+        for (let i = 0; i < 40; i++) {
+          const client = await createNativeH3Client(server.url, { tls });
+          done.push(client);
+          const res = await client.request({ path: "/nbench/v1/payload?size=10" });
+          assert.equal(res.status, 200);
+          assert.equal(client.datagramStats()?.retries, 0, `completed client ${i} without a Retry`);
+        }
+      } finally {
+        for (const client of done) await client.close();
+      }
+      // Abandoned handshakes: 40 first Initials of clients that never say more; 32 are held.
+      using config = new H3Config(symbols, false, { verifyPeer: false });
+      const out = new Uint8Array(1500);
+      for (let i = 0; i < 40; i++) {
+        using conn = new H3ClientConn(symbols, config, {
+          serverName: "localhost",
+          localIp: "127.0.0.1",
+          localPort: (sock.addr as Deno.NetAddr).port,
+          remoteIp: "127.0.0.1",
+          remotePort: server.port,
+        });
+        const n = conn.send(out);
+        await sock.send(out.subarray(0, n), {
+          transport: "udp",
+          hostname: "127.0.0.1",
+          port: server.port,
+        });
+      }
+      await until(() => (server.datagramStats()?.retries ?? 0) >= 8, "Retries past the cap", 2000);
+      const retries = server.datagramStats()!.retries;
+      // Each abandoned handshake must give its place back when it times out and is dropped.
+      await until(() => server.connectionCount === 0, "every connection to be dropped", 5000);
+      const client = await createNativeH3Client(server.url, { tls });
+      try {
+        assert.equal((await client.request({ path: "/nbench/v1/payload?size=10" })).status, 200);
+        assert.equal(client.datagramStats()?.retries, 0, "the new client came in without a Retry");
+        assert.equal(server.datagramStats()!.retries, retries, "the server sent no Retry since");
+      } finally {
+        await client.close();
+      }
+    } finally {
+      sock.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
     "h3 server closes an idle connection within its 300 ms idle timeout (+1 s) even when the client would wait 30 s",
   ignore,
   fn: async () => {
