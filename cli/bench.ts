@@ -12,7 +12,7 @@ import {
   runRepeated,
 } from "../bench/run/mod.ts";
 import { type ScenarioName, SCENARIOS } from "../bench/record/mod.ts";
-import { parseSize } from "../lib/units.ts";
+import { formatBudgetUse, parseSize } from "../lib/units.ts";
 import { createProgress } from "./progress.ts";
 import { renderCharts, renderTable, writeReports } from "../bench/report/mod.ts";
 import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
@@ -754,9 +754,7 @@ async function study(flags: StudyFlags): Promise<number> {
     }, { sections: STUDY_SECTIONS });
     for (const w of written) console.error(`wrote ${w}`);
     console.error(
-      `study took ${(run.durationMs / 1000).toFixed(0)} s of a ${
-        (run.study!.budgetMs / 1000).toFixed(0)
-      } s budget`,
+      `study ${formatBudgetUse(run.durationMs, run.study!.budgetMs)}`,
     );
     judgeRun(run, parseStatusSet(DEFAULT_OK), maxFailures, "the status each step expects");
   } finally {

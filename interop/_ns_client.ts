@@ -4,14 +4,14 @@
  * PLAN is JSON `{ paths: string[], sizes: number[], connections: number }`.
  * Prints one JSON line `{ passed, detail }` and exits 0.
  */
-import { createH3Client } from "../transports/h3/client.ts";
+import { createNativeH3Client } from "../transports/h3/client.ts";
 
 const [origin, planText] = Deno.args;
 const plan = JSON.parse(planText) as { paths: string[]; sizes: number[]; connections: number };
 
 async function once(c: number): Promise<string | undefined> {
   // 30 % loss both ways can take several PTO rounds, each twice the last: allow 20 s, not 5 s.
-  const client = await createH3Client(origin, {
+  const client = await createNativeH3Client(origin, {
     tls: { insecure: true },
     timeoutMs: 30_000,
     handshakeTimeoutMs: 20_000,

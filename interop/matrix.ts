@@ -9,8 +9,8 @@ import type { LinkBackend } from "../linkemu/mod.ts";
 import { createDevPki, type DevPki } from "../transports/pki.ts";
 import { createHandler } from "../handler/mod.ts";
 import { TicketCache } from "../transports/ticket_cache.ts";
-import { createH3Client } from "../transports/h3/client.ts";
-import { createH3Server, type H3ServerOptions } from "../transports/h3/server.ts";
+import { createNativeH3Client } from "../transports/h3/client.ts";
+import { createNativeH3Server, type H3ServerOptions } from "../transports/h3/server.ts";
 import {
   type CaseResult,
   checkInvalidTransportParameter,
@@ -167,10 +167,10 @@ async function fetchSizes(
   peer: ServerPeer,
   sizes: number[],
   connections = 1,
-): Promise<CaseResult & { client?: Awaited<ReturnType<typeof createH3Client>> }> {
+): Promise<CaseResult & { client?: Awaited<ReturnType<typeof createNativeH3Client>> }> {
   let got: number[] = [];
   for (let c = 0; c < connections; c++) {
-    const client = await createH3Client(peer.origin, {
+    const client = await createNativeH3Client(peer.origin, {
       tls: { insecure: true },
       timeoutMs: 20_000,
     });
@@ -243,7 +243,7 @@ async function checkResumption(peer: ServerPeer, early: boolean): Promise<CaseRe
   const name = early ? "zerortt" : "resumption";
   const cache = new TicketCache();
   const open = () =>
-    createH3Client(peer.origin, {
+    createNativeH3Client(peer.origin, {
       tls: { insecure: true },
       timeoutMs: 10_000,
       ticketCache: cache,
@@ -278,7 +278,7 @@ async function checkResumption(peer: ServerPeer, early: boolean): Promise<CaseRe
 async function gtlsResumption(ctx: Ctx, early: boolean): Promise<MatrixRow> {
   const name = early ? "zerortt" : "resumption";
   const resumed: boolean[] = [];
-  const server = await createH3Server(createHandler(), {
+  const server = await createNativeH3Server(createHandler(), {
     tls: { cert: ctx.pki.serverCertPem, key: ctx.pki.serverKeyPem },
     onTls: (c) => resumed.push(c.info().resumed),
   });
@@ -404,7 +404,7 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       case "keyupdate":
         return row(name, await checkKeyUpdate({ origin: peer.origin, pathFor: peer.pathFor }));
       case "chacha20": {
-        const client = await createH3Client(peer.origin, {
+        const client = await createNativeH3Client(peer.origin, {
           tls: { insecure: true },
           timeoutMs: 10_000,
         });
@@ -421,7 +421,7 @@ async function serverCase(ctx: Ctx, name: string): Promise<MatrixRow> {
       }
       case "ecn": {
         // ACK_ECN counts every mark only when every datagram is read with its TOS byte.
-        const client = await createH3Client(peer.origin, {
+        const client = await createNativeH3Client(peer.origin, {
           tls: { insecure: true },
           timeoutMs: 10_000,
           exactEcn: true,

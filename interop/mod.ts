@@ -10,7 +10,7 @@
  */
 import { ensureBuilt } from "../lib/native_build.ts";
 import type { TlsMaterial } from "../transports/tls.ts";
-import { createH3Client, type H3ClientOptions } from "../transports/h3/client.ts";
+import { createNativeH3Client, type H3ClientOptions } from "../transports/h3/client.ts";
 
 /** The outcome of one case against one peer. */
 export interface CaseResult {
@@ -50,7 +50,7 @@ function sbilabPath(size: number): string {
 
 /** Our client for `target`, with `extra` options. */
 function clientFor(target: Target, extra: H3ClientOptions = {}) {
-  return createH3Client(target.origin, {
+  return createNativeH3Client(target.origin, {
     tls: target.tls ?? { insecure: true },
     timeoutMs: target.timeoutMs ?? 10_000,
     ...extra,

@@ -8,9 +8,9 @@ import { findTool, freeUdpPort } from "../lib/host.ts";
 import { onInterrupt } from "../lib/interrupt.ts";
 import { DEV_PKI_FILES, type DevPki, writeDevPki } from "../transports/pki.ts";
 import type { H3DatagramStats } from "../transports/h3/h3_datagram_stats.ts";
-import { createH3Client } from "../transports/h3/client.ts";
-import { createH3Server, type H3ServerOptions } from "../transports/h3/server.ts";
-import { createQuinnH3Server } from "../transports/deno/h3_server.ts";
+import { createNativeH3Client } from "../transports/h3/client.ts";
+import { createNativeH3Server, type H3ServerOptions } from "../transports/h3/server.ts";
+import { createDenoH3Server } from "../transports/deno/h3_server.ts";
 
 /** A server the checks can reach. */
 export interface ServerPeer {
@@ -43,7 +43,7 @@ export async function startOurServer(
   pki: DevPki,
   options: Omit<H3ServerOptions, "tls"> = {},
 ): Promise<ServerPeer> {
-  const server = await createH3Server(createHandler(), {
+  const server = await createNativeH3Server(createHandler(), {
     tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
     ...options,
   });
@@ -59,7 +59,7 @@ export async function startOurServer(
 
 /** Starts the deno stack's h3 server (Deno's QUIC, quinn) on 127.0.0.1 with `pki`'s server certificate. */
 export async function startOurQuinnServer(pki: DevPki): Promise<ServerPeer> {
-  const server = await createQuinnH3Server(createHandler(), {
+  const server = await createDenoH3Server(createHandler(), {
     tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
   });
   return {
@@ -137,7 +137,7 @@ export async function startH3Process(
   };
   const origin = `https://127.0.0.1:${port}`;
   // Until it has bound, a request fails at once (ICMP port unreachable).
-  const client = await createH3Client(origin, { tls: { insecure: true }, timeoutMs: 500 });
+  const client = await createNativeH3Client(origin, { tls: { insecure: true }, timeoutMs: 500 });
   let up = false;
   try {
     for (let i = 0; i < 100 && !up; i++) {

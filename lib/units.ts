@@ -114,3 +114,17 @@ export function formatDurationWithInterval(ns: number, lower: number, upper: num
 export function formatDurationSource(): string {
   return `${sig.toString()}\n${formatDuration.toString()}`;
 }
+
+/**
+ * How long a run took against its time budget, in whole seconds: `took 796 s of a
+ * 900 s budget`, or `took 920 s, over its 900 s budget` once the rounded time
+ * passes the rounded budget. Every report of a budgeted run says it so.
+ */
+export function formatBudgetUse(elapsedMs: number, budgetMs: number): string {
+  if (!Number.isFinite(elapsedMs) || !Number.isFinite(budgetMs)) return "took –";
+  const took = Math.round(elapsedMs / 1000);
+  const budget = Math.round(budgetMs / 1000);
+  return took > budget
+    ? `took ${took} s, over its ${budget} s budget`
+    : `took ${took} s of a ${budget} s budget`;
+}

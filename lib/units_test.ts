@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  formatBudgetUse,
   formatBytes,
   formatDuration,
   formatMultiple,
@@ -24,4 +25,12 @@ Deno.test("sizes, rates and ratios keep their units; a bare figure has three sig
   assert.equal(formatMultiple(1.3249), "1.32×");
   assert.deepEqual([812.4, 71.44, 4.081].map(formatSignificant), ["812", "71.4", "4.08"]);
   assert.equal(formatSignificant(Infinity), "–");
+});
+
+Deno.test("a budgeted run's time reads in whole seconds, and says over once the rounded time passes the budget", () => {
+  assert.equal(formatBudgetUse(796_400, 900_000), "took 796 s of a 900 s budget");
+  assert.equal(formatBudgetUse(900_400, 900_000), "took 900 s of a 900 s budget");
+  assert.equal(formatBudgetUse(900_600, 900_000), "took 901 s, over its 900 s budget");
+  assert.equal(formatBudgetUse(20_000, 1), "took 20 s, over its 0 s budget");
+  assert.equal(formatBudgetUse(NaN, 900_000), "took –");
 });

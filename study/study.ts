@@ -11,6 +11,7 @@ import { hasNetAdmin } from "../linkemu/mod.ts";
 import type { StackName, TransportName } from "../transports/types.ts";
 import { runBench, runBenchAcrossLink } from "../bench/run/mod.ts";
 import { collectEnvironment } from "../bench/measure/mod.ts";
+import { formatBudgetUse } from "../lib/units.ts";
 import {
   defaultArrivalRate,
   FLOW_ROUNDS,
@@ -372,9 +373,9 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
   const elapsedMs = Date.now() - start;
   if (elapsedMs > budgetMs) {
     notes.push(
-      `The matrix took ${(elapsedMs / 1000).toFixed(0)} s, over its budget of ${
-        (budgetMs / 1000).toFixed(0)
-      } s (rows never go below their minimum sampling time).`,
+      `The matrix ${
+        formatBudgetUse(elapsedMs, budgetMs)
+      } (rows never go below their minimum sampling time).`,
     );
   }
   return {

@@ -7,6 +7,7 @@ import type { ReportSection } from "../bench/report/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
 import { verdictTable } from "./verdict_table.ts";
+import { formatBudgetUse } from "../lib/units.ts";
 import { GRID_CSS, GRID_LEGEND, gridHtml, gridTable, verdictGrid } from "./verdict_grid.ts";
 
 function applies(run: BenchRun): boolean {
@@ -39,9 +40,9 @@ export const verdictSection: ReportSection = {
     const notes = [`Rule: ${ruleText(v.rule)}`];
     if (run.study) {
       notes.push(
-        `The matrix took ${(run.study.elapsedMs / 1000).toFixed(0)} s of a ${
-          (run.study.budgetMs / 1000).toFixed(0)
-        } s budget; a cell took at most ${run.study.samples} flows per side.`,
+        `The matrix ${
+          formatBudgetUse(run.study.elapsedMs, run.study.budgetMs)
+        }; a cell took at most ${run.study.samples} flows per side.`,
       );
     }
     return {

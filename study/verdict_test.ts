@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { DEFAULT_RULE, studyVerdict } from "./verdict.ts";
+import { verdictSection } from "./verdict_section.ts";
 import { compareQuantiles, createRng, estimate, shuffled } from "../bench/stats/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 
@@ -263,4 +264,32 @@ Deno.test("a study is judged at the looks its record states (a quick study's sin
   assert.equal(studyVerdict(study([450])).cells[0].decidedAt, 450);
   // The full design's first look (600) is out of reach of 450 flows.
   assert.equal(studyVerdict(study([600, 1000, 1600, 2400])).cells[0].status, "undecided");
+});
+
+Deno.test("the verdict section says the matrix's time against its budget, and over when it passed it", () => {
+  const rows = [row("h2c", "wan", spread(100, 300, 450)), row("h3", "wan", spread(50, 100, 450))];
+  const notes = (elapsedMs: number) =>
+    verdictSection.render({
+      ...run(rows),
+      config: { flows: ["registration"], concurrency: [8] },
+      study: {
+        links: [{ spec: "wan" }],
+        rule: { ...DEFAULT_RULE },
+        budgetMs: 900_000,
+        elapsedMs,
+        samples: 2400,
+      },
+    } as unknown as BenchRun)?.notes ?? [];
+  assert.ok(
+    notes(880_200).includes(
+      "The matrix took 880 s of a 900 s budget; a cell took at most 2400 flows per side.",
+    ),
+    notes(880_200).join("\n"),
+  );
+  assert.ok(
+    notes(931_000).includes(
+      "The matrix took 931 s, over its 900 s budget; a cell took at most 2400 flows per side.",
+    ),
+    notes(931_000).join("\n"),
+  );
 });

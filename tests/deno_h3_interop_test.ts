@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { createDevPki } from "../transports/pki.ts";
-import { createQuinnH3Server } from "../transports/deno/h3_server.ts";
-import { createQuinnH3Client } from "../transports/deno/h3_client.ts";
-import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
+import { createDenoH3Server } from "../transports/deno/h3_server.ts";
+import { createDenoH3Client } from "../transports/deno/h3_client.ts";
+import { createNativeH3Client, createNativeH3Server } from "../transports/h3/mod.ts";
 import { runGtlsClient, startGtlsServer } from "../interop/peers.ts";
 import { needsTool } from "./support.ts";
 
@@ -20,7 +20,7 @@ Deno.test({
   name: "gtlsclient downloads 1 KiB and 1 MiB from the quinn h3 server",
   ignore: needsTool("gtlsclient", "ngtcp2-client"),
   async fn() {
-    const server = await createQuinnH3Server(createHandler(), { tls: serverTls });
+    const server = await createDenoH3Server(createHandler(), { tls: serverTls });
     try {
       const urls = [1024, 1 << 20].map((n) =>
         `https://localhost:${server.port}/nbench/v1/payload?size=${n}`
@@ -40,7 +40,7 @@ Deno.test({
   ignore: needsTool("gtlsserver", "ngtcp2-server"),
   async fn() {
     const peer = await startGtlsServer(pki);
-    const client = await createQuinnH3Client(peer.origin, { tls: trust });
+    const client = await createDenoH3Client(peer.origin, { tls: trust });
     try {
       for (const size of [1024, 256 * 1024]) {
         const res = await client.request({ path: peer.pathFor(size) });
@@ -56,10 +56,10 @@ Deno.test({
 
 Deno.test("the native h3 client and the quinn h3 server exchange the handler's bytes both ways", async () => {
   const handler = createHandler();
-  const quinn = await createQuinnH3Server(handler, { tls: serverTls });
-  const native = await createH3Server(handler, { tls: serverTls });
-  const toQuinn = await createH3Client(quinn.url, { tls: trust });
-  const toNative = await createQuinnH3Client(native.url, { tls: trust });
+  const quinn = await createDenoH3Server(handler, { tls: serverTls });
+  const native = await createNativeH3Server(handler, { tls: serverTls });
+  const toQuinn = await createNativeH3Client(quinn.url, { tls: trust });
+  const toNative = await createDenoH3Client(native.url, { tls: trust });
   try {
     const body = new Uint8Array(20000).map((_, i) => i & 0xff);
     for (const client of [toQuinn, toNative]) {

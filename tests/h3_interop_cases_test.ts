@@ -6,7 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
-import { createH3Client, createH3Server, type H3ServerOptions } from "../transports/h3/mod.ts";
+import {
+  createNativeH3Client,
+  createNativeH3Server,
+  type H3ServerOptions,
+} from "../transports/h3/mod.ts";
 import {
   checkInvalidTransportParameter,
   checkKeyUpdate,
@@ -28,7 +32,7 @@ const noGtlsServer = ignore || needsTool("gtlsserver", "ngtcp2-server");
 
 async function ourServer(options: Omit<H3ServerOptions, "tls"> = {}) {
   const pki = await testPki();
-  return await createH3Server(createHandler(), {
+  return await createNativeH3Server(createHandler(), {
     tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
     ...options,
   });
@@ -46,7 +50,7 @@ for (const parameter of INVALID_TRANSPORT_PARAMETERS) {
     ignore,
     fn: async () => {
       const server = await ourServer();
-      const client = await createH3Client(server.url, {
+      const client = await createNativeH3Client(server.url, {
         tls: { ca: (await testPki()).caCertPem },
       });
       try {
@@ -112,7 +116,7 @@ Deno.test({
   ignore,
   fn: async () => {
     const server = await ourServer({ retry: true, idleTimeoutMs: 300 });
-    const client = await createH3Client(server.url, {
+    const client = await createNativeH3Client(server.url, {
       tls: { ca: (await testPki()).caCertPem },
       idleTimeoutMs: 300,
     });
@@ -329,7 +333,7 @@ Deno.test({
   ignore: noGtlsServer,
   fn: async () => {
     const peer = await gtlsServer();
-    const client = await createH3Client(peer.origin, { tls: { insecure: true } });
+    const client = await createNativeH3Client(peer.origin, { tls: { insecure: true } });
     try {
       for (let i = 0; i < 4; i++) await client.request({ path: peer.pathFor(1024 * 1024) });
       const st = client.datagramStats()!;
@@ -350,7 +354,7 @@ Deno.test({
   ignore,
   fn: async () => {
     const server = await ourServer();
-    const client = await createH3Client(server.url, {
+    const client = await createNativeH3Client(server.url, {
       tls: { ca: (await testPki()).caCertPem },
       ecn: false,
     });
@@ -377,7 +381,7 @@ Deno.test({
   ignore,
   fn: async () => {
     const server = await ourServer({ exactEcn: true });
-    const client = await createH3Client(server.url, {
+    const client = await createNativeH3Client(server.url, {
       tls: { ca: (await testPki()).caCertPem },
       exactEcn: true,
     });
@@ -409,7 +413,7 @@ Deno.test({
     const server = await ourServer({ quicVersions: ["v2draft", "v1"] });
     try {
       for (const [offer, want] of [[["v2draft", "v1"], V2_DRAFT], [undefined, 1]] as const) {
-        const client = await createH3Client(server.url, {
+        const client = await createNativeH3Client(server.url, {
           tls: { ca: (await testPki()).caCertPem },
           quicVersions: offer ? [...offer] : undefined,
         });
@@ -447,7 +451,7 @@ Deno.test({
       await server.close();
     }
     const peer = await gtlsServer(["--preferred-versions=v2draft,v1"]);
-    const client = await createH3Client(peer.origin, {
+    const client = await createNativeH3Client(peer.origin, {
       tls: { insecure: true },
       quicVersions: ["v2draft", "v1"],
     });

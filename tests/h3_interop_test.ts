@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
 import { createDevPki } from "../transports/pki.ts";
-import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
+import { createNativeH3Client, createNativeH3Server } from "../transports/h3/mod.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { needsTool, startGtlsServer } from "./support.ts";
 
@@ -20,7 +20,7 @@ Deno.test({
   fn: async () => {
     const pki = await createDevPki();
     const handler = createHandler();
-    const server = await createH3Server(handler, {
+    const server = await createNativeH3Server(handler, {
       tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
     });
     const dir = await Deno.makeTempDir();
@@ -72,7 +72,7 @@ Deno.test({
     };
     const gtls = await startGtlsServer(pki, files);
     const port = gtls.port;
-    const client = await createH3Client(`https://127.0.0.1:${port}`, {
+    const client = await createNativeH3Client(`https://127.0.0.1:${port}`, {
       tls: { ca: pki.caCertPem },
       timeoutMs: 500,
     });

@@ -7,7 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { createHandler } from "../handler/mod.ts";
-import { createH3Client, createH3Server, type H3SbiServer } from "../transports/h3/mod.ts";
+import {
+  createNativeH3Client,
+  createNativeH3Server,
+  type H3SbiServer,
+} from "../transports/h3/mod.ts";
 import { H3ClientConn } from "../transports/h3/h3_client_conn.ts";
 import { H3Config } from "../transports/h3/h3_config.ts";
 import { loadH3Library } from "../transports/h3/loader.ts";
@@ -38,8 +42,11 @@ Deno.test({
       body: new Uint8Array(LIMIT + 1),
     });
     assert.equal(want.status, 413);
-    const server = await createH3Server(handler, { tls: await serverTls(), maxBodyBytes: LIMIT });
-    const client = await createH3Client(server.url, {
+    const server = await createNativeH3Server(handler, {
+      tls: await serverTls(),
+      maxBodyBytes: LIMIT,
+    });
+    const client = await createNativeH3Client(server.url, {
       tls: { ca: (await testPki()).caCertPem },
       timeoutMs: 10_000,
     });
@@ -69,7 +76,7 @@ Deno.test({
     "h3 holds at most 32 MiB of responses for a client that asks for 100 × 16 MiB with its window shut (RSS growth under 256 MiB), closes it after the 1.5 s stall timeout, and serves others meanwhile",
   ignore: ignore || needsTool("gtlsclient", "ngtcp2-client"),
   fn: async () => {
-    const server: H3SbiServer = await createH3Server(createHandler(), {
+    const server: H3SbiServer = await createNativeH3Server(createHandler(), {
       tls: await serverTls(),
       maxQueuedBytesPerConnection: 32 * MiB,
       maxQueuedBytes: 64 * MiB,
@@ -95,7 +102,7 @@ Deno.test({
       stdout: "null",
       stderr: "null",
     }).spawn();
-    const client = await createH3Client(server.url, {
+    const client = await createNativeH3Client(server.url, {
       tls: { ca: (await testPki()).caCertPem },
       timeoutMs: 5000,
     });
@@ -142,7 +149,7 @@ Deno.test({
     "h3 server drops a connection whose client goes silent after its first Initial within the 300 ms handshake timeout (+1 s)",
   ignore,
   fn: async () => {
-    const server = await createH3Server(createHandler(), {
+    const server = await createNativeH3Server(createHandler(), {
       tls: await serverTls(),
       handshakeTimeoutMs: 300,
     });
@@ -181,10 +188,12 @@ Deno.test({
     "h3 server holds at most 32 handshakes for clients silent after their first Initial; past them a new client gets a Retry and is served",
   ignore,
   fn: async () => {
-    const server = await createH3Server(createHandler(), { tls: await serverTls() });
+    const server = await createNativeH3Server(createHandler(), { tls: await serverTls() });
     const { symbols } = await loadH3Library();
     const sock = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
-    const client = await createH3Client(server.url, { tls: { ca: (await testPki()).caCertPem } });
+    const client = await createNativeH3Client(server.url, {
+      tls: { ca: (await testPki()).caCertPem },
+    });
     try {
       using config = new H3Config(symbols, false, { verifyPeer: false });
       const out = new Uint8Array(1500);
@@ -220,14 +229,78 @@ Deno.test({
 
 Deno.test({
   name:
+    "h3 server counts its handshakes exactly: after 40 completed and 40 abandoned handshakes, once the abandoned ones timed out (300 ms), a new client is served without a Retry",
+  ignore,
+  fn: async () => {
+    const server = await createNativeH3Server(createHandler(), {
+      tls: await serverTls(),
+      handshakeTimeoutMs: 300,
+    });
+    const { symbols } = await loadH3Library();
+    const sock = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
+    const tls = { ca: (await testPki()).caCertPem };
+    try {
+      // Completed handshakes, kept open: each must give its place back when it completes (a
+      // leak here would fill the 32 places, and the 33rd client would get a Retry).
+      const done = [];
+      try {
+        for (let i = 0; i < 40; i++) {
+          const client = await createNativeH3Client(server.url, { tls });
+          done.push(client);
+          const res = await client.request({ path: "/nbench/v1/payload?size=10" });
+          assert.equal(res.status, 200);
+          assert.equal(client.datagramStats()?.retries, 0, `completed client ${i} without a Retry`);
+        }
+      } finally {
+        for (const client of done) await client.close();
+      }
+      // Abandoned handshakes: 40 first Initials of clients that never say more; 32 are held.
+      using config = new H3Config(symbols, false, { verifyPeer: false });
+      const out = new Uint8Array(1500);
+      for (let i = 0; i < 40; i++) {
+        using conn = new H3ClientConn(symbols, config, {
+          serverName: "localhost",
+          localIp: "127.0.0.1",
+          localPort: (sock.addr as Deno.NetAddr).port,
+          remoteIp: "127.0.0.1",
+          remotePort: server.port,
+        });
+        const n = conn.send(out);
+        await sock.send(out.subarray(0, n), {
+          transport: "udp",
+          hostname: "127.0.0.1",
+          port: server.port,
+        });
+      }
+      await until(() => (server.datagramStats()?.retries ?? 0) >= 8, "Retries past the cap", 2000);
+      const retries = server.datagramStats()!.retries;
+      // Each abandoned handshake must give its place back when it times out and is dropped.
+      await until(() => server.connectionCount === 0, "every connection to be dropped", 5000);
+      const client = await createNativeH3Client(server.url, { tls });
+      try {
+        assert.equal((await client.request({ path: "/nbench/v1/payload?size=10" })).status, 200);
+        assert.equal(client.datagramStats()?.retries, 0, "the new client came in without a Retry");
+        assert.equal(server.datagramStats()!.retries, retries, "the server sent no Retry since");
+      } finally {
+        await client.close();
+      }
+    } finally {
+      sock.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
     "h3 server closes an idle connection within its 300 ms idle timeout (+1 s) even when the client would wait 30 s",
   ignore,
   fn: async () => {
-    const server = await createH3Server(createHandler(), {
+    const server = await createNativeH3Server(createHandler(), {
       tls: await serverTls(),
       idleTimeoutMs: 300,
     });
-    const client = await createH3Client(server.url, {
+    const client = await createNativeH3Client(server.url, {
       tls: { ca: (await testPki()).caCertPem },
       idleTimeoutMs: 30_000,
     });
@@ -250,12 +323,12 @@ Deno.test({
   ignore,
   fn: async () => {
     const { createNativeH2cServer } = await import("../transports/h2/server.ts");
-    const { createH2cServer } = await import("../transports/deno/server.ts");
+    const { createDenoH2cServer } = await import("../transports/deno/server.ts");
     const { DEFAULT_SERVER_LIMITS } = await import("../transports/server_limits.ts");
     const handler = createHandler();
-    const h3 = await createH3Server(handler, { tls: await serverTls() });
+    const h3 = await createNativeH3Server(handler, { tls: await serverTls() });
     const h2 = await createNativeH2cServer(handler);
-    const deno = await createH2cServer(handler);
+    const deno = await createDenoH2cServer(handler);
     try {
       assert.deepEqual(h3.limits, h2.limits);
       assert.deepEqual(deno.limits, h2.limits);

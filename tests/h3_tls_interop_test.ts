@@ -9,7 +9,7 @@ import { createHandler } from "../handler/mod.ts";
 import { createDevPki } from "../transports/pki.ts";
 import type { TlsConnection, TlsConnectionInfo } from "../transports/tls.ts";
 import { TicketCache } from "../transports/ticket_cache.ts";
-import { createH3Client, createH3Server } from "../transports/h3/mod.ts";
+import { createNativeH3Client, createNativeH3Server } from "../transports/h3/mod.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { needsTool, recordingHandler, runTool, startGtlsServer } from "./support.ts";
 
@@ -51,7 +51,7 @@ Deno.test({
     const inner = createHandler();
     const { handler, calls } = recordingHandler(inner);
     const accepted: Accepted[] = [];
-    const server = await createH3Server(handler, {
+    const server = await createNativeH3Server(handler, {
       tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
       onTls: (c) => accepted.push({ conn: c, tls: c.info() }),
     });
@@ -113,7 +113,7 @@ Deno.test({
     const port = gtls.port;
     const cache = new TicketCache();
     const open = () =>
-      createH3Client(`https://127.0.0.1:${port}`, {
+      createNativeH3Client(`https://127.0.0.1:${port}`, {
         tls: { ca: pki.caCertPem },
         timeoutMs: 500,
         ticketCache: cache,

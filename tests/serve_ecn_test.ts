@@ -6,7 +6,7 @@
  * through Deno, counted unmarked, and the client's validation stops its marks.
  */
 import assert from "node:assert/strict";
-import { createH3Client } from "../transports/h3/mod.ts";
+import { createNativeH3Client } from "../transports/h3/mod.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
 import { startLabServe } from "./support.ts";
 
@@ -20,7 +20,7 @@ async function clientMarks(exactOnServer: boolean): Promise<{ marked: number; se
     ...(exactOnServer ? {} : { h3ExactEcn: false }),
   });
   try {
-    const client = await createH3Client(srv.urls.h3!, {
+    const client = await createNativeH3Client(srv.urls.h3!, {
       tls: { ca: { path: `${srv.stateDir}/ca.pem` } },
       exactEcn: true,
       timeoutMs: 10_000,

@@ -42,14 +42,14 @@ export async function createServer(
   const stack = resolveStack(options.stack);
   if (stack === "deno") {
     if (transport === "h3") {
-      return await (await import("./deno/h3_server.ts")).createQuinnH3Server(handler, options);
+      return await (await import("./deno/h3_server.ts")).createDenoH3Server(handler, options);
     }
     const h2 = await import("./deno/server.ts");
-    if (transport === "h2c") return await h2.createH2cServer(handler, options);
-    return await h2.createH2TlsServer(handler, options);
+    if (transport === "h2c") return await h2.createDenoH2cServer(handler, options);
+    return await h2.createDenoH2TlsServer(handler, options);
   }
   if (transport === "h3") {
-    return await (await import("./h3/mod.ts")).createH3Server(handler, options);
+    return await (await import("./h3/mod.ts")).createNativeH3Server(handler, options);
   }
   const native = await import("./h2/server.ts");
   return transport === "h2c"
@@ -66,12 +66,12 @@ export async function createClient(
   const stack = resolveStack(options.stack);
   if (stack === "deno") {
     if (transport === "h3") {
-      return await (await import("./deno/h3_client.ts")).createQuinnH3Client(origin, options);
+      return await (await import("./deno/h3_client.ts")).createDenoH3Client(origin, options);
     }
-    return await (await import("./deno/client.ts")).createFetchH2Client(origin, options);
+    return await (await import("./deno/client.ts")).createDenoH2Client(origin, options);
   }
   if (transport === "h3") {
-    return await (await import("./h3/mod.ts")).createH3Client(origin, options);
+    return await (await import("./h3/mod.ts")).createNativeH3Client(origin, options);
   }
   return await (await import("./h2/client.ts")).createNativeH2Client(origin, options);
 }

@@ -113,7 +113,7 @@ class H2Client implements SbiClient {
 }
 
 /** Creates a `fetch` HTTP/2 client for `http://host:port` (h2c) or `https://host:port` (h2). */
-export async function createFetchH2Client(
+export async function createDenoH2Client(
   origin: string,
   options: ClientOptions = {},
 ): Promise<SbiClient> {

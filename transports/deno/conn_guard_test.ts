@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import { ConnectionGuard } from "./conn_guard.ts";
-import { createH2cServer } from "./server.ts";
+import { createDenoH2cServer } from "./server.ts";
 
 Deno.test("a connection guard over its cap shuts idle connections and keeps the ones with a request in flight", async () => {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -60,7 +60,7 @@ const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 const EMPTY_SETTINGS = new Uint8Array([0, 0, 0, 4, 0, 0, 0, 0, 0]);
 
 Deno.test("an h2c listener holding its connection cap ends every connection beyond it and serves the rest", async () => {
-  const server = await createH2cServer(createHandler(), {
+  const server = await createDenoH2cServer(createHandler(), {
     maxConnections: 5,
     handshakeTimeoutMs: 60_000,
     idleTimeoutMs: 60_000,

@@ -58,7 +58,7 @@ class Session implements CoreSession {
         try {
           p.resolve(toClientResponse(e.headers, e.body));
         } catch (err) {
-          p.reject(new TransportError((err as Error).message, { cause: err }));
+          p.reject(err as Error);
         }
       } else if (e.type === WIRE_EVENT.RESET) {
         this.#pending.take(e.streamId)?.reject(
@@ -193,7 +193,7 @@ class QuinnH3Client implements SbiClient {
 }
 
 /** A client for `https://host:port` over HTTP/3 on Deno's QUIC. */
-export async function createQuinnH3Client(
+export async function createDenoH3Client(
   origin: string,
   options: ClientOptions = {},
 ): Promise<SbiClient> {

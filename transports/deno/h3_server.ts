@@ -274,7 +274,7 @@ class QuinnH3Server implements SbiServer {
 }
 
 /** Starts the quinn HTTP/3 server around `handler` (`tls.cert` and `tls.key` required). */
-export async function createQuinnH3Server(
+export async function createDenoH3Server(
   handler: SbiHandler,
   options: QuinnH3ServerOptions = {},
 ): Promise<

@@ -3,8 +3,8 @@ import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { createDevPki } from "../pki.ts";
 import { TimeoutError } from "../types.ts";
-import { createQuinnH3Server } from "./h3_server.ts";
-import { createQuinnH3Client } from "./h3_client.ts";
+import { createDenoH3Server } from "./h3_server.ts";
+import { createDenoH3Client } from "./h3_client.ts";
 import { needsTool, until } from "../../tests/support.ts";
 
 const pki = await createDevPki();
@@ -12,12 +12,12 @@ const serverTls = { cert: pki.serverCertPem, key: pki.serverKeyPem };
 const trust = { ca: pki.caCertPem, serverName: "localhost" };
 
 async function withPair(
-  fn: (client: Awaited<ReturnType<typeof createQuinnH3Client>>, url: string) => Promise<void>,
+  fn: (client: Awaited<ReturnType<typeof createDenoH3Client>>, url: string) => Promise<void>,
   handler: SbiHandler = createHandler(),
   serverOptions: Record<string, unknown> = {},
 ): Promise<void> {
-  const server = await createQuinnH3Server(handler, { tls: serverTls, ...serverOptions });
-  const client = await createQuinnH3Client(server.url, { tls: trust });
+  const server = await createDenoH3Server(handler, { tls: serverTls, ...serverOptions });
+  const client = await createDenoH3Client(server.url, { tls: trust });
   try {
     await fn(client, server.url);
   } finally {
@@ -121,11 +121,11 @@ Deno.test("quinn h3 client times a stalled request out and the connection keeps 
 
 Deno.test("quinn h3 client refuses -k and client certificates with one line each", async () => {
   await assert.rejects(
-    createQuinnH3Client("https://127.0.0.1:1", { tls: { insecure: true } }),
+    createDenoH3Client("https://127.0.0.1:1", { tls: { insecure: true } }),
     /cannot skip certificate verification/,
   );
   await assert.rejects(
-    createQuinnH3Client("https://127.0.0.1:1", {
+    createDenoH3Client("https://127.0.0.1:1", {
       tls: { cert: pki.clientCertPem, key: pki.clientKeyPem },
     }),
     /cannot send a client certificate/,
@@ -179,7 +179,7 @@ Deno.test({
     "quinn h3 server closes a connection whose peer leaves a response unread past the stall timeout, and serves others meanwhile",
   ignore: needsTool("gtlsclient", "ngtcp2-client"),
   fn: async () => {
-    const server = await createQuinnH3Server(createHandler(), {
+    const server = await createDenoH3Server(createHandler(), {
       tls: serverTls,
       stallTimeoutMs: 300,
     });
@@ -198,7 +198,7 @@ Deno.test({
       stdout: "null",
       stderr: "null",
     }).spawn();
-    const client = await createQuinnH3Client(server.url, { tls: trust });
+    const client = await createDenoH3Client(server.url, { tls: trust });
     try {
       await client.request({ path: "/nbench/v1/payload?size=16" });
       await until(() => server.connectionCount === 2, "the attacker to connect");

@@ -6,8 +6,8 @@
  * reference beside the native stack.
  */
 export {
-  createH2cServer,
-  createH2TlsServer,
+  createDenoH2cServer,
+  createDenoH2TlsServer,
   type DenoSbiServer,
   type H2ServerOptions,
 } from "./server.ts";
@@ -16,8 +16,8 @@ export {
   DEFAULT_CONNECTION_LIMITS,
   type GuardCounts,
 } from "./conn_guard.ts";
-export { createFetchH2Client } from "./client.ts";
-export { createQuinnH3Server, type QuinnH3ServerOptions } from "./h3_server.ts";
-export { createQuinnH3Client } from "./h3_client.ts";
+export { createDenoH2Client } from "./client.ts";
+export { createDenoH3Server, type QuinnH3ServerOptions } from "./h3_server.ts";
+export { createDenoH3Client } from "./h3_client.ts";
 export { Dh3LoadError, EMBEDDED_DH3_LIBRARY_URL, loadDh3Library } from "./h3_loader.ts";
 export { H3_CODE, H3FramingError } from "./h3_framing.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import { createDevPki } from "../pki.ts";
-import { createH2TlsServer } from "./server.ts";
+import { createDenoH2TlsServer } from "./server.ts";
 import * as h2 from "../../soak/h2_frames.ts";
 
 /** ms until the server ends `conn` (EOF or reset), bounded by `ms`. */
@@ -20,7 +20,7 @@ async function endedAfter(conn: Deno.Conn, ms: number): Promise<number> {
 
 Deno.test("the mutual-TLS front closes a connection that never completes its handshake", async () => {
   const pki = await createDevPki();
-  const server = await createH2TlsServer(createHandler(), {
+  const server = await createDenoH2TlsServer(createHandler(), {
     tls: {
       cert: pki.serverCertPem,
       key: pki.serverKeyPem,

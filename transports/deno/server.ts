@@ -246,7 +246,7 @@ async function serveOn(
 }
 
 /** Starts an h2c (prior knowledge) server. */
-export async function createH2cServer(
+export async function createDenoH2cServer(
   handler: SbiHandler,
   options: H2ServerOptions = {},
 ): Promise<DenoSbiServer> {
@@ -265,7 +265,7 @@ export async function createH2cServer(
 }
 
 /** Starts an h2 server over TLS (ALPN h2), with optional mutual TLS. */
-export async function createH2TlsServer(
+export async function createDenoH2TlsServer(
   handler: SbiHandler,
   options: H2ServerOptions = {},
 ): Promise<DenoSbiServer> {

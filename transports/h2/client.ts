@@ -333,10 +333,6 @@ class Session implements KeyingMaterialExporter {
           p.reject(this.#error("sent a malformed response", err));
           return;
         }
-        if (head.status === 0) {
-          p.reject(new TransportError(`${this.#label} failed: response lacks :status`));
-          return;
-        }
         p.resolve({
           status: head.status,
           headers: head.headers,

@@ -3,7 +3,7 @@ import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { createDevPki } from "../pki.ts";
 import { TimeoutError, TransportError } from "../types.ts";
-import { createH2cServer, createH2TlsServer } from "../deno/server.ts";
+import { createDenoH2cServer, createDenoH2TlsServer } from "../deno/server.ts";
 import { createNativeH2Client } from "./client.ts";
 import { tcpSocketsNoDelay } from "../native/nodelay.ts";
 import { FLAG, FRAME, frame, frameRelay, H2_NATIVE_SKIP, rawServer } from "./_test_util.ts";
@@ -20,8 +20,10 @@ function pattern(n: number, seed: number): Uint8Array {
 
 async function pair(tls: boolean, handler: SbiHandler = createHandler()) {
   const server = tls
-    ? await createH2TlsServer(handler, { tls: { cert: pki.serverCertPem, key: pki.serverKeyPem } })
-    : await createH2cServer(handler, {});
+    ? await createDenoH2TlsServer(handler, {
+      tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+    })
+    : await createDenoH2cServer(handler, {});
   const client = await createNativeH2Client(server.url, { tls: { ca: pki.caCertPem } });
   return { server, client, close: async () => (await client.close(), await server.close()) };
 }
@@ -167,7 +169,7 @@ Deno.test({
   fn: async () => {
     const release = Promise.withResolvers<void>();
     const inner = createHandler();
-    const server = await createH2cServer(async (req) => {
+    const server = await createDenoH2cServer(async (req) => {
       if (req.path === "/stall") await release.promise;
       return inner(req);
     }, {});
@@ -202,14 +204,14 @@ Deno.test({
   name: "native h2c client reconnects after the server restarts on the same port",
   ignore,
   fn: async () => {
-    const first = await createH2cServer(createHandler(), {});
+    const first = await createDenoH2cServer(createHandler(), {});
     const port = first.port;
     const client = await createNativeH2Client(first.url);
     let second;
     try {
       assert.equal((await client.request({ path: "/nbench/v1/payload?size=3" })).status, 200);
       await first.close();
-      second = await createH2cServer(createHandler(), { port });
+      second = await createDenoH2cServer(createHandler(), { port });
       let failures = 0;
       let status = 0;
       for (let i = 0; i < 3 && status === 0; i++) {

@@ -9,7 +9,7 @@ import { createDevPki, issueServerCertificate } from "../pki.ts";
 import { TransportError } from "../types.ts";
 import { H2_NATIVE_SKIP, OPENSSL_SKIP, rawServer, withPemFiles } from "./_test_util.ts";
 import { createNativeH2Client } from "./client.ts";
-import { createH2TlsServer } from "../deno/server.ts";
+import { createDenoH2TlsServer } from "../deno/server.ts";
 import { TicketCache } from "../ticket_cache.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;
@@ -129,7 +129,7 @@ Deno.test({
     "native h2-tls client resumes with the ticket of its previous connection (per origin cache) and gets the same answers",
   ignore,
   fn: async () => {
-    const server = await createH2TlsServer(createHandler(), {
+    const server = await createDenoH2TlsServer(createHandler(), {
       tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
     });
     const cache = new TicketCache();
@@ -185,11 +185,11 @@ Deno.test({
       days: 1,
       notBefore: new Date(Date.now() - 10 * 86_400_000),
     });
-    const old = await createH2TlsServer(createHandler(), {
+    const old = await createDenoH2TlsServer(createHandler(), {
       tls: { cert: expired.certPem, key: expired.keyPem },
     });
     const named = await createDevPki({ serverNames: ["nrf.example.org"] });
-    const nrf = await createH2TlsServer(createHandler(), {
+    const nrf = await createDenoH2TlsServer(createHandler(), {
       tls: { cert: named.serverCertPem, key: named.serverKeyPem },
     });
     try {

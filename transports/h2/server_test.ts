@@ -8,7 +8,7 @@ import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler, SbiRequest } from "../../handler/types.ts";
 import type { SbiClient } from "../types.ts";
 import { createNativeH2Client } from "./client.ts";
-import { createH2cServer } from "../deno/server.ts";
+import { createDenoH2cServer } from "../deno/server.ts";
 import {
   createNativeH2cServer,
   type NativeH2Server,
@@ -364,7 +364,7 @@ Deno.test({
       assert.deepEqual(r.body, want.body);
       assert.equal(s.calls(), 0, "the handler never saw the oversized request");
       // the Deno.serve stack gives the same bytes at the same limit
-      const deno = await createH2cServer(createHandler(), { maxBodyBytes: 1000 });
+      const deno = await createDenoH2cServer(createHandler(), { maxBodyBytes: 1000 });
       const client = await createNativeH2Client(deno.url);
       try {
         const d = await client.request({

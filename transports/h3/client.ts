@@ -421,11 +421,7 @@ class Session {
         try {
           p.resolve(toClientResponse(e.headers, e.body));
         } catch (err) {
-          p.reject(
-            new TransportError(`Malformed HTTP/3 response: ${(err as Error).message}`, {
-              cause: err,
-            }),
-          );
+          p.reject(err as Error);
         }
         return;
       }
@@ -796,7 +792,7 @@ class H3Client implements H3SbiClient {
 }
 
 /** Creates an HTTP/3 client for `https://host:port`. */
-export async function createH3Client(
+export async function createNativeH3Client(
   origin: string,
   options: H3ClientOptions = {},
 ): Promise<H3SbiClient> {

@@ -3,7 +3,7 @@ import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { createDevPki, type DevPki } from "../pki.ts";
 import { TimeoutError, TransportError } from "../types.ts";
-import { createH3Client, createH3Server } from "./mod.ts";
+import { createNativeH3Client, createNativeH3Server } from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
 import { until } from "../../tests/support.ts";
 
@@ -17,7 +17,7 @@ async function withServer(
   handler: SbiHandler = createHandler(),
   tls: Record<string, unknown> = serverTls(),
 ): Promise<void> {
-  const server = await createH3Server(handler, { tls });
+  const server = await createNativeH3Server(handler, { tls });
   try {
     await fn(server.url);
   } finally {
@@ -45,7 +45,7 @@ for (const size of [1, 256, 16 * 1024, 1024 * 1024, 16 * 1024 * 1024]) {
         body: new Uint8Array(0),
       });
       await withServer(async (url) => {
-        const client = await createH3Client(url, { tls: trust(), timeoutMs: 20000 });
+        const client = await createNativeH3Client(url, { tls: trust(), timeoutMs: 20000 });
         try {
           const res = await client.request({ path: `/nbench/v1/payload?size=${size}` });
           assert.equal(res.status, 200);
@@ -66,7 +66,7 @@ for (const size of [0, 1, 256, 16 * 1024, 1024 * 1024, 16 * 1024 * 1024]) {
     ignore,
     fn: async () => {
       await withServer(async (url) => {
-        const client = await createH3Client(url, { tls: trust(), timeoutMs: 20000 });
+        const client = await createNativeH3Client(url, { tls: trust(), timeoutMs: 20000 });
         try {
           const body = pattern(size);
           const res = await client.request({
@@ -92,8 +92,11 @@ Deno.test({
     "h3 at 1452-byte datagrams (batched with UDP segmentation offload) echoes 16 KiB and 1 MiB POST bodies byte for byte, 20 at once",
   ignore,
   fn: async () => {
-    const server = await createH3Server(createHandler(), { tls: serverTls(), maxUdpPayload: 1452 });
-    const client = await createH3Client(server.url, {
+    const server = await createNativeH3Server(createHandler(), {
+      tls: serverTls(),
+      maxUdpPayload: 1452,
+    });
+    const client = await createNativeH3Client(server.url, {
       tls: trust(),
       timeoutMs: 20000,
       maxUdpPayload: 1452,
@@ -130,7 +133,11 @@ Deno.test({
       return Promise.resolve({ status: 200, headers: {}, body: new Uint8Array(0) });
     };
     await withServer(async (url) => {
-      const client = await createH3Client(url, { tls: trust(), nfType: "AMF", timeoutMs: 1500 });
+      const client = await createNativeH3Client(url, {
+        tls: trust(),
+        nfType: "AMF",
+        timeoutMs: 1500,
+      });
       try {
         const trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
         for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]) {
@@ -181,9 +188,9 @@ Deno.test({
   ignore,
   fn: async () => {
     let connections = 0;
-    const server = await createH3Server(createHandler(), { tls: serverTls() });
+    const server = await createNativeH3Server(createHandler(), { tls: serverTls() });
     try {
-      const client = await createH3Client(server.url, { tls: trust(), timeoutMs: 20000 });
+      const client = await createNativeH3Client(server.url, { tls: trust(), timeoutMs: 20000 });
       try {
         const sizes = Array.from({ length: 200 }, (_, i) => 1 + ((i * 7919) % 40000));
         const results = await Promise.all(
@@ -212,7 +219,7 @@ Deno.test({
       return { status: 200, headers: {}, body: new TextEncoder().encode(req.path) };
     };
     await withServer(async (url) => {
-      const client = await createH3Client(url, { tls: trust() });
+      const client = await createNativeH3Client(url, { tls: trust() });
       try {
         await assert.rejects(client.request({ path: "/slow", timeoutMs: 150 }), TimeoutError);
         const ok = await client.request({ path: "/fast" });
@@ -231,7 +238,7 @@ Deno.test({
   fn: async () => {
     const other = await createDevPki({ caName: "someone else" });
     await withServer(async (url) => {
-      const client = await createH3Client(url, { tls: { ca: other.caCertPem } });
+      const client = await createNativeH3Client(url, { tls: { ca: other.caCertPem } });
       try {
         const err = await client.request({ path: "/nbench/v1/payload?size=1" }).then(
           () => assert.fail("request succeeded"),
@@ -252,7 +259,7 @@ Deno.test({
   ignore,
   fn: async () => {
     await withServer(async (url) => {
-      const wrong = await createH3Client(url, {
+      const wrong = await createNativeH3Client(url, {
         tls: { ca: pki.caCertPem, serverName: "nrf.example.org" },
       });
       try {
@@ -264,7 +271,7 @@ Deno.test({
       } finally {
         await wrong.close();
       }
-      const insecure = await createH3Client(url, {
+      const insecure = await createNativeH3Client(url, {
         tls: { insecure: true, serverName: "nrf.example.org" },
       });
       try {
@@ -273,7 +280,9 @@ Deno.test({
       } finally {
         await insecure.close();
       }
-      const byName = await createH3Client(url.replace("127.0.0.1", "localhost"), { tls: trust() });
+      const byName = await createNativeH3Client(url.replace("127.0.0.1", "localhost"), {
+        tls: trust(),
+      });
       try {
         assert.equal((await byName.request({ path: "/nbench/v1/payload?size=2" })).body.length, 2);
       } finally {
@@ -291,7 +300,7 @@ Deno.test({
     const tls = { ...serverTls(), ca: pki.caCertPem, requireClientCert: true };
     await withServer(
       async (url) => {
-        const anonymous = await createH3Client(url, { tls: trust() });
+        const anonymous = await createNativeH3Client(url, { tls: trust() });
         try {
           await assert.rejects(
             anonymous.request({ path: "/nbench/v1/payload?size=1" }),
@@ -300,7 +309,7 @@ Deno.test({
         } finally {
           await anonymous.close();
         }
-        const mutual = await createH3Client(url, {
+        const mutual = await createNativeH3Client(url, {
           tls: { ca: pki.caCertPem, cert: pki.clientCertPem, key: pki.clientKeyPem },
         });
         try {
@@ -329,7 +338,7 @@ Deno.test({
     const port = (placeholder.addr as Deno.NetAddr).port;
     // The request timeout (3 s) is shorter than the handshake timeout (5 s): without the
     // ICMP error this request ends in TimeoutError.
-    const client = await createH3Client(`https://127.0.0.2:${port}`, {
+    const client = await createNativeH3Client(`https://127.0.0.2:${port}`, {
       tls: trust(),
       timeoutMs: 3000,
     });
@@ -351,14 +360,14 @@ Deno.test({
   name: "h3 client reports a server restart as TransportError and reconnects on the next request",
   ignore,
   fn: async () => {
-    const first = await createH3Server(createHandler(), { tls: serverTls() });
+    const first = await createNativeH3Server(createHandler(), { tls: serverTls() });
     const port = first.port;
-    const client = await createH3Client(first.url, { tls: trust(), timeoutMs: 3000 });
+    const client = await createNativeH3Client(first.url, { tls: trust(), timeoutMs: 3000 });
     try {
       assert.equal((await client.request({ path: "/nbench/v1/payload?size=3" })).body.length, 3);
       await first.close();
       // The server closed the connection with CONNECTION_CLOSE; a request on it fails or reconnects.
-      const second = await createH3Server(createHandler(), { tls: serverTls(), port });
+      const second = await createNativeH3Server(createHandler(), { tls: serverTls(), port });
       try {
         let res;
         try {
@@ -381,8 +390,11 @@ Deno.test({
   name: "h3 connection closes after the idle timeout and the client reconnects transparently",
   ignore,
   fn: async () => {
-    const server = await createH3Server(createHandler(), { tls: serverTls(), idleTimeoutMs: 300 });
-    const client = await createH3Client(server.url, { tls: trust(), idleTimeoutMs: 300 });
+    const server = await createNativeH3Server(createHandler(), {
+      tls: serverTls(),
+      idleTimeoutMs: 300,
+    });
+    const client = await createNativeH3Client(server.url, { tls: trust(), idleTimeoutMs: 300 });
     try {
       assert.equal((await client.request({ path: "/nbench/v1/payload?size=3" })).body.length, 3);
       const count = () => (server as unknown as { connectionCount: number }).connectionCount;
@@ -403,7 +415,7 @@ Deno.test({
   ignore,
   fn: async () => {
     await withServer(async (url) => {
-      const client = await createH3Client(url, { tls: trust() });
+      const client = await createNativeH3Client(url, { tls: trust() });
       await client.request({ path: "/nbench/v1/payload?size=1" });
       await client.close();
       await client.close();
@@ -425,8 +437,8 @@ Deno.test({
       }
       return { status: 200, headers: {}, body: new TextEncoder().encode(`done ${req.path}`) };
     };
-    const server = await createH3Server(handler, { tls: serverTls() });
-    const client = await createH3Client(server.url, { tls: trust(), timeoutMs: 3000 });
+    const server = await createNativeH3Server(handler, { tls: serverTls() });
+    const client = await createNativeH3Client(server.url, { tls: trust(), timeoutMs: 3000 });
     try {
       const slow = client.request({ path: "/slow" });
       await started.promise;
@@ -435,7 +447,7 @@ Deno.test({
       const res = await slow;
       assert.equal(new TextDecoder().decode(res.body), "done /slow");
       await closing;
-      const late = await createH3Client(server.url, { tls: trust(), timeoutMs: 400 });
+      const late = await createNativeH3Client(server.url, { tls: trust(), timeoutMs: 400 });
       try {
         await assert.rejects(
           late.request({ path: "/x" }),
@@ -456,11 +468,11 @@ for (const cc of ["host", "reno", "cubic", "bbr", "bbr2"] as const) {
     name: `h3 client and server move a 4 MiB echo both ways under the ${cc} congestion controller`,
     ignore,
     fn: async () => {
-      const server = await createH3Server(createHandler(), {
+      const server = await createNativeH3Server(createHandler(), {
         tls: serverTls(),
         congestionControl: cc,
       });
-      const client = await createH3Client(server.url, {
+      const client = await createNativeH3Client(server.url, {
         tls: trust(),
         timeoutMs: 20000,
         congestionControl: cc,
@@ -482,7 +494,7 @@ Deno.test({
   name: "h3 client rejects an unknown congestion controller with a TypeError",
   ignore,
   fn: async () => {
-    const client = await createH3Client("https://127.0.0.1:9", {
+    const client = await createNativeH3Client("https://127.0.0.1:9", {
       tls: trust(),
       // deno-lint-ignore no-explicit-any
       congestionControl: "vegas" as any,

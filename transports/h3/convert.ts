@@ -1,13 +1,13 @@
 /**
  * The one place where HTTP/3 header lists meet the SBI types, both ways.
  */
-import type { SbiHeaders, SbiRequest, SbiResponse } from "../../handler/types.ts";
-import type { ClientResponse } from "../types.ts";
+import type { SbiRequest, SbiResponse } from "../../handler/types.ts";
+import { type ClientResponse, TransportError } from "../types.ts";
 import {
   DROPPED_FIELDS,
   type HeaderList,
-  parseStatus,
   requestFromHeaderList,
+  responseHeadFromList,
 } from "../native/wire.ts";
 
 function fields(headers: Record<string, string>, out: HeaderList): void {
@@ -52,16 +52,19 @@ export function responseHeaderList(response: SbiResponse): HeaderList {
   return out;
 }
 
-/** Converts a received response into a `ClientResponse`; throws `SyntaxError` without a valid `:status` ({@linkcode parseStatus}). */
+/**
+ * Converts a received response into a `ClientResponse`: the one HTTP/3 response
+ * decoder, used by both HTTP/3 clients. A response without a valid `:status`
+ * ({@linkcode responseHeadFromList}) is a protocol error: throws `TransportError`
+ * "Malformed HTTP/3 response: …" with the `SyntaxError` as its cause.
+ */
 export function toClientResponse(list: HeaderList, body: Uint8Array): ClientResponse {
-  let status = 0;
-  const headers: SbiHeaders = {};
-  for (const [name, value] of list) {
-    if (name === ":status") status = parseStatus(value);
-    else if (!name.startsWith(":")) {
-      headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
-    }
+  try {
+    const { status, headers } = responseHeadFromList(list);
+    return { status, headers, body };
+  } catch (err) {
+    throw new TransportError(`Malformed HTTP/3 response: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
-  if (status === 0) throw new SyntaxError("Response lacks :status");
-  return { status, headers, body };
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { decodeResponseBlock, encodeHeaderBlock } from "../native/wire.ts";
+import { decodeResponseBlock, encodeHeaderBlock, type HeaderList } from "../native/wire.ts";
+import { TransportError } from "../types.ts";
 import {
   requestHeaderList,
   responseHeaderList,
@@ -59,11 +60,17 @@ Deno.test("h3 convert sets content-length on responses except 204 and 304", () =
   );
   assert.equal(res.status, 404);
   assert.deepEqual(res.headers, { "content-type": "application/problem+json" });
-  assert.throws(() => toClientResponse([["x", "y"]], body), SyntaxError);
+  assert.throws(
+    () => toClientResponse([["x", "y"]], body),
+    (err: unknown) =>
+      err instanceof TransportError && err.cause instanceof SyntaxError &&
+      err.message ===
+        "Malformed HTTP/3 response: Response lacks a valid :status (three digits from 100; got none)",
+  );
 });
 
-Deno.test("h3 and h2 clients read :status by one rule: three digits from 100, anything else is no status", () => {
-  const cases: [string, number][] = [
+Deno.test("h3 and h2 response decoders share one :status rule: three digits from 100, anything else is one protocol error", () => {
+  const cases: [string | undefined, number][] = [
     ["200", 200],
     ["999", 999],
     ["099", 0],
@@ -71,12 +78,32 @@ Deno.test("h3 and h2 clients read :status by one rule: three digits from 100, an
     ["2e2", 0],
     ["20", 0],
     ["abc", 0],
+    ["", 0],
+    [undefined, 0],
   ];
   for (const [value, want] of cases) {
-    const h2 = decodeResponseBlock(encodeHeaderBlock([[":status", value]])).status;
-    assert.equal(h2, want, `h2 ${JSON.stringify(value)}`);
-    const h3 = () => toClientResponse([[":status", value]], new Uint8Array());
-    if (want) assert.equal(h3().status, want);
-    else assert.throws(h3, SyntaxError, `h3 ${JSON.stringify(value)}`);
+    const list: HeaderList = value === undefined ? [["x", "y"]] : [[":status", value]];
+    const label = JSON.stringify(value ?? null);
+    const h2 = () => decodeResponseBlock(encodeHeaderBlock(list));
+    const h3 = () => toClientResponse(list, new Uint8Array());
+    if (want) {
+      assert.equal(h2().status, want, `h2 ${label}`);
+      assert.equal(h3().status, want, `h3 ${label}`);
+      continue;
+    }
+    const got = value === undefined ? "none" : JSON.stringify(value);
+    const message = `Response lacks a valid :status (three digits from 100; got ${got})`;
+    assert.throws(
+      h2,
+      (err: unknown) => err instanceof SyntaxError && err.message === message,
+      `h2 ${label}`,
+    );
+    assert.throws(
+      h3,
+      (err: unknown) =>
+        err instanceof TransportError && err.cause instanceof SyntaxError &&
+        err.cause.message === message,
+      `h3 ${label}`,
+    );
   }
 });

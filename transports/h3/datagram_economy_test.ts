@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import { createDevPki, type DevPki } from "../pki.ts";
-import { createH3Client, createH3Server } from "./mod.ts";
+import { createNativeH3Client, createNativeH3Server } from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
 
 const ignore = H3_SKIP !== null;
@@ -19,10 +19,10 @@ Deno.test({
   name: "a warm h3 request costs about one datagram each way, not an ACK datagram besides",
   ignore,
   fn: async () => {
-    const server = await createH3Server(createHandler(), {
+    const server = await createNativeH3Server(createHandler(), {
       tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
     });
-    const client = await createH3Client(server.url, {
+    const client = await createNativeH3Client(server.url, {
       tls: { ca: pki.caCertPem },
       timeoutMs: 10_000,
     });

@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import { createDevPki, type DevPki } from "../pki.ts";
 import {
-  createH3Client,
-  createH3Server,
+  createNativeH3Client,
+  createNativeH3Server,
   type H3ClientOptions,
   type H3ServerOptions,
 } from "./mod.ts";
@@ -28,11 +28,11 @@ async function fetchSizes(
   clientOptions: Omit<H3ClientOptions, "tls">,
   sizes = [16 * 1024, 1024 * 1024],
 ) {
-  const server = await createH3Server(handler, {
+  const server = await createNativeH3Server(handler, {
     tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
     ...serverOptions,
   });
-  const client = await createH3Client(server.url, {
+  const client = await createNativeH3Client(server.url, {
     tls: { ca: pki.caCertPem },
     timeoutMs: 15_000,
     ...clientOptions,
@@ -137,11 +137,11 @@ Deno.test({
   ignore,
   fn: async () => {
     for (const maxUdpPayload of [undefined, 16384]) {
-      const server = await createH3Server(handler, {
+      const server = await createNativeH3Server(handler, {
         tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
         maxUdpPayload,
       });
-      const client = await createH3Client(server.url, {
+      const client = await createNativeH3Client(server.url, {
         tls: { ca: pki.caCertPem },
         maxUdpPayload,
       });

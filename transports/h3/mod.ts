@@ -13,8 +13,8 @@ import { shimVersion } from "./shim_version.ts";
 import { loadH3Library } from "./loader.ts";
 import { versionParts } from "../native/library.ts";
 
-export { createH3Server, type H3SbiServer, type H3ServerOptions } from "./server.ts";
-export { createH3Client, type H3ClientOptions, type H3SbiClient } from "./client.ts";
+export { createNativeH3Server, type H3SbiServer, type H3ServerOptions } from "./server.ts";
+export { createNativeH3Client, type H3ClientOptions, type H3SbiClient } from "./client.ts";
 export { NATIVE_ERR } from "../native/errors.ts";
 export { type H3CongestionControl, type H3QuicVersion } from "./h3_config.ts";
 export type { H3DatagramStats } from "./h3_datagram_stats.ts";

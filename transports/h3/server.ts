@@ -483,7 +483,7 @@ class H3Server implements H3SbiServer {
 }
 
 /** Starts an HTTP/3 server (UDP) around `handler`; needs `tls.cert` and `tls.key`. */
-export async function createH3Server(
+export async function createNativeH3Server(
   handler: SbiHandler,
   options: H3ServerOptions = {},
 ): Promise<H3SbiServer> {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHandler } from "../../handler/mod.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { createDevPki, type DevPki } from "../pki.ts";
-import { createH3Client, createH3Server } from "./mod.ts";
+import { createNativeH3Client, createNativeH3Server } from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
 
 const ignore = H3_SKIP !== null;
@@ -11,14 +11,14 @@ const pki: DevPki = ignore ? ({} as DevPki) : await createDevPki();
 async function withPair(
   handler: SbiHandler,
   fn: (
-    server: Awaited<ReturnType<typeof createH3Server>>,
-    client: Awaited<ReturnType<typeof createH3Client>>,
+    server: Awaited<ReturnType<typeof createNativeH3Server>>,
+    client: Awaited<ReturnType<typeof createNativeH3Client>>,
   ) => Promise<void>,
 ): Promise<void> {
-  const server = await createH3Server(handler, {
+  const server = await createNativeH3Server(handler, {
     tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
   });
-  const client = await createH3Client(server.url, { tls: { ca: pki.caCertPem } });
+  const client = await createNativeH3Client(server.url, { tls: { ca: pki.caCertPem } });
   try {
     await fn(server, client);
   } finally {
@@ -58,11 +58,11 @@ Deno.test({
       req.path === "/bad"
         ? Promise.resolve({ status: 200, headers: { "x-bad": "a\r\nb" }, body: new Uint8Array(1) })
         : inner(req);
-    const server = await createH3Server(handler, {
+    const server = await createNativeH3Server(handler, {
       tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
       onError: (e) => errors.push(e),
     });
-    const client = await createH3Client(server.url, { tls: { ca: pki.caCertPem } });
+    const client = await createNativeH3Client(server.url, { tls: { ca: pki.caCertPem } });
     try {
       const bad = await client.request({ path: "/bad" });
       assert.equal(bad.status, 500);

@@ -10,7 +10,12 @@ import { createDevPki, type DevPki } from "../pki.ts";
 import { n32MasterKey } from "../n32.ts";
 import type { TlsConnection, TlsConnectionInfo } from "../tls.ts";
 import { TicketCache } from "../ticket_cache.ts";
-import { createH3Client, createH3Server, type H3SbiServer, type H3ServerOptions } from "./mod.ts";
+import {
+  createNativeH3Client,
+  createNativeH3Server,
+  type H3SbiServer,
+  type H3ServerOptions,
+} from "./mod.ts";
 import { H3_SKIP } from "./_test_util.ts";
 import { recordingHandler, until } from "../../tests/support.ts";
 import { H3_EVENT } from "./h3_event.ts";
@@ -38,7 +43,7 @@ async function serverWithConnections(
 ) {
   const accepted: Accepted[] = [];
   let wake: (() => void) | undefined;
-  const server = await createH3Server(handler, {
+  const server = await createNativeH3Server(handler, {
     tls: serverTls(),
     ...options,
     onTls: (c) => {
@@ -64,8 +69,8 @@ Deno.test({
   ignore,
   fn: async () => {
     const { server, nth } = await serverWithConnections(createHandler());
-    const a = await createH3Client(server.url, { tls: trust(), resumption: false });
-    const b = await createH3Client(server.url, { tls: trust(), resumption: false });
+    const a = await createNativeH3Client(server.url, { tls: trust(), resumption: false });
+    const b = await createNativeH3Client(server.url, { tls: trust(), resumption: false });
     try {
       assert.equal((await a.request({ path: "/nbench/v1/payload?size=8" })).status, 200);
       const sa = await nth(0);
@@ -110,8 +115,8 @@ Deno.test({
   name: "h3 client reports version, suite, group and datagram size in connectionInfo",
   ignore,
   fn: async () => {
-    const server = await createH3Server(createHandler(), { tls: serverTls() });
-    const client = await createH3Client(server.url, { tls: trust(), resumption: false });
+    const server = await createNativeH3Server(createHandler(), { tls: serverTls() });
+    const client = await createNativeH3Client(server.url, { tls: trust(), resumption: false });
     try {
       assert.equal(client.connectionInfo(), undefined);
       await client.request({ path: "/nbench/v1/payload?size=4000" });
@@ -141,14 +146,14 @@ Deno.test({
     const { server, nth } = await serverWithConnections(createHandler(), { earlyData: false });
     const cache = new TicketCache();
     try {
-      const first = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      const first = await createNativeH3Client(server.url, { tls: trust(), ticketCache: cache });
       await first.request({ path: "/nbench/v1/payload?size=8" });
       await first.close();
       assert.equal(cache.size, 1, "the first connection left a ticket");
       const full = first.tlsInfo()!;
       assert.equal(full.resumed, false);
 
-      const second = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      const second = await createNativeH3Client(server.url, { tls: trust(), ticketCache: cache });
       await second.request({ path: "/nbench/v1/payload?size=8" });
       const resumed = second.tlsInfo()!;
       assert.equal(resumed.resumed, true);
@@ -191,17 +196,17 @@ Deno.test({
   name: "h3 ticket from another server, or resumption switched off, gives a full handshake",
   ignore,
   fn: async () => {
-    const a = await createH3Server(createHandler(), { tls: serverTls() });
-    const b = await createH3Server(createHandler(), { tls: serverTls() });
+    const a = await createNativeH3Server(createHandler(), { tls: serverTls() });
+    const b = await createNativeH3Server(createHandler(), { tls: serverTls() });
     try {
       const fromA = new FixedTicket();
-      const ca = await createH3Client(a.url, { tls: trust(), ticketCache: fromA });
+      const ca = await createNativeH3Client(a.url, { tls: trust(), ticketCache: fromA });
       await ca.request({ path: "/nbench/v1/payload?size=8" });
       await ca.close();
       assert.equal(fromA.given.length, 1, "A sent one ticket");
 
       // The same ticket resumes at A (so it is a good one) ...
-      const again = await createH3Client(a.url, {
+      const again = await createNativeH3Client(a.url, {
         tls: trust(),
         ticketCache: new FixedTicket(fromA.given[0]),
       });
@@ -210,7 +215,7 @@ Deno.test({
       await again.close();
 
       // ... but B cannot decrypt it: full handshake, and the early GET is sent again.
-      const cb = await createH3Client(b.url, {
+      const cb = await createNativeH3Client(b.url, {
         tls: trust(),
         ticketCache: new FixedTicket(fromA.given[0]),
       });
@@ -221,7 +226,7 @@ Deno.test({
       assert.equal(cb.tlsInfo()!.earlyData, "rejected");
       await cb.close();
 
-      const off = await createH3Client(a.url, {
+      const off = await createNativeH3Client(a.url, {
         tls: trust(),
         resumption: false,
         ticketCache: new FixedTicket(fromA.given[0]),
@@ -242,16 +247,16 @@ Deno.test({
   ignore,
   fn: async () => {
     const { handler, calls } = recordingHandler();
-    const server = await createH3Server(handler, { tls: serverTls() });
-    const noEarly = await createH3Server(handler, { tls: serverTls(), earlyData: false });
+    const server = await createNativeH3Server(handler, { tls: serverTls() });
+    const noEarly = await createNativeH3Server(handler, { tls: serverTls(), earlyData: false });
     try {
       const cache = new TicketCache();
-      const first = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      const first = await createNativeH3Client(server.url, { tls: trust(), ticketCache: cache });
       await first.request({ path: "/nbench/v1/payload?size=8" });
       await first.close();
       assert.equal(first.tlsInfo()!.earlyData, "none");
 
-      const second = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      const second = await createNativeH3Client(server.url, { tls: trust(), ticketCache: cache });
       const res = await second.request({ path: "/nbench/v1/payload?size=300" });
       assert.equal(res.status, 200);
       assert.equal(res.body.length, 300);
@@ -261,7 +266,7 @@ Deno.test({
       await second.close();
 
       // Client switched off: resumes, sends nothing early.
-      const third = await createH3Client(server.url, {
+      const third = await createNativeH3Client(server.url, {
         tls: trust(),
         ticketCache: cache,
         earlyData: false,
@@ -274,11 +279,14 @@ Deno.test({
 
       // Server switched off: the client tries, the server refuses, the GET is sent again.
       const offCache = new TicketCache();
-      const warm = await createH3Client(noEarly.url, { tls: trust(), ticketCache: offCache });
+      const warm = await createNativeH3Client(noEarly.url, { tls: trust(), ticketCache: offCache });
       await warm.request({ path: "/nbench/v1/payload?size=8" });
       await warm.close();
       const before = calls.length;
-      const refused = await createH3Client(noEarly.url, { tls: trust(), ticketCache: offCache });
+      const refused = await createNativeH3Client(noEarly.url, {
+        tls: trust(),
+        ticketCache: offCache,
+      });
       const again = await refused.request({ path: "/nbench/v1/payload?size=8" });
       assert.equal(again.status, 200);
       assert.equal(refused.tlsInfo()!.resumed, true);
@@ -300,13 +308,13 @@ Deno.test({
   ignore,
   fn: async () => {
     const { handler, calls } = recordingHandler();
-    const server = await createH3Server(handler, { tls: serverTls() });
+    const server = await createNativeH3Server(handler, { tls: serverTls() });
     try {
       const cache = new TicketCache();
-      const first = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      const first = await createNativeH3Client(server.url, { tls: trust(), ticketCache: cache });
       await first.request({ path: "/nbench/v1/payload?size=8" });
       await first.close();
-      const second = await createH3Client(server.url, { tls: trust(), ticketCache: cache });
+      const second = await createNativeH3Client(server.url, { tls: trust(), ticketCache: cache });
       const body = new TextEncoder().encode(
         JSON.stringify({ nfInstanceId: PUT_ID, nfType: "AMF", nfStatus: "REGISTERED" }),
       );
@@ -393,14 +401,14 @@ Deno.test({
   ignore,
   fn: async () => {
     const { handler, calls } = recordingHandler();
-    const server = await createH3Server(handler, { tls: serverTls() }) as H3SbiServer & {
+    const server = await createNativeH3Server(handler, { tls: serverTls() }) as H3SbiServer & {
       connectionCount: number;
       datagramsReceived: number;
     };
     let relay: Relay | undefined;
     try {
       const rec = new FixedTicket();
-      const first = await createH3Client(server.url, { tls: trust(), ticketCache: rec });
+      const first = await createNativeH3Client(server.url, { tls: trust(), ticketCache: rec });
       await first.request({ path: "/nbench/v1/payload?size=8" });
       await first.close();
       // An early flight through a relay that records it. A 0-RTT packet the server could not
@@ -410,7 +418,7 @@ Deno.test({
         await relay?.close();
         relay = new Relay(server.port);
         // Tickets are kept per origin: offer the server's ticket on the relay's origin.
-        const early = await createH3Client(`https://127.0.0.1:${relay.port}`, {
+        const early = await createNativeH3Client(`https://127.0.0.1:${relay.port}`, {
           tls: trust(),
           ticketCache: new FixedTicket(rec.given[0]),
         });
@@ -497,10 +505,10 @@ Deno.test({
   fn: async () => {
     const inner = createHandler();
     const { handler, calls } = recordingHandler(inner);
-    const server = await createH3Server(handler, { tls: serverTls() });
+    const server = await createNativeH3Server(handler, { tls: serverTls() });
     try {
       const rec = new FixedTicket();
-      const warm = await createH3Client(server.url, { tls: trust(), ticketCache: rec });
+      const warm = await createNativeH3Client(server.url, { tls: trust(), ticketCache: rec });
       await warm.request({ path: "/nbench/v1/payload?size=8" });
       await warm.close();
       const id = "7d9f2a10-5a4e-4f3e-9a7b-0c1d2e3f4a5b";
@@ -530,7 +538,7 @@ Deno.test({
       assert.equal(before.status, 404, "the NRF holds no such profile");
 
       // The same request through the SBI client (held until the handshake) creates it.
-      const client = await createH3Client(server.url, { tls: trust(), ticketCache: rec });
+      const client = await createNativeH3Client(server.url, { tls: trust(), ticketCache: rec });
       const late = await client.request({
         method: "PUT",
         path,
@@ -551,14 +559,14 @@ Deno.test({
   ignore,
   fn: async () => {
     const { handler, calls } = recordingHandler();
-    const server = await createH3Server(handler, {
+    const server = await createNativeH3Server(handler, {
       tls: { ...serverTls(), ca: pki.caCertPem, requireClientCert: true },
     });
-    const plain = await createH3Server(handler, { tls: serverTls() });
+    const plain = await createNativeH3Server(handler, { tls: serverTls() });
     try {
       const cache = new TicketCache();
       const mtls = () =>
-        createH3Client(server.url, {
+        createNativeH3Client(server.url, {
           tls: { ...trust(), cert: pki.clientCertPem, key: pki.clientKeyPem },
           ticketCache: cache,
         });
@@ -576,7 +584,7 @@ Deno.test({
       assert.equal(calls[1].peer?.subject, subject);
       await second.close();
 
-      const anon = await createH3Client(plain.url, {
+      const anon = await createNativeH3Client(plain.url, {
         tls: { ...trust(), cert: pki.clientCertPem, key: pki.clientKeyPem },
         resumption: false,
       });
@@ -594,18 +602,18 @@ Deno.test({
   name: "h3 ticket past its lifetime gives a full handshake",
   ignore,
   fn: async () => {
-    const server = await createH3Server(createHandler(), {
+    const server = await createNativeH3Server(createHandler(), {
       tls: serverTls(),
       ticketLifetimeSeconds: 1,
     });
     try {
       const rec = new FixedTicket();
-      const first = await createH3Client(server.url, { tls: trust(), ticketCache: rec });
+      const first = await createNativeH3Client(server.url, { tls: trust(), ticketCache: rec });
       await first.request({ path: "/nbench/v1/payload?size=8" });
       await first.close();
       const issued = performance.now();
       const offer = (label: string) =>
-        createH3Client(server.url, {
+        createNativeH3Client(server.url, {
           tls: trust(),
           ticketCache: new FixedTicket(rec.given[0]),
           earlyData: false,

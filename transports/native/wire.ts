@@ -319,7 +319,7 @@ function addField(headers: SbiHeaders, name: string, value: string): void {
 
 /** A decoded response head. */
 export interface ResponseHead {
-  /** `:status`, or 0 when missing or malformed. */
+  /** `:status`, three digits from 100 to 999 ({@linkcode parseStatus}). */
   status: number;
   /** Regular fields, lower-case names; repeated fields joined with ", ". */
   headers: SbiHeaders;
@@ -333,17 +333,41 @@ export function parseStatus(value: string): number {
   return /^[1-9]\d\d$/.test(value) ? Number(value) : 0;
 }
 
-/** Decodes a response header block; throws `SyntaxError` when it is truncated. */
+/**
+ * The one rule of every response decoder: a response without a valid `:status`
+ * is a protocol error, thrown as `SyntaxError` with one message.
+ */
+function checkedHead(raw: string | undefined, headers: SbiHeaders): ResponseHead {
+  const status = raw === undefined ? 0 : parseStatus(raw);
+  if (status === 0) {
+    const got = raw === undefined ? "none" : JSON.stringify(raw);
+    throw new SyntaxError(`Response lacks a valid :status (three digits from 100; got ${got})`);
+  }
+  return { status, headers };
+}
+
+/** Decodes a response header block (HTTP/2); throws `SyntaxError` when it is truncated or lacks a valid `:status`. */
 export function decodeResponseBlock(block: Uint8Array): ResponseHead {
   const headers: SbiHeaders = {};
-  let status = 0;
+  let status: string | undefined;
   for (let off = 0; off < block.length;) {
     off = nextField(block, off, responseValue);
     const name = fieldName, value = fieldValue;
-    if (name === ":status") status = parseStatus(value);
+    if (name === ":status") status = value;
     else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
   }
-  return { status, headers };
+  return checkedHead(status, headers);
+}
+
+/** Reads a decoded response header list (HTTP/3) by the same rule; throws `SyntaxError` without a valid `:status`. */
+export function responseHeadFromList(list: HeaderList): ResponseHead {
+  const headers: SbiHeaders = {};
+  let status: string | undefined;
+  for (const [name, value] of list) {
+    if (name === ":status") status = value;
+    else if (name.charCodeAt(0) !== 0x3a) addField(headers, name, value);
+  }
+  return checkedHead(status, headers);
 }
 
 /**

@@ -79,10 +79,24 @@ static void describe_peer_close(sbh3_conn *c) {
   set_err(c, "Peer closed the connection: %s", detail);
 }
 
+void conn_handshake_begin(sbh3_conn *c) {
+  if (c->in_handshake || !c->srv) return;
+  c->in_handshake = 1;
+  c->srv->handshaking++;
+}
+
+/* Takes c out of its server's handshakes, once: its handshake completed, it closed or it is being freed. */
+static void conn_handshake_over(sbh3_conn *c) {
+  if (!c->in_handshake) return;
+  c->in_handshake = 0;
+  c->srv->handshaking--;
+}
+
 /* Marks the connection closed, prepares CONNECTION_CLOSE when one is due, posts CLOSED. */
 void conn_fail(sbh3_conn *c, int rv) {
   if (c->closed) return;
   c->closed = 1;
+  conn_handshake_over(c);
   uint64_t now = now_ns();
   int code = rv == LOCAL_CLOSE ? SBWIRE_ERR_CLOSED : map_liberr(rv);
   if (rv == NGTCP2_ERR_DRAINING) {
@@ -380,6 +394,7 @@ static int conn_handshake_done(sbh3_conn *c) {
 int conn_handshake_completed(ngtcp2_conn *qc, void *user_data) {
   (void)qc;
   sbh3_conn *c = user_data;
+  conn_handshake_over(c);
   if (conn_handshake_done(c) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
   sbhttp3_evq_push(c->q, SBH3_EV_CONNECTED, c->id, -1, 0);
   return 0;
@@ -473,6 +488,7 @@ void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *p, const sbh3_co
 
 void conn_destroy(sbh3_conn *c) {
   if (!c) return;
+  conn_handshake_over(c);
   sbhttp3_stop(&c->h3);
   ngtcp2_conn_del(c->qc);
   if (c->tls) gnutls_deinit(c->tls);
@@ -673,6 +689,7 @@ void close_locally(sbh3_conn *c, uint64_t app_code, const char *why) {
     conn_fail(c, LOCAL_CLOSE);
   } else {
     c->closed = 1;
+    conn_handshake_over(c);
     c->close_deadline = now_ns();
     sbhttp3_evq_push(c->q, SBH3_EV_CLOSED, c->id, -1, SBWIRE_ERR_CLOSED);
   }

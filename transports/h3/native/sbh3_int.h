@@ -122,6 +122,7 @@ struct sbh3_conn {
   int early_attempt; /* client: 0-RTT was attempted */
   buf_t ticket;      /* client: newest ticket with the server's transport parameters */
   uint64_t hs_sent, hs_recv; /* CRYPTO bytes each way until the handshake completed (tickets excluded) */
+  int in_handshake;          /* server: counted in srv->handshaking (see conn_handshake_begin) */
 };
 
 typedef struct {
@@ -149,6 +150,7 @@ struct sbh3_server {
   int shutting_down;
   uint64_t st[SBH3_STAT_COUNT]; /* counters over every connection so far */
   uint64_t queued;              /* response body bytes held over all connections */
+  size_t handshaking;           /* connections in their handshake: begun, neither completed nor closed nor freed */
 };
 
 /* ---- common.c ---- */
@@ -182,6 +184,8 @@ HIDDEN void conn_fail(sbh3_conn *c, int rv);
 HIDDEN void close_locally(sbh3_conn *c, uint64_t app_code, const char *why);
 /* ngtcp2 callbacks for a client or a server connection. */
 HIDDEN void fill_callbacks(ngtcp2_callbacks *cb, int is_server);
+/* Counts server connection c in its server's handshakes until it completes, closes or is freed (whichever is first). */
+HIDDEN void conn_handshake_begin(sbh3_conn *c);
 /* ngtcp2 handshake_completed: TLS follow-ups (a server's ticket, a client's refused 0-RTT), then CONNECTED. */
 HIDDEN int conn_handshake_completed(ngtcp2_conn *qc, void *user_data);
 /* Creates the HTTP/3 session and its control and QPACK streams; 0 or -1. */

@@ -187,14 +187,6 @@ static int token_check(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_s
   return hd->token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY ? TOKEN_RETRY_BAD : TOKEN_NONE;
 }
 
-/* Connections still in their handshake. */
-static size_t server_handshaking(const sbh3_server *srv) {
-  size_t n = 0;
-  for (const sbh3_conn *c = srv->conns; c; c = c->next)
-    if (!c->closed && !ngtcp2_conn_get_handshake_completed(c->qc)) n++;
-  return n;
-}
-
 /*
  * Queues a Retry for a client's first Initial: a new connection id and a token bound to the client's address.
  * A Retry is far smaller than the padded Initial it answers, so it cannot amplify: only the queue bounds it,
@@ -273,6 +265,7 @@ static sbh3_conn *server_accept(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const
   c->next = srv->conns;
   srv->conns = c;
   srv->nconns++;
+  conn_handshake_begin(c);
   return c;
 }
 
@@ -309,7 +302,7 @@ int server_recv_from(sbh3_server *srv, const uint8_t *data, size_t len, const ng
     }
     /* With Retry on, or past MAX_HANDSHAKES handshakes at once, a client without a token proves its address
        first (RFC 9000 §8.1.2): replayed or spoofed Initials then cost a Retry each, never a connection. */
-    if (token == TOKEN_NONE && (srv->cfg->retry || server_handshaking(srv) >= MAX_HANDSHAKES)) {
+    if (token == TOKEN_NONE && (srv->cfg->retry || srv->handshaking >= MAX_HANDSHAKES)) {
       send_retry(srv, &hd, &from, fromlen);
       return SBWIRE_ERR_DONE;
     }
