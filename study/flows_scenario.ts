@@ -180,8 +180,8 @@ async function journey(
  * Blocks each transport runs before a cell's first look (`config.rounds`
  * overrides): every look then stands on several interleaved rounds.
  */
-export const FLOW_ROUNDS = 12;
-export const QUICK_FLOW_ROUNDS = 9;
+export const FLOW_ROUNDS = 4;
+export const QUICK_FLOW_ROUNDS = 3;
 /** Options of {@link flowsScenario} beyond the context. */
 export interface FlowsScenarioOptions {
   /** Reads the CPU of the path's processes around each block. Default `/proc` for client, server, relay. */
