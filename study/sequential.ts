@@ -64,12 +64,23 @@ export const DEFAULT_DESIGN: SequentialDesign = {
 /** The design `--quick` judges with: one look, at the fewest flows a single look needs. */
 export const QUICK_DESIGN: SequentialDesign = { ...DEFAULT_DESIGN, looks: [450] };
 
-/** The design a run judges with: the default (or quick) looks up to the run's flow count. */
+/**
+ * The looks of a design taken to `maxFlows` flows per side: the design's own
+ * looks up to it, then the last one doubled while it fits (a longer run keeps
+ * judging its open cells instead of stopping at the default's last look).
+ */
+export function extendedLooks(looks: readonly number[], maxFlows: number): number[] {
+  const out = looks.filter((l) => l <= maxFlows);
+  if (out.length === 0) return [looks[0]];
+  while (out.at(-1)! * 2 <= maxFlows) out.push(out.at(-1)! * 2);
+  return out;
+}
+
+/** The design a run judges with: the default (or quick) looks, taken to the run's flow count. */
 export function flowsDesign(config: { quick?: boolean }, samples?: number): SequentialDesign {
   const base = config.quick ? QUICK_DESIGN : DEFAULT_DESIGN;
   if (samples === undefined) return base;
-  const looks = base.looks.filter((l) => l <= samples);
-  return { ...base, looks: looks.length ? looks : [base.looks[0]] };
+  return { ...base, looks: extendedLooks(base.looks, samples) };
 }
 
 /** Level of one look's interval of the p99 ratio (and of each side's p99 interval it is built from). */

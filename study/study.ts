@@ -29,7 +29,7 @@ import {
   SCHEMA_VERSION,
 } from "../bench/record/mod.ts";
 import { DEFAULT_RULE } from "./verdict.ts";
-import { fewestFlowsToDecide } from "./sequential.ts";
+import { DEFAULT_DESIGN, fewestFlowsToDecide } from "./sequential.ts";
 import { STUDY_PLUGINS } from "./flows_scenario.ts";
 
 /** The study's links, in report order. `loopback` runs without a link. */
@@ -44,6 +44,19 @@ export const QUICK_UES = [64];
  * their time to the rest.
  */
 export const STUDY_BUDGET_MS = 15 * 60_000;
+
+/**
+ * Most flows per side a study's cells take: the design's last look (2,400) in
+ * the default budget, doubled for each doubling of the budget past it (a
+ * 1-hour study looks again at 4,800 and 9,600 flows). Where slow flows come
+ * in bursts, a p99 needs many more flows than independent ones would (see
+ * `sequential.ts`); a longer budget is how a study decides those cells.
+ */
+export function studyMaxFlows(budgetMs: number): number {
+  const last = DEFAULT_DESIGN.looks.at(-1)!;
+  const doublings = Math.max(0, Math.floor(Math.log2(budgetMs / STUDY_BUDGET_MS) + 1e-9));
+  return last * 2 ** doublings;
+}
 export const QUICK_BUDGET_MS = 4 * 60_000;
 
 /** Options of {@link runStudy}. */
@@ -226,7 +239,7 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
   const linkRecords: LinkRecord[] = [];
   const connections: NonNullable<BenchRun["connections"]> = {};
   let lastPlan: LinkPlan | undefined;
-  const design = flowsDesign({ quick });
+  const design = flowsDesign({ quick }, quick ? undefined : studyMaxFlows(budgetMs));
   const maxFlows = design.looks.at(-1)!;
   const rttOf = (s: (typeof specs)[number]) => (s.spec ? configuredRttMs(s.spec) : 0);
   // Progress: grid cells per child cell (a journey cell holds one grid cell per flow).

@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { linkNeedMs, parseBudget, planLink, progressLine } from "./study.ts";
+import {
+  linkNeedMs,
+  parseBudget,
+  planLink,
+  progressLine,
+  STUDY_BUDGET_MS,
+  studyMaxFlows,
+} from "./study.ts";
+import { checkDesign, DEFAULT_DESIGN, fewestFlowsToDecide, flowsDesign } from "./sequential.ts";
 
 const LINKS = [
   { rttMs: 50, loopback: false },
@@ -64,4 +72,18 @@ Deno.test("parseBudget reads minutes, seconds and hours and refuses less than 10
   assert.equal(parseBudget("90"), 90_000);
   assert.equal(parseBudget("1h"), 3_600_000);
   for (const bad of ["5s", "ten", "-1m", ""]) assert.throws(() => parseBudget(bad), RangeError);
+});
+
+Deno.test("a longer budget takes cells to more flows: the last look doubles with each doubling of the budget", () => {
+  assert.equal(studyMaxFlows(STUDY_BUDGET_MS), 2400);
+  assert.equal(studyMaxFlows(10 * 60_000), 2400);
+  assert.equal(studyMaxFlows(29 * 60_000), 2400);
+  assert.equal(studyMaxFlows(30 * 60_000), 4800);
+  assert.equal(studyMaxFlows(60 * 60_000), 9600);
+  assert.deepEqual(flowsDesign({}, 9600).looks, [600, 1000, 1600, 2400, 4800, 9600]);
+  assert.deepEqual(flowsDesign({}, 7000).looks, [600, 1000, 1600, 2400, 4800]);
+  assert.deepEqual(flowsDesign({}, 1200).looks, [600, 1000]);
+  // Six looks share the error: each look's level is stricter, and so is the fewest flows a look needs.
+  assert.ok(fewestFlowsToDecide(flowsDesign({}, 9600)) > fewestFlowsToDecide(DEFAULT_DESIGN));
+  checkDesign(flowsDesign({}, 9600));
 });
