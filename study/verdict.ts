@@ -219,8 +219,6 @@ export interface CellVerdict extends CellDecision {
   bestH2?: string;
   h3P99?: number;
   h2P99?: number;
-  /** Interval of h3 p99 − h2 p99 (ns) from the intervals the decision used. */
-  diffCi?: Interval;
 }
 
 /** How many cells came out each way. */
@@ -351,11 +349,6 @@ export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
       reduction: j.reduction,
       reductionCi: j.reductionCi,
       n: j.n,
-      diffCi: {
-        lower: j.h3Ci.lower - j.h2Ci.upper,
-        upper: j.h3Ci.upper - j.h2Ci.lower,
-        level: rule.level,
-      },
     };
     const invalid = cellInvalidity(transports, rule);
     if (invalid) {

@@ -111,7 +111,7 @@ export function gridTable(grid: VerdictGrid): { header: string[]; body: string[]
 /** What the grid's marks mean, in one line. */
 export const GRID_LEGEND =
   "Each cell: HTTP/3's p99 flow time against the better HTTP/2 (− = HTTP/3 faster) and the " +
-  "decision: MATERIAL (at least 20 % lower, intervals apart), no (decided: less than 20 %), " +
+  "decision: MATERIAL (at least 20 % lower, the interval of the change below 0), no (decided: less than 20 %), " +
   "undecided (more flows needed), INVALID (the measurement did not hold), – (no data).";
 
 const esc = (s: string) =>

@@ -17,10 +17,11 @@ function failedOf(c: CellVerdict): string {
 }
 
 /** An interval's end; one no flow supports is unbounded. */
-function end(x: number): string {
-  if (x === Infinity) return "+∞";
-  if (x === -Infinity) return "−∞";
-  return x < 0 ? `−${formatDuration(-x)}` : formatDuration(x);
+/** An end of the p99 change's interval (a reduction r is a change of −r). */
+function change(reduction: number): string {
+  if (reduction === -Infinity) return "+∞";
+  const x = -reduction * 100;
+  return `${x < 0 ? "−" : "+"}${Math.abs(x).toFixed(1)} %`;
 }
 
 /** One row per cell: link, flow, UEs, p99 per transport, the comparison and the decision. */
@@ -34,7 +35,7 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     "UEs",
     ...TRANSPORTS.map((t) => `${t} p99`),
     "h3 vs better h2",
-    "interval of h3 − h2 p99",
+    "interval of the change",
     "flows per side",
     "failed h2c · h2-tls · h3",
     "verdict",
@@ -62,7 +63,7 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     c.reduction === undefined
       ? "–"
       : `${c.reduction >= 0 ? "−" : "+"}${Math.abs(c.reduction * 100).toFixed(1)} % vs ${c.bestH2}`,
-    c.diffCi ? `[${end(c.diffCi.lower)}, ${end(c.diffCi.upper)}]` : "–",
+    c.reductionCi ? `[${change(c.reductionCi.upper)}, ${change(c.reductionCi.lower)}]` : "–",
     c.n === undefined ? "–" : c.decidedAt ? `${c.n} (decided)` : String(c.n),
     failedOf(c),
     c.status === "material"

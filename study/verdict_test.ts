@@ -190,7 +190,8 @@ Deno.test("a cell with too few flows for a look is undecided, never a no", () =>
     row("h3", "wan", spread(50, 100, 100)),
   ]));
   const c = v.cells[0];
-  assert.equal(c.diffCi!.upper, Infinity);
+  // No side can bound its p99 from above: HTTP/3 could be any amount slower.
+  assert.equal(c.reductionCi!.lower, -Infinity);
   assert.equal(c.status, "undecided");
   assert.equal(c.flowsToDecide, 600);
   assert.match(
