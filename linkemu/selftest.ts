@@ -12,8 +12,8 @@ import { formatLinkSpec, type LinkSpec } from "./link_spec.ts";
 import { burstDesignEffect, jitterMedianMs, wilsonInterval, Z99 } from "./link_stats.ts";
 import { median } from "../lib/median.ts";
 
-/** IP size of one probe datagram: 24 bytes of payload + UDP + IPv4 headers. */
-export const PROBE_IP_BYTES = 52;
+/** IP size of one probe datagram: 32 bytes of payload + UDP + IPv4 headers. */
+export const PROBE_IP_BYTES = 60;
 /** UDP payload of one bulk datagram (IP size adds 28). */
 export const BULK_PAYLOAD_BYTES = 1200;
 /** UDP port of the echo side. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseLinkSpec } from "./link_spec.ts";
-import { judgeSelftest, probePlan, type ProbeResult } from "./selftest.ts";
+import { judgeSelftest, PROBE_IP_BYTES, probePlan, type ProbeResult } from "./selftest.ts";
 
 /** A fabricated probe result: every probe took `upMs`/`downMs`, `lostUp`/`lostDown` lost. */
 function fakeResult(
@@ -81,7 +81,7 @@ Deno.test("judgeSelftest checks rate within 10 % and explains what it cannot jud
 Deno.test("probePlan keeps probes to a fifth of a limited rate and rejects bad counts", () => {
   assert.equal(probePlan(parseLinkSpec("lan")).pps, 10000);
   const qir = probePlan(parseLinkSpec("qir"));
-  assert.ok(qir.pps * 52 * 8 <= 0.2 * 10e6 && qir.pps > 4000, `pps ${qir.pps}`);
+  assert.ok(qir.pps * PROBE_IP_BYTES * 8 <= 0.2 * 10e6 && qir.pps > 4000, `pps ${qir.pps}`);
   assert.equal(qir.bulkBps, 12_500_000);
   assert.ok(probePlan(parseLinkSpec("longrtt")).drainMs > 1500);
   assert.throws(() => probePlan(parseLinkSpec("lan"), { packets: 5 }), RangeError);

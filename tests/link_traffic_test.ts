@@ -5,9 +5,22 @@
 import assert from "node:assert/strict";
 import { type Link, openLink, parseLinkSpec } from "../linkemu/mod.ts";
 import { evalIn, LineReader, LINK_SKIP } from "../linkemu/_test_util.ts";
-import { median } from "../bench/stats/stats.ts";
 
 const ignore = LINK_SKIP !== null;
+
+/**
+ * Checks round trips measured by a Deno program against the link's `rttMs`: none may be shorter
+ * than the link allows (`rttMs` - 0.5 ms), and the shortest must be within `rttMs` + 2.5 ms.
+ * The shortest, not the median: past the link, a sample holds only the host's own delays (the
+ * echo's and the pinger's event loops waking, on a CPU other work may hold), and those only add.
+ * On a busy 2-core box they lifted the median of 20 samples to 42.9 ms once. A link that held
+ * packets too long would lift the shortest as well.
+ */
+function assertLinkRtt(what: string, samples: number[], rttMs: number): void {
+  const shortest = Math.min(...samples);
+  assert.ok(shortest >= rttMs - 0.5, `${what}: a round trip of ${shortest} ms beat the link`);
+  assert.ok(shortest <= rttMs + 2.5, `${what}: the shortest round trip took ${shortest} ms`);
+}
 
 /** Starts `serverCode` in the server namespace and waits for its "ready" line. */
 async function startServer(link: Link, serverCode: string): Promise<LineReader> {
@@ -62,9 +75,14 @@ const TCP_ECHO = (host: string) => `
   }`;
 
 const TCP_PING = (server: string) => `
-  const t0 = performance.now();
-  const c = await Deno.connect({ hostname: "${server}", port: 47101 });
-  const connectMs = performance.now() - t0;
+  const connectMs = [];
+  let c;
+  for (let i = 0; i < 5; i++) {
+    c?.close();
+    const t0 = performance.now();
+    c = await Deno.connect({ hostname: "${server}", port: 47101 });
+    connectMs.push(performance.now() - t0);
+  }
   c.setNoDelay(true);
   const b = new Uint8Array(1);
   const rtts = [];
@@ -85,18 +103,21 @@ Deno.test({
     const udpServer = await startServer(link, UDP_ECHO(link.serverAddr));
     const udp = await runClient<number[]>(link, UDP_PING(link.clientAddr, link.serverAddr));
     assert.equal(udp.length, 20);
-    const udpMedian = median(udp);
-    assert.ok(udpMedian >= 39.5 && udpMedian <= 42.5, `UDP median RTT ${udpMedian} ms`);
+    assertLinkRtt("UDP", udp, 40);
 
     const tcpServer = await startServer(link, TCP_ECHO(link.serverAddr));
-    const tcp = await runClient<{ connectMs: number; rtts: number[] }>(
+    const tcp = await runClient<{ connectMs: number[]; rtts: number[] }>(
       link,
       TCP_PING(link.serverAddr),
     );
-    // The handshake takes one round trip, as does each echo.
-    assert.ok(tcp.connectMs >= 39.5 && tcp.connectMs <= 45, `TCP connect ${tcp.connectMs} ms`);
-    const tcpMedian = median(tcp.rtts);
-    assert.ok(tcpMedian >= 39.5 && tcpMedian <= 42.5, `TCP median RTT ${tcpMedian} ms`);
+    // The handshake takes one round trip, as does each echo. Five connects, for the reason
+    // assertLinkRtt gives: a single one once took 52.5 ms on a busy host.
+    assert.equal(tcp.connectMs.length, 5);
+    const connect = Math.min(...tcp.connectMs);
+    assert.ok(tcp.connectMs.every((ms) => ms >= 39.5), `TCP connects ${tcp.connectMs} ms`);
+    assert.ok(connect <= 45, `TCP connect ${connect} ms at best`);
+    assert.equal(tcp.rtts.length, 20);
+    assertLinkRtt("TCP", tcp.rtts, 40);
 
     const stats = await link.stats();
     assert.ok(stats && stats.up.out >= 42 && stats.down.out >= 42, "relay saw the traffic");

@@ -12,7 +12,10 @@
  *     object with the round-trip and one-way times in microseconds.
  *
  * One-way times are meaningful because both namespaces share one
- * CLOCK_MONOTONIC. Every loop is bounded in count and in time.
+ * CLOCK_MONOTONIC. A datagram's receive time is the kernel's (SO_TIMESTAMPNS),
+ * when the link handed it over, and the echo's hold time is taken out of the
+ * round trip: a busy host that wakes either end late does not make the link
+ * look slower. Every loop is bounded in count and in time.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -43,12 +46,53 @@ typedef struct {
   uint32_t seq;
   uint64_t sent_ns; /* client clock at send */
   uint64_t echo_ns; /* echo clock at receipt (filled by the echo side) */
+  uint64_t echo_sent_ns; /* echo clock when it sent the answer (filled by the echo side) */
 } probe_t;
 
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Asks the kernel to stamp each datagram with its receive time. */
+static void want_stamps(int fd) {
+  int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+}
+
+/* recvfrom that also gives the datagram's kernel receive time on the
+ * monotonic clock in *t (the stamp is CLOCK_REALTIME: its age is taken off
+ * the monotonic now), or the time of the call when there is no stamp. */
+static ssize_t recv_stamped(int fd, void *buf, size_t len, int flags, struct sockaddr_in *from,
+                            socklen_t *fromlen, uint64_t *t) {
+  char control[CMSG_SPACE(sizeof(struct timespec))];
+  struct iovec iov = {.iov_base = buf, .iov_len = len};
+  struct msghdr msg = {.msg_name = from,
+                       .msg_namelen = from ? *fromlen : 0,
+                       .msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = control,
+                       .msg_controllen = sizeof control};
+  ssize_t n = recvmsg(fd, &msg, flags);
+  uint64_t mono = now_ns(), real = realtime_ns();
+  *t = mono;
+  if (from) *fromlen = msg.msg_namelen;
+  if (n < 0) return n;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    struct timespec ts;
+    memcpy(&ts, CMSG_DATA(c), sizeof ts);
+    uint64_t stamp = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (stamp <= real && real - stamp < mono) *t = mono - (real - stamp);
+  }
+  return n;
 }
 
 static volatile sig_atomic_t g_stop;
@@ -83,6 +127,7 @@ static int run_echo(int argc, char **argv) {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
   int rcvbuf = 4 << 20;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  want_stamps(fd);
   if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
     perror("sbilab-linkprobe echo: bind");
     return 1;
@@ -100,14 +145,15 @@ static int run_echo(int argc, char **argv) {
     if (poll(&p, 1, 200) <= 0) continue;
     struct sockaddr_in from;
     socklen_t fl = sizeof from;
-    ssize_t n = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
-    uint64_t t = now_ns();
+    uint64_t t;
+    ssize_t n = recv_stamped(fd, buf, sizeof buf, 0, &from, &fl, &t);
     if (n < (ssize_t)sizeof(probe_t)) continue;
     probe_t *pr = (probe_t *)buf;
     if (pr->magic == MAGIC_PROBE) {
       received++;
       unique += (uint64_t)mark(seen, pr->seq);
       pr->echo_ns = t;
+      pr->echo_sent_ns = now_ns();
       if (sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl) >= 0) replied++;
     } else if (pr->magic == MAGIC_BULK) {
       if (!mark(bulk_seen, pr->seq)) continue;
@@ -143,14 +189,15 @@ typedef struct {
 static void drain_socket(int fd, results_t *r, char *stat_out, size_t stat_cap) {
   static unsigned char buf[65536];
   for (int i = 0; i < 4096; i++) {
-    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    uint64_t t = now_ns();
+    uint64_t t;
+    ssize_t n = recv_stamped(fd, buf, sizeof buf, MSG_DONTWAIT, NULL, NULL, &t);
     if (n < (ssize_t)sizeof(probe_t)) return;
     probe_t *p = (probe_t *)buf;
     if (p->magic == MAGIC_PROBE && p->seq < r->count && mark(r->seen, p->seq)) {
-      r->rtt[r->got] = (int64_t)(t - p->sent_ns) / 1000;
+      int64_t held = (int64_t)p->echo_sent_ns - (int64_t)p->echo_ns;
+      r->rtt[r->got] = ((int64_t)(t - p->sent_ns) - held) / 1000;
       r->up[r->got] = ((int64_t)p->echo_ns - (int64_t)p->sent_ns) / 1000;
-      r->down[r->got] = ((int64_t)t - (int64_t)p->echo_ns) / 1000;
+      r->down[r->got] = ((int64_t)t - (int64_t)p->echo_sent_ns) / 1000;
       r->got++;
     } else if (p->magic == MAGIC_STAT && stat_out && stat_out[0] == 0) {
       size_t len = (size_t)n - sizeof(probe_t);
@@ -205,6 +252,7 @@ static int run_ping(int argc, char **argv) {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
   int rcvbuf = 4 << 20;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  want_stamps(fd);
   if (fd < 0 || inet_pton(AF_INET, host, &sa.sin_addr) != 1 ||
       connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
     perror("sbilab-linkprobe ping: connect");
