@@ -321,14 +321,18 @@ export async function flowsScenario(
   // The run's time: a share per cell; a cell that stops early leaves its rest to the next.
   const runStart = ctx.clock();
   const runMs = ctx.plan.sampleMs * cellCount;
-  // Each cell's share of what is left is in proportion to what it needs to reach its last flow.
-  const needs = levels.flatMap((ues) =>
-    streams.map((stream) => {
-      const flows = stream === "journey" ? JOURNEY : [WARM_GET];
-      const rate = ctx.config.rate ?? defaultArrivalRate(ues, requestsPerUe(flows), rttMs);
-      return ctx.transports.length * (ctx.plan.warmupMs + (maxFlows / rate) * 1000);
-    })
-  );
+  // Each cell's share of what is left is in proportion to what it needs to reach its last flow,
+  // less what the cells after it need to reach their first look.
+  const needFor = (flowCount: number) =>
+    levels.flatMap((ues) =>
+      streams.map((stream) => {
+        const flows = stream === "journey" ? JOURNEY : [WARM_GET];
+        const rate = ctx.config.rate ?? defaultArrivalRate(ues, requestsPerUe(flows), rttMs);
+        return ctx.transports.length * (ctx.plan.warmupMs + (flowCount / rate) * 1000);
+      })
+    );
+  const needs = needFor(maxFlows);
+  const firstNeeds = needFor(Math.min(maxFlows, design.looks[0]));
   let cellsDone = 0;
   const decisions: string[] = [];
   // A different SUPI range per run, so a server shared between runs never sees a UE twice.
@@ -341,8 +345,7 @@ export async function flowsScenario(
         const rate = ctx.config.rate ??
           defaultArrivalRate(ues, requestsPerUe(flows), rttMs);
         const cellStart = ctx.clock();
-        const cellMs = ((runMs - (cellStart - runStart)) * needs[cellsDone]) /
-          needs.slice(cellsDone).reduce((a, b) => a + b, 0);
+        const cellMs = cellShareMs(runMs - (cellStart - runStart), needs, firstNeeds, cellsDone);
         const label = `cell ${cellsDone + 1}/${cellCount}: ${stream} × ${ues} UEs`;
         const run = (
           h: HeldTransport,
@@ -498,6 +501,24 @@ export async function flowsScenario(
       `(${decisions.length ? decisions.join("; ") : "none decided"}).`,
   );
   return rows;
+}
+
+/**
+ * Time cell `i` may take of what is left of the run: its share in proportion
+ * to what each cell still to run needs to reach its last look, but never so
+ * much that a later cell could not reach its first look, and never less than
+ * its own first look needs (a cell before it that ran over takes from the
+ * last cells' extra flows, not from their first look).
+ */
+export function cellShareMs(
+  leftMs: number,
+  needs: readonly number[],
+  firstNeeds: readonly number[],
+  i: number,
+): number {
+  const share = (leftMs * needs[i]) / needs.slice(i).reduce((a, b) => a + b, 0);
+  const reserve = firstNeeds.slice(i + 1).reduce((a, b) => a + b, 0);
+  return Math.max(firstNeeds[i], Math.min(share, leftMs - reserve));
 }
 
 /** The rows of one transport in one cell: each flow's completion time, and each step's latency. */

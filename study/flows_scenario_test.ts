@@ -5,7 +5,7 @@ import type { BenchRun, ResultRow, RunConfig } from "../bench/record/mod.ts";
 import type { SbiClient, TransportName } from "../transports/types.ts";
 import { handlerClient } from "./flows/_test_util.ts";
 import type { PathProbe, PathReading } from "./flows/path_cpu.ts";
-import { flowsScenario } from "./flows_scenario.ts";
+import { cellShareMs, flowsScenario } from "./flows_scenario.ts";
 import { studyVerdict } from "./verdict.ts";
 import { createRng } from "../bench/stats/mod.ts";
 
@@ -150,4 +150,21 @@ Deno.test("flows keeps each step's answers by status and counts a status the ste
   assert.ok(notFound > 0 && ok >= 2 * notFound, `${ok} × 200, ${notFound} × 404`);
   // the flow's own row counts its failed flows
   for (const r of flowRows(rows)) assert.ok(r.errors > 0, r.id);
+});
+
+Deno.test("a cell's share of the run leaves every later cell its first look, and takes at least its own", () => {
+  // Four cells: two long journeys (300 s to their last look, 80 s to their first), two GET cells
+  // (20 s to their last look, 15 s to their first: mostly warm-up).
+  const needs = [300_000, 20_000, 300_000, 20_000];
+  const firsts = [80_000, 15_000, 80_000, 15_000];
+  // Plenty of time: shares in proportion to the needs.
+  assert.equal(cellShareMs(1_280_000, needs, firsts, 0), 600_000);
+  // Tight: the first journey may not take what the three cells after it need for their first look.
+  // (In proportion it would get 93.75 s, and leave the rest 106.25 s where they need 110 s.)
+  assert.equal(cellShareMs(200_000, needs, firsts, 0), 200_000 - 110_000);
+  // A cell before ran over and left less than the rest's first looks: each still gets its own.
+  assert.equal(cellShareMs(50_000, needs, firsts, 2), 80_000);
+  assert.equal(cellShareMs(5_000, needs, firsts, 3), 15_000);
+  // The last cell takes what is left.
+  assert.equal(cellShareMs(30_000, needs, firsts, 3), 30_000);
 });
