@@ -26,6 +26,34 @@ async function serverTls() {
   return { cert: pki.serverCertPem, key: pki.serverKeyPem };
 }
 
+/**
+ * Sends `count` first Initials to the server at `port` from `sock`, each of a
+ * client that never says more (a replayed Initial looks the same); returns the
+ * size of the last one.
+ */
+async function sendAbandonedInitials(
+  symbols: Awaited<ReturnType<typeof loadH3Library>>["symbols"],
+  sock: Deno.DatagramConn,
+  port: number,
+  count: number,
+): Promise<number> {
+  using config = new H3Config(symbols, false, { verifyPeer: false });
+  const out = new Uint8Array(1500);
+  let n = 0;
+  for (let i = 0; i < count; i++) {
+    using conn = new H3ClientConn(symbols, config, {
+      serverName: "localhost",
+      localIp: "127.0.0.1",
+      localPort: (sock.addr as Deno.NetAddr).port,
+      remoteIp: "127.0.0.1",
+      remotePort: port,
+    });
+    n = conn.send(out);
+    await sock.send(out.subarray(0, n), { transport: "udp", hostname: "127.0.0.1", port });
+  }
+  return n;
+}
+
 Deno.test({
   name:
     "h3 answers a body over the limit with the handler's own 413 bytes before reading it all, ends the stream cleanly and keeps serving",
@@ -156,22 +184,8 @@ Deno.test({
     const { symbols } = await loadH3Library();
     const sock = Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port: 0 });
     try {
-      using config = new H3Config(symbols, false, { verifyPeer: false });
-      using conn = new H3ClientConn(symbols, config, {
-        serverName: "localhost",
-        localIp: "127.0.0.1",
-        localPort: (sock.addr as Deno.NetAddr).port,
-        remoteIp: "127.0.0.1",
-        remotePort: server.port,
-      });
-      const out = new Uint8Array(1500);
-      const n = conn.send(out);
+      const n = await sendAbandonedInitials(symbols, sock, server.port, 1);
       assert.ok(n >= 1200, "a client Initial is at least 1200 bytes");
-      await sock.send(out.subarray(0, n), {
-        transport: "udp",
-        hostname: "127.0.0.1",
-        port: server.port,
-      });
       await until(() => server.connectionCount === 1, "a connection to start", 1000);
       const t0 = performance.now();
       await until(() => server.connectionCount === 0, "the connection to be dropped", 1300);
@@ -195,24 +209,8 @@ Deno.test({
       tls: { ca: (await testPki()).caCertPem },
     });
     try {
-      using config = new H3Config(symbols, false, { verifyPeer: false });
-      const out = new Uint8Array(1500);
       // 40 first Initials, each of a client that never says more (a replayed Initial looks the same).
-      for (let i = 0; i < 40; i++) {
-        using conn = new H3ClientConn(symbols, config, {
-          serverName: "localhost",
-          localIp: "127.0.0.1",
-          localPort: (sock.addr as Deno.NetAddr).port,
-          remoteIp: "127.0.0.1",
-          remotePort: server.port,
-        });
-        const n = conn.send(out);
-        await sock.send(out.subarray(0, n), {
-          transport: "udp",
-          hostname: "127.0.0.1",
-          port: server.port,
-        });
-      }
+      await sendAbandonedInitials(symbols, sock, server.port, 40);
       await until(() => (server.datagramStats()?.retries ?? 0) >= 8, "Retries past the cap", 2000);
       assert.equal(server.connectionCount, 32, "32 handshakes held, the rest answered statelessly");
       const res = await client.request({ path: "/nbench/v1/payload?size=10" });
@@ -255,23 +253,7 @@ Deno.test({
         for (const client of done) await client.close();
       }
       // Abandoned handshakes: 40 first Initials of clients that never say more; 32 are held.
-      using config = new H3Config(symbols, false, { verifyPeer: false });
-      const out = new Uint8Array(1500);
-      for (let i = 0; i < 40; i++) {
-        using conn = new H3ClientConn(symbols, config, {
-          serverName: "localhost",
-          localIp: "127.0.0.1",
-          localPort: (sock.addr as Deno.NetAddr).port,
-          remoteIp: "127.0.0.1",
-          remotePort: server.port,
-        });
-        const n = conn.send(out);
-        await sock.send(out.subarray(0, n), {
-          transport: "udp",
-          hostname: "127.0.0.1",
-          port: server.port,
-        });
-      }
+      await sendAbandonedInitials(symbols, sock, server.port, 40);
       await until(() => (server.datagramStats()?.retries ?? 0) >= 8, "Retries past the cap", 2000);
       const retries = server.datagramStats()!.retries;
       // Each abandoned handshake must give its place back when it times out and is dropped.
