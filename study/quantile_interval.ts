@@ -130,36 +130,69 @@ export function tailDesignEffect(
   q: number,
   clusterSize: number,
 ): TailDesignEffect {
+  return pooledTailDesignEffect([samplesInOrder], q, clusterSize);
+}
+
+/** One cut's sum of squared deviations of the clusters' tail counts, and its binomial share. */
+function tailDeviations(
+  samplesInOrder: ArrayLike<number>,
+  q: number,
+): ((m: number) => { observed: number; binomial: number } | undefined) | undefined {
   const n = samplesInOrder.length;
-  checkArgs(Math.max(1, n), q, 0.5);
-  if (!(Number.isInteger(clusterSize) && clusterSize >= 1)) {
-    throw new RangeError(`Cluster size must be a whole number ≥ 1, got ${clusterSize}`);
-  }
-  const none = { effect: 1, clusterSize, effectiveN: n };
-  if (n === 0) return none;
+  if (n === 0) return undefined;
   const asc = Float64Array.from(samplesInOrder).sort();
-  // The pooled quantile's order statistic: the tail is every sample above it.
+  // The quantile's order statistic: the tail is every sample above it.
   const cut = asc[Math.min(n - 1, Math.ceil(q * n) - 1)];
+  const above = new Uint8Array(n);
   let tail = 0;
-  for (let i = 0; i < n; i++) if (samplesInOrder[i] > cut) tail++;
+  for (let i = 0; i < n; i++) if (samplesInOrder[i] > cut) (above[i] = 1, tail++);
   const p = tail / n;
-  if (p <= 0) return none;
-  const binomial = p * (1 - p) / n;
-  let best = none;
-  for (let m = clusterSize; Math.floor(n / m) >= MIN_CLUSTERS; m *= 2) {
-    if (m > 4 * clusterSize) break;
-    // Whole clusters of m; the remainder joins the last one.
+  if (p <= 0) return undefined;
+  return (m) => {
     const k = Math.floor(n / m);
+    if (k < MIN_CLUSTERS) return undefined;
+    // Whole clusters of m; the remainder joins the last one.
     let sum = 0;
     for (let c = 0; c < k; c++) {
       const end = c === k - 1 ? n : (c + 1) * m;
       let y = 0;
-      for (let i = c * m; i < end; i++) if (samplesInOrder[i] > cut) y++;
+      for (let i = c * m; i < end; i++) y += above[i];
       sum += (y - p * (end - c * m)) ** 2;
     }
-    // Variance of the tail share as a ratio estimate over k clusters.
-    const clustered = (k / (k - 1)) * sum / (n * n);
-    const effect = clustered / binomial;
+    // The clusters' variance of the tail count (a ratio estimate over k clusters) against n p (1 − p).
+    return { observed: (k / (k - 1)) * sum, binomial: n * p * (1 - p) };
+  };
+}
+
+/**
+ * {@link tailDesignEffect} of several samples taken under one law (the two
+ * sides of a comparison under equal quantiles): each side is cut into
+ * clusters and compared with its own quantile, and the clusters' deviations
+ * of every side are pooled before the ratio is taken. Pooled, a side whose
+ * run happened to see no burst shares the other's, and the estimate rests on
+ * twice the clusters of either side alone.
+ */
+export function pooledTailDesignEffect(
+  sides: ArrayLike<number>[],
+  q: number,
+  clusterSize: number,
+): TailDesignEffect {
+  const n = sides.reduce((a, s) => a + s.length, 0);
+  checkArgs(Math.max(1, n), q, 0.5);
+  if (!(Number.isInteger(clusterSize) && clusterSize >= 1)) {
+    throw new RangeError(`Cluster size must be a whole number ≥ 1, got ${clusterSize}`);
+  }
+  let best = { effect: 1, clusterSize, effectiveN: n };
+  const cuts = sides.map((s) => tailDeviations(s, q)).filter((d) => d !== undefined);
+  if (cuts.length === 0) return best;
+  for (let m = clusterSize; m <= 4 * clusterSize; m *= 2) {
+    let observed = 0, binomial = 0;
+    for (const d of cuts) {
+      const r = d(m);
+      if (r) (observed += r.observed, binomial += r.binomial);
+    }
+    if (binomial <= 0) continue;
+    const effect = observed / binomial;
     if (effect > best.effect) best = { effect, clusterSize: m, effectiveN: n / effect };
   }
   return best;

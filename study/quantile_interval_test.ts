@@ -2,8 +2,10 @@ import assert from "node:assert/strict";
 import {
   binomialCdf,
   minSamplesForQuantile,
+  pooledTailDesignEffect,
   quantileInterval,
   quantileRanks,
+  tailDesignEffect,
 } from "./quantile_interval.ts";
 import { createRng } from "../bench/stats/mod.ts";
 
@@ -44,4 +46,27 @@ Deno.test("the p99 interval covers the true p99 of an exponential at about its l
   }
   const share = covered / trials;
   assert.ok(share >= 0.92 && share <= 0.995, `coverage ${share}`);
+});
+
+Deno.test("the pooled design effect gives a side that saw no burst the other's, and independent flows about 1", () => {
+  const rng = createRng(11);
+  const calm = () => Array.from({ length: 2400 }, () => -Math.log(1 - rng()));
+  // Six bursts of 20 consecutive flows, each flow 10× slower: the tail is six episodes.
+  const stalled = calm();
+  for (let b = 0; b < 6; b++) for (let i = 0; i < 20; i++) stalled[b * 400 + 100 + i] *= 10;
+  const own = tailDesignEffect(stalled, 0.99, 50).effect;
+  assert.ok(own > 3, `bursty side ${own}`);
+  const quiet = calm();
+  assert.ok(tailDesignEffect(quiet, 0.99, 50).effect < 3);
+  const pooled = pooledTailDesignEffect([quiet, stalled], 0.99, 50).effect;
+  assert.ok(pooled > own / 3 && pooled < own, `pooled ${pooled}, bursty side ${own}`);
+  // Independent sides: pooled over twice the clusters, the estimate stays nearer 1 than the larger side's.
+  let pooledSum = 0, maxSum = 0;
+  for (let t = 0; t < 40; t++) {
+    const a = calm(), b = calm();
+    pooledSum += pooledTailDesignEffect([a, b], 0.99, 50).effect;
+    maxSum += Math.max(tailDesignEffect(a, 0.99, 50).effect, tailDesignEffect(b, 0.99, 50).effect);
+  }
+  assert.ok(pooledSum < maxSum, `pooled ${pooledSum / 40}, larger side ${maxSum / 40}`);
+  assert.ok(pooledSum / 40 < 1.6, `pooled ${pooledSum / 40}`);
 });

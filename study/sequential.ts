@@ -29,7 +29,7 @@ import { quantileSorted } from "../lib/median.ts";
 import {
   clusteredQuantileInterval,
   minSamplesForQuantile,
-  tailDesignEffect,
+  pooledTailDesignEffect,
 } from "./quantile_interval.ts";
 
 /** When and how strictly cells are judged. */
@@ -258,14 +258,12 @@ export function lookAt(
   const design = options.design ?? DEFAULT_DESIGN;
   const side = lookLevel(design);
   const a = Float64Array.from(h3).sort(), b = Float64Array.from(h2).sort();
-  // Bursts of slow flows, measured on each side's flows in completion order, widen both
-  // intervals alike: with equal p99s both sides come from one law, and a side that saw no
-  // burst this time is not thereby free of them.
+  // Bursts of slow flows widen both intervals alike, by one design effect measured on both
+  // sides' flows in completion order: with equal p99s both sides come from one law, and a side
+  // that saw no burst this time is not thereby free of them. Pooled, the estimate rests on the
+  // clusters of both sides (the larger of two noisy estimates would overstate the bursts).
   const effect = design.clusterFlows
-    ? Math.max(
-      tailDesignEffect(h3, 0.99, design.clusterFlows).effect,
-      tailDesignEffect(h2, 0.99, design.clusterFlows).effect,
-    )
+    ? pooledTailDesignEffect([h3, h2], 0.99, design.clusterFlows).effect
     : 1;
   const ia = clusteredQuantileInterval(a, 0.99, side, effect);
   const ib = clusteredQuantileInterval(b, 0.99, side, effect);

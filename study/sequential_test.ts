@@ -135,7 +135,7 @@ Deno.test("a look decides material at 20 % with the ratio's interval below 1, no
 Deno.test("an undecided cell says about how many flows would decide it, and they do", () => {
   const rng = createRng(9);
   // h3 30 % faster with a wide tail: 600 flows per side leave it undecided.
-  const h3 = flowTimes(rng, 20_000, 70, 0.6), h2 = flowTimes(rng, 20_000, 100, 0.6);
+  const h3 = flowTimes(rng, 20_000, 70, 0.8), h2 = flowTimes(rng, 20_000, 100, 0.8);
   const d = lookAt(h3.slice(0, 600), h2.slice(0, 600));
   assert.equal(d.status, "undecided");
   assert.ok(d.flowsToDecide! > 600 && Number.isFinite(d.flowsToDecide!), `${d.flowsToDecide}`);

@@ -262,9 +262,10 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
     `side has completed ${looks.join(", ")} flows, and stops at the first look that decides. ` +
     `At a look each side's p99 gets a distribution-free order-statistic interval at ${side} %` +
     (design.clusterFlows
-      ? `, widened by how much more than independent flows its slow flows come together ` +
-        `(their share above the p99 compared across clusters of ${design.clusterFlows}, ` +
-        `${design.clusterFlows * 2} and ${design.clusterFlows * 4} flows in completion order)`
+      ? `, widened by how much more than independent flows the two sides' slow flows come ` +
+        `together (each side's share above its p99 compared across clusters of ` +
+        `${design.clusterFlows}, ${design.clusterFlows * 2} and ${design.clusterFlows * 4} flows ` +
+        `in completion order, both sides' clusters pooled)`
       : "") +
     `, and the two give an interval of the ratio of the p99s at ${side} % (MOVER, on the log ` +
     `scale), so that over all looks the ratio's intervals hold together with ` +
