@@ -17,13 +17,20 @@
  *   interval to miss, so a cell is wrongly called material with probability at
  *   most 1 − level (5 %), however many looks it takes.
  * - **not material**: even the ratio interval's lower end gives HTTP/3 a
- *   reduction below `minReduction`. A true material advantage is called "not
- *   material" at most 1 − level.
+ *   reduction below `minReduction` (a true material advantage is called so at
+ *   most 1 − level); or the look has the power: its interval is narrow enough
+ *   that a p99 `powerReduction` lower (30 %) would have been called material
+ *   with chance `power` (80 %) or more, and it was not. A true 30 % reduction
+ *   is then called "not material" at most 1 − power of the time (the classic
+ *   β). Without the second way a cell whose true change sits near the
+ *   threshold (an 18 % lower p99 with an interval of 8 to 32 %) stays open
+ *   however many flows it gets.
  * - **undecided** otherwise, with an estimate of the flows per side that would
  *   decide it if the p99s and their burstiness stayed where they are.
  * No look is taken before each side has enough flows for both ends of its
  * interval (a p99's upper end needs a flow above it).
  */
+import { probit } from "simple-statistics";
 import type { Interval } from "../bench/stats/mod.ts";
 import { quantileSorted } from "../lib/median.ts";
 import {
@@ -46,6 +53,14 @@ export interface SequentialDesign {
    * tail ({@link clusteredQuantileInterval}). Omitted: flows taken as independent.
    */
   clusterFlows?: number;
+  /**
+   * A look whose interval would catch a p99 this much lower (0.3 = 30 %) as
+   * material with chance {@link power} has the power to call a cell that is
+   * not material "not material". Omitted: only the interval's best end does.
+   */
+  powerReduction?: number;
+  /** Chance a powered look calls a true {@link powerReduction} material (0.8). */
+  power?: number;
 }
 
 /**
@@ -59,6 +74,8 @@ export const DEFAULT_DESIGN: SequentialDesign = {
   level: 0.95,
   minReduction: 0.2,
   clusterFlows: 50,
+  powerReduction: 0.3,
+  power: 0.8,
 };
 
 /** The design `--quick` judges with: one look, at the fewest flows a single look needs. */
@@ -189,6 +206,17 @@ export function decideLook(
       reason: `p99 ${pct(reduction)} lower, at least ${pct(Math.max(0, reductionCi.lower))}`,
     };
   }
+  if (hasPower(f, design)) {
+    return {
+      status: "not-material",
+      reduction,
+      reductionCi,
+      reason: `p99 ${reduction >= 0 ? `${pct(reduction)} lower` : `${pct(-reduction)} higher`}, ` +
+        `between ${pct(Math.max(-9.99, reductionCi.lower))} and ${pct(reductionCi.upper)}; ` +
+        `a ${Math.round(design.powerReduction! * 100)} % lower p99 would have shown as material ` +
+        `with at least ${Math.round(design.power! * 100)} % chance`,
+    };
+  }
   const more = flowsToDecide();
   return {
     status: "undecided",
@@ -198,6 +226,38 @@ export function decideLook(
       `between ${pct(Math.max(-9.99, reductionCi.lower))} and ${pct(reductionCi.upper)}`,
     flowsToDecide: more,
   };
+}
+
+/**
+ * The widest upper half of a look's log-ratio interval that still calls a
+ * true p99 `powerReduction` lower material with chance `power`: the estimate
+ * of the log ratio is taken as normal with the spread its interval's upper
+ * half implies (half ÷ z at the look's level), and material needs it below
+ * both −half (the interval under 1) and log(1 − minReduction). Undefined when
+ * the design asks for no power.
+ */
+export function widestPoweredHalf(design: SequentialDesign): number | undefined {
+  if (design.powerReduction === undefined || design.power === undefined) return undefined;
+  const z = probit(1 - (1 - lookLevel(design)) / 2), zp = probit(design.power);
+  const truth = -Math.log(1 - design.powerReduction);
+  const floor = -Math.log(1 - design.minReduction);
+  // P(estimate < −max(half, floor)) = Φ((truth − max(half, floor)) · z / half) ≥ power.
+  const fits = (half: number) => (truth - Math.max(half, floor)) * z / half >= zp;
+  let lo = 0, hi = truth;
+  for (let i = 0; i < 60; i++) {
+    const mid = (lo + hi) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Whether a look's interval is narrow enough to have the power (see {@link widestPoweredHalf}). */
+export function hasPower(f: LookFigures, design: SequentialDesign): boolean {
+  const widest = widestPoweredHalf(design);
+  if (widest === undefined || !(f.h3P99 > 0 && f.h2P99 > 0)) return false;
+  const half = Math.log(ratioInterval(f).upper / (f.h3P99 / f.h2P99));
+  return Number.isFinite(half) && half <= widest;
 }
 
 /**
@@ -240,8 +300,13 @@ export function flowsThatWouldDecide(f: LookFigures, design: SequentialDesign): 
   // Material once the upper end falls below 1 (with the p99 at least minReduction lower);
   // not material once the lower end rises above 1 − minReduction.
   const s = r <= floor + 1e-12 ? -r / above : (r - floor) / below;
-  if (!(s > 0)) return Infinity;
-  const need = Math.max(min, Math.ceil(Math.max(f.n, 1) / (s * s)));
+  let need = s > 0 ? Math.max(min, Math.ceil(Math.max(f.n, 1) / (s * s))) : Infinity;
+  // Or the flows at which the interval's upper half narrows to the powered width.
+  const widest = widestPoweredHalf(design);
+  if (widest !== undefined) {
+    need = Math.min(need, Math.max(min, Math.ceil(Math.max(f.n, 1) * (above / widest) ** 2)));
+  }
+  if (!Number.isFinite(need)) return Infinity;
   // Near the threshold the estimate runs off to millions: past ten times the last look no run
   // within reach decides it, and a figure would only mislead.
   if (need > 10 * (design.looks.at(-1) ?? min)) return Infinity;

@@ -62,6 +62,14 @@ export interface VerdictRule {
    * design's `clusterFlows`); records without it took flows as independent.
    */
   clusterFlows?: number;
+  /**
+   * A look that would call a p99 this much lower material with chance `power`
+   * decides a cell that is not material (the design's `powerReduction`);
+   * records without it decided "not material" by the interval's best end only.
+   */
+  powerReduction?: number;
+  /** Chance a powered look calls a true `powerReduction` material. */
+  power?: number;
 }
 
 /** The rule the study states. */
@@ -75,6 +83,8 @@ export const DEFAULT_RULE: VerdictRule = {
   onTimeMs: 2,
   looks: [...DEFAULT_DESIGN.looks],
   clusterFlows: DEFAULT_DESIGN.clusterFlows,
+  powerReduction: DEFAULT_DESIGN.powerReduction,
+  power: DEFAULT_DESIGN.power,
 };
 
 /** The sequential design a rule states. */
@@ -84,6 +94,9 @@ export function ruleDesign(rule: VerdictRule): SequentialDesign {
     level: rule.level,
     minReduction: rule.minReduction,
     ...(rule.clusterFlows ? { clusterFlows: rule.clusterFlows } : {}),
+    ...(rule.powerReduction && rule.power
+      ? { powerReduction: rule.powerReduction, power: rule.power }
+      : {}),
   };
 }
 
@@ -273,7 +286,15 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
     `is at least ${rule.minReduction * 100} % lower than that of the better HTTP/2 variant (h2c ` +
     `or h2 over TLS, whichever has the lower p99), the ratio's interval lies wholly below 1, and ` +
     `it lost no larger share of flows; it has none when even the interval's most favourable end ` +
-    `gives it less than ${rule.minReduction * 100} %. With equal p99s a cell is called material ` +
+    `gives it less than ${rule.minReduction * 100} %` +
+    (design.powerReduction && design.power
+      ? `, or when the look has the power: its interval narrow enough that a p99 ` +
+        `${Math.round(design.powerReduction * 100)} % lower would have been called material with ` +
+        `at least ${Math.round(design.power * 100)} % chance (so a true ` +
+        `${Math.round(design.powerReduction * 100)} % advantage is called "no" in at most ` +
+        `${Math.round((1 - design.power) * 100)} % of runs)`
+      : "") +
+    `. With equal p99s a cell is called material ` +
     `in at most ${((1 - rule.level) * 100).toFixed(0)} % of runs. Otherwise the cell is ` +
     `undecided, with about how many flows per side would decide it. No look comes before ` +
     `${fewestFlowsToDecide(design)} flows per side: with fewer not even the largest flow time ` +
