@@ -38,24 +38,26 @@ export const STUDY_LINKS = ["lan", "metro", "wan", "lossy"];
 export const STUDY_UES = [64, 256];
 export const QUICK_UES = [64];
 /**
- * Default budgets (ms). 15 minutes: the wan and lossy cells (which run first)
- * can each reach the design's last look (2,400 flows per side) within it while
+ * Default budgets (ms). 30 minutes: the wan and lossy cells (which run first)
+ * can each reach the design's last look (4,800 flows per side) within it while
  * lan and metro keep enough for their first look; cells decided earlier leave
  * their time to the rest.
  */
-export const STUDY_BUDGET_MS = 15 * 60_000;
+export const STUDY_BUDGET_MS = 30 * 60_000;
 
 /**
- * Most flows per side a study's cells take: the design's last look (2,400) in
+ * Most flows per side a study's cells take: the design's last look (4,800) in
  * the default budget, doubled for each doubling of the budget past it (a
- * 1-hour study looks again at 4,800 and 9,600 flows). Where slow flows come
- * in bursts, a p99 needs many more flows than independent ones would (see
- * `sequential.ts`); a longer budget is how a study decides those cells.
+ * 1-hour study looks again at 9,600 flows) and halved for each halving below
+ * it, down to the design's second look (a 15-minute study stops at 2,400).
+ * Where slow flows come in bursts, a p99 needs many more flows than
+ * independent ones would (see `sequential.ts`); a longer budget is how a study
+ * decides those cells.
  */
 export function studyMaxFlows(budgetMs: number): number {
-  const last = DEFAULT_DESIGN.looks.at(-1)!;
-  const doublings = Math.max(0, Math.floor(Math.log2(budgetMs / STUDY_BUDGET_MS) + 1e-9));
-  return last * 2 ** doublings;
+  const looks = DEFAULT_DESIGN.looks;
+  const doublings = Math.floor(Math.log2(budgetMs / STUDY_BUDGET_MS) + 1e-9);
+  return Math.max(looks[Math.min(1, looks.length - 1)], looks.at(-1)! * 2 ** doublings);
 }
 export const QUICK_BUDGET_MS = 4 * 60_000;
 
@@ -73,7 +75,7 @@ export interface StudyOptions {
   ues?: number[];
   /** Streams (`journey`, `warm-get`). Default both. */
   flows?: string[];
-  /** Time budget for the whole matrix (ms). Default 10 min (4 min with `quick`). */
+  /** Time budget for the whole matrix (ms). Default 30 min (4 min with `quick`). */
   budgetMs?: number;
   /** A smoke run: one UE level, short rows. Default false. */
   quick?: boolean;

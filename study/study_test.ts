@@ -75,15 +75,17 @@ Deno.test("parseBudget reads minutes, seconds and hours and refuses less than 10
 });
 
 Deno.test("a longer budget takes cells to more flows: the last look doubles with each doubling of the budget", () => {
-  assert.equal(studyMaxFlows(STUDY_BUDGET_MS), 2400);
-  assert.equal(studyMaxFlows(10 * 60_000), 2400);
-  assert.equal(studyMaxFlows(29 * 60_000), 2400);
-  assert.equal(studyMaxFlows(30 * 60_000), 4800);
+  assert.equal(studyMaxFlows(STUDY_BUDGET_MS), 4800);
+  assert.equal(studyMaxFlows(59 * 60_000), 4800);
   assert.equal(studyMaxFlows(60 * 60_000), 9600);
-  assert.deepEqual(flowsDesign({}, 9600).looks, [600, 1000, 1600, 2400, 4800, 9600]);
-  assert.deepEqual(flowsDesign({}, 7000).looks, [600, 1000, 1600, 2400, 4800]);
-  assert.deepEqual(flowsDesign({}, 1200).looks, [600, 1000]);
-  // Six looks share the error: each look's level is stricter, and so is the fewest flows a look needs.
+  // A shorter budget halves it, down to the second look.
+  assert.equal(studyMaxFlows(15 * 60_000), 2400);
+  assert.equal(studyMaxFlows(10 * 60_000), 1200);
+  assert.equal(studyMaxFlows(60_000), 1200);
+  assert.deepEqual(flowsDesign({}, 9600).looks, [600, 1200, 2400, 4800, 9600]);
+  assert.deepEqual(flowsDesign({}, 7000).looks, [600, 1200, 2400, 4800]);
+  assert.deepEqual(flowsDesign({}, 2400).looks, [600, 1200, 2400]);
+  // Five looks share the error: each look's level is stricter, and so is the fewest flows a look needs.
   assert.ok(fewestFlowsToDecide(flowsDesign({}, 9600)) > fewestFlowsToDecide(DEFAULT_DESIGN));
   checkDesign(flowsDesign({}, 9600));
 });
