@@ -254,9 +254,9 @@ export class QuicH3Conn {
   }
 
   /**
-   * Hands a chunk to its stream's writer. The writer keeps the order of its
-   * writes and of the close after them, so the chunk goes at once, with no
-   * turn of the event loop between the last bytes and the stream's end.
+   * Hands a chunk to its stream's writer at once. The writer keeps the order
+   * of its writes and of the close after them, so nothing waits on a promise
+   * chain of its own before the next write or the close is handed over.
    */
   #write(c: StreamChunk): void {
     const s = this.#streams.get(c.streamId);
