@@ -24,17 +24,18 @@ import {
   ClientCore,
   type CoreSession,
   PendingStreams,
-  requestHeadersFor,
   requestTimeoutMs,
   timedRequest,
 } from "../client_core.ts";
 import { type ClientLimits, resolveClientLimits } from "../client_limits.ts";
-import type { HeaderList } from "../native/wire.ts";
 import { WIRE_EVENT } from "../native/wire.ts";
-import { requestHeaderList, toClientResponse } from "../h3/convert.ts";
+import { SbiRequestBlock } from "../sbi_request_block.ts";
+import { toClientResponse } from "../h3/convert.ts";
 import { H3Framing } from "./h3_framing.ts";
 import { dh3Version, loadDh3Library } from "./h3_loader.ts";
 import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
+
+const EMPTY_BODY = new Uint8Array(0);
 
 class Session implements CoreSession {
   conn!: QuicH3Conn;
@@ -75,36 +76,50 @@ class Session implements CoreSession {
     this.#pending.rejectAll(new TransportError(`HTTP/3 connection closed: ${reason}`));
   }
 
-  async request(list: HeaderList, body: Uint8Array, timeoutMs: number): Promise<ClientResponse> {
+  /**
+   * Sends a request whose header block is the first `length` bytes of
+   * `block`: those bytes are copied before this returns, so the caller may
+   * write the next block into the same buffer at once.
+   */
+  request(
+    block: Uint8Array,
+    length: number,
+    body: Uint8Array,
+    timeoutMs: number,
+  ): Promise<ClientResponse> {
     let streamId = -1;
-    const { promise, pending, settled } = timedRequest(timeoutMs, () => {
+    const t = timedRequest(timeoutMs, () => {
       if (streamId < 0) return;
       this.#pending.delete(streamId);
       this.conn.cancel(streamId, H3_CODE.REQUEST_CANCELLED);
     });
+    // past the peer's stream credit, wait for a stream as the native client queues
+    let opening: Promise<Deno.QuicBidirectionalStream>;
     try {
-      // past the peer's stream credit, wait for a stream as the native client queues
-      const bidi = await this.conn.quic.createBidirectionalStream({ waitUntilAvailable: true });
-      if (settled()) {
+      opening = this.conn.quic.createBidirectionalStream({ waitUntilAvailable: true });
+    } catch (err) {
+      t.pending.reject(sendError(err));
+      return t.promise;
+    }
+    // the block's buffer is reused by the next request: the bytes wait here until the stream opens
+    const own = block.slice(0, length);
+    opening.then((bidi) => {
+      if (t.settled()) {
         // timed out while waiting for a stream: give the stream back unused
         bidi.writable.abort(H3_CODE.REQUEST_CANCELLED).catch(() => {});
         bidi.readable.cancel(H3_CODE.REQUEST_CANCELLED).catch(() => {});
-        return await promise;
+        return;
       }
-      streamId = this.conn.adopt(bidi);
-      this.#pending.add(streamId, pending);
-      this.conn.framing.request(streamId, list, body);
-      this.conn.flush();
-    } catch (err) {
-      pending.reject(
-        err instanceof TransportError
-          ? err
-          : new TransportError(`Cannot send the HTTP/3 request: ${(err as Error).message}`, {
-            cause: err,
-          }),
-      );
-    }
-    return await promise;
+      try {
+        streamId = this.conn.adopt(bidi);
+        this.#pending.add(streamId, t.pending);
+        this.conn.framing.requestBlock(streamId, own, length, body);
+        this.conn.flush();
+      } catch (err) {
+        t.pending.reject(sendError(err));
+      }
+    }, (err) => t.pending.reject(sendError(err)));
+    return t.promise;
   }
 
   close(): Promise<void> {
@@ -121,12 +136,19 @@ class QuinnH3Client implements SbiClient {
   #limits: ClientLimits;
   #core: ClientCore<Session>;
   #versions = "";
+  #block: SbiRequestBlock;
 
   constructor(origin: URL, options: ClientOptions) {
     this.#origin = origin;
     this.#options = options;
     this.#limits = resolveClientLimits(options);
     this.#core = new ClientCore<Session>(() => this.#connect());
+    // the header block built as the native clients build it: what does not change, encoded once
+    this.#block = new SbiRequestBlock({
+      scheme: "https",
+      authority: origin.host,
+      nfType: options.nfType,
+    });
   }
 
   async #connect(): Promise<Session> {
@@ -161,20 +183,27 @@ class QuinnH3Client implements SbiClient {
     return session;
   }
 
-  async request(req: ClientRequest): Promise<ClientResponse> {
-    if (this.#core.closed) throw new TransportError("Client is closed");
+  request(req: ClientRequest): Promise<ClientResponse> {
+    if (this.#core.closed) return Promise.reject(new TransportError("Client is closed"));
+    const path = req.path;
+    if (typeof path !== "string" || !path.startsWith("/")) {
+      return Promise.reject(new TypeError(`Request path must start with "/": ${path}`));
+    }
     const timeoutMs = requestTimeoutMs(req, this.#options);
-    const headers = requestHeadersFor(req, timeoutMs, this.#options.nfType);
-    const body = req.body ?? new Uint8Array(0);
-    const list = requestHeaderList(
-      req.method ?? "GET",
-      this.#origin.host,
-      req.path,
-      headers,
-      body.length,
-    );
-    const session = await this.#core.session();
-    return await session.request(list, body, timeoutMs);
+    const body = req.body ?? EMPTY_BODY;
+    const block = this.#block;
+    let length: number;
+    try {
+      length = block.encode(req.method ?? "GET", path, req.headers, timeoutMs, body.length);
+      if (req.onRequestHeaders !== undefined) req.onRequestHeaders(block.sentHeaders(length));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const s = this.#core.session();
+    if (s instanceof Session) return s.request(block.buffer, length, body, timeoutMs);
+    // the block's buffer is reused by the next request: keep this one's bytes until connected
+    const own = block.buffer.slice(0, length);
+    return s.then((s) => s.request(own, length, body, timeoutMs));
   }
 
   connectionInfo(): ConnectionInfo | undefined {
@@ -212,6 +241,15 @@ export async function createDenoH3Client(
   await loadDh3Library();
   return new QuinnH3Client(url, options);
 }
+/** A failure to send, as the client reports it. */
+function sendError(err: unknown): TransportError {
+  return err instanceof TransportError
+    ? err
+    : new TransportError(`Cannot send the HTTP/3 request: ${(err as Error).message}`, {
+      cause: err,
+    });
+}
+
 /** Waits for `quic`'s handshake at most `ms`; past it the connection is closed and this throws. */
 async function handshakeWithin(quic: Deno.QuicConn, ms: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -3,9 +3,9 @@
  * `Deno.QuicConn` joined to an {@linkcode H3Framing}. It opens and binds the
  * three unidirectional streams HTTP/3 needs, feeds every byte that arrives on
  * any stream to the framing layer, writes what the layer has for each stream
- * in order (one write chain per stream, so a slow stream never holds up the
- * others), and forgets a stream once both its directions are done. The
- * server and client add their roles on top.
+ * in order (each stream's own writer queues its bytes, so a slow stream
+ * never holds up the others), and forgets a stream once both its directions
+ * are done. The server and client add their roles on top.
  */
 import { WIRE_EVENT } from "../native/wire.ts";
 import {
@@ -29,9 +29,12 @@ const READ_POOL_MAX = 8;
 interface StreamState {
   writer?: WritableStreamDefaultWriter<Uint8Array>;
   reader?: ReadableStreamDefaultReader<Uint8Array> | ReadableStreamBYOBReader;
-  chain: Promise<void>;
   readDone: boolean;
   writeDone: boolean;
+  /** The writer was told to close after what it holds. */
+  closing: boolean;
+  /** A write or the close failed: nothing more is handed to the writer. */
+  failed: boolean;
   /** Bytes handed to the writer and not yet written. */
   queued: number;
 }
@@ -97,7 +100,14 @@ export class QuicH3Conn {
   }
 
   #state(parts: Partial<StreamState>): StreamState {
-    return { chain: Promise.resolve(), readDone: false, writeDone: false, queued: 0, ...parts };
+    return {
+      readDone: false,
+      writeDone: false,
+      closing: false,
+      failed: false,
+      queued: 0,
+      ...parts,
+    };
   }
 
   /** True once the connection can carry nothing more. */
@@ -200,22 +210,28 @@ export class QuicH3Conn {
   }
 
   #feed(id: number, bytes: Uint8Array, fin: boolean): void {
+    let ready;
     try {
-      this.framing.read(id, bytes, fin);
+      ready = this.framing.read(id, bytes, fin);
     } catch (err) {
       const code = err instanceof H3FramingError ? err.h3Code : H3_CODE.INTERNAL_ERROR;
       this.close(code, `HTTP/3 error on stream ${id}: ${(err as Error).message}`);
       return;
     }
-    this.pump();
+    // most reads complete no message: nothing to poll, only what is due to write
+    if (ready > 0) this.pump(ready);
+    else this.flush();
   }
 
-  /** Hands out the framing layer's events, then writes what is due. */
-  pump(): void {
+  /**
+   * Hands out the framing layer's events (`expected` of them when the caller
+   * knows how many are ready), then writes what is due.
+   */
+  pump(expected = Infinity): void {
     if (this.#dead) return;
     let events;
     try {
-      events = this.framing.poll();
+      events = this.framing.poll(expected);
     } catch (err) {
       this.close(H3_CODE.INTERNAL_ERROR, (err as Error).message);
       return;
@@ -224,7 +240,7 @@ export class QuicH3Conn {
     this.flush();
   }
 
-  /** Writes every chunk the framing layer has, each on its stream's chain. */
+  /** Writes every chunk the framing layer has, each to its stream's writer. */
   flush(): void {
     if (this.#dead) return;
     let chunks: StreamChunk[];
@@ -237,25 +253,39 @@ export class QuicH3Conn {
     for (const c of chunks) this.#write(c);
   }
 
+  /**
+   * Hands a chunk to its stream's writer at once. The writer keeps the order
+   * of its writes and of the close after them, so nothing waits on a promise
+   * chain of its own before the next write or the close is handed over.
+   */
   #write(c: StreamChunk): void {
     const s = this.#streams.get(c.streamId);
-    if (!s?.writer || s.writeDone) return;
+    if (!s?.writer || s.writeDone || s.closing || s.failed) return;
     const w = s.writer;
-    s.queued += c.bytes.length;
-    s.chain = s.chain.then(async () => {
-      if (c.bytes.length) await w.write(c.bytes);
-      s.queued -= c.bytes.length;
-      this.#written += c.bytes.length;
-      if (c.fin) {
-        await w.close();
+    const n = c.bytes.length;
+    if (n) {
+      s.queued += n;
+      w.write(c.bytes).then(() => {
+        s.queued -= n;
+        this.#written += n;
+      }, () => this.#writeFailed(c.streamId, s));
+    }
+    if (c.fin) {
+      s.closing = true;
+      w.close().then(() => {
         s.writeDone = true;
         this.#settle(c.streamId, s);
-      }
-    }).catch(() => {
-      s.queued = 0;
-      s.writeDone = true;
-      this.#settle(c.streamId, s);
-    });
+      }, () => this.#writeFailed(c.streamId, s));
+    }
+  }
+
+  /** A write or the close failed (reset, cancelled, connection gone): the sending side is done. */
+  #writeFailed(id: number, s: StreamState): void {
+    if (s.failed) return;
+    s.failed = true;
+    s.queued = 0;
+    s.writeDone = true;
+    this.#settle(id, s);
   }
 
   #settle(id: number, s: StreamState): void {

@@ -5,7 +5,7 @@
  * send, and polls complete messages. Failures are {@linkcode H3FramingError}.
  */
 import { freedMessage, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
-import { decodeHeaderBlock, encodeHeaderBlock, type HeaderList } from "../native/wire.ts";
+import { decodeHeaderBlock, HeaderBlockWriter, type HeaderList } from "../native/wire.ts";
 import { EventPoller } from "../native/event_poller.ts";
 import type { Sbdh3Symbols } from "./h3_symbols.ts";
 import { DEFAULT_MAX_HEADER_SECTION_BYTES } from "../server_limits.ts";
@@ -33,12 +33,35 @@ export class H3FramingError extends NativeError {
 /** One polled event. */
 export interface FramingEvent {
   /** One of `WIRE_EVENT`: MESSAGE, RESET, GOAWAY or TOO_LARGE. */
-  type: number;
-  streamId: number;
+  readonly type: number;
+  readonly streamId: number;
   /** RESET: the HTTP/3 error code. */
-  code: number;
-  headers: HeaderList;
-  body: Uint8Array;
+  readonly code: number;
+  /** The header block as the wire format carries it (a copy, owned by the event). */
+  readonly block: Uint8Array;
+  /** The header fields of {@linkcode block}, decoded when first read. */
+  readonly headers: HeaderList;
+  readonly body: Uint8Array;
+}
+
+/** An event whose header block is decoded only when its fields are asked for. */
+class PolledEvent implements FramingEvent {
+  readonly type: number;
+  readonly streamId: number;
+  readonly code: number;
+  readonly block: Uint8Array;
+  readonly body: Uint8Array;
+  #headers: HeaderList | undefined;
+  constructor(type: number, streamId: number, code: number, block: Uint8Array, body: Uint8Array) {
+    this.type = type;
+    this.streamId = streamId;
+    this.code = code;
+    this.block = block;
+    this.body = body;
+  }
+  get headers(): HeaderList {
+    return this.#headers ??= decodeHeaderBlock(this.block);
+  }
 }
 
 /** Bytes one stream must send. */
@@ -57,7 +80,11 @@ export class H3Framing {
   #sym: Sbdh3Symbols;
   #handle: Deno.PointerValue;
   #out = new Uint8Array(WRITE_CAP);
+  #outCap = BigInt(WRITE_CAP);
   #meta = new Uint8Array(16);
+  #metaView = new DataView(this.#meta.buffer);
+  /** Encodes the header lists given to {@linkcode request} and {@linkcode respond}. */
+  #writer = new HeaderBlockWriter();
   /** The native layer's one event reader; a failed poll is an H3FramingError. */
   #poller = new EventPoller({
     bufferBytes: 64 * 1024,
@@ -118,29 +145,29 @@ export class H3Framing {
     );
   }
 
-  /** Feeds bytes that arrived on `streamId`; `fin` when the peer ended the stream. */
-  read(streamId: number, bytes: Uint8Array, fin: boolean): void {
-    this.#check(
-      this.#sym.sbdh3_conn_read(
-        this.#live(),
-        BigInt(streamId),
-        bytes,
-        BigInt(bytes.length),
-        fin ? 1 : 0,
-      ),
-      "read",
+  /**
+   * Feeds bytes that arrived on `streamId`; `fin` when the peer ended the
+   * stream. Returns how many events are ready to {@linkcode poll}.
+   */
+  read(streamId: number, bytes: Uint8Array, fin: boolean): number {
+    const rv = this.#sym.sbdh3_conn_read(
+      this.#live(),
+      BigInt(streamId),
+      bytes,
+      BigInt(bytes.length),
+      fin ? 1 : 0,
     );
+    this.#check(rv, "read");
+    return rv;
   }
 
   /** Everything due to send now, per stream, in order. */
   drain(): StreamChunk[] {
     const out: StreamChunk[] = [];
     const h = this.#live();
-    const view = new DataView(this.#meta.buffer);
+    const view = this.#metaView;
     for (;;) {
-      const n = Number(
-        this.#sym.sbdh3_conn_write(h, this.#out, BigInt(this.#out.length), this.#meta),
-      );
+      const n = Number(this.#sym.sbdh3_conn_write(h, this.#out, this.#outCap, this.#meta));
       if (n === NATIVE_ERR.DONE) return out;
       this.#check(n, "write");
       out.push({
@@ -153,13 +180,18 @@ export class H3Framing {
 
   /** Client: submits a request on the bidirectional stream `streamId`. */
   request(streamId: number, headers: HeaderList, body: Uint8Array): void {
-    const block = encodeHeaderBlock(headers);
+    const w = this.#encode(headers);
+    this.requestBlock(streamId, w.buffer, w.length, body);
+  }
+
+  /** Client: submits a request whose header block is the first `length` bytes of `block` (copied). */
+  requestBlock(streamId: number, block: Uint8Array, length: number, body: Uint8Array): void {
     this.#check(
       this.#sym.sbdh3_conn_request(
         this.#live(),
         BigInt(streamId),
         block,
-        BigInt(block.length),
+        BigInt(length),
         body,
         BigInt(body.length),
       ),
@@ -169,13 +201,18 @@ export class H3Framing {
 
   /** Server: submits the response on `streamId`. */
   respond(streamId: number, headers: HeaderList, body: Uint8Array): void {
-    const block = encodeHeaderBlock(headers);
+    const w = this.#encode(headers);
+    this.respondBlock(streamId, w.buffer, w.length, body);
+  }
+
+  /** Server: submits the response on `streamId`, its header block the first `length` bytes of `block` (copied). */
+  respondBlock(streamId: number, block: Uint8Array, length: number, body: Uint8Array): void {
     this.#check(
       this.#sym.sbdh3_conn_respond(
         this.#live(),
         BigInt(streamId),
         block,
-        BigInt(block.length),
+        BigInt(length),
         body,
         BigInt(body.length),
       ),
@@ -183,20 +220,30 @@ export class H3Framing {
     );
   }
 
-  /** Every event ready now. */
-  poll(): FramingEvent[] {
+  #encode(headers: HeaderList): HeaderBlockWriter {
+    const w = this.#writer;
+    w.reset();
+    for (const [n, v] of headers) w.field(n, v);
+    return w;
+  }
+
+  /** Every event ready now; `expected` (what {@linkcode read} returned) saves asking past the last. */
+  poll(expected = Infinity): FramingEvent[] {
     const h = this.#live();
     const out: FramingEvent[] = [];
     this.#poller.poll(
       (buf, cap) => Number(this.#sym.sbdh3_conn_poll(h, buf, BigInt(cap))),
       (type, streamId, code, block, body, owned) =>
-        out.push({
-          type,
-          streamId,
-          code,
-          headers: decodeHeaderBlock(block),
-          body: owned ? body : body.slice(),
-        }),
+        out.push(
+          new PolledEvent(
+            type,
+            streamId,
+            code,
+            block.slice(),
+            owned || body.length === 0 ? body : body.slice(),
+          ),
+        ),
+      expected,
     );
     return out;
   }

@@ -23,8 +23,7 @@ import { resolveTls } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
 import { type Responder, ServerCore } from "../server_core.ts";
 import { resolveServerLimits, type ServerLimits } from "../server_limits.ts";
-import { WIRE_EVENT } from "../native/wire.ts";
-import { responseHeaderList, toSbiRequest } from "../h3/convert.ts";
+import { decodeRequestBlock, ResponseBlockWriter, WIRE_EVENT } from "../native/wire.ts";
 import { type FramingEvent, H3Framing } from "./h3_framing.ts";
 import { loadDh3Library } from "./h3_loader.ts";
 import { H3_CODE, QuicH3Conn } from "./h3_conn.ts";
@@ -89,6 +88,8 @@ class QuinnH3Server implements SbiServer {
   /** Connections whose stall timer runs. */
   #watched = new WeakSet<QuicH3Conn>();
   #pending = 0;
+  /** Encodes every response's header block into one reused buffer (the framing layer copies it). */
+  #writer = new ResponseBlockWriter();
   #closing: Promise<void> | undefined;
   #accepting: Promise<void>;
   #sym: Awaited<ReturnType<typeof loadDh3Library>>["symbols"];
@@ -200,7 +201,7 @@ class QuinnH3Server implements SbiServer {
     if (!conn) return;
     for (const e of events) {
       if (e.type === WIRE_EVENT.MESSAGE) {
-        this.#core.serve(to, e.streamId, toSbiRequest, e.headers, e.body, early);
+        this.#core.serve(to, e.streamId, decodeRequestBlock, e.block, e.body, early);
       } else if (e.type === WIRE_EVENT.TOO_LARGE) {
         conn.stopReading(e.streamId);
         this.#core.tooLarge(to, e.streamId);
@@ -217,11 +218,13 @@ class QuinnH3Server implements SbiServer {
     }
   }
 
-  /** Hands a response to the connection's framing layer. */
+  /** Hands a response to the connection's framing layer (its header block encoded as the native servers encode it). */
   respond(conn: QuicH3Conn, streamId: number, response: SbiResponse): void {
     if (conn.dead) return;
     try {
-      conn.framing.respond(streamId, responseHeaderList(response), response.body);
+      const w = this.#writer;
+      const length = w.encode(response);
+      conn.framing.respondBlock(streamId, w.buffer, length, response.body);
     } catch (err) {
       this.#core.onError(err);
       conn.cancel(streamId, H3_CODE.INTERNAL_ERROR);
