@@ -123,29 +123,8 @@ function roundFlags(flags: BenchFlags) {
   };
 }
 
-async function bench(flags: BenchFlags): Promise<void> {
-  parseChoice(flags.scenario, "--scenario", SCENARIOS);
-  await checkOutputPaths({
-    "--json": flags.json,
-    "--md": flags.md,
-    "--csv": flags.csv,
-    "--html": flags.html,
-  });
-  const stack = flags.stack === undefined
-    ? undefined
-    : asUsage(() => parseStack(flags.stack!), "--stack");
-  asUsage(
-    () => engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined),
-    "--engine",
-  );
-  let transports: TransportName[] | undefined;
-  if (flags.transports) {
-    const { parseTransports } = await import("../transports/mod.ts");
-    transports = asUsage(() => parseTransports(flags.transports!), "--transports");
-  }
-  const sizes = flags.sizes
-    ? asUsage(() => parseList(flags.sizes!, "--sizes").map(parseSize), "--sizes")
-    : undefined;
+/** `--target` and `--target-h3`, checked: http(s) URLs (a malformed one is curl's status 3). */
+async function checkTarget(flags: BenchFlags): Promise<void> {
   if (flags.target) {
     const { parseTargetList } = await import("../bench/measure/mod.ts");
     let list: ReturnType<typeof parseTargetList>;
@@ -178,6 +157,16 @@ async function bench(flags: BenchFlags): Promise<void> {
       throw invalid("--target-h3", "https://host:port", flags.targetH3);
     }
   }
+}
+
+/**
+ * `--link`, `--link-backend` and `--mtu`, checked: the link to run across,
+ * if any (`--mtu` alone is a plain veth pair: the `lan` profile, backend veth,
+ * which it writes back into `flags`).
+ */
+function linkFlags(
+  flags: BenchFlags,
+): { link: ReturnType<typeof parseLinkSpec> | undefined; mtu: number | undefined } {
   let link: ReturnType<typeof parseLinkSpec> | undefined;
   if (flags.link !== undefined) {
     if (flags.target) throw exclusive("--link", "--target");
@@ -199,59 +188,96 @@ async function bench(flags: BenchFlags): Promise<void> {
       flags.link = "lan";
     }
   }
+  return { link, mtu };
+}
+
+/**
+ * `lab bench`'s flags, checked in the order a user meets them: the options
+ * of every run (without its progress hook and signal), the link, the number
+ * of runs and how their requests are judged. Throws `UsageError` naming the
+ * flag, or `RequestError` for a malformed target URL.
+ */
+async function benchPlan(flags: BenchFlags) {
+  parseChoice(flags.scenario, "--scenario", SCENARIOS);
+  await checkOutputPaths({
+    "--json": flags.json,
+    "--md": flags.md,
+    "--csv": flags.csv,
+    "--html": flags.html,
+  });
+  const stack = flags.stack === undefined
+    ? undefined
+    : asUsage(() => parseStack(flags.stack!), "--stack");
+  asUsage(
+    () => engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined),
+    "--engine",
+  );
+  let transports: TransportName[] | undefined;
+  if (flags.transports) {
+    const { parseTransports } = await import("../transports/mod.ts");
+    transports = asUsage(() => parseTransports(flags.transports!), "--transports");
+  }
+  const sizes = flags.sizes
+    ? asUsage(() => parseList(flags.sizes!, "--sizes").map(parseSize), "--sizes")
+    : undefined;
+  await checkTarget(flags);
+  const { link, mtu } = linkFlags(flags);
   const { runs, ...rounds } = roundFlags(flags);
   const request = await targetRequest(flags);
   const ok = asUsage(() => parseStatusSet(flags.ok), "--ok");
   const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
+  const options = {
+    ...rounds,
+    scenario: flags.scenario as ScenarioName,
+    stack,
+    transports,
+    sizes,
+    warmupMs: flags.warmUp !== undefined
+      ? parseDuration(flags.warmUp, "--warm-up", { bare: "s" })
+      : undefined,
+    sampleMs: flags.time !== undefined
+      ? parseDuration(flags.time, "--time", { bare: "s", minMs: 50 })
+      : undefined,
+    samples: flags.samples !== undefined
+      ? parseInteger(flags.samples, "--samples", { min: 2 })
+      : undefined,
+    quick: flags.quick,
+    inProcess: flags.inProcess,
+    target: flags.target,
+    targetH3: flags.targetH3,
+    caFile: flags.ca,
+    insecure: flags.insecure,
+    delayMs: flags.delayMs !== undefined ? parseNumber(flags.delayMs, "--delay-ms") : undefined,
+    rate: flags.rate !== undefined ? parseNumber(flags.rate, "--rate", { min: 0.001 }) : undefined,
+    concurrency: flags.concurrency
+      ? parseList(flags.concurrency, "--concurrency").map((c) =>
+        parseInteger(c, "--concurrency", { min: 1 })
+      )
+      : undefined,
+    streams: flags.streams !== undefined
+      ? parseInteger(flags.streams, "--streams", { min: 1 })
+      : undefined,
+    flows: flags.flows !== undefined ? parseList(flags.flows, "--flows") : undefined,
+    engine: flags.engine as "native" | "sbi" | undefined,
+    p99BoundMs: flags.p99 !== undefined
+      ? parseNumber(flags.p99, "--p99", { min: 0.001 })
+      : undefined,
+    skipFloors: flags.floors === false,
+    request,
+    ok,
+  };
+  return { options, link, mtu, runs, ok, maxFailures };
+}
+
+async function bench(flags: BenchFlags): Promise<void> {
+  const plan = await benchPlan(flags);
+  const { link, mtu, ok } = plan;
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
   const progress = createProgress({ quiet: flags.quiet });
   try {
-    const options = {
-      ...rounds,
-      scenario: flags.scenario as ScenarioName,
-      stack,
-      transports,
-      sizes,
-      warmupMs: flags.warmUp !== undefined
-        ? parseDuration(flags.warmUp, "--warm-up", { bare: "s" })
-        : undefined,
-      sampleMs: flags.time !== undefined
-        ? parseDuration(flags.time, "--time", { bare: "s", minMs: 50 })
-        : undefined,
-      samples: flags.samples !== undefined
-        ? parseInteger(flags.samples, "--samples", { min: 2 })
-        : undefined,
-      quick: flags.quick,
-      inProcess: flags.inProcess,
-      target: flags.target,
-      targetH3: flags.targetH3,
-      caFile: flags.ca,
-      insecure: flags.insecure,
-      delayMs: flags.delayMs !== undefined ? parseNumber(flags.delayMs, "--delay-ms") : undefined,
-      rate: flags.rate !== undefined
-        ? parseNumber(flags.rate, "--rate", { min: 0.001 })
-        : undefined,
-      concurrency: flags.concurrency
-        ? parseList(flags.concurrency, "--concurrency").map((c) =>
-          parseInteger(c, "--concurrency", { min: 1 })
-        )
-        : undefined,
-      streams: flags.streams !== undefined
-        ? parseInteger(flags.streams, "--streams", { min: 1 })
-        : undefined,
-      flows: flags.flows !== undefined ? parseList(flags.flows, "--flows") : undefined,
-      engine: flags.engine as "native" | "sbi" | undefined,
-      p99BoundMs: flags.p99 !== undefined
-        ? parseNumber(flags.p99, "--p99", { min: 0.001 })
-        : undefined,
-      skipFloors: flags.floors === false,
-      request,
-      ok,
-      onProgress: progress.update,
-      signal: controller.signal,
-    };
+    const options = { ...plan.options, onProgress: progress.update, signal: controller.signal };
     const runOne = (o: typeof options) =>
       link
         ? runBenchAcrossLink(link, {
@@ -261,11 +287,16 @@ async function bench(flags: BenchFlags): Promise<void> {
           mtu,
         })
         : runBench({ ...o, ...linkContextFromEnv(), plugins: STUDY_PLUGINS });
-    const run = await runRepeated(runs, options, (o) => targetFailure(runOne(o), flags.target), {
-      // Each run its own seed of round orders (consecutive from --seed when given).
-      optionsFor: (i, o) => ({ ...o, seed: o.seed !== undefined ? o.seed + i : undefined }),
-      onRun: (i, n) => n > 1 && progress.update(`run ${i + 1} of ${n}`, 0),
-    });
+    const run = await runRepeated(
+      plan.runs,
+      options,
+      (o) => targetFailure(runOne(o), flags.target),
+      {
+        // Each run its own seed of round orders (consecutive from --seed when given).
+        optionsFor: (i, o) => ({ ...o, seed: o.seed !== undefined ? o.seed + i : undefined }),
+        onRun: (i, n) => n > 1 && progress.update(`run ${i + 1} of ${n}`, 0),
+      },
+    );
     progress.stop();
     console.log(renderTable(run, { sections: STUDY_SECTIONS }));
     if (flags.charts !== false) {
@@ -279,7 +310,7 @@ async function bench(flags: BenchFlags): Promise<void> {
       html: flags.html,
     }, { sections: STUDY_SECTIONS });
     for (const w of written) console.error(`wrote ${w}`);
-    judgeRun(run, ok, maxFailures);
+    judgeRun(run, ok, plan.maxFailures);
   } finally {
     progress.stop();
     Deno.removeSignalListener("SIGINT", onSignal);
