@@ -4,7 +4,8 @@
  * changes a flow's tail materially. It runs on the benchmark below it and
  * adds its verdict to the benchmark's reports as a section.
  */
-export { linkNeedMs, planLink, runStudy, type StudyOptions } from "./study.ts";
+export { runStudy, type StudyOptions } from "./study.ts";
+export { linkNeedMs, planLink } from "./link_plan.ts";
 export {
   type CellVerdict,
   DEFAULT_RULE,
