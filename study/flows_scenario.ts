@@ -29,7 +29,7 @@ import {
 } from "./flows/runner.ts";
 import { makeRow, type ScenarioContext } from "../bench/scenarios/mod.ts";
 import { pathPids, type PathProbe, procPathProbe } from "./flows/path_cpu.ts";
-import { DEFAULT_RULE } from "./verdict.ts";
+import { DEFAULT_RULE } from "./verdict_rule.ts";
 import { type CellRun, type HeldTransport, runCell } from "./flows_cell.ts";
 import { flowsDesign } from "./sequential.ts";
 

@@ -6,15 +6,8 @@
  */
 export { runStudy, type StudyOptions } from "./study.ts";
 export { linkNeedMs, planLink } from "./link_plan.ts";
-export {
-  type CellVerdict,
-  DEFAULT_RULE,
-  ruleText,
-  type StudyVerdict,
-  studyVerdict,
-  type VerdictRule,
-  verdictSummary,
-} from "./verdict.ts";
+export { type CellVerdict, type StudyVerdict, studyVerdict, verdictSummary } from "./verdict.ts";
+export { DEFAULT_RULE, ruleText, type VerdictRule } from "./verdict_rule.ts";
 export { type FlowDefinition, FLOWS, type FlowStep, JOURNEY } from "./flows/definitions.ts";
 export { type FlowOutcome, runFlow, runStep } from "./flows/runner.ts";
 export { flowsPlugin, flowsScenario, STUDY_PLUGINS } from "./flows_scenario.ts";

@@ -26,7 +26,7 @@ import {
   type ResultRow,
   SCHEMA_VERSION,
 } from "../bench/record/mod.ts";
-import { DEFAULT_RULE } from "./verdict.ts";
+import { DEFAULT_RULE } from "./verdict_rule.ts";
 import { DEFAULT_DESIGN, fewestFlowsToDecide } from "./sequential.ts";
 import { linkNeedMs, type LinkPlan, planLink } from "./link_plan.ts";
 
