@@ -14,7 +14,7 @@ import {
   UsageError,
 } from "./args.ts";
 import { DEFAULT_OK, parseStatusSet } from "../lib/status_set.ts";
-import { judgeRun } from "./bench.ts";
+import { judgeRun } from "./run_judgement.ts";
 
 interface StudyFlags {
   quiet?: boolean;
