@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { relayArgs } from "./link.ts";
 import { parseLinkSpec } from "./link_spec.ts";
 import { netemQdiscArgs } from "./netem.ts";
 
@@ -7,21 +6,6 @@ function argValue(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
 }
-
-Deno.test("relayArgs passes each direction's settings in the relay's units", () => {
-  const args = relayArgs(parseLinkSpec("lossy,up.rate=10mbit,up.queue=25,blackhole=5s/2s"), 7);
-  assert.equal(argValue(args, "--seed"), "7");
-  assert.equal(argValue(args, "--up-delay-us"), "25000");
-  assert.equal(argValue(args, "--down-delay-us"), "25000");
-  assert.equal(argValue(args, "--up-loss"), "0.02");
-  assert.equal(argValue(args, "--down-burst"), "3");
-  assert.equal(argValue(args, "--up-rate-bps"), "10000000");
-  assert.equal(argValue(args, "--down-rate-bps"), "0");
-  assert.equal(argValue(args, "--up-queue"), "25");
-  assert.equal(argValue(args, "--down-bh-on-us"), "5000000");
-  assert.equal(argValue(args, "--up-bh-off-us"), "2000000");
-  assert.equal(relayArgs(parseLinkSpec("lan"), 1).includes("--up-bh-on-us"), false);
-});
 
 Deno.test("netemQdiscArgs maps delay, jitter, loss bursts, rate and queue", () => {
   const spec = parseLinkSpec("delay=15ms,jitter=1ms,rate=10mbit,queue=25,loss=2%,burst=3");
