@@ -1,6 +1,6 @@
 /**
- * The `bench`, `soak` and `study` commands. This module, `report.ts` and the
- * reporters are the only parts of `bench/` that write to the console.
+ * `lab bench`. The CLI's commands (`bench.ts`, `study.ts`, `report.ts`) and
+ * the reporters are the only parts of `bench/` that write to the console.
  */
 import type { Command } from "commander";
 import { parseStack, type TransportName } from "../transports/types.ts";
@@ -12,7 +12,7 @@ import {
   runRepeated,
 } from "../bench/run/mod.ts";
 import { type ScenarioName, SCENARIOS } from "../bench/record/mod.ts";
-import { formatBudgetUse, parseSize } from "../lib/units.ts";
+import { parseSize } from "../lib/units.ts";
 import { createProgress } from "./progress.ts";
 import { renderCharts, renderTable, writeReports } from "../bench/report/mod.ts";
 import { STUDY_PLUGINS, STUDY_SECTIONS } from "../study/mod.ts";
@@ -33,25 +33,11 @@ import {
   UsageError,
 } from "./args.ts";
 import type { LinkBackend } from "../linkemu/link.ts";
-import {
-  type AttackName,
-  ATTACKS,
-  DEFAULT_SOAK_BOUNDS,
-  renderSoakInterval,
-  renderSoakSummary,
-  runSoak,
-} from "../soak/mod.ts";
-import {
-  DEFAULT_OK,
-  formatStatusCounts,
-  isAccepted,
-  parseStatusSet,
-  type StatusSet,
-} from "../lib/status_set.ts";
+import { DEFAULT_OK, parseStatusSet } from "../lib/status_set.ts";
 import type { TargetRequest } from "../bench/scenarios/mod.ts";
-import type { BenchRun } from "../bench/record/mod.ts";
 import { requestBody } from "./request.ts";
 import { RequestError, requestFailureKind } from "./request_error.ts";
+import { judgeRun } from "./run_judgement.ts";
 
 /** Options as commander hands them over. */
 interface BenchFlags {
@@ -130,29 +116,8 @@ function roundFlags(flags: BenchFlags) {
   };
 }
 
-async function bench(flags: BenchFlags): Promise<void> {
-  parseChoice(flags.scenario, "--scenario", SCENARIOS);
-  await checkOutputPaths({
-    "--json": flags.json,
-    "--md": flags.md,
-    "--csv": flags.csv,
-    "--html": flags.html,
-  });
-  const stack = flags.stack === undefined
-    ? undefined
-    : asUsage(() => parseStack(flags.stack!), "--stack");
-  asUsage(
-    () => engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined),
-    "--engine",
-  );
-  let transports: TransportName[] | undefined;
-  if (flags.transports) {
-    const { parseTransports } = await import("../transports/mod.ts");
-    transports = asUsage(() => parseTransports(flags.transports!), "--transports");
-  }
-  const sizes = flags.sizes
-    ? asUsage(() => parseList(flags.sizes!, "--sizes").map(parseSize), "--sizes")
-    : undefined;
+/** `--target` and `--target-h3`, checked: http(s) URLs (a malformed one is curl's status 3). */
+async function checkTarget(flags: BenchFlags): Promise<void> {
   if (flags.target) {
     const { parseTargetList } = await import("../bench/measure/mod.ts");
     let list: ReturnType<typeof parseTargetList>;
@@ -185,6 +150,16 @@ async function bench(flags: BenchFlags): Promise<void> {
       throw invalid("--target-h3", "https://host:port", flags.targetH3);
     }
   }
+}
+
+/**
+ * `--link`, `--link-backend` and `--mtu`, checked: the link to run across,
+ * if any (`--mtu` alone is a plain veth pair: the `lan` profile, backend veth,
+ * which it writes back into `flags`).
+ */
+function linkFlags(
+  flags: BenchFlags,
+): { link: ReturnType<typeof parseLinkSpec> | undefined; mtu: number | undefined } {
   let link: ReturnType<typeof parseLinkSpec> | undefined;
   if (flags.link !== undefined) {
     if (flags.target) throw exclusive("--link", "--target");
@@ -206,59 +181,96 @@ async function bench(flags: BenchFlags): Promise<void> {
       flags.link = "lan";
     }
   }
+  return { link, mtu };
+}
+
+/**
+ * `lab bench`'s flags, checked in the order a user meets them: the options
+ * of every run (without its progress hook and signal), the link, the number
+ * of runs and how their requests are judged. Throws `UsageError` naming the
+ * flag, or `RequestError` for a malformed target URL.
+ */
+async function benchPlan(flags: BenchFlags) {
+  parseChoice(flags.scenario, "--scenario", SCENARIOS);
+  await checkOutputPaths({
+    "--json": flags.json,
+    "--md": flags.md,
+    "--csv": flags.csv,
+    "--html": flags.html,
+  });
+  const stack = flags.stack === undefined
+    ? undefined
+    : asUsage(() => parseStack(flags.stack!), "--stack");
+  asUsage(
+    () => engineFor(flags.scenario as ScenarioName, flags.engine as "native" | "sbi" | undefined),
+    "--engine",
+  );
+  let transports: TransportName[] | undefined;
+  if (flags.transports) {
+    const { parseTransports } = await import("../transports/mod.ts");
+    transports = asUsage(() => parseTransports(flags.transports!), "--transports");
+  }
+  const sizes = flags.sizes
+    ? asUsage(() => parseList(flags.sizes!, "--sizes").map(parseSize), "--sizes")
+    : undefined;
+  await checkTarget(flags);
+  const { link, mtu } = linkFlags(flags);
   const { runs, ...rounds } = roundFlags(flags);
   const request = await targetRequest(flags);
   const ok = asUsage(() => parseStatusSet(flags.ok), "--ok");
   const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
+  const options = {
+    ...rounds,
+    scenario: flags.scenario as ScenarioName,
+    stack,
+    transports,
+    sizes,
+    warmupMs: flags.warmUp !== undefined
+      ? parseDuration(flags.warmUp, "--warm-up", { bare: "s" })
+      : undefined,
+    sampleMs: flags.time !== undefined
+      ? parseDuration(flags.time, "--time", { bare: "s", minMs: 50 })
+      : undefined,
+    samples: flags.samples !== undefined
+      ? parseInteger(flags.samples, "--samples", { min: 2 })
+      : undefined,
+    quick: flags.quick,
+    inProcess: flags.inProcess,
+    target: flags.target,
+    targetH3: flags.targetH3,
+    caFile: flags.ca,
+    insecure: flags.insecure,
+    delayMs: flags.delayMs !== undefined ? parseNumber(flags.delayMs, "--delay-ms") : undefined,
+    rate: flags.rate !== undefined ? parseNumber(flags.rate, "--rate", { min: 0.001 }) : undefined,
+    concurrency: flags.concurrency
+      ? parseList(flags.concurrency, "--concurrency").map((c) =>
+        parseInteger(c, "--concurrency", { min: 1 })
+      )
+      : undefined,
+    streams: flags.streams !== undefined
+      ? parseInteger(flags.streams, "--streams", { min: 1 })
+      : undefined,
+    flows: flags.flows !== undefined ? parseList(flags.flows, "--flows") : undefined,
+    engine: flags.engine as "native" | "sbi" | undefined,
+    p99BoundMs: flags.p99 !== undefined
+      ? parseNumber(flags.p99, "--p99", { min: 0.001 })
+      : undefined,
+    skipFloors: flags.floors === false,
+    request,
+    ok,
+  };
+  return { options, link, mtu, runs, ok, maxFailures };
+}
+
+async function bench(flags: BenchFlags): Promise<void> {
+  const plan = await benchPlan(flags);
+  const { link, mtu, ok } = plan;
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
   const progress = createProgress({ quiet: flags.quiet });
   try {
-    const options = {
-      ...rounds,
-      scenario: flags.scenario as ScenarioName,
-      stack,
-      transports,
-      sizes,
-      warmupMs: flags.warmUp !== undefined
-        ? parseDuration(flags.warmUp, "--warm-up", { bare: "s" })
-        : undefined,
-      sampleMs: flags.time !== undefined
-        ? parseDuration(flags.time, "--time", { bare: "s", minMs: 50 })
-        : undefined,
-      samples: flags.samples !== undefined
-        ? parseInteger(flags.samples, "--samples", { min: 2 })
-        : undefined,
-      quick: flags.quick,
-      inProcess: flags.inProcess,
-      target: flags.target,
-      targetH3: flags.targetH3,
-      caFile: flags.ca,
-      insecure: flags.insecure,
-      delayMs: flags.delayMs !== undefined ? parseNumber(flags.delayMs, "--delay-ms") : undefined,
-      rate: flags.rate !== undefined
-        ? parseNumber(flags.rate, "--rate", { min: 0.001 })
-        : undefined,
-      concurrency: flags.concurrency
-        ? parseList(flags.concurrency, "--concurrency").map((c) =>
-          parseInteger(c, "--concurrency", { min: 1 })
-        )
-        : undefined,
-      streams: flags.streams !== undefined
-        ? parseInteger(flags.streams, "--streams", { min: 1 })
-        : undefined,
-      flows: flags.flows !== undefined ? parseList(flags.flows, "--flows") : undefined,
-      engine: flags.engine as "native" | "sbi" | undefined,
-      p99BoundMs: flags.p99 !== undefined
-        ? parseNumber(flags.p99, "--p99", { min: 0.001 })
-        : undefined,
-      skipFloors: flags.floors === false,
-      request,
-      ok,
-      onProgress: progress.update,
-      signal: controller.signal,
-    };
+    const options = { ...plan.options, onProgress: progress.update, signal: controller.signal };
     const runOne = (o: typeof options) =>
       link
         ? runBenchAcrossLink(link, {
@@ -268,11 +280,16 @@ async function bench(flags: BenchFlags): Promise<void> {
           mtu,
         })
         : runBench({ ...o, ...linkContextFromEnv(), plugins: STUDY_PLUGINS });
-    const run = await runRepeated(runs, options, (o) => targetFailure(runOne(o), flags.target), {
-      // Each run its own seed of round orders (consecutive from --seed when given).
-      optionsFor: (i, o) => ({ ...o, seed: o.seed !== undefined ? o.seed + i : undefined }),
-      onRun: (i, n) => n > 1 && progress.update(`run ${i + 1} of ${n}`, 0),
-    });
+    const run = await runRepeated(
+      plan.runs,
+      options,
+      (o) => targetFailure(runOne(o), flags.target),
+      {
+        // Each run its own seed of round orders (consecutive from --seed when given).
+        optionsFor: (i, o) => ({ ...o, seed: o.seed !== undefined ? o.seed + i : undefined }),
+        onRun: (i, n) => n > 1 && progress.update(`run ${i + 1} of ${n}`, 0),
+      },
+    );
     progress.stop();
     console.log(renderTable(run, { sections: STUDY_SECTIONS }));
     if (flags.charts !== false) {
@@ -286,7 +303,7 @@ async function bench(flags: BenchFlags): Promise<void> {
       html: flags.html,
     }, { sections: STUDY_SECTIONS });
     for (const w of written) console.error(`wrote ${w}`);
-    judgeRun(run, ok, maxFailures);
+    judgeRun(run, ok, plan.maxFailures);
   } finally {
     progress.stop();
     Deno.removeSignalListener("SIGINT", onSignal);
@@ -327,151 +344,6 @@ async function targetFailure<T>(run: Promise<T>, target: string | undefined): Pr
   }
 }
 
-/**
- * Every row's requests judged by the accepted set: a summary line (succeeded,
- * failed with their statuses, errored), and the run fails when failures pass
- * `--max-failures` (22 when all are statuses, else 1) or when no row was measured.
- */
-function judgeRun(
-  run: BenchRun,
-  ok: StatusSet,
-  maxFailures: number,
-  rule = `status ${ok.text}`,
-): void {
-  const failedBy: Record<string, number> = {};
-  let succeeded = 0, failed = 0, errors = 0;
-  // a row without status counts is another view of a counted row's requests (rate's
-  // uncorrected row, cold's phase rows, a flow's own row): its errors are that row's too
-  for (const row of run.rows) {
-    if (row.status === undefined) continue;
-    errors += row.errors;
-    const answers = Object.values(row.status).reduce((a, b) => a + b, 0);
-    const bad = row.failed ?? 0;
-    failed += bad;
-    succeeded += answers - bad;
-    if (bad === 0) continue;
-    for (const [code, n] of Object.entries(row.status)) {
-      if (!isAccepted(ok, code)) failedBy[code] = (failedBy[code] ?? 0) + n;
-    }
-  }
-  if (run.rows.length === 0) {
-    const why = run.notes.filter((n) => /no row|FAILED|not measured|cannot/i.test(n));
-    throw new Error(
-      `No rows were measured${why.length ? `: ${why.join(" ")}` : " (see the notes above)"}`,
-    );
-  }
-  const counted = run.rows.some((r) => r.status !== undefined);
-  if (!counted) return;
-  const statuses = formatStatusCounts(
-    Object.entries(failedBy).sort((a, b) => b[1] - a[1]),
-  );
-  console.log(
-    `\nrequests: ${succeeded} succeeded, ${failed} failed${statuses ? ` (${statuses})` : ""}, ` +
-      `${errors} error${errors === 1 ? "" : "s"} (success: ${rule})`,
-  );
-  if (failed + errors > maxFailures) {
-    const rows = run.rows.filter((r) => (r.failed ?? 0) + r.errors > 0).length;
-    const msg = `${failed + errors} request(s) failed in ${rows} of ${run.rows.length} rows (` +
-      [statuses, errors ? `${errors} without a response` : ""].filter(Boolean).join(", ") +
-      `; success is ${rule}); --max-failures ${maxFailures}`;
-    if (errors === 0) throw new RequestError("http", msg);
-    throw new Error(msg);
-  }
-}
-
-/** Options of `lab soak` as commander hands them over. */
-interface SoakFlags {
-  time: string;
-  stack?: string;
-  transports?: string;
-  rate: string;
-  interval: string;
-  attacks: string;
-  json?: string;
-  quiet?: boolean;
-  maxP99: string;
-  maxRssGrowth: string;
-  ok: string;
-  maxFailures: string;
-}
-
-async function soak(flags: SoakFlags): Promise<void> {
-  await checkOutputPaths({ "--json": flags.json });
-  const durationMs = parseDuration(flags.time, "--time", { bare: "s", minMs: 1000 });
-  const rate = parseNumber(flags.rate, "--rate", { min: 1 });
-  const intervalMs = parseDuration(flags.interval, "--interval", { bare: "s", minMs: 100 });
-  const ok = asUsage(() => parseStatusSet(flags.ok), "--ok");
-  const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
-  const { availableTransports, parseTransports } = await import("../transports/mod.ts");
-  const stack = flags.stack === undefined
-    ? undefined
-    : asUsage(() => parseStack(flags.stack!), "--stack");
-  const transports = flags.transports
-    ? asUsage(() => parseTransports(flags.transports!), "--transports")
-    : await availableTransports(stack);
-  const attacks = flags.attacks === "none"
-    ? []
-    : parseList(flags.attacks, "--attacks").map((a) => parseChoice(a, "--attacks", ATTACKS));
-  const controller = new AbortController();
-  const onSignal = () => controller.abort();
-  Deno.addSignalListener("SIGINT", onSignal);
-  // its interval lines are its progress on a terminal; elsewhere progress: lines on stderr
-  const progress = createProgress({ quiet: flags.quiet, bar: false, rowName: "interval" });
-  const intervals = Math.ceil(durationMs / intervalMs);
-  progress.setRows?.(intervals);
-  try {
-    const report = await runSoak({
-      stack,
-      transports,
-      durationMs,
-      intervalMs,
-      rate,
-      attacks: attacks as AttackName[],
-      bounds: {
-        p99Ms: parseDuration(flags.maxP99, "--max-p99", { bare: "ms" }),
-        rssGrowthBytes: parseInteger(flags.maxRssGrowth, "--max-rss-growth", { min: 1 }) *
-          2 ** 20,
-      },
-      ok,
-      signal: controller.signal,
-      onInterval: (i) => {
-        console.log(renderSoakInterval(i, intervalMs));
-        progress.update(`${i.t.toFixed(1)} s`, 1);
-      },
-    });
-    progress.stop();
-    console.log(`\n${renderSoakSummary(report)}`);
-    if (flags.json) {
-      await Deno.writeTextFile(flags.json, JSON.stringify(report, null, 2) + "\n");
-      console.error(`wrote ${flags.json}`);
-    }
-    if (!report.serverAlive) throw new Error("lab serve exited during the soak");
-    const slices = Object.values(report.summary).filter((x) => x !== undefined);
-    const failed = slices.reduce((n, x) => n + (x.failed ?? 0), 0);
-    const errors = slices.reduce((n, x) => n + x.errors, 0);
-    const served = slices.reduce((n, x) => n + x.served, 0);
-    console.log(
-      `requests: ${served} succeeded, ${failed} failed, ${errors} error${
-        errors === 1 ? "" : "s"
-      } (success: status ${ok.text} and the payload's size)`,
-    );
-    if (failed + errors > maxFailures) {
-      const msg = `${failed + errors} steady request(s) failed (${failed} by status, ${errors} ` +
-        `without a right answer); --max-failures ${maxFailures}`;
-      if (errors === 0) throw new RequestError("http", msg);
-      throw new Error(msg);
-    }
-    if (report.crossed.length) {
-      throw new Error(
-        `The soak crossed ${report.crossed.length} bound(s): ${report.crossed.join("; ")}`,
-      );
-    }
-  } finally {
-    progress.stop();
-    Deno.removeSignalListener("SIGINT", onSignal);
-  }
-}
-
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
@@ -491,8 +363,8 @@ Exit status (curl's where curl has one):
   22  failures past --max-failures, all of them other statuses
   130 interrupted (Ctrl-C)`;
 
-/** Adds `bench` and `report` to the program. Bad input throws {@linkcode UsageError}. */
-export function registerBenchCommands(program: Command): void {
+/** Adds `bench` to the program. Bad input throws {@linkcode UsageError}. */
+export function registerBenchCommand(program: Command): void {
   hintArgument("lab bench", "--scenario", SCENARIOS);
   program
     .command("bench")
@@ -593,214 +465,5 @@ export function registerBenchCommands(program: Command): void {
     .addHelpText("after", BENCH_EXIT_HELP)
     .action(async (flags: BenchFlags) => {
       await bench(flags);
-    });
-  program
-    .command("soak")
-    .description(
-      "steady load on every transport while attackers run beside it; rate, errors, latency and server RSS over time; exit 1 when a bound is crossed",
-    )
-    .option("--time <time>", "how long to run (2m, 90s; bare number = s)", "60")
-    .option("--stack <stack>", "native (default) or deno: the servers lab serve runs")
-    .option("--transports <list>", "comma-separated transports (default: every available one)")
-    .option("--rate <req/s>", "steady requests per second on each transport", "200")
-    .option("--interval <time>", "reporting interval (500ms, 1s; bare number = s)", "1")
-    .option("--attacks <list>", `${ATTACKS.join(",")}, or none`, ATTACKS.join(","))
-    .option("--json <file>", "save the report as JSON")
-    .option(
-      "--ok <statuses>",
-      "statuses that count as a success: codes and classes, e.g. 200 or 2xx",
-      DEFAULT_OK,
-    )
-    .option("--max-failures <n>", "failed steady requests tolerated before exit non-zero", "0")
-    .option("-q, --quiet", "no progress: lines on stderr when it is not a terminal")
-    .option(
-      "--max-p99 <time>",
-      "bound: highest p99 of any transport (bare number = ms); exit 1 past it",
-      String(DEFAULT_SOAK_BOUNDS.p99Ms),
-    )
-    .option(
-      "--max-rss-growth <MiB>",
-      "bound: most the server's RSS may grow; exit 1 past it",
-      String(DEFAULT_SOAK_BOUNDS.rssGrowthBytes / 2 ** 20),
-    )
-    .action(async (flags: SoakFlags) => {
-      await soak(flags);
-    });
-}
-
-interface StudyFlags {
-  quiet?: boolean;
-  stack?: string;
-  stacks?: string;
-  quick?: boolean;
-  budget?: string;
-  links?: string;
-  transports?: string;
-  ues?: string;
-  flows?: string;
-  schedule?: string;
-  seed?: string;
-  out: string;
-  maxFailures: string;
-}
-
-/**
- * The study's progress on stderr: one line redrawn in place on a terminal,
- * `progress: cells 12/40 · 5m10s of 15m00s · about 6m20s left · …` lines on a
- * pipe (when a cell finishes, and at least every 30 s while time moves).
- */
-function studyProgress(quiet: boolean | undefined) {
-  const enc = new TextEncoder();
-  const tty = Deno.stderr.isTerminal();
-  let lastCells = -1;
-  let lastAt = -Infinity;
-  let drawn = false;
-  return {
-    update(p: import("../study/study.ts").StudyProgress, line: string) {
-      if (quiet) return;
-      if (tty) {
-        const width = Math.max(40, (Deno.consoleSize?.().columns ?? 100) - 1);
-        Deno.stderr.writeSync(enc.encode(`\r\x1b[K${line.slice(0, width)}`));
-        drawn = true;
-        return;
-      }
-      const now = performance.now();
-      if (p.cellsDone === lastCells && now - lastAt < 30_000) return;
-      lastCells = p.cellsDone;
-      lastAt = now;
-      Deno.stderr.writeSync(enc.encode(`progress: ${line}\n`));
-    },
-    stop() {
-      if (drawn) Deno.stderr.writeSync(enc.encode("\r\x1b[K"));
-      drawn = false;
-    },
-  };
-}
-
-async function study(flags: StudyFlags): Promise<number> {
-  const { progressLine, runStudy, STUDY_LINKS } = await import("../study/study.ts");
-  const { gridTable, verdictGrid, GRID_LEGEND } = await import("../study/verdict_grid.ts");
-  const { studyVerdict } = await import("../study/verdict.ts");
-  const { verdictTable } = await import("../study/verdict_table.ts");
-  const { layoutColumns } = await import("../bench/report/mod.ts");
-  const stack = flags.stack === undefined
-    ? undefined
-    : asUsage(() => parseStack(flags.stack!), "--stack");
-  const stacks = flags.stacks === undefined
-    ? undefined
-    : parseList(flags.stacks, "--stacks").map((st) => asUsage(() => parseStack(st), "--stacks"));
-  if (stacks && stack) throw new UsageError("--stack and --stacks cannot be used together");
-  const budgetMs = flags.budget === undefined
-    ? undefined
-    : parseDuration(flags.budget, "--budget", { bare: "s", minMs: 10_000 });
-  const links = flags.links === undefined ? undefined : parseList(flags.links, "--links");
-  for (const l of links ?? []) if (l !== "loopback") asUsage(() => parseLinkSpec(l), "--links");
-  let transports: TransportName[] | undefined;
-  if (flags.transports) {
-    const { parseTransports } = await import("../transports/mod.ts");
-    transports = asUsage(() => parseTransports(flags.transports!), "--transports");
-  }
-  const ues = flags.ues
-    ? parseList(flags.ues, "--ues").map((c) => parseInteger(c, "--ues", { min: 1 }))
-    : undefined;
-  const flows = flags.flows
-    ? parseList(flags.flows, "--flows").map((f) =>
-      parseChoice(f, "--flows", ["journey", "warm-get"])
-    )
-    : undefined;
-  const maxFailures = parseInteger(flags.maxFailures, "--max-failures");
-  try {
-    await Deno.mkdir(flags.out, { recursive: true });
-  } catch (err) {
-    throw new Error(`Cannot create ${flags.out}: ${(err as Error).message}`);
-  }
-  const controller = new AbortController();
-  const onSignal = () => controller.abort();
-  Deno.addSignalListener("SIGINT", onSignal);
-  const progress = studyProgress(flags.quiet);
-  try {
-    const run = await runStudy({
-      stack,
-      stacks,
-      quick: flags.quick,
-      budgetMs,
-      links: links ?? STUDY_LINKS,
-      transports,
-      ues,
-      flows,
-      schedule: flags.schedule === undefined
-        ? undefined
-        : parseChoice(flags.schedule, "--schedule", ["interleaved", "sequential"]) as
-          | "interleaved"
-          | "sequential",
-      seed: flags.seed === undefined ? undefined : parseInteger(flags.seed, "--seed", { min: 0 }),
-      onStudyProgress: (p) => progress.update(p, progressLine(p)),
-      signal: controller.signal,
-    });
-    progress.stop();
-    const v = studyVerdict(run);
-    const t = verdictTable(v);
-    const g = gridTable(verdictGrid(v, run.study?.links.map((l) => l.spec)));
-    console.log(`Verdict: ${v.summary}\n`);
-    console.log(layoutColumns(g.header, g.body));
-    console.log(`${GRID_LEGEND}\n`);
-    console.log(layoutColumns(t.header, t.body));
-    const base = `${flags.out.replace(/\/$/, "")}/study`;
-    const written = await writeReports(run, {
-      json: `${base}.json`,
-      md: `${base}.md`,
-      csv: `${base}.csv`,
-      html: `${base}.html`,
-    }, { sections: STUDY_SECTIONS });
-    for (const w of written) console.error(`wrote ${w}`);
-    console.error(
-      `study ${formatBudgetUse(run.durationMs, run.study!.budgetMs)}`,
-    );
-    judgeRun(run, parseStatusSet(DEFAULT_OK), maxFailures, "the status each step expects");
-  } finally {
-    progress.stop();
-    Deno.removeSignalListener("SIGINT", onSignal);
-  }
-  return 0;
-}
-
-/** Adds `study` to the program. */
-export function registerStudyCommand(program: Command): void {
-  program
-    .command("study")
-    .description(
-      "run the follow-up study: call flows × links × transports × UE concurrency, with a verdict (needs root for links)",
-    )
-    .option(
-      "--stack <stack>",
-      "native (nghttp2 + ngtcp2, GnuTLS; default) or deno (Deno.serve + fetch for h2; Deno's QUIC (quinn) + nghttp3 for h3)",
-    )
-    .option(
-      "--stacks <list>",
-      "run the matrix on several families within the one budget, e.g. native,deno; the verdict says whether they agree",
-    )
-    .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
-    .option(
-      "--budget <time>",
-      "time budget for the matrix: 30m, 90s; bare number = s; at least 10s (default 30m, quick 4m); each doubling past 30m takes open cells to twice the flows (1h: 9,600 per side), each halving below it to half (15m: 2,400)",
-    )
-    .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
-    .option("--transports <list>", "comma-separated transports (default: every available one)")
-    .option("--ues <list>", "UE concurrency levels (default 64,256; quick 64)")
-    .option("--flows <list>", "streams: journey,warm-get (default both)")
-    .option(
-      "--schedule <s>",
-      "interleaved (default: a cell's transports take turns in rounds) or sequential",
-    )
-    .option("--seed <n>", "seed of the round orders (default random, recorded)")
-    .option("--out <dir>", "where study.json, .md, .csv and .html go", "build/study")
-    .option(
-      "--max-failures <n>",
-      "step answers with a status the step does not expect, or no answer, tolerated before exit non-zero",
-      "0",
-    )
-    .option("-q, --quiet", "no progress (a bar on a terminal, else progress: lines on stderr)")
-    .action(async (flags: StudyFlags) => {
-      await study(flags);
     });
 }

@@ -5,14 +5,8 @@
  */
 import type { Command } from "commander";
 import { invalid, parseInteger, UsageError } from "./args.ts";
-import {
-  loadShape,
-  parseLoadOptions,
-  parseStartAt,
-  RECORD_BEGIN,
-  RECORD_END,
-  SHARD_COUNT_ENV,
-} from "./load.ts";
+import { RECORD_BEGIN, RECORD_END } from "./load.ts";
+import { loadShape, parseLoadOptions, parseStartAt, SHARD_COUNT_ENV } from "./load_options.ts";
 import { MAX_SHARDS, shardLabel, shareOf } from "../load/mod.ts";
 import { parseDuration } from "../linkemu/link_spec.ts";
 

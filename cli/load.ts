@@ -1,16 +1,26 @@
-/** `lab load`: h2load-style load from the native engines (h2c and h3), with h2load's and oha's flags. */
-import { Command, CommanderError } from "commander";
+/**
+ * `lab load`: h2load-style load from the native engines (h2c and h3), with
+ * h2load's and oha's flags (defined in `load_options.ts`): check, run,
+ * summarise, record, judge.
+ */
+import type { Command } from "commander";
 import {
   asUsage,
   checkOutputPaths,
   exclusive,
-  invalid,
   parseDuration,
   parseHeader,
   parseInteger,
-  parseNumber,
   UsageError,
 } from "./args.ts";
+import {
+  LOAD_EXIT_HELP,
+  type LoadFlags,
+  loadShape,
+  parseStartAt,
+  whichShard,
+  withLoadOptions,
+} from "./load_options.ts";
 import {
   formatProgressLine,
   loadOutcome,
@@ -23,9 +33,9 @@ import {
   type LoadPlan,
   type LoadProgress,
   type LoadRecord,
+  type LoadResult,
+  type LoadTarget,
   loadTarget,
-  parseShard,
-  shardFromIndexEnv,
   type ShardId,
   shardIntervalLog,
   shardLabel,
@@ -33,80 +43,17 @@ import {
 } from "../load/mod.ts";
 import { clockEstimate } from "../lib/clock.ts";
 import { createProgressLines } from "../lib/progress_lines.ts";
-import { DEFAULT_OK, formatStatusCounts, parseStatusSet } from "../lib/status_set.ts";
+import { formatStatusCounts, parseStatusSet, type StatusSet } from "../lib/status_set.ts";
 import { formatRate } from "../lib/units.ts";
 import { raiseFdLimit } from "../transports/fd_limit.ts";
 import { RequestError } from "./request_error.ts";
 import { Interrupted } from "../lib/interrupt.ts";
 
-/** `lab load`'s options as commander hands them over. */
-export interface LoadFlags {
-  requests?: string;
-  duration?: string;
-  warmUp?: string;
-  connections: string;
-  streams: string;
-  threads: string;
-  rate?: string;
-  h3?: boolean;
-  method?: string;
-  header: string[];
-  data?: string;
-  ca?: string;
-  cert?: string;
-  key?: string;
-  insecure?: boolean;
-  timeout: string;
-  nfType: string;
-  json?: string;
-  progress?: boolean;
-  shard?: string;
-  shardCount?: string;
-  startAt?: string;
-  recordToLog?: boolean;
-  quiet?: boolean;
-  ok: string;
-  maxFailures: string;
-}
-
-/** Env var with the shard count when the shard comes from `JOB_COMPLETION_INDEX`. */
-export const SHARD_COUNT_ENV = "SBILAB_SHARD_COUNT";
 /** Lines around the run record `--record-to-log` prints (`lab k8s collect` reads them). */
 export const RECORD_BEGIN = "----- sbilab load record begin -----";
 export const RECORD_END = "----- sbilab load record end -----";
 
-/** The shard to run: `--shard I/N`, else `JOB_COMPLETION_INDEX` with `--shard-count` or SBILAB_SHARD_COUNT. */
-function whichShard(f: LoadFlags): ShardId | undefined {
-  try {
-    if (f.shard !== undefined) return parseShard(f.shard);
-    const index = Deno.env.get("JOB_COMPLETION_INDEX");
-    if (index === undefined) return undefined;
-    const countText = f.shardCount ?? Deno.env.get(SHARD_COUNT_ENV);
-    if (countText === undefined) {
-      throw new RangeError(
-        `JOB_COMPLETION_INDEX is set: give the shard count (--shard-count or ${SHARD_COUNT_ENV})`,
-      );
-    }
-    return shardFromIndexEnv(index, parseInteger(countText, "--shard-count", { min: 1 }));
-  } catch (err) {
-    if (err instanceof RangeError) throw new UsageError(err.message);
-    throw err;
-  }
-}
-
-/** `--start-at`: an ISO time or ms since the epoch. */
-export function parseStartAt(text: string): number {
-  const t = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
-  if (!Number.isFinite(t)) throw invalid("--start-at", "an ISO time or ms since the epoch", text);
-  return t;
-}
-
 const wallNow = () => performance.timeOrigin + performance.now();
-
-/** `10s`, `500ms`, or a bare number of seconds (h2load's -D), in ms. */
-function duration(text: string, flag: string): number {
-  return parseDuration(text, flag, { bare: "s" });
-}
 
 async function readBody(data: string | undefined): Promise<Uint8Array | undefined> {
   if (data === undefined) return undefined;
@@ -118,49 +65,16 @@ async function readBody(data: string | undefined): Promise<Uint8Array | undefine
   }
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
-/**
- * The shape of the load in `f` (-n or -D, -c, -m, -t, --warm-up, --rate),
- * checked; throws `UsageError` naming the flag.
- */
-export function loadShape(f: LoadFlags): Partial<LoadPlan> {
-  if ((f.requests === undefined) === (f.duration === undefined)) {
-    throw new UsageError("Give either -n N or -D DURATION");
-  }
-  const connections = parseInteger(f.connections, "-c", { min: 1, max: 100_000 });
-  const plan: Partial<LoadPlan> = {
-    connections,
-    streams: parseInteger(f.streams, "-m", { min: 1, max: 100_000 }),
-    threads: Math.min(parseInteger(f.threads, "-t", { min: 1, max: 64 }), connections),
-    ...(f.requests !== undefined
-      ? { requests: parseInteger(f.requests, "-n", { min: 1, max: 2 ** 50 }) }
-      : {}),
-    ...(f.duration !== undefined ? { durationMs: duration(f.duration, "-D") } : {}),
-    ...(f.warmUp !== undefined ? { warmupMs: duration(f.warmUp, "--warm-up") } : {}),
-  };
-  if (plan.durationMs === 0) throw invalid("-D", "longer than 0", f.duration!);
-  if (f.rate !== undefined) plan.rate = parseNumber(f.rate, "--rate", { above: 0 });
-  return plan;
-}
-
-async function load(urlText: string, f: LoadFlags): Promise<void> {
-  const plan = loadShape(f);
-  if (f.ca && f.insecure) throw exclusive("--ca", "-k");
-  const ok = asUsage(() => parseStatusSet(f.ok), "--ok");
-  const maxFailures = parseInteger(f.maxFailures, "--max-failures");
-  await checkOutputPaths({ "--json": f.json });
+/** The target of `lab load`'s URL and flags; a bad URL or host fails as curl would (3, 6). */
+async function targetOf(urlText: string, f: LoadFlags): Promise<LoadTarget> {
   const headers: Record<string, string> = {};
   for (const h of f.header) {
     const [name, value] = parseHeader(h);
     headers[name] = value;
   }
   const timeoutMs = parseDuration(f.timeout, "--timeout", { minMs: 1, maxMs: 3_600_000 });
-  let target;
   try {
-    target = await loadTarget(urlText, {
+    return await loadTarget(urlText, {
       h3: f.h3,
       method: f.method,
       headers,
@@ -176,20 +90,56 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     if (/--h3/.test(msg)) throw new UsageError(msg);
     throw new RequestError("url", msg, { cause: err });
   }
+}
+
+/** The bytes of a PEM file given by a flag (undefined when not given); unreadable is usage. */
+async function readPem(file: string | undefined): Promise<Uint8Array | undefined> {
+  if (file === undefined) return undefined;
+  try {
+    return await Deno.readFile(file);
+  } catch {
+    throw new UsageError(`Cannot read ${file}`);
+  }
+}
+
+/** A checked `lab load` run: what the engine runs and what the summary, record and exit need. */
+interface LoadRun {
+  /** The load's shape as the flags give it (the whole load, before sharding). */
+  plan: Partial<LoadPlan>;
+  /** What the engine runs: target, shape and TLS material, this shard's share when sharded. */
+  full: LoadPlan;
+  /** The statuses that count as a success. */
+  ok: StatusSet;
+  /** Failed or errored requests tolerated. */
+  maxFailures: number;
+  /** This run's shard, if any. */
+  shard: ShardId | undefined;
+  /** Wall-clock start of the measured phase (ms since the epoch), or null to start at once. */
+  startAtMs: number | null;
+  /** `h2c`, `h2-tls` or `h3`. */
+  transport: string;
+  /** The open loop's planned measured sends; undefined for a closed loop. */
+  planned: number | undefined;
+}
+
+/**
+ * Checks `lab load`'s URL and flags into a run, in the order a user meets
+ * them (shape, TLS flags, statuses, output paths, target, shard, open files);
+ * throws `UsageError` or `RequestError`.
+ */
+async function planLoad(urlText: string, f: LoadFlags): Promise<LoadRun> {
+  const plan = loadShape(f);
+  if (f.ca && f.insecure) throw exclusive("--ca", "-k");
+  const ok = asUsage(() => parseStatusSet(f.ok), "--ok");
+  const maxFailures = parseInteger(f.maxFailures, "--max-failures");
+  await checkOutputPaths({ "--json": f.json });
+  const target = await targetOf(urlText, f);
   if ((f.cert === undefined) !== (f.key === undefined)) {
     throw new UsageError("--cert and --key go together (mutual TLS)");
   }
   if (f.cert && !target.tls && target.protocol === "h2") {
     throw new UsageError("--cert needs TLS: an https:// URL");
   }
-  const readPem = async (file: string | undefined) => {
-    if (file === undefined) return undefined;
-    try {
-      return await Deno.readFile(file);
-    } catch {
-      throw new UsageError(`Cannot read ${file}`);
-    }
-  };
   const [caPem, certPem, keyPem] = [
     await readPem(f.ca),
     await readPem(f.cert),
@@ -229,7 +179,19 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     : full.rate && full.requests !== undefined
     ? full.requests
     : undefined;
+  return { plan, full, ok, maxFailures, shard, startAtMs, transport, planned };
+}
 
+/**
+ * Runs the engine until the plan is done or Ctrl-C, showing progress (a live
+ * line on a terminal, else progress: lines) unless `--no-progress`; returns
+ * the result and the wall-clock time the engine started.
+ */
+async function driveEngine(
+  run: LoadRun,
+  f: LoadFlags,
+): Promise<{ result: LoadResult; t0: number }> {
+  const { full, startAtMs } = run;
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
@@ -241,7 +203,7 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
   const share = full.requests !== undefined
     ? (p: LoadProgress) => p.completed / full.requests!
     : (p: LoadProgress) => p.elapsedNs / 1e6 / ((full.warmupMs ?? 0) + (full.durationMs ?? 1));
-  const what = `${transport} ${plan.connections}×${full.streams}`;
+  const what = `${run.transport} ${run.plan.connections}×${full.streams}`;
   const behind = full.rate ? behindSchedule(full.rate) : undefined;
   const enc = new TextEncoder();
   let previous: LoadProgress | undefined;
@@ -283,57 +245,85 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
     if (live) Deno.stderr.writeSync(enc.encode("\r\x1b[2K"));
     lines?.stop(result !== undefined && !result.partial);
   }
-  const shape = {
+  return { result, t0 };
+}
+
+/** The run record `--json` saves and `--record-to-log` prints (with the shard's window and clock). */
+function loadRecord(
+  urlText: string,
+  run: LoadRun,
+  result: LoadResult,
+  outcome: ReturnType<typeof loadOutcome>,
+  t0: number,
+): LoadRecord {
+  const { full, shard } = run;
+  const startMs = t0 + (full.warmupMs ?? 0);
+  const window = { startMs, endMs: startMs + result.measuredNs / 1e6 };
+  return {
+    schema: LOAD_SCHEMA,
+    url: urlText,
+    engine: "native",
+    plan: {
+      ...loadShapeOf(full),
+      requests: full.requests,
+      durationMs: full.durationMs,
+      warmupMs: full.warmupMs,
+      ok: run.ok.text,
+    },
+    result,
+    outcome: {
+      succeeded: outcome.succeeded,
+      failed: outcome.failed,
+      errors: outcome.errors,
+      failedByStatus: outcome.failedByStatus,
+    },
+    ...(shard
+      ? {
+        shard: {
+          ...shard,
+          host: Deno.hostname(),
+          startAtMs: run.startAtMs,
+          window,
+          clock: clockEstimate(),
+          intervalLog: shardIntervalLog(result, window, shardLabel(shard)),
+        },
+      }
+      : {}),
+  };
+}
+
+/** The engine's connections, streams, threads and rate, as the summary and the record name them. */
+function loadShapeOf(full: LoadPlan) {
+  return {
     connections: full.connections!,
     streams: full.streams!,
     threads: full.threads!,
     rate: full.rate,
   };
-  const outcome = loadOutcome(result, ok);
-  console.log(renderLoadSummary(result, { ...shape, ok, transport, planned }));
+}
+
+async function load(urlText: string, f: LoadFlags): Promise<void> {
+  const run = await planLoad(urlText, f);
+  const { result, t0 } = await driveEngine(run, f);
+  const outcome = loadOutcome(result, run.ok);
+  console.log(
+    renderLoadSummary(result, {
+      ...loadShapeOf(run.full),
+      ok: run.ok,
+      transport: run.transport,
+      planned: run.planned,
+    }),
+  );
   console.log(`\n${renderLatencyHistogram(result.latencyBuckets)}`);
   if (f.json || f.recordToLog) {
-    const startMs = t0 + (full.warmupMs ?? 0);
-    const window = { startMs, endMs: startMs + result.measuredNs / 1e6 };
-    const record: LoadRecord = {
-      schema: LOAD_SCHEMA,
-      url: urlText,
-      engine: "native",
-      plan: {
-        ...shape,
-        requests: full.requests,
-        durationMs: full.durationMs,
-        warmupMs: full.warmupMs,
-        ok: ok.text,
-      },
-      result,
-      outcome: {
-        succeeded: outcome.succeeded,
-        failed: outcome.failed,
-        errors: outcome.errors,
-        failedByStatus: outcome.failedByStatus,
-      },
-      ...(shard
-        ? {
-          shard: {
-            ...shard,
-            host: Deno.hostname(),
-            startAtMs,
-            window,
-            clock: clockEstimate(),
-            intervalLog: shardIntervalLog(result, window, shardLabel(shard)),
-          },
-        }
-        : {}),
-    };
-    const text = JSON.stringify(record, null, 2) + "\n";
+    const text = JSON.stringify(loadRecord(urlText, run, result, outcome, t0), null, 2) + "\n";
     if (f.json) {
       await Deno.writeTextFile(f.json, text);
       console.error(`wrote ${f.json}`);
     }
     if (f.recordToLog) console.log(`${RECORD_BEGIN}\n${text.trimEnd()}\n${RECORD_END}`);
   }
-  judgeLoad(result, outcome, maxFailures);
+  judgeLoad(result, outcome, run.maxFailures);
 }
 
 /**
@@ -343,7 +333,7 @@ async function load(urlText: string, f: LoadFlags): Promise<void> {
  * short says why. main.ts prints the one line.
  */
 function judgeLoad(
-  result: Awaited<ReturnType<LoadEngine["run"]>>,
+  result: LoadResult,
   outcome: ReturnType<typeof loadOutcome>,
   maxFailures: number,
 ): void {
@@ -454,88 +444,6 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
   });
-}
-
-const LOAD_EXIT_HELP = `
-A request succeeds when its status is in --ok (default 2xx and 3xx, as h2load
-counts); other statuses fail, and requests without a response error.
-
-Exit status (curl's where curl has one):
-  0   every request succeeded (or failures within --max-failures)
-  1   failures past --max-failures that include requests without a response,
-      or a run cut short
-  2   bad usage
-  3   malformed URL
-  6   could not resolve the host
-  7   no connection came up (refused)
-  22  failures past --max-failures, all of them responses with other statuses
-  28  no request was answered: every one timed out (--timeout)
-  35  no connection came up (TLS handshake failed)
-  130 interrupted (Ctrl-C)`;
-
-/** Adds `lab load`'s options to `cmd`: the one definition, which `lab k8s job` parses with too. */
-function withLoadOptions(cmd: Command): Command {
-  return cmd
-    .option("-n, --requests <n>", "measured requests to send")
-    .option("-D, --duration <time>", "send for this long instead (10s, 500ms, 2m; bare number = s)")
-    .option("--warm-up <time>", "send for this long first without measuring (bare number = s)")
-    .option("-c, --connections <n>", "connections", "1")
-    .option("-m, --streams <n>", "requests in flight per connection", "1")
-    .option("-t, --threads <n>", "engine threads (connections are shared out)", "1")
-    .option(
-      "--rate <req/s>",
-      "open loop: send at this rate, latency from each intended send time; with -D, sends due after it are not made (the shortfall is reported)",
-    )
-    .option("--h3", "HTTP/3 over QUIC (https:// only)")
-    .option("-X, --method <method>", "HTTP method (default GET, or POST with -d)")
-    .option("-H, --header <line>", "extra header 'Name: value' (repeatable)", collect, [])
-    .option("-d, --data <data>", "request body, or @FILE")
-    .option("--ca <file>", "CA certificate to trust")
-    .option("--cert <file>", "client certificate for mutual TLS (PEM)")
-    .option("--key <file>", "client private key for mutual TLS (PEM)")
-    .option("-k, --insecure", "do not verify the server's certificate")
-    .option("--timeout <time>", "per-request timeout (500ms, 10s; bare number = ms)", "10000")
-    .option("--nf-type <type>", "NF type in User-Agent", "SMF")
-    .option(
-      "--ok <statuses>",
-      "statuses that count as a success: codes and classes, e.g. 200,201,204 or 2xx",
-      DEFAULT_OK,
-    )
-    .option("--max-failures <n>", "failed or errored requests tolerated before exit non-zero", "0")
-    .option("--json <file>", "save the run record as JSON")
-    .option(
-      "--no-progress",
-      "no progress (a live line on a terminal, else progress: lines on stderr)",
-    )
-    .option("-q, --quiet", "the same as --no-progress")
-    .option("--shard <I/N>", "run shard I (from 0) of N: its share of connections, -n and --rate")
-    .option(
-      "--shard-count <n>",
-      `shard count when the shard index comes from JOB_COMPLETION_INDEX (or ${SHARD_COUNT_ENV})`,
-    )
-    .option("--start-at <time>", "start measuring at this wall-clock time (ISO, or ms since epoch)")
-    .option("--record-to-log", "also print the run record between marker lines on stdout");
-}
-
-/**
- * Parses `lab load` options given as words (as `lab k8s job` passes them on
- * to each pod) with `lab load`'s own definition; throws `UsageError` for an
- * unknown or incomplete option or a stray argument.
- */
-export function parseLoadOptions(args: string[]): LoadFlags {
-  const cmd = withLoadOptions(new Command("load"))
-    .exitOverride()
-    .configureOutput({ writeOut: () => {}, writeErr: () => {} });
-  try {
-    cmd.parse(args, { from: "user" });
-  } catch (err) {
-    if (!(err instanceof CommanderError)) throw err;
-    throw new UsageError(`lab load options: ${err.message.replace(/^error: /, "")}`);
-  }
-  if (cmd.args.length) {
-    throw new UsageError(`lab load options: unexpected argument '${cmd.args[0]}'`);
-  }
-  return cmd.opts<LoadFlags>();
 }
 
 /** Adds `load`. */

@@ -322,118 +322,123 @@ export function registerProfileCommand(program: Command): void {
       "no profiler: RSS of each side after the warm-up, every 10k requests and at the end",
     )
     .option("--json <file>", "with --memory: save the memory record (sbilab-memory/1) here")
-    .action(async (o: ProfileFlags) => {
-      const transport = o.transport as TransportName;
-      if (!(TRANSPORTS as readonly string[]).includes(transport)) {
-        throw new UsageError(`--transport must be one of ${TRANSPORTS.join(", ")}`);
-      }
-      if (!(PROFILE_SERVERS as readonly string[]).includes(o.server)) {
-        throw new UsageError(`--server must be one of ${PROFILE_SERVERS.join(", ")}`);
-      }
-      if (o.server === "nghttpd" && transport !== "h2c") {
-        throw new UsageError("--server nghttpd goes with --transport h2c");
-      }
-      if (o.server === "gtlsserver" && transport !== "h3") {
-        throw new UsageError("--server gtlsserver goes with --transport h3");
-      }
-      if (o.memory && o.callgrind) {
-        throw new UsageError("--memory and --callgrind are separate runs: choose one");
-      }
-      if (o.json && !o.memory) throw new UsageError("--json goes with --memory");
-      const requests = int(
-        o.requests ?? (o.memory ? "100000" : "20000"),
-        "--requests",
-        1,
-        1_000_000,
+    .action(profile);
+}
+
+/**
+ * `lab profile`'s options, checked: the transport and server must go
+ * together, `--memory` excludes `--callgrind` and goes with `--json`.
+ */
+function profileSettings(o: ProfileFlags): RunSettings & { interval: number } {
+  const transport = o.transport as TransportName;
+  if (!(TRANSPORTS as readonly string[]).includes(transport)) {
+    throw new UsageError(`--transport must be one of ${TRANSPORTS.join(", ")}`);
+  }
+  if (!(PROFILE_SERVERS as readonly string[]).includes(o.server)) {
+    throw new UsageError(`--server must be one of ${PROFILE_SERVERS.join(", ")}`);
+  }
+  if (o.server === "nghttpd" && transport !== "h2c") {
+    throw new UsageError("--server nghttpd goes with --transport h2c");
+  }
+  if (o.server === "gtlsserver" && transport !== "h3") {
+    throw new UsageError("--server gtlsserver goes with --transport h3");
+  }
+  if (o.memory && o.callgrind) {
+    throw new UsageError("--memory and --callgrind are separate runs: choose one");
+  }
+  if (o.json && !o.memory) throw new UsageError("--json goes with --memory");
+  const requests = int(
+    o.requests ?? (o.memory ? "100000" : "20000"),
+    "--requests",
+    1,
+    1_000_000,
+  );
+  const warmup = int(o.warmUp, "--warm-up", 0, 1_000_000);
+  const streams = int(o.streams, "--streams", 1, 1024);
+  const size = int(o.size, "--size", 1, 16 * 1024 * 1024);
+  const interval = int(o.interval, "--interval", 50, 10_000);
+  return { transport, requests, warmup, streams, size, interval };
+}
+
+/** `lab profile`: one warm transport profiled on both sides (or its memory, with `--memory`). */
+async function profile(o: ProfileFlags): Promise<void> {
+  const { interval, ...run } = profileSettings(o);
+  const { transport, requests, warmup, streams, size } = run;
+  const out = o.out ?? await Deno.makeTempDir({ prefix: "sbilab-profile-" });
+  await Deno.mkdir(out, { recursive: true });
+  enablePlacement(true);
+  const pinned = await placement();
+  if (o.memory) {
+    await memoryAction(o, { ...run, out, pinned: pinned !== undefined });
+    return;
+  }
+  const server = o.server === "sbilab"
+    ? await startSbilab(transport, size, out, interval)
+    : await startPeer(o.server as "nghttpd" | "gtlsserver", size, out);
+  if (o.callgrind && (!findTool("valgrind") || !findTool("callgrind_annotate"))) {
+    throw new UsageError("--callgrind needs valgrind: apt-get install valgrind");
+  }
+  if (o.callgrind && requests < 4) {
+    throw new UsageError("--callgrind needs --requests 4 or more");
+  }
+  let result: ProfileClientResult;
+  let reference: number | undefined;
+  let instructions: string | undefined;
+  try {
+    const job = clientJob(server, run);
+    result = await runClient(job, `${out}/client`, interval);
+    if (transport === "h2c" && findTool("h2load")) {
+      reference = await h2loadUs(`${server.origin}${server.path}`, requests, streams);
+    }
+    if (o.callgrind) {
+      const few = Math.round(requests / 4);
+      const slow = { ...job, warmup: Math.min(warmup, 500), serverPid: undefined };
+      const small = await callgrindClient({ ...slow, requests: few }, out);
+      const large = await callgrindClient(slow, out);
+      instructions = renderObjectCosts(
+        `client under callgrind (${requests} − ${few} requests)`,
+        perRequestByObject(small, few, large, requests),
       );
-      const warmup = int(o.warmUp, "--warm-up", 0, 1_000_000);
-      const streams = int(o.streams, "--streams", 1, 1024);
-      const size = int(o.size, "--size", 1, 16 * 1024 * 1024);
-      const interval = int(o.interval, "--interval", 50, 10_000);
-      const out = o.out ?? await Deno.makeTempDir({ prefix: "sbilab-profile-" });
-      await Deno.mkdir(out, { recursive: true });
-      enablePlacement(true);
-      const pinned = await placement();
-      if (o.memory) {
-        await memoryAction(o, {
-          transport,
-          requests,
-          warmup,
-          streams,
-          size,
-          out,
-          pinned: pinned !== undefined,
-        });
-        return;
-      }
-      const server = o.server === "sbilab"
-        ? await startSbilab(transport, size, out, interval)
-        : await startPeer(o.server as "nghttpd" | "gtlsserver", size, out);
-      if (o.callgrind && (!findTool("valgrind") || !findTool("callgrind_annotate"))) {
-        throw new UsageError("--callgrind needs valgrind: apt-get install valgrind");
-      }
-      if (o.callgrind && requests < 4) {
-        throw new UsageError("--callgrind needs --requests 4 or more");
-      }
-      let result: ProfileClientResult;
-      let reference: number | undefined;
-      let instructions: string | undefined;
-      try {
-        const job = clientJob(server, { transport, requests, warmup, streams, size });
-        result = await runClient(job, `${out}/client`, interval);
-        if (transport === "h2c" && findTool("h2load")) {
-          reference = await h2loadUs(`${server.origin}${server.path}`, requests, streams);
-        }
-        if (o.callgrind) {
-          const few = Math.round(requests / 4);
-          const slow = { ...job, warmup: Math.min(warmup, 500), serverPid: undefined };
-          const small = await callgrindClient({ ...slow, requests: few }, out);
-          const large = await callgrindClient(slow, out);
-          instructions = renderObjectCosts(
-            `client under callgrind (${requests} − ${few} requests)`,
-            perRequestByObject(small, few, large, requests),
-          );
-        }
-      } finally {
-        await server.stop();
-      }
-      const wallUs = (result.toUs - result.fromUs) / requests;
+    }
+  } finally {
+    await server.stop();
+  }
+  const wallUs = (result.toUs - result.fromUs) / requests;
+  console.log(
+    `lab profile: ${transport}, sbilab client → ${o.server}, ${size} B, ${streams} in flight, ` +
+      `${requests} requests after ${warmup} warm-up; ${
+        pinned ? "client on CPU 0, server on CPU 1" : "not pinned"
+      }`,
+  );
+  console.log(
+    `wall time per request: ${formatDuration(wallUs * 1e3)}` +
+      (result.errors ? ` (${result.errors} errors)` : "") +
+      (reference !== undefined
+        ? `; h2load on the same server: ${formatDuration(reference * 1e3)} (sbilab client ${
+          formatMultiple(wallUs / reference)
+        } h2load's time)`
+        : ""),
+  );
+  const window = { fromUs: result.fromUs, toUs: result.toUs, requests };
+  const sides: [string, string | undefined, CpuTime | undefined][] = [
+    ["client (sbilab SBI client)", `${out}/client`, result.client],
+    [`server (${o.server})`, server.profileDir, result.server],
+  ];
+  for (const [title, dir, cpu] of sides) {
+    console.log("");
+    if (dir) {
+      console.log(renderBreakdown(title, breakdown(await readProfile(dir), window), cpu));
+    } else if (cpu) {
       console.log(
-        `lab profile: ${transport}, sbilab client → ${o.server}, ${size} B, ${streams} in flight, ` +
-          `${requests} requests after ${warmup} warm-up; ${
-            pinned ? "client on CPU 0, server on CPU 1" : "not pinned"
-          }`,
+        `${title}: not a V8 process; CPU per request: user ${
+          formatDuration(cpu.userUs / requests * 1e3)
+        }, system ${formatDuration(cpu.systemUs / requests * 1e3)}`,
       );
-      console.log(
-        `wall time per request: ${formatDuration(wallUs * 1e3)}` +
-          (result.errors ? ` (${result.errors} errors)` : "") +
-          (reference !== undefined
-            ? `; h2load on the same server: ${formatDuration(reference * 1e3)} (sbilab client ${
-              formatMultiple(wallUs / reference)
-            } h2load's time)`
-            : ""),
-      );
-      const window = { fromUs: result.fromUs, toUs: result.toUs, requests };
-      const sides: [string, string | undefined, CpuTime | undefined][] = [
-        ["client (sbilab SBI client)", `${out}/client`, result.client],
-        [`server (${o.server})`, server.profileDir, result.server],
-      ];
-      for (const [title, dir, cpu] of sides) {
-        console.log("");
-        if (dir) {
-          console.log(renderBreakdown(title, breakdown(await readProfile(dir), window), cpu));
-        } else if (cpu) {
-          console.log(
-            `${title}: not a V8 process; CPU per request: user ${
-              formatDuration(cpu.userUs / requests * 1e3)
-            }, system ${formatDuration(cpu.systemUs / requests * 1e3)}`,
-          );
-        }
-      }
-      if (instructions) console.log(`\n${instructions}`);
-      if (o.out) console.log(`\nprofiles kept in ${out} (open them in Chrome DevTools)`);
-      else await Deno.remove(out, { recursive: true });
-    });
+    }
+  }
+  if (instructions) console.log(`\n${instructions}`);
+  if (o.out) console.log(`\nprofiles kept in ${out} (open them in Chrome DevTools)`);
+  else await Deno.remove(out, { recursive: true });
 }
 
 /** `lab profile --memory`: both sides unprofiled, RSS sampled by the client, one table. */

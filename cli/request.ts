@@ -8,7 +8,12 @@ import {
   type TlsMaterial,
   type TransportName,
 } from "../transports/mod.ts";
-import type { ClientOptions, ConnectionInfo } from "../transports/types.ts";
+import type {
+  ClientOptions,
+  ClientResponse,
+  ConnectionInfo,
+  StackName,
+} from "../transports/types.ts";
 
 import { asUsage, exclusive, parseDuration, parseExport, parseHeader, UsageError } from "./args.ts";
 import { RequestError, requestFailureKind } from "./request_error.ts";
@@ -193,27 +198,7 @@ async function request(urlText: string, o: RequestOptions): Promise<void> {
   if (data && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
     headers["content-type"] = "application/json";
   }
-  let tls: TlsMaterial | undefined;
-  if (url.protocol === "https:") {
-    for (const f of [o.ca, o.cert, o.key].filter(Boolean) as string[]) {
-      try {
-        await Deno.stat(f);
-      } catch {
-        throw new TypeError(`Cannot read ${f}`);
-      }
-    }
-    if (o.insecure && stack === "deno" && Deno.env.get(INSECURE_ENV) !== "1") {
-      throw new TypeError(
-        "-k over h2 needs the runtime flag: run with deno run --unsafely-ignore-certificate-errors, or pass --ca",
-      );
-    }
-    tls = {
-      ca: o.ca ? { path: o.ca } : undefined,
-      cert: o.cert ? { path: o.cert } : undefined,
-      key: o.key ? { path: o.key } : undefined,
-      insecure: o.insecure ?? false,
-    };
-  }
+  const tls = url.protocol === "https:" ? await clientTls(o, stack) : undefined;
   const silent = (o.silent ?? false) && !o.showError;
   const method = (o.request ?? (data ? "POST" : "GET")).toUpperCase();
   const path = url.pathname + url.search;
@@ -261,22 +246,7 @@ async function request(urlText: string, o: RequestOptions): Promise<void> {
       trace("<", "");
     }
     const failed = o.fail === true && res.status >= 400;
-    const out = o.output === undefined ? Deno.stdout : await Deno.open(o.output, {
-      write: true,
-      create: true,
-      truncate: true,
-    });
-    try {
-      // -f -i as curl: the status line and headers are shown, the body is not
-      if (o.include) {
-        const lines = [`${version} ${res.status}`];
-        for (const [k, v] of Object.entries(res.headers)) lines.push(`${k}: ${v}`);
-        await writeAll(out, new TextEncoder().encode(lines.join("\r\n") + "\r\n\r\n"));
-      }
-      if (!failed) await writeAll(out, res.body);
-    } finally {
-      if (out !== Deno.stdout) out.close();
-    }
+    await writeResponse(res, o, version, failed);
     if (failed) {
       throw new RequestError("http", `The requested URL returned error: ${res.status}`, { silent });
     }
@@ -288,16 +258,71 @@ async function request(urlText: string, o: RequestOptions): Promise<void> {
       console.error(`${exporter.label}:${exporter.length} ${toHex(key)}`);
     }
   } catch (err) {
-    if (err instanceof RequestError) {
-      throw silent === err.silent ? err : new RequestError(err.kind, err.message, { silent });
-    }
-    const kind = requestFailureKind(err);
-    if (kind === undefined && !silent) throw err;
-    const msg = err instanceof Error ? err.message : String(err);
-    if (kind === undefined) throw new RequestError("other", msg, { cause: err, silent });
-    throw new RequestError(kind, msg, { cause: err, silent });
+    throw requestFailure(err, silent);
   } finally {
     clearTimeout(deadline);
     await client.close();
   }
+}
+
+/** The client's TLS material for an https:// URL from `--ca`, `--cert`, `--key` and `-k`. */
+async function clientTls(o: RequestOptions, stack: StackName): Promise<TlsMaterial> {
+  for (const f of [o.ca, o.cert, o.key].filter(Boolean) as string[]) {
+    try {
+      await Deno.stat(f);
+    } catch {
+      throw new TypeError(`Cannot read ${f}`);
+    }
+  }
+  if (o.insecure && stack === "deno" && Deno.env.get(INSECURE_ENV) !== "1") {
+    throw new TypeError(
+      "-k over h2 needs the runtime flag: run with deno run --unsafely-ignore-certificate-errors, or pass --ca",
+    );
+  }
+  return {
+    ca: o.ca ? { path: o.ca } : undefined,
+    cert: o.cert ? { path: o.cert } : undefined,
+    key: o.key ? { path: o.key } : undefined,
+    insecure: o.insecure ?? false,
+  };
+}
+
+/** Writes the answer to stdout or `-o`: the status line and headers with `-i`, the body unless `-f` failed. */
+async function writeResponse(
+  res: ClientResponse,
+  o: RequestOptions,
+  version: string,
+  failed: boolean,
+): Promise<void> {
+  const out = o.output === undefined ? Deno.stdout : await Deno.open(o.output, {
+    write: true,
+    create: true,
+    truncate: true,
+  });
+  try {
+    // -f -i as curl: the status line and headers are shown, the body is not
+    if (o.include) {
+      const lines = [`${version} ${res.status}`];
+      for (const [k, v] of Object.entries(res.headers)) lines.push(`${k}: ${v}`);
+      await writeAll(out, new TextEncoder().encode(lines.join("\r\n") + "\r\n\r\n"));
+    }
+    if (!failed) await writeAll(out, res.body);
+  } finally {
+    if (out !== Deno.stdout) out.close();
+  }
+}
+
+/**
+ * The error a failed request ends with: a `RequestError` of curl's kind when
+ * one fits (and always with `-s`, so main.ts stays silent), else the error itself.
+ */
+function requestFailure(err: unknown, silent: boolean): unknown {
+  if (err instanceof RequestError) {
+    return silent === err.silent ? err : new RequestError(err.kind, err.message, { silent });
+  }
+  const kind = requestFailureKind(err);
+  if (kind === undefined && !silent) return err;
+  const msg = err instanceof Error ? err.message : String(err);
+  if (kind === undefined) return new RequestError("other", msg, { cause: err, silent });
+  return new RequestError(kind, msg, { cause: err, silent });
 }

@@ -1,6 +1,6 @@
 /** `lab serve`: one handler behind every requested transport. */
 import type { Command } from "commander";
-import { createHandler } from "../handler/mod.ts";
+import { createHandler, type SbiHandler } from "../handler/mod.ts";
 import {
   availableTransports,
   createServer,
@@ -147,13 +147,6 @@ function optionalInt(value: string | undefined, flag: string, allowZero = false)
 }
 
 /**
- * The resource limits of one `lab serve` process, the same fields for every
- * stack and transport (see `resolveServerLimits`); unset ones take the
- * defaults, and the budgets are shared by all its servers. The soft fd limit
- * is raised to the hard limit first, and the connection cap defaults to what
- * it leaves after a reserve, shared by the TCP listeners.
- */
-/**
  * How long a stop may take before the process is ended anyway: the drain
  * (in-flight requests finish) plus one second to close the connections.
  */
@@ -161,6 +154,13 @@ export function stopBoundMs(drainMs = DEFAULT_SERVER_LIMITS.drainMs): number {
   return drainMs + 1000;
 }
 
+/**
+ * The resource limits of one `lab serve` process, the same fields for every
+ * stack and transport (see `resolveServerLimits`); unset ones take the
+ * defaults, and the budgets are shared by all its servers. The soft fd limit
+ * is raised to the hard limit first, and the connection cap defaults to what
+ * it leaves after a reserve, shared by the TCP listeners.
+ */
 function serveLimits(
   o: ServeOptions,
   transports: TransportName[],
@@ -293,114 +293,149 @@ export function registerServeCommand(program: Command): void {
     )
     .option("--no-early-data", "h3: refuse 0-RTT (resumed clients wait for the handshake)")
     .addHelpText("after", limitsHelp())
-    .action(async (o: ServeOptions) => {
-      const stack = asUsage(() => resolveStack(o.stack), "--stack");
-      const transports = o.transports === undefined
-        ? await availableTransports(stack)
-        : asUsage(() => parseTransports(o.transports!), "--transports");
-      if (o.transports === undefined && !transports.includes("h3")) {
-        console.error(
-          `h3 not served: the ${stack} stack's HTTP/3 module is not built (deno task build:native)`,
-        );
-      }
-      const h2cPort = parsePort(o.h2cPort, "--h2c-port");
-      const tlsPort = parsePort(o.tlsPort, "--tls-port");
-      const delayMs = parseInteger(o.delayMs ?? "0", "--delay-ms");
-      const h3MaxUdpPayload = o.h3MaxUdpPayload === undefined
-        ? undefined
-        : parseInteger(o.h3MaxUdpPayload, "--h3-max-udp-payload", { min: 1200, max: 65527 });
-      if (h3MaxUdpPayload !== undefined && stack === "deno") {
-        throw new UsageError(
-          "--h3-max-udp-payload needs the native stack (Deno's QUIC does not let it be set)",
-        );
-      }
-      const limits = serveLimits(o, transports);
-      const exporter = o.export === undefined ? undefined : parseExport(o.export);
-      if (exporter && stack === "deno") {
-        throw new UsageError(
-          "--export needs the native stack (Deno.serve exposes no TLS exporter)",
-        );
-      }
-      const needsTls = transports.some((t) => t !== "h2c");
-      const tls = needsTls ? await serverTls(o) : undefined;
-      // One body limit: the transports refuse a larger body as it streams in with the
-      // handler's own 413, and the handler checks the same number.
-      const maxBodyBytes = limits.maxBodyBytes;
-      const handler = createHandler({
-        delayMs,
-        maxBodyBytes,
-        nrf: {
-          maxInstances: parseInteger(o.nrfMaxInstances ?? "4096", "--nrf-max-instances", {
-            min: 1,
-          }),
-          maxProfileBytes: parseInteger(o.nrfMaxProfile ?? "65536", "--nrf-max-profile", {
-            min: 1,
-          }),
-          maxJsonDepth: parseInteger(o.maxJsonDepth ?? "32", "--max-json-depth", { min: 1 }),
-          anyInstanceId: o.nrfAnyId ?? false,
-        },
-        onError: (err, req) =>
-          console.error(
-            `handler error on ${req.method} ${req.path}: ${(err as Error)?.message ?? err}`,
-          ),
+    .action(serve);
+}
+
+/** The handler `lab serve` puts behind every server, with the NRF bounds of its options. */
+function serveHandler(o: ServeOptions, delayMs: number, maxBodyBytes: number): SbiHandler {
+  return createHandler({
+    delayMs,
+    maxBodyBytes,
+    nrf: {
+      maxInstances: parseInteger(o.nrfMaxInstances ?? "4096", "--nrf-max-instances", {
+        min: 1,
+      }),
+      maxProfileBytes: parseInteger(o.nrfMaxProfile ?? "65536", "--nrf-max-profile", {
+        min: 1,
+      }),
+      maxJsonDepth: parseInteger(o.maxJsonDepth ?? "32", "--max-json-depth", { min: 1 }),
+      anyInstanceId: o.nrfAnyId ?? false,
+    },
+    onError: (err, req) =>
+      console.error(
+        `handler error on ${req.method} ${req.path}: ${(err as Error)?.message ?? err}`,
+      ),
+  });
+}
+
+/** One server's options: the process's limits and TLS, its port, its log lines, h3's own knobs. */
+function transportOptions(
+  t: TransportName,
+  o: ServeOptions,
+  shared: {
+    stack: StackName;
+    port: number;
+    tls: TlsMaterial | undefined;
+    limits: ServerOptions;
+    exporter: ExportSpec | undefined;
+    h3MaxUdpPayload: number | undefined;
+  },
+) {
+  const { stack, port, tls, limits, exporter } = shared;
+  const options: ServerOptions & {
+    maxUdpPayload?: number;
+    maxQueuedBytes?: number;
+    retry?: boolean;
+    exactEcn?: boolean;
+    earlyData?: boolean;
+  } = {
+    stack,
+    hostname: o.host,
+    port,
+    tls,
+    ...limits,
+    onError: (err: unknown) =>
+      console.error(`${t}: ${String((err as Error)?.message ?? err).split("\n")[0]}`),
+    earlyData: o.earlyData,
+    onTls: exporter
+      ? (conn: TlsConnection) => console.error(tlsLine(t, conn, exporter))
+      : undefined,
+  };
+  if (t === "h3") {
+    options.maxUdpPayload = shared.h3MaxUdpPayload;
+    options.retry = o.h3Retry ?? false;
+    options.exactEcn = o.h3ExactEcn ?? true;
+  }
+  return options;
+}
+
+/**
+ * `lab serve`: checks the options, starts a server per transport (every port
+ * bound before the first listening line), and serves until SIGINT or SIGTERM.
+ */
+async function serve(o: ServeOptions): Promise<void> {
+  const stack = asUsage(() => resolveStack(o.stack), "--stack");
+  const transports = o.transports === undefined
+    ? await availableTransports(stack)
+    : asUsage(() => parseTransports(o.transports!), "--transports");
+  if (o.transports === undefined && !transports.includes("h3")) {
+    console.error(
+      `h3 not served: the ${stack} stack's HTTP/3 module is not built (deno task build:native)`,
+    );
+  }
+  const h2cPort = parsePort(o.h2cPort, "--h2c-port");
+  const tlsPort = parsePort(o.tlsPort, "--tls-port");
+  const delayMs = parseInteger(o.delayMs ?? "0", "--delay-ms");
+  const h3MaxUdpPayload = o.h3MaxUdpPayload === undefined
+    ? undefined
+    : parseInteger(o.h3MaxUdpPayload, "--h3-max-udp-payload", { min: 1200, max: 65527 });
+  if (h3MaxUdpPayload !== undefined && stack === "deno") {
+    throw new UsageError(
+      "--h3-max-udp-payload needs the native stack (Deno's QUIC does not let it be set)",
+    );
+  }
+  const limits = serveLimits(o, transports);
+  const exporter = o.export === undefined ? undefined : parseExport(o.export);
+  if (exporter && stack === "deno") {
+    throw new UsageError(
+      "--export needs the native stack (Deno.serve exposes no TLS exporter)",
+    );
+  }
+  const needsTls = transports.some((t) => t !== "h2c");
+  const tls = needsTls ? await serverTls(o) : undefined;
+  // One body limit: the transports refuse a larger body as it streams in with the
+  // handler's own 413, and the handler checks the same number.
+  const handler = serveHandler(o, delayMs, limits.maxBodyBytes);
+  const servers: SbiServer[] = [];
+  // SIGINT and SIGTERM are how a server is told to stop: drain, close, return, exit 0.
+  // The watchdog ends the process (130, 143) if that takes longer than the stop bound,
+  // or at a second signal, whatever the serving thread is doing.
+  const stopped = Promise.withResolvers<void>();
+  const stop = () => stopped.resolve();
+  // Without FFI or Linux's libc there is no watchdog: the graceful stop alone remains.
+  const watchdog = await startStopWatchdog(stopBoundMs(limits.drainMs)).catch((err) => {
+    console.error(`warning: ${(err as Error).message}; a stop is not bounded`);
+    return undefined;
+  });
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+  try {
+    for (const t of transports) {
+      const port = t === "h2c" ? h2cPort : tlsPort;
+      const options = transportOptions(t, o, {
+        stack,
+        port,
+        tls,
+        limits,
+        exporter,
+        h3MaxUdpPayload,
       });
-      const servers: SbiServer[] = [];
-      // SIGINT and SIGTERM are how a server is told to stop: drain, close, return, exit 0.
-      // The watchdog ends the process (130, 143) if that takes longer than the stop bound,
-      // or at a second signal, whatever the serving thread is doing.
-      const stopped = Promise.withResolvers<void>();
-      const stop = () => stopped.resolve();
-      // Without FFI or Linux's libc there is no watchdog: the graceful stop alone remains.
-      const watchdog = await startStopWatchdog(stopBoundMs(limits.drainMs)).catch((err) => {
-        console.error(`warning: ${(err as Error).message}; a stop is not bounded`);
-        return undefined;
+      const server = await createServer(t, handler, options).catch((err) => {
+        throw bindError(err, o.host);
       });
-      Deno.addSignalListener("SIGINT", stop);
-      Deno.addSignalListener("SIGTERM", stop);
-      try {
-        for (const t of transports) {
-          const port = t === "h2c" ? h2cPort : tlsPort;
-          const options: ServerOptions & {
-            maxUdpPayload?: number;
-            maxQueuedBytes?: number;
-            retry?: boolean;
-            exactEcn?: boolean;
-            earlyData?: boolean;
-          } = {
-            stack,
-            hostname: o.host,
-            port,
-            tls,
-            ...limits,
-            onError: (err: unknown) =>
-              console.error(`${t}: ${String((err as Error)?.message ?? err).split("\n")[0]}`),
-            earlyData: o.earlyData,
-            onTls: exporter
-              ? (conn: TlsConnection) => console.error(tlsLine(t, conn, exporter))
-              : undefined,
-          };
-          if (t === "h3") {
-            options.maxUdpPayload = h3MaxUdpPayload;
-            options.retry = o.h3Retry ?? false;
-            options.exactEcn = o.h3ExactEcn ?? true;
-          }
-          const server = await createServer(t, handler, options).catch((err) => {
-            throw bindError(err, o.host);
-          });
-          servers.push(server);
-        }
-        // every port is bound before the first "listening" line: a script waiting for one
-        // never sees it from a server that then fails on the next port
-        for (const [i, t] of transports.entries()) {
-          console.log(listeningLine(t, servers[i].url));
-          if (t === "h3") console.error(datagramLine(stack, h3MaxUdpPayload));
-        }
-        await stopped.promise;
-      } finally {
-        await Promise.allSettled(servers.map((s) => s.close()));
-        Deno.removeSignalListener("SIGINT", stop);
-        Deno.removeSignalListener("SIGTERM", stop);
-        watchdog?.stop();
-      }
-    });
+      servers.push(server);
+    }
+    // every port is bound before the first "listening" line: a script waiting for one
+    // never sees it from a server that then fails on the next port
+    for (const [i, t] of transports.entries()) {
+      console.log(listeningLine(t, servers[i].url));
+      if (t === "h3") console.error(datagramLine(stack, h3MaxUdpPayload));
+    }
+    await stopped.promise;
+  } finally {
+    await Promise.allSettled(servers.map((s) => s.close()));
+    Deno.removeSignalListener("SIGINT", stop);
+    Deno.removeSignalListener("SIGTERM", stop);
+    watchdog?.stop();
+  }
 }

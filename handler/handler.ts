@@ -4,8 +4,8 @@
  * message priority and max response time.
  */
 import { isMultipartRelated, parseMultipart } from "./multipart.ts";
-import { createNrf, type NfProfileStore, type NrfOptions } from "./nrf.ts";
-import { createPayloadCache, MAX_PAYLOAD_BYTES } from "./payload.ts";
+import { createNrf, type NfProfileStore, type Nrf, type NrfOptions } from "./nrf.ts";
+import { createPayloadCache, MAX_PAYLOAD_BYTES, type PayloadCache } from "./payload.ts";
 import { bodyTooLarge, ProblemError, problemResponse, systemFailure } from "./problem.ts";
 import { REFUSED, type SbiHandler, type SbiRequest, type SbiResponse } from "./types.ts";
 import { createUeRegistry, mockNfRoutes, NF_APIS } from "./nf/mod.ts";
@@ -168,25 +168,9 @@ function timedOut(maxMs: number): SbiResponse {
 
 const TIMEOUT = Symbol("timeout");
 
-/**
- * Creates the SBI handler. It keeps its NRF state and payload cache for its
- * lifetime; it never touches sockets, files or the console.
- */
-export function createHandler(options: HandlerOptions = {}): SbiHandler {
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? timerSleep;
-  const delayMs = options.delayMs ?? 0;
-  const onError = options.onError ?? (() => {});
-  const payloads = createPayloadCache({ maxBytes: options.payloadCacheBytes });
-  const nrf = createNrf({
-    ...options.nrf,
-    store: options.store,
-    validitySeconds: options.validitySeconds,
-    apiRoot: options.apiRoot,
-  });
-
-  const routes: Route[] = [
+/** The route table: the benchmark routes, the NRF's and the mock NFs'. */
+function buildRoutes(options: HandlerOptions, payloads: PayloadCache, nrf: Nrf): Route[] {
+  return [
     route("/nbench/v1/payload", {
       GET: (req) => {
         const size = parseSize(req.query);
@@ -229,6 +213,86 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
       )
     ),
   ];
+}
+
+/**
+ * The route function for a request's path and method, with its path
+ * parameters; throws the ProblemError for a wrong API version (400), an
+ * unknown path (404) or a method the path does not serve (405).
+ */
+function findRoute(
+  routes: readonly Route[],
+  request: SbiRequest,
+  segments: string[],
+): { fn: RouteFn; params: Record<string, string> } {
+  const version = APIS[segments[0]];
+  if (version !== undefined && segments[1] !== version) {
+    throw new ProblemError(400, {
+      cause: "INVALID_API",
+      detail: `API ${segments[0]} is served in version ${version} only`,
+    });
+  }
+  let found: { route: Route; params: Record<string, string> } | undefined;
+  for (const candidate of routes) {
+    const params = match(candidate, segments);
+    if (params !== undefined) {
+      found = { route: candidate, params };
+      break;
+    }
+  }
+  if (found === undefined) {
+    throw new ProblemError(404, {
+      cause: "RESOURCE_URI_STRUCTURE_NOT_FOUND",
+      detail: "No resource at this URI",
+      instance: request.path,
+    });
+  }
+  const fn = found.route.methods[request.method];
+  if (fn === undefined) {
+    const allow = Object.keys(found.route.methods).sort().join(", ");
+    throw new ProblemError(405, {
+      cause: "METHOD_NOT_ALLOWED",
+      detail: `Method ${request.method} is not allowed; use ${allow}`,
+      headers: { allow },
+    });
+  }
+  return { fn, params: found.params };
+}
+
+/** The request with its multipart parts parsed, if it is multipart/related; 400 if they do not parse. */
+function withParts(request: SbiRequest): SbiRequest {
+  if (request.parts !== undefined || !isMultipartRelated(request.headers["content-type"])) {
+    return request;
+  }
+  try {
+    return { ...request, parts: parseMultipart(request.body, request.headers["content-type"]) };
+  } catch (err) {
+    if (!(err instanceof SyntaxError)) throw err;
+    throw new ProblemError(400, {
+      cause: "INVALID_MSG_FORMAT",
+      detail: `Invalid multipart body: ${err.message}`,
+    });
+  }
+}
+
+/**
+ * Creates the SBI handler. It keeps its NRF state and payload cache for its
+ * lifetime; it never touches sockets, files or the console.
+ */
+export function createHandler(options: HandlerOptions = {}): SbiHandler {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? timerSleep;
+  const delayMs = options.delayMs ?? 0;
+  const onError = options.onError ?? (() => {});
+  const payloads = createPayloadCache({ maxBytes: options.payloadCacheBytes });
+  const nrf = createNrf({
+    ...options.nrf,
+    store: options.store,
+    validitySeconds: options.validitySeconds,
+    apiRoot: options.apiRoot,
+  });
+  const routes = buildRoutes(options, payloads, nrf);
 
   /**
    * Finds the route and runs it; route problems are thrown as ProblemError.
@@ -241,50 +305,8 @@ export function createHandler(options: HandlerOptions = {}): SbiHandler {
   ): SbiResponse | Promise<SbiResponse> {
     if (request.body.length > maxBodyBytes) return bodyTooLarge(maxBodyBytes);
     const segments = request.path.split("/").slice(1);
-    const version = APIS[segments[0]];
-    if (version !== undefined && segments[1] !== version) {
-      throw new ProblemError(400, {
-        cause: "INVALID_API",
-        detail: `API ${segments[0]} is served in version ${version} only`,
-      });
-    }
-    let found: { route: Route; params: Record<string, string> } | undefined;
-    for (const candidate of routes) {
-      const params = match(candidate, segments);
-      if (params !== undefined) {
-        found = { route: candidate, params };
-        break;
-      }
-    }
-    if (found === undefined) {
-      throw new ProblemError(404, {
-        cause: "RESOURCE_URI_STRUCTURE_NOT_FOUND",
-        detail: "No resource at this URI",
-        instance: request.path,
-      });
-    }
-    const fn = found.route.methods[request.method];
-    if (fn === undefined) {
-      const allow = Object.keys(found.route.methods).sort().join(", ");
-      throw new ProblemError(405, {
-        cause: "METHOD_NOT_ALLOWED",
-        detail: `Method ${request.method} is not allowed; use ${allow}`,
-        headers: { allow },
-      });
-    }
-    let req = request;
-    if (request.parts === undefined && isMultipartRelated(request.headers["content-type"])) {
-      try {
-        req = { ...request, parts: parseMultipart(request.body, request.headers["content-type"]) };
-      } catch (err) {
-        if (!(err instanceof SyntaxError)) throw err;
-        throw new ProblemError(400, {
-          cause: "INVALID_MSG_FORMAT",
-          detail: `Invalid multipart body: ${err.message}`,
-        });
-      }
-    }
-    const params = found.params;
+    const { fn, params } = findRoute(routes, request, segments);
+    const req = withParts(request);
     if (delayMs > 0 && segments[0] === "nbench") {
       return sleep(delayMs, signal).then(() => fn(req, params));
     }

@@ -291,6 +291,77 @@ function instanceHref(apiRoot: string, nfInstanceId: string): string {
   return `${apiRoot}${NF_INSTANCES_PATH}/${encodeURIComponent(nfInstanceId)}`;
 }
 
+/** Throws the 400 for an nfInstanceId that is not a UUID. */
+function checkUuid(nfInstanceId: string): void {
+  if (!UUID.test(nfInstanceId)) {
+    throw new ProblemError(400, {
+      cause: "MANDATORY_IE_INCORRECT",
+      detail: "nfInstanceId must be a UUID",
+      invalidParams: [{ param: "{nfInstanceId}", reason: "must be a UUID" }],
+    });
+  }
+}
+
+/** Applies a JSON Patch to a profile: 400 for a malformed patch, 409 for one that does not apply. */
+function patchProfile(current: JsonValue, patch: unknown): JsonValue {
+  try {
+    return applyJsonPatch(current, patch);
+  } catch (err) {
+    if (err instanceof SyntaxError) {
+      throw new ProblemError(400, { cause: "INVALID_MSG_FORMAT", detail: err.message });
+    }
+    if (err instanceof JsonPatchConflictError) {
+      throw new ProblemError(409, {
+        cause: "UNSPECIFIED_MSG_FAILURE",
+        detail: "JSON Patch cannot be applied to the NFProfile",
+        invalidParams: [{ param: err.path, reason: err.message }],
+      });
+    }
+    throw err;
+  }
+}
+
+/** A discovery's query: both NF types (mandatory), the limit and the answer's bound in kilo-octets. */
+interface DiscoveryQuery {
+  target: string;
+  requester: string;
+  limit: number | undefined;
+  maxKo: number;
+}
+
+/** Reads and checks a discovery's query; throws the 400 that names what is missing or wrong. */
+function discoveryQuery(query: URLSearchParams): DiscoveryQuery {
+  const target = query.get("target-nf-type");
+  const requester = query.get("requester-nf-type");
+  const missing = [
+    ["target-nf-type", target],
+    ["requester-nf-type", requester],
+  ].filter(([, v]) => v === null || v === "").map(([name]) => ({
+    param: `query ${name}`,
+    reason: "mandatory query parameter missing",
+  }));
+  if (missing.length > 0) {
+    throw new ProblemError(400, {
+      cause: "MANDATORY_QUERY_PARAM_MISSING",
+      detail: "Discovery needs target-nf-type and requester-nf-type",
+      invalidParams: missing,
+    });
+  }
+  const limit = limitParam(query, "limit");
+  const maxKo = limitParam(query, "max-payload-size") ?? DEFAULT_MAX_PAYLOAD_KO;
+  if (maxKo > MAX_PAYLOAD_KO_CEILING) {
+    throw new ProblemError(400, {
+      cause: "OPTIONAL_QUERY_PARAM_INCORRECT",
+      detail: `Query parameter max-payload-size must be at most ${MAX_PAYLOAD_KO_CEILING}`,
+      invalidParams: [{
+        param: "query max-payload-size",
+        reason: `at most ${MAX_PAYLOAD_KO_CEILING} kilo-octets`,
+      }],
+    });
+  }
+  return { target: target as string, requester: requester as string, limit, maxKo };
+}
+
 /** Creates an NRF over a store. */
 export function createNrf(options: NrfOptions = {}): Nrf {
   const store = options.store ?? createMemoryNfProfileStore();
@@ -314,13 +385,7 @@ export function createNrf(options: NrfOptions = {}): Nrf {
   return {
     register(request, nfInstanceId) {
       requireMediaType(request, JSON_TYPE);
-      if (!anyInstanceId && !UUID.test(nfInstanceId)) {
-        throw new ProblemError(400, {
-          cause: "MANDATORY_IE_INCORRECT",
-          detail: "nfInstanceId must be a UUID",
-          invalidParams: [{ param: "{nfInstanceId}", reason: "must be a UUID" }],
-        });
-      }
+      if (!anyInstanceId) checkUuid(nfInstanceId);
       checkSize(request.body.length);
       const profile = checkProfile(parseJsonBody(request.body, maxDepth), nfInstanceId);
       const existed = store.get(nfInstanceId) !== undefined;
@@ -346,22 +411,7 @@ export function createNrf(options: NrfOptions = {}): Nrf {
       const current = store.get(nfInstanceId);
       if (current === undefined) throw notFound(nfInstanceId, request.path);
       const patch = parseJsonBody(request.body, maxDepth);
-      let patched: JsonValue;
-      try {
-        patched = applyJsonPatch(current, patch);
-      } catch (err) {
-        if (err instanceof SyntaxError) {
-          throw new ProblemError(400, { cause: "INVALID_MSG_FORMAT", detail: err.message });
-        }
-        if (err instanceof JsonPatchConflictError) {
-          throw new ProblemError(409, {
-            cause: "UNSPECIFIED_MSG_FAILURE",
-            detail: "JSON Patch cannot be applied to the NFProfile",
-            invalidParams: [{ param: err.path, reason: err.message }],
-          });
-        }
-        throw err;
-      }
+      const patched = patchProfile(current, patch);
       if (isObject(patched) && patched.nfInstanceId !== nfInstanceId) {
         throw new ProblemError(403, {
           cause: "MODIFICATION_NOT_ALLOWED",
@@ -402,39 +452,12 @@ export function createNrf(options: NrfOptions = {}): Nrf {
     },
 
     discover(request) {
-      const target = request.query.get("target-nf-type");
-      const requester = request.query.get("requester-nf-type");
-      const missing = [
-        ["target-nf-type", target],
-        ["requester-nf-type", requester],
-      ].filter(([, v]) => v === null || v === "").map(([name]) => ({
-        param: `query ${name}`,
-        reason: "mandatory query parameter missing",
-      }));
-      if (missing.length > 0) {
-        throw new ProblemError(400, {
-          cause: "MANDATORY_QUERY_PARAM_MISSING",
-          detail: "Discovery needs target-nf-type and requester-nf-type",
-          invalidParams: missing,
-        });
-      }
-      const limit = limitParam(request.query, "limit");
-      const maxKo = limitParam(request.query, "max-payload-size") ?? DEFAULT_MAX_PAYLOAD_KO;
-      if (maxKo > MAX_PAYLOAD_KO_CEILING) {
-        throw new ProblemError(400, {
-          cause: "OPTIONAL_QUERY_PARAM_INCORRECT",
-          detail: `Query parameter max-payload-size must be at most ${MAX_PAYLOAD_KO_CEILING}`,
-          invalidParams: [{
-            param: "query max-payload-size",
-            reason: `at most ${MAX_PAYLOAD_KO_CEILING} kilo-octets`,
-          }],
-        });
-      }
+      const { target, requester, limit, maxKo } = discoveryQuery(request.query);
       // Room first: the answer's bound is reserved before it is built (released with it).
       if (request.reserve && !request.reserve(maxKo * 1000)) return REFUSED;
       const found = store.list().filter((p) =>
         p.nfType === target && p.nfStatus === "REGISTERED" &&
-        (!Array.isArray(p.allowedNfTypes) || p.allowedNfTypes.includes(requester as string))
+        (!Array.isArray(p.allowedNfTypes) || p.allowedNfTypes.includes(requester))
       );
       found.sort(compareIds);
       const most = limit ?? found.length;

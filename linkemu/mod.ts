@@ -24,15 +24,14 @@ export {
   parseLinkSpec,
 } from "./link_spec.ts";
 export {
-  type DirectionCounters,
   type ExecOptions,
   type Link,
   type LinkBackend,
   type LinkSide,
   openLink,
   type OpenLinkOptions,
-  type RelayStats,
 } from "./link.ts";
+export { type DirectionCounters, type RelayStats } from "./relay.ts";
 export { cleanupLinks, type CleanupOptions, type CleanupReport } from "./cleanup.ts";
 export {
   type ProbePlan,

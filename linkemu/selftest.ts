@@ -7,7 +7,8 @@
  * @module
  */
 import { ensureBuilt } from "../lib/native_build.ts";
-import { type LinkBackend, openLink, type RelayStats } from "./link.ts";
+import { type LinkBackend, openLink } from "./link.ts";
+import type { RelayStats } from "./relay.ts";
 import { formatLinkSpec, type LinkSpec } from "./link_spec.ts";
 import { burstDesignEffect, jitterMedianMs, wilsonInterval, Z99 } from "./link_stats.ts";
 import { median } from "../lib/median.ts";

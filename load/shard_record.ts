@@ -148,10 +148,14 @@ function mergedSummary(h: hdr.Histogram, parts: LatencySummary[]): LatencySummar
   return { ...s, min, max, p50: at(50), p90: at(90), p99: at(99), p999: at(99.9) };
 }
 
-/** Merges shard records into one run record; throws {@linkcode ShardMergeError} when they cannot be. */
-export function mergeShards(records: LoadRecord[], options: MergeOptions = {}): LoadRecord {
+/**
+ * The records as shards of one run, in shard order: each a shard record of
+ * the same count, target and protocol, none given twice.
+ */
+function checkedShards(
+  records: LoadRecord[],
+): { shards: LoadRecord[]; seen: Map<number, LoadRecord>; count: number | undefined } {
   if (!records.length) throw new ShardMergeError("No shard records to merge");
-  const late = options.lateMs ?? 250;
   const count = records[0].shard?.count;
   const seen = new Map<number, LoadRecord>();
   for (const r of records) {
@@ -170,6 +174,15 @@ export function mergeShards(records: LoadRecord[], options: MergeOptions = {}): 
     seen.set(r.shard.index, r);
   }
   const shards = [...seen.values()].sort((a, b) => a.shard!.index - b.shard!.index);
+  return { shards, seen, count };
+}
+
+/**
+ * The shards' common window (every shard measuring; they must overlap), their
+ * union, and the reference start a shard's lateness is measured from (the
+ * earliest planned start, else the union's start).
+ */
+function shardWindows(shards: LoadRecord[], count: number | undefined) {
   const win = (r: LoadRecord) => r.shard!.window;
   const common = {
     startMs: Math.max(...shards.map((r) => win(r).startMs)),
@@ -190,6 +203,14 @@ export function mergeShards(records: LoadRecord[], options: MergeOptions = {}): 
   };
   const planned = shards.map((r) => r.shard!.startAtMs).filter((t): t is number => t !== null);
   const reference = planned.length ? Math.min(...planned) : union.startMs;
+  return { common, union, reference };
+}
+
+/** Merges shard records into one run record; throws {@linkcode ShardMergeError} when they cannot be. */
+export function mergeShards(records: LoadRecord[], options: MergeOptions = {}): LoadRecord {
+  const { shards, seen, count } = checkedShards(records);
+  const late = options.lateMs ?? 250;
+  const { common, union, reference } = shardWindows(shards, count);
 
   const corrected = buildHistogram();
   const uncorrected = buildHistogram();

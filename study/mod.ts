@@ -4,16 +4,10 @@
  * changes a flow's tail materially. It runs on the benchmark below it and
  * adds its verdict to the benchmark's reports as a section.
  */
-export { linkNeedMs, planLink, runStudy, type StudyOptions } from "./study.ts";
-export {
-  type CellVerdict,
-  DEFAULT_RULE,
-  ruleText,
-  type StudyVerdict,
-  studyVerdict,
-  type VerdictRule,
-  verdictSummary,
-} from "./verdict.ts";
+export { runStudy, type StudyOptions } from "./study.ts";
+export { linkNeedMs, planLink } from "./link_plan.ts";
+export { type CellVerdict, type StudyVerdict, studyVerdict, verdictSummary } from "./verdict.ts";
+export { DEFAULT_RULE, ruleText, type VerdictRule } from "./verdict_rule.ts";
 export { type FlowDefinition, FLOWS, type FlowStep, JOURNEY } from "./flows/definitions.ts";
 export { type FlowOutcome, runFlow, runStep } from "./flows/runner.ts";
 export { flowsPlugin, flowsScenario, STUDY_PLUGINS } from "./flows_scenario.ts";

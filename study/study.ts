@@ -13,24 +13,22 @@ import { runBench, runBenchAcrossLink } from "../bench/run/mod.ts";
 import { collectEnvironment } from "../bench/measure/mod.ts";
 import { formatBudgetUse } from "../lib/units.ts";
 import {
-  defaultArrivalRate,
   FLOW_ROUNDS,
   FLOW_STREAMS,
   flowsDesign,
-  PER_REQUEST_MS,
   QUICK_FLOW_ROUNDS,
-  requestsPerUe,
+  STUDY_PLUGINS,
 } from "./flows_scenario.ts";
-import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
+import { JOURNEY } from "./flows/definitions.ts";
 import {
   type BenchRun,
   type LinkRecord,
   type ResultRow,
   SCHEMA_VERSION,
 } from "../bench/record/mod.ts";
-import { DEFAULT_RULE } from "./verdict.ts";
+import { DEFAULT_RULE } from "./verdict_rule.ts";
 import { DEFAULT_DESIGN, fewestFlowsToDecide } from "./sequential.ts";
-import { STUDY_PLUGINS } from "./flows_scenario.ts";
+import { linkNeedMs, type LinkPlan, planLink } from "./link_plan.ts";
 
 /** The study's links, in report order. `loopback` runs without a link. */
 export const STUDY_LINKS = ["lan", "metro", "wan", "lossy"];
@@ -130,81 +128,44 @@ export function parseBudget(text: string): number {
   return ms;
 }
 
-/** Fixed costs of one link (ms): opening it, starting the server, one child per transport. */
-export function linkOverheadMs(transports: number, loopback: boolean): number {
-  return (loopback ? 3000 : 6000) + transports * 4000;
+/** A link of the study: its text as given, and its spec (undefined for `loopback`). */
+interface StudyLink {
+  text: string;
+  spec: ReturnType<typeof parseLinkSpec> | undefined;
 }
 
-/** What the study asks of one link. */
-export interface LinkPlan {
-  /** Average time per cell (UE level × stream) the link's run may spend (ms); decided cells leave theirs to the next. */
-  cellMs: number;
-  /** Time given to this link, its fixed costs included (ms). */
-  linkMs: number;
-  /** Time every link still to run needs to take each cell to its last look (ms). */
-  needMs: number;
-}
-
-/** Inputs of {@link linkNeedMs} and {@link planLink}. */
-export interface LinkPlanInput {
-  /** Transports (rows) per cell. */
-  transports: number;
+/** A study's matrix, resolved from its options: what every link runs. */
+interface StudyMatrix {
+  quick: boolean;
   ues: number[];
-  streams: string[];
+  flows: string[];
+  budgetMs: number;
+  /** The links in the order given. */
+  specs: StudyLink[];
+  stacks: StackName[];
+  transportsOf: Map<StackName, TransportName[]>;
+  /** Rows per cell: the transports of every stack. */
+  rowTransports: number;
   warmupMs: number;
+  schedule: "interleaved" | "sequential";
+  seed: number;
+  rounds: number;
+  design: ReturnType<typeof flowsDesign>;
   /** Most flows per side a cell takes (the design's last look). */
   maxFlows: number;
-  /** Looks per cell: each waits for the flows in flight. Default 1. */
-  looks?: number;
+  /** Grid cells per child cell (a journey cell holds one grid cell per flow). */
+  childCells: number[];
+  /** Grid cells per link, every stack's. */
+  perLink: number;
+  progress: (label: string, fraction: number) => void;
+  signal: AbortSignal | undefined;
 }
 
 /**
- * Time one link needs to take each of its cells to its last look (ms): its
- * fixed costs, and per cell each transport's warm-up, its arrivals at the
- * default rate, and a drain of about two flows per look.
+ * Resolves a study's options into its matrix: links (root needed for any but
+ * loopback), stacks and their transports, UE levels, streams, budget, design.
  */
-export function linkNeedMs(link: { rttMs: number; loopback: boolean }, p: LinkPlanInput): number {
-  let ms = linkOverheadMs(p.transports, link.loopback);
-  for (const stream of p.streams) {
-    const requests = requestsPerUe(stream === "journey" ? JOURNEY : [WARM_GET]);
-    const flowMs = requests * (link.rttMs + PER_REQUEST_MS);
-    for (const ues of p.ues) {
-      const rate = defaultArrivalRate(ues, requests, link.rttMs);
-      ms += p.transports * (p.warmupMs + (p.maxFlows / rate) * 1000) +
-        (p.looks ?? 1) * 2 * flowMs;
-    }
-  }
-  return ms;
-}
-
-/**
- * Plans the next link: it may take what it needs to take each cell to its
- * last look, as long as every link after it keeps enough to reach its first
- * look; time a link does not use (its cells decided early) goes to the links
- * after it. Cells never get less than `minCellMs`.
- */
-export function planLink(
-  remainingMs: number,
-  links: { rttMs: number; loopback: boolean }[],
-  p: LinkPlanInput & { minCellMs: number; firstLook: number },
-): LinkPlan {
-  const needs = links.map((l) => linkNeedMs(l, p));
-  const firsts = links.map((l) => linkNeedMs(l, { ...p, maxFlows: p.firstLook, looks: 1 }));
-  const reserve = firsts.slice(1).reduce((a, b) => a + b, 0);
-  // A twentieth of what is left stays spare for what the estimate misses (a busy box).
-  const spare = 0.95 * remainingMs;
-  const linkMs = Math.min(needs[0], Math.max(firsts[0], spare - reserve), spare);
-  const cells = p.ues.length * p.streams.length;
-  const fixed = linkOverheadMs(p.transports, links[0].loopback);
-  return {
-    cellMs: Math.max(p.minCellMs, (linkMs - fixed) / cells),
-    linkMs,
-    needMs: needs.reduce((a, b) => a + b, 0),
-  };
-}
-
-/** Runs the study matrix and returns one run record (rows carry their link). */
-export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
+async function studyMatrix(options: StudyOptions): Promise<StudyMatrix> {
   const quick = options.quick ?? false;
   const links = options.links ?? STUDY_LINKS;
   const ues = options.ues ?? (quick ? QUICK_UES : STUDY_UES);
@@ -223,196 +184,194 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
   const stacks = options.stacks?.length
     ? [...new Set(options.stacks)]
     : [resolveStack(options.stack)];
-  const stack = stacks[0];
   const transportsOf = new Map<StackName, TransportName[]>();
   for (const st of stacks) {
     transportsOf.set(st, options.transports ?? await availableTransports(st));
   }
-  const transports = transportsOf.get(stack)!;
   const rowTransports = [...transportsOf.values()].reduce((n, ts) => n + ts.length, 0);
-  const warmupMs = quick ? 300 : 1000;
-  const schedule = options.schedule ?? "interleaved";
-  const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
-  const rounds = quick ? QUICK_FLOW_ROUNDS : FLOW_ROUNDS;
-  const progress = options.onProgress ?? (() => {});
-  const start = Date.now();
-  const rows: ResultRow[] = [];
-  const notes: string[] = [];
-  const linkRecords: LinkRecord[] = [];
-  const connections: NonNullable<BenchRun["connections"]> = {};
-  let lastPlan: LinkPlan | undefined;
   const design = flowsDesign({ quick }, quick ? undefined : studyMaxFlows(budgetMs));
-  const maxFlows = design.looks.at(-1)!;
-  const rttOf = (s: (typeof specs)[number]) => (s.spec ? configuredRttMs(s.spec) : 0);
-  // Progress: grid cells per child cell (a journey cell holds one grid cell per flow).
   const childCells = ues.flatMap(() => flows.map((f) => (f === "journey" ? JOURNEY.length : 1)));
-  const perLink = childCells.reduce((a, b) => a + b, 0) * stacks.length;
-  const cellsPlanned = perLink * specs.length;
-  let cellsBefore = 0;
-  let inLink = 0;
-  let linkStart = Date.now();
-  let linkPlanMs = 0;
-  let laterNeedMs = 0;
-  let label = "starting";
-  const report = () => {
-    const elapsedMs = Date.now() - start;
-    const leftMs = Math.min(
-      Math.max(0, budgetMs - elapsedMs),
-      Math.max(0, linkPlanMs - (Date.now() - linkStart)) + laterNeedMs,
-    );
-    options.onStudyProgress?.({
-      cellsDone: Math.min(cellsPlanned, cellsBefore + inLink),
-      cellsPlanned,
-      elapsedMs,
-      budgetMs,
-      leftMs,
-      label,
-    });
+  return {
+    quick,
+    ues,
+    flows,
+    budgetMs,
+    specs,
+    stacks,
+    transportsOf,
+    rowTransports,
+    warmupMs: quick ? 300 : 1000,
+    schedule: options.schedule ?? "interleaved",
+    seed: options.seed ?? Math.floor(Math.random() * 2 ** 32),
+    rounds: quick ? QUICK_FLOW_ROUNDS : FLOW_ROUNDS,
+    design,
+    maxFlows: design.looks.at(-1)!,
+    childCells,
+    perLink: childCells.reduce((a, b) => a + b, 0) * stacks.length,
+    progress: options.onProgress ?? (() => {}),
+    signal: options.signal,
   };
-  const ticker = setInterval(report, 5000);
-  // The links the answer rests on (the longest RTTs) run first; time they leave goes to the rest.
-  const display = specs.map((s) => s.text);
-  specs.sort((a, b) => rttOf(b) - rttOf(a));
-  try {
-    for (const [i, s] of specs.entries()) {
-      if (options.signal?.aborted) {
-        notes.push(`The study was interrupted before ${s.text}; its cells have no data.`);
-        continue;
-      }
-      const plan = planLink(
-        budgetMs - (Date.now() - start),
-        specs.slice(i).map((r) => ({ rttMs: rttOf(r), loopback: !r.spec })),
-        {
-          transports: rowTransports,
-          ues,
-          streams: flows,
-          warmupMs,
-          maxFlows,
-          looks: design.looks.length,
-          firstLook: design.looks[0],
-          minCellMs: quick ? 2000 : 5000,
-        },
-      );
-      lastPlan = plan;
-      linkStart = Date.now();
-      linkPlanMs = plan.linkMs;
-      laterNeedMs = plan.needMs - linkNeedMs(
-        { rttMs: rttOf(s), loopback: !s.spec },
-        {
-          transports: rowTransports,
-          ues,
-          streams: flows,
-          warmupMs,
-          maxFlows,
-          looks: design.looks.length,
-        },
-      );
-      inLink = 0;
-      let recorded = false;
-      for (const [stackIndex, st] of stacks.entries()) {
-        const name = stacks.length > 1 ? `${s.text} (${st})` : s.text;
-        label = name;
-        report();
-        const onChildLine = (line: string) => {
-          const m = /cell (\d+)\/(\d+): ([^)]*)/.exec(line);
-          if (!m) return;
-          const k = Number(m[1]);
-          inLink = stackIndex * (perLink / stacks.length) +
-            childCells.slice(0, k - 1).reduce((a, b) => a + b, 0);
-          label = `${name}: ${m[3]}`;
-          report();
-        };
-        const bench = {
-          scenario: "flows" as const,
-          stack: st,
-          transports: transportsOf.get(st)!,
-          concurrency: ues,
-          flows,
-          warmupMs,
-          sampleMs: Math.round(plan.cellMs / stacks.length),
-          samples: maxFlows,
-          skipFloors: true,
-          schedule,
-          seed: seed + i,
-          rounds,
-          onProgress: (l: string, f: number) => {
-            onChildLine(l);
-            progress(`${name}: ${l}`, f);
-          },
-          signal: options.signal,
-          plugins: STUDY_PLUGINS,
-        };
-        let run: BenchRun;
-        try {
-          run = s.spec
-            ? await runBenchAcrossLink(s.spec, {
-              ...bench,
-              specText: s.text,
-              onChildLine,
-              childTimeoutMs: Math.max(300_000, 3 * plan.linkMs),
-            })
-            : await runBench(bench);
-        } catch (err) {
-          notes.push(
-            `${name}: the run failed (${
-              (err as Error).message.split("\n")[0]
-            }); its cells have no data.`,
-          );
-          if (s.spec && !recorded && st === stacks.at(-1)) {
-            const { linkRecord } = await import("../bench/run/mod.ts");
-            linkRecords.push(linkRecord(s.spec, s.text, "relay"));
-          }
-          continue;
-        }
-        if (!recorded) {
-          linkRecords.push(run.config.link ?? loopbackRecord());
-          recorded = true;
-        }
-        for (const r of run.rows) {
-          rows.push({ ...r, id: `${s.text}/${r.id}`, link: s.text, stack: r.stack ?? st });
-        }
-        for (const [t, c] of Object.entries(run.connections ?? {})) connections[t] ??= c;
-        for (const n of run.notes) {
-          const note = `${name}: ${n}`;
-          if (!notes.includes(note)) notes.push(note);
-        }
-      }
-      cellsBefore += perLink;
-      inLink = 0;
-      report();
-    }
-  } finally {
-    clearInterval(ticker);
-  }
-  linkRecords.sort((a, b) => display.indexOf(a.spec) - display.indexOf(b.spec));
-  const elapsedMs = Date.now() - start;
-  if (elapsedMs > budgetMs) {
-    notes.push(
-      `The matrix ${
-        formatBudgetUse(elapsedMs, budgetMs)
-      } (rows never go below their minimum sampling time).`,
+}
+
+/** Where the study stands as it moves through links and cells; `report()` hands it on. */
+class StudyTracker {
+  /** Grid cells of the links already run. */
+  cellsBefore = 0;
+  /** Grid cells done in the current link. */
+  inLink = 0;
+  linkStart = Date.now();
+  /** Time given to the current link (ms). */
+  linkPlanMs = 0;
+  /** What the links after the current one need (ms). */
+  laterNeedMs = 0;
+  label = "starting";
+
+  constructor(
+    readonly start: number,
+    readonly budgetMs: number,
+    readonly cellsPlanned: number,
+    readonly onStudyProgress: ((p: StudyProgress) => void) | undefined,
+  ) {}
+
+  /** Hands the current progress to `onStudyProgress`. */
+  report(): void {
+    const elapsedMs = Date.now() - this.start;
+    const leftMs = Math.min(
+      Math.max(0, this.budgetMs - elapsedMs),
+      Math.max(0, this.linkPlanMs - (Date.now() - this.linkStart)) + this.laterNeedMs,
     );
+    this.onStudyProgress?.({
+      cellsDone: Math.min(this.cellsPlanned, this.cellsBefore + this.inLink),
+      cellsPlanned: this.cellsPlanned,
+      elapsedMs,
+      budgetMs: this.budgetMs,
+      leftMs,
+      label: this.label,
+    });
   }
+}
+
+/** What the links' runs add up to. */
+interface StudyTally {
+  rows: ResultRow[];
+  notes: string[];
+  linkRecords: LinkRecord[];
+  connections: NonNullable<BenchRun["connections"]>;
+}
+
+/**
+ * Runs one link's cells on every stack (the link's `index` seeds its round
+ * orders) and adds their rows, notes, the link's record and the connections
+ * to `tally`; a stack whose run fails leaves a note and no rows.
+ */
+async function runLinkCells(
+  link: StudyLink & { index: number },
+  plan: LinkPlan,
+  m: StudyMatrix,
+  tracker: StudyTracker,
+  tally: StudyTally,
+): Promise<void> {
+  const { stacks } = m;
+  let recorded = false;
+  for (const [stackIndex, st] of stacks.entries()) {
+    const name = stacks.length > 1 ? `${link.text} (${st})` : link.text;
+    tracker.label = name;
+    tracker.report();
+    const onChildLine = (line: string) => {
+      const match = /cell (\d+)\/(\d+): ([^)]*)/.exec(line);
+      if (!match) return;
+      const k = Number(match[1]);
+      tracker.inLink = stackIndex * (m.perLink / stacks.length) +
+        m.childCells.slice(0, k - 1).reduce((a, b) => a + b, 0);
+      tracker.label = `${name}: ${match[3]}`;
+      tracker.report();
+    };
+    const bench = {
+      scenario: "flows" as const,
+      stack: st,
+      transports: m.transportsOf.get(st)!,
+      concurrency: m.ues,
+      flows: m.flows,
+      warmupMs: m.warmupMs,
+      sampleMs: Math.round(plan.cellMs / stacks.length),
+      samples: m.maxFlows,
+      skipFloors: true,
+      schedule: m.schedule,
+      seed: m.seed + link.index,
+      rounds: m.rounds,
+      onProgress: (l: string, f: number) => {
+        onChildLine(l);
+        m.progress(`${name}: ${l}`, f);
+      },
+      signal: m.signal,
+      plugins: STUDY_PLUGINS,
+    };
+    let run: BenchRun;
+    try {
+      run = link.spec
+        ? await runBenchAcrossLink(link.spec, {
+          ...bench,
+          specText: link.text,
+          onChildLine,
+          childTimeoutMs: Math.max(300_000, 3 * plan.linkMs),
+        })
+        : await runBench(bench);
+    } catch (err) {
+      tally.notes.push(
+        `${name}: the run failed (${
+          (err as Error).message.split("\n")[0]
+        }); its cells have no data.`,
+      );
+      if (link.spec && !recorded && st === stacks.at(-1)) {
+        const { linkRecord } = await import("../bench/run/mod.ts");
+        tally.linkRecords.push(linkRecord(link.spec, link.text, "relay"));
+      }
+      continue;
+    }
+    if (!recorded) {
+      tally.linkRecords.push(run.config.link ?? loopbackRecord());
+      recorded = true;
+    }
+    for (const r of run.rows) {
+      tally.rows.push({ ...r, id: `${link.text}/${r.id}`, link: link.text, stack: r.stack ?? st });
+    }
+    for (const [t, c] of Object.entries(run.connections ?? {})) tally.connections[t] ??= c;
+    for (const n of run.notes) {
+      const note = `${name}: ${n}`;
+      if (!tally.notes.includes(note)) tally.notes.push(note);
+    }
+  }
+}
+
+/** The study's run record: the matrix's configuration, its rows and notes, and the links run. */
+async function studyRecord(
+  m: StudyMatrix,
+  tally: StudyTally,
+  times: { start: number; elapsedMs: number; lastPlan: LinkPlan | undefined },
+): Promise<BenchRun> {
+  const { quick, ues, flows, budgetMs, stacks, design, maxFlows } = m;
+  const { connections } = tally;
+  const sampleMs = Math.round(times.lastPlan?.cellMs ?? 0);
   return {
     schema: SCHEMA_VERSION,
-    startedAt: new Date(start).toISOString(),
-    durationMs: elapsedMs,
+    startedAt: new Date(times.start).toISOString(),
+    durationMs: times.elapsedMs,
     config: {
       scenario: "flows",
-      stack,
-      transports,
+      stack: stacks[0],
+      transports: m.transportsOf.get(stacks[0])!,
       sizes: [256],
-      warmupMs,
-      sampleMs: Math.round(lastPlan?.cellMs ?? 0),
+      warmupMs: m.warmupMs,
+      sampleMs,
       samples: maxFlows,
       quick,
-      serverMode: specs.some((s) => s.spec) ? "link" : "process",
+      serverMode: m.specs.some((s) => s.spec) ? "link" : "process",
       delayMs: 0,
       concurrency: ues,
       flows,
-      schedule,
-      rounds,
-      seed,
+      schedule: m.schedule,
+      rounds: m.rounds,
+      seed: m.seed,
     },
     environment: await collectEnvironment(),
     floors: {
@@ -420,15 +379,15 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       skipped: "Floors are not measured by the study: the links' delays dominate every row " +
         "(lab link selftest measures a link itself).",
     },
-    rows,
-    notes,
+    rows: tally.rows,
+    notes: tally.notes,
     ...(Object.keys(connections).length ? { connections } : {}),
     study: {
-      links: linkRecords,
+      links: tally.linkRecords,
       ...(stacks.length > 1 ? { stacks } : {}),
       budgetMs,
-      elapsedMs,
-      sampleMs: Math.round(lastPlan?.cellMs ?? 0),
+      elapsedMs: times.elapsedMs,
+      sampleMs,
       samples: maxFlows,
       rule: {
         ...DEFAULT_RULE,
@@ -437,6 +396,68 @@ export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
       },
     },
   };
+}
+
+/** Runs the study matrix and returns one run record (rows carry their link). */
+export async function runStudy(options: StudyOptions = {}): Promise<BenchRun> {
+  const m = await studyMatrix(options);
+  const { budgetMs, design, maxFlows, specs } = m;
+  const start = Date.now();
+  const tally: StudyTally = { rows: [], notes: [], linkRecords: [], connections: {} };
+  let lastPlan: LinkPlan | undefined;
+  const rttOf = (s: StudyLink) => (s.spec ? configuredRttMs(s.spec) : 0);
+  const tracker = new StudyTracker(
+    start,
+    budgetMs,
+    m.perLink * specs.length,
+    options.onStudyProgress,
+  );
+  const ticker = setInterval(() => tracker.report(), 5000);
+  // The links the answer rests on (the longest RTTs) run first; time they leave goes to the rest.
+  const display = specs.map((s) => s.text);
+  specs.sort((a, b) => rttOf(b) - rttOf(a));
+  const need = {
+    transports: m.rowTransports,
+    ues: m.ues,
+    streams: m.flows,
+    warmupMs: m.warmupMs,
+    maxFlows,
+    looks: design.looks.length,
+  };
+  try {
+    for (const [i, s] of specs.entries()) {
+      if (options.signal?.aborted) {
+        tally.notes.push(`The study was interrupted before ${s.text}; its cells have no data.`);
+        continue;
+      }
+      const plan = planLink(
+        budgetMs - (Date.now() - start),
+        specs.slice(i).map((r) => ({ rttMs: rttOf(r), loopback: !r.spec })),
+        { ...need, firstLook: design.looks[0], minCellMs: m.quick ? 2000 : 5000 },
+      );
+      lastPlan = plan;
+      tracker.linkStart = Date.now();
+      tracker.linkPlanMs = plan.linkMs;
+      tracker.laterNeedMs = plan.needMs - linkNeedMs({ rttMs: rttOf(s), loopback: !s.spec }, need);
+      tracker.inLink = 0;
+      await runLinkCells({ ...s, index: i }, plan, m, tracker, tally);
+      tracker.cellsBefore += m.perLink;
+      tracker.inLink = 0;
+      tracker.report();
+    }
+  } finally {
+    clearInterval(ticker);
+  }
+  tally.linkRecords.sort((a, b) => display.indexOf(a.spec) - display.indexOf(b.spec));
+  const elapsedMs = Date.now() - start;
+  if (elapsedMs > budgetMs) {
+    tally.notes.push(
+      `The matrix ${
+        formatBudgetUse(elapsedMs, budgetMs)
+      } (rows never go below their minimum sampling time).`,
+    );
+  }
+  return await studyRecord(m, tally, { start, elapsedMs, lastPlan });
 }
 
 function loopbackRecord(): LinkRecord {

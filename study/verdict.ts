@@ -11,103 +11,27 @@
  * lower than that of the better HTTP/2 variant (h2c or h2 over TLS, whichever
  * has the lower p99) and its p99 interval lies wholly below that variant's; it
  * has none when even the intervals' most favourable ends give it less than
- * 20 %; otherwise the cell is undecided, with the flows that would decide it.
+ * 20 %, or when a look had the power to show a 30 % lower p99 and did not;
+ * otherwise the cell is undecided, with the flows that would decide it.
  */
-import type { Interval } from "../bench/stats/mod.ts";
 import {
   clusteredQuantileInterval,
   quantileInterval,
   tailDesignEffect,
 } from "./quantile_interval.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "../bench/record/mod.ts";
-import {
-  DEFAULT_DESIGN,
-  fewestFlowsToDecide,
-  flowsDesign,
-  judgeSequential,
-  lookLevel,
-  type SequentialDesign,
-} from "./sequential.ts";
+import { flowsDesign, judgeSequential, lookLevel, type SequentialDesign } from "./sequential.ts";
 
 export { isFlowRow };
 import { JOURNEY } from "./flows/definitions.ts";
-
-/** Parameters of the rule. */
-export interface VerdictRule {
-  /** Smallest relative p99 reduction that counts (0.2 = 20 %). */
-  minReduction: number;
-  /**
-   * Confidence level that holds over all looks of a cell: each look's interval
-   * of the p99 ratio (and each side's p99 interval it is built from) is taken
-   * at 1 − (1 − level) / looks.
-   */
-  level: number;
-  /** Bootstrap resamples (kept for records written before order-statistic intervals). */
-  resamples: number;
-  /** Fewest completed flows per side: below it a p99's interval has no upper end. */
-  minSamples: number;
-  /** A process whose busiest thread ran at least this share of one core saturated the cell. */
-  maxCoreShare?: number;
-  /** Fewest arrivals, as a share, that must start within `onTimeMs` of their due time. */
-  minOnTimeShare?: number;
-  /** Lateness (ms) of an arrival's start behind its due time that still counts as on time. */
-  onTimeMs?: number;
-  /**
-   * Flows per side at which a cell is judged (the sequential design's looks);
-   * `level` holds over all of them. Records without it had one look at `minSamples`.
-   */
-  looks?: number[];
-  /**
-   * Flows per cluster by which each side's burstiness is measured (the
-   * design's `clusterFlows`); records without it took flows as independent.
-   */
-  clusterFlows?: number;
-  /**
-   * A look that would call a p99 this much lower material with chance `power`
-   * decides a cell that is not material (the design's `powerReduction`);
-   * records without it decided "not material" by the interval's best end only.
-   */
-  powerReduction?: number;
-  /** Chance a powered look calls a true `powerReduction` material. */
-  power?: number;
-}
-
-/** The rule the study states. */
-export const DEFAULT_RULE: VerdictRule = {
-  minReduction: DEFAULT_DESIGN.minReduction,
-  level: DEFAULT_DESIGN.level,
-  resamples: 1000,
-  minSamples: fewestFlowsToDecide(DEFAULT_DESIGN),
-  maxCoreShare: 0.9,
-  minOnTimeShare: 0.95,
-  onTimeMs: 2,
-  looks: [...DEFAULT_DESIGN.looks],
-  clusterFlows: DEFAULT_DESIGN.clusterFlows,
-  powerReduction: DEFAULT_DESIGN.powerReduction,
-  power: DEFAULT_DESIGN.power,
-};
-
-/** The sequential design a rule states. */
-export function ruleDesign(rule: VerdictRule): SequentialDesign {
-  return {
-    looks: rule.looks ?? [rule.minSamples],
-    level: rule.level,
-    minReduction: rule.minReduction,
-    ...(rule.clusterFlows ? { clusterFlows: rule.clusterFlows } : {}),
-    ...(rule.powerReduction && rule.power
-      ? { powerReduction: rule.powerReduction, power: rule.power }
-      : {}),
-  };
-}
-
-/** The rule's validity thresholds with their defaults (records may predate them). */
-export function validityThresholds(rule: VerdictRule = DEFAULT_RULE) {
-  return {
-    maxCoreShare: rule.maxCoreShare ?? DEFAULT_RULE.maxCoreShare!,
-    minOnTimeShare: rule.minOnTimeShare ?? DEFAULT_RULE.minOnTimeShare!,
-    onTimeMs: rule.onTimeMs ?? DEFAULT_RULE.onTimeMs!,
-  };
-}
+import {
+  cellInvalidity,
+  type CellTransport,
+  DEFAULT_RULE,
+  PATH_PROCESSES,
+  ruleDesign,
+  type VerdictRule,
+} from "./verdict_rule.ts";
 
 /** A cell's decision. */
 export interface CellDecision {
@@ -129,93 +53,6 @@ export interface CellDecision {
   decidedAt?: number;
   /** Completed flows per side behind the figures (the smaller side). */
   n?: number;
-}
-
-/** One transport's figures in a cell. */
-export interface CellTransport {
-  transport: string;
-  p50: number;
-  p99: number;
-  /** Completed flows. */
-  n: number;
-  /** Failed flows. */
-  failed: number;
-  /** Retried requests. */
-  retries: number;
-  /** Order-statistic interval of the p99 at the rule's per-side level (∓Infinity: unbounded). */
-  p99Ci?: Interval;
-  /**
-   * Busiest thread's share of one core per process on the path over its
-   * blocks, when measured; `others`: cores busy outside those processes.
-   */
-  cores?: Record<string, number>;
-  /** Share of arrivals that started within the rule's on-time window, when measured. */
-  onTimeShare?: number;
-}
-
-/** The processes a flow row's `extra` may name (`cpu:<process>`), in report order. */
-export const PATH_PROCESSES = ["client", "server", "relay"] as const;
-
-/** One reason a transport's measurement in a cell does not hold. */
-export interface Invalidity {
-  /** The saturated process, or `schedule` when the arrivals slipped. */
-  cause: (typeof PATH_PROCESSES)[number] | "schedule";
-  /** How bad: the core share, or the share of arrivals that were late. */
-  severity: number;
-  /** In words, without the transport. */
-  text: string;
-}
-
-/** Why one transport's measurement does not hold (empty when it holds or was not measured). */
-export function invalidity(t: CellTransport, rule: VerdictRule = DEFAULT_RULE): Invalidity[] {
-  const th = validityThresholds(rule);
-  const out: Invalidity[] = [];
-  for (const p of PATH_PROCESSES) {
-    const share = t.cores?.[p];
-    if (share !== undefined && share >= th.maxCoreShare) {
-      out.push({ cause: p, severity: share, text: `${p} at ${share.toFixed(2)} of a core` });
-    }
-  }
-  if (t.onTimeShare !== undefined && t.onTimeShare < th.minOnTimeShare) {
-    out.push({
-      cause: "schedule",
-      severity: 1 - t.onTimeShare,
-      text: `schedule slipped: ${
-        (t.onTimeShare * 100).toFixed(1)
-      } % of arrivals within ${th.onTimeMs} ms`,
-    });
-  }
-  return out;
-}
-
-/**
- * A cell's reason for not being valid, or undefined when it is valid: each
- * cause once, in the words of the transport where it was worst, naming the
- * others it also hit ("server at 0.97 of a core (h3; also h2c)").
- */
-export function cellInvalidity(
-  transports: CellTransport[],
-  rule: VerdictRule = DEFAULT_RULE,
-): string | undefined {
-  const byCause = new Map<string, { worst: Invalidity; transport: string; others: string[] }>();
-  for (const t of transports) {
-    for (const w of invalidity(t, rule)) {
-      const seen = byCause.get(w.cause);
-      if (!seen) byCause.set(w.cause, { worst: w, transport: t.transport, others: [] });
-      else if (w.severity > seen.worst.severity) {
-        seen.others.push(seen.transport);
-        seen.worst = w;
-        seen.transport = t.transport;
-      } else seen.others.push(t.transport);
-    }
-  }
-  if (byCause.size === 0) return undefined;
-  const parts = [...byCause.values()].map((c) =>
-    `${c.worst.text} (${c.transport}${c.others.length ? `; also ${c.others.join(", ")}` : ""})`
-  );
-  const others = Math.max(0, ...transports.map((t) => t.cores?.others ?? 0));
-  const busy = others >= 0.5 ? ` while other processes used ${others.toFixed(2)} of a core` : "";
-  return `not valid: ${parts.join("; ")}${busy}`;
 }
 
 /** One judged cell. */
@@ -259,46 +96,6 @@ export interface StudyVerdict {
   notValid: string[];
   /** The answer, in one or two sentences. */
   summary: string;
-}
-
-/** The rule in words, for reports. */
-export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
-  const th = validityThresholds(rule);
-  const design = ruleDesign(rule);
-  const side = (lookLevel(design) * 100).toFixed(2);
-  const looks = design.looks;
-  return `A cell (link × flow × UE concurrency) is valid when, over each transport's blocks, no ` +
-    `process on the path (client, server, link relay) had a thread busy ${th.maxCoreShare} of a ` +
-    `core or more, and at least ${th.minOnTimeShare * 100} % of UE arrivals started within ` +
-    `${th.onTimeMs} ms of their due time; other cells are shown as not valid. A valid cell is ` +
-    `judged at ${looks.length === 1 ? "one look" : `up to ${looks.length} looks`}, when each ` +
-    `side has completed ${looks.join(", ")} flows, and stops at the first look that decides. ` +
-    `At a look each side's p99 gets a distribution-free order-statistic interval at ${side} %` +
-    (design.clusterFlows
-      ? `, widened by how much more than independent flows the two sides' slow flows come ` +
-        `together (each side's share above its p99 compared across clusters of ` +
-        `${design.clusterFlows}, ${design.clusterFlows * 2} and ${design.clusterFlows * 4} flows ` +
-        `in completion order, both sides' clusters pooled)`
-      : "") +
-    `, and the two give an interval of the ratio of the p99s at ${side} % (MOVER, on the log ` +
-    `scale), so that over all looks the ratio's intervals hold together with ` +
-    `${rule.level * 100} % (Bonferroni). HTTP/3 has a material advantage when its p99 flow time ` +
-    `is at least ${rule.minReduction * 100} % lower than that of the better HTTP/2 variant (h2c ` +
-    `or h2 over TLS, whichever has the lower p99), the ratio's interval lies wholly below 1, and ` +
-    `it lost no larger share of flows; it has none when even the interval's most favourable end ` +
-    `gives it less than ${rule.minReduction * 100} %` +
-    (design.powerReduction && design.power
-      ? `, or when the look has the power: its interval narrow enough that a p99 ` +
-        `${Math.round(design.powerReduction * 100)} % lower would have been called material with ` +
-        `at least ${Math.round(design.power * 100)} % chance (so a true ` +
-        `${Math.round(design.powerReduction * 100)} % advantage is called "no" in at most ` +
-        `${Math.round((1 - design.power) * 100)} % of runs)`
-      : "") +
-    `. With equal p99s a cell is called material ` +
-    `in at most ${((1 - rule.level) * 100).toFixed(0)} % of runs. Otherwise the cell is ` +
-    `undecided, with about how many flows per side would decide it. No look comes before ` +
-    `${fewestFlowsToDecide(design)} flows per side: with fewer not even the largest flow time ` +
-    `bounds a p99 from above. Failed flows are counted in every cell, never dropped.`;
 }
 
 const ORDER = ["h2c", "h2-tls", "h3"];

@@ -5,7 +5,8 @@
  */
 import type { ReportSection } from "../bench/report/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
-import { isFlowRow, ruleText, studyVerdict } from "./verdict.ts";
+import { isFlowRow, studyVerdict } from "./verdict.ts";
+import { ruleText } from "./verdict_rule.ts";
 import { verdictTable } from "./verdict_table.ts";
 import { formatBudgetUse } from "../lib/units.ts";
 import { GRID_CSS, GRID_LEGEND, gridHtml, gridTable, verdictGrid } from "./verdict_grid.ts";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { DEFAULT_RULE, studyVerdict } from "./verdict.ts";
+import { studyVerdict } from "./verdict.ts";
+import { DEFAULT_RULE } from "./verdict_rule.ts";
 import { verdictSection } from "./verdict_section.ts";
 import { compareQuantiles, createRng, estimate, shuffled } from "../bench/stats/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";

@@ -13,7 +13,8 @@
  */
 import { openLink } from "../../linkemu/link.ts";
 import { configuredRttMs, formatLinkSpec, type LinkSpec } from "../../linkemu/link_spec.ts";
-import type { Link, LinkBackend, RelayStats } from "../../linkemu/link.ts";
+import type { Link, LinkBackend } from "../../linkemu/link.ts";
+import type { RelayStats } from "../../linkemu/relay.ts";
 import { DEV_PKI_FILES } from "../../transports/pki.ts";
 import type { TransportName } from "../../transports/types.ts";
 import { collectEnvironment } from "../measure/environment.ts";

@@ -19,6 +19,7 @@ import {
   referencedPart,
   stringIe,
 } from "./_shared.ts";
+import type { SbiRequest, SbiResponse } from "../types.ts";
 import type { SmContext } from "./ue_registry.ts";
 
 /** Base path of the API. */
@@ -64,6 +65,136 @@ function outOfOrder(detail: string): ProblemError {
   return new ProblemError(400, { cause: "UNSPECIFIED_MSG_FAILURE", detail });
 }
 
+/** An SmContextUpdateData with its parts. */
+type SmUpdate = ReturnType<typeof jsonWithParts>;
+
+/** TS 29.502 §5.2.2.2.1: POST SmContextCreateData (+ N1 SM) → 201 SmContextCreatedData. */
+function createSmContext(ctx: NfContext, request: SbiRequest, base: string): SbiResponse {
+  const body = jsonWithParts(request, "SmContextCreateData", [
+    "supi",
+    "pduSessionId",
+    "dnn",
+    "sNssai",
+    "servingNfId",
+    "servingNetwork",
+    "anType",
+    "smContextStatusUri",
+    "n1SmMsg",
+  ]);
+  const supi = stringIe(body.json, "supi");
+  const pduSessionId = integerIe(body.json, "pduSessionId", 1, 15);
+  const n1 = referencedPart(body, body.json.n1SmMsg, "/n1SmMsg", NAS_TYPE).body;
+  if (
+    n1.length < 4 || n1[0] !== EPD_5GSM || n1[3] !== MSG_PDU_SESSION_ESTABLISHMENT_REQUEST
+  ) {
+    throw new ProblemError(403, {
+      cause: "N1_SM_ERROR",
+      detail: "n1SmMsg is not a 5GSM PDU session establishment request",
+    });
+  }
+  const smContextRef = ctx.newId();
+  const ue = ctx.ues.ue(supi);
+  ctx.ues.smContexts.set(smContextRef, {
+    smContextRef,
+    supi,
+    pduSessionId,
+    dnn: stringIe(body.json, "dnn"),
+    state: "CREATED",
+  });
+  ue.pduSessions.set(pduSessionId, smContextRef);
+  return jsonResponse(201, {
+    pduSessionId,
+    sNssai: body.json.sNssai,
+    smfServiceInstanceId: "smf-pdusession-1",
+  }, { location: `${ctx.apiRoot}${base}/${smContextRef}` });
+}
+
+/** N2 handover (TS 23.502 §4.9.1.3; TS 29.502 §5.2.2.3.4): PREPARING → PREPARED → COMPLETED. */
+function handover(sm: SmContext, body: SmUpdate, hoState: unknown, n2Type: unknown) {
+  if (hoState === "PREPARING" && n2Type === "HANDOVER_REQUIRED") {
+    referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
+    if (body.json.targetId === undefined) {
+      throw new ProblemError(400, {
+        cause: "MANDATORY_IE_MISSING",
+        detail: "A handover preparation needs targetId",
+        invalidParams: [{ param: "/targetId", reason: "mandatory IE missing" }],
+      });
+    }
+    if (sm.state !== "ACTIVATED" && sm.state !== "HO_PREPARING") {
+      throw outOfOrder(`Handover preparation for SM context in state ${sm.state}`);
+    }
+    sm.state = "HO_PREPARING";
+    return n2Answer(sm, { hoState: "PREPARING" }, "PDU_RES_SETUP_REQ", 48);
+  }
+  if (hoState === "PREPARED" && n2Type === "HANDOVER_REQ_ACK") {
+    referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
+    if (sm.state !== "HO_PREPARING" && sm.state !== "HO_PREPARED") {
+      throw outOfOrder(
+        `Handover request acknowledge for SM context in state ${sm.state} ` +
+          "(the handover preparation comes first)",
+      );
+    }
+    sm.state = "HO_PREPARED";
+    return n2Answer(sm, { hoState: "PREPARED" }, "HANDOVER_CMD", 32);
+  }
+  if (hoState === "COMPLETED") {
+    if (sm.state === "ACTIVATED") return jsonResponse(200, { hoState: "COMPLETED" });
+    if (sm.state !== "HO_PREPARED") {
+      throw outOfOrder(`Handover completion for SM context in state ${sm.state}`);
+    }
+    sm.state = "ACTIVATED";
+    return jsonResponse(200, { hoState: "COMPLETED" });
+  }
+  throw new ProblemError(400, {
+    cause: "MANDATORY_IE_INCORRECT",
+    detail: "hoState PREPARING needs n2SmInfoType HANDOVER_REQUIRED, PREPARED needs " +
+      "HANDOVER_REQ_ACK; COMPLETED needs neither",
+    invalidParams: [{ param: "/hoState", reason: "unsupported handover update" }],
+  });
+}
+
+/**
+ * The user plane's updates (TS 29.502 §5.2.2.3.1): the N2 setup response
+ * activates it, an AN release deactivates it, a service request reactivates it.
+ */
+function userPlaneUpdate(sm: SmContext, body: SmUpdate) {
+  if (body.json.n2SmInfoType === "PDU_RES_SETUP_RSP") {
+    referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
+    if (sm.state === "ACTIVATED") return jsonResponse(200, { upCnxState: "ACTIVATED" });
+    if (sm.state !== "N1N2_SENT" && sm.state !== "ACTIVATING") {
+      throw outOfOrder(
+        `PDU session resource setup response for SM context in state ${sm.state} ` +
+          "(the N1N2 message transfer or a service request comes first)",
+      );
+    }
+    sm.state = "ACTIVATED";
+    return jsonResponse(200, { upCnxState: "ACTIVATED" });
+  }
+  if (body.json.upCnxState === "DEACTIVATED") {
+    if (sm.state !== "ACTIVATED" && sm.state !== "DEACTIVATED") {
+      throw outOfOrder(`AN release for SM context in state ${sm.state}`);
+    }
+    sm.state = "DEACTIVATED";
+    return jsonResponse(200, { upCnxState: "DEACTIVATED" });
+  }
+  if (body.json.upCnxState === "ACTIVATING") {
+    if (sm.state !== "DEACTIVATED" && sm.state !== "ACTIVATING") {
+      throw outOfOrder(
+        `Service request for SM context in state ${sm.state} (only a deactivated ` +
+          "user plane can be activated)",
+      );
+    }
+    sm.state = "ACTIVATING";
+    return n2Answer(sm, { upCnxState: "ACTIVATING" }, "PDU_RES_SETUP_REQ", 48);
+  }
+  throw new ProblemError(400, {
+    cause: "MANDATORY_IE_INCORRECT",
+    detail: "SmContextUpdateData needs n2SmInfoType PDU_RES_SETUP_RSP or upCnxState " +
+      "DEACTIVATED or ACTIVATING",
+    invalidParams: [{ param: "/upCnxState", reason: "unsupported update" }],
+  });
+}
+
 /** The SMF's routes. */
 export function smfRoutes(ctx: NfContext): NfRoute[] {
   const base = `${SMF_API}/sm-contexts`;
@@ -74,99 +205,9 @@ export function smfRoutes(ctx: NfContext): NfRoute[] {
     return sm;
   }
 
-  /** N2 handover (TS 23.502 §4.9.1.3; TS 29.502 §5.2.2.3.4): PREPARING → PREPARED → COMPLETED. */
-  function handover(
-    sm: SmContext,
-    body: ReturnType<typeof jsonWithParts>,
-    hoState: unknown,
-    n2Type: unknown,
-  ) {
-    if (hoState === "PREPARING" && n2Type === "HANDOVER_REQUIRED") {
-      referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
-      if (body.json.targetId === undefined) {
-        throw new ProblemError(400, {
-          cause: "MANDATORY_IE_MISSING",
-          detail: "A handover preparation needs targetId",
-          invalidParams: [{ param: "/targetId", reason: "mandatory IE missing" }],
-        });
-      }
-      if (sm.state !== "ACTIVATED" && sm.state !== "HO_PREPARING") {
-        throw outOfOrder(`Handover preparation for SM context in state ${sm.state}`);
-      }
-      sm.state = "HO_PREPARING";
-      return n2Answer(sm, { hoState: "PREPARING" }, "PDU_RES_SETUP_REQ", 48);
-    }
-    if (hoState === "PREPARED" && n2Type === "HANDOVER_REQ_ACK") {
-      referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
-      if (sm.state !== "HO_PREPARING" && sm.state !== "HO_PREPARED") {
-        throw outOfOrder(
-          `Handover request acknowledge for SM context in state ${sm.state} ` +
-            "(the handover preparation comes first)",
-        );
-      }
-      sm.state = "HO_PREPARED";
-      return n2Answer(sm, { hoState: "PREPARED" }, "HANDOVER_CMD", 32);
-    }
-    if (hoState === "COMPLETED") {
-      if (sm.state === "ACTIVATED") return jsonResponse(200, { hoState: "COMPLETED" });
-      if (sm.state !== "HO_PREPARED") {
-        throw outOfOrder(`Handover completion for SM context in state ${sm.state}`);
-      }
-      sm.state = "ACTIVATED";
-      return jsonResponse(200, { hoState: "COMPLETED" });
-    }
-    throw new ProblemError(400, {
-      cause: "MANDATORY_IE_INCORRECT",
-      detail: "hoState PREPARING needs n2SmInfoType HANDOVER_REQUIRED, PREPARED needs " +
-        "HANDOVER_REQ_ACK; COMPLETED needs neither",
-      invalidParams: [{ param: "/hoState", reason: "unsupported handover update" }],
-    });
-  }
-
   return [{
     path: base,
-    methods: {
-      // TS 29.502 §5.2.2.2.1: POST SmContextCreateData (+ N1 SM) → 201 SmContextCreatedData.
-      POST(request) {
-        const body = jsonWithParts(request, "SmContextCreateData", [
-          "supi",
-          "pduSessionId",
-          "dnn",
-          "sNssai",
-          "servingNfId",
-          "servingNetwork",
-          "anType",
-          "smContextStatusUri",
-          "n1SmMsg",
-        ]);
-        const supi = stringIe(body.json, "supi");
-        const pduSessionId = integerIe(body.json, "pduSessionId", 1, 15);
-        const n1 = referencedPart(body, body.json.n1SmMsg, "/n1SmMsg", NAS_TYPE).body;
-        if (
-          n1.length < 4 || n1[0] !== EPD_5GSM || n1[3] !== MSG_PDU_SESSION_ESTABLISHMENT_REQUEST
-        ) {
-          throw new ProblemError(403, {
-            cause: "N1_SM_ERROR",
-            detail: "n1SmMsg is not a 5GSM PDU session establishment request",
-          });
-        }
-        const smContextRef = ctx.newId();
-        const ue = ctx.ues.ue(supi);
-        ctx.ues.smContexts.set(smContextRef, {
-          smContextRef,
-          supi,
-          pduSessionId,
-          dnn: stringIe(body.json, "dnn"),
-          state: "CREATED",
-        });
-        ue.pduSessions.set(pduSessionId, smContextRef);
-        return jsonResponse(201, {
-          pduSessionId,
-          sNssai: body.json.sNssai,
-          smfServiceInstanceId: "smf-pdusession-1",
-        }, { location: `${ctx.apiRoot}${base}/${smContextRef}` });
-      },
-    },
+    methods: { POST: (request) => createSmContext(ctx, request, base) },
   }, {
     path: `${base}/{smContextRef}/modify`,
     methods: {
@@ -174,44 +215,9 @@ export function smfRoutes(ctx: NfContext): NfRoute[] {
       POST(request, p) {
         const sm = context(p.smContextRef, request.path);
         const body = jsonWithParts(request, "SmContextUpdateData", []);
-        const n2Type = body.json.n2SmInfoType;
         const hoState = body.json.hoState;
-        if (hoState !== undefined) return handover(sm, body, hoState, n2Type);
-        if (n2Type === "PDU_RES_SETUP_RSP") {
-          referencedPart(body, body.json.n2SmInfo, "/n2SmInfo", NGAP_TYPE);
-          if (sm.state === "ACTIVATED") return jsonResponse(200, { upCnxState: "ACTIVATED" });
-          if (sm.state !== "N1N2_SENT" && sm.state !== "ACTIVATING") {
-            throw outOfOrder(
-              `PDU session resource setup response for SM context in state ${sm.state} ` +
-                "(the N1N2 message transfer or a service request comes first)",
-            );
-          }
-          sm.state = "ACTIVATED";
-          return jsonResponse(200, { upCnxState: "ACTIVATED" });
-        }
-        if (body.json.upCnxState === "DEACTIVATED") {
-          if (sm.state !== "ACTIVATED" && sm.state !== "DEACTIVATED") {
-            throw outOfOrder(`AN release for SM context in state ${sm.state}`);
-          }
-          sm.state = "DEACTIVATED";
-          return jsonResponse(200, { upCnxState: "DEACTIVATED" });
-        }
-        if (body.json.upCnxState === "ACTIVATING") {
-          if (sm.state !== "DEACTIVATED" && sm.state !== "ACTIVATING") {
-            throw outOfOrder(
-              `Service request for SM context in state ${sm.state} (only a deactivated ` +
-                "user plane can be activated)",
-            );
-          }
-          sm.state = "ACTIVATING";
-          return n2Answer(sm, { upCnxState: "ACTIVATING" }, "PDU_RES_SETUP_REQ", 48);
-        }
-        throw new ProblemError(400, {
-          cause: "MANDATORY_IE_INCORRECT",
-          detail: "SmContextUpdateData needs n2SmInfoType PDU_RES_SETUP_RSP or upCnxState " +
-            "DEACTIVATED or ACTIVATING",
-          invalidParams: [{ param: "/upCnxState", reason: "unsupported update" }],
-        });
+        if (hoState !== undefined) return handover(sm, body, hoState, body.json.n2SmInfoType);
+        return userPlaneUpdate(sm, body);
       },
     },
   }];

@@ -36,22 +36,27 @@ function ueId(raw: string, path: string): string {
   return supi;
 }
 
+/** The UE, which must hold an AMF registration (else 404 USER_NOT_FOUND). */
+function registered(ctx: NfContext, raw: string, path: string): UeState {
+  const ue = ctx.ues.ues.get(ueId(raw, path));
+  if (ue?.amfRegistration === undefined) {
+    throw new ProblemError(404, {
+      cause: "USER_NOT_FOUND",
+      detail: `${raw} has no AMF registration at the UDM (UECM registration comes first)`,
+      instance: path,
+    });
+  }
+  return ue;
+}
+
 /** The UDM's routes. */
 export function udmRoutes(ctx: NfContext): NfRoute[] {
-  /** The UE, which must hold an AMF registration (else 404 USER_NOT_FOUND). */
-  function registered(raw: string, path: string): UeState {
-    const ue = ctx.ues.ues.get(ueId(raw, path));
-    if (ue?.amfRegistration === undefined) {
-      throw new ProblemError(404, {
-        cause: "USER_NOT_FOUND",
-        detail: `${raw} has no AMF registration at the UDM (UECM registration comes first)`,
-        instance: path,
-      });
-    }
-    return ue;
-  }
+  return [uecmRoute(ctx), ...sdmDataRoutes(ctx), sdmSubscriptionRoute(ctx)];
+}
 
-  return [{
+/** UECM: the AMF's registration for 3GPP access. */
+function uecmRoute(ctx: NfContext): NfRoute {
+  return {
     path: `${UECM_API}/{ueId}/registrations/amf-3gpp-access`,
     methods: {
       // TS 29.503 §5.3.2.2.2: PUT Amf3GppAccessRegistration → 201 (new) or 200 (replaced).
@@ -77,12 +82,17 @@ export function udmRoutes(ctx: NfContext): NfRoute[] {
         return jsonResponse(201, body, { location: `${ctx.apiRoot}${request.path}` });
       },
     },
-  }, {
+  };
+}
+
+/** SDM's data of a registered UE: am-data, smf-select-data, ue-context-in-smf-data, sm-data. */
+function sdmDataRoutes(ctx: NfContext): NfRoute[] {
+  return [{
     path: `${SDM_API}/{supi}/am-data`,
     methods: {
       // TS 29.503 §6.1.6.2.4 AccessAndMobilitySubscriptionData.
       GET(request, p) {
-        const ue = registered(p.supi, request.path);
+        const ue = registered(ctx, p.supi, request.path);
         return jsonResponse(200, {
           gpsis: [`msisdn-${ue.supi.slice(-10)}`],
           subscribedUeAmbr: { uplink: "1 Gbps", downlink: "2 Gbps" },
@@ -100,7 +110,7 @@ export function udmRoutes(ctx: NfContext): NfRoute[] {
     methods: {
       // TS 29.503 §6.1.6.2.5 SmfSelectionSubscriptionData.
       GET(request, p) {
-        registered(p.supi, request.path);
+        registered(ctx, p.supi, request.path);
         return jsonResponse(200, {
           subscribedSnssaiInfos: {
             "1-000001": { dnnInfos: [{ dnn: "internet", defaultDnnIndicator: true }] },
@@ -113,7 +123,7 @@ export function udmRoutes(ctx: NfContext): NfRoute[] {
     methods: {
       // TS 29.503 §6.1.6.2.9 UeContextInSmfData: the PDU sessions the UE holds.
       GET(request, p) {
-        const ue = registered(p.supi, request.path);
+        const ue = registered(ctx, p.supi, request.path);
         const pduSessions: Record<string, unknown> = {};
         for (const [id] of ue.pduSessions) {
           pduSessions[String(id)] = {
@@ -131,7 +141,7 @@ export function udmRoutes(ctx: NfContext): NfRoute[] {
     methods: {
       // TS 29.503 §6.1.6.2.8 SessionManagementSubscriptionData (an array of one).
       GET(request, p) {
-        registered(p.supi, request.path);
+        registered(ctx, p.supi, request.path);
         return jsonResponse(200, [{
           singleNssai: SNSSAI,
           dnnConfigurations: {
@@ -153,12 +163,17 @@ export function udmRoutes(ctx: NfContext): NfRoute[] {
         }]);
       },
     },
-  }, {
+  }];
+}
+
+/** SDM subscriptions of a registered UE. */
+function sdmSubscriptionRoute(ctx: NfContext): NfRoute {
+  return {
     path: `${SDM_API}/{ueId}/sdm-subscriptions`,
     methods: {
       // TS 29.503 §5.2.2.3.2: POST SdmSubscription → 201 with the subscription and Location.
       POST(request, p) {
-        registered(p.ueId, request.path);
+        registered(ctx, p.ueId, request.path);
         const body = jsonBody(request, "SdmSubscription", [
           "nfInstanceId",
           "callbackReference",
@@ -177,5 +192,5 @@ export function udmRoutes(ctx: NfContext): NfRoute[] {
         return jsonResponse(201, { ...body, subscriptionId }, { location: href });
       },
     },
-  }];
+  };
 }
