@@ -19,6 +19,8 @@ import { UsageError } from "./args.ts";
 import type { ProfileClientJob, ProfileClientResult } from "./_profile_client.ts";
 import {
   breakdown,
+  busySamples,
+  type CpuProfile,
   type CpuTime,
   MEMORY_STEP_REQUESTS,
   type MemoryReadings,
@@ -224,13 +226,17 @@ function clientJob(server: ProfiledServer, run: RunSettings): ProfileClientJob {
   };
 }
 
+/** The profile of the busiest thread a process wrote in `dir` (a worker that only waits writes one too). */
 async function readProfile(dir: string) {
+  let best: { profile: CpuProfile; busy: number } | undefined;
   for await (const e of Deno.readDir(dir)) {
-    if (e.name.endsWith(".cpuprofile")) {
-      return parseCpuProfile(JSON.parse(await Deno.readTextFile(`${dir}/${e.name}`)));
-    }
+    if (!e.name.endsWith(".cpuprofile")) continue;
+    const profile = parseCpuProfile(JSON.parse(await Deno.readTextFile(`${dir}/${e.name}`)));
+    const busy = busySamples(profile);
+    if (!best || busy > best.busy) best = { profile, busy };
   }
-  throw new Error(`No CPU profile was written in ${dir}`);
+  if (!best) throw new Error(`No CPU profile was written in ${dir}`);
+  return best.profile;
 }
 
 async function runClient(

@@ -32,6 +32,20 @@ export interface CpuProfile {
   timeDeltas: number[];
 }
 
+/**
+ * Samples of a profile that caught the thread at work (not idle): a process
+ * that runs JavaScript on more than one thread (a server whose worker only
+ * waits) writes one profile per thread, and the busiest is the one to read.
+ */
+export function busySamples(profile: CpuProfile): number {
+  const idle = new Set(
+    profile.nodes.filter((n) => n.callFrame.functionName === "(idle)").map((n) => n.id),
+  );
+  let busy = 0;
+  for (const id of profile.samples) if (!idle.has(id)) busy++;
+  return busy;
+}
+
 /** The categories a sample falls into, in the order tables list them. */
 export const CATEGORIES = [
   "socket wake-up / reactor",

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   breakdown,
+  busySamples,
   type CpuProfile,
   frameCategory,
   parseCpuProfile,
@@ -123,4 +124,29 @@ Deno.test("renderBreakdown prints every busy category, the busy total and the CP
   assert.match(text, /busy on the main thread \(profile\)\s+35\.0/);
   assert.match(text, /process CPU, system \(kernel\)\s+25\.0/);
   assert.doesNotMatch(text, /^idle \(waiting\)/m);
+});
+
+Deno.test("busySamples counts the samples that caught the thread at work, not the idle ones", () => {
+  const frame = (functionName: string) => ({
+    functionName,
+    url: "",
+    lineNumber: 0,
+    columnNumber: 0,
+  });
+  const profile = {
+    nodes: [
+      { id: 1, callFrame: frame("(root)"), children: [2, 3] },
+      { id: 2, callFrame: frame("(idle)") },
+      { id: 3, callFrame: frame("handle") },
+    ],
+    startTime: 0,
+    endTime: 40,
+    samples: [2, 2, 3, 2],
+    timeDeltas: [10, 10, 10, 10],
+  };
+  assert.equal(busySamples(parseCpuProfile(profile)), 1);
+  assert.equal(
+    busySamples(parseCpuProfile({ ...profile, samples: [2, 2], timeDeltas: [10, 10] })),
+    0,
+  );
 });

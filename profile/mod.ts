@@ -6,7 +6,14 @@
  * system. Imports bench/report/ (for table layout) and lib/.
  */
 export { parseAnnotate, perRequestByObject, renderObjectCosts } from "./callgrind.ts";
-export { breakdown, type CpuTime, parseCpuProfile, renderBreakdown } from "./cpu_profile.ts";
+export {
+  breakdown,
+  busySamples,
+  type CpuProfile,
+  type CpuTime,
+  parseCpuProfile,
+  renderBreakdown,
+} from "./cpu_profile.ts";
 export {
   MEMORY_GROWTH_TARGET_BYTES,
   MEMORY_STEP_REQUESTS,
