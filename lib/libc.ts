@@ -1,9 +1,10 @@
 /**
  * The libc functions sbilab calls through FFI for sockets Deno does not expose
  * (TCP_NODELAY, TCP_INFO, shutdown, a send that never waits), for the process's fd limit and for the
- * monotonic clock V8's CPU profiles are stamped with, and for the kernel's
- * clock discipline (adjtimex). One `Deno.dlopen` table, opened once per
- * process; Linux only.
+ * monotonic clock V8's CPU profiles are stamped with, for the kernel's
+ * clock discipline (adjtimex), and for glibc's allocator (mallopt,
+ * malloc_trim: giving freed memory back to the system). One `Deno.dlopen`
+ * table, opened once per process; Linux with glibc only.
  */
 
 /** The symbols, C prototype on each. */
@@ -28,6 +29,10 @@ const SYMBOLS = {
   clock_gettime: { parameters: ["i32", "buffer"], result: "i32" },
   /** int adjtimex(struct timex *buf) */
   adjtimex: { parameters: ["buffer"], result: "i32" },
+  /** int mallopt(int param, int value) */
+  mallopt: { parameters: ["i32", "i32"], result: "i32" },
+  /** int malloc_trim(size_t pad) */
+  malloc_trim: { parameters: ["usize"], result: "i32" },
 } as const;
 
 let lib: Deno.DynamicLibrary<typeof SYMBOLS> | undefined;

@@ -5,7 +5,8 @@
  * decoding, the 0-RTT gate, the handler and its failures), the limits in force
  * ({@linkcode resolveServerLimits}), the hooks (`onError`, `onTls`) called so
  * that a failing hook never stops a server, the drain that `close()` waits
- * on, and the back-off of an accept loop that failed (EMFILE).
+ * on, the back-off of an accept loop that failed (EMFILE), and giving freed
+ * memory back to the system once connections close (heap_return.ts).
  *
  * A transport keeps only what is its own: its sockets, its sessions, how a
  * response is handed to them (a {@linkcode Responder}).
@@ -27,6 +28,7 @@ import {
 import type { TlsConnection } from "./tls.ts";
 import type { ServerOptions } from "./types.ts";
 import { resolveServerLimits, type ServerLimits } from "./server_limits.ts";
+import { defaultHeapReturn, mapLargeAllocations } from "./heap_return.ts";
 
 /** Where the core hands a response: one connection of a transport. */
 export interface Responder {
@@ -74,6 +76,7 @@ export class ServerCore {
     this.responseBudget = options.responseBudget ?? defaultResponseBudget;
     this.#onError = options.onError;
     this.#onTls = options.onTls;
+    mapLargeAllocations();
   }
 
   /** Requests whose handler has not answered yet. */
@@ -266,6 +269,11 @@ export class ServerCore {
       to.respond(streamId, response, reserved);
     }
     if (this.#inflight === 0) this.#idle?.();
+  }
+
+  /** A connection closed and its state was freed: the heap is trimmed soon (heap_return.ts). */
+  connectionClosed(): void {
+    defaultHeapReturn.released();
   }
 
   /** Wakes a running `drain()` at once (a connection closed or a stream ended). */

@@ -91,6 +91,8 @@ export class ConnectionGuard {
   #reserve: Deno.FsFile | undefined;
   #toClose = new Set<number>();
   #onError: (err: unknown) => void;
+  /** Called by a sweep that found connections gone since the sweep before. Default none. */
+  onGone: (() => void) | undefined;
 
   constructor(
     port: number,
@@ -195,7 +197,10 @@ export class ConnectionGuard {
       live.set(key, t);
       if (!t.closed) open.push({ key, fd: s.fd, remotePort: s.remotePort!, t });
     }
+    let gone = false;
+    for (const key of this.#conns.keys()) if (!live.has(key)) gone = true;
     this.#conns = live;
+    if (gone) this.onGone?.();
     const ports = new Set(open.map((c) => c.remotePort));
     for (const p of this.#requests.keys()) if (!ports.has(p)) this.#requests.delete(p);
 

@@ -55,6 +55,34 @@ Deno.test("a connection guard over its cap shuts idle connections and keeps the 
   }
 });
 
+Deno.test("a connection guard's sweep reports connections gone since the sweep before, once", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = listener.addr.port;
+  const guard = new ConnectionGuard(port, {});
+  let reports = 0;
+  guard.onGone = () => reports++;
+  const pairs: [Deno.Conn, Deno.Conn][] = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      const client = await Deno.connect({ hostname: "127.0.0.1", port });
+      pairs.push([client, await listener.accept()]);
+    }
+    guard.sweep();
+    assert.equal(guard.open, 3);
+    assert.equal(reports, 0, "new connections reported as gone");
+    for (const c of pairs.splice(0, 2).flat()) c.close();
+    guard.sweep();
+    assert.equal(guard.open, 1);
+    assert.equal(reports, 1);
+    guard.sweep();
+    assert.equal(reports, 1, "reported again with nothing gone");
+  } finally {
+    guard.close();
+    for (const c of pairs.flat()) c.close();
+    listener.close();
+  }
+});
+
 /** The client preface and an empty SETTINGS frame: what an h2c client sends first. */
 const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 const EMPTY_SETTINGS = new Uint8Array([0, 0, 0, 4, 0, 0, 0, 0, 0]);

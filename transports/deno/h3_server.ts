@@ -174,6 +174,7 @@ class QuinnH3Server implements SbiServer {
         onClosed: () => {
           this.#conns.delete(conn);
           to.closedAll();
+          this.#core.connectionClosed();
         },
         onStreamClosed: (id) => to.closed(id),
       }, { server: true });

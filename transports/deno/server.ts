@@ -230,6 +230,7 @@ async function serveOn(
     connectionLimits(core.limits),
     (err) => core.onError(err),
   );
+  guard.onGone = () => core.connectionClosed();
   watch.guard = guard;
   const stallEvery = Math.max(25, Math.min(1000, bodies.stallTimeoutMs / 4));
   const stallTimer = setInterval(() => bodies.sweep(), stallEvery);

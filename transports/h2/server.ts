@@ -264,6 +264,7 @@ class NativeH2cServer implements NativeH2Server, ConnectionHost {
 
   forget(conn: Connection): void {
     this.#conns.delete(conn);
+    this.core.connectionClosed();
     if (this.#conns.size === 0) this.core.wake();
   }
 

@@ -299,6 +299,7 @@ class H3Server implements H3SbiServer {
       this.#ep.forget(connId);
       this.#dropBlocked(connId);
       this.#conns.delete(connId);
+      this.#core.connectionClosed();
     }
   };
 
