@@ -5,7 +5,7 @@
  * `Deno.listenDatagram` (the path the modules use today). Prints its UDP port on one
  * line, echoes until a zero-length datagram, then prints its counters as one JSON line.
  */
-import { MECHANISMS, type Mechanism, startRingEcho } from "./ring_echo.ts";
+import { type Mechanism, MECHANISMS, startRingEcho } from "./ring_echo.ts";
 
 const [arm, library] = Deno.args;
 if (arm === "deno") {

@@ -1,14 +1,15 @@
 /*
  * The wake-up probe's peer, two programs in one:
  *
- *   sbilab_wakeup_peer ping PORT COUNT SIZE WARMUP MAX_MS
- *     sends SIZE-byte datagrams marked ECT(0) to 127.0.0.1:PORT one at a time,
- *     each numbered in its first four bytes, and waits for the same bytes to
- *     come back; prints each recorded round-trip time in nanoseconds, one per
- *     line, then one summary line "# sent=N answered=N stray=N wrong=N
+ *   sbilab_wakeup_peer ping PORT COUNT SIZE WARMUP MAX_MS [BURST]
+ *     sends BURST (default 1) SIZE-byte datagrams marked ECT(0) to
+ *     127.0.0.1:PORT back to back, each numbered in its first four bytes, and
+ *     waits until the same bytes of each came back; prints the time of each
+ *     recorded burst in nanoseconds (a round-trip time when BURST is 1), one
+ *     per line, then one summary line "# sent=N answered=N stray=N wrong=N
  *     marked=N", and ends the echo with a zero-length datagram. The warm-up
- *     (WARMUP round trips) and the recorded loop get MAX_MS each. A reply that
- *     does not come within 5 s ends the run with exit status 1.
+ *     (WARMUP bursts) and the recorded loop (COUNT bursts) get MAX_MS each. A
+ *     reply that does not come within 5 s ends the run with exit status 1.
  *
  *   sbilab_wakeup_peer echo
  *     the kernel floor: binds a UDP socket on 127.0.0.1, prints its port on
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #define MAX_SIZE 1400
+#define MAX_BURST 64
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -91,7 +93,7 @@ static ssize_t recv_tos(int fd, char *buf, size_t cap, int *tos) {
   return r;
 }
 
-static int ping(long port, long count, long size, long warmup, long max_ms) {
+static int ping(long port, long count, long size, long warmup, long max_ms, long burst) {
   int fd = bound_socket();
   if (fd < 0) return fail("socket");
   int one = 1, ect0 = 0x02;
@@ -117,28 +119,37 @@ static int ping(long port, long count, long size, long warmup, long max_ms) {
       i = warmup - 1; /* warm-up out of time: start recording */
       continue;
     }
-    uint32_t seq = (uint32_t)i;
-    memcpy(out, &seq, size < 4 ? (size_t)size : 4);
-    if (send(fd, out, (size_t)size, 0) != size) {
-      status = fail("send");
-      break;
+    uint32_t first = (uint32_t)(i * burst);
+    for (long b = 0; b < burst; b++) {
+      uint32_t seq = first + (uint32_t)b;
+      memcpy(out, &seq, 4);
+      if (send(fd, out, (size_t)size, 0) != size) {
+        status = fail("send");
+        break;
+      }
+      sent++;
     }
-    sent++;
-    for (;;) {
+    uint64_t got = 0; /* bit b: datagram first + b came back */
+    for (long left = burst; !status && left > 0;) {
       int tos;
       ssize_t r = recv_tos(fd, in, sizeof in, &tos);
       if (r < 0) {
         status = fail("no reply");
         break;
       }
-      if (r != size || memcmp(in, out, size < 4 ? (size_t)size : 4) != 0) {
+      uint32_t seq;
+      memcpy(&seq, in, 4);
+      uint32_t b = seq - first;
+      if (r != size || b >= (uint32_t)burst || (got >> b & 1)) {
         stray++;
         continue;
       }
+      memcpy(out, &seq, 4);
       if (memcmp(in, out, (size_t)size) != 0) wrong++;
       if (tos >= 0 && (tos & 3) == 2) marked++;
+      got |= 1ull << b;
       answered++;
-      break;
+      left--;
     }
     if (status) break;
     if (i >= warmup) samples[n++] = now_ns() - t0;
@@ -154,17 +165,19 @@ static int ping(long port, long count, long size, long warmup, long max_ms) {
 
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "echo") == 0) return echo();
-  if (argc == 7 && strcmp(argv[1], "ping") == 0) {
+  if ((argc == 7 || argc == 8) && strcmp(argv[1], "ping") == 0) {
     long port = atol(argv[2]), count = atol(argv[3]), size = atol(argv[4]);
-    long warmup = atol(argv[5]), max_ms = atol(argv[6]);
+    long warmup = atol(argv[5]), max_ms = atol(argv[6]), burst = argc == 8 ? atol(argv[7]) : 1;
     if (port >= 1 && port <= 65535 && count >= 1 && size >= 4 && size <= MAX_SIZE && warmup >= 0 &&
-        max_ms >= 1) {
-      return ping(port, count, size, warmup, max_ms);
+        max_ms >= 1 && burst >= 1 && burst <= MAX_BURST) {
+      return ping(port, count, size, warmup, max_ms, burst);
     }
-    fprintf(stderr, "wakeup_peer: 1 ≤ PORT ≤ 65535, COUNT ≥ 1, 4 ≤ SIZE ≤ %d, WARMUP ≥ 0, MAX_MS ≥ 1\n",
-            MAX_SIZE);
+    fprintf(stderr,
+            "wakeup_peer: 1 ≤ PORT ≤ 65535, COUNT ≥ 1, 4 ≤ SIZE ≤ %d, WARMUP ≥ 0, MAX_MS ≥ 1, "
+            "1 ≤ BURST ≤ %d\n",
+            MAX_SIZE, MAX_BURST);
     return 2;
   }
-  fprintf(stderr, "usage: %s ping PORT COUNT SIZE WARMUP MAX_MS | echo\n", argv[0]);
+  fprintf(stderr, "usage: %s ping PORT COUNT SIZE WARMUP MAX_MS [BURST] | echo\n", argv[0]);
   return 2;
 }
