@@ -214,7 +214,9 @@ static int receive_batch(wk_t *w) {
       break;
     }
   }
-  atomic_store_explicit(tail_p, tail + (uint32_t)kept, memory_order_release);
+  /* Sequentially consistent: wake() reads the waiting flag after this store, and wk_wait sets
+   * the flag before it reads the tail (a release store could pass the load and lose a wake-up). */
+  atomic_store(tail_p, tail + (uint32_t)kept);
   return kept;
 }
 
