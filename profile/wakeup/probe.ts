@@ -5,7 +5,6 @@
  * Returns plain records; report.ts renders them.
  */
 import { createRng, roundOrders } from "../../bench/mod.ts";
-import { parseAnnotate } from "../callgrind.ts";
 import { type Arm, type ArmPaths, type ArmRun, ARMS, runArm } from "./arms.ts";
 
 /** What the probe runs. */
@@ -45,6 +44,41 @@ export interface ArmResult {
 export interface ProbeRecord {
   options: Omit<ProbeOptions, "progress">;
   arms: ArmResult[];
+}
+
+/**
+ * Instructions per object file from `callgrind_annotate --threshold=100` text. A line without an
+ * object (code inlined from another source file) counts for the object its function is listed
+ * with elsewhere, else for `(no object)`; code in no object file (V8's generated code, `[???]`)
+ * counts as `???`; what the listing left out, as `(below threshold)`.
+ */
+export function instructionsByObject(text: string): Map<string, number> {
+  const line = /^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)(?:\s+\[([^\]]+)\])?\s*$/;
+  const rows: { ir: number; fn: string; object?: string }[] = [];
+  let total = 0;
+  for (const l of text.split("\n")) {
+    const m = line.exec(l);
+    if (!m) continue;
+    const ir = Number(m[1].replaceAll(",", ""));
+    if (m[2] === "PROGRAM TOTALS") total = ir;
+    else {rows.push({
+        ir,
+        fn: m[2].slice(m[2].indexOf(":") + 1),
+        object: m[3]?.replace(/^.*\//, ""),
+      });}
+  }
+  if (!total) throw new SyntaxError("No PROGRAM TOTALS line in the callgrind_annotate output");
+  const home = new Map<string, string>();
+  for (const r of rows) if (r.object && !home.has(r.fn)) home.set(r.fn, r.object);
+  const out = new Map<string, number>();
+  let listed = 0;
+  for (const r of rows) {
+    const object = r.object ?? home.get(r.fn) ?? "(no object)";
+    out.set(object, (out.get(object) ?? 0) + r.ir);
+    listed += r.ir;
+  }
+  if (total > listed) out.set("(below threshold)", total - listed);
+  return out;
 }
 
 /** Instructions per round trip by object: (large − small) ÷ (largeN − smallN). */
@@ -89,7 +123,7 @@ async function callgrindArm(
       stderr: "null",
     }).output();
     if (!ann.success) throw new Error("callgrind_annotate failed");
-    maps.push(parseAnnotate(new TextDecoder().decode(ann.stdout)));
+    maps.push(instructionsByObject(new TextDecoder().decode(ann.stdout)));
     o.progress?.(`callgrind ${arm} ${count} round trips`);
   }
   return { perRoundTrip: perRoundTrip(maps[0], counts[0], maps[1], counts[1]), runs };

@@ -13,7 +13,7 @@ const ARM_LABELS: Record<Arm, string> = {
   kernel: "kernel (C echo)",
 };
 
-/** An arm's instructions per round trip, grouped: runtime binary, JIT code, C, libc, the rest. */
+/** An arm's instructions per datagram, grouped: runtime binary, generated code (`???`), C, libc, the rest. */
 export function instructionGroups(perObject: Record<string, number>): {
   total: number;
   runtime: number;
@@ -26,7 +26,7 @@ export function instructionGroups(perObject: Record<string, number>): {
   for (const [object, n] of Object.entries(perObject)) {
     g.total += n;
     if (object === "deno") g.runtime += n;
-    else if (object === "(unknown object)") g.jit += n;
+    else if (object === "???") g.jit += n;
     else if (object === "libsbilab_wakeup.so" || object === "sbilab_wakeup_peer") g.c += n;
     else if (object.startsWith("libc.so")) g.libc += n;
     else g.other += n;
@@ -90,7 +90,7 @@ function instructionTable(arms: ArmResult[], count: number, burst: number): stri
     `Instructions per datagram answered by the echo side's process, all threads (callgrind, ${
       Math.floor(count / 4)
     } vs ${count} ${burst === 1 ? "round trips" : `bursts of ${burst}`}):`,
-    table(["arm", "total", "deno binary", "JIT/unknown", "C lib/echo", "libc", "other"], rows),
+    table(["arm", "total", "deno binary", "JIT (???)", "C lib/echo", "libc", "other"], rows),
   ].join("\n");
 }
 

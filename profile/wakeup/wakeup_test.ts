@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ensureBuilt } from "../../lib/native_build.ts";
 import { ARMS, parsePeerOutput, runArm } from "./arms.ts";
-import { perRoundTrip } from "./probe.ts";
+import { instructionsByObject, perRoundTrip } from "./probe.ts";
 import { instructionGroups } from "./report.ts";
 
 const paths = {
@@ -47,14 +47,14 @@ Deno.test("perRoundTrip cancels what both runs share and groups objects by who r
     ["deno", 1_300_000],
     ["libsbilab_wakeup.so", 40_000],
     ["libc.so.6", 500],
-    ["(unknown object)", 60_000],
+    ["???", 60_000],
   ]);
   const per = perRoundTrip(small, 100, large, 400);
   assert.deepEqual(per, {
     "deno": 1000,
     "libsbilab_wakeup.so": 100,
     "libc.so.6": 0,
-    "(unknown object)": 200,
+    "???": 200,
   });
   assert.deepEqual(instructionGroups(per), {
     total: 1300,
@@ -65,4 +65,26 @@ Deno.test("perRoundTrip cancels what both runs share and groups objects by who r
     other: 0,
   });
   assert.throws(() => perRoundTrip(small, 100, large, 100), RangeError);
+});
+
+Deno.test("instructionsByObject gives inlined lines to their function's object and keeps the rest", () => {
+  const text = `
+1,000 (100.0%)  PROGRAM TOTALS
+  500 (50.00%)  ./elf/dl-lookup.c:do_lookup_x [/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2]
+  200 (20.00%)  ./elf/dl-new-hash.h:do_lookup_x
+  150 (15.00%)  ???:0x0000000012345678 [???]
+  100 (10.00%)  wakeup.c:wk_kick [/repo/build/libsbilab_wakeup.so]
+   30 ( 3.00%)  stdatomic.h:helper
+`;
+  assert.deepEqual(
+    Object.fromEntries(instructionsByObject(text)),
+    {
+      "ld-linux-x86-64.so.2": 700,
+      "???": 150,
+      "libsbilab_wakeup.so": 100,
+      "(no object)": 30,
+      "(below threshold)": 20,
+    },
+  );
+  assert.throws(() => instructionsByObject("nothing"), SyntaxError);
 });
