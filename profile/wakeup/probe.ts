@@ -118,7 +118,8 @@ async function callgrindArm(
     });
     runs.push({ peer: r.peer, side: r.side });
     const ann = await new Deno.Command("callgrind_annotate", {
-      args: ["--threshold=100", file],
+      // --auto=no: the annotated source lines that follow would match as more rows.
+      args: ["--threshold=100", "--auto=no", file],
       stdout: "piped",
       stderr: "null",
     }).output();
