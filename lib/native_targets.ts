@@ -67,6 +67,20 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
     kind: "exe",
     sources: ["bench/native/pingpong.c"],
   },
+  // The wake-up probe (profile/wakeup/): a UDP I/O thread handing JavaScript batches through a
+  // ring in shared memory, and its ping peer with the kernel's echo.
+  wakeup: {
+    output: "libsbilab_wakeup.so",
+    kind: "shared",
+    sources: ["bench/native/wakeup/wakeup.c"],
+    deps: ["bench/native/wakeup/wakeup.h"],
+    libs: ["-lpthread"],
+  },
+  wakeup_peer: {
+    output: "sbilab_wakeup_peer",
+    kind: "exe",
+    sources: ["bench/native/wakeup/peer.c"],
+  },
   // linkemu: the TUN relay and the selftest's UDP probe.
   linkrelay: {
     output: "sbilab-linkrelay",
