@@ -285,7 +285,8 @@ async function callgrindClient(job: ProfileClientJob, out: string): Promise<Map<
   }).output();
   if (!run.success) throw new Error(`The client under callgrind failed (exit ${run.code})`);
   const ann = await new Deno.Command("callgrind_annotate", {
-    args: ["--threshold=100", file],
+    // --auto=no: the annotated source lines that would follow match as more rows.
+    args: ["--threshold=100", "--auto=no", file],
     stdout: "piped",
     stderr: "null",
   }).output();
