@@ -18,9 +18,10 @@
  *   most 1 − level (5 %), however many looks it takes.
  * - **not material**: even the ratio interval's lower end gives HTTP/3 a
  *   reduction below `minReduction` (a true material advantage is called so at
- *   most 1 − level); or the look has the power: its interval is narrow enough
- *   that a p99 `powerReduction` lower (30 %) would have been called material
- *   with chance `power` (80 %) or more, and it was not. A true 30 % reduction
+ *   most 1 − level); or, at the last look, the look has the power: its
+ *   interval is narrow enough that a p99 `powerReduction` lower (30 %) would
+ *   have been called material with chance `power` (80 %) or more, and it was
+ *   not. A true 30 % reduction
  *   is then called "not material" at most 1 − power of the time (the classic
  *   β). Without the second way a cell whose true change sits near the
  *   threshold (an 18 % lower p99 with an interval of 8 to 32 %) stays open
@@ -254,10 +255,17 @@ export function widestPoweredHalf(design: SequentialDesign): number | undefined 
   return lo;
 }
 
-/** Whether a look's interval is narrow enough to have the power (see {@link widestPoweredHalf}). */
+/**
+ * Whether a look has the power (see {@link widestPoweredHalf}): it is the
+ * design's last look, and its interval is narrow enough. Only the last: an
+ * early look may not yet have seen the stall episodes that make HTTP/2's tail
+ * (on a lossy run, one HTTP/2 side's p99 rose from 280 to 331 ms between
+ * 1,200 and 2,400 flows), and a "no" stops the cell for good.
+ */
 export function hasPower(f: LookFigures, design: SequentialDesign): boolean {
   const widest = widestPoweredHalf(design);
   if (widest === undefined || !(f.h3P99 > 0 && f.h2P99 > 0)) return false;
+  if (f.n < design.looks.at(-1)!) return false;
   const half = Math.log(ratioInterval(f).upper / (f.h3P99 / f.h2P99));
   return Number.isFinite(half) && half <= widest;
 }
@@ -303,10 +311,12 @@ export function flowsThatWouldDecide(f: LookFigures, design: SequentialDesign): 
   // not material once the lower end rises above 1 − minReduction.
   const s = r <= floor + 1e-12 ? -r / above : (r - floor) / below;
   let need = s > 0 ? Math.max(min, Math.ceil(Math.max(f.n, 1) / (s * s))) : Infinity;
-  // Or the flows at which the interval's upper half narrows to the powered width.
+  // Or the flows at which the interval's upper half narrows to the powered width (judged at
+  // the last look only).
   const widest = widestPoweredHalf(design);
   if (widest !== undefined) {
-    need = Math.min(need, Math.max(min, Math.ceil(Math.max(f.n, 1) * (above / widest) ** 2)));
+    const powered = Math.ceil(Math.max(f.n, 1) * (above / widest) ** 2);
+    need = Math.min(need, Math.max(min, design.looks.at(-1)!, powered));
   }
   if (!Number.isFinite(need)) return Infinity;
   // Near the threshold the estimate runs off to millions: past ten times the last look no run

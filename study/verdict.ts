@@ -11,7 +11,7 @@
  * lower than that of the better HTTP/2 variant (h2c or h2 over TLS, whichever
  * has the lower p99) and its p99 interval lies wholly below that variant's; it
  * has none when even the intervals' most favourable ends give it less than
- * 20 %, or when a look had the power to show a 30 % lower p99 and did not;
+ * 20 %, or when the last look had the power to show a 30 % lower p99 and did not;
  * otherwise the cell is undecided, with the flows that would decide it.
  */
 import {

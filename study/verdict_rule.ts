@@ -202,7 +202,7 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
     `it lost no larger share of flows; it has none when even the interval's most favourable end ` +
     `gives it less than ${rule.minReduction * 100} %` +
     (design.powerReduction && design.power
-      ? `, or when the look has the power: its interval narrow enough that a p99 ` +
+      ? `, or when the last look has the power: its interval narrow enough that a p99 ` +
         `${Math.round(design.powerReduction * 100)} % lower would have been called material with ` +
         `at least ${Math.round(design.power * 100)} % chance (so a true ` +
         `${Math.round(design.powerReduction * 100)} % advantage is called "no" in at most ` +
