@@ -1,13 +1,18 @@
 /**
  * Only `main.ts` chooses the exit status: no other product module calls
  * `Deno.exit`. The processes sbilab spawns as entry points of their own
- * (the echo and bare runtime peers, the setup scripts) end themselves.
+ * (the echo and bare runtime peers, the wake-up probe and its echo sides,
+ * the setup scripts) end themselves.
  */
 import assert from "node:assert/strict";
 import { ROOT } from "../lib/host.ts";
 
 /** Entry points of their own processes, besides main.ts. */
-const OWN_PROCESSES = [/^scripts\//, /^bench\/measure\/_(echo|bare)_peer\.ts$/];
+const OWN_PROCESSES = [
+  /^scripts\//,
+  /^bench\/measure\/_(echo|bare)_peer\.ts$/,
+  /^profile\/wakeup\/(main|_echo_side)\.ts$/,
+];
 
 Deno.test("no product module but main.ts calls Deno.exit", async () => {
   const out = await new Deno.Command("git", {
