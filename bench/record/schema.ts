@@ -307,6 +307,12 @@ export interface StudyRecord {
     onTimeMs?: number;
     /** Flows per side at which a cell is judged (the sequential design's looks). */
     looks?: number[];
+    /** Flows per cluster by which the sides' burstiness is measured; absent: flows taken as independent. */
+    clusterFlows?: number;
+    /** The p99 reduction a powered last look would have called material; absent: no power rule. */
+    powerReduction?: number;
+    /** Chance that powered look calls it material. */
+    power?: number;
   };
 }
 
