@@ -3,6 +3,8 @@ import { answerLines, legendLines, warningLines } from "./answer.ts";
 import { compareRuns, comparisonAnswer, regressions, renderComparison } from "./compare.ts";
 import { renderTable } from "./table.ts";
 import { renderMarkdown } from "./markdown.ts";
+import { renderHtml } from "./html.ts";
+import type { ReportSection } from "./report_sections.ts";
 import { syntheticRtt } from "../../tests/synthetic_run.ts";
 import type { ResultRow } from "../record/schema.ts";
 import { PEER_RATIOS } from "../record/peer_ratios.ts";
@@ -18,6 +20,36 @@ Deno.test("the answer states h3 over h2-TLS per size with its paired interval an
   assert.ok(lo <= ratio && ratio <= hi && lo < 1.3 && 1.3 < hi, line);
   assert.ok(renderTable(run).startsWith(line), "the terminal report opens with the answer");
   assert.match(renderMarkdown(run), new RegExp(`^# .*\\n\\n\\*\\*h3 took`));
+});
+
+Deno.test("a section that leads opens every report in place of the answer", () => {
+  const run = syntheticRtt(5, { h3Cost: 1.3 });
+  const lead: ReportSection = {
+    id: "verdict",
+    title: "Verdict",
+    lead: true,
+    render: () => ({
+      summary: "HTTP/3 has a material advantage in 1 of 2 cells.",
+      notes: [],
+      table: { header: ["cell"], body: [["wan"]] },
+    }),
+  };
+  const options = { sections: [lead] };
+  const md = renderMarkdown(run, options);
+  assert.match(
+    md,
+    /^# .*\n\n## Verdict\n\n\*\*HTTP\/3 has a material advantage in 1 of 2 cells\.\*\*/,
+  );
+  assert.equal(md.match(/## Verdict/g)?.length, 1, "the section is shown once");
+  assert.doesNotMatch(md, /as long as/);
+  assert.ok(renderTable(run, options).startsWith("Verdict: HTTP/3 has"));
+  assert.doesNotMatch(renderTable(run, options), /as long as/);
+  const lib = { name: "stub", version: "0", source: "" };
+  const html = renderHtml(run, lib, options);
+  assert.doesNotMatch(html, /as long as/);
+  assert.ok(html.indexOf("material advantage") < html.indexOf('class="meta"'));
+  // Without a leading section the answer is back.
+  assert.match(renderMarkdown(run), /^# .*\n\n\*\*h3 took/);
 });
 
 Deno.test("the answer says whether --runs agreed", () => {

@@ -23,7 +23,13 @@ import { answerLines, legendLines, warningLines } from "./answer.ts";
 import { linkLines, linkObservations, migrationTable, percentileTable } from "./link_report.ts";
 import { setupTable } from "./setup_report.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "../record/schema.ts";
-import { pluginSections, type RenderOptions, reportTitle } from "./report_sections.ts";
+import {
+  pluginSections,
+  type RenderOptions,
+  type ReportSection,
+  reportTitle,
+  type SectionContent,
+} from "./report_sections.ts";
 import {
   formatBitRate,
   formatBytes,
@@ -174,11 +180,17 @@ function serverPlace(run: BenchRun): string {
     : "in the benchmark's process";
 }
 
-/** The title, the answer, the run's facts, the quick-run and noise lines. */
-function headSection(run: BenchRun): string[] {
+/**
+ * The title, then a leading section (the study's verdict) or the answer, the
+ * run's facts, the quick-run and noise lines.
+ */
+function headSection(run: BenchRun, options: RenderOptions): string[] {
   const c = run.config;
   const lines = [`# ${reportTitle(run)}`, ""];
-  const answer = answerLines(run);
+  const leads = pluginSections(run, options).filter((x) => x.section.lead);
+  lines.push(...leads.flatMap(sectionLines));
+  // A report that opens with its section's answer does not open with a row's median too.
+  const answer = leads.length ? [] : answerLines(run);
   if (answer.length) lines.push(...answer.map((a) => `**${a}**`), "");
   lines.push(
     `Run ${run.startedAt}, ${(run.durationMs / 1000).toFixed(1)} s; server ${
@@ -224,19 +236,23 @@ function ratiosSection(run: BenchRun): string[] {
   return lines;
 }
 
-/** The sections a higher layer adds (the study's verdict). */
-function addedSections(run: BenchRun, options: RenderOptions): string[] {
-  const lines: string[] = [];
-  for (const { section, content: c } of pluginSections(run, options)) {
-    lines.push(`## ${section.title}`, "", `**${c.summary}**`, "");
-    for (const g of c.grids ?? []) {
-      lines.push(cellRow(g.header), cellRow(g.header.map(() => "---")), ...g.body.map(cellRow), "");
-      if (g.caption) lines.push(g.caption, "");
-    }
-    for (const n of c.notes) lines.push(n, "");
-    lines.push(...mdTable(c.table), "");
+/** One added section: its heading, summary, grids, notes and table. */
+function sectionLines(
+  { section, content: c }: { section: ReportSection; content: SectionContent },
+): string[] {
+  const lines = [`## ${section.title}`, "", `**${c.summary}**`, ""];
+  for (const g of c.grids ?? []) {
+    lines.push(cellRow(g.header), cellRow(g.header.map(() => "---")), ...g.body.map(cellRow), "");
+    if (g.caption) lines.push(g.caption, "");
   }
+  for (const n of c.notes) lines.push(n, "");
+  lines.push(...mdTable(c.table), "");
   return lines;
+}
+
+/** The sections a higher layer adds that do not lead the report. */
+function addedSections(run: BenchRun, options: RenderOptions): string[] {
+  return pluginSections(run, options).filter((x) => !x.section.lead).flatMap(sectionLines);
 }
 
 /** The rows with their legend, the warnings and the CPU per request. */
@@ -393,7 +409,7 @@ function closingSections(run: BenchRun): string[] {
 /** Renders the Markdown report, one section after another. */
 export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): string {
   const lines = [
-    ...headSection(run),
+    ...headSection(run, options),
     ...ratiosSection(run),
     ...addedSections(run, options),
     ...resultsSection(run),
