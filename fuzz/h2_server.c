@@ -220,19 +220,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(t.srv);
   if (t.opts & 4) {
     t.max_body = 3000;
-    sbh2_server_set(t.srv, SBH2_OPT_MAX_STREAMS, 4);
-    sbh2_server_set(t.srv, SBH2_OPT_MAX_HEADER_LIST, 600);
-    sbh2_server_set(t.srv, SBH2_OPT_MAX_BODY, t.max_body);
-    sbh2_server_set(t.srv, SBH2_OPT_MAX_CONTINUATIONS, 2);
-    sbh2_server_set(t.srv, SBH2_OPT_MAX_RESETS, 3);
-    sbh2_server_set(t.srv, SBH2_OPT_MAX_QUEUED, 5000);
-    sbh2_server_set(t.srv, SBH2_OPT_MAX_QUEUED_TOTAL, 6000);
-    sbh2_server_set(t.srv, SBH2_OPT_MAX_BUFFERED, 8000);
+    sbh2_server_set_max_streams(t.srv, 4);
+    sbh2_server_set_max_header_list(t.srv, 600);
+    sbh2_server_set_max_body(t.srv, t.max_body);
+    sbh2_server_set_max_continuations(t.srv, 2);
+    sbh2_server_set_max_resets(t.srv, 3);
+    sbh2_server_set_max_queued(t.srv, 5000);
+    sbh2_server_set_max_queued_total(t.srv, 6000);
+    sbh2_server_set_max_buffered(t.srv, 8000);
   }
   if (t.opts & 64) { /* timers short enough to fire between chunks: stalls, a late SETTINGS ACK, idleness */
-    sbh2_server_set(t.srv, SBH2_OPT_STALL_TIMEOUT_MS, 1);
-    sbh2_server_set(t.srv, SBH2_OPT_SETTINGS_TIMEOUT_MS, 3);
-    sbh2_server_set(t.srv, SBH2_OPT_IDLE_TIMEOUT_MS, 2);
+    sbh2_server_set_stall_timeout(t.srv, 1);
+    sbh2_server_set_settings_timeout(t.srv, 3);
+    sbh2_server_set_idle_timeout(t.srv, 2);
   }
   t.conn = sbh2_sconn_new(t.srv);
   FUZZ_CHECK(t.conn);

@@ -215,6 +215,13 @@ function slice(latencies: number[], c: Counts): SoakSlice {
   return { ...base, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99) };
 }
 
+/** One transport's steady load: the interval's figures (taken once), every latency, and when it has stopped. */
+interface SteadyLoad {
+  take(): [number[], Counts];
+  all: number[];
+  done: Promise<void>;
+}
+
 /** Drives one transport at `rate` req/s; returns a function that takes the interval's figures. */
 function steadyLoad(
   client: SbiClient,
@@ -223,7 +230,7 @@ function steadyLoad(
   rate: number,
   signal: AbortSignal,
   ok: StatusSet,
-): { take(): [number[], Counts]; all: number[]; done: Promise<void> } {
+): SteadyLoad {
   let lat: number[] = [];
   const all: number[] = [];
   let c = zero();
@@ -286,6 +293,91 @@ function steadyLoad(
   };
 }
 
+/** What the soak reads at each interval: the server's memory, each transport's load, the attacks' counts. */
+interface IntervalSources {
+  pid: number | undefined;
+  loads: Map<TransportName, SteadyLoad>;
+  /** Each transport's counts over the whole run, added to at every interval. */
+  totals: Map<TransportName, Counts>;
+  attacks: AttackCounts;
+}
+
+/**
+ * Takes an interval every `intervalMs` until `durationMs` passed, the signal
+ * aborted or the server's process is gone (`alive` false). Also measures the
+ * soak's own event loop: a late 20 ms tick is a stall of this process, not
+ * of the server.
+ */
+async function sampleIntervals(
+  from: IntervalSources,
+  timing: { intervalMs: number; durationMs: number; onInterval?: (interval: SoakInterval) => void },
+  signal: AbortSignal,
+): Promise<{ intervals: SoakInterval[]; alive: boolean }> {
+  const intervals: SoakInterval[] = [];
+  let alive = true;
+  const t0 = performance.now();
+  const end = t0 + timing.durationMs;
+  let stall = 0;
+  let tick = performance.now();
+  const lagTimer = setInterval(() => {
+    const now = performance.now();
+    stall = Math.max(stall, now - tick - 20);
+    tick = now;
+  }, 20);
+  try {
+    for (let next = t0 + timing.intervalMs; !signal.aborted; next += timing.intervalMs) {
+      const wait = Math.min(next, end) - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const interval: SoakInterval = {
+        t: Math.round(performance.now() - t0) / 1000,
+        rssBytes: rssOf(from.pid),
+        loadStallMs: Math.round(Math.max(0, stall)),
+        transports: {},
+        attacks: { ...from.attacks },
+      };
+      stall = 0;
+      for (const [t, load] of from.loads) {
+        const [lat, counts] = load.take();
+        interval.transports[t] = slice(lat, counts);
+        addCounts(from.totals.get(t)!, counts);
+      }
+      intervals.push(interval);
+      timing.onInterval?.(interval);
+      if (interval.rssBytes === undefined && from.pid !== undefined) alive = false;
+      if (performance.now() >= end || !alive) break;
+    }
+  } finally {
+    clearInterval(lagTimer);
+  }
+  return { intervals, alive };
+}
+
+/** Each transport's whole run: its latencies and counts, and what it served per second. */
+function summarise(
+  loads: Map<TransportName, SteadyLoad>,
+  totals: Map<TransportName, Counts>,
+  durationMs: number,
+): SoakReport["summary"] {
+  const summary: SoakReport["summary"] = {};
+  for (const [t, load] of loads) {
+    const sum = totals.get(t)!;
+    summary[t] = { ...slice(load.all, sum), ratePerSecond: sum.served / (durationMs / 1000) };
+  }
+  return summary;
+}
+
+/** The server's RSS at the first interval, its peak, the last and `after` the attackers left; none without samples. */
+function rssSummary(intervals: SoakInterval[], after: number | undefined): SoakReport["rss"] {
+  const samples = intervals.map((i) => i.rssBytes).filter((x): x is number => x !== undefined);
+  if (!samples.length) return undefined;
+  return {
+    start: samples[0],
+    peak: Math.max(...samples),
+    end: samples.at(-1)!,
+    ...(after === undefined ? {} : { after }),
+  };
+}
+
 /** Runs a soak against a `lab serve` it starts; resolves with the report. */
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const intervalMs = options.intervalMs ?? 1000;
@@ -300,11 +392,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const stop = () => controller.abort();
   options.signal?.addEventListener("abort", stop, { once: true });
   const clients = new Map<TransportName, SbiClient>();
-  const intervals: SoakInterval[] = [];
   const totals = new Map<TransportName, Counts>();
   const ok = options.ok ?? parseStatusSet(DEFAULT_OK);
   const counts = noAttacks();
-  let alive = true;
   try {
     for (const t of options.transports) {
       clients.set(
@@ -327,38 +417,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         t,
       ) => [t, steadyLoad(clients.get(t)!, path, size, rate, controller.signal, ok)]),
     );
-    const t0 = performance.now();
-    const end = t0 + options.durationMs;
-    // The soak's own event loop: a late 20 ms tick is a stall of this process, not of the server.
-    let stall = 0;
-    let tick = performance.now();
-    const lagTimer = setInterval(() => {
-      const now = performance.now();
-      stall = Math.max(stall, now - tick - 20);
-      tick = now;
-    }, 20);
-    for (let next = t0 + intervalMs; !controller.signal.aborted; next += intervalMs) {
-      const wait = Math.min(next, end) - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const interval: SoakInterval = {
-        t: Math.round(performance.now() - t0) / 1000,
-        rssBytes: rssOf(servers.pid),
-        loadStallMs: Math.round(Math.max(0, stall)),
-        transports: {},
-        attacks: { ...counts },
-      };
-      stall = 0;
-      for (const [t, load] of loads) {
-        const [lat, counts] = load.take();
-        interval.transports[t] = slice(lat, counts);
-        addCounts(totals.get(t)!, counts);
-      }
-      intervals.push(interval);
-      options.onInterval?.(interval);
-      if (interval.rssBytes === undefined && servers.pid !== undefined) alive = false;
-      if (performance.now() >= end || !alive) break;
-    }
-    clearInterval(lagTimer);
+    const sampled = await sampleIntervals(
+      { pid: servers.pid, loads, totals, attacks: counts },
+      { intervalMs, durationMs: options.durationMs, onInterval: options.onInterval },
+      controller.signal,
+    );
+    const intervals = sampled.intervals;
+    let alive = sampled.alive;
     controller.abort();
     await Promise.all([...loads.values()].map((l) => l.done));
     await attacking;
@@ -369,16 +434,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       await new Promise((r) => setTimeout(r, SETTLE_MS));
       after = rssOf(servers.pid);
     }
-    const seconds = options.durationMs / 1000;
-    const summary: SoakReport["summary"] = {};
-    for (const [t, load] of loads) {
-      const sum = totals.get(t)!;
-      summary[t] = {
-        ...slice(load.all, sum),
-        ratePerSecond: sum.served / seconds,
-      };
-    }
-    const rssSamples = intervals.map((i) => i.rssBytes).filter((x): x is number => x !== undefined);
     const report: Omit<SoakReport, "crossed"> = {
       schema: "sbilab-soak/1",
       stack,
@@ -389,15 +444,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       size,
       attacks,
       intervals,
-      summary,
-      rss: rssSamples.length
-        ? {
-          start: rssSamples[0],
-          peak: Math.max(...rssSamples),
-          end: rssSamples.at(-1)!,
-          ...(after === undefined ? {} : { after }),
-        }
-        : undefined,
+      summary: summarise(loads, totals, options.durationMs),
+      rss: rssSummary(intervals, after),
       serverAlive: alive,
       bounds,
     };

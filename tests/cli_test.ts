@@ -212,129 +212,131 @@ Deno.test("lab serve refuses a port in use with one line", async () => {
   }
 });
 
+/** Bad input for `lab`: case name, arguments, the one line it must print, the exit code. */
+const ERROR_CASES: [string, string[], RegExp, number][] = [
+  ["bad URL", ["request", "not a url"], /error: Invalid URL/, 3],
+  ["bad scheme", ["request", "ftp://x/"], /error: Unsupported scheme ftp:/, 3],
+  [
+    "unreachable host",
+    ["request", "--timeout", "3000", `http://127.0.0.1:${freePort()}/x`],
+    /error: h2c request .* failed/,
+    7,
+  ],
+  [
+    "unreadable body file",
+    ["request", "-d", "@/nonexistent/file", "http://127.0.0.1:9/"],
+    /error: Cannot read \/nonexistent\/file/,
+    1,
+  ],
+  [
+    "unreadable cert",
+    [
+      "serve",
+      "--transports",
+      "h2-tls",
+      "--tls-port",
+      "0",
+      "--cert",
+      "/nonexistent.pem",
+      "--key",
+      "/nonexistent.key",
+    ],
+    /error: Cannot read \/nonexistent\.pem/,
+    1,
+  ],
+  [
+    "header without a colon",
+    ["request", "-H", "nocolon", "http://127.0.0.1:9/"],
+    /^error: -H must be a header like 'Name: value', got 'nocolon'$/,
+    2,
+  ],
+  [
+    "header name with a space",
+    ["request", "-H", "bad header", "http://127.0.0.1:9/"],
+    /^error: -H must be a header like 'Name: value', got 'bad header'$/,
+    2,
+  ],
+  [
+    "timeout not a number",
+    ["request", "--timeout", "abc", "http://127.0.0.1:9/"],
+    /--timeout/,
+    2,
+  ],
+  [
+    "unknown transport",
+    ["serve", "--transports", "h4"],
+    /^error: --transports: Unknown transport h4/,
+    2,
+  ],
+  ["bogus transport list", ["serve", "--transports", "bogus"], /Unknown transport bogus/, 2],
+  ["bad port", ["serve", "--h2c-port", "70000"], /error: --h2c-port must be a port/, 2],
+  [
+    "host not of this machine",
+    ["serve", "--transports", "h2c", "--h2c-port", "0", "--host", "192.0.2.1"],
+    /error: --host 192\.0\.2\.1 is not an address of this machine/,
+    2,
+  ],
+  ["bench with an unknown transport", ["bench", "--transports", "bogus"], /bogus/, 2],
+  [
+    "bench with a bad number",
+    ["bench", "--samples", "x"],
+    /^error: --samples must be a whole number ≥ 2, got x$/,
+    2,
+  ],
+  [
+    "bench with an MTU below IPv6's minimum",
+    ["bench", "--mtu", "900"],
+    /^error: --mtu must be a whole number 1280-65535, got 900$/,
+    2,
+  ],
+  [
+    "link selftest with too few probes",
+    ["link", "selftest", "--packets", "5"],
+    /^error: --packets must be a whole number 100-1000000, got 5$/,
+    2,
+  ],
+  [
+    "link with an unknown backend",
+    ["link", "up", "--link-backend", "veth"],
+    /^error: --link-backend must be one of relay, netem, got veth$/,
+    2,
+  ],
+  [
+    "load with a fractional connection count",
+    ["load", "http://127.0.0.1:9/", "-n", "5", "-c", "1.5"],
+    /^error: -c must be a whole number 1-100000, got 1\.5$/,
+    2,
+  ],
+  ["report of a missing file", ["report", "/nonexistent/run.json"], /Cannot read/, 2],
+  [
+    "link with a bad spec",
+    ["link", "selftest", "--link", "wam"],
+    /^error: --link: Unknown link profile "wam"/,
+    2,
+  ],
+  [
+    "h3 datagram size below QUIC's minimum",
+    ["serve", "--transports", "h3", "--h3-max-udp-payload", "1000"],
+    /^error: --h3-max-udp-payload must be a whole number 1200-65527, got 1000$/,
+    2,
+  ],
+  [
+    "soak with an unknown attack",
+    ["soak", "--attacks", "bogus"],
+    /^error: --attacks must be one of .*, got bogus$/,
+    2,
+  ],
+  [
+    "soak with a bad time",
+    ["soak", "--time", "soon"],
+    /^error: --time must be a duration like 500ms, 3s or 2m \(bare number = s\), got soon$/,
+    2,
+  ],
+  ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/, 2],
+];
+
 Deno.test("lab gives one clear line, exit 1 for failures, curl's status for a failed request and exit 2 for usage errors", async (t) => {
-  const cases: [string, string[], RegExp, number][] = [
-    ["bad URL", ["request", "not a url"], /error: Invalid URL/, 3],
-    ["bad scheme", ["request", "ftp://x/"], /error: Unsupported scheme ftp:/, 3],
-    [
-      "unreachable host",
-      ["request", "--timeout", "3000", `http://127.0.0.1:${freePort()}/x`],
-      /error: h2c request .* failed/,
-      7,
-    ],
-    [
-      "unreadable body file",
-      ["request", "-d", "@/nonexistent/file", "http://127.0.0.1:9/"],
-      /error: Cannot read \/nonexistent\/file/,
-      1,
-    ],
-    [
-      "unreadable cert",
-      [
-        "serve",
-        "--transports",
-        "h2-tls",
-        "--tls-port",
-        "0",
-        "--cert",
-        "/nonexistent.pem",
-        "--key",
-        "/nonexistent.key",
-      ],
-      /error: Cannot read \/nonexistent\.pem/,
-      1,
-    ],
-    [
-      "header without a colon",
-      ["request", "-H", "nocolon", "http://127.0.0.1:9/"],
-      /^error: -H must be a header like 'Name: value', got 'nocolon'$/,
-      2,
-    ],
-    [
-      "header name with a space",
-      ["request", "-H", "bad header", "http://127.0.0.1:9/"],
-      /^error: -H must be a header like 'Name: value', got 'bad header'$/,
-      2,
-    ],
-    [
-      "timeout not a number",
-      ["request", "--timeout", "abc", "http://127.0.0.1:9/"],
-      /--timeout/,
-      2,
-    ],
-    [
-      "unknown transport",
-      ["serve", "--transports", "h4"],
-      /^error: --transports: Unknown transport h4/,
-      2,
-    ],
-    ["bogus transport list", ["serve", "--transports", "bogus"], /Unknown transport bogus/, 2],
-    ["bad port", ["serve", "--h2c-port", "70000"], /error: --h2c-port must be a port/, 2],
-    [
-      "host not of this machine",
-      ["serve", "--transports", "h2c", "--h2c-port", "0", "--host", "192.0.2.1"],
-      /error: --host 192\.0\.2\.1 is not an address of this machine/,
-      2,
-    ],
-    ["bench with an unknown transport", ["bench", "--transports", "bogus"], /bogus/, 2],
-    [
-      "bench with a bad number",
-      ["bench", "--samples", "x"],
-      /^error: --samples must be a whole number ≥ 2, got x$/,
-      2,
-    ],
-    [
-      "bench with an MTU below IPv6's minimum",
-      ["bench", "--mtu", "900"],
-      /^error: --mtu must be a whole number 1280-65535, got 900$/,
-      2,
-    ],
-    [
-      "link selftest with too few probes",
-      ["link", "selftest", "--packets", "5"],
-      /^error: --packets must be a whole number 100-1000000, got 5$/,
-      2,
-    ],
-    [
-      "link with an unknown backend",
-      ["link", "up", "--link-backend", "veth"],
-      /^error: --link-backend must be one of relay, netem, got veth$/,
-      2,
-    ],
-    [
-      "load with a fractional connection count",
-      ["load", "http://127.0.0.1:9/", "-n", "5", "-c", "1.5"],
-      /^error: -c must be a whole number 1-100000, got 1\.5$/,
-      2,
-    ],
-    ["report of a missing file", ["report", "/nonexistent/run.json"], /Cannot read/, 2],
-    [
-      "link with a bad spec",
-      ["link", "selftest", "--link", "wam"],
-      /^error: --link: Unknown link profile "wam"/,
-      2,
-    ],
-    [
-      "h3 datagram size below QUIC's minimum",
-      ["serve", "--transports", "h3", "--h3-max-udp-payload", "1000"],
-      /^error: --h3-max-udp-payload must be a whole number 1200-65527, got 1000$/,
-      2,
-    ],
-    [
-      "soak with an unknown attack",
-      ["soak", "--attacks", "bogus"],
-      /^error: --attacks must be one of .*, got bogus$/,
-      2,
-    ],
-    [
-      "soak with a bad time",
-      ["soak", "--time", "soon"],
-      /^error: --time must be a duration like 500ms, 3s or 2m \(bare number = s\), got soon$/,
-      2,
-    ],
-    ["unknown command", ["frobnicate"], /error: unknown command 'frobnicate'/, 2],
-  ];
-  for (const [name, args, pattern, code] of cases) {
+  for (const [name, args, pattern, code] of ERROR_CASES) {
     await t.step(name, async () => assertOneLineError(await lab(args), pattern, code));
   }
 });

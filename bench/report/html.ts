@@ -17,7 +17,7 @@ import {
   scheduleLine,
 } from "./ratio_report.ts";
 import type { BenchRun, ResultRow } from "../record/schema.ts";
-import { formatBytes, formatDuration, formatRate } from "../../lib/units.ts";
+import { formatBudgetUse, formatBytes, formatDuration, formatRate } from "../../lib/units.ts";
 import {
   pluginSections,
   type RenderOptions,
@@ -146,12 +146,12 @@ function headSection(run: BenchRun, lib: ChartLibrary, options: RenderOptions): 
     );
   }
   parts.push(
-    `<p class="meta">Run ${esc(run.startedAt)}, ${(run.durationMs / 1000).toFixed(1)} s` +
+    `<p class="meta">Run ${esc(run.startedAt)}, ` +
       (run.study
-        ? ` (budget ${
-          (run.study.budgetMs / 1000).toFixed(0)
-        } s, at most ${run.study.samples} flows per side in a cell)`
-        : "") +
+        ? `${
+          formatBudgetUse(run.durationMs, run.study.budgetMs)
+        }, at most ${run.study.samples} flows per side in a cell`
+        : `${(run.durationMs / 1000).toFixed(1)} s`) +
       `; transports ${esc(run.config.transports.join(", "))}; ${
         esc(env.cpuModel)
       }, ${env.cores} cores; ` +

@@ -13,7 +13,7 @@ import type { H2Tls } from "./tls_ffi.ts";
 import { freedError, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import type { EventHandler, EventPoller } from "../native/event_poller.ts";
 
-/** Limits of the native HTTP/2 server (enum sbh2_option); each has a default in the shim. */
+/** Limits of the native HTTP/2 server (one setter each in the shim); each has a default in the shim. */
 export interface H2ServerLimitOptions {
   /** SETTINGS_MAX_CONCURRENT_STREAMS. Default 100. */
   maxConcurrentStreams?: number;
@@ -52,21 +52,22 @@ export interface H2ServerLimitOptions {
   maxServerQueuedBytes?: number;
 }
 
-const OPTION_CODES: Record<keyof H2ServerLimitOptions, number> = {
-  maxConcurrentStreams: 1,
-  maxHeaderListBytes: 2,
-  maxBodyBytes: 3,
-  windowBytes: 4,
-  idleTimeoutMs: 5,
-  settingsTimeoutMs: 6,
-  maxResets: 7,
-  resetsPerSecond: 8,
-  maxContinuations: 9,
-  maxQueuedBytes: 10,
-  stallTimeoutMs: 11,
-  maxBufferedBodyBytes: 12,
-  maxServerQueuedBytes: 13,
-};
+/** The shim's setter of each limit (sbh2_server_set_<limit>). */
+const SETTERS = {
+  maxConcurrentStreams: "sbh2_server_set_max_streams",
+  maxHeaderListBytes: "sbh2_server_set_max_header_list",
+  maxBodyBytes: "sbh2_server_set_max_body",
+  windowBytes: "sbh2_server_set_window",
+  idleTimeoutMs: "sbh2_server_set_idle_timeout",
+  settingsTimeoutMs: "sbh2_server_set_settings_timeout",
+  maxResets: "sbh2_server_set_max_resets",
+  resetsPerSecond: "sbh2_server_set_reset_rate",
+  maxContinuations: "sbh2_server_set_max_continuations",
+  maxQueuedBytes: "sbh2_server_set_max_queued",
+  stallTimeoutMs: "sbh2_server_set_stall_timeout",
+  maxBufferedBodyBytes: "sbh2_server_set_max_buffered",
+  maxServerQueuedBytes: "sbh2_server_set_max_queued_total",
+} as const satisfies Record<keyof H2ServerLimitOptions, keyof Sbh2Symbols>;
 
 /** Counters of one connection (enum sbh2_stat). */
 export const H2_STAT = {
@@ -95,13 +96,10 @@ export class H2ServerLimits {
     const ptr = sym.sbh2_server_new();
     if (ptr === null) throw new NativeError(NATIVE_ERR.NOMEM, "Cannot create HTTP/2 server limits");
     this.#ptr = ptr;
-    for (const [name, code] of Object.entries(OPTION_CODES)) {
+    for (const [name, setter] of Object.entries(SETTERS)) {
       const value = options[name as keyof H2ServerLimitOptions];
       if (value === undefined) continue;
-      if (
-        !Number.isSafeInteger(value) || value <= 0 ||
-        sym.sbh2_server_set(ptr, code, BigInt(value)) < 0
-      ) {
+      if (!Number.isSafeInteger(value) || value <= 0 || sym[setter](ptr, BigInt(value)) < 0) {
         this.close();
         throw new RangeError(`Invalid ${name}: ${value}`);
       }

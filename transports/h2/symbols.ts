@@ -40,8 +40,32 @@ export const SYMBOLS = {
   sbh2_server_new: { parameters: [], result: "pointer" },
   // void sbh2_server_free(sbh2_server *srv);
   sbh2_server_free: { parameters: ["pointer"], result: "void" },
-  // int sbh2_server_set(sbh2_server *srv, int option, uint64_t value);
-  sbh2_server_set: { parameters: ["pointer", "i32", "u64"], result: "i32" },
+  // int sbh2_server_set_max_streams(sbh2_server *srv, uint64_t streams);
+  sbh2_server_set_max_streams: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_max_header_list(sbh2_server *srv, uint64_t bytes);
+  sbh2_server_set_max_header_list: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_max_body(sbh2_server *srv, uint64_t bytes);
+  sbh2_server_set_max_body: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_window(sbh2_server *srv, uint64_t bytes);
+  sbh2_server_set_window: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_idle_timeout(sbh2_server *srv, uint64_t ms);
+  sbh2_server_set_idle_timeout: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_settings_timeout(sbh2_server *srv, uint64_t ms);
+  sbh2_server_set_settings_timeout: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_max_resets(sbh2_server *srv, uint64_t resets);
+  sbh2_server_set_max_resets: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_reset_rate(sbh2_server *srv, uint64_t per_second);
+  sbh2_server_set_reset_rate: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_max_continuations(sbh2_server *srv, uint64_t frames);
+  sbh2_server_set_max_continuations: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_max_queued(sbh2_server *srv, uint64_t bytes);
+  sbh2_server_set_max_queued: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_stall_timeout(sbh2_server *srv, uint64_t ms);
+  sbh2_server_set_stall_timeout: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_max_buffered(sbh2_server *srv, uint64_t bytes);
+  sbh2_server_set_max_buffered: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_server_set_max_queued_total(sbh2_server *srv, uint64_t bytes);
+  sbh2_server_set_max_queued_total: { parameters: ["pointer", "u64"], result: "i32" },
   // sbh2_sconn *sbh2_sconn_new(sbh2_server *srv);
   sbh2_sconn_new: { parameters: ["pointer"], result: "pointer" },
   // void sbh2_sconn_free(sbh2_sconn *conn);

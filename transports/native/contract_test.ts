@@ -128,3 +128,99 @@ Deno.test("every module's verbs mean one thing: _free returns nothing, _shutdown
   assert.ok(free >= 8 && shutdown >= 4, `found ${free} _free and ${shutdown} _shutdown functions`);
   assert.deepEqual(wrong, []);
 });
+
+/** Whitespace-normalised prototypes of C text, comments dropped: `int f(T *a, U b)`. */
+function fullPrototypes(text: string): Map<string, string> {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, "");
+  const out = new Map<string, string>();
+  for (const m of code.matchAll(/^[a-z][\w ]*?\*?\s*\b(sb\w+)\([^;]*\);/gm)) {
+    out.set(m[1], m[0].replace(/\s+/g, " ").replace(/\( /g, "(").replace(/ \);$/, ");"));
+  }
+  return out;
+}
+
+/**
+ * The entries of a symbol table with the C prototype in the comment above
+ * each (`// …;` on one or more lines, a note after the `;` allowed, or
+ * `/** … *\/`).
+ */
+function tableEntries(text: string): { name: string; comment: string | undefined }[] {
+  const out: { name: string; comment: string | undefined }[] = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const entry = /^ {2}(sb\w+): \{/.exec(lines[i]);
+    if (!entry) continue;
+    const doc = /^\s*\/\*\* (.*) \*\/\s*$/.exec(lines[i - 1] ?? "");
+    let comment = doc ? `${doc[1]};` : undefined;
+    if (!doc) {
+      const parts: string[] = [];
+      for (let j = i - 1; j >= 0 && /^\s*\/\/ /.test(lines[j]); j--) {
+        parts.unshift(lines[j].replace(/^\s*\/\/ /, ""));
+        if (/^[a-z][\w ]*?\*?\s*\bsb\w+\(/.test(parts[0])) break;
+      }
+      const joined = parts.join(" ");
+      if (/\bsb\w+\(/.test(joined)) comment = joined.slice(0, joined.indexOf(";") + 1);
+    }
+    out.push({ name: entry[1], comment });
+  }
+  return out;
+}
+
+/** Symbol tables whose every entry names a function of `MODULE_HEADERS` with its prototype as a comment. */
+const SYMBOL_TABLES = [
+  "transports/h2/symbols.ts",
+  "transports/h3/symbols.ts",
+  "transports/deno/h3_symbols.ts",
+];
+
+Deno.test("every symbol table entry carries its header's prototype word for word", async () => {
+  const headers = new Map<string, string>();
+  for (const path of MODULE_HEADERS) {
+    for (const [name, proto] of fullPrototypes(await Deno.readTextFile(`${ROOT}/${path}`))) {
+      headers.set(name, proto);
+    }
+  }
+  const wrong: string[] = [];
+  let entries = 0;
+  for (const path of SYMBOL_TABLES) {
+    for (const { name, comment } of tableEntries(await Deno.readTextFile(`${ROOT}/${path}`))) {
+      entries++;
+      if (comment === undefined) wrong.push(`${path}: ${name} has no prototype comment`);
+      else if (headers.get(name) !== comment.replace(/\s+/g, " ")) {
+        wrong.push(`${path}: ${name}: "${comment}" is not the header's "${headers.get(name)}"`);
+      }
+    }
+  }
+  assert.ok(entries >= 120, `only ${entries} symbol table entries found`);
+  assert.deepEqual(wrong, []);
+});
+
+/** Setters off the one configuration style of sbwire.h: one per option, returning int, no option code. */
+function setterProblems(text: string): string[] {
+  return [...fullPrototypes(text).entries()].flatMap(([name, proto]) => {
+    if (/_set$/.test(name)) return [`${name}: one setter per option (<object>_set_<option>)`];
+    if (/_set_\w+$/.test(name) && !proto.startsWith("int ")) return [`${name} does not return int`];
+    return [];
+  });
+}
+
+Deno.test("configuration has one setter style: <prefix>_<object>_set_<option>, returning int", async () => {
+  assert.deepEqual(
+    setterProblems(
+      "int sbx_server_set(sbx_server *s, int option, uint64_t v);\nvoid sbx_conn_set_window(sbx_conn *c, uint32_t n);",
+    ),
+    [
+      "sbx_server_set: one setter per option (<object>_set_<option>)",
+      "sbx_conn_set_window does not return int",
+    ],
+  );
+  const wrong: string[] = [];
+  let setters = 0;
+  for (const path of MODULE_HEADERS) {
+    const text = await Deno.readTextFile(`${ROOT}/${path}`);
+    setters += [...fullPrototypes(text).keys()].filter((n) => /_set_\w+$/.test(n)).length;
+    wrong.push(...setterProblems(text).map((p) => `${path}: ${p}`));
+  }
+  assert.ok(setters >= 30, `only ${setters} setters found`);
+  assert.deepEqual(wrong, []);
+});

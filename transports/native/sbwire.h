@@ -45,6 +45,16 @@
  * SBWIRE_ERR_INVALID). No function is named _close: _close_stream tells a
  * module that the caller's QUIC closed a stream, _close_all closes every
  * connection of a server.
+ *
+ * Configuration, one style in every module (quiche.h's): one setter per
+ * option, <prefix>_<object>_set_<option>(object, value...), returning 0 or
+ * a negative sbwire_error (SBWIRE_ERR_INVALID for a NULL object or a value
+ * out of range), each documented with its default on its own line; values
+ * that are only valid together (sbh3_config_set_send_queue's per-connection
+ * and per-endpoint caps, a certificate and its key) go in one call. A
+ * setter of a server's limits or of a configuration changes what is created
+ * after it; one of a connection applies to that connection. No setter takes
+ * an option code (no <prefix>_<object>_set(object, option, value)).
  */
 #ifndef SBWIRE_H
 #define SBWIRE_H

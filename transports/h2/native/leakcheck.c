@@ -271,8 +271,10 @@ static int server_checks(void) {
   uint8_t *body = malloc(big);
   memset(body, 'b', big);
   sbh2_server *srv = sbh2_server_new();
-  sbh2_server_set(srv, SBH2_OPT_MAX_BODY, 50000);
-  if (sbh2_server_set(srv, 999, 1) != SBWIRE_ERR_INVALID) bad++;
+  sbh2_server_set_max_body(srv, 50000);
+  if (sbh2_server_set_window(srv, 1) != SBWIRE_ERR_INVALID) bad++;
+  if (sbh2_server_set_max_body(srv, 0) != SBWIRE_ERR_INVALID) bad++;
+  if (sbh2_server_set_max_streams(NULL, 1) != SBWIRE_ERR_INVALID) bad++;
 
   /* 1. copied and lent bodies, a 413, a client cancel after the responses started */
   sbh2_conn *c = sbh2_conn_new(16u << 20, 0);
@@ -302,7 +304,7 @@ static int server_checks(void) {
   if (n > 0) sbh2_sconn_recv(s, wire, (uint32_t)n);
   sbh2_sconn_free(s);
   sbh2_conn_free(c);
-  if (sbh2_server_set(srv, SBH2_OPT_MAX_BUFFERED, 25000) != 0) bad++;
+  if (sbh2_server_set_max_buffered(srv, 25000) != 0) bad++;
 
   /* 2b. the buffer budget: a second body that does not fit is a 503, freed mid-upload; all bytes come back */
   c = sbh2_conn_new(16u << 20, 0);
@@ -399,7 +401,7 @@ static int server_checks(void) {
   }
 
   /* 6. rapid resets: each request is cancelled once its HEADERS went out */
-  sbh2_server_set(srv, SBH2_OPT_MAX_RESETS, 10);
+  sbh2_server_set_max_resets(srv, 10);
   c = sbh2_conn_new(65535, 0);
   s = sbh2_sconn_new(srv);
   sbh2_server_free(srv); /* the connection keeps the limits alive */

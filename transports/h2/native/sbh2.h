@@ -39,7 +39,7 @@ extern "C" {
 
 /* Size of the fixed part of an event record. */
 #define SBH2_EVENT_HEADER_LEN SBWIRE_EVENT_HEADER_LEN
-/* Default cap of a response header list, bytes (the server's request cap, SBH2_OPT_MAX_HEADER_LIST, is the same). */
+/* Default cap of a response header list, bytes (sbh2_server_set_max_header_list's default is the same). */
 #define SBH2_MAX_HEADER_LIST 16384
 
 

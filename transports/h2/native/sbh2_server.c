@@ -26,7 +26,23 @@
 #pragma weak nghttp2_option_set_max_continuations
 #pragma weak nghttp2_option_set_stream_reset_rate_limit
 
-#define NOPT 14
+/* The server's limits, by their index in srv->opt (each has a setter in sbh2_server.h). */
+enum option {
+  OPT_MAX_STREAMS = 1,
+  OPT_MAX_HEADER_LIST,
+  OPT_MAX_BODY,
+  OPT_WINDOW,
+  OPT_IDLE_TIMEOUT_MS,
+  OPT_SETTINGS_TIMEOUT_MS,
+  OPT_MAX_RESETS,
+  OPT_RESET_RATE,
+  OPT_MAX_CONTINUATIONS,
+  OPT_MAX_QUEUED,
+  OPT_STALL_TIMEOUT_MS,
+  OPT_MAX_BUFFERED,
+  OPT_MAX_QUEUED_TOTAL,
+  NOPT,
+};
 
 static const uint64_t DEFAULTS[NOPT] = {
     0,
@@ -48,8 +64,8 @@ static const uint64_t DEFAULTS[NOPT] = {
 struct sbh2_server {
   int refs;
   uint64_t opt[NOPT];
-  uint64_t buffered; /* request body bytes counted by all connections (SBH2_OPT_MAX_BUFFERED) */
-  uint64_t queued;   /* response body bytes not yet written, all connections (SBH2_OPT_MAX_QUEUED_TOTAL) */
+  uint64_t buffered; /* request body bytes counted by all connections (OPT_MAX_BUFFERED) */
+  uint64_t queued;   /* response body bytes not yet written, all connections (OPT_MAX_QUEUED_TOTAL) */
 };
 
 struct sstream {
@@ -107,7 +123,7 @@ static void set_err(struct sbh2_sconn *c, const char *msg) { sbh2_set_err(c->err
 
 /* Counts n more body bytes of s against the server's buffer budget; returns 0 (nothing counted) when they do not fit. */
 static int count_body(struct sbh2_sconn *c, struct sstream *s, uint64_t n) {
-  if (c->srv->buffered + n > c->srv->opt[SBH2_OPT_MAX_BUFFERED]) return 0;
+  if (c->srv->buffered + n > c->srv->opt[OPT_MAX_BUFFERED]) return 0;
   c->srv->buffered += n;
   s->counted += n;
   return 1;
@@ -406,28 +422,42 @@ static void server_unref(sbh2_server *srv) {
 
 void sbh2_server_free(sbh2_server *srv) { server_unref(srv); }
 
-int sbh2_server_set(sbh2_server *srv, int option, uint64_t value) {
-  if (!srv || option <= 0 || option >= NOPT || value == 0) return SBWIRE_ERR_INVALID;
-  if (option == SBH2_OPT_WINDOW && (value < 65535 || value > 0x7fffffff)) return SBWIRE_ERR_INVALID;
-  if (option == SBH2_OPT_MAX_STREAMS && value > 0x7fffffff) return SBWIRE_ERR_INVALID;
+static int server_set(sbh2_server *srv, enum option option, uint64_t value) {
+  if (!srv || value == 0) return SBWIRE_ERR_INVALID;
+  if (option == OPT_WINDOW && (value < 65535 || value > 0x7fffffff)) return SBWIRE_ERR_INVALID;
+  if (option == OPT_MAX_STREAMS && value > 0x7fffffff) return SBWIRE_ERR_INVALID;
   srv->opt[option] = value;
   return 0;
 }
+
+int sbh2_server_set_max_streams(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_MAX_STREAMS, v); }
+int sbh2_server_set_max_header_list(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_MAX_HEADER_LIST, v); }
+int sbh2_server_set_max_body(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_MAX_BODY, v); }
+int sbh2_server_set_window(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_WINDOW, v); }
+int sbh2_server_set_idle_timeout(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_IDLE_TIMEOUT_MS, v); }
+int sbh2_server_set_settings_timeout(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_SETTINGS_TIMEOUT_MS, v); }
+int sbh2_server_set_max_resets(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_MAX_RESETS, v); }
+int sbh2_server_set_reset_rate(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_RESET_RATE, v); }
+int sbh2_server_set_max_continuations(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_MAX_CONTINUATIONS, v); }
+int sbh2_server_set_max_queued(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_MAX_QUEUED, v); }
+int sbh2_server_set_stall_timeout(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_STALL_TIMEOUT_MS, v); }
+int sbh2_server_set_max_buffered(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_MAX_BUFFERED, v); }
+int sbh2_server_set_max_queued_total(sbh2_server *srv, uint64_t v) { return server_set(srv, OPT_MAX_QUEUED_TOTAL, v); }
 
 sbh2_sconn *sbh2_sconn_new(sbh2_server *srv) {
   if (!srv) return NULL;
   struct sbh2_sconn *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   const uint64_t *o = srv->opt;
-  c->max_body = o[SBH2_OPT_MAX_BODY];
-  c->max_header_list = o[SBH2_OPT_MAX_HEADER_LIST];
-  c->max_cont = o[SBH2_OPT_MAX_CONTINUATIONS];
-  c->max_queued = o[SBH2_OPT_MAX_QUEUED];
-  c->idle_ms = (int64_t)o[SBH2_OPT_IDLE_TIMEOUT_MS];
-  c->settings_ms = (int64_t)o[SBH2_OPT_SETTINGS_TIMEOUT_MS];
-  c->stall_ms = (int64_t)o[SBH2_OPT_STALL_TIMEOUT_MS];
-  c->reset_burst = c->reset_tokens = (double)o[SBH2_OPT_MAX_RESETS];
-  c->reset_rate = (double)o[SBH2_OPT_RESET_RATE];
+  c->max_body = o[OPT_MAX_BODY];
+  c->max_header_list = o[OPT_MAX_HEADER_LIST];
+  c->max_cont = o[OPT_MAX_CONTINUATIONS];
+  c->max_queued = o[OPT_MAX_QUEUED];
+  c->idle_ms = (int64_t)o[OPT_IDLE_TIMEOUT_MS];
+  c->settings_ms = (int64_t)o[OPT_SETTINGS_TIMEOUT_MS];
+  c->stall_ms = (int64_t)o[OPT_STALL_TIMEOUT_MS];
+  c->reset_burst = c->reset_tokens = (double)o[OPT_MAX_RESETS];
+  c->reset_rate = (double)o[OPT_RESET_RATE];
   c->created = c->last_input = c->last_progress = c->reset_stamp = now_ms();
   nghttp2_session_callbacks *cbs = NULL;
   nghttp2_option *opt = NULL;
@@ -453,7 +483,7 @@ sbh2_sconn *sbh2_sconn_new(sbh2_server *srv) {
   /* one above ours, so that this module's counters trip first and answer with GOAWAY ENHANCE_YOUR_CALM */
   if (nghttp2_option_set_max_continuations) nghttp2_option_set_max_continuations(opt, (size_t)c->max_cont + 1);
   if (nghttp2_option_set_stream_reset_rate_limit) {
-    nghttp2_option_set_stream_reset_rate_limit(opt, o[SBH2_OPT_MAX_RESETS] + 1, o[SBH2_OPT_RESET_RATE]);
+    nghttp2_option_set_stream_reset_rate_limit(opt, o[OPT_MAX_RESETS] + 1, o[OPT_RESET_RATE]);
   }
   int rv = nghttp2_session_server_new2(&c->session, cbs, c, opt);
   nghttp2_session_callbacks_del(cbs);
@@ -461,13 +491,13 @@ sbh2_sconn *sbh2_sconn_new(sbh2_server *srv) {
   cbs = NULL;
   opt = NULL;
   if (rv != 0) goto fail;
-  uint64_t window = o[SBH2_OPT_WINDOW];
+  uint64_t window = o[OPT_WINDOW];
   uint64_t conn_window = window * 16 > 0x7fffffff ? 0x7fffffff : window * 16;
   nghttp2_settings_entry iv[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)o[SBH2_OPT_MAX_STREAMS]},
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)o[OPT_MAX_STREAMS]},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)window},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
-       o[SBH2_OPT_MAX_HEADER_LIST] > UINT32_MAX ? UINT32_MAX : (uint32_t)o[SBH2_OPT_MAX_HEADER_LIST]},
+       o[OPT_MAX_HEADER_LIST] > UINT32_MAX ? UINT32_MAX : (uint32_t)o[OPT_MAX_HEADER_LIST]},
   };
   if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]) != 0) goto fail;
   if (nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, (int32_t)conn_window) != 0) goto fail;
@@ -566,7 +596,7 @@ int sbh2_sconn_respond(sbh2_sconn *c, int32_t stream_id, const uint8_t *hdrs, ui
   struct sstream *s = nghttp2_session_get_stream_user_data(c->session, stream_id);
   if (!s || !s->delivered || s->responded || s->closed) return SBWIRE_ERR_NOT_FOUND;
   if (body_len && window_closed(c, stream_id) &&
-      (c->queued + body_len > c->max_queued || c->srv->queued + body_len > c->srv->opt[SBH2_OPT_MAX_QUEUED_TOTAL])) {
+      (c->queued + body_len > c->max_queued || c->srv->queued + body_len > c->srv->opt[OPT_MAX_QUEUED_TOTAL])) {
     /* the peer reads nothing and enough is waiting already: refuse to hold more */
     s->responded = 1;
     reset_stream(c, s, NGHTTP2_ENHANCE_YOUR_CALM);

@@ -15,7 +15,7 @@
  * either copied once at respond (token 0) or lent: the caller keeps it alive
  * and unchanged until a RELEASED event carrying its token.
  *
- * Limits (enum sbh2_option, each with a default): concurrent streams, header
+ * Limits (one setter each, sbh2_server_set_<limit>, with a default): concurrent streams, header
  * list size, CONTINUATION frames, request body size (the request still
  * arrives, as a TOO_LARGE event with code 413, so the caller answers it),
  * request body bytes buffered by all connections of a server (a body that
@@ -36,39 +36,8 @@
 extern "C" {
 #endif
 
-/* A request whose body exceeded SBH2_OPT_MAX_BODY (SBWIRE_TOO_LARGE_BODY) or did not fit in SBH2_OPT_MAX_BUFFERED
+/* A request whose body exceeded the server's max_body (SBWIRE_TOO_LARGE_BODY) or did not fit in its max_buffered
    (SBWIRE_TOO_LARGE_BUDGET) arrives as a TOO_LARGE event: headers only, body dropped. */
-
-enum sbh2_option {
-  /* SETTINGS_MAX_CONCURRENT_STREAMS; default 100. */
-  SBH2_OPT_MAX_STREAMS = 1,
-  /* Largest request header list (RFC 9113 size: name + value + 32 per field), bytes; default 16384. */
-  SBH2_OPT_MAX_HEADER_LIST = 2,
-  /* Largest request body, bytes; default 32 MiB. */
-  SBH2_OPT_MAX_BODY = 3,
-  /* Receive window of each stream, bytes (the connection's is 16 times that, at most 2^31-1); default 1 MiB. */
-  SBH2_OPT_WINDOW = 4,
-  /* Close a connection without open streams after this long without input, ms; default 60000. */
-  SBH2_OPT_IDLE_TIMEOUT_MS = 5,
-  /* Close a connection whose preface and SETTINGS (or ACK of ours) are this late, ms; default 10000. */
-  SBH2_OPT_SETTINGS_TIMEOUT_MS = 6,
-  /* Peer stream resets allowed in a burst before GOAWAY ENHANCE_YOUR_CALM; default 200. */
-  SBH2_OPT_MAX_RESETS = 7,
-  /* Peer stream resets forgiven per second (refill of the burst); default 50. */
-  SBH2_OPT_RESET_RATE = 8,
-  /* CONTINUATION frames allowed after one HEADERS frame; default 8. */
-  SBH2_OPT_MAX_CONTINUATIONS = 9,
-  /* Response body bytes queued per connection; a response beyond it is reset (ENHANCE_YOUR_CALM); default 64 MiB. */
-  SBH2_OPT_MAX_QUEUED = 10,
-  /* Reset streams whose queued response made no progress for this long, ms; default 10000. */
-  SBH2_OPT_STALL_TIMEOUT_MS = 11,
-  /* Request body bytes buffered at once by all connections of this server (a declared content-length counts
-     whole); a body that does not fit arrives as TOO_LARGE with code 503; default 256 MiB. */
-  SBH2_OPT_MAX_BUFFERED = 12,
-  /* Response body bytes queued by all connections of this server; a response beyond it while its peer's window
-     is closed is reset (ENHANCE_YOUR_CALM), as for SBH2_OPT_MAX_QUEUED; default 256 MiB. */
-  SBH2_OPT_MAX_QUEUED_TOTAL = 13,
-};
 
 /* Counters of one connection (sbh2_sconn_stat). */
 enum sbh2_stat {
@@ -82,7 +51,7 @@ enum sbh2_stat {
   SBH2_STAT_QUEUED_BYTES = 4,
   /* Streams held (open, or with an unpolled event). */
   SBH2_STAT_STREAMS = 5,
-  /* Request body bytes counted against SBH2_OPT_MAX_BUFFERED by all connections of this server now. */
+  /* Request body bytes counted against the max_buffered limit by all connections of this server now. */
   SBH2_STAT_BUFFERED = 6,
   /* Response body bytes queued and not yet written by all connections of this server. */
   SBH2_STAT_QUEUED_TOTAL = 7,
@@ -95,8 +64,37 @@ typedef struct sbh2_sconn sbh2_sconn;
 sbh2_server *sbh2_server_new(void);
 /* Drops the caller's reference; connections keep theirs. */
 void sbh2_server_free(sbh2_server *srv);
-/* Sets one enum sbh2_option for connections created afterwards; SBWIRE_ERR_INVALID for an unknown option or 0. */
-int sbh2_server_set(sbh2_server *srv, int option, uint64_t value);
+/* The setters below change a limit for connections created afterwards; each returns 0, or SBWIRE_ERR_INVALID for a
+   NULL server, 0 or a value out of range. */
+/* SETTINGS_MAX_CONCURRENT_STREAMS, at most 2^31-1; default 100. */
+int sbh2_server_set_max_streams(sbh2_server *srv, uint64_t streams);
+/* Largest request header list (RFC 9113 size: name + value + 32 per field), bytes; default 16384. */
+int sbh2_server_set_max_header_list(sbh2_server *srv, uint64_t bytes);
+/* Largest request body, bytes; default 32 MiB. */
+int sbh2_server_set_max_body(sbh2_server *srv, uint64_t bytes);
+/* Receive window of each stream, 65535..2^31-1 bytes (the connection's is 16 times that, at most 2^31-1); default
+   1 MiB. */
+int sbh2_server_set_window(sbh2_server *srv, uint64_t bytes);
+/* Close a connection without open streams after this long without input, ms; default 60000. */
+int sbh2_server_set_idle_timeout(sbh2_server *srv, uint64_t ms);
+/* Close a connection whose preface and SETTINGS (or ACK of ours) are this late, ms; default 10000. */
+int sbh2_server_set_settings_timeout(sbh2_server *srv, uint64_t ms);
+/* Peer stream resets allowed in a burst before GOAWAY ENHANCE_YOUR_CALM; default 200. */
+int sbh2_server_set_max_resets(sbh2_server *srv, uint64_t resets);
+/* Peer stream resets forgiven per second (refill of the burst); default 50. */
+int sbh2_server_set_reset_rate(sbh2_server *srv, uint64_t per_second);
+/* CONTINUATION frames allowed after one HEADERS frame; default 8. */
+int sbh2_server_set_max_continuations(sbh2_server *srv, uint64_t frames);
+/* Response body bytes queued per connection; a response beyond it is reset (ENHANCE_YOUR_CALM); default 64 MiB. */
+int sbh2_server_set_max_queued(sbh2_server *srv, uint64_t bytes);
+/* Reset streams whose queued response made no progress for this long, ms; default 10000. */
+int sbh2_server_set_stall_timeout(sbh2_server *srv, uint64_t ms);
+/* Request body bytes buffered at once by all connections of this server (a declared content-length counts whole);
+   a body that does not fit arrives as TOO_LARGE with code 503; default 256 MiB. */
+int sbh2_server_set_max_buffered(sbh2_server *srv, uint64_t bytes);
+/* Response body bytes queued by all connections of this server; a response beyond it while its peer's window is
+   closed is reset (ENHANCE_YOUR_CALM), as for max_queued; default 256 MiB. */
+int sbh2_server_set_max_queued_total(sbh2_server *srv, uint64_t bytes);
 
 /* Starts a server session for one accepted connection (server SETTINGS queued). */
 sbh2_sconn *sbh2_sconn_new(sbh2_server *srv);
