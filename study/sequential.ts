@@ -161,6 +161,13 @@ export interface LookDecision {
 
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 
+/** Where a look's interval of the reduction puts it, or that it has no upper bound yet. */
+function reductionRange(ci: { lower: number; upper: number }): string {
+  return ci.lower <= -9.99
+    ? "its interval still unbounded (too few independent flows)"
+    : `between ${pct(ci.lower)} and ${pct(ci.upper)}`;
+}
+
 /** Decides one look from its intervals (see the module's doc for the rule). */
 export function decideLook(
   f: LookFigures,
@@ -215,7 +222,7 @@ export function decideLook(
       reduction,
       reductionCi,
       reason: `p99 ${reduction >= 0 ? `${pct(reduction)} lower` : `${pct(-reduction)} higher`}, ` +
-        `between ${pct(Math.max(-9.99, reductionCi.lower))} and ${pct(reductionCi.upper)}; ` +
+        `${reductionRange(reductionCi)}; ` +
         `a ${Math.round(design.powerReduction! * 100)} % lower p99 would have shown as material ` +
         `with at least ${Math.round(design.power! * 100)} % chance`,
     };
@@ -226,7 +233,7 @@ export function decideLook(
     reduction,
     reductionCi,
     reason: `p99 ${reduction >= 0 ? `${pct(reduction)} lower` : `${pct(-reduction)} higher`}, ` +
-      `between ${pct(Math.max(-9.99, reductionCi.lower))} and ${pct(reductionCi.upper)}`,
+      `${reductionRange(reductionCi)}`,
     flowsToDecide: more,
   };
 }

@@ -131,6 +131,8 @@ Deno.test("a look decides material at 20 % with the ratio's interval below 1, no
   const open = decideLook({ ...f, h3Ci: { ...f.h3Ci, upper: Infinity } });
   assert.equal(open.status, "undecided");
   assert.equal(open.reductionCi.lower, -Infinity);
+  assert.match(open.reason, /^p99 20\.0 % lower, its interval still unbounded/);
+  assert.doesNotMatch(open.reason, /999/);
   // 20 % lower but HTTP/3 lost more flows: decided, not material.
   const lossier = decideLook({ ...f, h3FailShare: 0.02, h2FailShare: 0.01 });
   assert.equal(lossier.status, "not-material");
