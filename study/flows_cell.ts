@@ -236,8 +236,12 @@ class CellRunner {
       (this.looked = next, true);
   }
 
-  /** Judges every open flow, h3 against the h2 transports; a decided one closes. */
-  judgeOpen(): void {
+  /**
+   * Judges every open flow, h3 against the h2 transports; a decided one
+   * closes. `ended`: the cell's time or flows ran out (a look in hand is taken
+   * on the flows there are).
+   */
+  judgeOpen(ended: boolean): void {
     for (const name of [...this.open]) {
       const h3 = this.arms.find((a) => a.held.transport === "h3");
       const h2 = this.arms.filter((a) => a.held.transport !== "h3");
@@ -246,7 +250,7 @@ class CellRunner {
       const j = judgeSequential(
         side(h3),
         h2.map((a) => ({ transport: a.held.transport, samples: side(a) })),
-        { design: this.run.design },
+        { design: this.run.design, ended },
       );
       if (j?.decidedAt !== undefined) {
         this.open.delete(name);
@@ -300,7 +304,7 @@ class CellRunner {
       }
     }
     await Promise.all(this.inFlight.splice(0));
-    this.judgeOpen();
+    this.judgeOpen(true);
   }
 
   /**
@@ -319,11 +323,12 @@ class CellRunner {
       }
       const full = arms.every((a) => a.started >= this.run.maxFlows);
       const outOfTime = ctx.clock() >= this.deadline;
-      if (this.lookDue() || full || outOfTime || ctx.signal?.aborted) {
+      const ended = full || outOfTime || !!ctx.signal?.aborted;
+      if (this.lookDue() || ended) {
         // A look, or the cell's end: every flow in flight finishes first.
         await Promise.all(this.inFlight.splice(0));
-        this.judgeOpen();
-        stop = this.open.size === 0 || full || outOfTime || !!ctx.signal?.aborted;
+        this.judgeOpen(ended);
+        stop = this.open.size === 0 || ended;
       }
       this.report();
     }

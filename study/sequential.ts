@@ -62,6 +62,12 @@ export interface SequentialDesign {
   powerReduction?: number;
   /** Chance a powered look calls a true {@link powerReduction} material (0.8). */
   power?: number;
+  /**
+   * A cell whose time or flows ran out between two looks takes the next look
+   * on the flows it has (see {@link judgeSequential}). Omitted: the flows past
+   * the last look reached are not judged.
+   */
+  endLook?: boolean;
 }
 
 /**
@@ -79,6 +85,7 @@ export const DEFAULT_DESIGN: SequentialDesign = {
   clusterFlows: 50,
   powerReduction: 0.3,
   power: 0.8,
+  endLook: true,
 };
 
 /** The design `--quick` judges with: one look, at the fewest flows a single look needs. */
@@ -391,14 +398,19 @@ export interface SequentialJudgement extends LookDecision, LookFigures {
 /**
  * Judges a cell from its flow times in completion order: look L uses each
  * side's first L flows, the better HTTP/2 is the variant with the lower p99
- * there, and the first look that decides is the decision. An undecided cell
- * is described on all its flows (with the flows that would decide it). A
- * pure function of the samples, so the run and its report agree.
+ * there, and the first look that decides is the decision. With `ended` (the
+ * cell's time or flows ran out, a stop that does not depend on its flow
+ * times), a look the design still has in hand is taken on all the flows
+ * there are: the design's count of looks and each look's level stay, so
+ * the Bonferroni bound holds, and a budget that ends a few flows short of a
+ * look does not throw the look away. An undecided cell is described on all
+ * its flows (with the flows that would decide it). A pure function of the
+ * samples, so the run and its report agree.
  */
 export function judgeSequential(
   h3: ArrayLike<number>,
   h2: H2Side[],
-  options: { design?: SequentialDesign; h3FailShare?: number } = {},
+  options: { design?: SequentialDesign; h3FailShare?: number; ended?: boolean } = {},
 ): SequentialJudgement | undefined {
   const design = options.design ?? DEFAULT_DESIGN;
   if (h2.length === 0 || h3.length === 0 || h2.some((s) => s.samples.length === 0)) {
@@ -436,6 +448,10 @@ export function judgeSequential(
     h2FailShare: b.failShare,
   });
   if (d.status === "undecided") return { ...d, bestH2: b.transport, looksTaken: taken };
+  // The cell has ended with a look in hand: all its flows are that look.
+  if (options.ended && design.endLook && taken < design.looks.length) {
+    return { ...d, bestH2: b.transport, decidedAt: n, looksTaken: taken + 1 };
+  }
   // All flows would decide, but they are not a planned look: the next look would take it.
   const next = nextLook(design, n);
   return {

@@ -108,6 +108,65 @@ Deno.test("the design never decides a cell on fewer flows than a look allows", (
   checkDesign(DEFAULT_DESIGN);
 });
 
+Deno.test("a cell that ends between two looks takes its next look on the flows it has, within the error rate", () => {
+  const rng = createRng(41);
+  const h2Side = (x: number[]) => [{ transport: "h2c", samples: x }];
+  let extra = 0, equalMaterial = 0;
+  for (let t = 0; t < 200; t++) {
+    // Time ran out somewhere between the third look (2,400) and the last (4,800).
+    const n = 2401 + Math.floor(rng() * 2398);
+    const ratio = t % 2 ? 1 : 0.75;
+    const h3 = flowTimes(rng, n, 100 * ratio, 0.5), h2 = flowTimes(rng, n, 100, 0.5);
+    const open = judgeSequential(h3, h2Side(h2))!;
+    const ended = judgeSequential(h3, h2Side(h2), { ended: true })!;
+    if (open.decidedAt !== undefined) {
+      // Decided at a planned look: the end changes nothing.
+      assert.deepEqual(ended, open);
+      continue;
+    }
+    assert.equal(open.looksTaken, 3);
+    const all = lookAt(h3, h2);
+    if (all.status === "undecided") {
+      assert.equal(ended.status, "undecided");
+      continue;
+    }
+    // The look in hand, on all n flows: decided as a look on them decides, never by the power
+    // (that is the last planned look's).
+    extra++;
+    assert.equal(ended.status, all.status);
+    assert.equal(ended.decidedAt, n);
+    assert.equal(ended.looksTaken, 4);
+    assert.doesNotMatch(ended.reason, /would have shown as material/);
+    if (ratio === 1 && ended.status === "material") equalMaterial++;
+  }
+  assert.ok(extra > 0, "some cells were decided by the look in hand");
+  assert.ok(equalMaterial / 100 <= 1 - DEFAULT_DESIGN.level, `${equalMaterial} of 100`);
+  // No look in hand once every look is taken: a design of one look does not take a second.
+  const h3 = flowTimes(rng, 900, 10, 0.1), h2 = flowTimes(rng, 900, 100, 0.1);
+  const one = { ...DEFAULT_DESIGN, looks: [600] };
+  const past = judgeSequential(h3, h2Side(h2), { design: one, ended: true })!;
+  assert.equal(past.decidedAt, 600);
+  const slow = flowTimes(rng, 900, 100, 0.1);
+  const tie = judgeSequential(slow, h2Side(h2), {
+    design: { ...one, powerReduction: undefined },
+    ended: true,
+  })!;
+  assert.notEqual(tie.decidedAt, 900);
+  // A record without the rule field keeps its old reading.
+  const early = flowTimes(rng, 599, 10, 0.1), early2 = flowTimes(rng, 599, 100, 0.1);
+  // (Flows taken as independent: 599 flows bound a p99 only without a design effect above 1.)
+  const now = { ...DEFAULT_DESIGN, clusterFlows: undefined };
+  const old = { ...now, endLook: undefined };
+  assert.equal(
+    judgeSequential(early, h2Side(early2), { design: old, ended: true })!.status,
+    "undecided",
+  );
+  assert.equal(
+    judgeSequential(early, h2Side(early2), { design: now, ended: true })!.decidedAt,
+    599,
+  );
+});
+
 Deno.test("a look decides material at 20 % with the ratio's interval below 1, not material below 20 % at its best end", () => {
   const f = {
     h3P99: 80,

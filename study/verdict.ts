@@ -151,7 +151,8 @@ export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
           samples: r.samples.samples,
           failShare: share(r),
         })),
-        { design, h3FailShare: share(h3) },
+        // A record holds each cell's flows at its end.
+        { design, h3FailShare: share(h3), ended: true },
       )
       : undefined;
     if (!j) {

@@ -49,6 +49,11 @@ export interface VerdictRule {
   powerReduction?: number;
   /** Chance a powered look calls a true `powerReduction` material. */
   power?: number;
+  /**
+   * A cell whose time ran out between two looks takes the next look on the
+   * flows it has (the design's `endLook`); records without it did not.
+   */
+  endLook?: boolean;
 }
 
 /** The rule the study states. */
@@ -64,6 +69,7 @@ export const DEFAULT_RULE: VerdictRule = {
   clusterFlows: DEFAULT_DESIGN.clusterFlows,
   powerReduction: DEFAULT_DESIGN.powerReduction,
   power: DEFAULT_DESIGN.power,
+  endLook: DEFAULT_DESIGN.endLook,
 };
 
 /** The sequential design a rule states. */
@@ -76,6 +82,7 @@ export function ruleDesign(rule: VerdictRule): SequentialDesign {
     ...(rule.powerReduction && rule.power
       ? { powerReduction: rule.powerReduction, power: rule.power }
       : {}),
+    ...(rule.endLook ? { endLook: true } : {}),
   };
 }
 
@@ -186,7 +193,11 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
     `core or more, and at least ${th.minOnTimeShare * 100} % of UE arrivals started within ` +
     `${th.onTimeMs} ms of their due time; other cells are shown as not valid. A valid cell is ` +
     `judged at ${looks.length === 1 ? "one look" : `up to ${looks.length} looks`}, when each ` +
-    `side has completed ${looks.join(", ")} flows, and stops at the first look that decides. ` +
+    `side has completed ${looks.join(", ")} flows, and stops at the first look that decides` +
+    (design.endLook && looks.length > 1
+      ? `; a cell whose time runs out between two looks takes its next look on the flows it has`
+      : "") +
+    `. ` +
     `At a look each side's p99 gets a distribution-free order-statistic interval at ${side} %` +
     (design.clusterFlows
       ? `, widened by how much more than independent flows the two sides' slow flows come ` +

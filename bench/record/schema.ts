@@ -313,6 +313,8 @@ export interface StudyRecord {
     powerReduction?: number;
     /** Chance that powered look calls it material. */
     power?: number;
+    /** A cell whose time ran out between two looks took the next look on its flows; absent: it did not. */
+    endLook?: boolean;
   };
 }
 
