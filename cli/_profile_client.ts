@@ -32,6 +32,8 @@ export interface ProfileClientJob {
   serverPid?: number;
   /** Read both processes' resident size every this many measured requests; default never. */
   memoryEvery?: number;
+  /** A request's time limit in ms; default 10 000. */
+  timeoutMs?: number;
 }
 
 /** The JSON line this process prints. */
@@ -84,7 +86,7 @@ async function run(job: ProfileClientJob): Promise<ProfileClientResult> {
     tls: job.transport === "h2c"
       ? undefined
       : { ca: job.caPath ? { path: job.caPath } : undefined, insecure: job.insecure },
-    timeoutMs: 10_000,
+    timeoutMs: job.timeoutMs ?? 10_000,
   });
   let errors = 0;
   const batch = async (n: number) => {

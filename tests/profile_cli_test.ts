@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runLab } from "./support.ts";
+import { needsTool, runLab } from "./support.ts";
 import { H2_NATIVE_SKIP } from "../transports/h2/_test_util.ts";
 
 Deno.test("lab profile refuses a peer that does not speak the transport", async () => {
@@ -14,7 +14,72 @@ Deno.test("lab profile refuses a peer that does not speak the transport", async 
   assert.match(m.stderr, /--memory and --callgrind are separate runs/);
   const j = await runLab(["profile", "--json", "x.json"]);
   assert.equal(j.code, 2);
-  assert.match(j.stderr, /--json goes with --memory/);
+  assert.match(j.stderr, /--json goes with --memory or --callgrind/);
+  const c = await runLab(["profile", "--client", "h2load"]);
+  assert.equal(c.code, 2);
+  assert.match(c.stderr, /--client h2load goes with --callgrind/);
+  const h = await runLab(["profile", "--callgrind", "--transport", "h3", "--client", "h2load"]);
+  assert.equal(h.code, 2);
+  assert.match(h.stderr, /--client h2load goes with --transport h2c or h2-tls/);
+});
+
+Deno.test({
+  name: "lab profile --callgrind counts both sides' instructions per request by object and part",
+  ignore: needsTool("valgrind", "valgrind") || needsTool("h2load", "nghttp2-client"),
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sbilab-profile-callgrind-" });
+    try {
+      const json = `${dir}/callgrind.json`;
+      // both sides C (sbilab's h2 module in its C host, h2load): seconds under callgrind, not minutes
+      const r = await runLab([
+        "profile",
+        "--callgrind",
+        "--server",
+        "c-host",
+        "--client",
+        "h2load",
+        "--requests",
+        "80",
+        "--json",
+        json,
+      ], 120_000);
+      const text = new TextDecoder().decode(r.stdout);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(
+        text,
+        /^lab profile --callgrind: h2c, h2load client → c-host, 256 B, 1 in flight, 80 − 20 requests/m,
+      );
+      assert.match(
+        text,
+        /^client \(h2load\) under callgrind \(80 − 20 requests\): [\d,]+ instructions per request$/m,
+      );
+      assert.match(text, /^server \(c-host\) under callgrind/m);
+      assert.match(text, /^libnghttp2\.so[\d.]*\s+[\d,]+\s+[\d.]+ %$/m);
+      const record = JSON.parse(await Deno.readTextFile(json));
+      assert.equal(record.schema, "sbilab-callgrind/1");
+      assert.deepEqual(record.requests, [20, 80]);
+      const [client, server] = record.sides;
+      assert.deepEqual([client.side, client.name, server.side, server.name], [
+        "client",
+        "h2load",
+        "server",
+        "c-host",
+      ]);
+      for (const side of record.sides) {
+        // two C processes: no Deno binary, no generated code worth a row; the C part dominates
+        assert.equal(side.parts.runtime, 0);
+        assert.ok(side.parts.native > 0.7 * side.parts.total, JSON.stringify(side.parts));
+        // a warm h2c request costs thousands of instructions, not millions (start-up cancelled)
+        assert.ok(
+          side.parts.total > 2_000 && side.parts.total < 200_000,
+          JSON.stringify(side.parts),
+        );
+      }
+      assert.ok(server.perObject["sbilab_h2host"] > 0, "the module runs inside sbilab_h2host");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
 
 Deno.test({
