@@ -1,10 +1,12 @@
 /**
  * `lab profile --callgrind`: both sides of one warm connection under
- * callgrind, twice (a quarter of the requests, then all of them), each run a
- * fresh server and client; the difference of the two runs, divided by the
- * difference in requests, is each side's instructions per request, by object
- * file and by part (see `profile/callgrind.ts`). The client is sbilab's SBI
- * client, h2load or the native load engine in its C driver. Private to
+ * callgrind, counted for a quarter of the requests and for all of them; the
+ * difference of the two counts, divided by the difference in requests, is
+ * each side's instructions per request, by object file and by part (see
+ * `profile/callgrind.ts`). The SBI client sends both batches on one
+ * connection after its warm-up and both processes' counters are read between
+ * them (`callgrind_control`); a C client (h2load, or the native load engine in
+ * its C driver) runs twice, each time with a fresh server. Private to
  * `cli/profile.ts`.
  */
 import type { ProfileClientJob } from "./_profile_client.ts";
@@ -30,6 +32,8 @@ export type CallgrindClient = typeof CALLGRIND_CLIENTS[number];
 export interface CountedServer {
   origin: string;
   path: string;
+  /** The server's process id (valgrind's, which runs it). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -64,7 +68,7 @@ async function runToEnd(argv: string[], what: string): Promise<string> {
   return new TextDecoder().decode(r.stdout);
 }
 
-/** Runs the client of `plan` for `job` under callgrind, writing `file`; checks every answer came. */
+/** Runs the C client of `plan` for `job` under callgrind, writing `file`; checks every answer came. */
 async function runClient(
   plan: CallgrindPlan,
   job: ProfileClientJob,
@@ -73,21 +77,7 @@ async function runClient(
   file: string,
 ): Promise<void> {
   const url = new URL(path, origin);
-  if (plan.client === "sbilab") {
-    const text = await runToEnd([
-      ...valgrind(file),
-      Deno.execPath(),
-      "run",
-      "-A",
-      "--unstable-net",
-      V8_FLAGS_ARG,
-      `${ROOT}/cli/_profile_client.ts`,
-      // a request may wait on a collection in a process slowed 50-fold
-      JSON.stringify({ ...job, origin, path, serverPid: undefined, timeoutMs: 600_000 }),
-    ], "The SBI client");
-    const last = JSON.parse(text.trim().split("\n").at(-1) ?? "{}");
-    if (last.errors !== 0) throw new Error(`The SBI client had ${last.errors} failed requests`);
-  } else if (plan.client === "h2load") {
+  if (plan.client === "h2load") {
     const text = await runToEnd([
       ...valgrind(file),
       "h2load",
@@ -124,9 +114,106 @@ async function runClient(
   }
 }
 
+/** `callgrind_control -z` (zero the counters) or `-d` (dump and zero them) on process `pid`. */
+async function control(what: "-z" | "-d", pid: number): Promise<void> {
+  const r = await new Deno.Command("callgrind_control", {
+    args: [what, String(pid)],
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  if (!r.success) throw new Error(`callgrind_control ${what} ${pid} failed (exit ${r.code})`);
+}
+
+/**
+ * The SBI client's counts: one server and one client process, both under
+ * callgrind; the client warms up, then sends `counts[0]` and `counts[1]`
+ * requests on the same connection, pausing before, between and after them.
+ * Both processes' counters are zeroed at the first pause and dumped at the
+ * other two, so start-up, warm-up and shut-down are never counted; the
+ * difference of the two dumps leaves one request's instructions times the
+ * difference in requests.
+ */
+async function steppedRuns(
+  plan: CallgrindPlan,
+  counts: [number, number],
+): Promise<{ client: Map<string, number>[]; server: Map<string, number>[] }> {
+  const files = [`${plan.out}/client.callgrind`, `${plan.out}/server.callgrind`];
+  const s = await plan.startServer(valgrind(files[1]));
+  try {
+    const job = {
+      ...plan.job,
+      origin: s.origin,
+      path: s.path,
+      serverPid: undefined,
+      steps: counts,
+      // a request may wait on a collection in a process slowed 50-fold
+      timeoutMs: 600_000,
+    };
+    const argv = [
+      ...valgrind(files[0]),
+      Deno.execPath(),
+      "run",
+      "-A",
+      "--unstable-net",
+      V8_FLAGS_ARG,
+      `${ROOT}/cli/_profile_client.ts`,
+      JSON.stringify(job),
+    ];
+    const child = new Deno.Command(argv[0], {
+      args: argv.slice(1),
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const stdin = child.stdin.getWriter();
+    let text = "";
+    const nextLine = async (): Promise<string> => {
+      while (!text.includes("\n")) {
+        const { value, done } = await lines.read();
+        if (done) throw new Error("The SBI client under callgrind ended early");
+        text += value;
+      }
+      const line = text.slice(0, text.indexOf("\n"));
+      text = text.slice(text.indexOf("\n") + 1);
+      return line;
+    };
+    let status: Deno.CommandStatus;
+    try {
+      for (let pause = 0; pause <= counts.length; pause++) {
+        if ((await nextLine()) !== "paused") throw new Error("The SBI client did not pause");
+        for (const pid of [child.pid, s.pid]) await control(pause === 0 ? "-z" : "-d", pid);
+        await stdin.write(new TextEncoder().encode("go\n"));
+      }
+      const result = JSON.parse(await nextLine());
+      if (result.errors !== 0) {
+        throw new Error(`The SBI client had ${result.errors} failed requests`);
+      }
+    } finally {
+      // closing stdin ends a client still waiting at a pause
+      await stdin.close().catch(() => {});
+      lines.releaseLock();
+      await child.stdout.cancel().catch(() => {});
+      status = await child.status;
+    }
+    if (!status.success) {
+      throw new Error(`The SBI client under callgrind failed (exit ${status.code})`);
+    }
+  } finally {
+    await s.stop();
+  }
+  const read = (file: string) =>
+    Promise.all([1, 2].map((part) => readCallgrindFile(`${file}.${part}`)));
+  return { client: await read(files[0]), server: await read(files[1]) };
+}
+
 /** Both counted runs of `plan`: the record of instructions per request of each side. */
 export async function runCallgrind(plan: CallgrindPlan): Promise<CallgrindRun> {
   const counts: [number, number] = [Math.round(plan.job.requests / 4), plan.job.requests];
+  if (plan.client === "sbilab") {
+    const { client, server } = await steppedRuns(plan, counts);
+    return record(plan, counts, client, server);
+  }
   const client: Map<string, number>[] = [];
   const server: Map<string, number>[] = [];
   for (const requests of counts) {
@@ -143,6 +230,15 @@ export async function runCallgrind(plan: CallgrindPlan): Promise<CallgrindRun> {
     client.push(await readCallgrindFile(files[0]));
     server.push(await readCallgrindFile(files[1]));
   }
+  return record(plan, counts, client, server);
+}
+
+function record(
+  plan: CallgrindPlan,
+  counts: [number, number],
+  client: Map<string, number>[],
+  server: Map<string, number>[],
+): CallgrindRun {
   return {
     schema: "sbilab-callgrind/1",
     transport: plan.job.transport,

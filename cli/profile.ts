@@ -123,6 +123,8 @@ async function startSbilab(
 ): Promise<ProfiledServer> {
   const profileDir = interval === undefined ? undefined : `${out}/server`;
   const stateDir = `${out}/state`;
+  // under callgrind, lab serve finds its PKI made (at full speed) rather than making it
+  if (prefix.length) await writeDevPki(stateDir, await createDevPki());
   // The one way to start lab serve, with the profiler's flags and the server's CPU.
   const server = await startLabServe(
     // h3 read as the benchmarks read it (docs/known-limits.md)
@@ -495,7 +497,7 @@ async function callgrindAction(o: ProfileFlags, run: RunSettings & { out: string
     out,
     startServer: async (prefix) => {
       const s = await startServer(o, run, out, undefined, prefix);
-      return { origin: s.origin, path: s.path, stop: s.stop };
+      return { origin: s.origin, path: s.path, pid: s.pid!, stop: s.stop };
     },
   });
   console.log(

@@ -1,76 +1,67 @@
 /**
- * Instructions per request from two callgrind runs of the same process that
+ * Instructions per request from two callgrind counts of the same process that
  * differ only in how many requests (or round trips) it handled: everything
- * both runs share (start-up, warm-up, connection set-up, shut-down) cancels,
- * and what is left, divided by the difference in requests, is one request's
+ * both share (start-up, warm-up, connection set-up, shut-down) cancels, and
+ * what is left, divided by the difference in requests, is one request's
  * instructions, per object file (the runtime binary, V8's generated code, the
  * sbilab module, nghttp2, GnuTLS, libc, ...) and per part (C code, libc, the
- * Deno binary, JIT code). Pure functions over `callgrind_annotate` text, and
- * {@linkcode readCallgrindFile}, which runs it: the one reader of callgrind's
- * files (`lab profile --callgrind` and the wake-up probe).
+ * Deno binary, JIT code). Pure functions over callgrind's output format, and
+ * {@linkcode readCallgrindFile}: the one reader of callgrind's files
+ * (`lab profile --callgrind` and the wake-up probe).
  */
 
 /** The object name V8's generated code (and any code in no object file) is filed under. */
 export const JIT_OBJECT = "???";
 
 /**
- * Instructions (Ir) per object file from `callgrind_annotate --threshold=100
- * --auto=no` text, by file name without its folder. A row without an object
- * (code inlined from another source file) counts for the object its function
- * is listed with elsewhere (recursion marks like `'2` ignored), else for the
- * object its source file is listed with, else for `(no object)`; code in no object file (`[???]`: V8's generated code, JIT)
- * counts as {@linkcode JIT_OBJECT}; what the listing left out, as
- * `(below threshold)`.
- * @throws {SyntaxError} when the text has no `PROGRAM TOTALS` line
+ * Instructions (Ir) each object file executed itself, from a callgrind output
+ * file's text (callgrind's own format, as `--callgrind-out-file` or
+ * `callgrind_control --dump` write it), by file name without its folder. Every
+ * cost line counts for the object of the function block it stands in, so code
+ * inlined from another source file counts where it runs; a call's cost (the
+ * line after `calls=`) is the callee's and is not counted again, also for calls
+ * still running when a dump was taken (which `callgrind_annotate` 3.19 lists
+ * as the caller's own cost). Code in no object file (`???`: V8's generated
+ * code, the vDSO) counts as {@linkcode JIT_OBJECT}.
+ * @throws {SyntaxError} when the text is not callgrind output counting Ir
  */
-export function parseAnnotate(text: string): Map<string, number> {
-  const line = /^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)(?:\s+\[([^\]]+)\])?\s*$/;
-  const rows: { ir: number; file: string; fn: string; object?: string }[] = [];
-  let total = 0;
-  for (const l of text.split("\n")) {
-    const m = line.exec(l);
-    if (!m) continue;
-    const ir = Number(m[1].replaceAll(",", ""));
-    if (m[2] === "PROGRAM TOTALS") {
-      total = ir;
-      continue;
-    }
-    const colon = m[2].indexOf(":");
-    const fn = m[2].slice(colon + 1).replace(/'\d+$/, "");
-    rows.push({ ir, file: m[2].slice(0, colon), fn, object: m[3]?.replace(/^.*\//, "") });
+export function parseCallgrindOut(text: string): Map<string, number> {
+  const lines = text.split("\n");
+  if (!lines[0].startsWith("# callgrind format") && !lines.some((l) => l.startsWith("events:"))) {
+    throw new SyntaxError("Not a callgrind output file");
   }
-  if (!total) throw new SyntaxError("No PROGRAM TOTALS line in the callgrind_annotate output");
-  const fnHome = new Map<string, string>(), fileHome = new Map<string, string>();
-  for (const r of rows) {
-    if (!r.object || r.object === JIT_OBJECT) continue;
-    if (!fnHome.has(r.fn)) fnHome.set(r.fn, r.object);
-    if (r.file !== "???" && !fileHome.has(r.file)) fileHome.set(r.file, r.object);
-  }
+  const names = new Map<string, string>();
   const out = new Map<string, number>();
-  let listed = 0;
-  for (const r of rows) {
-    const object = r.object ?? fnHome.get(r.fn) ?? fileHome.get(r.file) ?? "(no object)";
-    out.set(object, (out.get(object) ?? 0) + r.ir);
-    listed += r.ir;
+  let positions = 1, ir = -1, object = "(no object)", call = false;
+  for (const l of lines) {
+    const c = l.charCodeAt(0);
+    if ((c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42) { // 0-9 + - *
+      if (call) {
+        call = false; // the callee's inclusive cost, counted in the callee
+        continue;
+      }
+      const n = Number(l.split(" ")[positions + ir] ?? 0);
+      if (n) out.set(object, (out.get(object) ?? 0) + n);
+    } else if (l.startsWith("ob=") || l.startsWith("cob=")) {
+      // name compression: "(id) name" defines an id, "(id)" refers to one; ob and cob share ids
+      const m = /^c?ob=(?:\((\d+)\))?\s*(.*)$/.exec(l)!;
+      if (m[1] && m[2]) names.set(m[1], m[2]);
+      const name = m[2] || names.get(m[1]) || "(no object)";
+      if (l.startsWith("ob=")) object = name.replace(/^.*\//, "");
+    } else if (l.startsWith("calls=")) call = true;
+    else if (l.startsWith("positions:")) positions = l.split(/\s+/).length - 1;
+    else if (l.startsWith("events:")) ir = l.split(/\s+/).slice(1).indexOf("Ir");
   }
-  if (total > listed) out.set("(below threshold)", total - listed);
+  if (ir < 0) throw new SyntaxError("The callgrind output counts no Ir (instructions)");
   return out;
 }
 
 /**
- * Instructions per object file of one callgrind output file, through
- * `callgrind_annotate` and {@linkcode parseAnnotate}.
- * @throws {Error} when callgrind_annotate fails (no such file, a run that wrote none)
+ * Instructions per object file of one callgrind output file ({@linkcode parseCallgrindOut}).
+ * @throws {Error} when the file cannot be read (a run that wrote none)
  */
 export async function readCallgrindFile(file: string): Promise<Map<string, number>> {
-  const ann = await new Deno.Command("callgrind_annotate", {
-    // --auto=no: the annotated source lines that would follow match as more rows.
-    args: ["--threshold=100", "--auto=no", file],
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  if (!ann.success) throw new Error(`callgrind_annotate failed on ${file}`);
-  return parseAnnotate(new TextDecoder().decode(ann.stdout));
+  return parseCallgrindOut(await Deno.readTextFile(file));
 }
 
 /**
@@ -146,7 +137,7 @@ export const PART_TITLES: Record<Part, string> = {
 /** The system's C runtime: libc and its companions, and the dynamic loader. */
 const LIBC = /^(libc|libm|libpthread|librt|libdl|libgcc_s|ld-linux[\w-]*)\.so\b/;
 
-/** The part an object file (as {@linkcode parseAnnotate} names it) belongs to. */
+/** The part an object file (as {@linkcode parseCallgrindOut} names it) belongs to. */
 export function partOf(object: string): Part {
   if (object === "deno") return "runtime";
   if (object === JIT_OBJECT) return "jit";

@@ -14,7 +14,7 @@ export {
   callgrindSide,
   JIT_OBJECT,
   objectRows,
-  parseAnnotate,
+  parseCallgrindOut,
   type Part,
   PART_TITLES,
   partOf,

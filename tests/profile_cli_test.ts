@@ -137,3 +137,53 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "lab profile --callgrind reads the SBI client's and its server's counters between two batches",
+  ignore: needsTool("valgrind", "valgrind") || H2_NATIVE_SKIP !== null,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sbilab-profile-callgrind-" });
+    try {
+      const json = `${dir}/callgrind.json`;
+      const r = await runLab([
+        "profile",
+        "--callgrind",
+        "--server",
+        "c-host",
+        "--requests",
+        "40",
+        "--warm-up",
+        "20",
+        "--json",
+        json,
+        "--out",
+        `${dir}/files`,
+      ], 600_000);
+      assert.equal(r.code, 0, r.stderr);
+      const record = JSON.parse(await Deno.readTextFile(json));
+      assert.deepEqual(record.requests, [10, 40]);
+      assert.equal(record.warmup, 20);
+      const [client, server] = record.sides;
+      // one process each, counters zeroed after the warm-up and dumped after each batch
+      for (const side of ["client", "server"]) {
+        const files = [...Deno.readDirSync(`${dir}/files`)].map((e) => e.name);
+        assert.ok(files.includes(`${side}.callgrind.1`) && files.includes(`${side}.callgrind.2`));
+      }
+      // the SBI client is Deno: its binary and its generated code are counted (after so short a
+      // warm-up V8 still compiles in the first batch, so their difference may be any sign), and
+      // the module and nghttp2 run for every request
+      assert.ok("deno" in client.perObject && "???" in client.perObject);
+      assert.ok(client.perObject["libsbilab_h2.so"] > 0, JSON.stringify(client.perObject));
+      assert.ok(
+        Object.entries(client.perObject as Record<string, number>).some(([o, n]) =>
+          o.startsWith("libnghttp2") && n > 0
+        ),
+      );
+      assert.equal(server.parts.runtime, 0);
+      assert.ok(server.parts.native > 0.5 * server.parts.total, JSON.stringify(server.parts));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
