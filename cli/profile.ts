@@ -37,6 +37,7 @@ import {
   renderCallgrindRun,
   runCallgrind,
 } from "./_profile_callgrind.ts";
+import { type CallgrindRun, renderCallgrindSummary } from "../profile/mod.ts";
 import { enablePlacement, onServerCpu, placement } from "../bench/measure/mod.ts";
 import { parseH2loadOutput } from "../bench/scenarios/mod.ts";
 import { findTool, freePort, freeUdpPort, ROOT, waitForPort, waitForUdpPort } from "../lib/host.ts";
@@ -62,6 +63,7 @@ interface ProfileFlags {
   out?: string;
   callgrind?: boolean;
   client: string;
+  repeat: string;
   memory?: boolean;
   json?: string;
 }
@@ -77,6 +79,8 @@ function int(text: string, flag: string, min: number, max: number): number {
 /** A server under test: where it listens, the path to GET, how to stop it. */
 interface ProfiledServer {
   origin: string;
+  /** sbilab serving several transports: each one's origin. */
+  origins?: Partial<Record<TransportName, string>>;
   path: string;
   pid?: number;
   caPath?: string;
@@ -115,7 +119,7 @@ function profilerFlags(dir: string, interval: number | undefined): string[] {
 }
 
 async function startSbilab(
-  transport: TransportName,
+  transports: TransportName[],
   size: number,
   out: string,
   interval: number | undefined,
@@ -128,7 +132,7 @@ async function startSbilab(
   // The one way to start lab serve, with the profiler's flags and the server's CPU.
   const server = await startLabServe(
     // h3 read as the benchmarks read it (docs/known-limits.md)
-    { transports: [transport], stateDir, h3ExactEcn: false },
+    { transports, stateDir, h3ExactEcn: false },
     {
       lab: [
         ...prefix,
@@ -142,12 +146,13 @@ async function startSbilab(
       ],
       cpu: (await placement())?.server,
       // under callgrind: a slow start, and a slow exit that writes the counts
-      timeoutMs: prefix.length ? 600_000 : 60_000,
+      timeoutMs: prefix.length ? 3_600_000 : 60_000,
       killAfterMs: prefix.length ? 600_000 : undefined,
     },
   );
   return {
-    origin: server.urls[transport]!,
+    origin: server.urls[transports[0]]!,
+    origins: server.urls,
     path: `/nbench/v1/payload?size=${size}`,
     pid: server.pid,
     caPath: `${stateDir}/ca.pem`,
@@ -239,6 +244,8 @@ async function startPeer(
 /** What one run sends, whatever it measures. */
 interface RunSettings {
   transport: TransportName;
+  /** With `--callgrind`: every transport counted (sbilab serves them all at once). */
+  transports?: TransportName[];
   requests: number;
   warmup: number;
   streams: number;
@@ -321,7 +328,11 @@ async function h2loadUs(url: string, requests: number, streams: number): Promise
 export function registerProfileCommand(program: Command): void {
   program.command("profile")
     .description("profile one warm transport: where a request's time goes, per side")
-    .option("--transport <name>", `one of ${TRANSPORTS.join(", ")}`, "h2c")
+    .option(
+      "--transport <name>",
+      `one of ${TRANSPORTS.join(", ")} (with --callgrind, a list: h2c,h2-tls,h3)`,
+      "h2c",
+    )
     .option(
       "--server <name>",
       `${
@@ -339,6 +350,7 @@ export function registerProfileCommand(program: Command): void {
       "--callgrind",
       "no profiler: count each side's instructions per request under callgrind (valgrind)",
     )
+    .option("--repeat <n>", "with --callgrind: count every transport this many times (1-100)", "1")
     .option(
       "--client <name>",
       `with --callgrind: ${CALLGRIND_CLIENTS.join(", ")} (h2load: h2c / h2-tls)`,
@@ -359,13 +371,26 @@ export function registerProfileCommand(program: Command): void {
  * `lab profile`'s options, checked: the transport and server must go
  * together, `--memory` excludes `--callgrind` and goes with `--json`.
  */
-function profileSettings(o: ProfileFlags): RunSettings & { interval: number } {
-  const transport = o.transport as TransportName;
-  if (!(TRANSPORTS as readonly string[]).includes(transport)) {
-    throw new UsageError(`--transport must be one of ${TRANSPORTS.join(", ")}`);
+function profileSettings(o: ProfileFlags): RunSettings & { interval: number; repeat: number } {
+  const transports = o.transport.split(",") as TransportName[];
+  const transport = transports[0];
+  for (const t of transports) {
+    if (!(TRANSPORTS as readonly string[]).includes(t)) {
+      throw new UsageError(`--transport must be one of ${TRANSPORTS.join(", ")}`);
+    }
   }
+  if (transports.length > 1 && !(o.callgrind && o.server === "sbilab" && o.client === "sbilab")) {
+    throw new UsageError(
+      "--transport takes a list only with --callgrind, sbilab's server and client",
+    );
+  }
+  const repeat = int(o.repeat, "--repeat", 1, 100);
+  if (repeat > 1 && !o.callgrind) throw new UsageError("--repeat goes with --callgrind");
   if (!(PROFILE_SERVERS as readonly string[]).includes(o.server)) {
     throw new UsageError(`--server must be one of ${PROFILE_SERVERS.join(", ")}`);
+  }
+  if (o.server !== "sbilab" && transports.length > 1) {
+    throw new UsageError("a C server serves one transport: give --transport one name");
   }
   if (o.server === "nghttpd" && transport === "h3") {
     throw new UsageError("--server nghttpd goes with --transport h2c or h2-tls");
@@ -398,23 +423,25 @@ function profileSettings(o: ProfileFlags): RunSettings & { interval: number } {
   const streams = int(o.streams, "--streams", 1, 1024);
   const size = int(o.size, "--size", 1, 16 * 1024 * 1024);
   const interval = int(o.interval, "--interval", 50, 10_000);
-  return { transport, requests, warmup, streams, size, interval };
+  return { transport, transports, requests, warmup, streams, size, interval, repeat };
 }
 
 /** `lab profile`: one warm transport profiled on both sides (or its memory, with `--memory`). */
 async function profile(o: ProfileFlags): Promise<void> {
-  const { interval, ...run } = profileSettings(o);
+  const { interval, repeat, ...run } = profileSettings(o);
   const { transport, requests, warmup, streams, size } = run;
   const out = o.out ?? await Deno.makeTempDir({ prefix: "sbilab-profile-" });
   await Deno.mkdir(out, { recursive: true });
+  if (o.callgrind) {
+    // not pinned: instruction counts do not depend on the CPU, and two processes under
+    // callgrind on one CPU would share it
+    await callgrindAction(o, { ...run, out, repeat });
+    return;
+  }
   enablePlacement(true);
   const pinned = await placement();
   if (o.memory) {
     await memoryAction(o, { ...run, out, pinned: pinned !== undefined });
-    return;
-  }
-  if (o.callgrind) {
-    await callgrindAction(o, { ...run, out });
     return;
   }
   const server = await startServer(o, run, out, interval);
@@ -475,41 +502,64 @@ function startServer(
   prefix: string[] = [],
 ): Promise<ProfiledServer> {
   return o.server === "sbilab"
-    ? startSbilab(run.transport, run.size, out, interval, prefix)
+    ? startSbilab(run.transports ?? [run.transport], run.size, out, interval, prefix)
     : startPeer(o.server as PeerName, run.transport, run.size, out, prefix);
 }
 
-/** `lab profile --callgrind`: both sides counted, two runs, one table per side (and `--json`). */
-async function callgrindAction(o: ProfileFlags, run: RunSettings & { out: string }): Promise<void> {
-  if (!findTool("valgrind") || !findTool("callgrind_annotate")) {
+/**
+ * `lab profile --callgrind`: both sides counted for every transport, `repeat`
+ * times, one table per side and run, then the parts' medians and ranges (and
+ * `--json`).
+ */
+async function callgrindAction(
+  o: ProfileFlags,
+  run: RunSettings & { out: string; repeat: number },
+): Promise<void> {
+  if (!findTool("valgrind") || !findTool("callgrind_control")) {
     throw new UsageError("--callgrind needs valgrind: apt-get install valgrind");
   }
   if (o.client === "h2load" && !findTool("h2load")) {
     throw new UsageError("h2load not found: apt-get install nghttp2-client");
   }
   if (run.requests < 4) throw new UsageError("--callgrind needs --requests 4 or more");
-  const { transport, requests, warmup, streams, size, out } = run;
-  const record = await runCallgrind({
+  const { transport, requests, warmup, streams, size, out, repeat } = run;
+  const transports = run.transports ?? [transport];
+  console.log(
+    `lab profile --callgrind: ${transports.join(", ")}, ${o.client} client → ${o.server}, ` +
+      `${size} B, ${streams} in flight, ${requests} − ${Math.round(requests / 4)} requests` +
+      (o.client === "sbilab" ? ` after ${warmup} warm-up` : "") +
+      `, ${repeat} run${repeat > 1 ? "s" : ""} each; instructions per request of each process, ` +
+      "all threads, user space",
+  );
+  const done: CallgrindRun[] = [];
+  const records = await runCallgrind({
     job: { transport, origin: "", path: "", size, requests, warmup, streams, insecure: true },
+    transports,
+    repeat,
     client: o.client as CallgrindClient,
     server: o.server,
     stack: resolveStack(),
     out,
     startServer: async (prefix) => {
       const s = await startServer(o, run, out, undefined, prefix);
-      return { origin: s.origin, path: s.path, pid: s.pid!, stop: s.stop };
+      return {
+        origins: s.origins ?? { [transport]: s.origin },
+        path: s.path,
+        pid: s.pid!,
+        stop: s.stop,
+      };
+    },
+    onRun: async (record) => {
+      console.log(`\n${renderCallgrindRun(record)}`);
+      done.push(record);
+      // every record saved as soon as it is counted: a long run stopped early keeps them
+      if (o.json) await Deno.writeTextFile(o.json, JSON.stringify(done, null, 2) + "\n");
     },
   });
-  console.log(
-    `lab profile --callgrind: ${transport}, ${o.client} client → ${o.server}, ${size} B, ` +
-      `${streams} in flight, ${requests} − ${record.requests[0]} requests` +
-      (o.client === "sbilab" ? ` after ${warmup} warm-up` : "") +
-      "; instructions per request of each process, all threads, user space",
-  );
-  console.log(`\n${renderCallgrindRun(record)}`);
+  if (records.length > 1) console.log(`\n${renderCallgrindSummary(records)}`);
   if (o.json) {
-    await Deno.writeTextFile(o.json, JSON.stringify(record, null, 2) + "\n");
-    console.log(`\ncallgrind record written to ${o.json}`);
+    await Deno.writeTextFile(o.json, JSON.stringify(records, null, 2) + "\n");
+    console.log(`\ncallgrind records written to ${o.json}`);
   }
   if (o.out) console.log(`callgrind files kept in ${out}`);
   else await Deno.remove(out, { recursive: true });

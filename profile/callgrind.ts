@@ -10,6 +10,8 @@
  * (`lab profile --callgrind` and the wake-up probe).
  */
 
+import { median } from "../lib/median.ts";
+
 /** The object name V8's generated code (and any code in no object file) is filed under. */
 export const JIT_OBJECT = "???";
 
@@ -225,4 +227,41 @@ export function callgrindSide(
 ): CallgrindSide {
   const per = perUnitByObject(runs[0], requests[0], runs[1], requests[1]);
   return { side, name, perObject: Object.fromEntries(per), parts: byPart(per) };
+}
+
+/**
+ * The parts of several records side by side: per transport and side, the
+ * median of each part's instructions per request over the records, with
+ * their range.
+ */
+export function renderCallgrindSummary(records: CallgrindRun[]): string {
+  const groups = new Map<string, CallgrindSide[]>();
+  for (const r of records) {
+    for (const s of r.sides) {
+      const key = `${r.transport}\t${s.side} (${s.name})`;
+      groups.set(key, [...(groups.get(key) ?? []), s]);
+    }
+  }
+  const k = (n: number) => `${(Math.round(n / 100) / 10 + 0).toFixed(1)}k`;
+  const cell = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return values.length === 1
+      ? k(sorted[0])
+      : `${k(median(sorted))} [${k(sorted[0])}–${k(sorted.at(-1)!)}]`;
+  };
+  const head = ["transport", "side", "runs", "total", ...PARTS.map((p) => PART_TITLES[p])];
+  const rows = [...groups].map(([key, sides]) => [
+    ...key.split("\t"),
+    String(sides.length),
+    cell(sides.map((s) => s.parts.total)),
+    ...PARTS.map((p) => cell(sides.map((s) => s.parts[p]))),
+  ]);
+  const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) =>
+    r.map((c, i) => (i < 2 ? c.padEnd(width[i]) : c.padStart(width[i]))).join("  ");
+  return [
+    "instructions per request, median [range] over the runs:",
+    line(head),
+    ...rows.map(line),
+  ].join("\n");
 }

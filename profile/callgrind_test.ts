@@ -8,6 +8,7 @@ import {
   perRequestByObject,
   perUnitByObject,
   readCallgrindFile,
+  renderCallgrindSummary,
   renderObjectCosts,
   renderPartCosts,
 } from "./callgrind.ts";
@@ -166,4 +167,43 @@ Deno.test("partOf files modules and C programs with their libraries, apart from 
     ["deno", "(other objects)"],
   );
   assert.equal(byPart(new Map([["deno", 10_000], ["libnghttp2.so.14", 20]])).native, 20);
+});
+
+Deno.test("renderCallgrindSummary gives each part's median and range over the runs", () => {
+  const side = (total: number) => ({
+    side: "server" as const,
+    name: "sbilab",
+    perObject: {},
+    parts: { native: total / 2, libc: 0, runtime: total / 4, jit: total / 4, other: 0, total },
+  });
+  const run = (transport: string, total: number) => ({
+    schema: "sbilab-callgrind/1" as const,
+    transport,
+    stack: "native",
+    sizeBytes: 256,
+    streams: 1,
+    warmup: 600,
+    requests: [250, 1000] as [number, number],
+    sides: [side(total)],
+  });
+  const text = renderCallgrindSummary([
+    run("h3", 100_000),
+    run("h2c", 40_000),
+    run("h3", 120_000),
+    run("h3", 90_000),
+  ]);
+  const cells = (start: string) =>
+    text.split("\n").find((l) => l.startsWith(start))?.trim().split(/\s{2,}/);
+  assert.deepEqual(cells("h3"), [
+    "h3",
+    "server (sbilab)",
+    "3",
+    "100.0k [90.0k–120.0k]",
+    "50.0k [45.0k–60.0k]",
+    "0.0k [0.0k–0.0k]",
+    "25.0k [22.5k–30.0k]",
+    "25.0k [22.5k–30.0k]",
+    "0.0k [0.0k–0.0k]",
+  ]);
+  assert.deepEqual(cells("h2c")?.slice(0, 4), ["h2c", "server (sbilab)", "1", "40.0k"]);
 });

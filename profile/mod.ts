@@ -22,6 +22,7 @@ export {
   perRequestByObject,
   perUnitByObject,
   readCallgrindFile,
+  renderCallgrindSummary,
   renderObjectCosts,
   renderPartCosts,
 } from "./callgrind.ts";

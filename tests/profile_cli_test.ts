@@ -21,6 +21,22 @@ Deno.test("lab profile refuses a peer that does not speak the transport", async 
   const h = await runLab(["profile", "--callgrind", "--transport", "h3", "--client", "h2load"]);
   assert.equal(h.code, 2);
   assert.match(h.stderr, /--client h2load goes with --transport h2c or h2-tls/);
+  const l = await runLab(["profile", "--transport", "h2c,h3"]);
+  assert.equal(l.code, 2);
+  assert.match(l.stderr, /--transport takes a list only with --callgrind/);
+  const p = await runLab([
+    "profile",
+    "--callgrind",
+    "--transport",
+    "h2c,h3",
+    "--server",
+    "nghttpd",
+  ]);
+  assert.equal(p.code, 2);
+  assert.match(p.stderr, /--transport takes a list only with --callgrind, sbilab's server/);
+  const rp = await runLab(["profile", "--repeat", "3"]);
+  assert.equal(rp.code, 2);
+  assert.match(rp.stderr, /--repeat goes with --callgrind/);
 });
 
 Deno.test({
@@ -55,7 +71,7 @@ Deno.test({
       );
       assert.match(text, /^server \(c-host\) under callgrind/m);
       assert.match(text, /^libnghttp2\.so[\d.]*\s+[\d,]+\s+[\d.]+ %$/m);
-      const record = JSON.parse(await Deno.readTextFile(json));
+      const [record] = JSON.parse(await Deno.readTextFile(json));
       assert.equal(record.schema, "sbilab-callgrind/1");
       assert.deepEqual(record.requests, [20, 80]);
       const [client, server] = record.sides;
@@ -161,14 +177,15 @@ Deno.test({
         `${dir}/files`,
       ], 600_000);
       assert.equal(r.code, 0, r.stderr);
-      const record = JSON.parse(await Deno.readTextFile(json));
+      const [record] = JSON.parse(await Deno.readTextFile(json));
       assert.deepEqual(record.requests, [10, 40]);
       assert.equal(record.warmup, 20);
       const [client, server] = record.sides;
       // one process each, counters zeroed after the warm-up and dumped after each batch
       for (const side of ["client", "server"]) {
         const files = [...Deno.readDirSync(`${dir}/files`)].map((e) => e.name);
-        assert.ok(files.includes(`${side}.callgrind.1`) && files.includes(`${side}.callgrind.2`));
+        const file = side === "client" ? "client-h2c-1.callgrind" : "server.callgrind";
+        assert.ok(files.includes(`${file}.1`) && files.includes(`${file}.2`), files.join(" "));
       }
       // the SBI client is Deno: its binary and its generated code are counted (after so short a
       // warm-up V8 still compiles in the first batch, so their difference may be any sign), and
