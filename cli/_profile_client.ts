@@ -94,6 +94,8 @@ async function run(job: ProfileClientJob): Promise<ProfileClientResult> {
       ? undefined
       : { ca: job.caPath ? { path: job.caPath } : undefined, insecure: job.insecure },
     timeoutMs: job.timeoutMs ?? 10_000,
+    // h3: a connection paused longer than QUIC's idle timeout (30 s) would close
+    ...(job.timeoutMs ? { idleTimeoutMs: job.timeoutMs } : {}),
   });
   let errors = 0;
   const batch = async (n: number) => {

@@ -132,7 +132,13 @@ async function startSbilab(
   // The one way to start lab serve, with the profiler's flags and the server's CPU.
   const server = await startLabServe(
     // h3 read as the benchmarks read it (docs/known-limits.md)
-    { transports, stateDir, h3ExactEcn: false },
+    {
+      transports,
+      stateDir,
+      h3ExactEcn: false,
+      // under callgrind a handshake, or a pause while callgrind_control dumps, takes minutes
+      limits: prefix.length ? { idleTimeoutMs: 3_600_000, handshakeTimeoutMs: 3_600_000 } : {},
+    },
     {
       lab: [
         ...prefix,
