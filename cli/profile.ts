@@ -537,38 +537,42 @@ async function callgrindAction(
       `, ${repeat} run${repeat > 1 ? "s" : ""} each; instructions per request of each process, ` +
       "all threads, user space",
   );
-  const done: CallgrindRun[] = [];
-  const records = await runCallgrind({
-    job: { transport, origin: "", path: "", size, requests, warmup, streams, insecure: true },
-    transports,
-    repeat,
-    client: o.client as CallgrindClient,
-    server: o.server,
-    stack: resolveStack(),
-    out,
-    startServer: async (prefix) => {
-      const s = await startServer(o, run, out, undefined, prefix);
-      return {
-        origins: s.origins ?? { [transport]: s.origin },
-        path: s.path,
-        pid: s.pid!,
-        stop: s.stop,
-      };
-    },
-    onRun: async (record) => {
-      console.log(`\n${renderCallgrindRun(record)}`);
-      done.push(record);
-      // every record saved as soon as it is counted: a long run stopped early keeps them
-      if (o.json) await Deno.writeTextFile(o.json, JSON.stringify(done, null, 2) + "\n");
-    },
-  });
-  if (records.length > 1) console.log(`\n${renderCallgrindSummary(records)}`);
-  if (o.json) {
-    await Deno.writeTextFile(o.json, JSON.stringify(records, null, 2) + "\n");
-    console.log(`\ncallgrind records written to ${o.json}`);
+  try {
+    const done: CallgrindRun[] = [];
+    const records = await runCallgrind({
+      job: { transport, origin: "", path: "", size, requests, warmup, streams, insecure: true },
+      transports,
+      repeat,
+      client: o.client as CallgrindClient,
+      server: o.server,
+      stack: resolveStack(),
+      out,
+      startServer: async (prefix) => {
+        const s = await startServer(o, run, out, undefined, prefix);
+        return {
+          origins: s.origins ?? { [transport]: s.origin },
+          path: s.path,
+          pid: s.pid!,
+          stop: s.stop,
+        };
+      },
+      onRun: async (record) => {
+        console.log(`\n${renderCallgrindRun(record)}`);
+        done.push(record);
+        // every record saved as soon as it is counted: a long run stopped early keeps them
+        if (o.json) await Deno.writeTextFile(o.json, JSON.stringify(done, null, 2) + "\n");
+      },
+    });
+    if (records.length > 1) console.log(`\n${renderCallgrindSummary(records)}`);
+    if (o.json) {
+      await Deno.writeTextFile(o.json, JSON.stringify(records, null, 2) + "\n");
+      console.log(`\ncallgrind records written to ${o.json}`);
+    }
+  } finally {
+    // the files stay only where --out asked for them, also when a count failed
+    if (!o.out) await Deno.remove(out, { recursive: true }).catch(() => {});
   }
   if (o.out) console.log(`callgrind files kept in ${out}`);
-  else await Deno.remove(out, { recursive: true });
 }
 
 /** `lab profile --memory`: both sides unprofiled, RSS sampled by the client, one table. */
