@@ -32,6 +32,15 @@ export interface ProfileClientJob {
   serverPid?: number;
   /** Read both processes' resident size every this many measured requests; default never. */
   memoryEvery?: number;
+  /** A request's time limit in ms; default 10 000. */
+  timeoutMs?: number;
+  /**
+   * Instead of `requests`: after the warm-up, one batch of requests per entry,
+   * each after printing `paused` and reading one line from stdin, and one more
+   * pause after the last (so that callgrind's counters can be reset and read
+   * between them); default none.
+   */
+  steps?: number[];
 }
 
 /** The JSON line this process prints. */
@@ -84,7 +93,9 @@ async function run(job: ProfileClientJob): Promise<ProfileClientResult> {
     tls: job.transport === "h2c"
       ? undefined
       : { ca: job.caPath ? { path: job.caPath } : undefined, insecure: job.insecure },
-    timeoutMs: 10_000,
+    timeoutMs: job.timeoutMs ?? 10_000,
+    // h3: a connection paused longer than QUIC's idle timeout (30 s) would close
+    ...(job.timeoutMs ? { idleTimeoutMs: job.timeoutMs } : {}),
   });
   let errors = 0;
   const batch = async (n: number) => {
@@ -104,6 +115,7 @@ async function run(job: ProfileClientJob): Promise<ProfileClientResult> {
   };
   try {
     await batch(job.warmup);
+    if (job.steps) return await stepped(job.steps, batch, () => errors);
     errors = 0;
     const c0 = process.cpuUsage();
     const s0 = job.serverPid ? await processCpu(job.serverPid) : undefined;
@@ -146,6 +158,40 @@ async function run(job: ProfileClientJob): Promise<ProfileClientResult> {
   } finally {
     await client.close();
   }
+}
+
+/** Runs `steps` batches, each after a `paused` line and a line read from stdin, and pauses once more. */
+async function stepped(
+  steps: number[],
+  batch: (n: number) => Promise<void>,
+  errors: () => number,
+): Promise<ProfileClientResult> {
+  const lines = Deno.stdin.readable.pipeThrough(new TextDecoderStream()).getReader();
+  const before = errors();
+  let requests = 0;
+  const pause = async () => {
+    console.log("paused");
+    let text = "";
+    while (!text.includes("\n")) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error("stdin closed before the next step");
+      text += value;
+    }
+  };
+  for (const n of steps) {
+    await pause();
+    await batch(n);
+    requests += n;
+  }
+  await pause();
+  lines.releaseLock();
+  return {
+    fromUs: 0,
+    toUs: 0,
+    requests,
+    errors: errors() - before,
+    client: { userUs: 0, systemUs: 0 },
+  };
 }
 
 if (import.meta.main) {

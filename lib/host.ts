@@ -52,6 +52,24 @@ export async function waitForPort(port: number, timeoutMs = 5000): Promise<void>
   throw new Error(`Port ${port} did not open within ${timeoutMs} ms`);
 }
 
+/**
+ * Waits until some process has a UDP socket bound to `port` (read from
+ * `/proc/net/udp`; no datagram sent), polling every 50 ms.
+ * @throws {Error} after `timeoutMs`
+ */
+export async function waitForUdpPort(port: number, timeoutMs = 5000): Promise<void> {
+  const local = new RegExp(
+    `^\\s*\\d+: [0-9A-F]{8}:${port.toString(16).toUpperCase().padStart(4, "0")} `,
+    "m",
+  );
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (local.test(await Deno.readTextFile("/proc/net/udp"))) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`UDP port ${port} was not bound within ${timeoutMs} ms`);
+}
+
 /** A free UDP port on `hostname` (bound, then released). */
 export function freeUdpPort(hostname = "127.0.0.1"): number {
   const s = Deno.listenDatagram({ transport: "udp", hostname, port: 0 });

@@ -5,6 +5,7 @@
  * Returns plain records; report.ts renders them.
  */
 import { createRng, roundOrders } from "../../bench/mod.ts";
+import { perUnitByObject, readCallgrindFile } from "../callgrind.ts";
 import { type Arm, type ArmPaths, type ArmRun, ARMS, runArm } from "./arms.ts";
 
 /** What the probe runs. */
@@ -46,56 +47,6 @@ export interface ProbeRecord {
   arms: ArmResult[];
 }
 
-/**
- * Instructions per object file from `callgrind_annotate --threshold=100` text. A line without an
- * object (code inlined from another source file) counts for the object its function is listed
- * with elsewhere, else for `(no object)`; code in no object file (V8's generated code, `[???]`)
- * counts as `???`; what the listing left out, as `(below threshold)`.
- */
-export function instructionsByObject(text: string): Map<string, number> {
-  const line = /^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)(?:\s+\[([^\]]+)\])?\s*$/;
-  const rows: { ir: number; fn: string; object?: string }[] = [];
-  let total = 0;
-  for (const l of text.split("\n")) {
-    const m = line.exec(l);
-    if (!m) continue;
-    const ir = Number(m[1].replaceAll(",", ""));
-    if (m[2] === "PROGRAM TOTALS") total = ir;
-    else {rows.push({
-        ir,
-        fn: m[2].slice(m[2].indexOf(":") + 1),
-        object: m[3]?.replace(/^.*\//, ""),
-      });}
-  }
-  if (!total) throw new SyntaxError("No PROGRAM TOTALS line in the callgrind_annotate output");
-  const home = new Map<string, string>();
-  for (const r of rows) if (r.object && !home.has(r.fn)) home.set(r.fn, r.object);
-  const out = new Map<string, number>();
-  let listed = 0;
-  for (const r of rows) {
-    const object = r.object ?? home.get(r.fn) ?? "(no object)";
-    out.set(object, (out.get(object) ?? 0) + r.ir);
-    listed += r.ir;
-  }
-  if (total > listed) out.set("(below threshold)", total - listed);
-  return out;
-}
-
-/** Instructions per round trip by object: (large − small) ÷ (largeN − smallN). */
-export function perRoundTrip(
-  small: Map<string, number>,
-  smallN: number,
-  large: Map<string, number>,
-  largeN: number,
-): Record<string, number> {
-  if (!(largeN > smallN)) throw new RangeError("The larger run must send more round trips");
-  const out: Record<string, number> = {};
-  for (const object of new Set([...small.keys(), ...large.keys()])) {
-    out[object] = ((large.get(object) ?? 0) - (small.get(object) ?? 0)) / (largeN - smallN);
-  }
-  return out;
-}
-
 async function callgrindArm(
   arm: Arm,
   paths: ArmPaths,
@@ -117,17 +68,13 @@ async function callgrindArm(
       callgrindOut: file,
     });
     runs.push({ peer: r.peer, side: r.side });
-    const ann = await new Deno.Command("callgrind_annotate", {
-      // --auto=no: the annotated source lines that follow would match as more rows.
-      args: ["--threshold=100", "--auto=no", file],
-      stdout: "piped",
-      stderr: "null",
-    }).output();
-    if (!ann.success) throw new Error("callgrind_annotate failed");
-    maps.push(instructionsByObject(new TextDecoder().decode(ann.stdout)));
+    maps.push(await readCallgrindFile(file));
     o.progress?.(`callgrind ${arm} ${count} round trips`);
   }
-  return { perRoundTrip: perRoundTrip(maps[0], counts[0], maps[1], counts[1]), runs };
+  return {
+    perRoundTrip: Object.fromEntries(perUnitByObject(maps[0], counts[0], maps[1], counts[1])),
+    runs,
+  };
 }
 
 /** Runs the probe: the timed rounds first, then the callgrind runs. */

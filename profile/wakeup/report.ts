@@ -1,6 +1,7 @@
 /** The wake-up probe's report: pure functions over a {@linkcode ProbeRecord}. */
 import { clusterMedian, pairedRatio } from "../../bench/mod.ts";
 import { formatDurationWithInterval } from "../../lib/units.ts";
+import { byPart, PART_TITLES, PARTS } from "../callgrind.ts";
 import type { Arm } from "./arms.ts";
 import type { ArmResult, ProbeRecord } from "./probe.ts";
 
@@ -12,27 +13,6 @@ const ARM_LABELS: Record<Arm, string> = {
   deno: "Deno.listenDatagram",
   kernel: "kernel (C echo)",
 };
-
-/** An arm's instructions per datagram, grouped: runtime binary, generated code (`???`), C, libc, the rest. */
-export function instructionGroups(perObject: Record<string, number>): {
-  total: number;
-  runtime: number;
-  jit: number;
-  c: number;
-  libc: number;
-  other: number;
-} {
-  const g = { total: 0, runtime: 0, jit: 0, c: 0, libc: 0, other: 0 };
-  for (const [object, n] of Object.entries(perObject)) {
-    g.total += n;
-    if (object === "deno") g.runtime += n;
-    else if (object === "???") g.jit += n;
-    else if (object === "libsbilab_wakeup.so" || object === "sbilab_wakeup_peer") g.c += n;
-    else if (object.startsWith("libc.so")) g.libc += n;
-    else g.other += n;
-  }
-  return g;
-}
 
 const int = (n: number) => Math.round(n).toLocaleString("en");
 const ratio = (r: { ratio: number; interval: { lower: number; upper: number } }) =>
@@ -83,14 +63,14 @@ function instructionTable(arms: ArmResult[], count: number, burst: number): stri
     const perDatagram = Object.fromEntries(
       Object.entries(a.instructions!).map(([k, v]) => [k, v / burst]),
     );
-    const g = instructionGroups(perDatagram);
-    return [a.arm, int(g.total), int(g.runtime), int(g.jit), int(g.c), int(g.libc), int(g.other)];
+    const g = byPart(Object.entries(perDatagram));
+    return [a.arm, int(g.total), ...PARTS.map((p) => int(g[p]))];
   });
   return [
     `Instructions per datagram answered by the echo side's process, all threads (callgrind, ${
       Math.floor(count / 4)
     } vs ${count} ${burst === 1 ? "round trips" : `bursts of ${burst}`}):`,
-    table(["arm", "total", "deno binary", "JIT (???)", "C lib/echo", "libc", "other"], rows),
+    table(["arm", "total", ...PARTS.map((p) => PART_TITLES[p])], rows),
   ].join("\n");
 }
 
