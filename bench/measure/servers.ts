@@ -5,7 +5,8 @@
 import { placement } from "./affinity.ts";
 import type { TlsMaterial } from "../../transports/tls.ts";
 import type { SbiServer, StackName, TransportName } from "../../transports/types.ts";
-import { startLabServe } from "../../lib/lab_serve.ts";
+import { labCommand, startLabServe } from "../../lib/lab_serve.ts";
+import { BENCH_V8_FLAGS_ARG } from "../../lib/v8_flags.ts";
 
 /** Endpoints to benchmark and how to trust them. */
 export interface Endpoints {
@@ -104,6 +105,7 @@ async function startProcess(
   let server;
   try {
     server = await startLabServe({ transports, stack, stateDir, delayMs, h3ExactEcn: false }, {
+      lab: labCommand(BENCH_V8_FLAGS_ARG),
       cpu: (await placement())?.server,
       timeoutMs: timeoutS * 1000,
     });
