@@ -94,14 +94,17 @@ export function labServeArgs(o: LabServeOptions): string[] {
   return [...args, ...(o.extraArgs ?? [])];
 }
 
-/** The command that runs `lab` from this checkout: `deno run … main.ts`. */
-export function labCommand(): string[] {
+/**
+ * The command that runs `lab` from this checkout: `deno run … main.ts`, with
+ * `v8Flags` as its V8 argument (default {@linkcode V8_FLAGS_ARG}).
+ */
+export function labCommand(v8Flags: string = V8_FLAGS_ARG): string[] {
   return [
     Deno.execPath(),
     "run",
     "-A",
     "--unstable-net",
-    V8_FLAGS_ARG,
+    v8Flags,
     "--quiet",
     `${ROOT}/main.ts`,
   ];

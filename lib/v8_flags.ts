@@ -16,3 +16,25 @@
 
 /** The `deno run` argument. */
 export const V8_FLAGS_ARG = "--v8-flags=--max-semi-space-size=1";
+
+/**
+ * V8's memory reducer, which the benchmark's own processes run without. When
+ * a heap has settled and the process then allocates little, V8 starts a full
+ * collection 8 s later to give memory back, and a second one half a second
+ * after that. The benchmark's interleaved rounds make every process look like
+ * that: a server, an echo peer or the bare runtime peer works for its 30 ms
+ * blocks and sits idle for the rest of each ~0.6 s round. So these collections
+ * came in pairs in every process during the rounds, each marking the whole
+ * heap on the process's one CPU (about 20 ms of main-thread work on the 16 MiB
+ * heap of `lab serve` or the client), and all peers share the server's CPU: a
+ * collection in an idle peer delays the request of whichever arm runs then.
+ * A server under a steady load never looks idle to the reducer, and
+ * `lab serve` run on its own keeps it.
+ */
+export const NO_MEMORY_REDUCER = "--no-memory-reducer";
+
+/** The `deno run` argument of the benchmark's client and of the `lab serve` it starts. */
+export const BENCH_V8_FLAGS_ARG = `${V8_FLAGS_ARG},${NO_MEMORY_REDUCER}`;
+
+/** The `deno run` argument of the benchmark's runtime peers (echo, bare runtime): V8's defaults but the reducer. */
+export const PEER_V8_FLAGS_ARG = `--v8-flags=${NO_MEMORY_REDUCER}`;

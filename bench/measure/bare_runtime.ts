@@ -8,6 +8,7 @@
  * of the arm of its transport: the share of its time that is sbilab's.
  */
 import { onServerCpu, placement } from "./affinity.ts";
+import { PEER_V8_FLAGS_ARG } from "../../lib/v8_flags.ts";
 import { FloorError } from "./floors.ts";
 import { createDevPki } from "../../transports/pki.ts";
 import { applyNoDelay } from "../../transports/native/nodelay.ts";
@@ -57,6 +58,7 @@ export async function openBareRuntime(): Promise<BareRuntime> {
     "run",
     "-A",
     "--unstable-net",
+    PEER_V8_FLAGS_ARG,
     script,
     `${dir}/cert.pem`,
     `${dir}/key.pem`,

@@ -5,6 +5,7 @@
  * Deno's own sockets (`runtime`).
  */
 import { onServerCpu, placement } from "./affinity.ts";
+import { PEER_V8_FLAGS_ARG } from "../../lib/v8_flags.ts";
 import { ensureBuilt } from "../../lib/native_build.ts";
 import { Recorder } from "../stats/recorder.ts";
 import { estimate } from "../stats/stats.ts";
@@ -126,6 +127,7 @@ export async function openRuntimeEcho(
     "run",
     "-A",
     "--unstable-net",
+    PEER_V8_FLAGS_ARG,
     script,
     protocol,
   ]);

@@ -5,7 +5,8 @@
 import { placement } from "./affinity.ts";
 import type { TlsMaterial } from "../../transports/tls.ts";
 import type { SbiServer, StackName, TransportName } from "../../transports/types.ts";
-import { startLabServe } from "../../lib/lab_serve.ts";
+import { labCommand, startLabServe } from "../../lib/lab_serve.ts";
+import { V8_FLAGS_ARG } from "../../lib/v8_flags.ts";
 
 /** Endpoints to benchmark and how to trust them. */
 export interface Endpoints {
@@ -39,6 +40,12 @@ export interface StartOptions {
   inProcess?: boolean;
   /** Seconds to wait for `lab serve` to print its listeners. Default 60. */
   startTimeoutS?: number;
+  /**
+   * The `deno run` V8 argument of the spawned `lab serve`. Default {@linkcode V8_FLAGS_ARG}, as
+   * `lab serve` runs on its own (the soak's server); the benchmark passes its own
+   * (`BENCH_V8_FLAGS_ARG`, without the memory reducer).
+   */
+  v8Flags?: string;
 }
 
 /** Starts servers for `transports` on loopback. */
@@ -49,7 +56,13 @@ export async function startServers(
   const stack = options.stack ?? "native";
   return options.inProcess
     ? await startInProcess(transports, stack, options.delayMs ?? 0)
-    : await startProcess(transports, stack, options.delayMs ?? 0, options.startTimeoutS ?? 60);
+    : await startProcess(
+      transports,
+      stack,
+      options.delayMs ?? 0,
+      options.startTimeoutS ?? 60,
+      options.v8Flags ?? V8_FLAGS_ARG,
+    );
 }
 
 async function startInProcess(
@@ -99,11 +112,13 @@ async function startProcess(
   stack: StackName,
   delayMs: number,
   timeoutS: number,
+  v8Flags: string,
 ): Promise<Endpoints> {
   const stateDir = await Deno.makeTempDir({ prefix: "sbilab-bench-" });
   let server;
   try {
     server = await startLabServe({ transports, stack, stateDir, delayMs, h3ExactEcn: false }, {
+      lab: labCommand(v8Flags),
       cpu: (await placement())?.server,
       timeoutMs: timeoutS * 1000,
     });

@@ -17,6 +17,7 @@ import { rttRounds } from "../scenarios/rtt_rounds.ts";
 import type { BenchOptions } from "./options.ts";
 import type { ResolvedRun } from "./resolve.ts";
 import type { FloorsStep } from "./measure_floors.ts";
+import { BENCH_V8_FLAGS_ARG } from "../../lib/v8_flags.ts";
 
 /** What the scenario step measured. */
 export interface ScenarioStep {
@@ -35,6 +36,7 @@ async function startEndpoints(run: ResolvedRun, options: BenchOptions): Promise<
       stack: run.stack,
       delayMs: options.delayMs,
       inProcess: options.inProcess,
+      v8Flags: BENCH_V8_FLAGS_ARG,
     });
   }
   const endpoints = await reachableTarget(
