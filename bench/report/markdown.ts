@@ -184,10 +184,10 @@ function serverPlace(run: BenchRun): string {
  * The title, then a leading section (the study's verdict) or the answer, the
  * run's facts, the quick-run and noise lines.
  */
-function headSection(run: BenchRun, options: RenderOptions): string[] {
+function headSection(run: BenchRun, sections: AddedSection[]): string[] {
   const c = run.config;
   const lines = [`# ${reportTitle(run)}`, ""];
-  const leads = pluginSections(run, options).filter((x) => x.section.lead);
+  const leads = sections.filter((x) => x.section.lead);
   lines.push(...leads.flatMap(sectionLines));
   // A report that opens with its section's answer does not open with a row's median too.
   const answer = leads.length ? [] : answerLines(run);
@@ -236,10 +236,11 @@ function ratiosSection(run: BenchRun): string[] {
   return lines;
 }
 
+/** An added section with its content for the run. */
+type AddedSection = { section: ReportSection; content: SectionContent };
+
 /** One added section: its heading, summary, grids, notes and table. */
-function sectionLines(
-  { section, content: c }: { section: ReportSection; content: SectionContent },
-): string[] {
+function sectionLines({ section, content: c }: AddedSection): string[] {
   const lines = [`## ${section.title}`, "", `**${c.summary}**`, ""];
   for (const g of c.grids ?? []) {
     lines.push(cellRow(g.header), cellRow(g.header.map(() => "---")), ...g.body.map(cellRow), "");
@@ -251,8 +252,8 @@ function sectionLines(
 }
 
 /** The sections a higher layer adds that do not lead the report. */
-function addedSections(run: BenchRun, options: RenderOptions): string[] {
-  return pluginSections(run, options).filter((x) => !x.section.lead).flatMap(sectionLines);
+function addedSections(sections: AddedSection[]): string[] {
+  return sections.filter((x) => !x.section.lead).flatMap(sectionLines);
 }
 
 /** The rows with their legend, the warnings and the CPU per request. */
@@ -408,10 +409,12 @@ function closingSections(run: BenchRun): string[] {
 
 /** Renders the Markdown report, one section after another. */
 export function renderMarkdown(run: BenchRun, options: RenderOptions = {}): string {
+  // Each section renders once (the study's verdict judges every cell).
+  const sections = pluginSections(run, options);
   const lines = [
-    ...headSection(run, options),
+    ...headSection(run, sections),
     ...ratiosSection(run),
-    ...addedSections(run, options),
+    ...addedSections(sections),
     ...resultsSection(run),
     ...stepsSection(run),
     ...detailSections(run),
