@@ -384,7 +384,10 @@ export function registerBenchCommand(program: Command): void {
       "--time <time>",
       "sampling time; bare number = s (interleaved rtt: each arm's over all rounds, default rounds × block = 1.8s, quick 200ms; sequential scenarios: per row 5s, quick 700ms)",
     )
-    .option("--samples <n>", "samples per row instead of a sampling time (bounded by 60 s)")
+    .option(
+      "--samples <n>",
+      "samples per row instead of a sampling time (bounded by 60 s); flows: per journey row, warm-get rows 4x",
+    )
     .option("--quick", "a run of a few seconds")
     .option("--in-process", "run the servers in this process instead of their own")
     .option(

@@ -170,7 +170,7 @@ export function registerStudyCommand(program: Command): void {
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
     .option(
       "--budget <time>",
-      "time budget for the matrix: 30m, 90s; bare number = s; at least 10s (default 30m, quick 4m); each doubling past 30m takes open cells to twice the flows (1h: 9,600 per side), each halving below it to half (15m: 2,400)",
+      "time budget for the matrix: 40m, 90s; bare number = s; at least 10s (default 40m, quick 4m); journey cells take up to 9,600 flows per side (warm-get 4x), each doubling of the budget twice that (80m: 19,200), each halving half (20m: 4,800)",
     )
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")

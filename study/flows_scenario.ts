@@ -31,7 +31,7 @@ import { makeRow, type ScenarioContext } from "../bench/scenarios/mod.ts";
 import { pathPids, type PathProbe, procPathProbe } from "./flows/path_cpu.ts";
 import { DEFAULT_RULE } from "./verdict_rule.ts";
 import { type CellRun, type HeldTransport, runCell } from "./flows_cell.ts";
-import { flowsDesign } from "./sequential.ts";
+import { flowsDesign, scaledDesign, streamLookFactor, WARM_GET_LOOK_FACTOR } from "./sequential.ts";
 
 export { flowsDesign };
 
@@ -39,11 +39,6 @@ export { flowsDesign };
 export const FLOW_STREAMS = ["journey", "warm-get"] as const;
 /** Default UE concurrency levels. */
 export const DEFAULT_UES = [8];
-/**
- * With a sample count (`--samples`), the warm-GET stream takes this many times
- * as many arrivals as the journey: each is one request, and its p99 needs them.
- */
-export const WARM_GET_SAMPLE_FACTOR = 5;
 /** Interval of the NFs' background heartbeats (ms). */
 export const HEARTBEAT_MS = 1000;
 /** Per-request timeout of a flow step (ms): several retransmission timeouts on a lossy link. */
@@ -226,8 +221,9 @@ export async function flowsScenario(
       streams.map((stream) => {
         const flows = stream === "journey" ? JOURNEY : [WARM_GET];
         const rate = ctx.config.rate ?? defaultArrivalRate(ues, requestsPerUe(flows), rttMs);
+        const count = flowCount * streamLookFactor(stream);
         return ctx.transports.length *
-          (ctx.plan.warmupMs + CELL_DRAIN_MS + (flowCount / rate) * 1000);
+          (ctx.plan.warmupMs + CELL_DRAIN_MS + (count / rate) * 1000);
       })
     );
   const needs = needFor(maxFlows);
@@ -261,7 +257,10 @@ export async function flowsScenario(
         const cellMs = cellShareMs(runMs - (start - runStart), needs, firstNeeds, cellsDone);
         const label = `cell ${cellsDone + 1}/${cellCount}: ${stream} × ${ues} UEs`;
         const cell = { ues, stream, flows, rate, start, cellMs, label };
-        rows.push(...await runCell(ctx, cell, run));
+        // A stream's looks and flow count are the design's times its factor (the warm GET's 4).
+        const factor = streamLookFactor(stream);
+        const own = { ...run, design: scaledDesign(design, factor), maxFlows: maxFlows * factor };
+        rows.push(...await runCell(ctx, cell, own));
         cellsDone++;
       }
     }
@@ -280,7 +279,9 @@ export async function flowsScenario(
       : `flows: each cell ran its transports in interleaved rounds, one block of UE arrivals ` +
         `per transport per round in a new random order (seed ${seed}); every transport's ` +
         `connections stayed open for the whole run`) +
-      `; looks at ${design.looks.join(", ")} flows per side, stopping at the first that decides ` +
+      `; looks at ${design.looks.join(", ")} flows per side` +
+      (streams.includes("warm-get") ? ` (warm-get ${WARM_GET_LOOK_FACTOR}× as many)` : "") +
+      `, stopping at the first that decides ` +
       `(${decisions.length ? decisions.join("; ") : "none decided"}).`,
   );
   return rows;

@@ -5,6 +5,7 @@
  */
 import { defaultArrivalRate, PER_REQUEST_MS, requestsPerUe } from "./flows_scenario.ts";
 import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
+import { streamLookFactor } from "./sequential.ts";
 
 /** Fixed costs of one link (ms): opening it, starting the server, one child per transport. */
 export function linkOverheadMs(transports: number, loopback: boolean): number {
@@ -46,7 +47,8 @@ export function linkNeedMs(link: { rttMs: number; loopback: boolean }, p: LinkPl
     const flowMs = requests * (link.rttMs + PER_REQUEST_MS);
     for (const ues of p.ues) {
       const rate = defaultArrivalRate(ues, requests, link.rttMs);
-      ms += p.transports * (p.warmupMs + (p.maxFlows / rate) * 1000) +
+      const flows = p.maxFlows * streamLookFactor(stream);
+      ms += p.transports * (p.warmupMs + (flows / rate) * 1000) +
         (p.looks ?? 1) * 2 * flowMs;
     }
   }
@@ -56,8 +58,10 @@ export function linkNeedMs(link: { rttMs: number; loopback: boolean }, p: LinkPl
 /**
  * Plans the next link: it may take what it needs to take each cell to its
  * last look, as long as every link after it keeps enough to reach its first
- * look; time a link does not use (its cells decided early) goes to the links
- * after it. Cells never get less than `minCellMs`.
+ * look, and it shares with the links of the same RTT still to run (the
+ * answer's `wan` and `lossy`) in proportion to their needs, so that the first
+ * of them cannot starve the next; time a link does not use (its cells decided
+ * early) goes to the links after it. Cells never get less than `minCellMs`.
  */
 export function planLink(
   remainingMs: number,
@@ -66,10 +70,14 @@ export function planLink(
 ): LinkPlan {
   const needs = links.map((l) => linkNeedMs(l, p));
   const firsts = links.map((l) => linkNeedMs(l, { ...p, maxFlows: p.firstLook, looks: 1 }));
-  const reserve = firsts.slice(1).reduce((a, b) => a + b, 0);
+  const peers = links.map((l) => l.rttMs === links[0].rttMs && l.loopback === links[0].loopback);
+  // Links of another RTT keep their first look; peers share what is left by need.
+  const reserve = firsts.slice(1).reduce((a, b, i) => a + (peers[i + 1] ? 0 : b), 0);
+  const peerNeed = needs.reduce((a, b, i) => a + (peers[i] ? b : 0), 0);
   // A twentieth of what is left stays spare for what the estimate misses (a busy box).
   const spare = 0.95 * remainingMs;
-  const linkMs = Math.min(needs[0], Math.max(firsts[0], spare - reserve), spare);
+  const share = (spare - reserve) * (needs[0] / peerNeed);
+  const linkMs = Math.min(needs[0], Math.max(firsts[0], share), spare);
   const cells = p.ues.length * p.streams.length;
   const fixed = linkOverheadMs(p.transports, links[0].loopback);
   return {

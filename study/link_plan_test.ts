@@ -28,18 +28,44 @@ Deno.test("planLink gives a link what it needs when the budget allows, and keeps
   const need = linkNeedMs(LINKS[0], BASE);
   const roomy = planLink(60 * 60_000, LINKS, BASE);
   assert.equal(roomy.linkMs, need);
-  const firsts = LINKS.slice(1).reduce(
-    (ms, l) => ms + linkNeedMs(l, { ...BASE, maxFlows: 600, looks: 1 }),
-    0,
+  const first = (l: typeof LINKS[number]) => linkNeedMs(l, { ...BASE, maxFlows: 600, looks: 1 });
+  const others = first(LINKS[2]) + first(LINKS[3]);
+  const own = first(LINKS[0]);
+  // Tight: the two 50 ms links share what the others' first looks leave, by need (halves here).
+  const tight = planLink((need + others) / 0.95, LINKS, BASE);
+  assert.ok(Math.abs(tight.linkMs - need / 2) < 1e-6, JSON.stringify(tight));
+  // The second of them then has the rest: all it needs.
+  const second = planLink((need / 2 + others) / 0.95, LINKS.slice(1), BASE);
+  assert.ok(Math.abs(second.linkMs - need / 2) < 1e-6, JSON.stringify(second));
+  // Never less than its own first look.
+  const tighter = planLink((others + own) / 0.95, LINKS, BASE);
+  assert.ok(Math.abs(tighter.linkMs - own) < 1e-6, JSON.stringify(tighter));
+  // A link with no peer takes what is left after the later links' first looks.
+  const metro = linkNeedMs(LINKS[2], BASE);
+  const alone = planLink((metro / 2 + first(LINKS[3])) / 0.95, LINKS.slice(2), BASE);
+  assert.ok(
+    Math.abs(alone.linkMs - Math.max(first(LINKS[2]), metro / 2)) < 1e-6,
+    JSON.stringify(alone),
   );
-  const own = linkNeedMs(LINKS[0], { ...BASE, maxFlows: 600, looks: 1 });
-  // What is left after the later links' first looks, but never less than its own first look.
-  const tight = planLink(need / 0.95, LINKS, BASE);
-  assert.ok(Math.abs(tight.linkMs - Math.max(own, need - firsts)) < 1e-6, JSON.stringify(tight));
-  const tighter = planLink((firsts + 2 * own) / 0.95, LINKS, BASE);
-  assert.ok(Math.abs(tighter.linkMs - 2 * own) < 1e-6, JSON.stringify(tighter));
   // The last link takes whatever is left, up to its need.
   const last = planLink(30_000, LINKS.slice(3), BASE);
   assert.equal(last.linkMs, 0.95 * 30_000);
   assert.equal(last.cellMs, BASE.minCellMs);
+});
+
+Deno.test("a warm-GET cell needs its factor's flows, a journey cell its own", () => {
+  const journey = linkNeedMs(LINKS[0], { ...BASE, streams: ["journey"], ues: [64] });
+  const warm = linkNeedMs(LINKS[0], { ...BASE, streams: ["warm-get"], ues: [64] });
+  const warmHalf = linkNeedMs(LINKS[0], {
+    ...BASE,
+    streams: ["warm-get"],
+    ues: [64],
+    maxFlows: 600,
+  });
+  // Arrivals take time in proportion to flows: 4 × 2,400 against 4 × 600 warm GETs.
+  const fixed = linkNeedMs(LINKS[0], { ...BASE, streams: [], ues: [64] });
+  // Beyond the link's fixed costs: warm-ups, drains, and 4 × 2,400 or 4 × 600 arrivals.
+  const arrivals = (ms: number) => ms - fixed - BASE.transports * BASE.warmupMs;
+  assert.ok(journey > warm, `${journey} vs ${warm}`);
+  assert.ok(arrivals(warm) > 3.5 * arrivals(warmHalf), `${warm} vs ${warmHalf}`);
 });

@@ -63,6 +63,12 @@ export interface SequentialDesign {
   /** Chance a powered look calls a true {@link powerReduction} material (0.8). */
   power?: number;
   /**
+   * Flows per side from which a look may decide by the power (see
+   * {@link hasPower}); a design extended past it keeps looking, by the power
+   * too, at its later looks. Omitted, or past the last look: the last look only.
+   */
+  powerFrom?: number;
+  /**
    * A cell whose time or flows ran out between two looks takes the next look
    * on the flows it has (see {@link judgeSequential}). Omitted: the flows past
    * the last look reached are not judged.
@@ -76,7 +82,9 @@ export interface SequentialDesign {
  * 4,800 flows per side: HTTP/2's p99 over a lossy link rests on stall
  * episodes of 5 to 20 flows, and on the study's runs 4,800 flows per side
  * decided 9 of its 11 valid `wan` and `lossy` cells where 2,400 decided 7 or 8
- * of 20.
+ * of 20. The power decides from 4,800 flows on: a longer study (more looks,
+ * `flowsDesign`) still lets a cell near the threshold end there, and takes
+ * the cells whose slow flows come in long bursts on to later looks.
  */
 export const DEFAULT_DESIGN: SequentialDesign = {
   looks: [600, 1200, 2400, 4800],
@@ -85,8 +93,34 @@ export const DEFAULT_DESIGN: SequentialDesign = {
   clusterFlows: 50,
   powerReduction: 0.3,
   power: 0.8,
+  powerFrom: 4800,
   endLook: true,
 };
+
+/**
+ * How many times a journey cell's flows a warm-GET cell takes at each look.
+ * A warm GET is one request where a journey step is one of 19, so its flows
+ * cost a twentieth of the time; and its tail is burstier: at 64 UEs one lost
+ * segment holds every GET on the connection, so the study's warm-GET cells
+ * on `wan` were worth 1 independent flow in 30 to 50, where journey cells were
+ * worth 1 in 2 to 15.
+ */
+export const WARM_GET_LOOK_FACTOR = 4;
+
+/** The factor of a stream's looks over the design's (1 but for the warm GET). */
+export function streamLookFactor(stream: string): number {
+  return stream === "warm-get" ? WARM_GET_LOOK_FACTOR : 1;
+}
+
+/** A design with its looks (and the power's first look) taken `factor` times. */
+export function scaledDesign(design: SequentialDesign, factor: number): SequentialDesign {
+  if (factor === 1) return design;
+  return {
+    ...design,
+    looks: design.looks.map((l) => l * factor),
+    ...(design.powerFrom !== undefined ? { powerFrom: design.powerFrom * factor } : {}),
+  };
+}
 
 /** The design `--quick` judges with: one look, at the fewest flows a single look needs. */
 export const QUICK_DESIGN: SequentialDesign = { ...DEFAULT_DESIGN, looks: [450] };
@@ -269,17 +303,26 @@ export function widestPoweredHalf(design: SequentialDesign): number | undefined 
   return lo;
 }
 
+/** Flows per side from which a look may decide by the power. */
+export function powerFromFlows(design: Pick<SequentialDesign, "looks" | "powerFrom">): number {
+  return Math.min(design.powerFrom ?? Infinity, design.looks.at(-1)!);
+}
+
 /**
- * Whether a look has the power (see {@link widestPoweredHalf}): it is the
- * design's last look, and its interval is narrow enough. Only the last: an
- * early look may not yet have seen the stall episodes that make HTTP/2's tail
- * (on a lossy run, one HTTP/2 side's p99 rose from 280 to 331 ms between
- * 1,200 and 2,400 flows), and a "no" stops the cell for good.
+ * Whether a look has the power (see {@link widestPoweredHalf}): it comes at
+ * or after the design's `powerFrom` look (default the last), and its interval
+ * is narrow enough. Not earlier: an early look may not yet have seen the
+ * stall episodes that make HTTP/2's tail (on a lossy run, one HTTP/2 side's
+ * p99 rose from 280 to 331 ms between 1,200 and 2,400 flows), and a "no"
+ * stops the cell for good. A true `powerReduction` is called "no" by a
+ * powered look at most 1 − `power` of the time; a cell left open at the
+ * first powered look was not material there either, so a later one adds
+ * little to it (the design's trials measure it).
  */
 export function hasPower(f: LookFigures, design: SequentialDesign): boolean {
   const widest = widestPoweredHalf(design);
   if (widest === undefined || !(f.h3P99 > 0 && f.h2P99 > 0)) return false;
-  if (f.n < design.looks.at(-1)!) return false;
+  if (f.n < powerFromFlows(design)) return false;
   const half = Math.log(ratioInterval(f).upper / (f.h3P99 / f.h2P99));
   return Number.isFinite(half) && half <= widest;
 }
@@ -325,12 +368,12 @@ export function flowsThatWouldDecide(f: LookFigures, design: SequentialDesign): 
   // not material once the lower end rises above 1 − minReduction.
   const s = r <= floor + 1e-12 ? -r / above : (r - floor) / below;
   let need = s > 0 ? Math.max(min, Math.ceil(Math.max(f.n, 1) / (s * s))) : Infinity;
-  // Or the flows at which the interval's upper half narrows to the powered width (judged at
-  // the last look only).
+  // Or the flows at which the interval's upper half narrows to the powered width (judged from
+  // the design's powerFrom look on).
   const widest = widestPoweredHalf(design);
   if (widest !== undefined) {
     const powered = Math.ceil(Math.max(f.n, 1) * (above / widest) ** 2);
-    need = Math.min(need, Math.max(min, design.looks.at(-1)!, powered));
+    need = Math.min(need, Math.max(min, powerFromFlows(design), powered));
   }
   if (!Number.isFinite(need)) return Infinity;
   // Near the threshold the estimate runs off to millions: past ten times the last look no run

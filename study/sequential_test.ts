@@ -4,11 +4,15 @@ import {
   decideLook,
   DEFAULT_DESIGN,
   fewestFlowsToDecide,
+  flowsDesign,
   flowsThatWouldDecide,
   judgeSequential,
   lookAt,
   lookLevel,
+  powerFromFlows,
+  scaledDesign,
   type SequentialDesign,
+  streamLookFactor,
 } from "./sequential.ts";
 import { createRng } from "../bench/stats/mod.ts";
 
@@ -34,7 +38,14 @@ function trials(
 ) {
   const rng = createRng(seed);
   const n = design.looks.at(-1)!;
-  const out = { material: 0, "not-material": 0, undecided: 0, fewest: Infinity };
+  const out = {
+    material: 0,
+    "not-material": 0,
+    undecided: 0,
+    fewest: Infinity,
+    /** Cells decided at each look. */
+    at: {} as Record<number, number>,
+  };
   for (let t = 0; t < count; t++) {
     const h2c = flowTimes(rng, n, 100, sigma);
     const h2tls = flowTimes(rng, n, 100, sigma);
@@ -44,7 +55,10 @@ function trials(
       { transport: "h2-tls", samples: h2tls },
     ], { design })!;
     out[j.status]++;
-    if (j.decidedAt !== undefined) out.fewest = Math.min(out.fewest, j.decidedAt);
+    if (j.decidedAt !== undefined) {
+      out.fewest = Math.min(out.fewest, j.decidedAt);
+      out.at[j.decidedAt] = (out.at[j.decidedAt] ?? 0) + 1;
+    }
   }
   return out;
 }
@@ -313,4 +327,56 @@ Deno.test("when slow flows come in bursts, a true 30 % reduction is called not m
     independent / count > 2 * alpha,
     `independent: ${independent} of ${count} not material`,
   );
+});
+
+Deno.test("a longer study's design lets the power decide from its powerFrom look on, within the stated error rates", () => {
+  // The default study: five looks to 9,600 flows, the power from 4,800 on.
+  const study = flowsDesign({}, 9600);
+  assert.deepEqual(study.looks, [600, 1200, 2400, 4800, 9600]);
+  assert.equal(powerFromFlows(study), 4800);
+  const alpha = 1 - study.level;
+  const equal = trials(study, 1, 0.5, 200, 41);
+  assert.ok(equal.material / 200 <= alpha, JSON.stringify(equal));
+  const better = trials(study, 0.7, 0.5, 200, 43);
+  assert.ok(better.material / 200 >= 0.8, JSON.stringify(better));
+  assert.ok(better["not-material"] / 200 <= 1 - study.power!, JSON.stringify(better));
+  // Near the threshold the power ends the cell at 4,800 flows, not 9,600 (a look in hand).
+  const near = trials(study, 0.82, 0.5, 100, 31);
+  assert.ok(near.undecided <= 10, JSON.stringify(near));
+  assert.ok((near.at[4800] ?? 0) > 2 * (near.at[9600] ?? 0), JSON.stringify(near));
+  // Without powerFrom the same design waits for its last look to use the power.
+  const late = { ...study, powerFrom: undefined };
+  assert.equal(powerFromFlows(late), 9600);
+});
+
+Deno.test("the power never decides before its first powered look", () => {
+  // An 18 % lower p99 on narrow tails: powered, but only from the powerFrom look on.
+  const f = {
+    h3P99: 82,
+    h3Ci: { lower: 80, upper: 84, level: 0.99 },
+    h2P99: 100,
+    h2Ci: { lower: 98, upper: 102, level: 0.99 },
+  };
+  const design = { ...DEFAULT_DESIGN, looks: [600, 1200, 2400, 4800, 9600], powerFrom: 2400 };
+  assert.equal(decideLook({ ...f, n: 1200 }, design).status, "undecided");
+  assert.equal(decideLook({ ...f, n: 2400 }, design).status, "not-material");
+  assert.equal(
+    decideLook({ ...f, n: 2400 }, { ...design, powerFrom: undefined }).status,
+    "undecided",
+  );
+  assert.equal(
+    decideLook({ ...f, n: 9600 }, { ...design, powerFrom: undefined }).status,
+    "not-material",
+  );
+  // A powerFrom past the design's last look means the last look (a short study's design).
+  assert.equal(powerFromFlows({ looks: [600, 1200], powerFrom: 4800 }), 1200);
+});
+
+Deno.test("warm-GET cells are judged at four times the journey's looks, the power too", () => {
+  const warm = scaledDesign(flowsDesign({}, 9600), streamLookFactor("warm-get"));
+  assert.deepEqual(warm.looks, [2400, 4800, 9600, 19200, 38400]);
+  assert.equal(warm.powerFrom, 19200);
+  assert.equal(lookLevel(warm), lookLevel(flowsDesign({}, 9600)));
+  assert.equal(scaledDesign(DEFAULT_DESIGN, streamLookFactor("registration")), DEFAULT_DESIGN);
+  checkDesign(warm);
 });

@@ -20,10 +20,17 @@ import {
   tailDesignEffect,
 } from "./quantile_interval.ts";
 import { type BenchRun, isFlowRow, type ResultRow } from "../bench/record/mod.ts";
-import { flowsDesign, judgeSequential, lookLevel, type SequentialDesign } from "./sequential.ts";
+import {
+  flowsDesign,
+  judgeSequential,
+  lookLevel,
+  scaledDesign,
+  type SequentialDesign,
+  streamLookFactor,
+} from "./sequential.ts";
 
 export { isFlowRow };
-import { JOURNEY } from "./flows/definitions.ts";
+import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
 import {
   cellInvalidity,
   type CellTransport,
@@ -103,7 +110,13 @@ const ORDER = ["h2c", "h2-tls", "h3"];
 /** Judges every cell of a run's flow rows. */
 export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
   rule ??= run.study?.rule ?? DEFAULT_RULE;
-  const design = run.study?.rule ? ruleDesign(rule) : flowsDesign(run.config, run.config.samples);
+  // Each stream's looks: a study states them in its rule; other runs judge by the design of their day.
+  const designOf = (flow: string): SequentialDesign => {
+    const stream = flow === WARM_GET.name ? "warm-get" : "journey";
+    return run.study?.rule
+      ? ruleDesign(rule, stream)
+      : scaledDesign(flowsDesign(run.config, run.config.samples), streamLookFactor(stream));
+  };
   const rows = run.rows.filter(isFlowRow);
   const linkOf = (r: ResultRow) => r.link ?? run.config.link?.spec ?? "loopback";
   const cells = new Map<string, ResultRow[]>();
@@ -135,6 +148,7 @@ export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
   for (const [key, rs] of cells) {
     const [stack, link, flow, ues] = key.split("\n");
     rs.sort((a, b) => ORDER.indexOf(a.transport) - ORDER.indexOf(b.transport));
+    const design = designOf(flow);
     const transports: CellTransport[] = rs.map((r) => transportFigures(r, design));
     const share = (r: ResultRow) => {
       const failed = r.extra?.failed ?? r.errors;

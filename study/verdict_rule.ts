@@ -8,7 +8,10 @@ import {
   DEFAULT_DESIGN,
   fewestFlowsToDecide,
   lookLevel,
+  powerFromFlows,
+  scaledDesign,
   type SequentialDesign,
+  WARM_GET_LOOK_FACTOR,
 } from "./sequential.ts";
 
 /** Parameters of the rule. */
@@ -54,6 +57,17 @@ export interface VerdictRule {
    * flows it has (the design's `endLook`); records without it did not.
    */
   endLook?: boolean;
+  /**
+   * Flows per side from which a look may decide by the power (the design's
+   * `powerFrom`); records without it did so at the last look only.
+   */
+  powerFrom?: number;
+  /**
+   * Streams judged at a multiple of the journey's looks (the warm GET, whose
+   * flows are cheap and whose tail is burstier); records without it judged
+   * every stream at the same looks.
+   */
+  lookFactors?: Record<string, number>;
 }
 
 /** The rule the study states. */
@@ -70,11 +84,13 @@ export const DEFAULT_RULE: VerdictRule = {
   powerReduction: DEFAULT_DESIGN.powerReduction,
   power: DEFAULT_DESIGN.power,
   endLook: DEFAULT_DESIGN.endLook,
+  powerFrom: DEFAULT_DESIGN.powerFrom,
+  lookFactors: { "warm-get": WARM_GET_LOOK_FACTOR },
 };
 
-/** The sequential design a rule states. */
-export function ruleDesign(rule: VerdictRule): SequentialDesign {
-  return {
+/** The sequential design a rule states, for a stream's cells (its looks scaled by its factor). */
+export function ruleDesign(rule: VerdictRule, stream?: string): SequentialDesign {
+  const design: SequentialDesign = {
     looks: rule.looks ?? [rule.minSamples],
     level: rule.level,
     minReduction: rule.minReduction,
@@ -83,7 +99,9 @@ export function ruleDesign(rule: VerdictRule): SequentialDesign {
       ? { powerReduction: rule.powerReduction, power: rule.power }
       : {}),
     ...(rule.endLook ? { endLook: true } : {}),
+    ...(rule.powerFrom ? { powerFrom: rule.powerFrom } : {}),
   };
+  return scaledDesign(design, (stream && rule.lookFactors?.[stream]) || 1);
 }
 
 /** The rule's validity thresholds with their defaults (records may predate them). */
@@ -193,7 +211,11 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
     `core or more, and at least ${th.minOnTimeShare * 100} % of UE arrivals started within ` +
     `${th.onTimeMs} ms of their due time; other cells are shown as not valid. A valid cell is ` +
     `judged at ${looks.length === 1 ? "one look" : `up to ${looks.length} looks`}, when each ` +
-    `side has completed ${looks.join(", ")} flows, and stops at the first look that decides` +
+    `side has completed ${looks.join(", ")} flows` +
+    Object.entries(rule.lookFactors ?? {}).map(([stream, k]) =>
+      ` (${stream} cells, whose flows are one request each, ${k} times as many)`
+    ).join("") +
+    `, and stops at the first look that decides` +
     (design.endLook && looks.length > 1
       ? `; a cell whose time runs out between two looks takes its next look on the flows it has`
       : "") +
@@ -213,7 +235,11 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
     `it lost no larger share of flows; it has none when even the interval's most favourable end ` +
     `gives it less than ${rule.minReduction * 100} %` +
     (design.powerReduction && design.power
-      ? `, or when the last look has the power: its interval narrow enough that a p99 ` +
+      ? `, or when a look ${
+        powerFromFlows(design) < looks.at(-1)!
+          ? `at or after ${powerFromFlows(design)} flows`
+          : "at the last planned number of flows"
+      } has the power: its interval narrow enough that a p99 ` +
         `${Math.round(design.powerReduction * 100)} % lower would have been called material with ` +
         `at least ${Math.round(design.power * 100)} % chance (so a true ` +
         `${Math.round(design.powerReduction * 100)} % advantage is called "no" in at most ` +

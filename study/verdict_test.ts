@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { studyVerdict } from "./verdict.ts";
-import { DEFAULT_RULE } from "./verdict_rule.ts";
+import { DEFAULT_RULE, ruleDesign } from "./verdict_rule.ts";
 import { verdictSection } from "./verdict_section.ts";
 import { compareQuantiles, createRng, estimate, shuffled } from "../bench/stats/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
@@ -266,6 +266,41 @@ Deno.test("a study is judged at the looks its record states (a quick study's sin
   assert.equal(studyVerdict(study([450])).cells[0].decidedAt, 450);
   // The full design's first look (600) is out of reach of 450 flows.
   assert.equal(studyVerdict(study([600, 1000, 1600, 2400])).cells[0].status, "undecided");
+});
+
+Deno.test("a study's warm-GET cells are judged at their stream's looks, journeys at theirs", () => {
+  const warm = (transport: string, samples: number[]) => ({
+    ...row(transport, "wan", samples),
+    id: `flows/${transport}/warm-get/8`,
+    flow: "warm-get",
+  });
+  const rows = [
+    warm("h2c", spread(100, 300, 2000)),
+    warm("h3", spread(50, 100, 2000)),
+    row("h2c", "wan", spread(100, 300, 2000)),
+    row("h3", "wan", spread(50, 100, 2000)),
+  ];
+  const study = (rule: typeof DEFAULT_RULE) =>
+    ({
+      ...run(rows),
+      config: { flows: ["journey", "warm-get"], concurrency: [8] },
+      study: { links: [{ spec: "wan" }], rule },
+    }) as unknown as BenchRun;
+  const cellOf = (v: ReturnType<typeof studyVerdict>, flow: string) =>
+    v.cells.find((c) => c.flow === flow)!;
+  // The rule's warm-GET factor (4): its first look is at 2,400 flows, out of reach of 2,000, so
+  // the cell, ended, takes that look on the flows it has; the journey decides at a planned look.
+  const now = studyVerdict(study(DEFAULT_RULE));
+  assert.deepEqual(ruleDesign(DEFAULT_RULE, "warm-get").looks, [2400, 4800, 9600, 19200]);
+  assert.equal(cellOf(now, "warm-get").status, "material");
+  assert.equal(cellOf(now, "warm-get").decidedAt, 2000);
+  const journey = cellOf(now, "registration");
+  assert.equal(journey.status, "material");
+  assert.ok([600, 1200].includes(journey.decidedAt!), `${journey.decidedAt}`);
+  // A record written before the factor judges the warm GET at the journey's looks, as it did.
+  const { lookFactors: _, ...before } = DEFAULT_RULE;
+  assert.equal(cellOf(studyVerdict(study(before)), "warm-get").decidedAt, journey.decidedAt);
+  assert.deepEqual(ruleDesign(before, "warm-get").looks, DEFAULT_RULE.looks);
 });
 
 Deno.test("the verdict section says the matrix's time against its budget, and over when it passed it", () => {

@@ -315,6 +315,10 @@ export interface StudyRecord {
     power?: number;
     /** A cell whose time ran out between two looks took the next look on its flows; absent: it did not. */
     endLook?: boolean;
+    /** Flows per side from which a look could decide by the power; absent: the last look only. */
+    powerFrom?: number;
+    /** Streams whose looks (and `powerFrom`) were that many times the journey's; absent: 1. */
+    lookFactors?: Record<string, number>;
   };
 }
 
