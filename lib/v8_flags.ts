@@ -44,7 +44,7 @@ export const BENCH_V8_FLAGS_ARG = `${V8_FLAGS_ARG},${NO_MEMORY_REDUCER}`;
  * rounds: a full collection of 20–35 ms on the client's one CPU, inside
  * whichever 30 ms block ran then. The client collects before each round
  * instead (`roundCollector` in `bench/measure/rounds.ts`), so its heap starts
- * every round well below that limit. Production-like runs (`lab load`, the
+ * every round from what is live. Production-like runs (`lab load`, the
  * soak, `deno task lab`) do not expose it and collect only when V8 decides.
  */
 export const EXPOSE_GC = "--expose-gc";

@@ -198,10 +198,10 @@ export interface Collections {
  * A {@linkcode RoundsOptions.betweenRounds} hook that runs a full garbage
  * collection of this process before each round, when `gc` is given (by
  * default the exposed collector; without `--expose-gc` it does nothing).
- * Collected before each round, the client's heap starts every round well
- * below the size at which V8 starts a full collection of its own (a round of
- * the default schedule moves 2–3 MiB into the old generation), so none lands
- * in a timed block; a round much longer than that may still meet one.
+ * Collected before each round, the client's heap starts every round from
+ * what is live (it grows by 2–3 MB over a round of the default schedule),
+ * and traced runs met no full collection of V8's own during the rounds; a
+ * round much longer than the default may still meet one.
  */
 export function roundCollector(
   gc: (() => void) | undefined = exposedGc(),
