@@ -32,6 +32,36 @@ Deno.test("a handler delay of 100 ms is measured as 100 ms within 5 %", async ()
   }
 });
 
+Deno.test("the rtt rounds run the exposed collector once before each round and say so in the run's notes", async () => {
+  const g = globalThis as { gc?: () => void };
+  const exposed = g.gc;
+  let calls = 0;
+  g.gc = () => void calls++;
+  try {
+    const run = await runBench({
+      inProcess: true,
+      transports: ["h2c"],
+      sizes: [256],
+      warmupMs: 50,
+      samples: 6,
+      rounds: 3,
+      skipFloors: true,
+    });
+    // 3 measured rounds and the 2 discarded before them.
+    assertEquals(run.rounds?.rounds, 3);
+    assertEquals(calls, 5);
+    assert(
+      run.notes.some((n) =>
+        /full garbage collection before each round.*\(5, \d+ ms in all\)/.test(n)
+      ),
+      run.notes.join(" | "),
+    );
+  } finally {
+    if (exposed) g.gc = exposed;
+    else delete g.gc;
+  }
+});
+
 let shared: BenchRun | undefined;
 async function quickRun(): Promise<BenchRun> {
   shared ??= await runBench({

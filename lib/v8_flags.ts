@@ -36,5 +36,21 @@ export const NO_MEMORY_REDUCER = "--no-memory-reducer";
 /** The `deno run` argument of the benchmark's client and of the `lab serve` it starts. */
 export const BENCH_V8_FLAGS_ARG = `${V8_FLAGS_ARG},${NO_MEMORY_REDUCER}`;
 
+/**
+ * V8's collector as `globalThis.gc`, which the benchmark's client alone runs
+ * with. With the young generation capped at 1 MiB, a request's objects that
+ * outlive a scavenge move to the old generation, and the client's heap (about
+ * 16 MiB, most of it sbilab's module graph) reached V8's limit every 4–10 s of
+ * rounds: a full collection of 20–35 ms on the client's one CPU, inside
+ * whichever 30 ms block ran then. The client collects before each round
+ * instead (`roundCollector` in `bench/measure/rounds.ts`), so its heap starts
+ * every round from what is live. Production-like runs (`lab load`, the
+ * soak, `deno task lab`) do not expose it and collect only when V8 decides.
+ */
+export const EXPOSE_GC = "--expose-gc";
+
+/** The `deno run` argument of `deno task bench`'s client: the benchmark's, and the exposed collector. */
+export const BENCH_CLIENT_V8_FLAGS_ARG = `${BENCH_V8_FLAGS_ARG},${EXPOSE_GC}`;
+
 /** The `deno run` argument of the benchmark's runtime peers (echo, bare runtime): V8's defaults but the reducer. */
 export const PEER_V8_FLAGS_ARG = `--v8-flags=${NO_MEMORY_REDUCER}`;

@@ -53,6 +53,11 @@ export interface RoundsOptions {
   onProgress?: (label: string, fraction: number) => void;
   /** Stops after the current block. */
   signal?: AbortSignal;
+  /**
+   * Runs before every round (the discarded ones too), outside its blocks and its round time: the
+   * benchmark collects the client's garbage here ({@linkcode roundCollector}). Default none.
+   */
+  betweenRounds?: () => void | Promise<void>;
 }
 
 /** Everything an arm gave over the measured rounds. */
@@ -126,6 +131,7 @@ export async function runRounds(
   for (let r = 0; r < total && !options.signal?.aborted; r++) {
     const measured = r >= warmupRounds;
     const order = shuffled(arms, options.rng);
+    await options.betweenRounds?.();
     const roundStart = clock();
     let steal = 0, all = 0, other = 0, wall = 0, load1 = 0;
     const done: { arm: RoundArm; res: BlockResult; ms: number; cpu?: MachineSnapshot }[] = [];
@@ -172,6 +178,53 @@ export async function runRounds(
     );
   }
   return out;
+}
+
+/** This process's collector when V8 exposes it (`--expose-gc`, which `deno task bench` passes). */
+export function exposedGc(): (() => void) | undefined {
+  const gc = (globalThis as { gc?: unknown }).gc;
+  return typeof gc === "function" ? gc as () => void : undefined;
+}
+
+/** What {@linkcode roundCollector} did. */
+export interface Collections {
+  /** Full collections run between rounds. */
+  count: number;
+  /** Their wall time (ms), spent outside every block and round time. */
+  ms: number;
+}
+
+/**
+ * A {@linkcode RoundsOptions.betweenRounds} hook that runs a full garbage
+ * collection of this process before each round, when `gc` is given (by
+ * default the exposed collector; without `--expose-gc` it does nothing).
+ * Collected before each round, the client's heap starts every round from
+ * what is live (it grows by 2–3 MB over a round of the default schedule),
+ * and traced runs met no full collection of V8's own during the rounds; a
+ * round much longer than the default may still meet one.
+ */
+export function roundCollector(
+  gc: (() => void) | undefined = exposedGc(),
+  clock: Clock = defaultClock,
+): { betweenRounds: () => void; done: Collections } {
+  const done: Collections = { count: 0, ms: 0 };
+  return {
+    done,
+    betweenRounds: () => {
+      if (!gc) return;
+      const t0 = clock();
+      gc();
+      done.ms += clock() - t0;
+      done.count++;
+    },
+  };
+}
+
+/** The run's note on the collections between rounds, or none when there were none. */
+export function collectionsNote(done: Collections): string | undefined {
+  if (done.count === 0) return undefined;
+  return `The client ran a full garbage collection before each round, outside the timed blocks ` +
+    `(${done.count}, ${Math.round(done.ms)} ms in all): its CPU per request leaves them out.`;
 }
 
 function delta(a: MachineSnapshot, b: MachineSnapshot): MachineSnapshot {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runRounds } from "./rounds.ts";
+import { collectionsNote, roundCollector, runRounds } from "./rounds.ts";
 import { createRng } from "../stats/stats.ts";
 import type { MachineProbe, MachineSnapshot } from "./machine_probe.ts";
 
@@ -125,4 +125,58 @@ Deno.test("round runner stops at an abort and rejects a schedule it cannot run",
   await assert.rejects(runRounds([], { rng: createRng(1) }), RangeError);
   await assert.rejects(runRounds([arms[0], arms[0]], { rng: createRng(1) }), RangeError);
   await assert.rejects(runRounds(arms, { blockMs: 0, rng: createRng(1) }), RangeError);
+});
+
+Deno.test("round runner collects garbage before every round, discarded ones too, never inside a block nor in the round's time", async () => {
+  let now = 0;
+  const clock = () => now;
+  const events: string[] = [];
+  let inBlock = false;
+  // A full collection that takes 40 ms of the (fake) clock, and notes whether a block was running.
+  const gc = () => {
+    events.push(inBlock ? "gc inside a block" : "gc");
+    now += 40;
+  };
+  const collector = roundCollector(gc, clock);
+  const arms = ["a", "b", "c"].map((id) => ({
+    id,
+    block: async () => {
+      inBlock = true;
+      events.push(id);
+      now += 5;
+      await Promise.resolve();
+      inBlock = false;
+      return { samples: [5e6], errors: 0 };
+    },
+  }));
+  const out = await runRounds(arms, {
+    rounds: 6,
+    warmupRounds: 2,
+    rng: createRng(3),
+    clock,
+    betweenRounds: collector.betweenRounds,
+  });
+  assert.ok(!events.includes("gc inside a block"));
+  // Each round opens with one collection, then its three blocks.
+  assert.equal(events.length, 8 * 4);
+  for (let r = 0; r < 8; r++) {
+    assert.equal(events[r * 4], "gc");
+    assert.deepEqual(events.slice(r * 4 + 1, r * 4 + 4).sort(), ["a", "b", "c"]);
+  }
+  assert.deepEqual(collector.done, { count: 8, ms: 320 });
+  // The rounds and blocks keep their own time: 3 blocks of 5 ms, none of the collections' 40 ms.
+  assert.deepEqual(out.roundMs, [15, 15, 15, 15, 15, 15]);
+  for (const id of ["a", "b", "c"]) assert.deepEqual(out.arms[id].elapsedMs, [5, 5, 5, 5, 5, 5]);
+  assert.match(
+    collectionsNote(collector.done)!,
+    /before each round, outside the timed blocks \(8, 320 ms in all\)/,
+  );
+});
+
+Deno.test("without an exposed collector the rounds collect nothing and the run carries no note", async () => {
+  const collector = roundCollector(undefined);
+  const arms = [{ id: "x", block: () => Promise.resolve({ samples: [1, 2], errors: 0 }) }];
+  await runRounds(arms, { rounds: 3, rng: createRng(1), betweenRounds: collector.betweenRounds });
+  assert.deepEqual(collector.done, { count: 0, ms: 0 });
+  assert.equal(collectionsNote(collector.done), undefined);
 });

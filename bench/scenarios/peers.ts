@@ -27,7 +27,7 @@
  */
 import type { EngineName, ResultRow, RoundsRecord } from "../record/schema.ts";
 import type { SampleSet } from "../stats/recorder.ts";
-import { type RoundArm, runRounds } from "../measure/rounds.ts";
+import { collectionsNote, type RoundArm, roundCollector, runRounds } from "../measure/rounds.ts";
 import { createRng } from "../stats/stats.ts";
 import { assessNoise } from "../record/rounds_summary.ts";
 import { PEER_RATIOS } from "../record/peer_ratios.ts";
@@ -306,7 +306,9 @@ async function runPeerRounds(
     ctx.config.blockMs,
   );
   const seed = ctx.config.seed ?? 0;
+  const collector = roundCollector(undefined, ctx.clock);
   const outcome = await runRounds(arms, {
+    betweenRounds: collector.betweenRounds,
     rounds,
     blockMs,
     warmupRounds: PEER_WARMUP_ROUNDS,
@@ -315,6 +317,8 @@ async function runPeerRounds(
     onProgress: ctx.onProgress,
     signal: ctx.signal,
   });
+  const note = collectionsNote(collector.done);
+  if (note) ctx.notes.push(note);
   const rows: ResultRow[] = [];
   // The noise line names an arm by its transport field: there, loader → server and shape.
   const named: ResultRow[] = [];

@@ -12,6 +12,8 @@ import { clusterMedian, cv, roundMedians } from "../stats/rounds_stats.ts";
 import {
   type ArmRounds,
   type BlockResult,
+  collectionsNote,
+  roundCollector,
   type RoundsOutcome,
   runRounds,
 } from "../measure/rounds.ts";
@@ -334,7 +336,9 @@ export async function rttRounds(
     else await addStacksArms(ctx, a, options.stacksSizes ?? [], options.blockCount);
     const progress = roundsProgress(ctx, a, options);
     await warmUpAlone(ctx, a, progress.warmUp);
+    const collector = roundCollector(undefined, ctx.clock);
     const outcome = await runRounds(a.arms, {
+      betweenRounds: collector.betweenRounds,
       rounds: options.rounds,
       blockMs: options.blockMs,
       warmupRounds: options.warmupRounds,
@@ -344,6 +348,8 @@ export async function rttRounds(
       onProgress: progress.round,
       signal: ctx.signal,
     });
+    const note = collectionsNote(collector.done);
+    if (note) ctx.notes.push(note);
     const rows = rowsOf(ctx, a.rowArms, outcome);
     const floors = floorsOf(a.floorArms, outcome);
     return { rows, floors, rounds: roundsRecord(ctx, options, outcome, rows, floors) };
