@@ -202,11 +202,22 @@ export interface LookDecision {
 
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 
-/** Where a look's interval of the reduction puts it, or that it has no upper bound yet. */
-function reductionRange(ci: { lower: number; upper: number }): string {
-  return ci.lower <= -9.99
-    ? "its interval still unbounded (too few independent flows)"
-    : `between ${pct(ci.lower)} and ${pct(ci.upper)}`;
+/**
+ * Where a look's interval of the reduction puts it, or that it has no upper
+ * bound yet: then, when the flows came in bursts, how many independent flows
+ * they were worth against the fewest a look needs.
+ */
+function reductionRange(
+  ci: { lower: number; upper: number },
+  f: Pick<LookFigures, "n" | "designEffect">,
+  design: SequentialDesign,
+): string {
+  if (ci.lower > -9.99) return `between ${pct(ci.lower)} and ${pct(ci.upper)}`;
+  const effect = f.designEffect ?? 1;
+  if (!(effect > 1.05)) return "its interval still unbounded (too few independent flows)";
+  const worth = Math.max(1, Math.round(f.n / effect));
+  return `its interval still unbounded: slow flows came in bursts, so ${f.n} flows per side ` +
+    `were worth about ${worth} independent ones (a p99 needs ${fewestFlowsToDecide(design)})`;
 }
 
 /** Decides one look from its intervals (see the module's doc for the rule). */
@@ -263,7 +274,7 @@ export function decideLook(
       reduction,
       reductionCi,
       reason: `p99 ${reduction >= 0 ? `${pct(reduction)} lower` : `${pct(-reduction)} higher`}, ` +
-        `${reductionRange(reductionCi)}; ` +
+        `${reductionRange(reductionCi, f, design)}; ` +
         `a ${Math.round(design.powerReduction! * 100)} % lower p99 would have shown as material ` +
         `with at least ${Math.round(design.power! * 100)} % chance`,
     };
@@ -274,7 +285,7 @@ export function decideLook(
     reduction,
     reductionCi,
     reason: `p99 ${reduction >= 0 ? `${pct(reduction)} lower` : `${pct(-reduction)} higher`}, ` +
-      `${reductionRange(reductionCi)}`,
+      `${reductionRange(reductionCi, f, design)}`,
     flowsToDecide: more,
   };
 }

@@ -206,6 +206,17 @@ Deno.test("a look decides material at 20 % with the ratio's interval below 1, no
   assert.equal(open.reductionCi.lower, -Infinity);
   assert.match(open.reason, /^p99 20\.0 % lower, its interval still unbounded/);
   assert.doesNotMatch(open.reason, /999/);
+  // Bursts: it says what the flows were worth against what a p99 needs.
+  const bursty = decideLook({
+    ...f,
+    h3Ci: { ...f.h3Ci, upper: Infinity },
+    n: 9150,
+    designEffect: 37,
+  });
+  assert.match(
+    bursty.reason,
+    /unbounded: slow flows came in bursts, so 9150 flows per side were worth about 247 independent ones \(a p99 needs 505\)$/,
+  );
   // 20 % lower but HTTP/3 lost more flows: decided, not material.
   const lossier = decideLook({ ...f, h3FailShare: 0.02, h2FailShare: 0.01 });
   assert.equal(lossier.status, "not-material");
