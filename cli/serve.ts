@@ -38,6 +38,7 @@ import {
   UsageError,
 } from "./args.ts";
 import { toHex } from "../transports/n32.ts";
+import { type NativeIo, parseNativeIo } from "../transports/native/io_loop.ts";
 
 interface ServeOptions {
   stack?: string;
@@ -55,6 +56,7 @@ interface ServeOptions {
   h3MaxUdpPayload?: string;
   h3Retry?: boolean;
   h3ExactEcn?: boolean;
+  h3Io?: string;
   nrfMaxInstances?: string;
   nrfMaxProfile?: string;
   maxJsonDepth?: string;
@@ -258,6 +260,10 @@ export function registerServeCommand(program: Command): void {
       "h3: read the first datagram of a wake-up through Deno (its ECN mark goes uncounted; no thread crossing per wake-up, as the benchmarks run)",
     )
     .option(
+      "--h3-io <who>",
+      "h3: who reads and writes the socket: runtime (Deno's reactor) or module (the module's own I/O thread, every ECN mark read; default: SBILAB_NATIVE_IO, else runtime)",
+    )
+    .option(
       "--h3-max-udp-payload <bytes>",
       "h3: send datagrams up to this size (a path MTU you know, 1200-65527) instead of 1200 B + PMTUD",
     )
@@ -338,6 +344,7 @@ function transportOptions(
     retry?: boolean;
     exactEcn?: boolean;
     earlyData?: boolean;
+    io?: NativeIo;
   } = {
     stack,
     hostname: o.host,
@@ -355,6 +362,7 @@ function transportOptions(
     options.maxUdpPayload = shared.h3MaxUdpPayload;
     options.retry = o.h3Retry ?? false;
     options.exactEcn = o.h3ExactEcn ?? true;
+    if (o.h3Io !== undefined) options.io = parseNativeIo(o.h3Io, "--h3-io");
   }
   return options;
 }

@@ -34,18 +34,24 @@ const OWN_LIB_DIR = "-Wl,--disable-new-dtags,-rpath,$ORIGIN/lib";
 const HTTP3_LAYER = "transports/native/sbhttp3.c";
 const HTTP3_LAYER_HEADERS = ["transports/native/sbhttp3.h", "transports/native/sbwire.h"];
 
+/** The I/O thread a module runs its own sockets on (transports/native/sbloop.h), linked into each module. */
+const IO_LOOP = "transports/native/sbloop.c";
+const IO_LOOP_HEADER = "transports/native/sbloop.h";
+
 /** The h3 module's sources, one file per role (see transports/h3/native/sbh3_int.h), and the HTTP/3 layer. */
 const H3_SOURCES = [
   ...["common", "conn", "client", "server", "udp", "tls"].map((f) =>
     `transports/h3/native/sbh3_${f}.c`
   ),
   HTTP3_LAYER,
+  IO_LOOP,
 ];
 const H3_HEADERS = [
   "transports/h3/native/sbh3.h",
   "transports/h3/native/sbh3_int.h",
   "transports/native/sb_tls.h",
   ...HTTP3_LAYER_HEADERS,
+  IO_LOOP_HEADER,
 ];
 
 /** Linker inputs and headers of the programs built on the h3 module's sources. */

@@ -26,7 +26,7 @@ ROOT=$PWD
 H2_SRC="transports/h2/native/sbh2.c transports/h2/native/sbh2_server.c transports/h2/native/sbh2_tls.c"
 H3_SRC="transports/h3/native/sbh3_common.c transports/h3/native/sbh3_conn.c transports/h3/native/sbh3_client.c
         transports/h3/native/sbh3_server.c transports/h3/native/sbh3_udp.c transports/h3/native/sbh3_tls.c
-        transports/native/sbhttp3.c"
+        transports/native/sbhttp3.c transports/native/sbloop.c"
 LOAD_SRC="load/native/sbl_hist.c"
 # the load targets include these two whole (they reach the files' static functions)
 LOAD_C="load/native/sbl_load.c"

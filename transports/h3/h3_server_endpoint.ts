@@ -15,6 +15,7 @@ import { type H3DatagramStats, readStats } from "./h3_datagram_stats.ts";
 import type { H3Config } from "./h3_config.ts";
 import type { H3Socket } from "./h3_socket.ts";
 import { cstr, EMPTY } from "./_ffi_util.ts";
+import { guardedSymbols, type IoLoop } from "../native/io_loop.ts";
 
 const decoder = new TextDecoder();
 
@@ -48,6 +49,20 @@ export class H3ServerEndpoint {
   #live(): Deno.PointerValue {
     if (this.#ptr === null) throw h3Freed("HTTP/3 server");
     return this.#ptr;
+  }
+
+  /** The module's handle (for the I/O loop that runs it). */
+  get pointer(): Deno.PointerValue {
+    return this.#live();
+  }
+
+  /**
+   * From now on every call into the server is made under `loop`'s lock: its
+   * thread runs the server beside this one. Freeing stays unguarded (the loop
+   * is stopped first).
+   */
+  guard(loop: IoLoop): void {
+    this.#sym = guardedSymbols(this.#sym, loop, /^sbh3_server_(?!free$)/);
   }
 
   #ip(hostname: string): Uint8Array<ArrayBuffer> {

@@ -160,3 +160,50 @@ export class H3Socket {
     this.close();
   }
 }
+
+/**
+ * A UDP socket the module opens and owns itself, for its own I/O thread
+ * (`io: "module"`): Deno never reads it, the thread reads every datagram with
+ * its TOS byte (so its ECN mark) and sends in batches. `close()` frees the
+ * module's handle, which closes the socket; call it after the loop stopped.
+ */
+export class H3OwnedSocket {
+  #sym: Sbh3Symbols;
+  #ptr: Deno.PointerValue;
+  readonly hostname: string;
+  readonly port: number;
+
+  /** Binds ip:port (0: any free port); throws H3Error (SOCKET) when it cannot. */
+  constructor(sym: Sbh3Symbols, ip: string, port: number) {
+    this.#sym = sym;
+    const ptr = sym.sbh3_udp_open(cstr(ip), port);
+    if (ptr === null) {
+      throw new H3Error(NATIVE_ERR.SOCKET, `Cannot bind a UDP socket to ${ip}:${port}`);
+    }
+    this.#ptr = ptr;
+    this.hostname = ip;
+    this.port = sym.sbh3_udp_port(ptr);
+  }
+
+  /** The module's handle; throws once closed. */
+  get pointer(): Deno.PointerValue {
+    if (this.#ptr === null) throw h3Freed("UDP socket");
+    return this.#ptr;
+  }
+
+  /** Datagrams the module received on it so far (read it under the loop's lock); 0 once closed. */
+  received(): number {
+    return this.#ptr === null ? 0 : Number(this.#sym.sbh3_udp_received(this.#ptr));
+  }
+
+  /** Frees the handle and closes the socket. Idempotent. */
+  close(): void {
+    if (this.#ptr === null) return;
+    this.#sym.sbh3_udp_free(this.#ptr);
+    this.#ptr = null;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}

@@ -3,11 +3,15 @@
  * QUIC connection per client, and the shared handler behind it. Malformed or
  * hostile datagrams are dropped by the shim; the server keeps serving.
  *
- * The socket is a `Deno.DatagramConn` the shim adopts: one wake-up (one
- * `receive()` through Deno's reactor, on the main thread) is followed by one
- * `io()` call that feeds that datagram, drains every further ready one and
- * sends all output in one batch. The shim's timers are one `setTimeout`,
- * re-armed only when the next deadline moves earlier.
+ * Two ways to do the I/O (`io`). `runtime` (the default): the socket is a
+ * `Deno.DatagramConn` the shim adopts; one wake-up (one `receive()` through
+ * Deno's reactor, on the main thread) is followed by one `io()` call that
+ * feeds that datagram, drains every further ready one and sends all output in
+ * one batch; the shim's timers are one `setTimeout`, re-armed only when the
+ * next deadline moves earlier. `module`: the shim opens the socket and runs
+ * it on its own thread (transports/native/io_loop.ts), which receives, runs
+ * the timers and answers acknowledgements and handshakes itself, and wakes
+ * this thread once per batch of events; answers leave through a flush here.
  */
 import { urlHost } from "../origin.ts";
 import { DeadlineTimer } from "./deadline_timer.ts";
@@ -23,7 +27,9 @@ import type { EventHandler } from "../native/event_poller.ts";
 import { H3Config, type H3CongestionControl, type H3QuicVersion } from "./h3_config.ts";
 import type { H3DatagramStats } from "./h3_datagram_stats.ts";
 import { H3ServerEndpoint } from "./h3_server_endpoint.ts";
-import { H3Socket } from "./h3_socket.ts";
+import { H3OwnedSocket, H3Socket } from "./h3_socket.ts";
+import { IoLoop, type IoLoopStats, type NativeIo, nativeIo } from "../native/io_loop.ts";
+import type { Sbh3Symbols } from "./symbols.ts";
 import { loadH3Library } from "./loader.ts";
 import { systemFailure } from "../../handler/problem.ts";
 
@@ -57,6 +63,14 @@ export interface H3ServerOptions extends ServerOptions {
    * receive, which costs a thread crossing per wake-up. Default false.
    */
   exactEcn?: boolean;
+  /**
+   * Who reads and writes the socket: `runtime`, Deno's reactor (above), or
+   * `module`, the shim's own I/O thread, which reads every datagram with its
+   * ECN mark and wakes JavaScript only for complete requests and connection
+   * events. Default: the `SBILAB_NATIVE_IO` environment variable, else
+   * `runtime`.
+   */
+  io?: NativeIo;
   /**
    * Validate every new client address with a Retry (RFC 9000 §8.1) and give
    * each client a NEW_TOKEN that skips the Retry next time. Tokens are bound
@@ -126,6 +140,10 @@ export interface H3SbiServer extends SbiServer {
 
   /** Connections held, including closing ones. */
   readonly connectionCount: number;
+  /** Who does the I/O. */
+  readonly io: NativeIo;
+  /** The module's I/O thread's counters (`io: "module"`), else null. */
+  ioStats(): IoLoopStats | null;
   /** Request streams not yet closed, over all connections. */
   readonly openStreams: number;
   /** Answers refused so far for want of room in the response budget (their streams were reset). */
@@ -159,8 +177,10 @@ class H3Server implements H3SbiServer {
   readonly hostname: string;
   readonly port: number;
   readonly url: string;
-  #sock: H3Socket;
+  #sock: H3Socket | H3OwnedSocket;
   #ep: H3ServerEndpoint;
+  /** The module's I/O thread (`io: "module"`). */
+  #loop: IoLoop | undefined;
   #core: ServerCore;
   #timer = new DeadlineTimer(() => {
     if (!this.#stopped) this.#pump();
@@ -181,11 +201,12 @@ class H3Server implements H3SbiServer {
   #writer = new ResponseBlockWriter();
 
   constructor(
-    sock: H3Socket,
+    sock: H3Socket | H3OwnedSocket,
     hostname: string,
     ep: H3ServerEndpoint,
     core: ServerCore,
     maxUdpPayload: number,
+    sym: Sbh3Symbols,
   ) {
     this.#sock = sock;
     this.#ep = ep;
@@ -194,15 +215,47 @@ class H3Server implements H3SbiServer {
     this.maxUdpPayload = maxUdpPayload || undefined;
     this.port = sock.port;
     this.url = `https://${urlHost(hostname)}:${sock.port}`;
-    this.#reading = this.#readLoop();
+    if (sock instanceof H3Socket) {
+      this.#reading = this.#readLoop(sock);
+      return;
+    }
+    this.#reading = Promise.resolve();
+    const udp = sock.pointer;
+    const srv = ep.pointer;
+    this.#loop = new IoLoop(
+      sym,
+      (wake) => sym.sbh3_server_loop_new(srv, udp, wake),
+      () => this.#woken(),
+      "the HTTP/3 server",
+    );
+    ep.guard(this.#loop);
   }
 
-  async #readLoop(): Promise<void> {
+  get io(): NativeIo {
+    return this.#loop ? "module" : "runtime";
+  }
+
+  ioStats(): IoLoopStats | null {
+    return this.#loop?.stats() ?? null;
+  }
+
+  /**
+   * The module's thread took datagrams in and left events: hand them out and
+   * send once the handlers that answer at once have answered, as
+   * {@linkcode #arrived} does (the thread sent nothing of this batch).
+   */
+  #woken(): void {
+    if (this.#stopped) return;
+    if (this.#handOut(false) > 0) this.#scheduleFlush();
+    else this.#sendDue();
+  }
+
+  async #readLoop(sock: H3Socket): Promise<void> {
     // Bounded by close(): it stops the loop and closes the socket, which ends the receive.
     while (!this.#stopped) {
       let got;
       try {
-        got = await this.#sock.receive();
+        got = await sock.receive();
       } catch (err) {
         // Not expected on an unconnected socket; report it and keep serving, without spinning.
         this.#core.onError(err);
@@ -223,7 +276,7 @@ class H3Server implements H3SbiServer {
    */
   #arrived(first: Uint8Array, from: Deno.NetAddr): void {
     try {
-      this.#received += Math.max(0, this.#ep.ioDeferSend(this.#sock, first, from));
+      this.#received += Math.max(0, this.#ep.ioDeferSend(this.#sock as H3Socket, first, from));
     } catch (err) {
       this.#core.onError(err);
     }
@@ -236,7 +289,8 @@ class H3Server implements H3SbiServer {
   /** Sends everything due (timers first), receiving nothing: the read loop does that. */
   #sendDue(): void {
     try {
-      this.#ep.flush(this.#sock);
+      if (this.#loop) this.#loop.flush();
+      else this.#ep.flush(this.#sock as H3Socket);
     } catch (err) {
       this.#core.onError(err);
     }
@@ -246,7 +300,7 @@ class H3Server implements H3SbiServer {
   /** One round of I/O: receive what is ready, run timers, send all; then hand out the events. */
   #pump(): void {
     try {
-      this.#received += Math.max(0, this.#ep.io(this.#sock));
+      this.#received += Math.max(0, this.#ep.io(this.#sock as H3Socket));
     } catch (err) {
       this.#core.onError(err);
     }
@@ -425,7 +479,8 @@ class H3Server implements H3SbiServer {
    * deadline moves earlier; one that fires early runs a cheap io() and re-arms.
    */
   #arm(): void {
-    if (!this.#stopped) this.#timer.arm(this.#ep.timeoutMs());
+    // the module's thread keeps its own timers
+    if (!this.#stopped && !this.#loop) this.#timer.arm(this.#ep.timeoutMs());
   }
 
   /** Connections the server holds (for tests and diagnostics). */
@@ -435,7 +490,15 @@ class H3Server implements H3SbiServer {
 
   /** Datagrams handed to the shim so far (for tests and diagnostics). */
   get datagramsReceived(): number {
-    return this.#received;
+    const loop = this.#loop;
+    if (!loop) return this.#received;
+    // the module's thread receives them itself and counts them
+    loop.lock();
+    try {
+      return (this.#sock as H3OwnedSocket).received();
+    } finally {
+      loop.unlock();
+    }
   }
 
   datagramStats(): H3DatagramStats | null {
@@ -473,6 +536,8 @@ class H3Server implements H3SbiServer {
     this.#stopped = true;
     for (const connId of [...this.#blocked.keys()]) this.#dropBlocked(connId);
     this.#timer.cancel();
+    // the module's thread stops before the socket and server it runs go
+    await this.#loop?.stop();
     try {
       this.#sock.close();
     } catch {
@@ -500,7 +565,10 @@ export async function createNativeH3Server(
   const lib = await loadH3Library();
   const hostname = options.hostname ?? "127.0.0.1";
   // Throws H3Error (SOCKET) when the address is in use or not local.
-  const sock = new H3Socket(lib.symbols, hostname, options.port ?? 0, options.exactEcn === true);
+  const io = nativeIo(options.io);
+  const sock = io === "module"
+    ? new H3OwnedSocket(lib.symbols, hostname, options.port ?? 0)
+    : new H3Socket(lib.symbols, hostname, options.port ?? 0, options.exactEcn === true);
   const totalQueued = options.maxQueuedBytes ?? l.maxQueuedResponseBytes;
   try {
     using config = new H3Config(lib.symbols, true, {
@@ -531,7 +599,7 @@ export async function createNativeH3Server(
       antiReplayWindowMs: options.antiReplayWindowMs,
     });
     const ep = new H3ServerEndpoint(lib.symbols, config, hostname, sock.port);
-    return new H3Server(sock, hostname, ep, core, config.maxUdpPayload);
+    return new H3Server(sock, hostname, ep, core, config.maxUdpPayload, lib.symbols);
   } catch (err) {
     sock.close();
     throw err;

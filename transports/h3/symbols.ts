@@ -6,6 +6,7 @@
  * socket is a `Deno.DatagramConn`), never from a thread of the shim's.
  */
 import { loadEngineSymbols } from "../native/load_engine_symbols.ts";
+import { IO_LOOP_SYMBOLS } from "../native/io_loop_symbols.ts";
 
 /** Symbol table for `Deno.dlopen`. */
 export const SYMBOLS = {
@@ -192,6 +193,17 @@ export const SYMBOLS = {
   sbh3_udp_wake: { parameters: ["pointer"], result: "i32" },
   // int sbh3_udp_refused(sbh3_udp *u);
   sbh3_udp_refused: { parameters: ["pointer"], result: "i32" },
+  // sbh3_udp *sbh3_udp_open(const char *ip, uint16_t port);
+  sbh3_udp_open: { parameters: ["buffer", "u16"], result: "pointer" },
+  // int sbh3_udp_port(sbh3_udp *u);
+  sbh3_udp_port: { parameters: ["pointer"], result: "i32" },
+  // int64_t sbh3_udp_received(sbh3_udp *u);
+  sbh3_udp_received: { parameters: ["pointer"], result: "i64" },
+  // sbloop *sbh3_server_loop_new(sbh3_server *srv, sbh3_udp *u, void (*wake)(void));
+  sbh3_server_loop_new: { parameters: ["pointer", "pointer", "function"], result: "pointer" },
+
+  // ---- the I/O loop linked into the module (transports/native/sbloop.h) ----
+  ...IO_LOOP_SYMBOLS,
 
   // ---- the load engine linked into the module (load/native/sbl_load.h) ----
   ...loadEngineSymbols("sbh3"),

@@ -97,6 +97,7 @@ const MODULE_HEADERS = [
   "transports/h3/native/sbh3.h",
   "transports/deno/native/sbdh3.h",
   "load/native/sbl_load.h",
+  "transports/native/sbloop.h",
 ];
 
 /** Prototypes in C text: return type and name. */
@@ -171,6 +172,7 @@ const SYMBOL_TABLES = [
   "transports/h2/symbols.ts",
   "transports/h3/symbols.ts",
   "transports/deno/h3_symbols.ts",
+  "transports/native/io_loop_symbols.ts",
 ];
 
 Deno.test("every symbol table entry carries its header's prototype word for word", async () => {

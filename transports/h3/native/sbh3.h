@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "../../native/sbwire.h"
+#include "../../native/sbloop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -282,6 +283,24 @@ int sbh3_server_io_defer(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, siz
                          uint16_t from_port);
 /* Server: the send half of sbh3_server_io (due timers, then everything due in one batch), receiving nothing. */
 int sbh3_server_flush(sbh3_server *srv, sbh3_udp *u);
+
+/*
+ * Module-owned I/O (transports/native/sbloop.h): the module opens the socket
+ * itself and a thread of its own receives, runs the timers and sends; it
+ * wakes JavaScript once per batch of events. While the loop runs, every
+ * other call on the server or its socket is made under sbloop_lock, and
+ * answers leave through sbloop_flush. Every datagram is read with its TOS
+ * byte, so its ECN mark always reaches QUIC.
+ */
+
+/* Opens and binds a UDP socket of its own at ip:port (0: any free port); the wrapper closes it when freed. */
+sbh3_udp *sbh3_udp_open(const char *ip, uint16_t port);
+/* The socket's bound local port, or a negative sbwire_error. */
+int sbh3_udp_port(sbh3_udp *u);
+/* Datagrams received on the socket through the io calls and the loop so far (the caller's own receives not counted). */
+int64_t sbh3_udp_received(sbh3_udp *u);
+/* A loop that runs srv on u (which must outlive it) and calls wake when events wait; NULL on failure. Start it with sbloop_start. */
+sbloop *sbh3_server_loop_new(sbh3_server *srv, sbh3_udp *u, void (*wake)(void));
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "sbh3_int.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -28,11 +29,14 @@
 #define GSO_MAX_BYTES 65000
 
 struct sbh3_udp {
-  int fd;         /* the caller's socket: never closed here */
+  int fd;         /* the caller's socket (never closed here), or the module's own (owned) */
+  int owned;      /* sbh3_udp_open made fd: sbh3_udp_free closes it */
+  sbh3_server *loop_srv; /* the server a loop runs on this socket (sbh3_server_loop_new) */
   int wake_fd;    /* eventfd that ends a pending sbh3_udp_wait (sbh3_udp_wake); -1 until sbh3_udp_watch */
   int connected;
   int refused;    /* a send or the caller's receive saw ECONNREFUSED (which clears the socket's pending error) */
   int no_gso;     /* the kernel refused UDP_SEGMENT once: one datagram per message from then on */
+  int64_t received; /* datagrams received through the io calls (recvmmsg) so far */
   uint8_t *rbuf;  /* IO_BATCH receive slots of IO_RECV_BYTES */
   uint8_t *sbuf;  /* the send batch */
   struct mmsghdr msgs[IO_BATCH];
@@ -65,6 +69,8 @@ static int udp_bound_to(int fd, const ngtcp2_sockaddr_union *want) {
   return sa.in.sin_port == want->in.sin_port && sa.in.sin_addr.s_addr == want->in.sin_addr.s_addr;
 }
 
+static sbh3_udp *udp_wrap(int fd, int owned, int v6);
+
 sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port) {
   ngtcp2_sockaddr_union want;
   ngtcp2_socklen wantlen;
@@ -83,9 +89,18 @@ sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port) {
   }
   closedir(d);
   if (matches != 1) return NULL;
+  return udp_wrap(found, 0, want.sa.sa_family == AF_INET6);
+}
+
+/* The wrapper around fd: batch buffers, TOS reports, large socket buffers. */
+static sbh3_udp *udp_wrap(int fd, int owned, int v6) {
   sbh3_udp *u = calloc(1, sizeof(*u));
-  if (!u) return NULL;
-  u->fd = found;
+  if (!u) {
+    if (owned) close(fd);
+    return NULL;
+  }
+  u->fd = fd;
+  u->owned = owned;
   u->wake_fd = -1;
   u->rbuf = malloc((size_t)IO_BATCH * IO_RECV_BYTES);
   u->sbuf = malloc(IO_SEND_BYTES);
@@ -95,7 +110,7 @@ sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port) {
   }
   /* Report each datagram's TOS byte (its ECN bits) with recvmmsg. */
   int one = 1;
-  u->v6 = want.sa.sa_family == AF_INET6;
+  u->v6 = v6;
   if (u->v6) setsockopt(u->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one));
   else setsockopt(u->fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
   int sz = 4 << 20; /* the kernel caps it at net.core.[rw]mem_max */
@@ -106,6 +121,7 @@ sbh3_udp *sbh3_udp_adopt(const char *ip, uint16_t port) {
 
 void sbh3_udp_free(sbh3_udp *u) {
   if (!u) return;
+  if (u->owned && u->fd >= 0) close(u->fd);
   if (u->wake_fd >= 0) close(u->wake_fd);
   free(u->rbuf);
   free(u->sbuf);
@@ -329,6 +345,7 @@ static int udp_drain(sbh3_udp *u, int got, udp_sink sink, void *owner) {
     if (n == -ECONNREFUSED) u->refused = 1;
     if (n <= 0) break;
     got += n;
+    u->received += n;
     uint64_t now = now_ns();
     for (int i = 0; i < n; i++)
       if (sink(owner, u->iov[i].iov_base, u->msgs[i].msg_len, &u->addrs[i],
@@ -449,4 +466,61 @@ int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t le
   if (got < 0) return got;
   udp_flush(u, server_source, srv);
   return got;
+}
+
+sbh3_udp *sbh3_udp_open(const char *ip, uint16_t port) {
+  ngtcp2_sockaddr_union sa;
+  ngtcp2_socklen salen;
+  if (parse_addr(&sa, &salen, ip, port) != 0) return NULL;
+  int fd = socket(sa.sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return NULL;
+  if (bind(fd, &sa.sa, salen) != 0) {
+    close(fd);
+    return NULL;
+  }
+  return udp_wrap(fd, 1, sa.sa.sa_family == AF_INET6);
+}
+
+int64_t sbh3_udp_received(sbh3_udp *u) {
+  if (!u) return SBWIRE_ERR_INVALID;
+  return u->received;
+}
+
+int sbh3_udp_port(sbh3_udp *u) {
+  if (!u) return SBWIRE_ERR_INVALID;
+  ngtcp2_sockaddr_union sa;
+  socklen_t len = sizeof(sa);
+  if (getsockname(u->fd, &sa.sa, &len) != 0) return SBWIRE_ERR_SOCKET;
+  return ntohs(sa.sa.sa_family == AF_INET6 ? sa.in6.sin6_port : sa.in.sin_port);
+}
+
+/* The server's loop: take in every ready datagram and run the timers, leaving answers to requests for JavaScript's flush. */
+static int server_loop_work(void *owner, int readable) {
+  sbh3_udp *u = owner;
+  (void)readable;
+  sbh3_server_io_defer(u->loop_srv, u, NULL, 0, NULL, 0);
+  return u->loop_srv->q.n > 0;
+}
+
+static void server_loop_flush(void *owner) {
+  sbh3_udp *u = owner;
+  sbh3_server_flush(u->loop_srv, u);
+}
+
+static int server_loop_timeout(void *owner) {
+  sbh3_udp *u = owner;
+  return sbh3_server_timeout_ms(u->loop_srv);
+}
+
+static const sbloop_ops SERVER_LOOP = {
+    .work = server_loop_work,
+    .flush = server_loop_flush,
+    .timeout_ms = server_loop_timeout,
+};
+
+sbloop *sbh3_server_loop_new(sbh3_server *srv, sbh3_udp *u, void (*wake)(void)) {
+  if (!srv || !u || u->loop_srv) return NULL;
+  sbloop *l = sbloop_new(u->fd, &SERVER_LOOP, u, wake);
+  if (l) u->loop_srv = srv;
+  return l;
 }
