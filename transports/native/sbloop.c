@@ -11,9 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* epoll tags: the module's socket, and the eventfd that JavaScript kicks. */
-#define TAG_SOCKET 1
-#define TAG_KICK 2
+/* The epoll tag of the eventfd that JavaScript kicks (the module's tags are never 0). */
+#define TAG_KICK 0
+/* Descriptors reported per wake-up at most; the rest stay ready for the next (level-triggered). */
+#define MAX_READY 64
 
 struct sbloop {
   int epfd, kickfd;
@@ -43,8 +44,8 @@ static void kick(sbloop *l) {
   }
 }
 
-sbloop *sbloop_new(int fd, const sbloop_ops *ops, void *owner, void (*wake)(void)) {
-  if (fd < 0 || !ops || !ops->work || !ops->flush || !ops->timeout_ms || !wake) return NULL;
+sbloop *sbloop_new(const sbloop_ops *ops, void *owner, void (*wake)(void)) {
+  if (!ops || !ops->work || !ops->flush || !ops->timeout_ms || !wake) return NULL;
   sbloop *l = calloc(1, sizeof *l);
   if (!l) return NULL;
   l->ops = ops;
@@ -58,14 +59,25 @@ sbloop *sbloop_new(int fd, const sbloop_ops *ops, void *owner, void (*wake)(void
   pthread_mutex_init(&l->mu, &a);
   pthread_mutexattr_destroy(&a);
   atomic_store(&l->deadline, UINT64_MAX);
-  struct epoll_event sock = {.events = EPOLLIN, .data.u32 = TAG_SOCKET};
-  struct epoll_event k = {.events = EPOLLIN, .data.u32 = TAG_KICK};
-  if (l->epfd < 0 || l->kickfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &sock) != 0 ||
-      epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->kickfd, &k) != 0) {
+  struct epoll_event k = {.events = EPOLLIN, .data.u64 = TAG_KICK};
+  if (l->epfd < 0 || l->kickfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->kickfd, &k) != 0) {
     sbloop_free(l);
     return NULL;
   }
   return l;
+}
+
+int sbloop_watch(sbloop *l, int fd, uint64_t tag, int writable) {
+  if (!l || fd < 0 || tag == TAG_KICK) return SBWIRE_ERR_INVALID;
+  struct epoll_event e = {.events = EPOLLIN | (writable ? EPOLLOUT : 0), .data.u64 = tag};
+  if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &e) == 0) return 0;
+  if (errno == EEXIST && epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &e) == 0) return 0;
+  return SBWIRE_ERR_SOCKET;
+}
+
+int sbloop_unwatch(sbloop *l, int fd) {
+  if (!l || fd < 0) return SBWIRE_ERR_INVALID;
+  return epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL) == 0 ? 0 : SBWIRE_ERR_SOCKET;
 }
 
 /* The thread: wait for the socket, a kick or the next timer; work under the lock; wake JavaScript without it. */
@@ -76,30 +88,31 @@ static void *run(void *arg) {
     int ms = l->ops->timeout_ms(l->owner);
     atomic_store(&l->deadline, ms < 0 ? UINT64_MAX : mono_ns() + (uint64_t)ms * 1000000ull);
     pthread_mutex_unlock(&l->mu);
-    struct epoll_event ev[2];
-    int n = epoll_wait(l->epfd, ev, 2, ms < 0 ? -1 : ms);
+    struct epoll_event ev[MAX_READY];
+    int n = epoll_wait(l->epfd, ev, MAX_READY, ms < 0 ? -1 : ms);
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
     count(l, SBLOOP_STAT_WAKEUPS);
-    int readable = 0, kicked = 0;
+    uint64_t ready[MAX_READY];
+    int nready = 0, kicked = 0;
     for (int i = 0; i < n; i++) {
-      if (ev[i].data.u32 == TAG_KICK) {
+      if (ev[i].data.u64 == TAG_KICK) {
         uint64_t v;
         while (read(l->kickfd, &v, sizeof v) < 0 && errno == EINTR) {
         }
         kicked = 1;
       } else {
-        readable = 1;
+        ready[nready++] = ev[i].data.u64;
       }
     }
     if (atomic_load(&l->stop)) break;
     /* A kick alone only moved the timer: wait again with the new one. */
-    if (kicked && !readable) continue;
-    if (readable) count(l, SBLOOP_STAT_READABLE);
+    if (kicked && !nready) continue;
+    if (nready) count(l, SBLOOP_STAT_READABLE);
     pthread_mutex_lock(&l->mu);
-    int pending = l->ops->work(l->owner, readable);
+    int pending = l->ops->work(l->owner, ready, nready);
     if (!pending) l->ops->flush(l->owner);
     pthread_mutex_unlock(&l->mu);
     if (pending) {

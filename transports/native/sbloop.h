@@ -35,9 +35,10 @@ typedef struct sbloop sbloop;
 
 /* The protocol a loop runs, called on the loop thread under the lock (flush also on JavaScript's). */
 typedef struct sbloop_ops {
-  /* Takes in what is ready (readable: the sockets said so; 0: a timer is due), runs due timers. Returns
-   * nonzero when events wait for JavaScript: the loop then wakes it instead of flushing. */
-  int (*work)(void *owner, int readable);
+  /* Takes in what is ready: the tags of the watched descriptors that are (n of them; n = 0 when only a
+   * timer is due), runs due timers. Returns nonzero when events wait for JavaScript: the loop then wakes
+   * it instead of flushing. */
+  int (*work)(void *owner, const uint64_t *ready, int n);
   /* Sends everything due. */
   void (*flush)(void *owner);
   /* Milliseconds until the next timer, or a negative value for none. */
@@ -47,15 +48,20 @@ typedef struct sbloop_ops {
 /* Counters of sbloop_stats, as u64 in this order. */
 enum sbloop_stat {
   SBLOOP_STAT_WAKEUPS = 0,  /* times the thread left epoll_wait */
-  SBLOOP_STAT_READABLE = 1, /* of those, for a readable socket */
+  SBLOOP_STAT_READABLE = 1, /* of those, for a ready descriptor */
   SBLOOP_STAT_CALLS = 2,    /* times JavaScript was woken (one per batch of events) */
   SBLOOP_STAT_FLUSHES = 3,  /* sends done by the thread itself (nothing for JavaScript) */
   SBLOOP_STAT_KICKS = 4,    /* times JavaScript moved the thread's next timer earlier */
   SBLOOP_STAT_COUNT = 5,
 };
 
-/* A loop over fd (not owned) for owner; wake is called without the lock. NULL on failure. */
-sbloop *sbloop_new(int fd, const sbloop_ops *ops, void *owner, void (*wake)(void));
+/* A loop for owner, watching nothing yet; wake is called without the lock. NULL on failure. */
+sbloop *sbloop_new(const sbloop_ops *ops, void *owner, void (*wake)(void));
+/* Watches fd (not owned) for reading, and for writing too when writable is nonzero, reporting it to work
+ * as tag (never 0); again for a watched fd changes what it is watched for. Any thread, lock or not. */
+int sbloop_watch(sbloop *l, int fd, uint64_t tag, int writable);
+/* Stops watching fd (before it is closed). */
+int sbloop_unwatch(sbloop *l, int fd);
 /* Starts the thread. */
 int sbloop_start(sbloop *l);
 /* Takes the loop's lock (recursive); 0. */

@@ -495,9 +495,10 @@ int sbh3_udp_port(sbh3_udp *u) {
 }
 
 /* The server's loop: take in every ready datagram and run the timers, leaving answers to requests for JavaScript's flush. */
-static int server_loop_work(void *owner, int readable) {
+static int server_loop_work(void *owner, const uint64_t *ready, int n) {
   sbh3_udp *u = owner;
-  (void)readable;
+  (void)ready;
+  (void)n;
   sbh3_server_io_defer(u->loop_srv, u, NULL, 0, NULL, 0);
   return u->loop_srv->q.n > 0;
 }
@@ -520,7 +521,12 @@ static const sbloop_ops SERVER_LOOP = {
 
 sbloop *sbh3_server_loop_new(sbh3_server *srv, sbh3_udp *u, void (*wake)(void)) {
   if (!srv || !u || u->loop_srv) return NULL;
-  sbloop *l = sbloop_new(u->fd, &SERVER_LOOP, u, wake);
-  if (l) u->loop_srv = srv;
+  sbloop *l = sbloop_new(&SERVER_LOOP, u, wake);
+  if (!l) return NULL;
+  if (sbloop_watch(l, u->fd, 1, 0) != 0) {
+    sbloop_free(l);
+    return NULL;
+  }
+  u->loop_srv = srv;
   return l;
 }
