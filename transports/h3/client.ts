@@ -27,7 +27,8 @@ import { ClientCore, requestTimeoutMs } from "../client_core.ts";
 import { H3ClientConn } from "./h3_client_conn.ts";
 import { H3Config, type H3CongestionControl, type H3QuicVersion } from "./h3_config.ts";
 import type { H3DatagramStats } from "./h3_datagram_stats.ts";
-import { H3Socket } from "./h3_socket.ts";
+import { H3OwnedSocket, H3Socket } from "./h3_socket.ts";
+import { type NativeIo, nativeIo } from "../native/io_loop.ts";
 import { shimVersion } from "./shim_version.ts";
 import { sharedTicketCache, type TicketCache } from "../ticket_cache.ts";
 import { SetupRecorder } from "../setup_timings.ts";
@@ -79,6 +80,14 @@ export interface H3ClientOptions extends ClientOptions {
    * at low concurrency). Default false.
    */
   exactEcn?: boolean;
+  /**
+   * Who reads and writes the socket: `runtime`, Deno's reactor, or `module`,
+   * the shim's own I/O thread, which reads every datagram with its ECN mark,
+   * keeps the timers and acknowledges, and wakes JavaScript only for answers
+   * and connection events. Default: the `SBILAB_NATIVE_IO` environment
+   * variable, else `runtime`.
+   */
+  io?: NativeIo;
 }
 
 const EMPTY_BODY = new Uint8Array(0);
@@ -180,12 +189,14 @@ class H3Client implements H3SbiClient {
       : v6
       ? "::"
       : "0.0.0.0";
-    let sock: H3Socket | undefined;
+    let sock: H3Socket | H3OwnedSocket | undefined;
     let conn: H3ClientConn | undefined;
     let ticket: Uint8Array | undefined;
     let setup: SetupRecorder | undefined;
     try {
-      sock = new H3Socket(this.#sym, localIp, 0, this.#options.exactEcn === true);
+      sock = nativeIo(this.#options.io) === "module"
+        ? new H3OwnedSocket(this.#sym, localIp, 0)
+        : new H3Socket(this.#sym, localIp, 0, this.#options.exactEcn === true);
       sock.connect(remoteIp, remotePort);
       using config = new H3Config(this.#sym, false, {
         certPem: this.#tls.certPem,
@@ -233,7 +244,7 @@ class H3Client implements H3SbiClient {
       );
     }
     const cache = this.#tickets, key = this.#ticketKey;
-    return new Session(sock, conn, (t) => cache?.put(key, t), ticket, setup!);
+    return new Session(sock, conn, (t) => cache?.put(key, t), ticket, setup!, this.#sym);
   }
 
   request(req: ClientRequest): Promise<ClientResponse> {

@@ -3,7 +3,9 @@
  * design): its QUIC connection in the shim and the `Deno.DatagramConn` it
  * adopted; requests opened as streams (safe ones in 0-RTT), responses out of
  * the shim's events, one I/O pass per wake-up and one timer for the shim's
- * next deadline.
+ * next deadline. With the module's own I/O (an {@linkcode H3OwnedSocket}) its
+ * thread reads, runs the timers and acknowledges, and wakes this one for
+ * answers and connection events only.
  */
 import { DeadlineTimer } from "./deadline_timer.ts";
 import type { TlsConnectionInfo } from "../tls.ts";
@@ -15,7 +17,9 @@ import { TLS_STATE } from "../native/tls_session.ts";
 import { H3_EVENT, type H3Event } from "./h3_event.ts";
 import type { H3ClientConn } from "./h3_client_conn.ts";
 import type { H3DatagramStats } from "./h3_datagram_stats.ts";
-import type { H3Socket } from "./h3_socket.ts";
+import { H3OwnedSocket, type H3Socket } from "./h3_socket.ts";
+import { IoLoop } from "../native/io_loop.ts";
+import type { Sbh3Symbols } from "./symbols.ts";
 import type { SetupRecorder } from "../setup_timings.ts";
 import { toClientResponse } from "./convert.ts";
 
@@ -48,7 +52,9 @@ class Queued implements PendingRequest {
 
 /** One QUIC connection and its socket. */
 export class Session {
-  #sock: H3Socket;
+  #sock: H3Socket | H3OwnedSocket;
+  /** The module's I/O thread (`io: "module"`). */
+  #loop: IoLoop | undefined;
   #conn: H3ClientConn;
   #onTicket: (ticket: Uint8Array) => void;
   #offered: Uint8Array | undefined;
@@ -82,20 +88,52 @@ export class Session {
    * it) hands the offered one back, so the next connection still resumes.
    */
   constructor(
-    sock: H3Socket,
+    sock: H3Socket | H3OwnedSocket,
     conn: H3ClientConn,
     onTicket: (ticket: Uint8Array) => void,
     offered: Uint8Array | undefined,
     setup: SetupRecorder,
+    sym: Sbh3Symbols,
   ) {
     this.#setup = setup;
     this.#sock = sock;
     this.#conn = conn;
     this.#onTicket = onTicket;
     this.#offered = offered;
+    if (sock instanceof H3OwnedSocket) {
+      const c = conn.pointer, u = sock.pointer;
+      this.#loop = new IoLoop(
+        sym,
+        (wake) => sym.sbh3_conn_loop_new(c, u, wake),
+        this.#woken,
+        "the HTTP/3 client",
+      );
+      conn.guard(this.#loop);
+      this.#reading = Promise.resolve();
+      this.#flush();
+      return;
+    }
     this.#flush();
-    this.#reading = this.#readLoop();
+    this.#reading = this.#readLoop(sock);
   }
+
+  /**
+   * The module's thread read datagrams that completed answers or changed the
+   * connection (or brought stream credit a queued request waits for): hand
+   * them out as {@linkcode #process} does with a datagram it read.
+   */
+  #woken = (): void => {
+    if (this.#dead) return;
+    // the transport is up once anything came back (the thread read it: no finer time here)
+    if (this.#timing) this.#setup.connected();
+    const settled = this.#settled;
+    this.#drainEvents();
+    if (this.#dead) return;
+    if (this.#queued.length) this.#submit();
+    if (this.#settled !== settled) this.#flushAfterCallers();
+    else this.#flush();
+    if (this.unusable && this.#pending.size === 0 && this.#queued.length === 0) void this.close();
+  };
 
   /**
    * Sends a request whose block `block` encodes now: at once when the
@@ -202,10 +240,14 @@ export class Session {
    * all output; returns how many datagrams came in.
    */
   #io(first?: Uint8Array): number {
+    if (this.#loop) {
+      this.#loop.flush();
+      return 0;
+    }
     try {
       // A datagram Deno received marks the transport up before the shim reads it.
       if (first?.length && this.#timing) this.#setup.connected();
-      const n = this.#conn.io(this.#sock, first);
+      const n = this.#conn.io(this.#sock as H3Socket, first);
       if (n > 0 && this.#timing) {
         // Datagrams came in (through Deno's receive or the shim's own): the transport is up.
         this.#setup.connected();
@@ -228,6 +270,13 @@ export class Session {
    * wait for a datagram that never comes once every open stream is answered.
    */
   #exchange(first?: Uint8Array): void {
+    if (this.#loop) {
+      // the thread wakes this one when credit comes in: one pass, then send
+      this.#drainEvents();
+      if (this.#queued.length && !this.#dead) this.#submit();
+      this.#io();
+      return;
+    }
     let got = this.#io(first);
     this.#drainEvents();
     for (let i = 0; i < Session.#SUBMIT_ROUNDS && this.#queued.length && !this.#dead; i++) {
@@ -251,14 +300,15 @@ export class Session {
    * runs a cheap io() and re-arms.
    */
   #arm(): void {
-    if (!this.#dead) this.#timer.arm(this.#conn.timeoutMs());
+    // the module's thread keeps its own timers
+    if (!this.#dead && !this.#loop) this.#timer.arm(this.#conn.timeoutMs());
   }
 
-  async #readLoop(): Promise<void> {
+  async #readLoop(sock: H3Socket): Promise<void> {
     while (!this.#dead) {
       let got;
       try {
-        got = await this.#sock.receive();
+        got = await sock.receive();
       } catch (err) {
         this.#fail(
           new TransportError(`HTTP/3 socket failed: ${(err as Error).message}`, { cause: err }),
@@ -403,16 +453,22 @@ export class Session {
     for (const q of this.#queued) q.reject(err);
     this.#queued = [];
     this.#timer.cancel();
-    try {
-      this.#sock.close();
-    } catch {
-      // already closed
-    }
+    const sock = this.#sock;
+    const closeSocket = () => {
+      try {
+        sock.close();
+      } catch {
+        // already closed
+      }
+    };
+    // the module's thread stops before the socket it reads goes
+    if (this.#loop) this.#reading = this.#loop.stop().then(closeSocket);
+    else closeSocket();
   }
 
   /** Runs the shim's timers now when their deadline has passed and the event loop has not run them yet. */
   runOverdueTimer(): void {
-    if (!this.#dead && this.#timer.overdue()) this.#process();
+    if (!this.#dead && !this.#loop && this.#timer.overdue()) this.#process();
   }
 
   /** Request streams the shim still holds state for. */

@@ -14,6 +14,7 @@ import { type H3DatagramStats, readStats } from "./h3_datagram_stats.ts";
 import type { H3Config } from "./h3_config.ts";
 import type { H3Socket } from "./h3_socket.ts";
 import { cstr, EMPTY } from "./_ffi_util.ts";
+import { guardedSymbols, type IoLoop } from "../native/io_loop.ts";
 
 const decoder = new TextDecoder();
 
@@ -59,6 +60,20 @@ export class H3ClientConn {
   #live(): Deno.PointerValue {
     if (this.#ptr === null) throw h3Freed("HTTP/3 connection");
     return this.#ptr;
+  }
+
+  /** The module's handle (for the I/O loop that runs it). */
+  get pointer(): Deno.PointerValue {
+    return this.#live();
+  }
+
+  /**
+   * From now on every call into the connection is made under `loop`'s lock:
+   * its thread runs the connection beside this one. Freeing stays unguarded
+   * (the loop is stopped first).
+   */
+  guard(loop: IoLoop): void {
+    this.#sym = guardedSymbols(this.#sym, loop, /^sbh3_conn_(?!free$)/);
   }
 
   /** Feeds one datagram; returns the events ready to poll or a negative code (the connection reports CLOSED as an event). */

@@ -191,6 +191,11 @@ export class H3OwnedSocket {
     return this.#ptr;
   }
 
+  /** Connects to the peer, so that an ICMP port unreachable ends the connection fast. */
+  connect(ip: string, port: number): void {
+    check(this.#sym.sbh3_udp_connect(this.pointer, cstr(ip), port), "udp_connect");
+  }
+
   /** Datagrams the module received on it so far (read it under the loop's lock); 0 once closed. */
   received(): number {
     return this.#ptr === null ? 0 : Number(this.#sym.sbh3_udp_received(this.#ptr));

@@ -145,3 +145,81 @@ Deno.test({
     await again.close();
   },
 });
+
+Deno.test({
+  name:
+    "h3 client on the module's own I/O thread: same answers from either server, every mark read, 64 in flight, more requests than stream credit",
+  ignore,
+  fn: async () => {
+    for (const serverIo of ["runtime", "module"] as const) {
+      const s = await server(serverIo);
+      const c = await createNativeH3Client(s.url, { tls: { ca: pki.caCertPem }, io: "module" });
+      try {
+        const got: string[] = [];
+        for (const path of PATHS) {
+          const r = await c.request({ path });
+          got.push(`${r.status} ${r.body.length} ${Array.from(r.body.subarray(0, 64)).join(",")}`);
+        }
+        assert.match(got[3], /^200 300000 /);
+        assert.match(got[4], /^404 /);
+        const d0 = c.datagramStats()!;
+        // more requests at once than the server's stream credit (100): queued ones wait for credit
+        const all = await Promise.all(
+          Array.from({ length: 300 }, () => c.request({ path: "/nbench/v1/payload?size=100" })),
+        );
+        assert.deepEqual(
+          new Set(all.map((r) => `${r.status} ${r.body.length}`)),
+          new Set(["200 100"]),
+        );
+        const d = c.datagramStats()!;
+        assert.ok(d.datagramsReceived - d0.datagramsReceived >= 10);
+        assert.equal(
+          d.datagramsReceived - d.ecnReceived,
+          d0.datagramsReceived - d0.ecnReceived,
+          `${serverIo} server: datagrams after the first requests arrived unmarked or unread`,
+        );
+      } finally {
+        await c.close();
+        await s.close();
+      }
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "h3 client on the module's own I/O thread fails fast when nothing listens, and closes while a request waits",
+  ignore,
+  fn: async () => {
+    const s = await server("runtime");
+    const port = s.port;
+    await s.close();
+    const c = await createNativeH3Client(`https://127.0.0.1:${port}`, {
+      tls: { ca: pki.caCertPem },
+      io: "module",
+    });
+    const t0 = performance.now();
+    const err = await c.request({ path: "/nbench/v1/payload?size=1", timeoutMs: 3000 }).catch((e) =>
+      e
+    );
+    assert.ok(err instanceof Error, String(err));
+    assert.ok(performance.now() - t0 < 2500, `failed after ${performance.now() - t0} ms`);
+    await c.close();
+
+    let release = () => {};
+    const held = new Promise<void>((r) => release = r);
+    const inner = createHandler();
+    const slow = await createNativeH3Server(async (req) => {
+      if (req.path === "/hold") await held;
+      return inner(req);
+    }, { tls: { cert: pki.serverCertPem, key: pki.serverKeyPem } });
+    const c2 = await createNativeH3Client(slow.url, { tls: { ca: pki.caCertPem }, io: "module" });
+    assert.equal((await c2.request({ path: "/nbench/v1/payload?size=1" })).status, 200);
+    const pending = c2.request({ path: "/hold", timeoutMs: 5000 }).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 30));
+    await c2.close();
+    assert.ok((await pending) instanceof Error);
+    release();
+    await slow.close();
+  },
+});

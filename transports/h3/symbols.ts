@@ -201,6 +201,8 @@ export const SYMBOLS = {
   sbh3_udp_received: { parameters: ["pointer"], result: "i64" },
   // sbloop *sbh3_server_loop_new(sbh3_server *srv, sbh3_udp *u, void (*wake)(void));
   sbh3_server_loop_new: { parameters: ["pointer", "pointer", "function"], result: "pointer" },
+  // sbloop *sbh3_conn_loop_new(sbh3_conn *conn, sbh3_udp *u, void (*wake)(void));
+  sbh3_conn_loop_new: { parameters: ["pointer", "pointer", "function"], result: "pointer" },
 
   // ---- the I/O loop linked into the module (transports/native/sbloop.h) ----
   ...IO_LOOP_SYMBOLS,

@@ -301,6 +301,9 @@ int sbh3_udp_port(sbh3_udp *u);
 int64_t sbh3_udp_received(sbh3_udp *u);
 /* A loop that runs srv on u (which must outlive it) and calls wake when events wait; NULL on failure. Start it with sbloop_start. */
 sbloop *sbh3_server_loop_new(sbh3_server *srv, sbh3_udp *u, void (*wake)(void));
+/* A loop that runs the client connection conn on u (connected to its server; both must outlive it), calling wake
+ * when events wait or datagrams came in while a request waits for stream credit; NULL on failure. */
+sbloop *sbh3_conn_loop_new(sbh3_conn *conn, sbh3_udp *u, void (*wake)(void));
 
 #ifdef __cplusplus
 }

@@ -92,6 +92,7 @@ int64_t sbh3_conn_request(sbh3_conn *c, const uint8_t *hdrs, size_t hdrs_len, co
   if (!c->h3.hc) return SBWIRE_ERR_STREAM_BLOCKED;
   int64_t sid;
   int rv = ngtcp2_conn_open_bidi_stream(c->qc, &sid, NULL);
+  c->want_credit = rv == NGTCP2_ERR_STREAM_ID_BLOCKED;
   if (rv != 0) return rv == NGTCP2_ERR_STREAM_ID_BLOCKED ? SBWIRE_ERR_STREAM_BLOCKED : SBWIRE_ERR_INTERNAL;
   rv = sbhttp3_request(&c->h3, sid, hdrs, hdrs_len, body, body_len);
   if (rv != 0) {

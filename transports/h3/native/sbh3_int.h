@@ -96,6 +96,9 @@ struct sbh3_conn {
   ngtcp2_connection_close_error ccerr;
   /* Server: request streams closed since the last MAX_STREAMS credit (see credit_request_stream). */
   size_t uncredited_streams;
+  /* Client: a request found no stream credit (sbh3_conn_request said STREAM_BLOCKED): its loop wakes the
+   * caller when datagrams come in, which may carry MAX_STREAMS. */
+  int want_credit;
   evq_t own_q;
   evq_t *q;
   int closed;

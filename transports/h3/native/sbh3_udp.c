@@ -32,6 +32,7 @@ struct sbh3_udp {
   int fd;         /* the caller's socket (never closed here), or the module's own (owned) */
   int owned;      /* sbh3_udp_open made fd: sbh3_udp_free closes it */
   sbh3_server *loop_srv; /* the server a loop runs on this socket (sbh3_server_loop_new) */
+  sbh3_conn *loop_conn;  /* the client connection a loop runs on this socket (sbh3_conn_loop_new) */
   int wake_fd;    /* eventfd that ends a pending sbh3_udp_wait (sbh3_udp_wake); -1 until sbh3_udp_watch */
   int connected;
   int refused;    /* a send or the caller's receive saw ECONNREFUSED (which clears the socket's pending error) */
@@ -520,7 +521,7 @@ static const sbloop_ops SERVER_LOOP = {
 };
 
 sbloop *sbh3_server_loop_new(sbh3_server *srv, sbh3_udp *u, void (*wake)(void)) {
-  if (!srv || !u || u->loop_srv) return NULL;
+  if (!srv || !u || u->loop_srv || u->loop_conn) return NULL;
   sbloop *l = sbloop_new(&SERVER_LOOP, u, wake);
   if (!l) return NULL;
   if (sbloop_watch(l, u->fd, 1, 0) != 0) {
@@ -528,5 +529,51 @@ sbloop *sbh3_server_loop_new(sbh3_server *srv, sbh3_udp *u, void (*wake)(void)) 
     return NULL;
   }
   u->loop_srv = srv;
+  return l;
+}
+
+/* A client connection's loop: take in every ready datagram, run the timers; wake the caller for events, or
+ * for stream credit a blocked request waits for. */
+static int conn_loop_work(void *owner, const uint64_t *ready, int n) {
+  (void)ready;
+  (void)n;
+  sbh3_udp *u = owner;
+  sbh3_conn *c = u->loop_conn;
+  int got = 0;
+  conn_check_refused(c, u);
+  if (!c->closed) got = udp_drain(u, 0, conn_sink, c);
+  conn_check_refused(c, u);
+  conn_expire(c, now_ns());
+  return c->q->n > 0 || (got > 0 && c->want_credit);
+}
+
+static void conn_loop_flush(void *owner) {
+  sbh3_udp *u = owner;
+  sbh3_conn *c = u->loop_conn;
+  conn_expire(c, now_ns());
+  udp_flush(u, conn_source, c);
+  conn_check_refused(c, u);
+}
+
+static int conn_loop_timeout(void *owner) {
+  sbh3_udp *u = owner;
+  return sbh3_conn_timeout_ms(u->loop_conn);
+}
+
+static const sbloop_ops CONN_LOOP = {
+    .work = conn_loop_work,
+    .flush = conn_loop_flush,
+    .timeout_ms = conn_loop_timeout,
+};
+
+sbloop *sbh3_conn_loop_new(sbh3_conn *conn, sbh3_udp *u, void (*wake)(void)) {
+  if (!conn || conn->srv || !u || u->loop_srv || u->loop_conn) return NULL;
+  sbloop *l = sbloop_new(&CONN_LOOP, u, wake);
+  if (!l) return NULL;
+  if (sbloop_watch(l, u->fd, 1, 0) != 0) {
+    sbloop_free(l);
+    return NULL;
+  }
+  u->loop_conn = conn;
   return l;
 }
