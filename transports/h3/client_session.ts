@@ -77,6 +77,8 @@ export class Session {
   /** No new requests: closed, failed or told to go away. */
   unusable = false;
   #dead = false;
+  /** Why the connection ended, once it did. */
+  #failure: Error | undefined;
   #ended = Promise.withResolvers<void>();
   #lastStats: H3DatagramStats | null = null;
   #lastToken: Uint8Array | null = null;
@@ -191,8 +193,12 @@ export class Session {
     try {
       id = this.#conn.requestBlock(block, length, q.body);
     } catch (err) {
+      // The module's thread may have closed the connection before this thread saw its CLOSED
+      // event: read it, so the request fails with why the connection ended.
+      this.#drainEvents();
       q.pending.reject(
-        new TransportError(`HTTP/3 request rejected: ${(err as Error).message}`, { cause: err }),
+        this.#failure ??
+          new TransportError(`HTTP/3 request rejected: ${(err as Error).message}`, { cause: err }),
       );
       return true;
     }
@@ -442,6 +448,7 @@ export class Session {
 
   #fail(err: Error): void {
     if (this.#dead) return;
+    this.#failure = err;
     this.unusable = true;
     // Send a pending CONNECTION_CLOSE, if any, before going quiet.
     this.#io();

@@ -30,7 +30,7 @@ Deno.test({
     const answers = new Map<NativeIo, string[]>();
     for (const io of ["runtime", "module"] as const) {
       const s = await server(io);
-      const c = await createNativeH3Client(s.url, { tls: { ca: pki.caCertPem } });
+      const c = await createNativeH3Client(s.url, { tls: { ca: pki.caCertPem }, io: "runtime" });
       try {
         assert.equal(s.io, io);
         const got: string[] = [];
@@ -53,7 +53,7 @@ Deno.test({
 /** Datagrams the server received after the handshake without an ECN mark it read, over `n` requests. */
 async function unmarkedAfterHandshake(io: NativeIo, n: number): Promise<number> {
   const s = await server(io);
-  const c = await createNativeH3Client(s.url, { tls: { ca: pki.caCertPem } });
+  const c = await createNativeH3Client(s.url, { tls: { ca: pki.caCertPem }, io: "runtime" });
   try {
     const path = "/nbench/v1/payload?size=256";
     assert.equal((await c.request({ path })).status, 200);
@@ -73,7 +73,10 @@ Deno.test({
   ignore,
   fn: async () => {
     const N = 100;
-    assert.equal(await unmarkedAfterHandshake("module", N), 0);
+    // A client may send a packet or two unmarked while QUIC validates ECN on the path (RFC 9000
+    // §13.4.2); Deno's receive hides one mark per wake-up.
+    const module = await unmarkedAfterHandshake("module", N);
+    assert.ok(module <= 2, `${module} unmarked datagrams read by the module's thread`);
     const runtime = await unmarkedAfterHandshake("runtime", N);
     assert.ok(runtime >= N / 2, `${runtime} unmarked datagrams through Deno's receive`);
   },
@@ -85,7 +88,7 @@ Deno.test({
   ignore,
   fn: async () => {
     const s = await server("module");
-    const c = await createNativeH3Client(s.url, { tls: { ca: pki.caCertPem } });
+    const c = await createNativeH3Client(s.url, { tls: { ca: pki.caCertPem }, io: "runtime" });
     try {
       const path = "/nbench/v1/payload?size=256";
       assert.equal((await c.request({ path })).status, 200);
@@ -126,7 +129,7 @@ Deno.test({
       if (req.path === "/hold") await held;
       return inner(req);
     }, { tls: { cert: pki.serverCertPem, key: pki.serverKeyPem }, io: "module" });
-    const c = await createNativeH3Client(s.url, { tls: { ca: pki.caCertPem } });
+    const c = await createNativeH3Client(s.url, { tls: { ca: pki.caCertPem }, io: "runtime" });
     const pending = c.request({ path: "/hold", timeoutMs: 5000 }).catch((e) => e);
     await new Promise((r) => setTimeout(r, 50));
     const closing = s.close();
