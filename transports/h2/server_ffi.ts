@@ -12,6 +12,7 @@ import type { Sbh2Symbols } from "./symbols.ts";
 import type { H2Tls } from "./tls_ffi.ts";
 import { freedError, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import type { EventHandler, EventPoller } from "../native/event_poller.ts";
+import { guardedSymbols, type IoLoop } from "../native/io_loop.ts";
 
 /** Limits of the native HTTP/2 server (one setter each in the shim); each has a default in the shim. */
 export interface H2ServerLimitOptions {
@@ -80,6 +81,16 @@ export const H2_STAT = {
   BUFFERED: 6,
   /** Response body bytes queued by all connections of the server (not a per-connection sum). */
   QUEUED_TOTAL: 7,
+  /** Events ready to poll. */
+  EVENTS: 8,
+  /** Listener only: connections held now. */
+  CONNECTIONS: 9,
+  /** Listener only: accepts that failed so far. */
+  ACCEPT_ERRORS: 10,
+  /** Listener only: idle connections closed to let new ones in. */
+  ROOM_MADE: 11,
+  /** Listener only: sends the kernel did not take whole. */
+  BLOCKED_WRITES: 12,
 } as const;
 
 const decoder = new TextDecoder();
@@ -257,6 +268,118 @@ export class H2ServerConn {
   close(): void {
     if (this.#ptr !== null) {
       this.#sym.sbh2_sconn_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/**
+ * The h2c listening socket the module owns (`io: "module"`), with every
+ * connection it accepted: its I/O thread ({@linkcode IoLoop}) reads and writes
+ * them; this side polls one event stream over all of them and answers by
+ * connection id. Once {@linkcode H2Listener.guard}ed, every call is made under
+ * the loop's lock. `close()` frees the socket and every connection (stop the
+ * loop first); idempotent.
+ */
+export class H2Listener {
+  #sym: Sbh2Symbols;
+  #ptr: Deno.PointerValue;
+  #poll = (b: Uint8Array<ArrayBuffer>, cap: number) =>
+    this.#ptr === null ? NATIVE_ERR.CLOSED : this.#sym.sbh2_listener_poll(this.#ptr, b, cap);
+
+  /** Opens the socket at `hostname`:`port` (0: any free port); throws `Error` when it cannot. */
+  constructor(sym: Sbh2Symbols, hostname: string, port: number) {
+    this.#sym = sym;
+    this.#ptr = sym.sbh2_listener_open(new TextEncoder().encode(`${hostname}\0`), port);
+    if (this.#ptr === null) {
+      throw new Error(`Cannot listen on ${hostname}:${port} (h2c, module I/O)`);
+    }
+  }
+
+  /** The native handle, for the loop that runs it. */
+  get pointer(): Deno.PointerValue {
+    if (this.#ptr === null) throw freedError("HTTP/2 listener");
+    return this.#ptr;
+  }
+
+  /** From now on every call (but `close`) is made under `loop`'s lock. */
+  guard(loop: IoLoop): void {
+    this.#sym = guardedSymbols(this.#sym, loop, /^sbh2_listener_(?!free$)/);
+  }
+
+  /** Sets the connection cap and the TCP write stall timeout; throws `RangeError` for a value the module refuses. */
+  configure(maxConnections: number, stallTimeoutMs: number): void {
+    const p = this.pointer;
+    if (this.#sym.sbh2_listener_set_max_connections(p, BigInt(maxConnections)) !== 0) {
+      throw new RangeError(`Invalid maxConnections: ${maxConnections}`);
+    }
+    if (this.#sym.sbh2_listener_set_stall_timeout(p, BigInt(stallTimeoutMs)) !== 0) {
+      throw new RangeError(`Invalid stallTimeoutMs: ${stallTimeoutMs}`);
+    }
+  }
+
+  /** The bound port. */
+  get port(): number {
+    const n = this.#sym.sbh2_listener_port(this.pointer);
+    if (n < 0) throw new NativeError(n, `HTTP/2 listener port: ${nativeErrorName(n)}`);
+    return n;
+  }
+
+  /** Hands every ready event of every connection to `handler` (with its connection id); returns how many. */
+  poll(poller: EventPoller, handler: EventHandler): number {
+    if (this.#ptr === null) return 0;
+    return poller.poll(this.#poll, handler);
+  }
+
+  /** {@linkcode H2ServerConn.respond} on connection `connId`; `NOT_FOUND` once it is gone. */
+  respond(
+    connId: number,
+    streamId: number,
+    block: Uint8Array<ArrayBuffer>,
+    blockLength: number,
+    body: Uint8Array,
+    token: number,
+  ): number {
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
+    return this.#sym.sbh2_listener_respond(
+      this.#ptr,
+      connId,
+      streamId,
+      block,
+      blockLength,
+      (body.length ? body : EMPTY) as Uint8Array<ArrayBuffer>,
+      body.length,
+      token,
+    );
+  }
+
+  /** {@linkcode H2ServerConn.refuse} on connection `connId`. */
+  refuse(connId: number, streamId: number): number {
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
+    return this.#sym.sbh2_listener_refuse(this.#ptr, connId, streamId);
+  }
+
+  /** Stops accepting (the socket closes) and sends every connection GOAWAY at the next flush. */
+  shutdown(): void {
+    if (this.#ptr !== null) this.#sym.sbh2_listener_shutdown(this.#ptr);
+  }
+
+  /** One counter from {@linkcode H2_STAT} summed over the connections, or a listener counter (0 once freed). */
+  stat(which: number): number {
+    if (this.#ptr === null) return 0;
+    const v = Number(this.#sym.sbh2_listener_stat(this.#ptr, which));
+    if (v < 0) throw new NativeError(v, `HTTP/2 listener stat failed: ${nativeErrorName(v)}`);
+    return v;
+  }
+
+  /** Closes the socket and every connection; idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh2_listener_free(this.#ptr);
       this.#ptr = null;
     }
   }
