@@ -364,10 +364,7 @@ async function start(
   options: NativeH2ServerOptions,
   tls?: (sym: Sbh2Symbols, limits: ServerLimits) => H2TlsConfig,
 ): Promise<NativeH2Server> {
-  const io = nativeIo(options.io);
-  if (io === "module" && tls) {
-    throw new TypeError('h2-tls has no module I/O yet: use io "runtime" (or SBILAB_NATIVE_IO=runtime)');
-  }
+  const io = tls ? "runtime" : nativeIo(options.io);
   const core = new ServerCore(handler, options);
   const l = core.limits;
   const lib = await loadH2Library();
@@ -460,7 +457,8 @@ export function createNativeH2cServer(
 /**
  * Starts the native HTTP/2 server over TLS (ALPN h2 only, TLS 1.3 on GnuTLS,
  * mutual TLS when `tls.requireClientCert`) around `handler`. Throws
- * `TypeError` without a certificate and key (or without a CA under mTLS),
+ * `TypeError` without a certificate and key (or without a CA under mTLS) and
+ * for `io: "module"` (which h2 over TLS does not have yet),
  * `H2LoadError` when the native library is missing and `AddrInUse` when the
  * port is taken.
  */
@@ -468,6 +466,9 @@ export async function createNativeH2TlsServer(
   handler: SbiHandler,
   options: NativeH2ServerOptions = {},
 ): Promise<NativeH2Server> {
+  if (nativeIo(options.io) === "module") {
+    throw new TypeError('h2-tls has no module I/O yet: use io "runtime" (or SBILAB_NATIVE_IO=runtime)');
+  }
   if (!options.tls) throw new TypeError("h2-tls needs a certificate and key (tls option)");
   const material = await resolveTls(options.tls);
   if (!material.certPem || !material.keyPem) {
