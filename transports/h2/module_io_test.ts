@@ -65,7 +65,10 @@ Deno.test({
       const one = await Promise.all(
         sizes(64).map((n) => clients[0].request({ path: `/nbench/v1/payload?size=${n}` })),
       );
-      assert.deepEqual(one.map((r) => `${r.status} ${r.body.length}`), sizes(64).map((n) => `200 ${n}`));
+      assert.deepEqual(
+        one.map((r) => `${r.status} ${r.body.length}`),
+        sizes(64).map((n) => `200 ${n}`),
+      );
       const all = await Promise.all(
         clients.flatMap((c) =>
           sizes(16).map((n) => c.request({ path: `/nbench/v1/payload?size=${n * 40}` }))
@@ -97,7 +100,10 @@ Deno.test({
       for (let i = 0; i < N; i++) assert.equal((await c.request({ path })).body.length, 256);
       const after = s.ioStats()!;
       const calls = after.calls - before.calls;
-      assert.ok(calls >= N / 2 && calls <= N + 2, `${calls} wake-ups of JavaScript for ${N} requests`);
+      assert.ok(
+        calls >= N / 2 && calls <= N + 2,
+        `${calls} wake-ups of JavaScript for ${N} requests`,
+      );
       assert.ok(after.readable - before.readable >= calls, JSON.stringify({ before, after }));
     } finally {
       await c.close();

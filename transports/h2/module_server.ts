@@ -119,6 +119,8 @@ export class ModuleH2cServer implements NativeH2Server {
   #flushQueued = false;
   #stopped = false;
   #closing: Promise<void> | undefined;
+  /** The listener's own counters at close (it is freed then). */
+  #final: { acceptErrors: number; fallbackWrites: number; roomMade: number } | undefined;
 
   /** Starts the module's thread on `listener` (which this server owns from now on, with `limits`). */
   constructor(
@@ -244,17 +246,17 @@ export class ModuleH2cServer implements NativeH2Server {
 
   /** Accept errors survived so far. */
   get acceptErrors(): number {
-    return this.listener.stat(H2_STAT.ACCEPT_ERRORS);
+    return this.#final?.acceptErrors ?? this.listener.stat(H2_STAT.ACCEPT_ERRORS);
   }
 
   /** Sends the kernel did not take whole (the rest waited for the socket on the module's thread). */
   get fallbackWrites(): number {
-    return this.listener.stat(H2_STAT.BLOCKED_WRITES);
+    return this.#final?.fallbackWrites ?? this.listener.stat(H2_STAT.BLOCKED_WRITES);
   }
 
   /** Idle connections closed to let new ones in. */
   get roomMade(): number {
-    return this.listener.stat(H2_STAT.ROOM_MADE);
+    return this.#final?.roomMade ?? this.listener.stat(H2_STAT.ROOM_MADE);
   }
 
   stat(which: number): number {
@@ -277,6 +279,11 @@ export class ModuleH2cServer implements NativeH2Server {
     const left = this.#conns.size;
     this.#conns.clear();
     for (let i = 0; i < left; i++) this.core.connectionClosed();
+    this.#final = {
+      acceptErrors: this.acceptErrors,
+      fallbackWrites: this.fallbackWrites,
+      roomMade: this.roomMade,
+    };
     this.listener.close();
     this.#limits.close();
   }

@@ -467,7 +467,9 @@ export async function createNativeH2TlsServer(
   options: NativeH2ServerOptions = {},
 ): Promise<NativeH2Server> {
   if (nativeIo(options.io) === "module") {
-    throw new TypeError('h2-tls has no module I/O yet: use io "runtime" (or SBILAB_NATIVE_IO=runtime)');
+    throw new TypeError(
+      'h2-tls has no module I/O yet: use io "runtime" (or SBILAB_NATIVE_IO=runtime)',
+    );
   }
   if (!options.tls) throw new TypeError("h2-tls needs a certificate and key (tls option)");
   const material = await resolveTls(options.tls);
