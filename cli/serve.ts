@@ -262,7 +262,7 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       "--io <who>",
-      "native stack: who reads and writes the sockets of h2c and h3: runtime (Deno's reactor) or module (the module's own I/O thread; h2-tls has runtime only and refuses module; default: SBILAB_NATIVE_IO, else runtime)",
+      "native stack: who reads and writes the sockets of h2c, h2-tls and h3: runtime (Deno's reactor) or module (the module's own I/O thread; default: SBILAB_NATIVE_IO, else runtime)",
     )
     .option(
       "--h3-io <who>",

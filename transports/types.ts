@@ -149,9 +149,9 @@ export interface ServerOptions {
    * Native stack: who reads and writes the sockets. `runtime`, Deno's
    * reactor, wakes JavaScript for every read; `module`, the native module's
    * own I/O thread, reads, runs the timers and writes by itself and wakes
-   * JavaScript once per batch of complete requests (h3 and h2c; h2 over TLS
-   * refuses it). The deno stack ignores it. Default: the `SBILAB_NATIVE_IO`
-   * environment variable, else `runtime`.
+   * JavaScript once per batch of complete requests (h2c, h2 over TLS, h3).
+   * The deno stack ignores it. Default: the `SBILAB_NATIVE_IO` environment
+   * variable, else `runtime`.
    */
   io?: NativeIo;
   /** Called with errors the transport swallowed (handler failures, accept errors). Default no-op. */

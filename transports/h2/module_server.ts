@@ -1,28 +1,47 @@
 /**
- * The native h2c server with `io: "module"`: the sbh2 module opens the
- * listening socket and runs it on its own I/O thread (native/sbh2_loop.c,
+ * The native h2 server (h2c, or h2 over TLS) with `io: "module"`: the sbh2
+ * module opens the listening socket and runs it on its own I/O thread (native/sbh2_loop.c,
  * transports/native/io_loop.ts), which accepts, reads every connection into
  * its session, runs the timers (settings, idle, stall, TCP write stall, the
  * connection cap) and writes; it wakes this thread once per batch of events,
  * and one poll hands out the events of every connection, each with its
- * connection id. Requests go to the same server core as on the runtime path
+ * connection id. Over TLS the thread runs each handshake too; a connection
+ * is shown to JavaScript (the `onTls` hook, its peer's subject under mutual
+ * TLS) once its handshake completed. Requests go to the same server core as on the runtime path
  * (`server.ts`), answers go back by connection id and leave through one
  * flush per turn of the event loop, on this thread. Every call into the
  * module is made under the loop's lock; `close()` stops the loop before it
  * frees the listener.
  */
 import { urlHost } from "../origin.ts";
-import type { SbiResponse } from "../../handler/types.ts";
+import type { SbiPeer, SbiResponse } from "../../handler/types.ts";
 import { systemFailure } from "../../handler/problem.ts";
 import type { Responder, ServerCore } from "../server_core.ts";
 import type { ServerLimits } from "../server_limits.ts";
 import { decodeRequestBlock, ResponseBlockWriter, TOO_LARGE, WIRE_EVENT } from "../native/wire.ts";
 import { EventPoller } from "../native/event_poller.ts";
+import { NATIVE_ERR } from "../native/errors.ts";
 import { IoLoop, type IoLoopStats, type NativeIo } from "../native/io_loop.ts";
 import { H2_EVENT } from "./ffi.ts";
 import { H2_STAT, H2Listener, type H2ServerLimits } from "./server_ffi.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
 import type { NativeH2Server } from "./server.ts";
+import type { H2TlsConfig } from "./tls_ffi.ts";
+import {
+  exportKeyingMaterial,
+  readPeerSubject,
+  readTlsInfo,
+  requireTlsInfo,
+} from "../native/tls_session.ts";
+import { TransportError } from "../types.ts";
+
+const decoder = new TextDecoder();
+
+/** A CONNECTED or CLOSED event's body: "host port", then a reason. */
+function peerOf(body: Uint8Array): { hostname: string; port: number; rest: string } {
+  const [hostname, port, ...rest] = decoder.decode(body).split(" ");
+  return { hostname, port: Number(port), rest: rest.join(" ") };
+}
 
 /** Bodies from this size on are lent to the module instead of copied (as on the runtime path). */
 const LEND_MIN = 4096;
@@ -32,14 +51,16 @@ class LoopConnection implements Responder {
   readonly id: number;
   reservedBytes = 0;
   finished = false;
-  #server: ModuleH2cServer;
+  /** Under mutual TLS, the verified client certificate's subject. */
+  peer: SbiPeer | undefined;
+  #server: ModuleH2Server;
   /** Lent response bodies by token, kept alive until the module releases them. */
   #lent = new Map<number, Uint8Array>();
   /** Response-budget bytes reserved for lent bodies, by token. */
   #reservedLent = new Map<number, number>();
   #nextToken = 1;
 
-  constructor(server: ModuleH2cServer, id: number) {
+  constructor(server: ModuleH2Server, id: number) {
     this.#server = server;
     this.id = id;
   }
@@ -102,9 +123,9 @@ class LoopConnection implements Responder {
   }
 }
 
-/** The h2c server whose sockets the module's own thread reads and writes. */
-export class ModuleH2cServer implements NativeH2Server {
-  readonly transport = "h2c" as const;
+/** The h2 server whose sockets the module's own thread reads and writes. */
+export class ModuleH2Server implements NativeH2Server {
+  readonly transport: "h2c" | "h2-tls";
   readonly hostname: string;
   readonly port: number;
   readonly url: string;
@@ -112,6 +133,7 @@ export class ModuleH2cServer implements NativeH2Server {
   readonly writer = new ResponseBlockWriter();
   readonly listener: H2Listener;
   #limits: H2ServerLimits;
+  #tlsConfig: H2TlsConfig | undefined;
   #loop: IoLoop;
   #poller = new EventPoller();
   #conns = new Map<number, LoopConnection>();
@@ -122,20 +144,26 @@ export class ModuleH2cServer implements NativeH2Server {
   /** The listener's own counters at close (it is freed then). */
   #final: { acceptErrors: number; fallbackWrites: number; roomMade: number } | undefined;
 
-  /** Starts the module's thread on `listener` (which this server owns from now on, with `limits`). */
+  /**
+   * Starts the module's thread on `listener` (which this server owns from
+   * now on, with `limits` and `tlsConfig`, set on the listener already).
+   */
   constructor(
     sym: Sbh2Symbols,
     limits: H2ServerLimits,
     listener: H2Listener,
     hostname: string,
     core: ServerCore,
+    tlsConfig?: H2TlsConfig,
   ) {
+    this.transport = tlsConfig ? "h2-tls" : "h2c";
     this.core = core;
     this.#limits = limits;
+    this.#tlsConfig = tlsConfig;
     this.listener = listener;
     this.hostname = hostname;
     this.port = listener.port;
-    this.url = `http://${urlHost(hostname)}:${this.port}`;
+    this.url = `${tlsConfig ? "https" : "http"}://${urlHost(hostname)}:${this.port}`;
     const srv = limits.pointer;
     const ls = listener.pointer;
     this.#loop = new IoLoop(
@@ -186,9 +214,14 @@ export class ModuleH2cServer implements NativeH2Server {
     if (type === WIRE_EVENT.CLOSED) {
       if (connId === 0) {
         // accepting failed (EMFILE and the like); the module pauses and retries
-        const why = new TextDecoder().decode(body);
-        this.core.onError(new Error(`Accepting connections failed: ${why}`));
+        this.core.onError(new Error(`Accepting connections failed: ${decoder.decode(body)}`));
         return;
+      }
+      if (code === NATIVE_ERR.TLS) {
+        const { hostname, port, rest } = peerOf(body);
+        this.core.onError(
+          new TransportError(`h2-tls connection from ${hostname}:${port} failed: ${rest}`),
+        );
       }
       const conn = this.#conns.get(connId);
       this.#conns.delete(connId);
@@ -202,7 +235,10 @@ export class ModuleH2cServer implements NativeH2Server {
       conn = new LoopConnection(this, connId);
       this.#conns.set(connId, conn);
     }
-    if (type === WIRE_EVENT.CONNECTED) return;
+    if (type === WIRE_EVENT.CONNECTED) {
+      if (code === 1) this.#tlsEstablished(conn, body);
+      return;
+    }
     if (type === H2_EVENT.RELEASED) {
       conn.released(code);
       return;
@@ -215,7 +251,21 @@ export class ModuleH2cServer implements NativeH2Server {
     if (type !== H2_EVENT.MESSAGE) return;
     // a body in the poller's shared buffer is copied out; an empty one needs no copy
     const own = owned || body.length === 0 ? body : body.slice();
-    this.core.serve(conn, streamId, decodeRequestBlock, block, own, false);
+    this.core.serve(conn, streamId, decodeRequestBlock, block, own, false, conn.peer);
+  }
+
+  /** A connection's TLS handshake completed: its peer's subject, and the `onTls` hook. */
+  #tlsEstablished(conn: LoopConnection, body: Uint8Array): void {
+    const calls = this.listener.tlsCalls(conn.id);
+    const subject = readPeerSubject(calls);
+    if (subject !== undefined) conn.peer = { subject };
+    const { hostname, port } = peerOf(body);
+    this.core.tlsEstablished({
+      remoteAddr: { hostname, port },
+      info: () => requireTlsInfo(readTlsInfo(calls)),
+      exportKeyingMaterial: (label, context, length) =>
+        exportKeyingMaterial(calls, label, context, length),
+    });
   }
 
   /** Sends every answer queued in this turn of the event loop in one flush. */
@@ -286,5 +336,6 @@ export class ModuleH2cServer implements NativeH2Server {
     };
     this.listener.close();
     this.#limits.close();
+    this.#tlsConfig?.close();
   }
 }

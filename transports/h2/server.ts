@@ -36,9 +36,9 @@
  * adds the connection cap, a stall timeout on TCP writes and an accept loop
  * that backs off on errors such as EMFILE and keeps serving.
  *
- * That is the `runtime` I/O, the default. With `io: "module"` (h2c only) the
- * module owns the listening socket and runs it on its own thread, with the
- * same limits: see `module_server.ts`.
+ * That is the `runtime` I/O, the default. With `io: "module"` the module owns
+ * the listening socket and runs it, TLS handshakes included, on its own
+ * thread, with the same limits: see `module_server.ts`.
  */
 import { urlHost } from "../origin.ts";
 import type { SbiHandler } from "../../handler/types.ts";
@@ -58,7 +58,7 @@ import { handshakeGate } from "../work_gate.ts";
 import { BufferPool, Connection, type ConnectionHost } from "./server_connection.ts";
 import { type IoLoopStats, type NativeIo, nativeIo } from "../native/io_loop.ts";
 import { H2Listener } from "./server_ffi.ts";
-import { ModuleH2cServer } from "./module_server.ts";
+import { ModuleH2Server } from "./module_server.ts";
 
 /**
  * Options of the native h2 servers: the shared {@linkcode ServerOptions} and
@@ -364,7 +364,7 @@ async function start(
   options: NativeH2ServerOptions,
   tls?: (sym: Sbh2Symbols, limits: ServerLimits) => H2TlsConfig,
 ): Promise<NativeH2Server> {
-  const io = tls ? "runtime" : nativeIo(options.io);
+  const io = nativeIo(options.io);
   const core = new ServerCore(handler, options);
   const l = core.limits;
   const lib = await loadH2Library();
@@ -387,7 +387,7 @@ async function start(
   }
   const hostname = options.hostname ?? "127.0.0.1";
   const port = options.port ?? 0;
-  if (io === "module") return startModule(lib.symbols, limits, hostname, port, core);
+  if (io === "module") return startModule(lib.symbols, limits, hostname, port, core, tlsConfig);
   let listener: Deno.TcpListener;
   try {
     listener = Deno.listen({ hostname, port, transport: "tcp" });
@@ -406,13 +406,14 @@ async function start(
   return new NativeH2cServer(lib.symbols, limits, listener, hostname, core, tlsConfig);
 }
 
-/** The h2c server on the module's own I/O thread; takes `limits` over (freed on failure). */
+/** The h2 server on the module's own I/O thread; takes `limits` and `tlsConfig` over (freed on failure). */
 function startModule(
   sym: Sbh2Symbols,
   limits: H2ServerLimits,
   hostname: string,
   port: number,
   core: ServerCore,
+  tlsConfig: H2TlsConfig | undefined,
 ): NativeH2Server {
   let listener: H2Listener | undefined;
   try {
@@ -425,7 +426,9 @@ function startModule(
         probe = Deno.listen({ hostname, port, transport: "tcp" });
       } catch (why) {
         if (why instanceof Deno.errors.AddrInUse) {
-          throw new Deno.errors.AddrInUse(`Port ${port} on ${hostname} is already in use (h2c)`);
+          throw new Deno.errors.AddrInUse(
+            `Port ${port} on ${hostname} is already in use (${tlsConfig ? "h2-tls" : "h2c"})`,
+          );
         }
         throw why;
       } finally {
@@ -434,10 +437,12 @@ function startModule(
       throw err;
     }
     listener.configure(core.limits.maxConnections, core.limits.stallTimeoutMs);
-    return new ModuleH2cServer(sym, limits, listener, hostname, core);
+    if (tlsConfig) listener.setTls(tlsConfig);
+    return new ModuleH2Server(sym, limits, listener, hostname, core, tlsConfig);
   } catch (err) {
     listener?.close();
     limits.close();
+    tlsConfig?.close();
     throw err;
   }
 }
@@ -457,8 +462,7 @@ export function createNativeH2cServer(
 /**
  * Starts the native HTTP/2 server over TLS (ALPN h2 only, TLS 1.3 on GnuTLS,
  * mutual TLS when `tls.requireClientCert`) around `handler`. Throws
- * `TypeError` without a certificate and key (or without a CA under mTLS) and
- * for `io: "module"` (which h2 over TLS does not have yet),
+ * `TypeError` without a certificate and key (or without a CA under mTLS),
  * `H2LoadError` when the native library is missing and `AddrInUse` when the
  * port is taken.
  */
@@ -466,11 +470,6 @@ export async function createNativeH2TlsServer(
   handler: SbiHandler,
   options: NativeH2ServerOptions = {},
 ): Promise<NativeH2Server> {
-  if (nativeIo(options.io) === "module") {
-    throw new TypeError(
-      'h2-tls has no module I/O yet: use io "runtime" (or SBILAB_NATIVE_IO=runtime)',
-    );
-  }
   if (!options.tls) throw new TypeError("h2-tls needs a certificate and key (tls option)");
   const material = await resolveTls(options.tls);
   if (!material.certPem || !material.keyPem) {

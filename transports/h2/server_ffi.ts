@@ -9,7 +9,8 @@
  * the readers stay quiet.
  */
 import type { Sbh2Symbols } from "./symbols.ts";
-import type { H2Tls } from "./tls_ffi.ts";
+import type { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
+import type { TlsSessionCalls } from "../native/tls_session.ts";
 import { freedError, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import type { EventHandler, EventPoller } from "../native/event_poller.ts";
 import { guardedSymbols, type IoLoop } from "../native/io_loop.ts";
@@ -288,6 +289,7 @@ export class H2ServerConn {
 export class H2Listener {
   #sym: Sbh2Symbols;
   #ptr: Deno.PointerValue;
+  #loop: IoLoop | undefined;
   #poll = (b: Uint8Array<ArrayBuffer>, cap: number) =>
     this.#ptr === null ? NATIVE_ERR.CLOSED : this.#sym.sbh2_listener_poll(this.#ptr, b, cap);
 
@@ -295,9 +297,7 @@ export class H2Listener {
   constructor(sym: Sbh2Symbols, hostname: string, port: number) {
     this.#sym = sym;
     this.#ptr = sym.sbh2_listener_open(new TextEncoder().encode(`${hostname}\0`), port);
-    if (this.#ptr === null) {
-      throw new Error(`Cannot listen on ${hostname}:${port} (h2c, module I/O)`);
-    }
+    if (this.#ptr === null) throw new Error(`Cannot listen on ${hostname}:${port} (module I/O)`);
   }
 
   /** The native handle, for the loop that runs it. */
@@ -308,7 +308,41 @@ export class H2Listener {
 
   /** From now on every call (but `close`) is made under `loop`'s lock. */
   guard(loop: IoLoop): void {
+    this.#loop = loop;
     this.#sym = guardedSymbols(this.#sym, loop, /^sbh2_listener_(?!free$)/);
+  }
+
+  /** Runs every connection accepted from now on over TLS with `config` (which must outlive this listener). */
+  setTls(config: H2TlsConfig): void {
+    if (this.#sym.sbh2_listener_set_tls(this.pointer, config.pointer) !== 0) {
+      throw new RangeError("Cannot set the listener's TLS configuration");
+    }
+  }
+
+  /**
+   * The calls on connection `connId`'s TLS session (`../native/tls_session.ts`),
+   * each made under the loop's lock; once the connection is gone they answer
+   * as for a closed session.
+   */
+  tlsCalls(connId: number): TlsSessionCalls {
+    const sym = this.#sym;
+    const on = (f: (tls: Deno.PointerValue) => number, gone: number): number => {
+      if (this.#ptr === null) return gone;
+      this.#loop?.lock();
+      try {
+        const tls = sym.sbh2_listener_tls(this.#ptr, connId);
+        return tls === null ? gone : f(tls);
+      } finally {
+        this.#loop?.unlock();
+      }
+    };
+    return {
+      state: () => on((t) => sym.sbh2_tls_state(t), NATIVE_ERR.CLOSED),
+      text: (kind, buf) => on((t) => sym.sbh2_tls_info(t, kind, buf, buf.length), 0),
+      handshakeBytes: (sent) => on((t) => sym.sbh2_tls_handshake_bytes(t, sent), 0),
+      exporter: (l, c, cLen, out) =>
+        on((t) => sym.sbh2_tls_export(t, l, l.length, c, cLen, out, out.length), NATIVE_ERR.CLOSED),
+    };
   }
 
   /** Sets the connection cap and the TCP write stall timeout; throws `RangeError` for a value the module refuses. */

@@ -173,6 +173,10 @@ export const SYMBOLS = {
   sbh2_listener_shutdown: { parameters: ["pointer"], result: "i32" },
   // int64_t sbh2_listener_stat(sbh2_listener *ls, int stat);
   sbh2_listener_stat: { parameters: ["pointer", "i32"], result: "i64" },
+  // int sbh2_listener_set_tls(sbh2_listener *ls, sbh2_tls_config *cfg);
+  sbh2_listener_set_tls: { parameters: ["pointer", "pointer"], result: "i32" },
+  // sbh2_tls *sbh2_listener_tls(sbh2_listener *ls, uint32_t conn_id);
+  sbh2_listener_tls: { parameters: ["pointer", "u32"], result: "pointer" },
 
   // ---- the I/O loop linked into the module (transports/native/sbloop.h) ----
   ...IO_LOOP_SYMBOLS,

@@ -12,8 +12,9 @@
  * less than keeping lists in step.
  */
 #define _GNU_SOURCE
-#include "sbh2_server.h"
+#include "sbh2_tls.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
@@ -42,6 +43,7 @@
 
 struct lconn {
   sbh2_sconn *s; /* NULL: a free slot */
+  sbh2_tls *t;   /* its TLS session, or NULL (h2c) */
   int fd;
   uint32_t id;
   uint16_t gen;
@@ -50,16 +52,27 @@ struct lconn {
   int64_t due;         /* when its session's timers run next, ms (INT64_MAX: none) */
   int64_t last_active; /* last input or answer, ms: the idlest goes first at the cap */
   int64_t progress;    /* last time the kernel took pending output, ms */
-  unsigned dirty : 1, events : 1;
+  unsigned dirty : 1, events : 1, announced : 1;
+  char peer[64]; /* "host port" */
+  char *failure; /* why its TLS handshake failed ("host port reason"), or NULL */
 };
 
 struct sbh2_listener {
   int fd;
   sbloop *loop;
   sbh2_server *srv;
+  sbh2_tls_config *tls;
   struct lconn *c;
   int nslots, nconns;
   uint64_t max_conns, stall_ms;
+  /* TLS sessions of closed connections, kept until a poll delivered their CLOSED and the next began, so that
+     JavaScript reads what a handshake negotiated even when the peer left at once (sbh2_listener_tls) */
+  struct dead_tls {
+    uint32_t id;
+    int delivered;
+    sbh2_tls *t;
+  } *dead;
+  int ndead, dead_cap;
   uint8_t *evq; /* CONNECTED and CLOSED records for JavaScript: evq[off..len) */
   size_t evq_len, evq_off, evq_cap;
   uint8_t *in, *out;
@@ -98,13 +111,50 @@ static struct lconn *lookup(sbh2_listener *ls, uint32_t id) {
   return c->s && c->id == id ? c : NULL;
 }
 
+/* Keeps a closed connection's TLS session until JavaScript has seen its CLOSED (frees it when out of memory). */
+static void bury_tls(sbh2_listener *ls, struct lconn *c) {
+  if (!c->t) return;
+  if (ls->ndead == ls->dead_cap) {
+    int cap = ls->dead_cap ? ls->dead_cap * 2 : 16;
+    struct dead_tls *p = realloc(ls->dead, (size_t)cap * sizeof *p);
+    if (!p) {
+      sbh2_tls_free(c->t);
+      return;
+    }
+    ls->dead = p;
+    ls->dead_cap = cap;
+  }
+  ls->dead[ls->ndead++] = (struct dead_tls){.id = c->id, .t = c->t};
+}
+
+/* Frees the buried TLS sessions whose CLOSED a poll delivered; marks those of the CLOSED events in evq[from..to). */
+static void sweep_dead(sbh2_listener *ls, int free_delivered, size_t from, size_t to) {
+  int k = 0;
+  for (int i = 0; i < ls->ndead; i++) {
+    struct dead_tls *d = &ls->dead[i];
+    if (free_delivered && d->delivered) {
+      sbh2_tls_free(d->t);
+      continue;
+    }
+    for (size_t off = from; off < to;) {
+      const uint8_t *p = ls->evq + off;
+      if (sbwire_get_u32(p) == SBWIRE_EV_CLOSED && sbwire_get_u32(p + 4) == d->id) d->delivered = 1;
+      off += SBWIRE_EVENT_HEADER_LEN + sbwire_get_u32(p + 24) + sbwire_get_u32(p + 28);
+    }
+    ls->dead[k++] = *d;
+  }
+  ls->ndead = k;
+}
+
 /* Stops watching, closes and frees a connection, and tells JavaScript. */
 static void conn_drop(sbh2_listener *ls, struct lconn *c) {
   if (ls->loop) sbloop_unwatch(ls->loop, c->fd);
   close(c->fd);
   sbh2_sconn_free(c->s);
+  bury_tls(ls, c);
   free(c->pend);
-  queue_event(ls, SBWIRE_EV_CLOSED, c->id, SBWIRE_ERR_CLOSED, NULL);
+  queue_event(ls, SBWIRE_EV_CLOSED, c->id, c->failure ? SBWIRE_ERR_TLS : SBWIRE_ERR_CLOSED, c->failure);
+  free(c->failure);
   uint16_t gen = c->gen;
   memset(c, 0, sizeof *c);
   c->gen = gen + 1;
@@ -151,7 +201,7 @@ static int conn_flush(sbh2_listener *ls, struct lconn *c) {
     if (ls->loop) sbloop_watch(ls->loop, c->fd, CONN_TAG | c->id, 0);
   }
   for (;;) {
-    int n = sbh2_sconn_send(c->s, ls->out, OUT_BYTES);
+    int n = c->t ? sbh2_sconn_send_tls(c->s, c->t, ls->out, OUT_BYTES) : sbh2_sconn_send(c->s, ls->out, OUT_BYTES);
     if (n == SBWIRE_ERR_DONE) break;
     if (n < 0) {
       conn_drop(ls, c);
@@ -229,6 +279,44 @@ static struct lconn *free_slot(sbh2_listener *ls) {
   return &ls->c[first];
 }
 
+/* Writes the peer's address of socket fd as "host port". */
+static void peer_text(int fd, char *buf, size_t cap) {
+  struct sockaddr_storage sa;
+  socklen_t len = sizeof sa;
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (getpeername(fd, (struct sockaddr *)&sa, &len) == 0) {
+    if (sa.ss_family == AF_INET6) {
+      inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, host, sizeof host);
+      port = ntohs(((struct sockaddr_in6 *)&sa)->sin6_port);
+    } else {
+      inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, host, sizeof host);
+      port = ntohs(((struct sockaddr_in *)&sa)->sin_port);
+    }
+  }
+  snprintf(buf, cap, "%s %d", host, port);
+}
+
+/* Tells JavaScript of a connection ready for requests (over TLS: its handshake completed). */
+static void announce(sbh2_listener *ls, struct lconn *c) {
+  c->announced = 1;
+  queue_event(ls, SBWIRE_EV_CONNECTED, c->id, c->t ? 1 : 0, c->peer);
+}
+
+/* Keeps why a TLS handshake failed, for the CLOSED event. */
+static void tls_failed(struct lconn *c, const char *reason) {
+  if (c->failure || !c->t || c->announced) return;
+  char text[256];
+  if (!reason) {
+    uint8_t b[200];
+    int n = sbh2_tls_error(c->t, b, sizeof b);
+    snprintf(text, sizeof text, "%s %.*s", c->peer, n > 0 ? n : 0, (const char *)b);
+  } else {
+    snprintf(text, sizeof text, "%s %s", c->peer, reason);
+  }
+  c->failure = strdup(text);
+}
+
 /* Takes an accepted socket in: a session, a slot, the watch, the server's SETTINGS sent at once. */
 static void conn_open(sbh2_listener *ls, int fd, int64_t now) {
   if ((uint64_t)ls->nconns >= ls->max_conns && make_room(ls, 1) == 0) {
@@ -237,10 +325,14 @@ static void conn_open(sbh2_listener *ls, int fd, int64_t now) {
   }
   struct lconn *c = free_slot(ls);
   sbh2_sconn *s = c ? sbh2_sconn_new(ls->srv) : NULL;
-  if (!s) {
+  sbh2_tls *t = s && ls->tls ? sbh2_tls_new(ls->tls, NULL, NULL, 0) : NULL;
+  if (!s || (ls->tls && !t)) {
+    sbh2_sconn_free(s);
     close(fd);
     return;
   }
+  c->t = t;
+  peer_text(fd, c->peer, sizeof c->peer);
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   c->s = s;
@@ -253,7 +345,7 @@ static void conn_open(sbh2_listener *ls, int fd, int64_t now) {
     conn_drop(ls, c);
     return;
   }
-  queue_event(ls, SBWIRE_EV_CONNECTED, c->id, 0, NULL);
+  if (!t) announce(ls, c);
   if (conn_flush(ls, c) == 0) conn_tick(ls, c, now);
 }
 
@@ -287,16 +379,22 @@ static void conn_read(sbh2_listener *ls, struct lconn *c, int64_t now) {
     ssize_t n = read(c->fd, ls->in, READ_BYTES);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
     if (n <= 0) { /* end of input or a reset: say what is left to say, then close */
+      tls_failed(c, "the peer closed the connection during the TLS handshake");
       conn_finish(ls, c);
       return;
     }
     c->last_active = now;
-    if (sbh2_sconn_recv(c->s, ls->in, (uint32_t)n) < 0) { /* the session closes: drain its GOAWAY */
+    int r = c->t ? sbh2_sconn_recv_tls(c->s, c->t, ls->in, (uint32_t)n) : sbh2_sconn_recv(c->s, ls->in, (uint32_t)n);
+    if (c->t && !c->announced && (sbh2_tls_state(c->t) & SBWIRE_TLS_ESTABLISHED)) announce(ls, c);
+    if (r < 0) { /* the session closes: drain its GOAWAY (or TLS alert) */
+      if (r == SBWIRE_ERR_TLS) tls_failed(c, NULL);
+      else tls_failed(c, "the peer broke off the TLS handshake");
       conn_finish(ls, c);
       return;
     }
     if (n < READ_BYTES) break;
   }
+  if (!c->announced && conn_flush(ls, c) != 0) return; /* the handshake's next flight goes out at once */
   c->events = sbh2_sconn_stat(c->s, SBH2_STAT_EVENTS) > 0;
   conn_tick(ls, c, now);
 }
@@ -412,9 +510,13 @@ void sbh2_listener_free(sbh2_listener *ls) {
     if (!c->s) continue;
     close(c->fd);
     sbh2_sconn_free(c->s);
+    sbh2_tls_free(c->t);
     free(c->pend);
+    free(c->failure);
   }
   if (ls->fd >= 0) close(ls->fd);
+  for (int i = 0; i < ls->ndead; i++) sbh2_tls_free(ls->dead[i].t);
+  free(ls->dead);
   free(ls->c);
   free(ls->evq);
   free(ls->in);
@@ -461,10 +563,13 @@ int sbh2_listener_poll(sbh2_listener *ls, uint8_t *buf, uint32_t cap) {
   if (!ls || !buf) return SBWIRE_ERR_INVALID;
   if (cap > 0x7fffffff) cap = 0x7fffffff;
   size_t n = 0;
+  if (ls->ndead) sweep_dead(ls, 1, 0, 0);
+  size_t from = ls->evq_off;
   while (ls->evq_off < ls->evq_len) {
     const uint8_t *p = ls->evq + ls->evq_off;
     size_t need = SBWIRE_EVENT_HEADER_LEN + sbwire_get_u32(p + 24) + sbwire_get_u32(p + 28);
     if (need > cap - n) {
+      if (ls->ndead) sweep_dead(ls, 0, from, ls->evq_off);
       if (n) return (int)n;
       if (cap >= 8) sbwire_put_u64(buf, need);
       return SBWIRE_ERR_BUFFER_TOO_SHORT;
@@ -473,6 +578,7 @@ int sbh2_listener_poll(sbh2_listener *ls, uint8_t *buf, uint32_t cap) {
     n += need;
     ls->evq_off += need;
   }
+  if (ls->ndead) sweep_dead(ls, 0, from, ls->evq_off);
   ls->evq_off = ls->evq_len = 0;
   for (int i = 0; i < ls->nslots; i++) {
     struct lconn *c = &ls->c[i];
@@ -550,4 +656,19 @@ int64_t sbh2_listener_stat(sbh2_listener *ls, int stat) {
     sum += v;
   }
   return sum;
+}
+
+int sbh2_listener_set_tls(sbh2_listener *ls, sbh2_tls_config *cfg) {
+  if (!ls || !cfg) return SBWIRE_ERR_INVALID;
+  ls->tls = cfg;
+  return 0;
+}
+
+sbh2_tls *sbh2_listener_tls(sbh2_listener *ls, uint32_t conn_id) {
+  if (!ls) return NULL;
+  struct lconn *c = lookup(ls, conn_id);
+  if (c) return c->t;
+  for (int i = 0; i < ls->ndead; i++)
+    if (ls->dead[i].id == conn_id) return ls->dead[i].t;
+  return NULL;
 }

@@ -133,17 +133,20 @@ int64_t sbh2_sconn_stat(sbh2_sconn *conn, int stat);
 int sbh2_sconn_error(sbh2_sconn *conn, uint8_t *buf, uint32_t cap);
 
 /*
- * Module-owned I/O (sbh2_loop.c, transports/native/sbloop.h), h2c only: the
+ * Module-owned I/O (sbh2_loop.c, transports/native/sbloop.h): the
  * module opens the listening socket itself and a thread of its own accepts,
  * reads every connection into its session, runs the timers (settings, idle,
  * stall, and a stall of TCP writes), writes output (what the kernel does not
  * take waits for the socket) and closes finished connections. JavaScript
  * polls one event stream over all connections (sbh2_listener_poll): each
  * record carries its connection id (never 0) at offset 4; CONNECTED opens a
- * connection, CLOSED ends it (its unanswered requests are gone, its lent
- * bodies no longer referenced, no RELEASED follows), and a CLOSED with
- * conn_id 0 reports a failed accept (code SBWIRE_ERR_SOCKET, the reason as
- * text in the body; the loop retries after a pause). At the connection cap
+ * connection (over TLS once its handshake completed, code 1; its body is the
+ * peer's address, "host port"), CLOSED ends it (its unanswered requests are
+ * gone, its lent bodies no longer referenced, no RELEASED follows; code
+ * SBWIRE_ERR_TLS when its TLS handshake failed, with "host port reason" in
+ * the body), and a CLOSED with conn_id 0 reports a failed accept (code
+ * SBWIRE_ERR_SOCKET, the reason as text in the body; the loop retries after
+ * a pause). TLS: sbh2_listener_set_tls in sbh2_tls.h. At the connection cap
  * (or out of descriptors) the idlest connection without streams is closed
  * with GOAWAY to let the new one in; without one the new one is closed.
  * While the loop runs, every call on the listener is made under sbloop_lock
