@@ -81,6 +81,13 @@ struct sbh2_listener {
   int64_t accept_errors, room_made, blocked_writes;
 };
 
+/*
+ * Set on the loop's thread: events its own work or flush left must wake
+ * JavaScript, while those a flush on JavaScript's thread leaves are polled by
+ * JavaScript right after it (module_server.ts), with no kick of the thread.
+ */
+static __thread int on_loop_thread;
+
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -414,6 +421,7 @@ static int64_t write_due(sbh2_listener *ls, struct lconn *c) {
 
 static int loop_work(void *owner, const uint64_t *ready, int n) {
   sbh2_listener *ls = owner;
+  on_loop_thread = 1;
   int64_t now = now_ms();
   for (int i = 0; i < n; i++) {
     if (ready[i] == TAG_LISTENER) {
@@ -450,7 +458,8 @@ static void loop_flush(void *owner) {
 
 static int loop_timeout(void *owner) {
   sbh2_listener *ls = owner;
-  if (pending(ls)) return 0; /* events queued outside work (a flush closed or released): wake JavaScript */
+  /* events the thread's own flush left (a close, a released body): run work at once, which wakes JavaScript */
+  if (on_loop_thread && pending(ls)) return 0;
   int64_t next = ls->resume_at ? ls->resume_at : INT64_MAX;
   for (int i = 0; i < ls->nslots; i++) {
     struct lconn *c = &ls->c[i];
