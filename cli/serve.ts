@@ -387,6 +387,7 @@ async function serve(o: ServeOptions): Promise<void> {
       `h3 not served: the ${stack} stack's HTTP/3 module is not built (deno task build:native)`,
     );
   }
+  if (o.io !== undefined) asUsage(() => parseNativeIo(o.io!, "--io"));
   const h2cPort = parsePort(o.h2cPort, "--h2c-port");
   const tlsPort = parsePort(o.tlsPort, "--tls-port");
   const delayMs = parseInteger(o.delayMs ?? "0", "--delay-ms");

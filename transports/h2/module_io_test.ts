@@ -5,7 +5,7 @@ import { createNativeH2Client } from "./client.ts";
 import { createNativeH2cServer, createNativeH2TlsServer } from "./server.ts";
 import type { NativeIo } from "../native/io_loop.ts";
 import { FRAME, H2_NATIVE_SKIP, RawH2Client } from "./_test_util.ts";
-import { until } from "../../tests/support.ts";
+import { runLab, startLabServe, until } from "../../tests/support.ts";
 import { createDevPki } from "../pki.ts";
 import type { SbiClient } from "../types.ts";
 
@@ -209,5 +209,34 @@ Deno.test({
     }
     assert.deepEqual(answers.get("module"), answers.get("runtime"));
     assert.equal(answers.get("module")![3].body.length, 300000);
+  },
+});
+
+Deno.test({
+  name:
+    "lab serve --io module serves h2c and h2-tls on the module's thread, and --io of anything else is a usage error",
+  ignore,
+  fn: async () => {
+    const srv = await startLabServe({
+      transports: ["h2c", "h2-tls"],
+      stack: "native",
+      io: "module",
+    });
+    try {
+      for (const url of [srv.urls.h2c!, srv.urls["h2-tls"]!]) {
+        const c = await createNativeH2Client(url, { tls: { insecure: true }, timeoutMs: 5000 });
+        try {
+          const r = await c.request({ path: "/nbench/v1/payload?size=256" });
+          assert.equal(r.body.length, 256, url);
+        } finally {
+          await c.close();
+        }
+      }
+    } finally {
+      await srv.stop();
+    }
+    const bad = await runLab(["serve", "--io", "kernel"]);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /--io must be "runtime" or "module", not "kernel"/);
   },
 });
