@@ -4,7 +4,16 @@ import type { SbiHandler } from "../../handler/types.ts";
 import { createNativeH2Client } from "./client.ts";
 import { createNativeH2cServer, createNativeH2TlsServer } from "./server.ts";
 import type { NativeIo } from "../native/io_loop.ts";
-import { FRAME, H2_NATIVE_SKIP, RawH2Client } from "./_test_util.ts";
+import {
+  FLAG,
+  FRAME,
+  frame,
+  H2_CODE,
+  H2_NATIVE_SKIP,
+  RawH2Client,
+  requestBlock,
+  streamEnded,
+} from "./_test_util.ts";
 import { runLab, startLabServe, until } from "../../tests/support.ts";
 import { createDevPki } from "../pki.ts";
 import type { SbiClient } from "../types.ts";
@@ -174,6 +183,29 @@ Deno.test({
       assert.equal((await c.request({ path })).body.length, 256);
     } finally {
       await c.close();
+      await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "h2c server's own I/O thread closes a connection idle after its answer by the idle timeout (GOAWAY NO_ERROR)",
+  ignore,
+  fn: async () => {
+    const s = await createNativeH2cServer(createHandler(), { io: "module", idleTimeoutMs: 300 });
+    try {
+      const raw = await RawH2Client.open(s.port);
+      const block = new Uint8Array(requestBlock("/nbench/v1/payload?size=0"));
+      await raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, block));
+      await raw.until(() => streamEnded(raw, 1));
+      const answered = performance.now();
+      await raw.closed(5000);
+      const idle = performance.now() - answered;
+      assert.equal(raw.goawayCode, H2_CODE.NO_ERROR);
+      assert.ok(idle >= 250 && idle < 3000, `closed ${idle.toFixed(0)} ms after the answer`);
+      await raw.close();
+    } finally {
       await s.close();
     }
   },

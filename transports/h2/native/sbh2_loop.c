@@ -452,7 +452,10 @@ static void loop_flush(void *owner) {
   int64_t now = now_ms();
   for (int i = 0; i < ls->nslots; i++) {
     struct lconn *c = &ls->c[i];
-    if (c->s && c->dirty && conn_flush(ls, c) == 0 && conn_tick(ls, c, now) == 0) c->dirty = 0;
+    if (!c->s || !c->dirty) continue;
+    /* timers before and after the send: what a due one queues (GOAWAY, resets) goes out now, and the next due
+       time counts the streams the send closed (an idle timer starts then) */
+    if (conn_tick(ls, c, now) == 0 && conn_flush(ls, c) == 0 && conn_tick(ls, c, now) == 0) conn_flush(ls, c);
   }
 }
 
