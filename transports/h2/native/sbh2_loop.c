@@ -36,6 +36,9 @@
 #define OUT_BYTES (256 * 1024)
 /* Reads of one connection per wake-up at most, so that one busy peer never starves the others. */
 #define READS_PER_WAKE 16
+/* TLS handshake reads per wake-up at most: a flood of ClientHellos takes turns with serving (level-triggered, the rest
+   stay ready for the next wake-up), as the runtime path caps the handshakes at work. */
+#define HANDSHAKES_PER_WAKE 8
 /* Accepts per wake-up at most. */
 #define ACCEPTS_PER_WAKE 64
 /* Idle connections closed at once when accepting fails for want of descriptors. */
@@ -77,6 +80,7 @@ struct sbh2_listener {
   size_t evq_len, evq_off, evq_cap;
   uint8_t *in, *out;
   int64_t resume_at; /* accepting paused after a failure until then, ms (0: not paused) */
+  int handshakes;    /* handshake reads left in this wake-up */
   int backoff_ms;
   int64_t accept_errors, room_made, blocked_writes;
 };
@@ -382,6 +386,7 @@ static void accept_all(sbh2_listener *ls, int64_t now) {
 /* Takes in what the peer sent: reads until the socket is empty (or READS_PER_WAKE reads), each into the session. */
 static void conn_read(sbh2_listener *ls, struct lconn *c, int64_t now) {
   if (c->pend_off < c->pend_len && conn_flush(ls, c) != 0) return; /* writable again */
+  if (c->t && !c->announced && ls->handshakes-- <= 0) return;
   for (int i = 0; i < READS_PER_WAKE; i++) {
     ssize_t n = read(c->fd, ls->in, READ_BYTES);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
@@ -423,6 +428,7 @@ static int loop_work(void *owner, const uint64_t *ready, int n) {
   sbh2_listener *ls = owner;
   on_loop_thread = 1;
   int64_t now = now_ms();
+  ls->handshakes = HANDSHAKES_PER_WAKE;
   for (int i = 0; i < n; i++) {
     if (ready[i] == TAG_LISTENER) {
       accept_all(ls, now);
