@@ -57,6 +57,7 @@ interface ServeOptions {
   h3Retry?: boolean;
   h3ExactEcn?: boolean;
   h3Io?: string;
+  io?: string;
   nrfMaxInstances?: string;
   nrfMaxProfile?: string;
   maxJsonDepth?: string;
@@ -260,6 +261,10 @@ export function registerServeCommand(program: Command): void {
       "h3: read the first datagram of a wake-up through Deno (its ECN mark goes uncounted; no thread crossing per wake-up, as the benchmarks run)",
     )
     .option(
+      "--io <who>",
+      "native stack: who reads and writes the sockets of h2c, h2-tls and h3: runtime (Deno's reactor) or module (the module's own I/O thread; default: SBILAB_NATIVE_IO, else runtime)",
+    )
+    .option(
       "--h3-io <who>",
       "h3: who reads and writes the socket: runtime (Deno's reactor) or module (the module's own I/O thread, every ECN mark read; default: SBILAB_NATIVE_IO, else runtime)",
     )
@@ -324,7 +329,7 @@ function serveHandler(o: ServeOptions, delayMs: number, maxBodyBytes: number): S
   });
 }
 
-/** One server's options: the process's limits and TLS, its port, its log lines, h3's own knobs. */
+/** One server's options: the process's limits and TLS, its port, its log lines, its I/O, h3's own knobs. */
 function transportOptions(
   t: TransportName,
   o: ServeOptions,
@@ -364,6 +369,7 @@ function transportOptions(
     options.exactEcn = o.h3ExactEcn ?? true;
     if (o.h3Io !== undefined) options.io = parseNativeIo(o.h3Io, "--h3-io");
   }
+  if (o.io !== undefined && options.io === undefined) options.io = parseNativeIo(o.io, "--io");
   return options;
 }
 
@@ -381,6 +387,7 @@ async function serve(o: ServeOptions): Promise<void> {
       `h3 not served: the ${stack} stack's HTTP/3 module is not built (deno task build:native)`,
     );
   }
+  if (o.io !== undefined) asUsage(() => parseNativeIo(o.io!, "--io"));
   const h2cPort = parsePort(o.h2cPort, "--h2c-port");
   const tlsPort = parsePort(o.tlsPort, "--tls-port");
   const delayMs = parseInteger(o.delayMs ?? "0", "--delay-ms");

@@ -58,6 +58,8 @@ export interface LabServeOptions {
   h3ExactEcn?: boolean;
   /** Who does h3's I/O (`--h3-io`): Deno's reactor or the module's own thread. Default: lab serve's. */
   h3Io?: "runtime" | "module";
+  /** Who does the native transports' I/O (`--io`; `h3Io` wins for h3). Default: lab serve's. */
+  io?: "runtime" | "module";
   /** Resource limits. Default: lab serve's. */
   limits?: LabServeLimits;
   /** Further options exactly as written on the command line (for example `--h3-retry`). */
@@ -90,6 +92,7 @@ export function labServeArgs(o: LabServeOptions): string[] {
   if (o.delayMs) args.push("--delay-ms", String(o.delayMs));
   if (o.h3ExactEcn === false && o.transports.includes("h3")) args.push("--no-h3-exact-ecn");
   if (o.h3Io && o.transports.includes("h3")) args.push("--h3-io", o.h3Io);
+  if (o.io) args.push("--io", o.io);
   for (const [field, flag] of LIMIT_FLAGS) {
     const v = o.limits?.[field];
     if (v !== undefined) args.push(flag, String(v));

@@ -6,6 +6,7 @@ import type { SbiHandler, SbiHeaders } from "../handler/types.ts";
 import type { TlsConnection, TlsMaterial } from "./tls.ts";
 import type { TicketCache } from "./ticket_cache.ts";
 import type { ByteBudget } from "./byte_budget.ts";
+import type { NativeIo } from "./native/io_loop.ts";
 
 import { type TransportName, TRANSPORTS } from "../lib/transport_names.ts";
 
@@ -144,6 +145,15 @@ export interface ServerOptions {
    * {@linkcode DEFAULT_SERVER_LIMITS}`.drainMs`.
    */
   drainMs?: number;
+  /**
+   * Native stack: who reads and writes the sockets. `runtime`, Deno's
+   * reactor, wakes JavaScript for every read; `module`, the native module's
+   * own I/O thread, reads, runs the timers and writes by itself and wakes
+   * JavaScript once per batch of complete requests (h2c, h2 over TLS, h3).
+   * The deno stack ignores it. Default: the `SBILAB_NATIVE_IO` environment
+   * variable, else `runtime`.
+   */
+  io?: NativeIo;
   /** Called with errors the transport swallowed (handler failures, accept errors). Default no-op. */
   onError?: (err: unknown) => void;
 }

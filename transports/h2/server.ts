@@ -35,6 +35,10 @@
  * the handler holds it; a body that does not fit is answered 503. The server
  * adds the connection cap, a stall timeout on TCP writes and an accept loop
  * that backs off on errors such as EMFILE and keeps serving.
+ *
+ * That is the `runtime` I/O, the default. With `io: "module"` the module owns
+ * the listening socket and runs it, TLS handshakes included, on its own
+ * thread, with the same limits: see `module_server.ts`.
  */
 import { urlHost } from "../origin.ts";
 import type { SbiHandler } from "../../handler/types.ts";
@@ -52,6 +56,9 @@ import type { Sbh2Symbols } from "./symbols.ts";
 import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
 import { handshakeGate } from "../work_gate.ts";
 import { BufferPool, Connection, type ConnectionHost } from "./server_connection.ts";
+import { type IoLoopStats, type NativeIo, nativeIo } from "../native/io_loop.ts";
+import { H2Listener } from "./server_ffi.ts";
+import { ModuleH2Server } from "./module_server.ts";
 
 /**
  * Options of the native h2 servers: the shared {@linkcode ServerOptions} and
@@ -84,6 +91,10 @@ export interface NativeH2Server extends SbiServer {
   readonly limits: ServerLimits;
   /** Sums one shim counter (`H2_STAT` in server_ffi.ts) over open connections. */
   stat(which: number): number;
+  /** Who does the I/O. */
+  readonly io: NativeIo;
+  /** The module's I/O thread's counters (`io: "module"`), else null. */
+  ioStats(): IoLoopStats | null;
 }
 
 /** The server behind both factories: h2c, or h2 over TLS when it has a TLS configuration. */
@@ -146,6 +157,14 @@ class NativeH2cServer implements NativeH2Server, ConnectionHost {
 
   get limits(): ServerLimits {
     return this.core.limits;
+  }
+
+  get io(): NativeIo {
+    return "runtime";
+  }
+
+  ioStats(): IoLoopStats | null {
+    return null;
   }
 
   async #acceptLoop(): Promise<void> {
@@ -345,6 +364,7 @@ async function start(
   options: NativeH2ServerOptions,
   tls?: (sym: Sbh2Symbols, limits: ServerLimits) => H2TlsConfig,
 ): Promise<NativeH2Server> {
+  const io = nativeIo(options.io);
   const core = new ServerCore(handler, options);
   const l = core.limits;
   const lib = await loadH2Library();
@@ -367,6 +387,7 @@ async function start(
   }
   const hostname = options.hostname ?? "127.0.0.1";
   const port = options.port ?? 0;
+  if (io === "module") return startModule(lib.symbols, limits, hostname, port, core, tlsConfig);
   let listener: Deno.TcpListener;
   try {
     listener = Deno.listen({ hostname, port, transport: "tcp" });
@@ -383,6 +404,47 @@ async function start(
   // Accepted sockets inherit TCP_NODELAY from the listener (each is also set on accept).
   applyNoDelay({ listenPort: (listener.addr as Deno.NetAddr).port });
   return new NativeH2cServer(lib.symbols, limits, listener, hostname, core, tlsConfig);
+}
+
+/** The h2 server on the module's own I/O thread; takes `limits` and `tlsConfig` over (freed on failure). */
+function startModule(
+  sym: Sbh2Symbols,
+  limits: H2ServerLimits,
+  hostname: string,
+  port: number,
+  core: ServerCore,
+  tlsConfig: H2TlsConfig | undefined,
+): NativeH2Server {
+  let listener: H2Listener | undefined;
+  try {
+    try {
+      listener = new H2Listener(sym, hostname, port);
+    } catch (err) {
+      // the module says only that it failed: Deno's own listen names why (AddrInUse and the like)
+      let probe: Deno.TcpListener | undefined;
+      try {
+        probe = Deno.listen({ hostname, port, transport: "tcp" });
+      } catch (why) {
+        if (why instanceof Deno.errors.AddrInUse) {
+          throw new Deno.errors.AddrInUse(
+            `Port ${port} on ${hostname} is already in use (${tlsConfig ? "h2-tls" : "h2c"})`,
+          );
+        }
+        throw why;
+      } finally {
+        probe?.close();
+      }
+      throw err;
+    }
+    listener.configure(core.limits.maxConnections, core.limits.stallTimeoutMs);
+    if (tlsConfig) listener.setTls(tlsConfig);
+    return new ModuleH2Server(sym, limits, listener, hostname, core, tlsConfig);
+  } catch (err) {
+    listener?.close();
+    limits.close();
+    tlsConfig?.close();
+    throw err;
+  }
 }
 
 /**

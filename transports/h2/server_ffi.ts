@@ -9,9 +9,11 @@
  * the readers stay quiet.
  */
 import type { Sbh2Symbols } from "./symbols.ts";
-import type { H2Tls } from "./tls_ffi.ts";
+import type { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
+import type { TlsSessionCalls } from "../native/tls_session.ts";
 import { freedError, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import type { EventHandler, EventPoller } from "../native/event_poller.ts";
+import { guardedSymbols, type IoLoop } from "../native/io_loop.ts";
 
 /** Limits of the native HTTP/2 server (one setter each in the shim); each has a default in the shim. */
 export interface H2ServerLimitOptions {
@@ -80,6 +82,16 @@ export const H2_STAT = {
   BUFFERED: 6,
   /** Response body bytes queued by all connections of the server (not a per-connection sum). */
   QUEUED_TOTAL: 7,
+  /** Events ready to poll. */
+  EVENTS: 8,
+  /** Listener only: connections held now. */
+  CONNECTIONS: 9,
+  /** Listener only: accepts that failed so far. */
+  ACCEPT_ERRORS: 10,
+  /** Listener only: idle connections closed to let new ones in. */
+  ROOM_MADE: 11,
+  /** Listener only: sends the kernel did not take whole. */
+  BLOCKED_WRITES: 12,
 } as const;
 
 const decoder = new TextDecoder();
@@ -257,6 +269,151 @@ export class H2ServerConn {
   close(): void {
     if (this.#ptr !== null) {
       this.#sym.sbh2_sconn_free(this.#ptr);
+      this.#ptr = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/**
+ * The h2c listening socket the module owns (`io: "module"`), with every
+ * connection it accepted: its I/O thread ({@linkcode IoLoop}) reads and writes
+ * them; this side polls one event stream over all of them and answers by
+ * connection id. Once {@linkcode H2Listener.guard}ed, every call is made under
+ * the loop's lock. `close()` frees the socket and every connection (stop the
+ * loop first); idempotent.
+ */
+export class H2Listener {
+  #sym: Sbh2Symbols;
+  #ptr: Deno.PointerValue;
+  #loop: IoLoop | undefined;
+  #poll = (b: Uint8Array<ArrayBuffer>, cap: number) =>
+    this.#ptr === null ? NATIVE_ERR.CLOSED : this.#sym.sbh2_listener_poll(this.#ptr, b, cap);
+
+  /** Opens the socket at `hostname`:`port` (0: any free port); throws `Error` when it cannot. */
+  constructor(sym: Sbh2Symbols, hostname: string, port: number) {
+    this.#sym = sym;
+    this.#ptr = sym.sbh2_listener_open(new TextEncoder().encode(`${hostname}\0`), port);
+    if (this.#ptr === null) throw new Error(`Cannot listen on ${hostname}:${port} (module I/O)`);
+  }
+
+  /** The native handle, for the loop that runs it. */
+  get pointer(): Deno.PointerValue {
+    if (this.#ptr === null) throw freedError("HTTP/2 listener");
+    return this.#ptr;
+  }
+
+  /** From now on every call (but `close`) is made under `loop`'s lock. */
+  guard(loop: IoLoop): void {
+    this.#loop = loop;
+    this.#sym = guardedSymbols(this.#sym, loop, /^sbh2_listener_(?!free$)/);
+  }
+
+  /** Runs every connection accepted from now on over TLS with `config` (which must outlive this listener). */
+  setTls(config: H2TlsConfig): void {
+    if (this.#sym.sbh2_listener_set_tls(this.pointer, config.pointer) !== 0) {
+      throw new RangeError("Cannot set the listener's TLS configuration");
+    }
+  }
+
+  /**
+   * The calls on connection `connId`'s TLS session (`../native/tls_session.ts`),
+   * each made under the loop's lock; once the connection is gone they answer
+   * as for a closed session.
+   */
+  tlsCalls(connId: number): TlsSessionCalls {
+    const sym = this.#sym;
+    const on = (f: (tls: Deno.PointerValue) => number, gone: number): number => {
+      if (this.#ptr === null) return gone;
+      this.#loop?.lock();
+      try {
+        const tls = sym.sbh2_listener_tls(this.#ptr, connId);
+        return tls === null ? gone : f(tls);
+      } finally {
+        this.#loop?.unlock();
+      }
+    };
+    return {
+      state: () => on((t) => sym.sbh2_tls_state(t), NATIVE_ERR.CLOSED),
+      text: (kind, buf) => on((t) => sym.sbh2_tls_info(t, kind, buf, buf.length), 0),
+      handshakeBytes: (sent) => on((t) => sym.sbh2_tls_handshake_bytes(t, sent), 0),
+      exporter: (l, c, cLen, out) =>
+        on((t) => sym.sbh2_tls_export(t, l, l.length, c, cLen, out, out.length), NATIVE_ERR.CLOSED),
+    };
+  }
+
+  /** Sets the connection cap and the TCP write stall timeout; throws `RangeError` for a value the module refuses. */
+  configure(maxConnections: number, stallTimeoutMs: number): void {
+    const p = this.pointer;
+    if (this.#sym.sbh2_listener_set_max_connections(p, BigInt(maxConnections)) !== 0) {
+      throw new RangeError(`Invalid maxConnections: ${maxConnections}`);
+    }
+    if (this.#sym.sbh2_listener_set_stall_timeout(p, BigInt(stallTimeoutMs)) !== 0) {
+      throw new RangeError(`Invalid stallTimeoutMs: ${stallTimeoutMs}`);
+    }
+  }
+
+  /** The bound port. */
+  get port(): number {
+    const n = this.#sym.sbh2_listener_port(this.pointer);
+    if (n < 0) throw new NativeError(n, `HTTP/2 listener port: ${nativeErrorName(n)}`);
+    return n;
+  }
+
+  /** Hands every ready event of every connection to `handler` (with its connection id); returns how many. */
+  poll(poller: EventPoller, handler: EventHandler): number {
+    if (this.#ptr === null) return 0;
+    return poller.poll(this.#poll, handler);
+  }
+
+  /** {@linkcode H2ServerConn.respond} on connection `connId`; `NOT_FOUND` once it is gone. */
+  respond(
+    connId: number,
+    streamId: number,
+    block: Uint8Array<ArrayBuffer>,
+    blockLength: number,
+    body: Uint8Array,
+    token: number,
+  ): number {
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
+    return this.#sym.sbh2_listener_respond(
+      this.#ptr,
+      connId,
+      streamId,
+      block,
+      blockLength,
+      (body.length ? body : EMPTY) as Uint8Array<ArrayBuffer>,
+      body.length,
+      token,
+    );
+  }
+
+  /** {@linkcode H2ServerConn.refuse} on connection `connId`. */
+  refuse(connId: number, streamId: number): number {
+    if (this.#ptr === null) return NATIVE_ERR.CLOSED;
+    return this.#sym.sbh2_listener_refuse(this.#ptr, connId, streamId);
+  }
+
+  /** Stops accepting (the socket closes) and sends every connection GOAWAY at the next flush. */
+  shutdown(): void {
+    if (this.#ptr !== null) this.#sym.sbh2_listener_shutdown(this.#ptr);
+  }
+
+  /** One counter from {@linkcode H2_STAT} summed over the connections, or a listener counter (0 once freed). */
+  stat(which: number): number {
+    if (this.#ptr === null) return 0;
+    const v = Number(this.#sym.sbh2_listener_stat(this.#ptr, which));
+    if (v < 0) throw new NativeError(v, `HTTP/2 listener stat failed: ${nativeErrorName(v)}`);
+    return v;
+  }
+
+  /** Closes the socket and every connection; idempotent. */
+  close(): void {
+    if (this.#ptr !== null) {
+      this.#sym.sbh2_listener_free(this.#ptr);
       this.#ptr = null;
     }
   }

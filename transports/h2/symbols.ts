@@ -5,6 +5,7 @@
  * so all are synchronous.
  */
 import { loadEngineSymbols } from "../native/load_engine_symbols.ts";
+import { IO_LOOP_SYMBOLS } from "../native/io_loop_symbols.ts";
 
 /** Symbol table for `Deno.dlopen`. */
 export const SYMBOLS = {
@@ -145,6 +146,40 @@ export const SYMBOLS = {
   sbh2_tls_ticket: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
   // int sbh2_tls_error(sbh2_tls *tls, uint8_t *buf, uint32_t cap);
   sbh2_tls_error: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+
+  // ---- module-owned I/O of the h2c server (native/sbh2_loop.c) ----
+  // sbh2_listener *sbh2_listener_open(const char *ip, uint16_t port);
+  sbh2_listener_open: { parameters: ["buffer", "u16"], result: "pointer" },
+  // void sbh2_listener_free(sbh2_listener *ls);
+  sbh2_listener_free: { parameters: ["pointer"], result: "void" },
+  // int sbh2_listener_set_max_connections(sbh2_listener *ls, uint64_t conns);
+  sbh2_listener_set_max_connections: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_listener_set_stall_timeout(sbh2_listener *ls, uint64_t ms);
+  sbh2_listener_set_stall_timeout: { parameters: ["pointer", "u64"], result: "i32" },
+  // int sbh2_listener_port(sbh2_listener *ls);
+  sbh2_listener_port: { parameters: ["pointer"], result: "i32" },
+  // sbloop *sbh2_server_loop_new(sbh2_server *srv, sbh2_listener *ls, void (*wake)(void));
+  sbh2_server_loop_new: { parameters: ["pointer", "pointer", "function"], result: "pointer" },
+  // int sbh2_listener_poll(sbh2_listener *ls, uint8_t *buf, uint32_t cap);
+  sbh2_listener_poll: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_listener_respond(sbh2_listener *ls, uint32_t conn_id, int32_t stream_id, const uint8_t *hdrs, uint32_t hdrs_len, const uint8_t *body, uint32_t body_len, uint32_t token);
+  sbh2_listener_respond: {
+    parameters: ["pointer", "u32", "i32", "buffer", "u32", "buffer", "u32", "u32"],
+    result: "i32",
+  },
+  // int sbh2_listener_refuse(sbh2_listener *ls, uint32_t conn_id, int32_t stream_id);
+  sbh2_listener_refuse: { parameters: ["pointer", "u32", "i32"], result: "i32" },
+  // int sbh2_listener_shutdown(sbh2_listener *ls);
+  sbh2_listener_shutdown: { parameters: ["pointer"], result: "i32" },
+  // int64_t sbh2_listener_stat(sbh2_listener *ls, int stat);
+  sbh2_listener_stat: { parameters: ["pointer", "i32"], result: "i64" },
+  // int sbh2_listener_set_tls(sbh2_listener *ls, sbh2_tls_config *cfg);
+  sbh2_listener_set_tls: { parameters: ["pointer", "pointer"], result: "i32" },
+  // sbh2_tls *sbh2_listener_tls(sbh2_listener *ls, uint32_t conn_id);
+  sbh2_listener_tls: { parameters: ["pointer", "u32"], result: "pointer" },
+
+  // ---- the I/O loop linked into the module (transports/native/sbloop.h) ----
+  ...IO_LOOP_SYMBOLS,
 
   // ---- the load engine linked into the module (load/native/sbl_load.h) ----
   ...loadEngineSymbols("sbh2"),

@@ -128,6 +128,7 @@ static void *run(void *arg) {
 int sbloop_start(sbloop *l) {
   if (!l || l->started) return SBWIRE_ERR_INVALID;
   if (pthread_create(&l->thread, NULL, run, l) != 0) return SBWIRE_ERR_INTERNAL;
+  pthread_setname_np(l->thread, "sbloop"); /* as top, perf and /proc/<pid>/task/<tid>/comm name it */
   l->started = 1;
   return 0;
 }

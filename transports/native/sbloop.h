@@ -62,7 +62,7 @@ sbloop *sbloop_new(const sbloop_ops *ops, void *owner, void (*wake)(void));
 int sbloop_watch(sbloop *l, int fd, uint64_t tag, int writable);
 /* Stops watching fd (before it is closed). */
 int sbloop_unwatch(sbloop *l, int fd);
-/* Starts the thread. */
+/* Starts the thread, named "sbloop". */
 int sbloop_start(sbloop *l);
 /* Takes the loop's lock (recursive); 0. */
 int sbloop_lock(sbloop *l);

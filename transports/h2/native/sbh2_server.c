@@ -747,6 +747,8 @@ int64_t sbh2_sconn_stat(sbh2_sconn *c, int stat) {
     return c->nstreams;
   case SBH2_STAT_BUFFERED:
     return (int64_t)c->srv->buffered;
+  case SBH2_STAT_EVENTS:
+    return c->nqueued;
   default:
     return SBWIRE_ERR_INVALID;
   }

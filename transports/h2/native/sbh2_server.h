@@ -31,6 +31,7 @@
 #define SBH2_SERVER_H
 
 #include "sbh2.h"
+#include "../../native/sbloop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,10 +56,21 @@ enum sbh2_stat {
   SBH2_STAT_BUFFERED = 6,
   /* Response body bytes queued and not yet written by all connections of this server. */
   SBH2_STAT_QUEUED_TOTAL = 7,
+  /* Events ready to poll (a stream reset before it was polled may still count). */
+  SBH2_STAT_EVENTS = 8,
+  /* sbh2_listener_stat only: connections the listener holds now. */
+  SBH2_STAT_CONNECTIONS = 9,
+  /* sbh2_listener_stat only: accepts that failed (EMFILE and the like) so far. */
+  SBH2_STAT_ACCEPT_ERRORS = 10,
+  /* sbh2_listener_stat only: idle connections closed to let new ones in (at the cap or the fd limit). */
+  SBH2_STAT_ROOM_MADE = 11,
+  /* sbh2_listener_stat only: sends the kernel did not take whole (the rest waited for the socket). */
+  SBH2_STAT_BLOCKED_WRITES = 12,
 };
 
 typedef struct sbh2_server sbh2_server;
 typedef struct sbh2_sconn sbh2_sconn;
+typedef struct sbh2_listener sbh2_listener;
 
 /* Creates the limits shared by a server's connections, all at their defaults. */
 sbh2_server *sbh2_server_new(void);
@@ -119,6 +131,51 @@ int sbh2_sconn_shutdown(sbh2_sconn *conn);
 int64_t sbh2_sconn_stat(sbh2_sconn *conn, int stat);
 /* Writes why the connection closed (text) into buf; returns its length. */
 int sbh2_sconn_error(sbh2_sconn *conn, uint8_t *buf, uint32_t cap);
+
+/*
+ * Module-owned I/O (sbh2_loop.c, transports/native/sbloop.h): the
+ * module opens the listening socket itself and a thread of its own accepts,
+ * reads every connection into its session, runs the timers (settings, idle,
+ * stall, and a stall of TCP writes), writes output (what the kernel does not
+ * take waits for the socket) and closes finished connections. JavaScript
+ * polls one event stream over all connections (sbh2_listener_poll): each
+ * record carries its connection id (never 0) at offset 4; CONNECTED opens a
+ * connection (over TLS once its handshake completed, code 1; its body is the
+ * peer's address, "host port"), CLOSED ends it (its unanswered requests are
+ * gone, its lent bodies no longer referenced, no RELEASED follows; code
+ * SBWIRE_ERR_TLS when its TLS handshake failed, with "host port reason" in
+ * the body), and a CLOSED with conn_id 0 reports a failed accept (code
+ * SBWIRE_ERR_SOCKET, the reason as text in the body; the loop retries after
+ * a pause). TLS: sbh2_listener_set_tls in sbh2_tls.h. At the connection cap
+ * (or out of descriptors) the idlest connection without streams is closed
+ * with GOAWAY to let the new one in; without one the new one is closed.
+ * While the loop runs, every call on the listener is made under sbloop_lock
+ * and answers leave through sbloop_flush.
+ */
+
+/* Opens a listening TCP socket of its own at ip:port (0: any free port), non-blocking; NULL on failure. */
+sbh2_listener *sbh2_listener_open(const char *ip, uint16_t port);
+/* Closes the listening socket and every connection, freeing their sessions (stop its loop first). */
+void sbh2_listener_free(sbh2_listener *ls);
+/* Connections held at once; default 4096. */
+int sbh2_listener_set_max_connections(sbh2_listener *ls, uint64_t conns);
+/* Close a connection whose pending output the kernel took none of for this long, ms; default 30000. */
+int sbh2_listener_set_stall_timeout(sbh2_listener *ls, uint64_t ms);
+/* The listening socket's bound port, or a negative sbwire_error. */
+int sbh2_listener_port(sbh2_listener *ls);
+/* A loop that serves ls with srv's limits and calls wake when events wait; NULL on failure. Start it with sbloop_start. */
+sbloop *sbh2_server_loop_new(sbh2_server *srv, sbh2_listener *ls, void (*wake)(void));
+/* Writes every ready event of every connection that fits into buf (records carry their conn_id); bytes or DONE. */
+int sbh2_listener_poll(sbh2_listener *ls, uint8_t *buf, uint32_t cap);
+/* sbh2_sconn_respond on connection conn_id; NOT_FOUND when it is gone. */
+int sbh2_listener_respond(sbh2_listener *ls, uint32_t conn_id, int32_t stream_id, const uint8_t *hdrs,
+                          uint32_t hdrs_len, const uint8_t *body, uint32_t body_len, uint32_t token);
+/* sbh2_sconn_refuse on connection conn_id; NOT_FOUND when it is gone. */
+int sbh2_listener_refuse(sbh2_listener *ls, uint32_t conn_id, int32_t stream_id);
+/* Stops accepting (the listening socket closes) and starts a graceful close of every connection (GOAWAY). */
+int sbh2_listener_shutdown(sbh2_listener *ls);
+/* One enum sbh2_stat counter: a connection's summed over every connection, or the listener's own. */
+int64_t sbh2_listener_stat(sbh2_listener *ls, int stat);
 
 #ifdef __cplusplus
 }

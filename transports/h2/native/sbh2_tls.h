@@ -89,6 +89,13 @@ int sbh2_sconn_send_tls(sbh2_sconn *conn, sbh2_tls *tls, uint8_t *out, uint32_t 
  * went out, CLOSED when the session finished (its last bytes sent), or an error of the pull. */
 int sbh2_sconn_send_fd(sbh2_sconn *conn, sbh2_tls *tls, int fd, uint8_t *out, uint32_t cap);
 
+/* Module-owned I/O over TLS (sbh2_server.h): every connection the listener accepts from now on runs a TLS session of
+   cfg (which must outlive the listener); CONNECTED follows its handshake. Default none (h2c). */
+int sbh2_listener_set_tls(sbh2_listener *ls, sbh2_tls_config *cfg);
+/* The TLS session of connection conn_id (of a closed one until the poll after the one that delivered its CLOSED),
+   NULL when it is gone or has none; valid while the caller holds the loop's lock. */
+sbh2_tls *sbh2_listener_tls(sbh2_listener *ls, uint32_t conn_id);
+
 #ifdef __cplusplus
 }
 #endif
