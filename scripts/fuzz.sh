@@ -23,10 +23,13 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 # ---- sources: the one place that names the modules' C files ----
-H2_SRC="transports/h2/native/sbh2.c transports/h2/native/sbh2_server.c transports/h2/native/sbh2_tls.c"
+# the I/O loop both modules link (named once: seedgen links both modules' sources)
+LOOP_SRC="transports/native/sbloop.c"
+H2_SRC="transports/h2/native/sbh2.c transports/h2/native/sbh2_server.c transports/h2/native/sbh2_tls.c
+        transports/h2/native/sbh2_loop.c"
 H3_SRC="transports/h3/native/sbh3_common.c transports/h3/native/sbh3_conn.c transports/h3/native/sbh3_client.c
         transports/h3/native/sbh3_server.c transports/h3/native/sbh3_udp.c transports/h3/native/sbh3_tls.c
-        transports/native/sbhttp3.c transports/native/sbloop.c"
+        transports/native/sbhttp3.c"
 LOAD_SRC="load/native/sbl_hist.c"
 # the load targets include these two whole (they reach the files' static functions)
 LOAD_C="load/native/sbl_load.c"
@@ -43,11 +46,11 @@ TARGETS="h2_server h2_client h3_server h3_client sbwire load_plan load_h2"
 # Prints "sources|libs" of a target.
 target_spec() {
   case "$1" in
-  h2_server | h2_client) echo "fuzz/$1.c $H2_SRC|$H2_LIBS" ;;
-  h3_server | h3_client) echo "fuzz/$1.c fuzz/h3_common.c $H3_SRC|$H3_LIBS $H3_WRAP" ;;
-  sbwire) echo "fuzz/sbwire.c $H3_SRC|$H3_LIBS" ;;
+  h2_server | h2_client) echo "fuzz/$1.c $H2_SRC $LOOP_SRC|$H2_LIBS" ;;
+  h3_server | h3_client) echo "fuzz/$1.c fuzz/h3_common.c $H3_SRC $LOOP_SRC|$H3_LIBS $H3_WRAP" ;;
+  sbwire) echo "fuzz/sbwire.c $H3_SRC $LOOP_SRC|$H3_LIBS" ;;
   load_plan) echo "fuzz/load_plan.c $LOAD_SRC|-lpthread -lm" ;;
-  load_h2) echo "fuzz/load_h2.c $LOAD_SRC $H2_SRC|$H2_LIBS -lpthread -lm" ;;
+  load_h2) echo "fuzz/load_h2.c $LOAD_SRC $H2_SRC $LOOP_SRC|$H2_LIBS -lpthread -lm" ;;
   *) return 1 ;;
   esac
 }
@@ -147,7 +150,7 @@ seeds)
   # the generated seeds: sbilab's own client and server traffic in each target's input format
   mkdir -p "$BUILD"
   # shellcheck disable=SC2086
-  "${CC:-cc}" -g -O1 -o "$BUILD/seedgen" fuzz/seedgen.c fuzz/h3_common.c $H2_SRC $H3_SRC $H2_LIBS $H3_LIBS $H3_WRAP
+  "${CC:-cc}" -g -O1 -o "$BUILD/seedgen" fuzz/seedgen.c fuzz/h3_common.c $H2_SRC $H3_SRC $LOOP_SRC $H2_LIBS $H3_LIBS $H3_WRAP
   "$BUILD/seedgen" fuzz/corpus
   ;;
 sanitize)
@@ -157,9 +160,9 @@ sanitize)
   mkdir -p "$BUILD/san"
   need_clang
   # shellcheck disable=SC2086
-  "$FUZZ_CC" -g -O1 $SAN_FLAGS -o "$BUILD/san/h2_leakcheck" transports/h2/native/leakcheck.c $H2_SRC $H2_LIBS
+  "$FUZZ_CC" -g -O1 $SAN_FLAGS -o "$BUILD/san/h2_leakcheck" transports/h2/native/leakcheck.c $H2_SRC $LOOP_SRC $H2_LIBS
   # shellcheck disable=SC2086
-  "$FUZZ_CC" -g -O1 $SAN_FLAGS -o "$BUILD/san/h3_leakcheck" transports/h3/native/leakcheck.c $H3_SRC $H3_LIBS
+  "$FUZZ_CC" -g -O1 $SAN_FLAGS -o "$BUILD/san/h3_leakcheck" transports/h3/native/leakcheck.c $H3_SRC $LOOP_SRC $H3_LIBS
   export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
   "$BUILD/san/h2_leakcheck" "$pki/ca.pem" "$pki/server.pem" "$pki/server-key.pem" "$pki/client.pem" \
     "$pki/client-key.pem"
