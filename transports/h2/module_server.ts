@@ -25,7 +25,6 @@ import { IoLoop, type IoLoopStats, type NativeIo } from "../native/io_loop.ts";
 import { H2_EVENT } from "./ffi.ts";
 import { H2_STAT, H2Listener, type H2ServerLimits } from "./server_ffi.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
-import type { NativeH2Server } from "./server.ts";
 import type { H2TlsConfig } from "./tls_ffi.ts";
 import {
   exportKeyingMaterial,
@@ -33,7 +32,28 @@ import {
   readTlsInfo,
   requireTlsInfo,
 } from "../native/tls_session.ts";
-import { TransportError } from "../types.ts";
+import { type SbiServer, TransportError } from "../types.ts";
+
+/** A native h2 server (on Deno's sockets or the module's thread), with counters for tests and diagnostics. */
+export interface NativeH2Server extends SbiServer {
+  /** Connections open now. */
+  readonly connectionCount: number;
+  /** Accept errors survived so far. */
+  readonly acceptErrors: number;
+  /**
+   * Writes through Deno's `write()`: of output the kernel did not take at
+   * once, or of all output where a socket's fd is unknown.
+   */
+  readonly fallbackWrites: number;
+  /** The limits in force. */
+  readonly limits: ServerLimits;
+  /** Sums one shim counter (`H2_STAT` in server_ffi.ts) over open connections. */
+  stat(which: number): number;
+  /** Who does the I/O. */
+  readonly io: NativeIo;
+  /** The module's I/O thread's counters (`io: "module"`), else null. */
+  ioStats(): IoLoopStats | null;
+}
 
 const decoder = new TextDecoder();
 

@@ -43,7 +43,7 @@
 import { urlHost } from "../origin.ts";
 import type { SbiHandler } from "../../handler/types.ts";
 import { resolveTls } from "../tls.ts";
-import type { SbiServer, ServerOptions } from "../types.ts";
+import type { ServerOptions } from "../types.ts";
 import { AcceptBackoff, ServerCore } from "../server_core.ts";
 import type { ServerLimits } from "../server_limits.ts";
 import { ResponseBlockWriter } from "../native/wire.ts";
@@ -58,7 +58,7 @@ import { handshakeGate } from "../work_gate.ts";
 import { BufferPool, Connection, type ConnectionHost } from "./server_connection.ts";
 import { type IoLoopStats, type NativeIo, nativeIo } from "../native/io_loop.ts";
 import { H2Listener } from "./server_ffi.ts";
-import { ModuleH2Server } from "./module_server.ts";
+import { ModuleH2Server, type NativeH2Server } from "./module_server.ts";
 
 /**
  * Options of the native h2 servers: the shared {@linkcode ServerOptions} and
@@ -76,26 +76,7 @@ const MAX_HANDSHAKES = 32;
 /** Idle connections closed at once when accepting fails for want of descriptors. */
 const ROOM_AT_FD_LIMIT = 16;
 
-/** The native h2c server, with counters for tests and diagnostics. */
-export interface NativeH2Server extends SbiServer {
-  /** Connections open now. */
-  readonly connectionCount: number;
-  /** Accept errors survived so far. */
-  readonly acceptErrors: number;
-  /**
-   * Writes through Deno's `write()`: of output the kernel did not take at
-   * once, or of all output where a socket's fd is unknown.
-   */
-  readonly fallbackWrites: number;
-  /** The limits in force. */
-  readonly limits: ServerLimits;
-  /** Sums one shim counter (`H2_STAT` in server_ffi.ts) over open connections. */
-  stat(which: number): number;
-  /** Who does the I/O. */
-  readonly io: NativeIo;
-  /** The module's I/O thread's counters (`io: "module"`), else null. */
-  ioStats(): IoLoopStats | null;
-}
+export type { NativeH2Server };
 
 /** The server behind both factories: h2c, or h2 over TLS when it has a TLS configuration. */
 class NativeH2cServer implements NativeH2Server, ConnectionHost {
