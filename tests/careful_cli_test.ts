@@ -435,14 +435,32 @@ Deno.test("lab report shows a lab load record alone and refuses to compare one; 
 });
 
 Deno.test("lab load exits 28 when every request timed out", async () => {
-  const srv = await startLabServe({ transports: ["h2c"], delayMs: 2000 });
+  // A peer that takes the connection and reads but never answers: no answer can race the timeout
+  // (an SBI server answers 504 at the request's 3gpp-Sbi-Max-Rsp-Time, which is the timeout).
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const conns: Deno.Conn[] = [];
+  const silent = (async () => {
+    for await (const conn of listener) {
+      conns.push(conn);
+      void conn.readable.pipeTo(new WritableStream()).catch(() => {});
+    }
+  })();
   try {
-    const url = srv.urls["h2c"]!.replace("localhost", "127.0.0.1") + "/nbench/v1/payload?size=8";
+    const port = (listener.addr as Deno.NetAddr).port;
+    const url = `http://127.0.0.1:${port}/nbench/v1/payload?size=8`;
     const r = await runLab(["load", url, "-n", "2", "--timeout", "200ms", "-q"]);
     assert.equal(r.code, 28, r.stderr);
     assert.match(r.stderr, /^error: 2 of 2 requests failed \(2 without a response;/m);
   } finally {
-    await srv.stop();
+    listener.close();
+    for (const c of conns) {
+      try {
+        c.close();
+      } catch {
+        // closed by the client already
+      }
+    }
+    await silent.catch(() => {});
   }
 });
 
