@@ -125,7 +125,7 @@ static void connect_done(sbh2_csock *cs) {
     return;
   }
   cs->state |= SBH2_CSOCK_CONNECTED | (cs->tls ? 0 : SBH2_CSOCK_READY);
-  if (!cs->tls) cs->news = 1;
+  cs->news = 1; /* JavaScript notes when TCP came up (over TLS too: one more wake-up per connection) */
   sbloop_watch(cs->loop, cs->fd, TAG_SOCK, 0);
   csock_flush(cs); /* the preface and SETTINGS, or the ClientHello */
 }
