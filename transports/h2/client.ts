@@ -18,6 +18,12 @@
  * through Deno's `write()`. A timed-out request resets its stream
  * (RST_STREAM CANCEL). A failed or reset connection rejects its requests with
  * `TransportError`; the next request opens a new connection.
+ *
+ * With `io: "module"` (or `SBILAB_NATIVE_IO=module`) the module owns the
+ * socket instead: it connects, and its own I/O thread reads into the session,
+ * runs the TLS handshake, writes, and wakes JavaScript once per batch of
+ * answers or connection events (`client_module_session.ts`,
+ * native/sbh2_client_loop.c). Requests, answers and errors are the same.
  */
 import { type ClientLimits, resolveClientLimits } from "../client_limits.ts";
 import { parseOrigin } from "../origin.ts";
