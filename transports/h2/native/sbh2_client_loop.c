@@ -35,6 +35,7 @@
 struct sbh2_csock {
   int fd;
   int state; /* enum sbh2_csock_state bits */
+  struct addrinfo *addrs, *next_addr; /* the host's addresses, and the next to try when connecting fails */
   sbloop *loop;
   sbh2_conn *conn;
   sbh2_tls *tls;
@@ -115,13 +116,40 @@ static void csock_flush(sbh2_csock *cs) {
   }
 }
 
-/* The non-blocking connect finished: note how. */
+/* Starts connecting to the host's next address (a connect that completes at once shows as writable too); fails
+ * with err, the last attempt's error, when none is left. */
+static void connect_next(sbh2_csock *cs, int err) {
+  while (cs->next_addr) {
+    struct addrinfo *a = cs->next_addr;
+    cs->next_addr = a->ai_next;
+    if (cs->fd >= 0) {
+      if (cs->loop) sbloop_unwatch(cs->loop, cs->fd);
+      close(cs->fd);
+    }
+    cs->fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (cs->fd < 0) {
+      err = errno;
+      continue;
+    }
+    int one = 1;
+    setsockopt(cs->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(cs->fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
+      err = errno;
+      continue;
+    }
+    if (!cs->loop || sbloop_watch(cs->loop, cs->fd, TAG_SOCK, 1) == 0) return;
+    err = errno;
+  }
+  fail(cs, "%s (os error %d)", strerror(err), err);
+}
+
+/* The non-blocking connect finished: note how (a failure tries the host's next address, as Deno's connect does). */
 static void connect_done(sbh2_csock *cs) {
   int err = 0;
   socklen_t len = sizeof err;
   if (getsockopt(cs->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
   if (err) {
-    fail(cs, "%s (os error %d)", strerror(err), err);
+    connect_next(cs, err);
     return;
   }
   cs->state |= SBH2_CSOCK_CONNECTED | (cs->tls ? 0 : SBH2_CSOCK_READY);
@@ -211,33 +239,22 @@ sbh2_csock *sbh2_csock_open(const char *host, uint16_t port) {
     return NULL;
   }
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-  struct addrinfo *ai = NULL;
   char service[8];
   snprintf(service, sizeof service, "%u", port);
-  int g = getaddrinfo(host, service, &hints, &ai);
-  if (g != 0 || !ai) {
+  int g = getaddrinfo(host, service, &hints, &cs->addrs);
+  if (g != 0 || !cs->addrs) {
     fail(cs, "failed to lookup address information: %s", gai_strerror(g));
     return cs;
   }
-  cs->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (cs->fd < 0) {
-    fail(cs, "%s (os error %d)", strerror(errno), errno);
-    freeaddrinfo(ai);
-    return cs;
-  }
-  int one = 1;
-  setsockopt(cs->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  int rv = connect(cs->fd, ai->ai_addr, ai->ai_addrlen);
-  int err = errno;
-  freeaddrinfo(ai);
-  if (rv == 0) cs->state |= SBH2_CSOCK_CONNECTED; /* the loop finishes it: READY, the first flight */
-  else if (err != EINPROGRESS) fail(cs, "%s (os error %d)", strerror(err), err);
+  cs->next_addr = cs->addrs;
+  connect_next(cs, 0); /* the loop learns how it went (writable) */
   return cs;
 }
 
 void sbh2_csock_free(sbh2_csock *cs) {
   if (!cs) return;
   if (cs->fd >= 0) close(cs->fd);
+  if (cs->addrs) freeaddrinfo(cs->addrs);
   free(cs->in);
   free(cs->out);
   free(cs->pend);
@@ -275,15 +292,10 @@ sbloop *sbh2_conn_loop_new(sbh2_conn *conn, sbh2_tls *tls, sbh2_csock *cs, void 
   cs->loop = l;
   if (dead(cs)) {
     cs->news = 1; /* a failure at open: JavaScript learns of it at once */
-  } else if (cs->state & SBH2_CSOCK_CONNECTED) {
-    cs->state &= ~SBH2_CSOCK_CONNECTED; /* connected at once: the first work finishes it */
-    if (sbloop_watch(l, cs->fd, TAG_SOCK, 1) != 0) goto fail;
   } else if (sbloop_watch(l, cs->fd, TAG_SOCK, 1) != 0) {
-    goto fail;
+    cs->loop = NULL;
+    sbloop_free(l);
+    return NULL;
   }
   return l;
-fail:
-  cs->loop = NULL;
-  sbloop_free(l);
-  return NULL;
 }
