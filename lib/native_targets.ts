@@ -138,6 +138,7 @@ export const NATIVE_TARGETS: Record<string, NativeTarget> = {
       "transports/h2/native/sbh2_server.c",
       "transports/h2/native/sbh2_tls.c",
       "transports/h2/native/sbh2_loop.c",
+      "transports/h2/native/sbh2_client_loop.c",
       IO_LOOP,
       ...LOAD_SOURCES,
       "load/native/sbl_h2.c",

@@ -26,7 +26,7 @@ ROOT=$PWD
 # the I/O loop both modules link (named once: seedgen links both modules' sources)
 LOOP_SRC="transports/native/sbloop.c"
 H2_SRC="transports/h2/native/sbh2.c transports/h2/native/sbh2_server.c transports/h2/native/sbh2_tls.c
-        transports/h2/native/sbh2_loop.c"
+        transports/h2/native/sbh2_loop.c transports/h2/native/sbh2_client_loop.c"
 H3_SRC="transports/h3/native/sbh3_common.c transports/h3/native/sbh3_conn.c transports/h3/native/sbh3_client.c
         transports/h3/native/sbh3_server.c transports/h3/native/sbh3_udp.c transports/h3/native/sbh3_tls.c
         transports/native/sbhttp3.c"

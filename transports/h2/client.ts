@@ -18,6 +18,12 @@
  * through Deno's `write()`. A timed-out request resets its stream
  * (RST_STREAM CANCEL). A failed or reset connection rejects its requests with
  * `TransportError`; the next request opens a new connection.
+ *
+ * With `io: "module"` (or `SBILAB_NATIVE_IO=module`) the module owns the
+ * socket instead: it connects, and its own I/O thread reads into the session,
+ * runs the TLS handshake, writes, and wakes JavaScript once per batch of
+ * answers or connection events (`client_module_session.ts`,
+ * native/sbh2_client_loop.c). Requests, answers and errors are the same.
  */
 import { type ClientLimits, resolveClientLimits } from "../client_limits.ts";
 import { parseOrigin } from "../origin.ts";
@@ -42,12 +48,24 @@ import { SetupRecorder } from "../setup_timings.ts";
 import { H2Tls, H2TlsConfig } from "./tls_ffi.ts";
 import { runTlsHandshake, type TlsPump } from "./tls_handshake.ts";
 import { IO_BUFFER, Session } from "./client_session.ts";
+import { ModuleSession } from "./client_module_session.ts";
+import { type IoLoopStats, type NativeIo, nativeIo } from "../native/io_loop.ts";
 
 /** Extra options of the native HTTP/2 client. */
 export interface NativeH2ClientOptions extends ClientOptions {
   /** Receive window per stream and for the connection, in bytes. Default 16 MiB. */
   windowBytes?: number;
+  /**
+   * Who connects, reads and writes the socket: `runtime`, Deno's sockets, or
+   * `module`, the h2 module's own I/O thread, which also runs the TLS
+   * handshake and wakes JavaScript only for answers and connection events.
+   * Default: the `SBILAB_NATIVE_IO` environment variable, else `runtime`.
+   */
+  io?: NativeIo;
 }
+
+/** One connection of either I/O. */
+type H2Session = Session | ModuleSession;
 
 /** The native h2 client: an {@linkcode SbiClient} that also shows its TLS connection. */
 export interface NativeH2Client extends SbiClient {
@@ -66,6 +84,11 @@ export interface NativeH2Client extends SbiClient {
     context: Uint8Array | undefined,
     length: number,
   ): Promise<Uint8Array>;
+  /**
+   * The counters of the current connection's I/O thread (`io: "module"`);
+   * undefined on the runtime path and before a connection opened.
+   */
+  ioStats(): IoLoopStats | undefined;
 }
 
 function stripBrackets(host: string): string {
@@ -86,8 +109,9 @@ class Client implements NativeH2Client {
   #authority: string;
   #label: string;
   #block: SbiRequestBlock;
-  #core: ClientCore<Session> = new ClientCore(() => this.#connect(), {
+  #core: ClientCore<H2Session> = new ClientCore(() => this.#connect(), {
     onClosing: () => {
+      this.#opening?.abort(new TransportError("Client is closed"));
       try {
         this.#handshaking?.close(); // a handshake in progress ends now
       } catch {
@@ -98,6 +122,9 @@ class Client implements NativeH2Client {
   });
   /** The socket of a TLS handshake in progress. */
   #handshaking: Deno.TcpConn | undefined;
+  /** A connection the module's thread is opening (`io: "module"`). */
+  #opening: ModuleSession | undefined;
+  #io: NativeIo;
 
   constructor(origin: URL, options: NativeH2ClientOptions, sym: Sbh2Symbols, tls?: ResolvedTls) {
     this.transport = origin.protocol === "https:" ? "h2-tls" : "h2c";
@@ -105,6 +132,7 @@ class Client implements NativeH2Client {
     this.#options = options;
     this.#limits = resolveClientLimits(options);
     this.#sym = sym;
+    this.#io = nativeIo(options.io);
     this.#serverName = tls?.serverName ?? stripBrackets(origin.hostname);
     if (tls) this.#tlsConfig = H2TlsConfig.create(sym, tls, "client");
     this.#ticketCache = tls && options.resumption !== false
@@ -124,7 +152,72 @@ class Client implements NativeH2Client {
     });
   }
 
-  async #connect(): Promise<Session> {
+  #connect(): Promise<H2Session> {
+    return this.#io === "module" ? this.#connectModule() : this.#connectRuntime();
+  }
+
+  /**
+   * Opens a connection on the module's own I/O thread: it connects and, over
+   * TLS, runs the handshake (bounded by `handshakeTimeoutMs`, cut short by
+   * `close()`); fails with the runtime path's messages.
+   */
+  async #connectModule(): Promise<ModuleSession> {
+    const hostname = stripBrackets(this.#origin.hostname);
+    const port = Number(this.#origin.port || (this.transport === "h2-tls" ? 443 : 80));
+    const setup = new SetupRecorder();
+    let h2: H2Conn | undefined;
+    let tls: H2Tls | undefined;
+    let s: ModuleSession;
+    const cache = this.#ticketCache;
+    const key = this.#ticketKey;
+    try {
+      h2 = new H2Conn(this.#sym, {
+        windowBytes: this.#options.windowBytes,
+        maxBodyBytes: this.#limits.maxBodyBytes,
+        maxHeaderListBytes: this.#limits.maxHeaderSectionBytes,
+      });
+      if (this.#tlsConfig) {
+        tls = new H2Tls(this.#sym, this.#tlsConfig, this.#serverName, cache?.take(key));
+      }
+      s = new ModuleSession(
+        this.#sym,
+        h2,
+        this.#label,
+        setup,
+        hostname,
+        port,
+        tls,
+        tls && cache && ((t) => cache.put(key, t)),
+      );
+    } catch (err) {
+      h2?.close();
+      tls?.close();
+      if (err instanceof TransportError) throw err;
+      const msg = err instanceof Error ? err.message : String(err);
+      throw new TransportError(`${this.#label} failed: ${msg}`, { cause: err });
+    }
+    const limit = this.#limits.handshakeTimeoutMs;
+    const timer = tls
+      ? setTimeout(() => {
+        s.abort(
+          new TransportError(`${this.#label} failed: TLS handshake timed out after ${limit} ms`),
+        );
+      }, limit)
+      : undefined;
+    this.#opening = s;
+    try {
+      await s.ready;
+      return s;
+    } catch (err) {
+      await s.close();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      this.#opening = undefined;
+    }
+  }
+
+  async #connectRuntime(): Promise<Session> {
     const hostname = stripBrackets(this.#origin.hostname);
     const port = Number(this.#origin.port || (this.transport === "h2-tls" ? 443 : 80));
     let sock: Deno.TcpConn;
@@ -213,13 +306,13 @@ class Client implements NativeH2Client {
     const timeoutMs = requestTimeoutMs(req, this.#options);
     const body = req.body && req.body.length > 0 ? req.body : undefined;
     const method = req.method ?? "GET";
-    let session: Session | undefined;
+    let session: H2Session | undefined;
     let streamId = -1;
     const t = timedRequest(timeoutMs, () => {
       if (session && streamId >= 0) session.cancel(streamId);
     });
     const s = this.#core.session();
-    if (s instanceof Session) {
+    if (!(s instanceof Promise)) {
       session = s;
       streamId = this.#submit(s, method, path, req, timeoutMs, body, t.pending);
     } else {
@@ -234,7 +327,7 @@ class Client implements NativeH2Client {
 
   /** Encodes and submits one request on `s`; returns its stream id, or -1 once `p` is rejected. */
   #submit(
-    s: Session,
+    s: H2Session,
     method: string,
     path: string,
     req: ClientRequest,
@@ -258,7 +351,7 @@ class Client implements NativeH2Client {
     return this.#core.openStreams;
   }
 
-  async #tlsSession(): Promise<Session> {
+  async #tlsSession(): Promise<H2Session> {
     if (this.transport !== "h2-tls") throw new TypeError("h2c has no TLS connection");
     if (this.#core.closed) throw new TransportError("Client is closed");
     return await this.#core.session();
@@ -268,6 +361,11 @@ class Client implements NativeH2Client {
     const info = (await this.#tlsSession()).tlsInfo();
     if (!info) throw new TransportError(`${this.#label} failed: the TLS session ended`);
     return info;
+  }
+
+  ioStats(): IoLoopStats | undefined {
+    const s = this.#core.current ?? this.#core.last;
+    return s instanceof ModuleSession ? s.ioStats() : undefined;
   }
 
   setupTimings(): SetupTimings | undefined {

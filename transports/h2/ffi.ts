@@ -12,6 +12,7 @@ import { WIRE_EVENT } from "../native/wire.ts";
 import { freedError, NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
 import { type EventHandler, EventPoller } from "../native/event_poller.ts";
 import { versionParts } from "../native/library.ts";
+import { guardedSymbols, type IoLoop } from "../native/io_loop.ts";
 
 /** Event types (enum sbwire_event_type). */
 export const H2_EVENT = WIRE_EVENT;
@@ -63,6 +64,20 @@ export class H2Conn {
   #live(): Deno.PointerValue {
     if (this.#ptr === null) throw freedError("HTTP/2 connection");
     return this.#ptr;
+  }
+
+  /** The module's handle (for the I/O loop that runs it). */
+  get pointer(): Deno.PointerValue {
+    return this.#live();
+  }
+
+  /**
+   * From now on every call into the session is made under `loop`'s lock: its
+   * thread runs the session beside this one. Freeing stays unguarded (the loop
+   * is stopped first).
+   */
+  guard(loop: IoLoop): void {
+    this.#sym = guardedSymbols(this.#sym, loop, /^sbh2_conn_(?!free$)/);
   }
 
   /** Feeds received bytes; returns the number of events ready, or a negative code. */

@@ -3,7 +3,9 @@
  * against an in-memory nghttp2 server session and the shim's own server
  * session, in clear and through the TLS layer (native/sbh2_tls.c), under
  * valgrind; native/loop_leakcheck.c drives the listener on the module's own
- * I/O thread (native/sbh2_loop.c) over loopback sockets. The drivers are
+ * I/O thread (native/sbh2_loop.c) over loopback sockets, and
+ * native/client_loop_leakcheck.c client sockets on their own threads against
+ * it (native/sbh2_client_loop.c). The drivers are
  * compiled here (they are test programs, not build artefacts).
  */
 import assert from "node:assert/strict";
@@ -149,6 +151,62 @@ Deno.test({
       assert.match(
         stdout,
         /^listener: answered, 3 connected, 1 closed, 2 requests, 1 released, 2 held; bad 0$/m,
+      );
+      assert.doesNotMatch(stderr, /definitely lost|Invalid (read|write)/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "sbh2 client on its own I/O thread frees everything after an answer, a request left unanswered at free and a refused connect (valgrind)",
+  ignore: skip !== null,
+  fn: async () => {
+    const dir = await Deno.makeTempDir();
+    try {
+      const exe = `${dir}/sbh2_client_loop_leakcheck`;
+      const src = (f: string) => `${ROOT}/transports/${f}`;
+      const cc = await new Deno.Command(Deno.env.get("CC") ?? "cc", {
+        args: [
+          "-O0",
+          "-g",
+          "-Wall",
+          "-o",
+          exe,
+          src("h2/native/client_loop_leakcheck.c"),
+          src("h2/native/sbh2_client_loop.c"),
+          src("h2/native/sbh2_loop.c"),
+          src("h2/native/sbh2_server.c"),
+          src("h2/native/sbh2.c"),
+          src("h2/native/sbh2_tls.c"),
+          src("native/sbloop.c"),
+          "-lnghttp2",
+          "-lgnutls",
+          "-lpthread",
+        ],
+        stderr: "piped",
+      }).output();
+      assert.equal(cc.code, 0, new TextDecoder().decode(cc.stderr));
+      const out = await new Deno.Command("valgrind", {
+        args: [
+          "-q",
+          "--leak-check=full",
+          "--errors-for-leak-kinds=definite,indirect,possible",
+          "--error-exitcode=1",
+          exe,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(120_000),
+      }).output();
+      const stdout = new TextDecoder().decode(out.stdout);
+      const stderr = new TextDecoder().decode(out.stderr);
+      assert.equal(out.code, 0, stdout + stderr.slice(0, 4000));
+      assert.match(
+        stdout,
+        /^client loop: answer 3000 B, 2 requests, refused: Connection refused \(os error 111\); bad 0$/m,
       );
       assert.doesNotMatch(stderr, /definitely lost|Invalid (read|write)/);
     } finally {

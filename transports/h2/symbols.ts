@@ -178,6 +178,23 @@ export const SYMBOLS = {
   // sbh2_tls *sbh2_listener_tls(sbh2_listener *ls, uint32_t conn_id);
   sbh2_listener_tls: { parameters: ["pointer", "u32"], result: "pointer" },
 
+  // ---- module-owned I/O of the client (native/sbh2_client_loop.c) ----
+  // sbh2_csock *sbh2_csock_open(const char *host, uint16_t port);
+  sbh2_csock_open: { parameters: ["buffer", "u16"], result: "pointer" },
+  // void sbh2_csock_free(sbh2_csock *cs);
+  sbh2_csock_free: { parameters: ["pointer"], result: "void" },
+  // int sbh2_csock_state(sbh2_csock *cs);
+  sbh2_csock_state: { parameters: ["pointer"], result: "i32" },
+  // int sbh2_csock_error(sbh2_csock *cs, uint8_t *buf, uint32_t cap);
+  sbh2_csock_error: { parameters: ["pointer", "buffer", "u32"], result: "i32" },
+  // int sbh2_csock_port(sbh2_csock *cs);
+  sbh2_csock_port: { parameters: ["pointer"], result: "i32" },
+  // sbloop *sbh2_conn_loop_new(sbh2_conn *conn, sbh2_tls *tls, sbh2_csock *cs, void (*wake)(void));
+  sbh2_conn_loop_new: {
+    parameters: ["pointer", "pointer", "pointer", "function"],
+    result: "pointer",
+  },
+
   // ---- the I/O loop linked into the module (transports/native/sbloop.h) ----
   ...IO_LOOP_SYMBOLS,
 

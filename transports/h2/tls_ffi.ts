@@ -18,6 +18,7 @@ import {
   type TlsSessionCalls,
 } from "../native/tls_session.ts";
 import type { Sbh2Symbols } from "./symbols.ts";
+import { guardedSymbols, type IoLoop } from "../native/io_loop.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -148,6 +149,14 @@ export class H2Tls {
   /** The native handle (for the combined HTTP/2 paths); throws `NativeError` `CLOSED` once closed. */
   get pointer(): Deno.PointerValue {
     return this.#live();
+  }
+
+  /**
+   * From now on every call into the session is made under `loop`'s lock (its
+   * thread runs the handshake and the records); freeing stays unguarded.
+   */
+  guard(loop: IoLoop): void {
+    this.#sym = guardedSymbols(this.#sym, loop, /^sbh2_tls_(?!free$)/);
   }
 
   #live(): Deno.PointerValue {

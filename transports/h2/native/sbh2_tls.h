@@ -96,6 +96,42 @@ int sbh2_listener_set_tls(sbh2_listener *ls, sbh2_tls_config *cfg);
    NULL when it is gone or has none; valid while the caller holds the loop's lock. */
 sbh2_tls *sbh2_listener_tls(sbh2_listener *ls, uint32_t conn_id);
 
+
+/*
+ * Module-owned client I/O (sbh2_client_loop.c, transports/native/sbloop.h): the module opens a client connection's
+ * TCP socket itself (non-blocking connect, TCP_NODELAY), and a loop reads it into the session (through TLS when given:
+ * the handshake runs on the loop's thread), writes the session's output and wakes the caller when events wait to be
+ * polled (sbh2_conn_poll) or the socket's state changed (sbh2_csock_state). While the loop runs, every call on the
+ * connection, its TLS session and the socket is made under sbloop_lock, and requests leave through sbloop_flush.
+ */
+typedef struct sbh2_csock sbh2_csock;
+
+/* Bits of sbh2_csock_state. */
+enum sbh2_csock_state {
+  /* The TCP connection is up. */
+  SBH2_CSOCK_CONNECTED = 1,
+  /* Requests can go: h2c connected, or the TLS handshake completed. */
+  SBH2_CSOCK_READY = 2,
+  /* The server closed the TCP connection. */
+  SBH2_CSOCK_ENDED = 4,
+  /* Connecting, the socket or TLS failed (sbh2_csock_error says why). */
+  SBH2_CSOCK_FAILED = 8,
+};
+
+/* Starts connecting to host (a name or an address) and port; a failure shows in the state. NULL when out of memory. */
+sbh2_csock *sbh2_csock_open(const char *host, uint16_t port);
+/* Closes the socket and frees it (stop its loop first). */
+void sbh2_csock_free(sbh2_csock *cs);
+/* Returns the enum sbh2_csock_state bits that hold. */
+int sbh2_csock_state(sbh2_csock *cs);
+/* Writes why the socket failed (one line) into buf; returns its length. */
+int sbh2_csock_error(sbh2_csock *cs, uint8_t *buf, uint32_t cap);
+/* Returns the socket's local port. */
+int sbh2_csock_port(sbh2_csock *cs);
+/* A loop that runs conn (through tls unless NULL) on cs, all three outliving it, and calls wake when events wait or
+ * the state changed; NULL on failure. Start it with sbloop_start. */
+sbloop *sbh2_conn_loop_new(sbh2_conn *conn, sbh2_tls *tls, sbh2_csock *cs, void (*wake)(void));
+
 #ifdef __cplusplus
 }
 #endif
