@@ -231,6 +231,8 @@ export class ModuleSession implements KeyingMaterialExporter {
       case H2_EVENT.MESSAGE: {
         const p = this.#pending.take(id);
         if (!p) return;
+        // the thread read the response's bytes before this wake-up: no later than its completion
+        this.#setup.received();
         this.#setup.responseComplete();
         let head;
         try {

@@ -388,6 +388,9 @@ export class Session {
   #settled = 0;
 
   #onEvent(e: H3Event): void {
+    // On the module's thread datagrams come in unseen: the transport is up by its first event at
+    // the latest (whichever pass reads it, a wake-up or a flush).
+    if (this.#loop && this.#timing) this.#setup.connected();
     switch (e.type) {
       case H3_EVENT.MESSAGE: {
         const p = this.#pending.take(e.streamId);
