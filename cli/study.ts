@@ -170,11 +170,11 @@ export function registerStudyCommand(program: Command): void {
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
     .option(
       "--budget <time>",
-      "time budget for the matrix: 40m, 90s; bare number = s; at least 10s (default 40m, quick 4m); journey cells take up to 19,200 flows per side (warm-get 4x), each doubling of the budget twice that (80m: 38,400), each halving half (20m: 9,600)",
+      "time budget for the matrix: 40m, 90s; bare number = s; at least 10s (default 40m, quick 4m); journey cells take up to 9,600 flows per side (warm-get 4x), a longer budget plans the next doubling (41m to 80m: 19,200) and takes open cells as far as its time allows, each halving half (20m: 4,800)",
     )
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
-    .option("--ues <list>", "UE concurrency levels (default 128,256; quick 64)")
+    .option("--ues <list>", "UE concurrency levels (default 64,256; quick 64)")
     .option("--flows <list>", "streams: journey,warm-get (default both)")
     .option(
       "--schedule <s>",

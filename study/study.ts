@@ -33,37 +33,38 @@ import { linkNeedMs, type LinkPlan, planLink } from "./link_plan.ts";
 /** The study's links, in report order. `loopback` runs without a link. */
 export const STUDY_LINKS = ["lan", "metro", "wan", "lossy"];
 /** UE concurrencies of the full study and of `--quick`. */
-export const STUDY_UES = [128, 256];
+export const STUDY_UES = [64, 256];
 export const QUICK_UES = [64];
 /**
  * Default budgets (ms). 40 minutes: the `wan` and `lossy` cells (which run
- * first and share the time by need) take each journey cell as far towards
- * its sixth look (19,200 flows per side) as their share allows, and the
- * warm-GET cells 4 × as far, while `lan` and `metro` keep enough for their
- * first looks; cells decided earlier leave their time to the rest, and a cell
- * whose time runs out between two looks takes the next look on the flows it
- * has. At 256 UEs HTTP/2's slow flows come in bursts of 5 to 40 (one RTO on the
- * one connection holds every flow in flight), so those cells needed 11,000 to
- * 17,000 journey flows per side: a last look of 9,600 stopped them short
- * however much budget was left.
+ * first and share the time by need) can take a journey cell at 256 UEs to its
+ * fifth look (9,600 flows per side: there HTTP/2's slow flows come in bursts
+ * of 5 to 40, and 4,800 left 4 to 6 of those cells open) and the warm-GET
+ * cells to 4 × as many, while `lan` and `metro` keep enough for their first
+ * looks; cells decided earlier leave their time to the rest.
  */
 export const STUDY_BUDGET_MS = 40 * 60_000;
 
-/** Most flows per side a cell of the default budget takes: the design's last look taken twice more. */
-export const STUDY_LAST_LOOK = 4 * DEFAULT_DESIGN.looks.at(-1)!;
+/** Most flows per side a cell of the default budget takes: the design's last look doubled. */
+export const STUDY_LAST_LOOK = 2 * DEFAULT_DESIGN.looks.at(-1)!;
 
 /**
  * Most flows per side a study's journey cells take: {@link STUDY_LAST_LOOK}
- * (19,200) in the default budget, doubled for each doubling of the budget
- * past it and halved for each halving below it, down to the design's second
- * look (a 20-minute study stops at 9,600, a 10-minute one at 4,800). Where
- * slow flows come in bursts, a p99 needs many more flows than independent
- * ones would (see `sequential.ts`); a longer budget is how a study decides
- * those cells. Warm-GET cells take `WARM_GET_LOOK_FACTOR` (4) times as many.
+ * (9,600) in the default budget, doubled for each doubling of the budget past
+ * it, counted up (a 60-minute study plans a look at 19,200 that its open cells
+ * reach as far as their time allows: a cell whose time runs out between two
+ * looks takes the next one on the flows it has), and halved for each halving
+ * below it, down to the design's second look (a 20-minute study stops at
+ * 4,800, a 10-minute one at 2,400). Where slow flows come in bursts, a p99
+ * needs many more flows than independent ones would (see `sequential.ts`); a
+ * longer budget is how a study decides those cells, and a last look the
+ * budget cannot reach would leave its open cells at the last one while the
+ * time went to the links after them. Warm-GET cells take
+ * `WARM_GET_LOOK_FACTOR` (4) times as many.
  */
 export function studyMaxFlows(budgetMs: number): number {
   const looks = DEFAULT_DESIGN.looks;
-  const doublings = Math.floor(Math.log2(budgetMs / STUDY_BUDGET_MS) + 1e-9);
+  const doublings = Math.ceil(Math.log2(budgetMs / STUDY_BUDGET_MS) - 1e-9);
   return Math.max(looks[Math.min(1, looks.length - 1)], STUDY_LAST_LOOK * 2 ** doublings);
 }
 export const QUICK_BUDGET_MS = 4 * 60_000;

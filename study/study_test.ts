@@ -26,23 +26,18 @@ Deno.test("parseBudget reads minutes, seconds and hours and refuses less than 10
 
 Deno.test("a longer budget takes cells to more flows: the last look doubles with each doubling of the budget", () => {
   assert.equal(STUDY_BUDGET_MS, 40 * 60_000);
-  assert.equal(studyMaxFlows(STUDY_BUDGET_MS), 19200);
-  assert.deepEqual(flowsDesign({}, studyMaxFlows(STUDY_BUDGET_MS)).looks, [
-    600,
-    1200,
-    2400,
-    4800,
-    9600,
-    19200,
-  ]);
-  assert.equal(studyMaxFlows(79 * 60_000), 19200);
-  assert.equal(studyMaxFlows(80 * 60_000), 38400);
+  assert.equal(studyMaxFlows(STUDY_BUDGET_MS), 9600);
+  // A budget between doublings plans the next look up: its open cells go as far as their time allows.
+  assert.equal(studyMaxFlows(41 * 60_000), 19200);
+  assert.equal(studyMaxFlows(60 * 60_000), 19200);
+  assert.equal(studyMaxFlows(80 * 60_000), 19200);
+  assert.equal(studyMaxFlows(81 * 60_000), 38400);
   // A shorter budget halves it, down to the second look.
-  assert.equal(studyMaxFlows(20 * 60_000), 9600);
+  assert.equal(studyMaxFlows(20 * 60_000), 4800);
+  assert.equal(studyMaxFlows(30 * 60_000), 9600);
   assert.equal(studyMaxFlows(15 * 60_000), 4800);
-  assert.equal(studyMaxFlows(10 * 60_000), 4800);
-  assert.equal(studyMaxFlows(5 * 60_000), 2400);
-  assert.equal(studyMaxFlows(2 * 60_000), 1200);
+  assert.equal(studyMaxFlows(10 * 60_000), 2400);
+  assert.equal(studyMaxFlows(5 * 60_000), 1200);
   assert.equal(studyMaxFlows(60_000), 1200);
   assert.deepEqual(flowsDesign({}, 9600).looks, [600, 1200, 2400, 4800, 9600]);
   assert.deepEqual(flowsDesign({}, 7000).looks, [600, 1200, 2400, 4800]);
