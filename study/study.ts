@@ -36,35 +36,42 @@ export const STUDY_LINKS = ["lan", "metro", "wan", "lossy"];
 export const STUDY_UES = [64, 256];
 export const QUICK_UES = [64];
 /**
- * Default budgets (ms). 40 minutes: the `wan` and `lossy` cells (which run
- * first and share the time by need) can take a journey cell at 256 UEs to its
- * fifth look (9,600 flows per side: there HTTP/2's slow flows come in bursts
- * of 5 to 40, and 4,800 left 4 to 6 of those cells open) and the warm-GET
- * cells to 4 × as many, while `lan` and `metro` keep enough for their first
- * looks; cells decided earlier leave their time to the rest.
+ * Default budgets (ms). 60 minutes: the `wan` and `lossy` cells (which run
+ * first and share the time by need) take their open journey cells towards a
+ * sixth look (19,200 flows per side) and the warm-GET cells towards 4 × as
+ * many, while `lan` and `metro` keep enough for their first looks; cells
+ * decided earlier leave their time to the rest. At 256 UEs HTTP/2's slow
+ * flows come in bursts of 5 to 40 (one RTO on the one connection holds every
+ * flow in flight), so those cells need 10,000 to 25,000 journey flows per side
+ * and warm-GET cells 40,000 to 77,000: 40-minute runs, whose looks end at
+ * 9,600, decided 12 to 14 of the 20 `wan` and `lossy` cells; a 60-minute run
+ * with looks to 19,200 decided 18.
  */
-export const STUDY_BUDGET_MS = 40 * 60_000;
+export const STUDY_BUDGET_MS = 60 * 60_000;
 
-/** Most flows per side a cell of the default budget takes: the design's last look doubled. */
+/** The budget whose journey looks end at {@link STUDY_LAST_LOOK}. */
+export const LOOK_BUDGET_MS = 40 * 60_000;
+/** Most flows per side a cell of a {@link LOOK_BUDGET_MS} budget takes: the design's last look doubled. */
 export const STUDY_LAST_LOOK = 2 * DEFAULT_DESIGN.looks.at(-1)!;
 
 /**
  * Most flows per side a study's journey cells take: {@link STUDY_LAST_LOOK}
- * (9,600) in the default budget, doubled for each doubling of the budget past
- * it, counted up (a 60-minute study plans a look at 19,200 that its open cells
- * reach as far as their time allows: a cell whose time runs out between two
- * looks takes the next one on the flows it has), and halved for each halving
- * below it, down to the design's second look (a 20-minute study stops at
- * 4,800, a 10-minute one at 2,400). Where slow flows come in bursts, a p99
- * needs many more flows than independent ones would (see `sequential.ts`); a
- * longer budget is how a study decides those cells, and a last look the
- * budget cannot reach would leave its open cells at the last one while the
- * time went to the links after them. Warm-GET cells take
- * `WARM_GET_LOOK_FACTOR` (4) times as many.
+ * (9,600) in a 40-minute budget, doubled for each doubling of the budget
+ * past it, counted up (the default 60 minutes, and anything up to 80, plan a
+ * look at 19,200 that open cells reach as far as their time allows: a cell
+ * whose time runs out between two looks takes the next one on the flows it
+ * has), and halved for each halving below it, down to the design's second
+ * look (a 20-minute study stops at 4,800, a 10-minute one at 2,400). Where
+ * slow flows come in bursts, a p99 needs many more flows than independent
+ * ones would (see `sequential.ts`); a longer budget is how a study decides
+ * those cells, and a last look the budget cannot reach would leave its open
+ * cells at the last one while the time went to the links after them (a
+ * 60-minute run with looks to 9,600 gave its last 21 minutes to `lan` and
+ * `metro`). Warm-GET cells take `WARM_GET_LOOK_FACTOR` (4) times as many.
  */
 export function studyMaxFlows(budgetMs: number): number {
   const looks = DEFAULT_DESIGN.looks;
-  const doublings = Math.ceil(Math.log2(budgetMs / STUDY_BUDGET_MS) - 1e-9);
+  const doublings = Math.ceil(Math.log2(budgetMs / LOOK_BUDGET_MS) - 1e-9);
   return Math.max(looks[Math.min(1, looks.length - 1)], STUDY_LAST_LOOK * 2 ** doublings);
 }
 export const QUICK_BUDGET_MS = 4 * 60_000;
@@ -83,7 +90,7 @@ export interface StudyOptions {
   ues?: number[];
   /** Streams (`journey`, `warm-get`). Default both. */
   flows?: string[];
-  /** Time budget for the whole matrix (ms). Default 40 min (4 min with `quick`). */
+  /** Time budget for the whole matrix (ms). Default 60 min (4 min with `quick`). */
   budgetMs?: number;
   /** A smoke run: one UE level, short rows. Default false. */
   quick?: boolean;

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { parseBudget, progressLine, STUDY_BUDGET_MS, studyMaxFlows } from "./study.ts";
+import {
+  LOOK_BUDGET_MS,
+  parseBudget,
+  progressLine,
+  STUDY_BUDGET_MS,
+  studyMaxFlows,
+} from "./study.ts";
 import { checkDesign, DEFAULT_DESIGN, fewestFlowsToDecide, flowsDesign } from "./sequential.ts";
 
 Deno.test("progress lines say cells done of planned, time spent of the budget and time left", () => {
@@ -25,8 +31,19 @@ Deno.test("parseBudget reads minutes, seconds and hours and refuses less than 10
 });
 
 Deno.test("a longer budget takes cells to more flows: the last look doubles with each doubling of the budget", () => {
-  assert.equal(STUDY_BUDGET_MS, 40 * 60_000);
-  assert.equal(studyMaxFlows(STUDY_BUDGET_MS), 9600);
+  assert.equal(STUDY_BUDGET_MS, 60 * 60_000);
+  assert.equal(LOOK_BUDGET_MS, 40 * 60_000);
+  // The default plans a sixth look, at 19,200.
+  assert.equal(studyMaxFlows(STUDY_BUDGET_MS), 19200);
+  assert.deepEqual(flowsDesign({}, studyMaxFlows(STUDY_BUDGET_MS)).looks, [
+    600,
+    1200,
+    2400,
+    4800,
+    9600,
+    19200,
+  ]);
+  assert.equal(studyMaxFlows(40 * 60_000), 9600);
   // A budget between doublings plans the next look up: its open cells go as far as their time allows.
   assert.equal(studyMaxFlows(41 * 60_000), 19200);
   assert.equal(studyMaxFlows(60 * 60_000), 19200);
