@@ -201,6 +201,8 @@ export interface LookDecision {
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+/** A change with its sign, as the report's interval column prints it: "−21.7 %", "+0.4 %". */
+const change = (x: number) => `${x < 0 ? "−" : "+"}${Math.abs(x * 100).toFixed(1)} %`;
 
 /**
  * Where a look's interval of the reduction puts it, or that it has no upper
@@ -212,7 +214,8 @@ function reductionRange(
   f: Pick<LookFigures, "n" | "designEffect">,
   design: SequentialDesign,
 ): string {
-  if (ci.lower > -9.99) return `between ${pct(ci.lower)} and ${pct(ci.upper)}`;
+  // Spoken as the change of HTTP/3's p99 (the reduction's ends negated), as the interval column.
+  if (ci.lower > -9.99) return `the change between ${change(-ci.upper)} and ${change(-ci.lower)}`;
   const effect = f.designEffect ?? 1;
   if (!(effect > 1.05)) return "its interval still unbounded (too few independent flows)";
   const worth = Math.max(1, Math.round(f.n / effect));

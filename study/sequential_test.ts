@@ -199,7 +199,18 @@ Deno.test("a look decides material at 20 % with the ratio's interval below 1, no
     ) < 1e-12,
   );
   // HTTP/3's upper end far enough out that the ratio's interval reaches 1: undecided.
-  assert.equal(decideLook({ ...f, h3Ci: { ...f.h3Ci, upper: 105 } }).status, "undecided");
+  const wide = decideLook({ ...f, h3Ci: { ...f.h3Ci, upper: 105 } });
+  assert.equal(wide.status, "undecided");
+  // Its reason gives the interval as the report's column does: the change of HTTP/3's p99,
+  // signed, the lower end first (here from well below zero to above it).
+  const said = wide.reason.match(/the change between ([−+])(\d+\.\d) % and ([−+])(\d+\.\d) %/);
+  assert.ok(said, wide.reason);
+  const [, s1, v1, s2, v2] = said;
+  const lo = (s1 === "−" ? -1 : 1) * Number(v1) / 100;
+  const hi = (s2 === "−" ? -1 : 1) * Number(v2) / 100;
+  assert.ok(lo < 0 && hi > 0, wide.reason);
+  assert.ok(Math.abs(lo - -wide.reductionCi.upper) < 0.0005, wide.reason);
+  assert.ok(Math.abs(hi - -wide.reductionCi.lower) < 0.0005, wide.reason);
   // A side without an upper end leaves the ratio unbounded above: undecided.
   const open = decideLook({ ...f, h3Ci: { ...f.h3Ci, upper: Infinity } });
   assert.equal(open.status, "undecided");
