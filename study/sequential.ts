@@ -201,8 +201,15 @@ export interface LookDecision {
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-/** A change with its sign, as the report's interval column prints it: "−21.7 %", "+0.4 %". */
-const change = (x: number) => `${x < 0 ? "−" : "+"}${Math.abs(x * 100).toFixed(1)} %`;
+/**
+ * An end of the interval of HTTP/3's p99 change, given as a reduction (r is a
+ * change of −r), signed: "−21.7 %", "+0.4 %"; an unbounded end is "+∞".
+ */
+export function changeEnd(reduction: number): string {
+  if (reduction === -Infinity) return "+∞";
+  const x = -reduction * 100;
+  return `${x < 0 ? "−" : "+"}${Math.abs(x).toFixed(1)} %`;
+}
 
 /**
  * Where a look's interval of the reduction puts it, or that it has no upper
@@ -214,8 +221,10 @@ function reductionRange(
   f: Pick<LookFigures, "n" | "designEffect">,
   design: SequentialDesign,
 ): string {
-  // Spoken as the change of HTTP/3's p99 (the reduction's ends negated), as the interval column.
-  if (ci.lower > -9.99) return `the change between ${change(-ci.upper)} and ${change(-ci.lower)}`;
+  // Spoken as the change of HTTP/3's p99, as the report's interval column.
+  if (ci.lower > -9.99) {
+    return `the change between ${changeEnd(ci.upper)} and ${changeEnd(ci.lower)}`;
+  }
   const effect = f.designEffect ?? 1;
   if (!(effect > 1.05)) return "its interval still unbounded (too few independent flows)";
   const worth = Math.max(1, Math.round(f.n / effect));

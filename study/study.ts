@@ -44,8 +44,8 @@ export const QUICK_UES = [64];
  * flows come in bursts of 5 to 40 (one RTO on the one connection holds every
  * flow in flight), so those cells need 10,000 to 25,000 journey flows per side
  * and warm-GET cells 40,000 to 77,000: 40-minute runs, whose looks end at
- * 9,600, decided 12 to 14 of the 20 `wan` and `lossy` cells; a 60-minute run
- * with looks to 19,200 decided 18.
+ * 9,600, decided 12 to 14 of the 20 `wan` and `lossy` cells; three 60-minute
+ * runs with looks to 19,200 decided 15, 18 and 19.
  */
 export const STUDY_BUDGET_MS = 60 * 60_000;
 

@@ -1,6 +1,7 @@
 /** The verdict as table cells, shared by the terminal, Markdown and CSV reporters. */
 import { formatDuration } from "../lib/units.ts";
 import type { CellVerdict, StudyVerdict } from "./verdict.ts";
+import { changeEnd } from "./sequential.ts";
 
 const TRANSPORTS = ["h2c", "h2-tls", "h3"];
 
@@ -14,14 +15,6 @@ function failedOf(c: CellVerdict): string {
     const x = c.transports.find((r) => r.transport === t);
     return x ? `${x.failed}/${x.n + x.failed}` : "–";
   }).join(" · ");
-}
-
-/** An interval's end; one no flow supports is unbounded. */
-/** An end of the p99 change's interval (a reduction r is a change of −r). */
-function change(reduction: number): string {
-  if (reduction === -Infinity) return "+∞";
-  const x = -reduction * 100;
-  return `${x < 0 ? "−" : "+"}${Math.abs(x).toFixed(1)} %`;
 }
 
 /** One row per cell: link, flow, UEs, p99 per transport, the comparison and the decision. */
@@ -63,7 +56,7 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     c.reduction === undefined
       ? "–"
       : `${c.reduction >= 0 ? "−" : "+"}${Math.abs(c.reduction * 100).toFixed(1)} % vs ${c.bestH2}`,
-    c.reductionCi ? `[${change(c.reductionCi.upper)}, ${change(c.reductionCi.lower)}]` : "–",
+    c.reductionCi ? `[${changeEnd(c.reductionCi.upper)}, ${changeEnd(c.reductionCi.lower)}]` : "–",
     c.n === undefined ? "–" : c.decidedAt ? `${c.n} (decided)` : String(c.n),
     failedOf(c),
     c.status === "material"
