@@ -8,9 +8,14 @@
  * widened when its side's slow flows come in bursts (a stalled connection
  * holds every flow on it, so a side's tail is worth fewer independent flows:
  * `clusteredQuantileInterval`), and the two combine into an interval of the
- * ratio h3 p99 ÷ h2 p99 (`ratioInterval`). The looks share the error: each
- * look's interval holds at 1 − (1 − level) / looks (Bonferroni), so over all
- * looks of a cell the chance that any of them misses is at most 1 − level.
+ * ratio h3 p99 ÷ h2 p99 (`ratioInterval`). The looks share the error
+ * (Bonferroni, unequally): each look before the last holds its interval at
+ * `interimLevel` (99.5 %), and the last holds what they leave of 1 − level
+ * (97.5 % with six looks), so over all looks of a cell the chance that any of
+ * them misses is at most 1 − level. Early looks decide the clear cells; the
+ * last, where the cells whose slow flows come in bursts are decided, gets the
+ * widest share (an equal split gave it 99.2 % and left those cells needing
+ * about 1.4 times the flows).
  * Hence:
  * - **material**: HTTP/3's p99 is at least `minReduction` lower and the
  *   ratio's interval lies wholly below 1. With equal p99s this needs an
@@ -46,6 +51,12 @@ export interface SequentialDesign {
   looks: readonly number[];
   /** Chance that all intervals of all looks of a cell hold together (0.95). */
   level: number;
+  /**
+   * Level of each look's interval before the last (0.995); the last look's
+   * holds what they leave of 1 − level (see {@link lookLevel}). Omitted: every
+   * look holds 1 − (1 − level) / looks.
+   */
+  interimLevel?: number;
   /** Smallest relative p99 reduction that counts (0.2 = 20 %). */
   minReduction: number;
   /**
@@ -89,6 +100,7 @@ export interface SequentialDesign {
 export const DEFAULT_DESIGN: SequentialDesign = {
   looks: [600, 1200, 2400, 4800],
   level: 0.95,
+  interimLevel: 0.995,
   minReduction: 0.2,
   clusterFlows: 50,
   powerReduction: 0.3,
@@ -144,24 +156,54 @@ export function flowsDesign(config: { quick?: boolean }, samples?: number): Sequ
   return { ...base, looks: extendedLooks(base.looks, samples) };
 }
 
-/** Level of one look's interval of the p99 ratio (and of each side's p99 interval it is built from). */
-export function lookLevel(design: Pick<SequentialDesign, "looks" | "level">): number {
-  return 1 - (1 - design.level) / Math.max(1, design.looks.length);
+/** What {@link lookLevel} reads of a design. */
+export type LookLevels = Pick<SequentialDesign, "looks" | "level" | "interimLevel">;
+
+/**
+ * Level of look `index`'s interval of the p99 ratio (and of each side's p99
+ * interval it is built from); default the last look. With `interimLevel` each
+ * look before the last holds it and the last holds the rest of the error:
+ * 1 − ((1 − level) − (looks − 1) · (1 − interimLevel)). Without it the looks
+ * share the error equally.
+ */
+export function lookLevel(design: LookLevels, index = design.looks.length - 1): number {
+  const k = Math.max(1, design.looks.length);
+  if (design.interimLevel === undefined) return 1 - (1 - design.level) / k;
+  if (index < k - 1) return design.interimLevel;
+  return 1 - ((1 - design.level) - (k - 1) * (1 - design.interimLevel));
 }
 
-/** Fewest flows per side on which any look can decide (a p99's upper end needs a flow above it). */
-export function fewestFlowsToDecide(design: Pick<SequentialDesign, "looks" | "level">): number {
-  return minSamplesForQuantile(0.99, lookLevel(design));
+/**
+ * Fewest flows per side on which look `index` (default the last, the most
+ * lenient) can decide: a p99's upper end needs a flow above it.
+ */
+export function fewestFlowsToDecide(design: LookLevels, index?: number): number {
+  return minSamplesForQuantile(0.99, lookLevel(design, index));
 }
 
-/** Checks a design: looks ascending, the first at or above {@link fewestFlowsToDecide}. */
+/**
+ * Checks a design: looks ascending, each at or above the fewest flows its
+ * level allows, and (with `interimLevel`) the earlier looks leaving the last
+ * at least an interim look's share of the error (at most ten looks at 99.5 %).
+ */
 export function checkDesign(design: SequentialDesign): void {
-  const min = fewestFlowsToDecide(design);
   if (design.looks.length === 0) throw new RangeError("A design needs at least one look");
+  if (
+    design.interimLevel !== undefined &&
+    !(lookLevel(design) <= design.interimLevel && design.interimLevel < 1)
+  ) {
+    throw new RangeError(
+      `${design.looks.length} looks at ${design.interimLevel} leave the last look less error ` +
+        `than each of them (1 − ${design.level} in all)`,
+    );
+  }
   design.looks.forEach((n, i) => {
+    const min = fewestFlowsToDecide(design, i);
     if (!(Number.isInteger(n) && n >= min && (i === 0 || n > design.looks[i - 1]))) {
       throw new RangeError(
-        `Looks must be ascending whole numbers of at least ${min} flows, got ${design.looks}`,
+        `Looks must be ascending whole numbers, look ${
+          i + 1
+        } at least ${min} flows, got ${design.looks}`,
       );
     }
   });
@@ -220,6 +262,7 @@ function reductionRange(
   ci: { lower: number; upper: number },
   f: Pick<LookFigures, "n" | "designEffect">,
   design: SequentialDesign,
+  index?: number,
 ): string {
   // Spoken as the change of HTTP/3's p99, as the report's interval column.
   if (ci.lower > -9.99) {
@@ -229,19 +272,25 @@ function reductionRange(
   if (!(effect > 1.05)) return "its interval still unbounded (too few independent flows)";
   const worth = Math.max(1, Math.round(f.n / effect));
   return `its interval still unbounded: slow flows came in bursts, so ${f.n} flows per side ` +
-    `were worth about ${worth} independent ones (a p99 needs ${fewestFlowsToDecide(design)})`;
+    `were worth about ${worth} independent ones (a p99 needs ${
+      fewestFlowsToDecide(design, index)
+    })`;
 }
 
-/** Decides one look from its intervals (see the module's doc for the rule). */
+/**
+ * Decides look `index` (default the last) from its intervals, which are at
+ * that look's level (see the module's doc for the rule).
+ */
 export function decideLook(
   f: LookFigures,
   design: SequentialDesign = DEFAULT_DESIGN,
+  index?: number,
 ): LookDecision {
   const reduction = 1 - f.h3P99 / f.h2P99;
   const ratio = ratioInterval(f);
   const reductionCi = { lower: 1 - ratio.upper, upper: 1 - ratio.lower };
-  const min = fewestFlowsToDecide(design);
-  const flowsToDecide = () => flowsThatWouldDecide(f, design);
+  const min = fewestFlowsToDecide(design, index);
+  const flowsToDecide = () => flowsThatWouldDecide(f, design, index);
   if (f.n < min) {
     return {
       status: "undecided",
@@ -280,13 +329,13 @@ export function decideLook(
       reason: `p99 ${pct(reduction)} lower, at least ${pct(Math.max(0, reductionCi.lower))}`,
     };
   }
-  if (hasPower(f, design)) {
+  if (hasPower(f, design, index)) {
     return {
       status: "not-material",
       reduction,
       reductionCi,
       reason: `p99 ${reduction >= 0 ? `${pct(reduction)} lower` : `${pct(-reduction)} higher`}, ` +
-        `${reductionRange(reductionCi, f, design)}; ` +
+        `${reductionRange(reductionCi, f, design, index)}; ` +
         `a ${Math.round(design.powerReduction! * 100)} % lower p99 would have shown as material ` +
         `with at least ${Math.round(design.power! * 100)} % chance`,
     };
@@ -297,7 +346,7 @@ export function decideLook(
     reduction,
     reductionCi,
     reason: `p99 ${reduction >= 0 ? `${pct(reduction)} lower` : `${pct(-reduction)} higher`}, ` +
-      `${reductionRange(reductionCi, f, design)}`,
+      `${reductionRange(reductionCi, f, design, index)}`,
     flowsToDecide: more,
   };
 }
@@ -310,9 +359,9 @@ export function decideLook(
  * both −half (the interval under 1) and log(1 − minReduction). Undefined when
  * the design asks for no power.
  */
-export function widestPoweredHalf(design: SequentialDesign): number | undefined {
+export function widestPoweredHalf(design: SequentialDesign, index?: number): number | undefined {
   if (design.powerReduction === undefined || design.power === undefined) return undefined;
-  const z = probit(1 - (1 - lookLevel(design)) / 2), zp = probit(design.power);
+  const z = probit(1 - (1 - lookLevel(design, index)) / 2), zp = probit(design.power);
   const truth = -Math.log(1 - design.powerReduction);
   const floor = -Math.log(1 - design.minReduction);
   // P(estimate < −max(half, floor)) = Φ((truth − max(half, floor)) · z / half) ≥ power.
@@ -342,8 +391,8 @@ export function powerFromFlows(design: Pick<SequentialDesign, "looks" | "powerFr
  * first powered look was not material there either, so a later one adds
  * little to it (the design's trials measure it).
  */
-export function hasPower(f: LookFigures, design: SequentialDesign): boolean {
-  const widest = widestPoweredHalf(design);
+export function hasPower(f: LookFigures, design: SequentialDesign, index?: number): boolean {
+  const widest = widestPoweredHalf(design, index);
   if (widest === undefined || !(f.h3P99 > 0 && f.h2P99 > 0)) return false;
   if (f.n < powerFromFlows(design)) return false;
   const half = Math.log(ratioInterval(f).upper / (f.h3P99 / f.h2P99));
@@ -370,16 +419,23 @@ export function ratioInterval(f: LookFigures): { lower: number; upper: number } 
 }
 
 /**
- * About how many flows per side would decide the look if both p99s and their
+ * About how many flows per side would decide the cell if both p99s and their
  * burstiness stayed where they are: the ratio interval's width on the log
- * scale shrinks as 1/√n.
+ * scale shrinks as 1/√n, and a later look's level (the last's, where open
+ * cells end) scales it by its z over look `index`'s (default the last).
  */
-export function flowsThatWouldDecide(f: LookFigures, design: SequentialDesign): number {
+export function flowsThatWouldDecide(
+  f: LookFigures,
+  design: SequentialDesign,
+  index?: number,
+): number {
   const min = fewestFlowsToDecide(design);
   if (!(f.h3P99 > 0 && f.h2P99 > 0)) return Infinity;
   const r = Math.log(f.h3P99 / f.h2P99);
   const ratio = ratioInterval(f);
-  const above = Math.log(ratio.upper) - r, below = r - Math.log(ratio.lower);
+  const z = (i?: number) => probit(1 - (1 - lookLevel(design, i)) / 2);
+  const scale = z() / z(index);
+  const above = (Math.log(ratio.upper) - r) * scale, below = (r - Math.log(ratio.lower)) * scale;
   if (!(Number.isFinite(above) && Number.isFinite(below))) {
     // A side worth too few independent flows to bound its p99: at least enough flows for that.
     const atLeast = Math.ceil(min * (f.designEffect ?? 1));
@@ -406,14 +462,22 @@ export function flowsThatWouldDecide(f: LookFigures, design: SequentialDesign): 
   return design.looks.find((l) => l >= need) ?? need;
 }
 
-/** A look on raw flow times (ns or ms, any order): p99s, intervals and the decision. */
+/**
+ * Look `options.index` (default the last) on raw flow times (ns or ms, any
+ * order): p99s, intervals at that look's level, and the decision.
+ */
 export function lookAt(
   h3: ArrayLike<number>,
   h2: ArrayLike<number>,
-  options: { design?: SequentialDesign; h3FailShare?: number; h2FailShare?: number } = {},
+  options: {
+    design?: SequentialDesign;
+    index?: number;
+    h3FailShare?: number;
+    h2FailShare?: number;
+  } = {},
 ): LookDecision & LookFigures {
   const design = options.design ?? DEFAULT_DESIGN;
-  const side = lookLevel(design);
+  const side = lookLevel(design, options.index);
   const a = Float64Array.from(h3).sort(), b = Float64Array.from(h2).sort();
   // Bursts of slow flows widen both intervals alike, by one design effect measured on both
   // sides' flows in completion order: with equal p99s both sides come from one law, and a side
@@ -434,7 +498,7 @@ export function lookAt(
     h3FailShare: options.h3FailShare,
     h2FailShare: options.h2FailShare,
   };
-  return { ...f, ...decideLook(f, design) };
+  return { ...f, ...decideLook(f, design, options.index) };
 }
 
 /** The next look at or above `n` flows per side, or undefined past the last. */
@@ -499,6 +563,7 @@ export function judgeSequential(
     const b = best(look);
     const d = lookAt(slice(h3, look), slice(b.samples, look), {
       design,
+      index: taken - 1,
       h3FailShare: options.h3FailShare,
       h2FailShare: b.failShare,
     });
@@ -508,8 +573,10 @@ export function judgeSequential(
   }
   const n = Math.min(h3.length, ...h2.map((s) => s.samples.length));
   const b = best(n);
+  // All the flows, at the level of the look in hand (the last, once every look is taken).
   const d = lookAt(slice(h3, n), slice(b.samples, n), {
     design,
+    index: Math.min(taken, design.looks.length - 1),
     h3FailShare: options.h3FailShare,
     h2FailShare: b.failShare,
   });

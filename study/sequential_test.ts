@@ -97,28 +97,60 @@ Deno.test("a cell whose true change sits near the threshold is decided, not left
 });
 
 Deno.test("the design never decides a cell on fewer flows than a look allows", () => {
-  const min = fewestFlowsToDecide(DEFAULT_DESIGN);
-  // Four looks share 5 %: each look's intervals at 98.75 %, which needs 505 flows for an upper end.
-  assert.ok(Math.abs(lookLevel(DEFAULT_DESIGN) - (1 - 0.05 / 4)) < 1e-12);
-  assert.equal(min, 505);
+  // Four looks share 5 %: the first three hold their intervals at 99.5 % (597 flows for an
+  // upper end), the last at what they leave, 96.5 % (403 flows).
+  const min = fewestFlowsToDecide(DEFAULT_DESIGN, 0);
+  assert.deepEqual([0, 1, 2, 3].map((i) => lookLevel(DEFAULT_DESIGN, i).toFixed(6)), [
+    "0.995000",
+    "0.995000",
+    "0.995000",
+    "0.965000",
+  ]);
+  assert.equal(min, 597);
+  assert.equal(fewestFlowsToDecide(DEFAULT_DESIGN), 403);
   assert.ok(DEFAULT_DESIGN.looks[0] >= min);
   const rng = createRng(3);
-  // HTTP/3 ten times faster, but 504 flows per side: undecided, whatever the data.
-  const few = lookAt(flowTimes(rng, min - 1, 10, 0.1), flowTimes(rng, min - 1, 100, 0.1));
-  assert.equal(few.status, "undecided");
-  assert.equal(few.h3Ci.upper, Infinity);
+  // HTTP/3 ten times faster, but one flow short of what each look's level needs: undecided,
+  // whatever the data.
+  for (const index of [0, 3]) {
+    const need = fewestFlowsToDecide(DEFAULT_DESIGN, index);
+    const few = lookAt(flowTimes(rng, need - 1, 10, 0.1), flowTimes(rng, need - 1, 100, 0.1), {
+      index,
+    });
+    assert.equal(few.status, "undecided");
+    assert.equal(few.h3Ci.upper, Infinity);
+    const enough = lookAt(flowTimes(rng, need, 10, 0.1), flowTimes(rng, need, 100, 0.1), {
+      index,
+    });
+    assert.equal(enough.status, "material");
+  }
   // 599 flows per side: short of the first look, so not judged even though a look could decide.
   const h3 = flowTimes(rng, 599, 10, 0.1), h2 = flowTimes(rng, 599, 100, 0.1);
-  const j = judgeSequential(h3, [{ transport: "h2c", samples: h2 }])!;
+  // (Flows taken as independent: the first look's 600 leave no room for a design effect.)
+  const design = { ...DEFAULT_DESIGN, clusterFlows: undefined };
+  const j = judgeSequential(h3, [{ transport: "h2c", samples: h2 }], { design })!;
   assert.equal(j.status, "undecided");
   assert.equal(j.looksTaken, 0);
   assert.equal(j.flowsToDecide, 600);
   // At the first look it is decided, on exactly that look's flows.
-  const k = judgeSequential([...h3, 10], [{ transport: "h2c", samples: [...h2, 100] }])!;
+  const k = judgeSequential([...h3, 10], [{ transport: "h2c", samples: [...h2, 100] }], {
+    design,
+  })!;
   assert.equal(k.status, "material");
   assert.equal(k.decidedAt, 600);
-  // A design whose first look comes before the fewest flows is refused.
+  // A design whose first look comes before the fewest flows is refused, and so is one whose
+  // earlier looks leave the last less error than each of them (eleven looks at 99.5 %).
   assert.throws(() => checkDesign({ ...DEFAULT_DESIGN, looks: [400, 1000] }), RangeError);
+  checkDesign({ ...DEFAULT_DESIGN, looks: Array.from({ length: 10 }, (_, i) => 600 * 2 ** i) });
+  assert.throws(
+    () =>
+      checkDesign({ ...DEFAULT_DESIGN, looks: Array.from({ length: 11 }, (_, i) => 600 * 2 ** i) }),
+    RangeError,
+  );
+  // Without an interim level the looks share the error equally, as records before it did.
+  const equal = { ...DEFAULT_DESIGN, interimLevel: undefined };
+  assert.ok(Math.abs(lookLevel(equal, 0) - (1 - 0.05 / 4)) < 1e-12);
+  assert.equal(fewestFlowsToDecide(equal), 505);
   checkDesign(DEFAULT_DESIGN);
 });
 
@@ -226,7 +258,7 @@ Deno.test("a look decides material at 20 % with the ratio's interval below 1, no
   });
   assert.match(
     bursty.reason,
-    /unbounded: slow flows came in bursts, so 9150 flows per side were worth about 247 independent ones \(a p99 needs 505\)$/,
+    /unbounded: slow flows came in bursts, so 9150 flows per side were worth about 247 independent ones \(a p99 needs 403\)$/,
   );
   // 20 % lower but HTTP/3 lost more flows: decided, not material.
   const lossier = decideLook({ ...f, h3FailShare: 0.02, h2FailShare: 0.01 });
@@ -349,6 +381,40 @@ Deno.test("when slow flows come in bursts, a true 30 % reduction is called not m
     independent / count > 2 * alpha,
     `independent: ${independent} of ${count} not material`,
   );
+});
+
+Deno.test("the last look holds most of the error: bursty cells left open by an equal split decide there, within the error rates", () => {
+  // The default study's six looks to 19,200: the first five at 99.5 %, the last at 97.5 %
+  // (an equal split holds each at 99.17 %).
+  const study = flowsDesign({}, 19200);
+  assert.deepEqual(study.looks, [600, 1200, 2400, 4800, 9600, 19200]);
+  assert.ok(Math.abs(lookLevel(study) - 0.975) < 1e-12);
+  const equalSplit = { ...study, interimLevel: undefined };
+  assert.ok(Math.abs(lookLevel(equalSplit) - (1 - 0.05 / 6)) < 1e-12);
+  const count = 100;
+  const run = (design: SequentialDesign, ratio: number) => {
+    const rng = createRng(91);
+    const out = { material: 0, "not-material": 0, undecided: 0 };
+    for (let t = 0; t < count; t++) {
+      // A stalled cluster in 3 % of clusters: HTTP/2's p99 rests on a few dozen episodes.
+      const h3 = burstyFlowTimes(rng, 19200, 0.03, 3).map((x) => ratio * x);
+      const j = judgeSequential(h3, [
+        { transport: "h2c", samples: burstyFlowTimes(rng, 19200, 0.03, 3) },
+      ], { design })!;
+      out[j.status]++;
+    }
+    return out;
+  };
+  const alpha = 1 - study.level;
+  const equal = run(study, 1), equalBySplit = run(equalSplit, 1);
+  const better = run(study, 0.7), betterBySplit = run(equalSplit, 0.7);
+  // Equal p99s: material in at most 5 %; a true 30 % reduction: "no" in at most 1 − power.
+  assert.ok(equal.material / count <= alpha, JSON.stringify(equal));
+  assert.ok(better["not-material"] / count <= 1 - study.power!, JSON.stringify(better));
+  // Fewer cells left open, both ways.
+  assert.ok(equal.undecided < equalBySplit.undecided, JSON.stringify([equal, equalBySplit]));
+  assert.ok(better.undecided < betterBySplit.undecided, JSON.stringify([better, betterBySplit]));
+  assert.ok(better.material > betterBySplit.material, JSON.stringify([better, betterBySplit]));
 });
 
 Deno.test("a longer study's design lets the power decide from its powerFrom look on, within the stated error rates", () => {

@@ -40,6 +40,12 @@ export interface VerdictRule {
    */
   looks?: number[];
   /**
+   * Level of each look's interval before the last (the design's
+   * `interimLevel`); the last holds the rest of 1 − `level`. Records without
+   * it split the error equally between the looks.
+   */
+  interimLevel?: number;
+  /**
    * Flows per cluster by which each side's burstiness is measured (the
    * design's `clusterFlows`); records without it took flows as independent.
    */
@@ -80,6 +86,7 @@ export const DEFAULT_RULE: VerdictRule = {
   minOnTimeShare: 0.95,
   onTimeMs: 2,
   looks: [...DEFAULT_DESIGN.looks],
+  interimLevel: DEFAULT_DESIGN.interimLevel,
   clusterFlows: DEFAULT_DESIGN.clusterFlows,
   powerReduction: DEFAULT_DESIGN.powerReduction,
   power: DEFAULT_DESIGN.power,
@@ -94,6 +101,7 @@ export function ruleDesign(rule: VerdictRule, stream?: string): SequentialDesign
     looks: rule.looks ?? [rule.minSamples],
     level: rule.level,
     minReduction: rule.minReduction,
+    ...(rule.interimLevel !== undefined ? { interimLevel: rule.interimLevel } : {}),
     ...(rule.clusterFlows ? { clusterFlows: rule.clusterFlows } : {}),
     ...(rule.powerReduction && rule.power
       ? { powerReduction: rule.powerReduction, power: rule.power }
@@ -204,8 +212,12 @@ export function cellInvalidity(
 export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
   const th = validityThresholds(rule);
   const design = ruleDesign(rule);
-  const side = (lookLevel(design) * 100).toFixed(2);
   const looks = design.looks;
+  const pctOf = (level: number) => `${(level * 100).toFixed(2).replace(/\.?0+$/, "")} %`;
+  // One level for every look, or the earlier looks' and the last's.
+  const side = design.interimLevel !== undefined && looks.length > 1
+    ? `${pctOf(lookLevel(design, 0))} (${pctOf(lookLevel(design))} at the last look)`
+    : pctOf(lookLevel(design));
   return `A cell (link × flow × UE concurrency) is valid when, over each transport's blocks, no ` +
     `process on the path (client, server, link relay) had a thread busy ${th.maxCoreShare} of a ` +
     `core or more, and at least ${th.minOnTimeShare * 100} % of UE arrivals started within ` +
@@ -220,16 +232,20 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
       ? `; a cell whose time runs out between two looks takes its next look on the flows it has`
       : "") +
     `. ` +
-    `At a look each side's p99 gets a distribution-free order-statistic interval at ${side} %` +
+    `At a look each side's p99 gets a distribution-free order-statistic interval at ${side}` +
     (design.clusterFlows
       ? `, widened by how much more than independent flows the two sides' slow flows come ` +
         `together (each side's share above its p99 compared across clusters of ` +
         `${design.clusterFlows}, ${design.clusterFlows * 2} and ${design.clusterFlows * 4} flows ` +
         `in completion order, both sides' clusters pooled)`
       : "") +
-    `, and the two give an interval of the ratio of the p99s at ${side} % (MOVER, on the log ` +
-    `scale), so that over all looks the ratio's intervals hold together with ` +
-    `${rule.level * 100} % (Bonferroni). HTTP/3 has a material advantage when its p99 flow time ` +
+    `, and the two give an interval of the ratio of the p99s at the same level (MOVER, on the ` +
+    `log scale), so that over all looks the ratio's intervals hold together with ` +
+    `${rule.level * 100} % (Bonferroni${
+      design.interimLevel !== undefined && looks.length > 1
+        ? `: the earlier looks take a small share of the error each, the last the rest`
+        : ""
+    }). HTTP/3 has a material advantage when its p99 flow time ` +
     `is at least ${rule.minReduction * 100} % lower than that of the better HTTP/2 variant (h2c ` +
     `or h2 over TLS, whichever has the lower p99), the ratio's interval lies wholly below 1, and ` +
     `it lost no larger share of flows; it has none when even the interval's most favourable end ` +
@@ -248,6 +264,6 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
     `. With equal p99s a cell is called material ` +
     `in at most ${((1 - rule.level) * 100).toFixed(0)} % of runs. Otherwise the cell is ` +
     `undecided, with about how many flows per side would decide it. No look comes before ` +
-    `${fewestFlowsToDecide(design)} flows per side: with fewer not even the largest flow time ` +
+    `${fewestFlowsToDecide(design, 0)} flows per side: with fewer not even the largest flow time ` +
     `bounds a p99 from above. Failed flows are counted in every cell, never dropped.`;
 }
