@@ -173,6 +173,11 @@ export function lookLevel(design: LookLevels, index = design.looks.length - 1): 
   return 1 - ((1 - design.level) - (k - 1) * (1 - design.interimLevel));
 }
 
+/** The two-sided normal quantile z of look `index`'s level (default the last look). */
+function lookZ(design: LookLevels, index?: number): number {
+  return probit(1 - (1 - lookLevel(design, index)) / 2);
+}
+
 /**
  * Fewest flows per side on which look `index` (default the last, the most
  * lenient) can decide: a p99's upper end needs a flow above it.
@@ -361,7 +366,7 @@ export function decideLook(
  */
 export function widestPoweredHalf(design: SequentialDesign, index?: number): number | undefined {
   if (design.powerReduction === undefined || design.power === undefined) return undefined;
-  const z = probit(1 - (1 - lookLevel(design, index)) / 2), zp = probit(design.power);
+  const z = lookZ(design, index), zp = probit(design.power);
   const truth = -Math.log(1 - design.powerReduction);
   const floor = -Math.log(1 - design.minReduction);
   // P(estimate < −max(half, floor)) = Φ((truth − max(half, floor)) · z / half) ≥ power.
@@ -433,8 +438,7 @@ export function flowsThatWouldDecide(
   if (!(f.h3P99 > 0 && f.h2P99 > 0)) return Infinity;
   const r = Math.log(f.h3P99 / f.h2P99);
   const ratio = ratioInterval(f);
-  const z = (i?: number) => probit(1 - (1 - lookLevel(design, i)) / 2);
-  const scale = z() / z(index);
+  const scale = lookZ(design) / lookZ(design, index);
   const above = (Math.log(ratio.upper) - r) * scale, below = (r - Math.log(ratio.lower)) * scale;
   if (!(Number.isFinite(above) && Number.isFinite(below))) {
     // A side worth too few independent flows to bound its p99: at least enough flows for that.
