@@ -10,10 +10,16 @@
  * `clusteredQuantileInterval`), and the two combine into an interval of the
  * ratio h3 p99 ÷ h2 p99 (`ratioInterval`). The looks share the error
  * (Bonferroni, unequally): each look before the last holds its interval at
- * `interimLevel` (99.5 %), and the last holds what they leave of 1 − level
- * (97.5 % with six looks), so over all looks of a cell the chance that any of
- * them misses is at most 1 − level. Early looks decide the clear cells; the
- * last, where the cells whose slow flows come in bursts are decided, gets the
+ * `interimLevel` (99.5 %: 0.25 % at each end), and the last holds what they
+ * leave of 1 − level at each end (`oneSided`: 3.75 % an end with six looks,
+ * a 92.5 % interval), so over all looks of a cell the chance that an upper
+ * end misses is at most 1 − level, and so is the chance that a lower end
+ * does. Each decision rests on one end (material on the upper, "no" on the
+ * lower), and a true change cannot be both zero and past the threshold, so
+ * each kind of wrong call stays within 1 − level (split between the ends, as
+ * records before `oneSided` were, the last look held 97.5 % and each kind of
+ * wrong call half of that). Early looks decide the clear cells; the last,
+ * where the cells whose slow flows come in bursts are decided, gets the
  * widest share (an equal split gave it 99.2 % and left those cells needing
  * about 1.4 times the flows).
  * Hence:
@@ -57,6 +63,16 @@ export interface SequentialDesign {
    * look holds 1 − (1 − level) / looks.
    */
   interimLevel?: number;
+  /**
+   * The levels above are each end's: a look's interval misses above with at
+   * most half its share of the error, below with at most the other half —
+   * unless `oneSided`, when each end holds the whole share (the interval is
+   * two-sided at 1 − 2 × share). Each decision rests on one end only
+   * (material on the upper, "not material" on the lower), and a cell's true
+   * change cannot be both at or past the threshold and at zero, so each kind
+   * of wrong decision still happens in at most 1 − level of runs.
+   */
+  oneSided?: boolean;
   /** Smallest relative p99 reduction that counts (0.2 = 20 %). */
   minReduction: number;
   /**
@@ -101,6 +117,7 @@ export const DEFAULT_DESIGN: SequentialDesign = {
   looks: [600, 1200, 2400, 4800],
   level: 0.95,
   interimLevel: 0.995,
+  oneSided: true,
   minReduction: 0.2,
   clusterFlows: 50,
   powerReduction: 0.3,
@@ -157,7 +174,7 @@ export function flowsDesign(config: { quick?: boolean }, samples?: number): Sequ
 }
 
 /** What {@link lookLevel} reads of a design. */
-export type LookLevels = Pick<SequentialDesign, "looks" | "level" | "interimLevel">;
+export type LookLevels = Pick<SequentialDesign, "looks" | "level" | "interimLevel" | "oneSided">;
 
 /**
  * Level of look `index`'s interval of the p99 ratio (and of each side's p99
@@ -167,10 +184,21 @@ export type LookLevels = Pick<SequentialDesign, "looks" | "level" | "interimLeve
  * share the error equally.
  */
 export function lookLevel(design: LookLevels, index = design.looks.length - 1): number {
+  return 1 - 2 * lookEndError(design, index);
+}
+
+/**
+ * The chance that look `index`'s interval misses at one given end. Split
+ * between the ends, it is half the look's share of 1 − level; `oneSided`, the
+ * looks before the last keep their interim level's half and the last holds
+ * the rest of 1 − level at each end.
+ */
+function lookEndError(design: LookLevels, index = design.looks.length - 1): number {
   const k = Math.max(1, design.looks.length);
-  if (design.interimLevel === undefined) return 1 - (1 - design.level) / k;
-  if (index < k - 1) return design.interimLevel;
-  return 1 - ((1 - design.level) - (k - 1) * (1 - design.interimLevel));
+  const ends = design.oneSided ? 1 : 2;
+  if (design.interimLevel === undefined) return (1 - design.level) / k / ends;
+  if (index < k - 1) return (1 - design.interimLevel) / 2;
+  return (1 - design.level) / ends - (k - 1) * (1 - design.interimLevel) / 2;
 }
 
 /** The two-sided normal quantile z of look `index`'s level (default the last look). */
@@ -189,7 +217,8 @@ export function fewestFlowsToDecide(design: LookLevels, index?: number): number 
 /**
  * Checks a design: looks ascending, each at or above the fewest flows its
  * level allows, and (with `interimLevel`) the earlier looks leaving the last
- * at least an interim look's share of the error (at most ten looks at 99.5 %).
+ * at least an interim look's error at each end (at 99.5 %, 0.25 % an end: at
+ * most twenty looks in 5 % an end, ten when the ends split the 5 %).
  */
 export function checkDesign(design: SequentialDesign): void {
   if (design.looks.length === 0) throw new RangeError("A design needs at least one look");

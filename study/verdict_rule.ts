@@ -46,6 +46,11 @@ export interface VerdictRule {
    */
   interimLevel?: number;
   /**
+   * Each end of a look's interval holds the look's whole share of the error
+   * (the design's `oneSided`); records without it split it between the ends.
+   */
+  oneSided?: boolean;
+  /**
    * Flows per cluster by which each side's burstiness is measured (the
    * design's `clusterFlows`); records without it took flows as independent.
    */
@@ -87,6 +92,7 @@ export const DEFAULT_RULE: VerdictRule = {
   onTimeMs: 2,
   looks: [...DEFAULT_DESIGN.looks],
   interimLevel: DEFAULT_DESIGN.interimLevel,
+  oneSided: DEFAULT_DESIGN.oneSided,
   clusterFlows: DEFAULT_DESIGN.clusterFlows,
   powerReduction: DEFAULT_DESIGN.powerReduction,
   power: DEFAULT_DESIGN.power,
@@ -102,6 +108,7 @@ export function ruleDesign(rule: VerdictRule, stream?: string): SequentialDesign
     level: rule.level,
     minReduction: rule.minReduction,
     ...(rule.interimLevel !== undefined ? { interimLevel: rule.interimLevel } : {}),
+    ...(rule.oneSided ? { oneSided: true } : {}),
     ...(rule.clusterFlows ? { clusterFlows: rule.clusterFlows } : {}),
     ...(rule.powerReduction && rule.power
       ? { powerReduction: rule.powerReduction, power: rule.power }
@@ -240,10 +247,15 @@ export function ruleText(rule: VerdictRule = DEFAULT_RULE): string {
         `in completion order, both sides' clusters pooled)`
       : "") +
     `, and the two give an interval of the ratio of the p99s at the same level (MOVER, on the ` +
-    `log scale), so that over all looks the ratio's intervals hold together with ` +
-    `${rule.level * 100} % (Bonferroni${
+    `log scale), so that over all looks ${
+      design.oneSided ? "each end of the ratio's intervals holds" : "the ratio's intervals hold"
+    } together with ${rule.level * 100} % (Bonferroni${
       design.interimLevel !== undefined && looks.length > 1
         ? `: the earlier looks take a small share of the error each, the last the rest`
+        : ""
+    }${
+      design.oneSided
+        ? `; each decision rests on one end, material on the upper, "no" on the lower`
         : ""
     }). HTTP/3 has a material advantage when its p99 flow time ` +
     `is at least ${rule.minReduction * 100} % lower than that of the better HTTP/2 variant (h2c ` +
