@@ -491,8 +491,9 @@ export function flowsThatWouldDecide(
   // Near the threshold the estimate runs off to millions: past ten times the last look no run
   // within reach decides it, and a figure would only mislead.
   if (need > 10 * (design.looks.at(-1) ?? min)) return Infinity;
-  // Cells are judged at looks only: the first look with at least that many flows.
-  return design.looks.find((l) => l >= need) ?? need;
+  // Cells are judged at looks only: the first look with at least that many flows, past those
+  // the cell has (scaled to the last look's level, an interim look's interval can ask for fewer).
+  return design.looks.find((l) => l >= need && l > f.n) ?? Math.max(need, f.n + 1);
 }
 
 /**

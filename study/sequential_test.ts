@@ -291,6 +291,19 @@ Deno.test("an undecided cell says about how many flows would decide it, and they
   assert.equal(later.status, "material", `${more} flows: ${later.reason}`);
 });
 
+Deno.test("the flows that would decide an open cell are always more than it has", () => {
+  // A tie whose interval of the change reaches just past 20 % at the 2,400 look, taken on the
+  // 1,650 flows a cell had when its time ran out: scaled to the last look's level, those flows
+  // would have sufficed, but the cell was judged undecided on them, so the estimate is a later look.
+  const study = flowsDesign({}, 19200);
+  const half = 0.25 / Math.SQRT2;
+  const side = { lower: 100 * Math.exp(-half), upper: 100 * Math.exp(half), level: 0.995 };
+  const f = { h3P99: 100, h3Ci: side, h2P99: 100, h2Ci: side, n: 1650 };
+  const d = decideLook(f, study, 2);
+  assert.equal(d.status, "undecided", d.reason);
+  assert.equal(d.flowsToDecide, 2400);
+});
+
 Deno.test("an estimate of flows past ten times the last look is no estimate; near the threshold the power decides", () => {
   const ci = (p: number, w: number) => ({ lower: p * (1 - w), upper: p * (1 + w), level: 0.99 });
   const at = (h3P99: number, w: number) =>
