@@ -178,9 +178,9 @@ export type LookLevels = Pick<SequentialDesign, "looks" | "level" | "interimLeve
 
 /**
  * Level of look `index`'s interval of the p99 ratio (and of each side's p99
- * interval it is built from); default the last look. With `interimLevel` each
- * look before the last holds it and the last holds the rest of the error:
- * 1 − ((1 − level) − (looks − 1) · (1 − interimLevel)). Without it the looks
+ * interval it is built from); default the last look: 1 − 2 × its error at
+ * one end ({@link lookEndError}). With `interimLevel` each look before the
+ * last holds it and the last the rest of the error; without it the looks
  * share the error equally.
  */
 export function lookLevel(design: LookLevels, index = design.looks.length - 1): number {
@@ -203,7 +203,7 @@ function lookEndError(design: LookLevels, index = design.looks.length - 1): numb
 
 /** The two-sided normal quantile z of look `index`'s level (default the last look). */
 function lookZ(design: LookLevels, index?: number): number {
-  return probit(1 - (1 - lookLevel(design, index)) / 2);
+  return probit(1 - lookEndError(design, index));
 }
 
 /**
