@@ -102,16 +102,16 @@ Deno.test({
   name: "lab profile prints a table per side with the time per request of each category",
   ignore: H2_NATIVE_SKIP !== null,
   fn: async () => {
-    const r = await runLab(["profile", "--requests", "300", "--warm-up", "50"], 120_000);
+    const r = await runLab(["profile", "--requests", "3000", "--warm-up", "50"], 120_000);
     const text = new TextDecoder().decode(r.stdout);
     assert.equal(r.code, 0, r.stderr);
     assert.match(
       text,
-      /^lab profile: h2c, sbilab client → sbilab, 256 B, 1 in flight, 300 requests/m,
+      /^lab profile: h2c, sbilab client → sbilab, 256 B, 1 in flight, 3000 requests/m,
     );
     assert.match(text, /^wall time per request: [\d.]+ (µs|ms)/m);
-    assert.match(text, /^client \(sbilab SBI client\): 300 requests/m);
-    assert.match(text, /^server \(sbilab\): 300 requests/m);
+    assert.match(text, /^client \(sbilab SBI client\): 3000 requests/m);
+    assert.match(text, /^server \(sbilab\): 3000 requests/m);
     assert.match(text, /^busy on the main thread \(profile\)\s+[\d.]+\s+100 %$/m);
     assert.match(text, /^FFI calls\s+[\d.]+\s+[\d.]+ %$/m);
   },
