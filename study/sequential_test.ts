@@ -13,6 +13,7 @@ import {
   scaledDesign,
   type SequentialDesign,
   streamLookFactor,
+  THRESHOLD_FLIP_CHANCE,
 } from "./sequential.ts";
 import { createRng } from "../bench/stats/mod.ts";
 
@@ -486,4 +487,58 @@ Deno.test("warm-GET cells are judged at four times the journey's looks, the powe
   assert.equal(lookLevel(warm), lookLevel(flowsDesign({}, 9600)));
   assert.equal(scaledDesign(DEFAULT_DESIGN, streamLookFactor("registration")), DEFAULT_DESIGN);
   checkDesign(warm);
+});
+
+Deno.test("two runs of a cell disagree on its label where a run marks it at the threshold, rarely elsewhere", () => {
+  // Pairs of independent runs of one cell, its true change from none to a 40 % lower p99.
+  const rng = createRng(4242);
+  const one = (ratio: number) =>
+    judgeSequential(flowTimes(rng, 4800, 100 * ratio, 0.5), [
+      { transport: "h2c", samples: flowTimes(rng, 4800, 100, 0.5) },
+    ])!;
+  const marked = (j: { flipChance?: number }) => (j.flipChance ?? 0) >= THRESHOLD_FLIP_CHANCE;
+  let clearPairs = 0, clearDiffer = 0, differ = 0, differMarked = 0, lowFlip = 0, lowDiffer = 0;
+  const atThreshold = { decided: 0, marked: 0, differ: 0, pairs: 0 };
+  for (const ratio of [1, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6]) {
+    for (let t = 0; t < 60; t++) {
+      const a = one(ratio), b = one(ratio);
+      if (a.status === "undecided" || b.status === "undecided") continue;
+      const same = a.status === b.status;
+      if (!same) differ++;
+      if (!same && (marked(a) || marked(b))) differMarked++;
+      if (!marked(a) && !marked(b)) {
+        clearPairs++;
+        if (!same) clearDiffer++;
+      }
+      for (const x of [a, b]) {
+        if ((x.flipChance ?? 1) < 0.1) {
+          lowFlip++;
+          if (!same) lowDiffer++;
+        }
+      }
+      if (ratio === 0.8) {
+        atThreshold.pairs++;
+        atThreshold.decided += 2;
+        atThreshold.marked += Number(marked(a)) + Number(marked(b));
+        if (!same) atThreshold.differ++;
+      }
+    }
+  }
+  const figures = JSON.stringify({
+    clearPairs,
+    clearDiffer,
+    differ,
+    differMarked,
+    lowFlip,
+    lowDiffer,
+    atThreshold,
+  });
+  // A true change of exactly 20 %: the label is a coin toss, and the mark says so.
+  assert.ok(atThreshold.differ / atThreshold.pairs >= 0.2, figures);
+  assert.ok(atThreshold.marked / atThreshold.decided >= 0.75, figures);
+  // Labels that differ carry the mark in at least one run; unmarked pairs agree.
+  assert.ok(differMarked / differ >= 0.85, figures);
+  assert.ok(clearDiffer / clearPairs <= 0.03, figures);
+  // A decision put under 10 % differs from its repeat in at most 5 % of pairs.
+  assert.ok(lowDiffer / lowFlip <= 0.05, figures);
 });

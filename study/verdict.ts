@@ -27,6 +27,7 @@ import {
   scaledDesign,
   type SequentialDesign,
   streamLookFactor,
+  THRESHOLD_FLIP_CHANCE,
 } from "./sequential.ts";
 
 export { isFlowRow };
@@ -60,6 +61,14 @@ export interface CellDecision {
   decidedAt?: number;
   /** Completed flows per side behind the figures (the smaller side). */
   n?: number;
+  /** Decided: about how often a repeat would give the other label (see `repeatFlipChance`). */
+  flipChance?: number;
+  /**
+   * Decided so near the threshold that a repeat would give the other label
+   * about one time in five or more: the label rests on which side of it the
+   * estimate fell.
+   */
+  atThreshold?: boolean;
 }
 
 /** One judged cell. */
@@ -194,6 +203,8 @@ export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
       ...figures,
       status: j.status,
       reason: j.reason,
+      ...(j.flipChance !== undefined ? { flipChance: j.flipChance } : {}),
+      ...((j.flipChance ?? 0) >= THRESHOLD_FLIP_CHANCE ? { atThreshold: true } : {}),
       ...(j.decidedAt !== undefined ? { decidedAt: j.decidedAt } : {}),
       ...(j.flowsToDecide !== undefined ? { flowsToDecide: j.flowsToDecide } : {}),
     });
@@ -211,7 +222,10 @@ export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
   const notValid = notValidCells.map((c) =>
     `${cellName(c)}: ${c.reason.replace(/^not valid: /, "")}`
   );
-  let summary = verdictSummary(out, counts, { quick: run.config.quick ?? false });
+  let summary = verdictSummary(out, counts, {
+    quick: run.config.quick ?? false,
+    threshold: rule.minReduction,
+  });
   const families = familyAgreement(out);
   if (families && families.judged > 0) {
     summary += ` The ${families.stacks.join(" and ")} families agree in ${families.agree} of the ` +
@@ -238,12 +252,14 @@ function whole(n: number): string {
  * The headline: decided cells first (material / not material), then the
  * undecided with the flows that would decide them, the not valid with why,
  * and the cells without data. Never counts an undecided cell as a "no". A
- * quick run that could not decide every cell says it is inconclusive.
+ * quick run that could not decide every cell says it is inconclusive. Decided
+ * cells whose interval reaches across the threshold (`threshold`, default
+ * 20 %) are counted apart: their labels are the ones another run may swap.
  */
 export function verdictSummary(
   cells: CellVerdict[],
   counts: VerdictCounts,
-  options: { quick?: boolean } = {},
+  options: { quick?: boolean; threshold?: number } = {},
 ): string {
   if (counts.cells === 0) return "No flow cells were measured, so there is no verdict.";
   const decided = counts.material + counts.notMaterial;
@@ -272,6 +288,12 @@ export function verdictSummary(
     );
   }
   if (counts.noData) parts.push(`${counts.noData} without data for a side`);
+  const edge = cells.filter((c) => c.atThreshold && c.status !== "not-valid");
+  const edgeText = edge.length
+    ? `; ${edge.length} of the ${decided} decided sit at the ${
+      Math.round((options.threshold ?? 0.2) * 100)
+    } % threshold (≈: another run may well give the other label)`
+    : "";
   const rest = parts.length ? `; of the other cells ${parts.join(", ")}` : "";
   if (decided === 0) {
     return `Inconclusive: none of the ${counts.cells} cells could be decided${
@@ -284,9 +306,10 @@ export function verdictSummary(
       .map((c) => `${c.flow} on ${c.link} at ${c.ues} UEs${c.stack ? ` (${c.stack})` : ""}`);
     const list = where.length <= 6 ? where.join(", ") : `${where.slice(0, 6).join(", ")}, …`;
     head = `HTTP/3 has a material advantage in ${counts.material} of the ${decided} decided ` +
-      `cells (${list})${rest}.`;
+      `cells (${list})${edgeText}${rest}.`;
   } else {
-    head = `HTTP/3 has no material advantage in any of the ${decided} decided cells${rest}.`;
+    head =
+      `HTTP/3 has no material advantage in any of the ${decided} decided cells${edgeText}${rest}.`;
   }
   if (options.quick && open > 0) {
     return `Inconclusive (a quick run, ${open} of ${counts.cells} cells undecided or not ` +

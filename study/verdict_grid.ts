@@ -88,13 +88,20 @@ export const MARKS: Record<CellVerdict["status"], string> = {
   "no-data": "no data",
 };
 
-/** One cell in a few characters: "−31 % MATERIAL", "+4 % no", "−12 % undecided", "INVALID". */
+/** The mark after a decision whose interval reaches across the threshold. */
+export const THRESHOLD_MARK = "≈";
+
+/**
+ * One cell in a few characters: "−31 % MATERIAL", "+4 % no", "−21 % MATERIAL≈"
+ * (decided, at the threshold), "−12 % undecided", "INVALID".
+ */
 export function compactCell(c: CellVerdict | undefined): string {
   if (!c) return "";
   if (c.status === "no-data") return "–";
   if (c.status === "not-valid") return "INVALID";
   const ch = cellChange(c);
-  return ch ? `${signedPct(ch.change)} ${MARKS[c.status]}` : MARKS[c.status];
+  const mark = `${MARKS[c.status]}${c.atThreshold ? THRESHOLD_MARK : ""}`;
+  return ch ? `${signedPct(ch.change)} ${mark}` : mark;
 }
 
 /** The grid as table cells for the terminal and Markdown. */
@@ -112,6 +119,8 @@ export function gridTable(grid: VerdictGrid): { header: string[]; body: string[]
 export const GRID_LEGEND =
   "Each cell: HTTP/3's p99 flow time against the better HTTP/2 (− = HTTP/3 faster) and the " +
   "decision: MATERIAL (at least 20 % lower, the interval of the change below 0), no (decided: less than 20 %), " +
+  "≈ after either (at the threshold: the label rests on which side of 20 % the estimate fell, " +
+  "and another run may well give the other one; read the change), " +
   "undecided (more flows needed), INVALID (the measurement did not hold), – (no data).";
 
 const esc = (s: string) =>
@@ -126,7 +135,13 @@ function cellTitle(c: CellVerdict): string {
       } flows per side would decide it`
       : "; no foreseeable number of flows decides it"
     : c.decidedAt
-    ? `; decided at ${c.decidedAt} flows per side`
+    ? `; decided at ${c.decidedAt} flows per side${
+      c.flipChance !== undefined
+        ? `; another run would give the other label about ${
+          Math.round(c.flipChance * 100)
+        } % of the time`
+        : ""
+    }`
     : "";
   return `${where}: ${c.reason}${extra}${c.bestH2 ? ` (against ${c.bestH2})` : ""}`;
 }
@@ -147,7 +162,11 @@ function htmlCell(c: CellVerdict | undefined): string {
   if (c.status === "not-valid") tag = "invalid";
   if (c.status === "material") tag = "material";
   if (c.status === "not-material") tag = "not material";
-  return `<td class="cell ${c.status}" data-status="${c.status}" title="${esc(cellTitle(c))}">` +
+  if (c.atThreshold) tag += " · at the threshold";
+  const edge = c.atThreshold ? " at-threshold" : "";
+  return `<td class="cell ${c.status}${edge}" data-status="${c.status}"${
+    c.atThreshold ? ` data-threshold="reached"` : ""
+  } title="${esc(cellTitle(c))}">` +
     `<span class="change">${esc(main)}</span>${interval}<span class="tag">${esc(tag)}</span></td>`;
 }
 
@@ -184,6 +203,8 @@ td.cell .change { font-size: 1.15em; font-weight: 700; }
 td.cell .ci, td.cell .tag { font-size: .78em; }
 td.cell.material { background: #1a9850; color: #fff; }
 td.cell.not-material { background: #d9d9d9; color: #222; }
+td.cell.material.at-threshold { background: #a6d96a; color: #111; }
+td.cell.not-material.at-threshold { background: #f0f0f0; color: #222; outline: 2px solid #a6d96a; outline-offset: -3px; }
 td.cell.undecided { background: #fee08b; color: #222; outline: 2px dashed #b8860b; outline-offset: -3px; }
 td.cell.not-valid { background: repeating-linear-gradient(45deg, #f4a582, #f4a582 6px, #fbd5c0 6px, #fbd5c0 12px); color: #222; }
 td.cell.no-data, td.cell.none { background: #fff; color: #888; border: 1px solid #ddd; }

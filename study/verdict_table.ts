@@ -59,7 +59,11 @@ export function verdictTable(v: StudyVerdict): { header: string[]; body: string[
     c.reductionCi ? `[${changeEnd(c.reductionCi.upper)}, ${changeEnd(c.reductionCi.lower)}]` : "–",
     c.n === undefined ? "–" : c.decidedAt ? `${c.n} (decided)` : String(c.n),
     failedOf(c),
-    c.status === "material"
+    c.atThreshold
+      ? `${c.status === "material" ? "MATERIAL" : "no"}, at the threshold (another run would ` +
+        `give the other label about ${Math.round((c.flipChance ?? 0) * 100)} % of the time): ` +
+        c.reason
+      : c.status === "material"
       ? `MATERIAL: ${c.reason}`
       : c.status === "not-valid"
       ? c.reason

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { studyVerdict } from "./verdict.ts";
 import { DEFAULT_RULE, ruleDesign } from "./verdict_rule.ts";
 import { verdictSection } from "./verdict_section.ts";
+import { gridHtml, gridTable, verdictGrid } from "./verdict_grid.ts";
+import { verdictTable } from "./verdict_table.ts";
 import { compareQuantiles, createRng, estimate, shuffled } from "../bench/stats/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
 
@@ -329,4 +331,62 @@ Deno.test("the verdict section says the matrix's time against its budget, and ov
     ),
     notes(931_000).join("\n"),
   );
+});
+
+/** n log-normal flow times (median `scale`, shape 0.5) from a seeded source. */
+function logNormal(seed: number, n: number, scale: number): number[] {
+  const rng = createRng(seed);
+  return Array.from({ length: n }, () => {
+    let u = 0;
+    while (u === 0) u = rng();
+    return scale * Math.exp(0.5 * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rng()));
+  });
+}
+
+Deno.test("a decision at the threshold is marked in the headline, the grid and the table; clear ones are not", () => {
+  const v = studyVerdict(run([
+    // wan: h3's p99 about 20 % lower: decided, the label resting on the estimate's side of 20 %.
+    row("h2c", "wan", logNormal(2, 4800, 100)),
+    row("h3", "wan", logNormal(102, 4800, 78)),
+    // lossy: half the p99: material, clear of the threshold.
+    row("h2c", "lossy", logNormal(2, 4800, 100)),
+    row("h3", "lossy", logNormal(102, 4800, 50)),
+    // metro: equal p99s: no, clear of it.
+    row("h2c", "metro", logNormal(1, 4800, 100)),
+    row("h3", "metro", logNormal(101, 4800, 100)),
+  ]));
+  const by = Object.fromEntries(v.cells.map((c) => [c.link, c]));
+  assert.equal(by.wan.status, "material");
+  assert.equal(by.wan.atThreshold, true);
+  assert.ok(by.wan.flipChance! >= 0.2 && by.wan.flipChance! <= 0.5, `${by.wan.flipChance}`);
+  assert.equal(by.lossy.status, "material");
+  assert.equal(by.lossy.atThreshold, undefined);
+  assert.ok(by.lossy.flipChance! < 0.05, `${by.lossy.flipChance}`);
+  assert.equal(by.metro.status, "not-material");
+  assert.equal(by.metro.atThreshold, undefined);
+  assert.match(
+    v.summary,
+    /material advantage in 2 of the 3 decided cells \([^)]*\); 1 of the 3 decided sit at the 20 % threshold \(≈/,
+  );
+  const grid = gridTable(verdictGrid(v, ["metro", "wan", "lossy"]));
+  assert.deepEqual(grid.body.map((r) => r[2].replace(/^\S+ % /, "")), [
+    "no",
+    "MATERIAL≈",
+    "MATERIAL",
+  ]);
+  const html = gridHtml(verdictGrid(v));
+  assert.equal(html.match(/data-threshold="reached"/g)?.length, 1);
+  assert.match(html, /material · at the threshold/);
+  const table = verdictTable(v);
+  const wanRow = table.body.find((r) => r[0] === "wan")!;
+  assert.match(
+    wanRow.at(-1)!,
+    /^MATERIAL, at the threshold \(another run would give the other label about \d+ % of the time\)/,
+  );
+  // Without the threshold cell the headline has nothing to mark.
+  const clear = studyVerdict(run([
+    row("h2c", "lossy", logNormal(2, 4800, 100)),
+    row("h3", "lossy", logNormal(102, 4800, 50)),
+  ]));
+  assert.doesNotMatch(clear.summary, /threshold/);
 });
