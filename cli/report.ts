@@ -215,6 +215,15 @@ async function reportRuns(
   if (why) throw new UsageError(`Cannot compare ${a} with ${b}: ${why}`);
   const cmp = compareRuns(base, cand, { noiseThreshold: threshold });
   console.log(renderComparison(cmp));
+  if (base.study && cand.study) {
+    const { studyVerdict } = await import("../study/verdict.ts");
+    const { renderVerdictAgreement, verdictAgreement } = await import(
+      "../study/verdict_compare.ts"
+    );
+    console.log(
+      `\n${renderVerdictAgreement(verdictAgreement(studyVerdict(base), studyVerdict(cand)))}`,
+    );
+  }
   const regressed = regressions(cmp);
   const quick = [base.config.quick ? a : "", cand.config.quick ? b : ""].filter(Boolean);
   if (flags.failOnRegression && regressed.length > 0 && quick.length) {
