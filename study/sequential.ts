@@ -672,8 +672,9 @@ export function judgeSequential(
   }
   // All flows would decide, but they are not a planned look: the next look would take it.
   const next = nextLook(design, n);
+  const { flipChance: _, ...figures } = d;
   return {
-    ...d,
+    ...figures,
     status: "undecided",
     reason: `${d.reason} on ${n} flows, short of the next look`,
     flowsToDecide: next ?? Infinity,

@@ -183,6 +183,9 @@ Deno.test("a cell that ends between two looks takes its next look on the flows i
       assert.equal(ended.status, "undecided");
       continue;
     }
+    // Not ended, flows that would decide are no look: undecided, with no chance of a label flip.
+    assert.equal(open.status, "undecided");
+    assert.equal(open.flipChance, undefined);
     // The look in hand, on all n flows: decided as a look on them decides, never by the power
     // (that is the last planned look's).
     extra++;

@@ -203,8 +203,12 @@ export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
       ...figures,
       status: j.status,
       reason: j.reason,
-      ...(j.flipChance !== undefined ? { flipChance: j.flipChance } : {}),
-      ...((j.flipChance ?? 0) >= THRESHOLD_FLIP_CHANCE ? { atThreshold: true } : {}),
+      ...(j.status !== "undecided" && j.flipChance !== undefined
+        ? {
+          flipChance: j.flipChance,
+          ...(j.flipChance >= THRESHOLD_FLIP_CHANCE ? { atThreshold: true } : {}),
+        }
+        : {}),
       ...(j.decidedAt !== undefined ? { decidedAt: j.decidedAt } : {}),
       ...(j.flowsToDecide !== undefined ? { flowsToDecide: j.flowsToDecide } : {}),
     });
