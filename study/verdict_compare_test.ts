@@ -1,18 +1,9 @@
 import assert from "node:assert/strict";
+import { logNormal } from "./_test_flows.ts";
 import { studyVerdict } from "./verdict.ts";
 import { renderVerdictAgreement, verdictAgreement } from "./verdict_compare.ts";
-import { createRng, estimate } from "../bench/stats/mod.ts";
+import { estimate } from "../bench/stats/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
-
-/** n log-normal flow times (median `scale`, shape 0.5) from a seeded source. */
-function logNormal(seed: number, n: number, scale: number): number[] {
-  const rng = createRng(seed);
-  return Array.from({ length: n }, () => {
-    let u = 0;
-    while (u === 0) u = rng();
-    return scale * Math.exp(0.5 * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rng()));
-  });
-}
 
 function row(transport: string, link: string, samples: number[]): ResultRow {
   return {

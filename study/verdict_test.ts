@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { logNormal } from "./_test_flows.ts";
 import { studyVerdict } from "./verdict.ts";
 import { DEFAULT_RULE, ruleDesign } from "./verdict_rule.ts";
 import { verdictSection } from "./verdict_section.ts";
@@ -332,16 +333,6 @@ Deno.test("the verdict section says the matrix's time against its budget, and ov
     notes(931_000).join("\n"),
   );
 });
-
-/** n log-normal flow times (median `scale`, shape 0.5) from a seeded source. */
-function logNormal(seed: number, n: number, scale: number): number[] {
-  const rng = createRng(seed);
-  return Array.from({ length: n }, () => {
-    let u = 0;
-    while (u === 0) u = rng();
-    return scale * Math.exp(0.5 * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rng()));
-  });
-}
 
 Deno.test("a decision at the threshold is marked in the headline, the grid and the table; clear ones are not", () => {
   const v = studyVerdict(run([
