@@ -31,7 +31,13 @@ import { makeRow, type ScenarioContext } from "../bench/scenarios/mod.ts";
 import { pathPids, type PathProbe, procPathProbe } from "./flows/path_cpu.ts";
 import { DEFAULT_RULE } from "./verdict_rule.ts";
 import { type CellRun, type HeldTransport, runCell } from "./flows_cell.ts";
-import { flowsDesign, scaledDesign, streamLookFactor, WARM_GET_LOOK_FACTOR } from "./sequential.ts";
+import {
+  flowsDesign,
+  scaledDesign,
+  streamLookFactor,
+  streamPlanFactor,
+  WARM_GET_LOOK_FACTOR,
+} from "./sequential.ts";
 
 export { flowsDesign };
 
@@ -214,20 +220,21 @@ export async function flowsScenario(
   // The run's time: a share per cell; a cell that stops early leaves its rest to the next.
   const runStart = ctx.clock();
   const runMs = ctx.plan.sampleMs * cellCount;
-  // Each cell's share of what is left is in proportion to what it needs to reach its last flow,
-  // less what the cells after it need to reach their first look.
-  const needFor = (flowCount: number) =>
+  // Each cell's share of what is left is in proportion to what it needs to reach its planned
+  // flows (a warm GET's: half its last look), less what the cells after it need to reach their
+  // first look.
+  const needFor = (flowsOf: (stream: string) => number) =>
     levels.flatMap((ues) =>
       streams.map((stream) => {
         const flows = stream === "journey" ? JOURNEY : [WARM_GET];
         const rate = ctx.config.rate ?? defaultArrivalRate(ues, requestsPerUe(flows), rttMs);
-        const count = flowCount * streamLookFactor(stream);
         return ctx.transports.length *
-          (ctx.plan.warmupMs + CELL_DRAIN_MS + (count / rate) * 1000);
+          (ctx.plan.warmupMs + CELL_DRAIN_MS + (flowsOf(stream) / rate) * 1000);
       })
     );
-  const needs = needFor(maxFlows);
-  const firstNeeds = needFor(Math.min(maxFlows, design.looks[0]));
+  const needs = needFor((stream) => maxFlows * streamPlanFactor(stream));
+  const firstLook = Math.min(maxFlows, design.looks[0]);
+  const firstNeeds = needFor((stream) => firstLook * streamLookFactor(stream));
   let cellsDone = 0;
   const decisions: string[] = [];
   // A different SUPI range per run, so a server shared between runs never sees a UE twice.
@@ -257,7 +264,7 @@ export async function flowsScenario(
         const cellMs = cellShareMs(runMs - (start - runStart), needs, firstNeeds, cellsDone);
         const label = `cell ${cellsDone + 1}/${cellCount}: ${stream} × ${ues} UEs`;
         const cell = { ues, stream, flows, rate, start, cellMs, label };
-        // A stream's looks and flow count are the design's times its factor (the warm GET's 4).
+        // A stream's looks and flow count are the design's times its factor (the warm GET's 8).
         const factor = streamLookFactor(stream);
         const own = { ...run, design: scaledDesign(design, factor), maxFlows: maxFlows * factor };
         rows.push(...await runCell(ctx, cell, own));

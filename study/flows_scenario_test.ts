@@ -88,9 +88,9 @@ Deno.test("flows interleaves the transports of a cell and marks a saturated serv
   const h = harness({ h2c: 0.3, h3: 0.97 });
   const rows = await flowsScenario(h.ctx, { probe: h.probe, sleep: h.sleep, rng: createRng(1) });
   const byT = Object.fromEntries(flowRows(rows).map((r) => [r.transport, r]));
-  // 16 flows per journey row, so 64 warm GETs per transport (4×), in 4 rounds of 16.
-  assert.equal(byT.h2c.samples.count, 64);
-  assert.equal(byT.h3.samples.count, 64);
+  // 16 flows per journey row, so 128 warm GETs per transport (8×), in 4 rounds of 32.
+  assert.equal(byT.h2c.samples.count, 128);
+  assert.equal(byT.h3.samples.count, 128);
   assert.equal(byT.h3.extra!.rounds, 4);
   assert.ok(byT.h3.extra!["cpu:server"] > 0.9, `h3 server ${byT.h3.extra!["cpu:server"]}`);
   assert.ok(byT.h2c.extra!["cpu:server"] < 0.5, `h2c server ${byT.h2c.extra!["cpu:server"]}`);

@@ -1,11 +1,12 @@
 /**
  * How `lab study` shares its budget between links: the time a link needs to
- * take each of its cells to its last look, and the plan for the next link
- * that keeps every later link its first look.
+ * take each of its cells to its planned flows (its last look; a warm GET's
+ * half of it), and the plan for the next link that keeps every later link
+ * its first look.
  */
 import { defaultArrivalRate, PER_REQUEST_MS, requestsPerUe } from "./flows_scenario.ts";
 import { JOURNEY, WARM_GET } from "./flows/definitions.ts";
-import { streamLookFactor } from "./sequential.ts";
+import { streamLookFactor, streamPlanFactor } from "./sequential.ts";
 
 /** Fixed costs of one link (ms): opening it, starting the server, one child per transport. */
 export function linkOverheadMs(transports: number, loopback: boolean): number {
@@ -18,7 +19,7 @@ export interface LinkPlan {
   cellMs: number;
   /** Time given to this link, its fixed costs included (ms). */
   linkMs: number;
-  /** Time every link still to run needs to take each cell to its last look (ms). */
+  /** Time every link still to run needs to take each cell to its planned flows (ms). */
   needMs: number;
 }
 
@@ -33,11 +34,17 @@ export interface LinkPlanInput {
   maxFlows: number;
   /** Looks per cell: each waits for the flows in flight. Default 1. */
   looks?: number;
+  /**
+   * How a stream's flows scale `maxFlows`: `plan` (default) by its plan factor
+   * (a warm GET is planned to half its last look), `look` by its look factor
+   * (the time to a look every cell of the stream takes, such as its first).
+   */
+  scale?: "plan" | "look";
 }
 
 /**
- * Time one link needs to take each of its cells to its last look (ms): its
- * fixed costs, and per cell each transport's warm-up, its arrivals at the
+ * Time one link needs to take each of its cells to its planned flows (ms):
+ * its fixed costs, and per cell each transport's warm-up, its arrivals at the
  * default rate, and a drain of about two flows per look.
  */
 export function linkNeedMs(link: { rttMs: number; loopback: boolean }, p: LinkPlanInput): number {
@@ -47,7 +54,8 @@ export function linkNeedMs(link: { rttMs: number; loopback: boolean }, p: LinkPl
     const flowMs = requests * (link.rttMs + PER_REQUEST_MS);
     for (const ues of p.ues) {
       const rate = defaultArrivalRate(ues, requests, link.rttMs);
-      const flows = p.maxFlows * streamLookFactor(stream);
+      const factor = p.scale === "look" ? streamLookFactor(stream) : streamPlanFactor(stream);
+      const flows = p.maxFlows * factor;
       ms += p.transports * (p.warmupMs + (flows / rate) * 1000) +
         (p.looks ?? 1) * 2 * flowMs;
     }
@@ -69,7 +77,9 @@ export function planLink(
   p: LinkPlanInput & { minCellMs: number; firstLook: number },
 ): LinkPlan {
   const needs = links.map((l) => linkNeedMs(l, p));
-  const firsts = links.map((l) => linkNeedMs(l, { ...p, maxFlows: p.firstLook, looks: 1 }));
+  const firsts = links.map((l) =>
+    linkNeedMs(l, { ...p, maxFlows: p.firstLook, looks: 1, scale: "look" })
+  );
   const peers = links.map((l) => l.rttMs === links[0].rttMs && l.loopback === links[0].loopback);
   // Links of another RTT keep their first look; peers share what is left by need.
   const reserve = firsts.slice(1).reduce((a, b, i) => a + (peers[i + 1] ? 0 : b), 0);

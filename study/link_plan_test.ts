@@ -28,7 +28,8 @@ Deno.test("planLink gives a link what it needs when the budget allows, and keeps
   const need = linkNeedMs(LINKS[0], BASE);
   const roomy = planLink(60 * 60_000, LINKS, BASE);
   assert.equal(roomy.linkMs, need);
-  const first = (l: typeof LINKS[number]) => linkNeedMs(l, { ...BASE, maxFlows: 600, looks: 1 });
+  const first = (l: typeof LINKS[number]) =>
+    linkNeedMs(l, { ...BASE, maxFlows: 600, looks: 1, scale: "look" });
   const others = first(LINKS[2]) + first(LINKS[3]);
   const own = first(LINKS[0]);
   // Tight: the two 50 ms links share what the others' first looks leave, by need (halves here).
@@ -53,19 +54,20 @@ Deno.test("planLink gives a link what it needs when the budget allows, and keeps
   assert.equal(last.cellMs, BASE.minCellMs);
 });
 
-Deno.test("a warm-GET cell needs its factor's flows, a journey cell its own", () => {
+Deno.test("a warm-GET cell is planned to half its last look and needs its look factor's flows to reach a look", () => {
   const journey = linkNeedMs(LINKS[0], { ...BASE, streams: ["journey"], ues: [64] });
-  const warm = linkNeedMs(LINKS[0], { ...BASE, streams: ["warm-get"], ues: [64] });
-  const warmHalf = linkNeedMs(LINKS[0], {
-    ...BASE,
-    streams: ["warm-get"],
-    ues: [64],
-    maxFlows: 600,
-  });
-  // Arrivals take time in proportion to flows: 4 × 2,400 against 4 × 600 warm GETs.
+  const at = (maxFlows: number, scale?: "plan" | "look") =>
+    linkNeedMs(LINKS[0], { ...BASE, streams: ["warm-get"], ues: [64], maxFlows, scale });
   const fixed = linkNeedMs(LINKS[0], { ...BASE, streams: [], ues: [64] });
-  // Beyond the link's fixed costs: warm-ups, drains, and 4 × 2,400 or 4 × 600 arrivals.
+  // Beyond the link's fixed costs: warm-ups, drains, and the arrivals, in proportion to flows.
   const arrivals = (ms: number) => ms - fixed - BASE.transports * BASE.warmupMs;
-  assert.ok(journey > warm, `${journey} vs ${warm}`);
-  assert.ok(arrivals(warm) > 3.5 * arrivals(warmHalf), `${warm} vs ${warmHalf}`);
+  assert.ok(journey > at(2400), `${journey} vs ${at(2400)}`);
+  // Planned: 4 × 2,400 warm GETs against 4 × 600.
+  assert.ok(Math.abs(arrivals(at(2400)) / arrivals(at(600)) - 4) < 0.3);
+  // Its looks are at 8 × the journey's: reaching one takes twice the planned flows' time.
+  assert.ok(Math.abs(arrivals(at(2400, "look")) / arrivals(at(2400)) - 2) < 0.1);
+  // A journey cell scales the same either way.
+  const j = (scale: "plan" | "look") =>
+    linkNeedMs(LINKS[0], { ...BASE, streams: ["journey"], ues: [64], scale });
+  assert.equal(j("plan"), j("look"));
 });

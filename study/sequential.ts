@@ -132,13 +132,29 @@ export const DEFAULT_DESIGN: SequentialDesign = {
  * cost a twentieth of the time; and its tail is burstier: at 64 UEs one lost
  * segment holds every GET on the connection, so the study's warm-GET cells
  * on `wan` were worth 1 independent flow in 30 to 50, where journey cells were
- * worth 1 in 2 to 15.
+ * worth 1 in 2 to 15, and on `lossy` at 256 UEs HTTP/2's warm-GET tail rests
+ * on a few connection-wide stalls: four 60-minute runs left that cell open at
+ * four times the journey's looks (76,800 flows per side) in three.
  */
-export const WARM_GET_LOOK_FACTOR = 4;
+export const WARM_GET_LOOK_FACTOR = 8;
+
+/**
+ * How many times a journey cell's flows the study plans a warm-GET cell's
+ * time for: half its last look. Most warm-GET cells decide by then; one still
+ * open takes its last look with the time the cells after it leave (the last
+ * cell of a link: what its link has left), so planning for it would take that
+ * time from the journey cells before it, which need it more.
+ */
+export const WARM_GET_PLAN_FACTOR = WARM_GET_LOOK_FACTOR / 2;
 
 /** The factor of a stream's looks over the design's (1 but for the warm GET). */
 export function streamLookFactor(stream: string): number {
   return stream === "warm-get" ? WARM_GET_LOOK_FACTOR : 1;
+}
+
+/** The factor of a stream's planned flows over the design's last look (1 but for the warm GET). */
+export function streamPlanFactor(stream: string): number {
+  return stream === "warm-get" ? WARM_GET_PLAN_FACTOR : 1;
 }
 
 /** A design with its looks (and the power's first look) taken `factor` times. */

@@ -13,6 +13,7 @@ import {
   scaledDesign,
   type SequentialDesign,
   streamLookFactor,
+  streamPlanFactor,
   THRESHOLD_FLIP_CHANCE,
 } from "./sequential.ts";
 import { createRng } from "../bench/stats/mod.ts";
@@ -483,12 +484,14 @@ Deno.test("the power never decides before its first powered look", () => {
   assert.equal(powerFromFlows({ looks: [600, 1200], powerFrom: 4800 }), 1200);
 });
 
-Deno.test("warm-GET cells are judged at four times the journey's looks, the power too", () => {
+Deno.test("warm-GET cells are judged at eight times the journey's looks, the power too, and planned to half the last", () => {
   const warm = scaledDesign(flowsDesign({}, 9600), streamLookFactor("warm-get"));
-  assert.deepEqual(warm.looks, [2400, 4800, 9600, 19200, 38400]);
-  assert.equal(warm.powerFrom, 19200);
+  assert.deepEqual(warm.looks, [4800, 9600, 19200, 38400, 76800]);
+  assert.equal(warm.powerFrom, 38400);
   assert.equal(lookLevel(warm), lookLevel(flowsDesign({}, 9600)));
   assert.equal(scaledDesign(DEFAULT_DESIGN, streamLookFactor("registration")), DEFAULT_DESIGN);
+  assert.equal(streamPlanFactor("warm-get") * 2, streamLookFactor("warm-get"));
+  assert.equal(streamPlanFactor("journey"), 1);
   checkDesign(warm);
 });
 

@@ -67,7 +67,8 @@ export const STUDY_LAST_LOOK = 2 * DEFAULT_DESIGN.looks.at(-1)!;
  * those cells, and a last look the budget cannot reach would leave its open
  * cells at the last one while the time went to the links after them (a
  * 60-minute run with looks to 9,600 gave its last 21 minutes to `lan` and
- * `metro`). Warm-GET cells take `WARM_GET_LOOK_FACTOR` (4) times as many.
+ * `metro`). Warm-GET cells take `WARM_GET_LOOK_FACTOR` (8) times as many,
+ * planned to half that (`WARM_GET_PLAN_FACTOR`).
  */
 export function studyMaxFlows(budgetMs: number): number {
   const looks = DEFAULT_DESIGN.looks;

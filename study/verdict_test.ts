@@ -291,10 +291,10 @@ Deno.test("a study's warm-GET cells are judged at their stream's looks, journeys
     }) as unknown as BenchRun;
   const cellOf = (v: ReturnType<typeof studyVerdict>, flow: string) =>
     v.cells.find((c) => c.flow === flow)!;
-  // The rule's warm-GET factor (4): its first look is at 2,400 flows, out of reach of 2,000, so
+  // The rule's warm-GET factor (8): its first look is at 4,800 flows, out of reach of 2,000, so
   // the cell, ended, takes that look on the flows it has; the journey decides at a planned look.
   const now = studyVerdict(study(DEFAULT_RULE));
-  assert.deepEqual(ruleDesign(DEFAULT_RULE, "warm-get").looks, [2400, 4800, 9600, 19200]);
+  assert.deepEqual(ruleDesign(DEFAULT_RULE, "warm-get").looks, [4800, 9600, 19200, 38400]);
   assert.equal(cellOf(now, "warm-get").status, "material");
   assert.equal(cellOf(now, "warm-get").decidedAt, 2000);
   const journey = cellOf(now, "registration");
@@ -304,6 +304,9 @@ Deno.test("a study's warm-GET cells are judged at their stream's looks, journeys
   const { lookFactors: _, ...before } = DEFAULT_RULE;
   assert.equal(cellOf(studyVerdict(study(before)), "warm-get").decidedAt, journey.decidedAt);
   assert.deepEqual(ruleDesign(before, "warm-get").looks, DEFAULT_RULE.looks);
+  // A record of the factor 4 keeps its looks.
+  const four = { ...DEFAULT_RULE, lookFactors: { "warm-get": 4 } };
+  assert.deepEqual(ruleDesign(four, "warm-get").looks, [2400, 4800, 9600, 19200]);
 });
 
 Deno.test("the verdict section says the matrix's time against its budget, and over when it passed it", () => {
