@@ -3,7 +3,7 @@
  * blocks of UE arrivals in rounds (or one transport after another), judged
  * at the sequential design's looks, and the cell's rows.
  */
-import { Recorder, shuffled } from "../bench/stats/mod.ts";
+import { DEFAULT_MAX_SAMPLES, Recorder, shuffled } from "../bench/stats/mod.ts";
 import type { ResultRow } from "../bench/record/mod.ts";
 import type { StackName, TransportName } from "../transports/types.ts";
 import { runArrivals } from "./flows/arrivals.ts";
@@ -16,8 +16,11 @@ import { judgeSequential, type SequentialDesign } from "./sequential.ts";
 import { formatDuration, formatRate } from "../lib/units.ts";
 
 /** What one transport's flows of a cell gave: times, failures, statuses. */
-interface StreamTally {
+export interface StreamTally {
+  /** Every flow's time in completion order: the looks take each side's first n. */
   flowTimes: Map<string, Recorder>;
+  /** Flow times each recorder keeps in order (the cell's most flows). */
+  keepFlows: number;
   stepTimes: Map<string, Recorder>;
   failed: Map<string, number>;
   failedAt: Map<string, number>;
@@ -30,9 +33,15 @@ interface StreamTally {
   firstError?: string;
 }
 
-function tally(): StreamTally {
+/**
+ * A transport's tally in a cell of at most `maxFlows` flows per side. Its flow
+ * recorders keep every time in order (a recorder past its `maxSamples` keeps
+ * a reservoir, whose first n values are no longer the first n flows).
+ */
+export function tally(maxFlows: number): StreamTally {
   return {
     flowTimes: new Map(),
+    keepFlows: Math.max(DEFAULT_MAX_SAMPLES, maxFlows),
     stepTimes: new Map(),
     failed: new Map(),
     failedAt: new Map(),
@@ -47,10 +56,15 @@ function bump(m: Map<string, number>, key: string, by = 1): void {
   m.set(key, (m.get(key) ?? 0) + by);
 }
 
-function recorder(m: Map<string, Recorder>, key: string): Recorder {
+function recorder(m: Map<string, Recorder>, key: string, maxSamples?: number): Recorder {
   let r = m.get(key);
-  if (!r) m.set(key, r = new Recorder());
+  if (!r) m.set(key, r = new Recorder({ maxSamples }));
   return r;
+}
+
+/** The recorder of flow `name`'s times in tally `t`: every time, in completion order. */
+export function flowRecorder(t: StreamTally, name: string): Recorder {
+  return recorder(t.flowTimes, name, t.keepFlows);
 }
 
 /** Runs `flows` in order for one UE, timing the first from `dueMs`. */
@@ -88,7 +102,7 @@ async function journey(
       return;
     }
     const from = i === 0 ? dueMs : o.startMs;
-    recorder(t.flowTimes, flow.name).record(Math.max(0, o.endMs - from) * 1e6);
+    flowRecorder(t, flow.name).record(Math.max(0, o.endMs - from) * 1e6);
   }
 }
 
@@ -170,7 +184,7 @@ class CellRunner {
     this.blockMs = Math.max(1, (this.blockCount / cell.rate) * 1000);
     this.arms = run.held.map((h) => ({
       held: h,
-      tally: tally(),
+      tally: tally(run.maxFlows),
       started: 0,
       elapsedMs: 0,
       lagSumMs: 0,

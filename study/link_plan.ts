@@ -65,11 +65,12 @@ export function linkNeedMs(link: { rttMs: number; loopback: boolean }, p: LinkPl
 
 /**
  * Plans the next link: it may take what it needs to take each cell to its
- * last look, as long as every link after it keeps enough to reach its first
- * look, and it shares with the links of the same RTT still to run (the
- * answer's `wan` and `lossy`) in proportion to their needs, so that the first
- * of them cannot starve the next; time a link does not use (its cells decided
- * early) goes to the links after it. Cells never get less than `minCellMs`.
+ * last look (a warm GET's too, where the budget has room for it), as long as
+ * every link after it keeps enough to reach its first look, and it shares
+ * with the links of the same RTT still to run (the answer's `wan` and
+ * `lossy`) in proportion to their planned needs, so that the first of them
+ * cannot starve the next; time a link does not use (its cells decided early)
+ * goes to the links after it. Cells never get less than `minCellMs`.
  */
 export function planLink(
   remainingMs: number,
@@ -87,7 +88,8 @@ export function planLink(
   // A twentieth of what is left stays spare for what the estimate misses (a busy box).
   const spare = 0.95 * remainingMs;
   const share = (spare - reserve) * (needs[0] / peerNeed);
-  const linkMs = Math.min(needs[0], Math.max(firsts[0], share), spare);
+  const full = linkNeedMs(links[0], { ...p, scale: "look" });
+  const linkMs = Math.min(full, Math.max(firsts[0], share), spare);
   const cells = p.ues.length * p.streams.length;
   const fixed = linkOverheadMs(p.transports, links[0].loopback);
   return {

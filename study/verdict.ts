@@ -116,6 +116,9 @@ export interface StudyVerdict {
 
 const ORDER = ["h2c", "h2-tls", "h3"];
 
+/** What the reason of a cell whose record lost its flows' order says. */
+const UNORDERED = "kept a sample of its flows";
+
 /** Judges every cell of a run's flow rows. */
 export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
   rule ??= run.study?.rule ?? DEFAULT_RULE;
@@ -166,6 +169,20 @@ export function studyVerdict(run: BenchRun, rule?: VerdictRule): StudyVerdict {
     const place = { stack: named ? stack : undefined, link, flow, ues: Number(ues), transports };
     const h3 = rs.find((r) => r.transport === "h3");
     const h2s = rs.filter((r) => r.transport === "h2c" || r.transport === "h2-tls");
+    // A look takes each side's first n flows: a row that kept a reservoir of its flows has lost them.
+    const sampled = [h3, ...h2s].filter((r) => r && !r.samples.complete) as ResultRow[];
+    if (h3 && h2s.length && sampled.length) {
+      const kept = sampled.map((r) =>
+        `${r.samples.samples.length} of ${r.samples.count} (${r.transport})`
+      );
+      out.push({
+        ...place,
+        status: "not-valid",
+        reason: `not valid: the record ${UNORDERED}, ${kept.join(", ")}, ` +
+          "not every flow in completion order, so its looks cannot be taken",
+      });
+      continue;
+    }
     const j = h3 && h2s.length
       ? judgeSequential(
         h3.samples.samples,
@@ -347,6 +364,7 @@ function whyNotValid(cells: CellVerdict[]): string {
           : "schedule slipped",
       );
     }
+    if (c.reason.includes(UNORDERED)) causes.add("flows not kept in order");
     for (const k of causes) counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   return [...counts].map(([k, n]) => `${k} in ${n}`).join(", ");

@@ -384,3 +384,22 @@ Deno.test("a decision at the threshold is marked in the headline, the grid and t
   ]));
   assert.doesNotMatch(clear.summary, /threshold/);
 });
+
+Deno.test("a cell whose record kept a reservoir of its flows, not every one in order, is not valid and says why", () => {
+  const h2 = row("h2c", "lossy", spread(100, 300, 2000));
+  const h3 = row("h3", "lossy", spread(50, 100, 2000));
+  // The same flows, told apart only by whether the record kept them all in order.
+  const ordered = studyVerdict(run([h2, h3])).cells[0];
+  assert.equal(ordered.status, "material");
+  const reservoir = { ...h3, samples: { ...h3.samples, count: 150_000, complete: false } };
+  const v = studyVerdict(run([h2, reservoir]));
+  const cell = v.cells[0];
+  assert.equal(cell.status, "not-valid");
+  assert.equal(cell.decidedAt, undefined);
+  assert.match(
+    cell.reason,
+    /^not valid: the record kept a sample of its flows, 2000 of 150000 \(h3\), not every flow in completion order/,
+  );
+  assert.equal(v.counts.notValid, 1);
+  assert.match(v.summary, /flows not kept in order in 1/);
+});
