@@ -170,7 +170,7 @@ export function registerStudyCommand(program: Command): void {
     .option("--quick", "a smoke run of a few minutes: one UE level, short rows")
     .option(
       "--budget <time>",
-      "time budget for the matrix: 60m, 90s; bare number = s; at least 10s (default 60m, quick 4m); journey cells take up to 19,200 flows per side (warm-get 8x, planned to 4x), as far as the budget allows; 40m stops at 9,600, each further halving halves it (20m: 4,800), 81m to 160m plan 38,400",
+      "time budget for the matrix: 60m, 90s; bare number = s; at least 10s (default 75m, quick 4m); journey cells take up to 19,200 flows per side (warm-get 8x, planned to 4x), as far as the budget allows; 40m stops at 9,600, each further halving halves it (20m: 4,800), 81m to 160m plan 38,400",
     )
     .option("--links <list>", "link profiles or specs, or loopback (default lan,metro,wan,lossy)")
     .option("--transports <list>", "comma-separated transports (default: every available one)")
