@@ -7,6 +7,7 @@
 export {
   bootstrapMedianCi,
   bootstrapMedians,
+  bootstrapQuantiles,
   compareMedians,
   compareQuantiles,
   createRng,

@@ -5,6 +5,7 @@ import {
 } from "node:assert/strict";
 import {
   bootstrapMedianCi,
+  bootstrapQuantiles,
   compareMedians,
   createRng,
   estimate,
@@ -81,6 +82,58 @@ Deno.test("bootstrap CI of the median of [1, 3] spans the only possible medians 
   assertEquals([ci.lower, ci.upper], [1, 3]);
   const constant = bootstrapMedianCi([5, 5, 5, 5]);
   assertEquals([constant.lower, constant.upper], [5, 5]);
+});
+
+/** Quantile `p` of resamples drawn the plain way: n indices with replacement, sorted. */
+function plainResamples(asc: number[], p: number, count: number, seed: number): number[] {
+  const rng = createRng(seed);
+  const n = asc.length;
+  const out: number[] = [];
+  for (let b = 0; b < count; b++) {
+    const draw = Array.from({ length: n }, () => asc[Math.floor(rng() * n)]).sort((x, y) => x - y);
+    out.push(quantile(draw, p));
+  }
+  return out.sort((x, y) => x - y);
+}
+
+/** Largest gap between the empirical CDFs of two ascending sets (two-sample Kolmogorov–Smirnov D). */
+function ksDistance(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let i = 0, j = 0, d = 0;
+  while (i < a.length && j < b.length) {
+    const x = Math.min(a[i], b[j]);
+    while (i < a.length && a[i] <= x) i++;
+    while (j < b.length && b[j] <= x) j++;
+    d = Math.max(d, Math.abs(i / a.length - j / b.length));
+  }
+  return d;
+}
+
+Deno.test("a resample's quantile has the law of drawing n indices with replacement", () => {
+  // 20,000 draws a side: D above 0.02 has p < 0.001 when the laws are equal. Off-by-one order
+  // statistics (Beta(k, n − k) for Beta(k, n − k + 1)) or a lost interpolation move D well past it.
+  const rng = createRng(11);
+  const skewed = Array.from({ length: 10 }, () => Math.exp(rng() * 3)).sort((x, y) => x - y);
+  const tail = Array.from({ length: 150 }, () => Math.exp(rng() * 3)).sort((x, y) => x - y);
+  for (const [asc, p] of [[skewed, 0.5], [skewed, 0.25], [tail, 0.99], [tail, 0.5]] as const) {
+    const fast = bootstrapQuantiles(asc, p, { resamples: 20_000, seed: 5 });
+    const plain = plainResamples(asc, p, 20_000, 6);
+    const d = ksDistance(fast, plain);
+    assert(d < 0.02, `n ${asc.length}, p ${p}: KS distance ${d.toFixed(4)} between the two draws`);
+  }
+  // The law is not the identity: a different quantile's draws are far away.
+  const other = plainResamples(tail, 0.9, 20_000, 6);
+  assert(ksDistance(bootstrapQuantiles(tail, 0.99, { resamples: 20_000 }), other) > 0.5);
+});
+
+Deno.test("the bootstrap interval of a median of 150,000 samples has the width theory gives", () => {
+  // Uniform on [1000, 1100]: the median's standard error is 1 / (2 f(m) √n) = 100 / (2 √150000)
+  // ≈ 0.129, so a 95 % interval spans about 2 · 1.96 · 0.129 ≈ 0.506.
+  const rng = createRng(3);
+  const big = Array.from({ length: 150_000 }, () => 1000 + rng() * 100);
+  const ci = bootstrapMedianCi(big);
+  const width = ci.upper - ci.lower;
+  assert(width > 0.4 && width < 0.62, `95 % interval ${ci.lower}…${ci.upper}, width ${width}`);
+  assert(ci.lower < 1050 && ci.upper > 1050, `interval misses the true median 1050`);
 });
 
 Deno.test("bootstrap CI is reproducible for a seed and narrows with more samples", () => {
