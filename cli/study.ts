@@ -134,6 +134,7 @@ async function study(flags: StudyFlags): Promise<number> {
     console.log(`${GRID_LEGEND}\n`);
     console.log(layoutColumns(t.header, t.body));
     const base = `${flags.out.replace(/\/$/, "")}/study`;
+    const writing = performance.now();
     const written = await writeReports(run, {
       json: `${base}.json`,
       md: `${base}.md`,
@@ -142,7 +143,8 @@ async function study(flags: StudyFlags): Promise<number> {
     }, { sections: STUDY_SECTIONS });
     for (const w of written) console.error(`wrote ${w}`);
     console.error(
-      `study ${formatBudgetUse(run.durationMs, run.study!.budgetMs)}`,
+      `study: the matrix ${formatBudgetUse(run.durationMs, run.study!.budgetMs)}; ` +
+        `writing the reports took ${Math.round((performance.now() - writing) / 1000)} s`,
     );
     judgeRun(run, parseStatusSet(DEFAULT_OK), maxFailures, "the status each step expects");
   } finally {

@@ -5,7 +5,7 @@
  */
 import type { ReportSection } from "../bench/report/mod.ts";
 import type { BenchRun, ResultRow } from "../bench/record/mod.ts";
-import { isFlowRow, studyVerdict } from "./verdict.ts";
+import { type CellVerdict, isFlowRow, studyVerdict } from "./verdict.ts";
 import { ruleText } from "./verdict_rule.ts";
 import { verdictTable } from "./verdict_table.ts";
 import { formatBudgetUse } from "../lib/units.ts";
@@ -15,13 +15,17 @@ function applies(run: BenchRun): boolean {
   return run.study !== undefined || run.rows.some(isFlowRow);
 }
 
-function cellOf(run: BenchRun, r: ResultRow) {
-  if (!isFlowRow(r)) return undefined;
-  const link = r.link ?? run.config.link?.spec ?? "loopback";
-  return studyVerdict(run).cells.find((c) =>
-    c.link === link && c.flow === r.flow && c.ues === (r.concurrency ?? 1) &&
-    (c.stack ?? "") === (r.stack ?? run.config.stack ?? "")
-  );
+/** The cell of each flow-time row of `run`, judged once for the whole run. */
+function cellsOf(run: BenchRun): (r: ResultRow) => CellVerdict | undefined {
+  const { cells } = studyVerdict(run);
+  return (r) => {
+    if (!isFlowRow(r)) return undefined;
+    const link = r.link ?? run.config.link?.spec ?? "loopback";
+    return cells.find((c) =>
+      c.link === link && c.flow === r.flow && c.ues === (r.concurrency ?? 1) &&
+      (c.stack ?? "") === (r.stack ?? run.config.stack ?? "")
+    );
+  };
 }
 
 /** The link order of a run's grid: the study's links as given, else first appearance. */
@@ -55,10 +59,13 @@ export const verdictSection: ReportSection = {
     };
   },
   csvColumns: ["cell_verdict", "cell_h3_p99_reduction"],
-  csvCells(run, row) {
-    if (!applies(run)) return [undefined, undefined];
-    const c = cellOf(run, row);
-    return [c?.status, c?.reduction];
+  csvCells(run) {
+    if (!applies(run)) return () => [undefined, undefined];
+    const cellOf = cellsOf(run);
+    return (row) => {
+      const c = cellOf(row);
+      return [c?.status, c?.reduction];
+    };
   },
 };
 

@@ -63,6 +63,7 @@ export function renderCsv(run: BenchRun, options: RenderOptions = {}): string {
   const sections = (options.sections ?? []).filter((s) => s.csvColumns?.length);
   const lines = [[...COLUMNS, ...sections.flatMap((s) => s.csvColumns!)].join(",")];
   const linkOf = (r: BenchRun["rows"][number]) => r.link ?? run.config.link?.spec ?? "loopback";
+  const extra = sections.map((s) => s.csvCells?.(run));
   for (const r of run.rows) {
     const e = r.estimate;
     lines.push(
@@ -104,7 +105,7 @@ export function renderCsv(run: BenchRun, options: RenderOptions = {}): string {
         r.rounds?.cv,
         r.extra?.clientCpuNsPerRequest,
         r.extra?.serverCpuNsPerRequest,
-        ...sections.flatMap((s) => s.csvCells?.(run, r) ?? []),
+        ...sections.flatMap((s, i) => extra[i]?.(r) ?? s.csvColumns!.map(() => undefined)),
       ].map(cell).join(","),
     );
   }

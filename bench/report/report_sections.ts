@@ -31,8 +31,11 @@ export interface ReportSection {
   render(run: BenchRun): SectionContent | undefined;
   /** CSV columns the section adds to every row. Default none. */
   csvColumns?: readonly string[];
-  /** The values of `csvColumns` for one row of `run`. */
-  csvCells?(run: BenchRun, row: ResultRow): unknown[];
+  /**
+   * The values of `csvColumns` for the rows of `run`: called once per run, so
+   * what every row needs (a study's verdict) is worked out once.
+   */
+  csvCells?(run: BenchRun): (row: ResultRow) => unknown[];
 }
 
 /** Options of every renderer. */
