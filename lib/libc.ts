@@ -1,6 +1,6 @@
 /**
  * The libc functions sbilab calls through FFI for sockets Deno does not expose
- * (TCP_NODELAY, TCP_INFO, shutdown, a send that never waits), for the process's fd limit and for the
+ * (TCP_NODELAY, TCP_INFO, shutdown, a send that never waits, a peek at what a socket holds), for the process's fd limit and for the
  * monotonic clock V8's CPU profiles are stamped with, for the kernel's
  * clock discipline (adjtimex), and for glibc's allocator (mallopt,
  * malloc_trim: giving freed memory back to the system). One `Deno.dlopen`
@@ -19,6 +19,8 @@ const SYMBOLS = {
   getpeername: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
   /** ssize_t send(int fd, const void *buf, size_t len, int flags), len below 4 GiB */
   send: { parameters: ["i32", "buffer", "u32", "i32"], result: "i32" },
+  /** ssize_t recv(int fd, void *buf, size_t len, int flags), len below 4 GiB */
+  recv: { parameters: ["i32", "buffer", "u32", "i32"], result: "i32" },
   /** int shutdown(int fd, int how) */
   shutdown: { parameters: ["i32", "i32"], result: "i32" },
   /** int getrlimit(int resource, struct rlimit *rlim) */

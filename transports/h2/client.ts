@@ -15,7 +15,9 @@
  * one send pass. Requests submitted in the same turn of the
  * event loop leave in one `send()` on the socket's fd, made at once (no
  * promise) while the kernel takes the bytes; what it does not take goes
- * through Deno's `write()`. A timed-out request resets its stream
+ * through Deno's `write()`. A turn that submits many (the callers of a batch
+ * of answers) sends every 16th at once, so the server starts on them while
+ * the rest of the batch is handed out. A timed-out request resets its stream
  * (RST_STREAM CANCEL). A failed or reset connection rejects its requests with
  * `TransportError`; the next request opens a new connection.
  *

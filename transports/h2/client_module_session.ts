@@ -12,6 +12,7 @@
  */
 import type { KeyingMaterialExporter, TlsConnectionInfo } from "../tls.ts";
 import { type SetupTimings, TransportError } from "../types.ts";
+import { EARLY_FLUSH_REQUESTS } from "./client_session.ts";
 import { type PendingRequest, PendingStreams } from "../client_core.ts";
 import { H2_EVENT, type H2Conn } from "./ffi.ts";
 import { NATIVE_ERR, NativeError, nativeErrorName } from "../native/errors.ts";
@@ -50,10 +51,18 @@ export class ModuleSession implements KeyingMaterialExporter {
   /** Why the connection ended, once it did. */
   #failure: Error | undefined;
   #onEvent = this.#event.bind(this);
+  /** Requests submitted since the last send pass. */
+  #unflushed = 0;
   #scheduled = () => {
     this.#flushQueued = false;
-    if (!this.#dead) this.#loop.flush();
+    this.#flush();
   };
+
+  /** Sends what the session holds (one batched send under the loop's lock). */
+  #flush(): void {
+    this.#unflushed = 0;
+    if (!this.#dead) this.#loop.flush();
+  }
 
   /**
    * Starts connecting to `host`:`port` and the thread that runs `h2` (through
@@ -200,7 +209,8 @@ export class ModuleSession implements KeyingMaterialExporter {
     }
     this.#pending.add(id, p);
     this.#setup.requestSent();
-    this.#scheduleFlush();
+    if (++this.#unflushed >= EARLY_FLUSH_REQUESTS) this.#flush();
+    else this.#scheduleFlush();
     return id;
   }
 
