@@ -30,6 +30,17 @@ import type { ServerOptions } from "./types.ts";
 import { resolveServerLimits, type ServerLimits } from "./server_limits.ts";
 import { defaultHeapReturn, mapLargeAllocations } from "./heap_return.ts";
 
+/**
+ * Answers a server hands its transport in one turn of the event loop after
+ * which they are sent at once rather than at the turn's end. A read that
+ * brought many requests has them answered one after another; sending every
+ * 32nd answer at once lets the client take the first ones and send its next
+ * requests while the rest are answered, so client and server overlap instead
+ * of taking turns. A turn with fewer answers still sends them in one pass at
+ * its end.
+ */
+export const EARLY_FLUSH_RESPONSES = 32;
+
 /** Where the core hands a response: one connection of a transport. */
 export interface Responder {
   /**

@@ -16,7 +16,7 @@
 import { urlHost } from "../origin.ts";
 import type { SbiPeer, SbiResponse } from "../../handler/types.ts";
 import { systemFailure } from "../../handler/problem.ts";
-import type { Responder, ServerCore } from "../server_core.ts";
+import { EARLY_FLUSH_RESPONSES, type Responder, type ServerCore } from "../server_core.ts";
 import type { ServerLimits } from "../server_limits.ts";
 import { decodeRequestBlock, ResponseBlockWriter, TOO_LARGE, WIRE_EVENT } from "../native/wire.ts";
 import { EventPoller } from "../native/event_poller.ts";
@@ -112,7 +112,7 @@ class LoopConnection implements Responder {
     if (rc !== 0 && token) this.#lent.delete(token);
     if (rc === 0 && token && reserved > 0) this.#reservedLent.set(token, reserved);
     else core.releaseResponse(this, reserved);
-    server.scheduleFlush();
+    server.answered();
   }
 
   refuse(streamId: number): void {
@@ -159,6 +159,10 @@ export class ModuleH2Server implements NativeH2Server {
   #conns = new Map<number, LoopConnection>();
   #onEvent = this.#event.bind(this);
   #flushQueued = false;
+  /** Answers handed to the module since the last flush. */
+  #unflushed = 0;
+  /** Events are being handed out. */
+  #handing = false;
   #stopped = false;
   #closing: Promise<void> | undefined;
   /** The listener's own counters at close (it is freed then). */
@@ -215,10 +219,13 @@ export class ModuleH2Server implements NativeH2Server {
   }
 
   #handOut(): void {
+    this.#handing = true;
     try {
       this.listener.poll(this.#poller, this.#onEvent);
     } catch (err) {
       this.core.onError(err);
+    } finally {
+      this.#handing = false;
     }
   }
 
@@ -288,6 +295,16 @@ export class ModuleH2Server implements NativeH2Server {
     });
   }
 
+  /**
+   * An answer went to the module: sent at once when it is the turn's
+   * {@linkcode EARLY_FLUSH_RESPONSES}th since the last flush (not while events
+   * are handed out), else with the turn's flush.
+   */
+  answered(): void {
+    if (++this.#unflushed >= EARLY_FLUSH_RESPONSES && !this.#handing) this.#flush();
+    else this.scheduleFlush();
+  }
+
   /** Sends every answer queued in this turn of the event loop in one flush. */
   scheduleFlush(): void {
     if (this.#flushQueued || this.#stopped) return;
@@ -300,6 +317,7 @@ export class ModuleH2Server implements NativeH2Server {
 
   /** Sends what is due, then takes what the sending left (released bodies, closes). */
   #flush(): void {
+    this.#unflushed = 0;
     if (this.#stopped) return;
     try {
       this.#loop.flush();

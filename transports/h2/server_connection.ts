@@ -7,7 +7,7 @@
  */
 import type { SbiPeer, SbiResponse } from "../../handler/types.ts";
 import { systemFailure } from "../../handler/problem.ts";
-import type { Responder, ServerCore } from "../server_core.ts";
+import { EARLY_FLUSH_RESPONSES, type Responder, type ServerCore } from "../server_core.ts";
 import {
   decodeRequestBlock,
   type ResponseBlockWriter,
@@ -78,6 +78,10 @@ export class Connection implements Responder {
   reservedBytes = 0;
   #nextToken = 1;
   #flushQueued = false;
+  /** Answers handed to the session since the last send pass. */
+  #unflushed = 0;
+  /** The session's events are being handed out. */
+  #polling = false;
   #dirty = false;
   #writing: Promise<void> | undefined;
   /** Sweeps that saw the same write still running, for the stall check. */
@@ -186,7 +190,7 @@ export class Connection implements Responder {
       }
       // Over TLS: requests that came in the same read as the client's Finished are in the
       // session already; hand them out now, not when the next read arrives (a round trip later).
-      if (this.#tls) this.#h2.poll(this.#server.poller, this.#onEvent);
+      if (this.#tls) this.#poll();
       this.scheduleFlush(); // server SETTINGS and answers to what came with the handshake
       while (!this.finished) {
         const n = await this.#sock.read(this.#in);
@@ -195,7 +199,7 @@ export class Connection implements Responder {
         const ready = this.#tls
           ? this.#h2.recvTls(this.#tls, this.#in, n)
           : this.#h2.recv(this.#in, n);
-        if (ready > 0) this.#h2.poll(this.#server.poller, this.#onEvent, ready);
+        if (ready > 0) this.#poll(ready);
         // output may wait (responses of synchronous handlers join it in one write)
         this.scheduleFlush();
         if (ready < 0) break; // the shim closes; the flush above drains its GOAWAY, if any
@@ -208,6 +212,16 @@ export class Connection implements Responder {
       this.flush();
       await this.#writing;
       this.finish();
+    }
+  }
+
+  /** Hands out the session's events (at most `limit`). */
+  #poll(limit?: number): void {
+    this.#polling = true;
+    try {
+      this.#h2.poll(this.#server.poller, this.#onEvent, limit);
+    } finally {
+      this.#polling = false;
     }
   }
 
@@ -279,7 +293,9 @@ export class Connection implements Responder {
     if (rc !== 0 && token) this.#lent.delete(token);
     if (rc === 0 && token && reserved > 0) this.#reservedLent.set(token, reserved);
     else this.#server.core.releaseResponse(this, reserved);
-    this.scheduleFlush();
+    // Not while events are handed out: the read loop is still reading them.
+    if (++this.#unflushed >= EARLY_FLUSH_RESPONSES && !this.#polling) this.flush();
+    else this.scheduleFlush();
   }
 
   scheduleFlush(): void {
@@ -294,6 +310,7 @@ export class Connection implements Responder {
    * repeat while output remains.
    */
   flush(): void {
+    this.#unflushed = 0;
     if (this.finished || this.#handshaking) return;
     if (this.#writing) {
       this.#dirty = true; // the running write loop pulls it
@@ -318,7 +335,7 @@ export class Connection implements Responder {
    * the connection's next read. Nothing to do (no call) without lent bodies.
    */
   #collectReleased(): void {
-    if (this.#lent.size > 0 && !this.finished) this.#h2.poll(this.#server.poller, this.#onEvent);
+    if (this.#lent.size > 0 && !this.finished) this.#poll();
   }
 
   async #writeLoop(out: Uint8Array<ArrayBuffer>, n: number): Promise<void> {

@@ -19,7 +19,7 @@ import type { SbiHandler, SbiPeer, SbiResponse } from "../../handler/types.ts";
 import { decodeRequestBlock, ResponseBlockWriter } from "../native/wire.ts";
 import { resolveTls, type TlsConnectionInfo } from "../tls.ts";
 import type { SbiServer, ServerOptions } from "../types.ts";
-import { type Responder, ServerCore } from "../server_core.ts";
+import { EARLY_FLUSH_RESPONSES, type Responder, ServerCore } from "../server_core.ts";
 import type { ServerLimits } from "../server_limits.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { H3_EVENT, H3_MSG_EARLY } from "./h3_event.ts";
@@ -440,7 +440,9 @@ class H3Server implements H3SbiServer {
       return;
     }
     this.#core.releaseResponse(conn, reserved);
-    this.#scheduleFlush();
+    // Not while events are handed out: the outer pass is still reading them.
+    if (++this.#unflushed >= EARLY_FLUSH_RESPONSES && !this.#handing) this.#flush();
+    else this.#scheduleFlush();
   }
 
   /** Offers waiting responses again, oldest first per connection; true when any went out. */
@@ -469,8 +471,12 @@ class H3Server implements H3SbiServer {
     });
   }
 
+  /** Answers handed to the shim since the last send pass. */
+  #unflushed = 0;
+
   #flush(): void {
     if (this.#stopped) return;
+    this.#unflushed = 0;
     this.#sendDue();
   }
 
