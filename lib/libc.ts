@@ -1,6 +1,7 @@
 /**
  * The libc functions sbilab calls through FFI for sockets Deno does not expose
- * (TCP_NODELAY, TCP_INFO, shutdown, a send that never waits, a peek at what a socket holds), for the process's fd limit and for the
+ * (TCP_NODELAY, TCP_INFO, shutdown, a send that never waits, a peek at what a
+ * socket holds), for the process's fd limit and for the
  * monotonic clock V8's CPU profiles are stamped with, for the kernel's
  * clock discipline (adjtimex), and for glibc's allocator (mallopt,
  * malloc_trim: giving freed memory back to the system). One `Deno.dlopen`
