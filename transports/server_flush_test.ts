@@ -18,30 +18,16 @@ import {
   FRAME,
   frame,
   H2_NATIVE_SKIP,
+  headersQueued,
   requestBlock,
   settingsFrame,
+  waitForHeaders,
 } from "./h2/_test_util.ts";
 import { socketFd } from "./native/nodelay.ts";
 import type { NativeIo } from "./native/io_loop.ts";
-import { libc } from "../lib/libc.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;
-const MSG_PEEK = 0x2;
-const MSG_DONTWAIT = 0x40;
 const REQUESTS = 40;
-
-/** HEADERS frames the socket `fd` holds unread (peeked: the bytes stay queued). */
-function answersQueued(fd: number): number {
-  const buf = new Uint8Array(256 * 1024);
-  const n = libc().recv(fd, buf, buf.length, MSG_PEEK | MSG_DONTWAIT);
-  let count = 0;
-  for (let off = 0; off + 9 <= n;) {
-    const len = (buf[off] << 16) | (buf[off + 1] << 8) | buf[off + 2];
-    if (buf[off + 3] === FRAME.HEADERS) count++;
-    off += 9 + len;
-  }
-  return count;
-}
 
 /**
  * A handler answering 200 with 256 bytes; the headers of its answers whose
@@ -72,7 +58,7 @@ for (const io of ["runtime", "module"] as NativeIo[]) {
       assert.equal(EARLY_FLUSH_RESPONSES, 32);
       let fd: number | undefined;
       const seen: number[] = [];
-      const probe = () => seen.push(answersQueued(fd!));
+      const probe = () => seen.push(headersQueued(fd!));
       const server = await createNativeH2cServer(probingHandler([33], probe), { io });
       const conn = await Deno.connect({
         hostname: "127.0.0.1",
@@ -90,10 +76,7 @@ for (const io of ["runtime", "module"] as NativeIo[]) {
         }
         const all = new Uint8Array(bytes);
         for (let off = 0; off < all.length;) off += await conn.write(all.subarray(off));
-        for (let i = 0; i < 200 && answersQueued(fd) < REQUESTS; i++) {
-          await new Promise((r) => setTimeout(r, 10));
-        }
-        assert.equal(answersQueued(fd), REQUESTS, "every answer arrived");
+        assert.equal(await waitForHeaders(fd, REQUESTS), REQUESTS, "every answer arrived");
         assert.deepEqual(seen, [32], "32 answers were on the wire when the 33rd was encoded");
       } finally {
         conn.close();

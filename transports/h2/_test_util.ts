@@ -1,11 +1,13 @@
 /**
  * Test helpers for the native h2 module: whether its library loads (else a
  * skip message naming the Debian package), servers on loopback, a relay
- * that reports the HTTP/2 frame types a client sends, and OpenSSL's
- * `s_client` with the dev PKI as files.
+ * that reports the HTTP/2 frame types a client sends, a count of the
+ * HEADERS frames a socket holds unread, and OpenSSL's `s_client` with the
+ * dev PKI as files.
  */
 import { findTool } from "../../lib/host.ts";
 import { h2NativeAvailable } from "./loader.ts";
+import { libc } from "../../lib/libc.ts";
 
 /** Null when the native client tests can run, else why they are skipped. */
 export const H2_NATIVE_SKIP: string | null = (await h2NativeAvailable())
@@ -496,4 +498,34 @@ export function sClientMtlsArgs(dir: string): string[] {
     "-key",
     `${dir}/client-key.pem`,
   ];
+}
+
+const MSG_PEEK = 0x2;
+const MSG_DONTWAIT = 0x40;
+/** Bytes of the client connection preface ("PRI * HTTP/2.0…"). */
+export const CLIENT_PREFACE_LEN = 24;
+
+/**
+ * HEADERS frames the socket `fd` holds unread, counted from byte `skip` (a
+ * server's socket: {@linkcode CLIENT_PREFACE_LEN}); peeked, so the bytes stay
+ * queued. Reads at most 256 KiB.
+ */
+export function headersQueued(fd: number, skip = 0): number {
+  const buf = new Uint8Array(256 * 1024);
+  const n = libc().recv(fd, buf, buf.length, MSG_PEEK | MSG_DONTWAIT);
+  let count = 0;
+  for (let off = skip; off + 9 <= n;) {
+    const len = (buf[off] << 16) | (buf[off + 1] << 8) | buf[off + 2];
+    if (buf[off + 3] === FRAME.HEADERS) count++;
+    off += 9 + len;
+  }
+  return count;
+}
+
+/** Waits (at most 2 s) until `fd` holds `n` HEADERS frames past `skip`; returns how many it holds. */
+export async function waitForHeaders(fd: number, n: number, skip = 0): Promise<number> {
+  for (let i = 0; i < 200 && headersQueued(fd, skip) < n; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return headersQueued(fd, skip);
 }

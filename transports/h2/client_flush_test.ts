@@ -8,37 +8,14 @@
 import assert from "node:assert/strict";
 import { createNativeH2Client } from "./client.ts";
 import { EARLY_FLUSH_REQUESTS } from "./client_session.ts";
-import { H2_NATIVE_SKIP } from "./_test_util.ts";
+import { CLIENT_PREFACE_LEN, H2_NATIVE_SKIP, headersQueued, waitForHeaders } from "./_test_util.ts";
 import { socketFd } from "../native/nodelay.ts";
 import type { NativeIo } from "../native/io_loop.ts";
-import { libc } from "../../lib/libc.ts";
 
 const ignore = H2_NATIVE_SKIP !== null;
-const MSG_PEEK = 0x2;
-const MSG_DONTWAIT = 0x40;
-const PREFACE = 24;
-const HEADERS = 1;
 
-/** HEADERS frames the socket `fd` holds unread (peeked: the bytes stay queued). */
-function requestsQueued(fd: number): number {
-  const buf = new Uint8Array(65536);
-  const n = libc().recv(fd, buf, buf.length, MSG_PEEK | MSG_DONTWAIT);
-  let count = 0;
-  for (let off = PREFACE; off + 9 <= n;) {
-    const len = (buf[off] << 16) | (buf[off + 1] << 8) | buf[off + 2];
-    if (buf[off + 3] === HEADERS) count++;
-    off += 9 + len;
-  }
-  return count;
-}
-
-/** Waits (at most 2 s) until `fd` holds `n` requests; returns how many it holds. */
-async function waitForRequests(fd: number, n: number): Promise<number> {
-  for (let i = 0; i < 200 && requestsQueued(fd) < n; i++) {
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return requestsQueued(fd);
-}
+/** HEADERS frames (requests) the server's socket `fd` holds unread. */
+const requestsQueued = (fd: number) => headersQueued(fd, CLIENT_PREFACE_LEN);
 
 for (const io of ["runtime", "module"] as NativeIo[]) {
   Deno.test({
@@ -61,7 +38,7 @@ for (const io of ["runtime", "module"] as NativeIo[]) {
         conn = await listener.accept();
         const fd = socketFd(conn.localAddr as Deno.NetAddr, conn.remoteAddr as Deno.NetAddr);
         assert.ok(fd !== undefined, "the accepted socket's fd");
-        assert.equal(await waitForRequests(fd, 1), 1);
+        assert.equal(await waitForHeaders(fd, 1, CLIENT_PREFACE_LEN), 1);
         // One turn: nothing below awaits until the last check.
         for (let i = 0; i < 15; i++) ask();
         assert.equal(requestsQueued(fd), 1, "15 requests wait for the turn's end");
@@ -69,7 +46,11 @@ for (const io of ["runtime", "module"] as NativeIo[]) {
         assert.equal(requestsQueued(fd), 17, "the 16th sends all 16 at once");
         for (let i = 0; i < 3; i++) ask();
         assert.equal(requestsQueued(fd), 17, "the count starts again");
-        assert.equal(await waitForRequests(fd, 20), 20, "the rest leave at the turn's end");
+        assert.equal(
+          await waitForHeaders(fd, 20, CLIENT_PREFACE_LEN),
+          20,
+          "the rest leave at the turn's end",
+        );
       } finally {
         await client.close();
         conn?.close();
