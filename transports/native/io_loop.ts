@@ -6,6 +6,11 @@
  * callback, once per batch, and waits until it has returned. Every other call
  * into the module is made under the loop's lock ({@linkcode guardedSymbols});
  * answers leave through {@linkcode IoLoop.flush}, on JavaScript's thread.
+ *
+ * While any loop's thread runs, an uncaught error or unhandled rejection that
+ * nothing else handled ends the process itself: the error as Deno prints it,
+ * then exit status 1. Left to Deno, the isolate would be torn down while the
+ * thread may still call into it (a segmentation fault).
  */
 import type { IoLoopSymbols } from "./io_loop_symbols.ts";
 
@@ -49,6 +54,35 @@ export function nativeIo(explicit?: NativeIo): NativeIo {
   return v === undefined || v === "" ? "runtime" : parseNativeIo(v, NATIVE_IO_ENV);
 }
 
+/** Loops whose thread may be running. */
+const running = new Set<IoLoop>();
+let exitGuard = false;
+
+/**
+ * Ends the process for an error nobody handled while a loop runs, as Deno
+ * would (its message, status 1), but through `Deno.exit`, which leaves the
+ * isolate standing for the loops' threads.
+ */
+function exitOnUncaught(event: Event, error: unknown, what: string): void {
+  if (event.defaultPrevented || running.size === 0) return;
+  event.preventDefault();
+  console.error(`error: ${what} ${Deno.inspect(error)}`);
+  Deno.exit(1);
+}
+
+function guardExit(): void {
+  if (exitGuard) return;
+  exitGuard = true;
+  globalThis.addEventListener(
+    "error",
+    (e) => exitOnUncaught(e, (e as ErrorEvent).error, "Uncaught"),
+  );
+  globalThis.addEventListener(
+    "unhandledrejection",
+    (e) => exitOnUncaught(e, (e as PromiseRejectionEvent).reason, "Uncaught (in promise)"),
+  );
+}
+
 export class IoLoop {
   #sym: IoLoopSymbols;
   #ptr: Deno.PointerValue;
@@ -83,6 +117,8 @@ export class IoLoop {
       this.#wake.close();
       throw new Error(`Cannot start the I/O thread of ${what}`);
     }
+    guardExit();
+    running.add(this);
   }
 
   /** Takes the loop's lock (recursive); nothing once the loop is freed (its thread is gone then). */
@@ -115,6 +151,7 @@ export class IoLoop {
     this.#stopping ??= (async () => {
       this.#stopped = true;
       await this.#sym.sbloop_stop(this.#ptr);
+      running.delete(this);
       this.#final = this.stats();
       this.#sym.sbloop_free(this.#ptr);
       this.#wake.close();
