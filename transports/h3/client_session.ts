@@ -14,14 +14,15 @@ import { type ClientResponse, type SetupTimings, TransportError } from "../types
 import { type PendingRequest, PendingStreams, timedRequest } from "../client_core.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { TLS_STATE } from "../native/tls_session.ts";
-import { H3_EVENT, type H3Event } from "./h3_event.ts";
+import { H3_EVENT } from "./h3_event.ts";
+import type { EventHandler } from "../native/event_poller.ts";
 import type { H3ClientConn } from "./h3_client_conn.ts";
 import type { H3DatagramStats } from "./h3_datagram_stats.ts";
 import { H3OwnedSocket, type H3Socket } from "./h3_socket.ts";
 import { IoLoop } from "../native/io_loop.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
 import type { SetupRecorder } from "../setup_timings.ts";
-import { toClientResponse } from "./convert.ts";
+import { toClientResponseFromBlock } from "./convert.ts";
 
 /** Microtask hops the flush after a read waits for callers to submit their next requests. */
 const READ_FLUSH_HOPS = 4;
@@ -327,7 +328,7 @@ export class Session {
   }
 
   #drainEvents(): void {
-    for (let e: H3Event | null; !this.#dead && (e = this.#conn.poll());) this.#onEvent(e);
+    if (!this.#dead) this.#conn.pollEach(this.#onEvent);
     if (this.#conn.tlsState() & TLS_STATE.TICKET) {
       const t = this.#conn.takeTicket();
       if (t) {
@@ -387,13 +388,16 @@ export class Session {
   /** Answers handed out (resolved or rejected by the server's reset) so far. */
   #settled = 0;
 
-  #onEvent(e: H3Event): void {
+  /** One polled event; its block and body are views into the poller's buffer. */
+  #onEvent: EventHandler = (type, streamId, code, block, body, owned) => {
+    // what comes after the connection failed (its CLOSED event) changes nothing
+    if (this.#dead) return;
     // On the module's thread datagrams come in unseen: the transport is up by its first event at
     // the latest (whichever pass reads it, a wake-up or a flush).
     if (this.#loop && this.#timing) this.#setup.connected();
-    switch (e.type) {
+    switch (type) {
       case H3_EVENT.MESSAGE: {
-        const p = this.#pending.take(e.streamId);
+        const p = this.#pending.take(streamId);
         if (!p) return;
         this.#settled++;
         if (this.#timing) {
@@ -405,18 +409,20 @@ export class Session {
         this.#setup.responseComplete();
         this.#timing = false;
         try {
-          p.resolve(toClientResponse(e.headers, e.body));
+          p.resolve(
+            toClientResponseFromBlock(block, owned || body.length === 0 ? body : body.slice()),
+          );
         } catch (err) {
           p.reject(err as Error);
         }
         return;
       }
       case H3_EVENT.RESET: {
-        const p = this.#pending.take(e.streamId);
+        const p = this.#pending.take(streamId);
         if (!p) return;
         this.#settled++;
         p.reject(
-          new TransportError(`HTTP/3 stream reset by the server (error 0x${e.code.toString(16)})`),
+          new TransportError(`HTTP/3 stream reset by the server (error 0x${code.toString(16)})`),
         );
         return;
       }
@@ -438,16 +444,16 @@ export class Session {
       }
       case H3_EVENT.CLOSED: {
         const text = this.#conn.errorText() || "Connection closed";
-        const prefix = e.code === NATIVE_ERR.TLS
+        const prefix = code === NATIVE_ERR.TLS
           ? "HTTP/3 TLS failure"
-          : e.code === NATIVE_ERR.REFUSED
+          : code === NATIVE_ERR.REFUSED
           ? "HTTP/3 server unreachable"
           : "HTTP/3 connection closed";
         this.#fail(new TransportError(`${prefix}: ${text}`));
         return;
       }
     }
-  }
+  };
 
   #fail(err: Error): void {
     if (this.#dead) return;

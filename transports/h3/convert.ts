@@ -4,9 +4,11 @@
 import type { SbiRequest, SbiResponse } from "../../handler/types.ts";
 import { type ClientResponse, TransportError } from "../types.ts";
 import {
+  decodeResponseBlock,
   DROPPED_FIELDS,
   type HeaderList,
   requestFromHeaderList,
+  type ResponseHead,
   responseHeadFromList,
 } from "../native/wire.ts";
 
@@ -59,8 +61,21 @@ export function responseHeaderList(response: SbiResponse): HeaderList {
  * "Malformed HTTP/3 response: …" with the `SyntaxError` as its cause.
  */
 export function toClientResponse(list: HeaderList, body: Uint8Array): ClientResponse {
+  return fromHead(responseHeadFromList, list, body);
+}
+
+/**
+ * {@linkcode toClientResponse} for a header block in the native modules' wire
+ * format, decoded straight into the response's fields (no list in between),
+ * by the same rule and with the same error.
+ */
+export function toClientResponseFromBlock(block: Uint8Array, body: Uint8Array): ClientResponse {
+  return fromHead(decodeResponseBlock, block, body);
+}
+
+function fromHead<T>(decode: (from: T) => ResponseHead, from: T, body: Uint8Array): ClientResponse {
   try {
-    const { status, headers } = responseHeadFromList(list);
+    const { status, headers } = decode(from);
     return { status, headers, body };
   } catch (err) {
     throw new TransportError(`Malformed HTTP/3 response: ${(err as Error).message}`, {

@@ -5,6 +5,7 @@ import {
   requestHeaderList,
   responseHeaderList,
   toClientResponse,
+  toClientResponseFromBlock,
   toSbiRequest,
 } from "./convert.ts";
 
@@ -60,6 +61,12 @@ Deno.test("h3 convert sets content-length on responses except 204 and 304", () =
   );
   assert.equal(res.status, 404);
   assert.deepEqual(res.headers, { "content-type": "application/problem+json" });
+  // the native client's decoder reads the wire block by the same rules: repeated fields joined
+  const list: HeaderList = [[":status", "200"], ["vary", "a"], ["x-y", "1"], ["vary", "b"]];
+  const fromBlock = toClientResponseFromBlock(encodeHeaderBlock(list), body);
+  assert.deepEqual(fromBlock, toClientResponse(list, body));
+  assert.deepEqual(fromBlock.headers, { vary: "a, b", "x-y": "1" });
+  assert.equal(fromBlock.body, body);
   assert.throws(
     () => toClientResponse([["x", "y"]], body),
     (err: unknown) =>
@@ -86,9 +93,11 @@ Deno.test("h3 and h2 response decoders share one :status rule: three digits from
     const label = JSON.stringify(value ?? null);
     const h2 = () => decodeResponseBlock(encodeHeaderBlock(list));
     const h3 = () => toClientResponse(list, new Uint8Array());
+    const h3Block = () => toClientResponseFromBlock(encodeHeaderBlock(list), new Uint8Array());
     if (want) {
       assert.equal(h2().status, want, `h2 ${label}`);
       assert.equal(h3().status, want, `h3 ${label}`);
+      assert.equal(h3Block().status, want, `h3 block ${label}`);
       continue;
     }
     const got = value === undefined ? "none" : JSON.stringify(value);
@@ -98,12 +107,14 @@ Deno.test("h3 and h2 response decoders share one :status rule: three digits from
       (err: unknown) => err instanceof SyntaxError && err.message === message,
       `h2 ${label}`,
     );
-    assert.throws(
-      h3,
-      (err: unknown) =>
-        err instanceof TransportError && err.cause instanceof SyntaxError &&
-        err.cause.message === message,
-      `h3 ${label}`,
-    );
+    for (const [f, what] of [[h3, "h3"], [h3Block, "h3 block"]] as const) {
+      assert.throws(
+        f,
+        (err: unknown) =>
+          err instanceof TransportError && err.cause instanceof SyntaxError &&
+          err.message === `Malformed HTTP/3 response: ${message}`,
+        `${what} ${label}`,
+      );
+    }
   }
 });

@@ -9,7 +9,8 @@ import { encodeHeaderBlock, type HeaderList } from "../native/wire.ts";
 import { NATIVE_ERR } from "../native/errors.ts";
 import { exportKeyingMaterial, readTlsInfo, type TlsSessionCalls } from "../native/tls_session.ts";
 import { check, H3Error, h3Freed } from "./h3_error.ts";
-import { type H3Event, H3EventReader } from "./h3_event.ts";
+import { type H3Event, h3EventPoller, H3EventReader } from "./h3_event.ts";
+import type { EventHandler } from "../native/event_poller.ts";
 import { type H3DatagramStats, readStats } from "./h3_datagram_stats.ts";
 import type { H3Config } from "./h3_config.ts";
 import type { H3Socket } from "./h3_socket.ts";
@@ -35,6 +36,7 @@ export class H3ClientConn {
   #sym: Sbh3Symbols;
   #ptr: Deno.PointerValue;
   #events = new H3EventReader();
+  #poller = h3EventPoller();
   #poll = (b: Uint8Array, cap: number) =>
     this.#sym.sbh3_conn_poll(this.#ptr, b as Uint8Array<ArrayBuffer>, BigInt(cap));
 
@@ -141,6 +143,17 @@ export class H3ClientConn {
   poll(): H3Event | null {
     this.#live();
     return this.#events.read(this.#poll);
+  }
+
+  /**
+   * Hands every pending event to `handler`, its header block and body as
+   * views into a reused buffer (valid during the call; `bodyOwned` bodies
+   * excepted); returns how many. Not mixed with {@linkcode poll}, which
+   * holds events it read ahead.
+   */
+  pollEach(handler: EventHandler): number {
+    this.#live();
+    return this.#poller.poll(this.#poll, handler);
   }
 
   /** Starts a graceful close; drain {@linkcode send} afterwards. */
