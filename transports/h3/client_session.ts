@@ -482,9 +482,18 @@ export class Session {
     else closeSocket();
   }
 
-  /** Runs the shim's timers now when their deadline has passed and the event loop has not run them yet. */
+  /**
+   * Runs the shim's timers now when the connection holds no request and their
+   * deadline passed without the event loop running them (the idle timeout,
+   * after a busy or suspended spell): the request then goes on a new
+   * connection, not on one that has already timed out. A connection with
+   * requests in flight is in use; its timers run in its next I/O pass. Run
+   * here, a busy connection's timers (due at once, often) would give each new
+   * request an I/O pass and a datagram of its own.
+   */
   runOverdueTimer(): void {
-    if (!this.#dead && !this.#loop && this.#timer.overdue()) this.#process();
+    if (this.#dead || this.#loop || this.#pending.size > 0 || this.#queued.length > 0) return;
+    if (this.#timer.overdue()) this.#process();
   }
 
   /** Request streams the shim still holds state for. */
