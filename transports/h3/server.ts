@@ -116,6 +116,9 @@ export interface H3ServerOptions extends ServerOptions {
   antiReplayWindowMs?: number;
 }
 
+/** Microtask hops a flush after a read waits for the handlers it started to answer. */
+const ANSWER_HOPS = 4;
+
 /** Response bytes one connection holds at most, by default. */
 const DEFAULT_CONN_QUEUED_BYTES = 64 * 1024 * 1024;
 
@@ -241,12 +244,13 @@ class H3Server implements H3SbiServer {
 
   /**
    * The module's thread took datagrams in and left events: hand them out and
-   * send once the handlers that answer at once have answered, as
+   * send once the handlers that answer within a few microtask hops have
+   * answered, as
    * {@linkcode #arrived} does (the thread sent nothing of this batch).
    */
   #woken(): void {
     if (this.#stopped) return;
-    if (this.#handOut(false) > 0) this.#scheduleFlush();
+    if (this.#handOut(false) > 0) this.#flushAfterHandlers();
     else this.#sendDue();
   }
 
@@ -269,10 +273,10 @@ class H3Server implements H3SbiServer {
 
   /**
    * A datagram arrived: take it and every further ready one in, run timers,
-   * hand out the events, and send once the handlers that answer at once have
-   * answered (their answers are queued before the flush), so a request's
-   * acknowledgement leaves with its response in one batch, not a datagram
-   * ahead of it.
+   * hand out the events, and send once the handlers that answer within a few
+   * microtask hops have answered ({@linkcode #flushAfterHandlers}), so a
+   * request's acknowledgement leaves with its response in one batch, not a
+   * datagram ahead of it.
    */
   #arrived(first: Uint8Array, from: Deno.NetAddr): void {
     try {
@@ -282,7 +286,7 @@ class H3Server implements H3SbiServer {
     }
     // Requests wait for their answers' flush; anything else due (more of a response the
     // peer's acknowledgement lets out, a handshake flight) leaves now.
-    if (this.#handOut(false) > 0) this.#scheduleFlush();
+    if (this.#handOut(false) > 0) this.#flushAfterHandlers();
     else this.#sendDue();
   }
 
@@ -461,6 +465,28 @@ class H3Server implements H3SbiServer {
     }
     return sent;
   }
+
+  /**
+   * Flushes once the handlers that answer within {@linkcode ANSWER_HOPS}
+   * microtask hops have answered (an async handler that awaits nothing slow
+   * still takes some), so their answers leave with the acknowledgement of
+   * their requests; flushed at once, the acknowledgement (and QPACK's
+   * section acknowledgements) left in a datagram of its own, the client
+   * acknowledged that, and each exchange took two datagrams each way. An
+   * answer that takes longer leaves in a flush of its own, as before.
+   */
+  #flushAfterHandlers(): void {
+    if (this.#hopsLeft > 0) return;
+    this.#hopsLeft = ANSWER_HOPS;
+    queueMicrotask(this.#afterHandlers);
+  }
+
+  /** Microtask hops left before the flush {@linkcode #flushAfterHandlers} queued (0: none queued). */
+  #hopsLeft = 0;
+  #afterHandlers = (): void => {
+    if (--this.#hopsLeft > 0) return queueMicrotask(this.#afterHandlers);
+    this.#flush();
+  };
 
   #scheduleFlush(): void {
     if (this.#flushQueued) return;
