@@ -476,6 +476,7 @@ class H3Server implements H3SbiServer {
    * answer that takes longer leaves in a flush of its own, as before.
    */
   #flushAfterHandlers(): void {
+    this.#flushesAtRead = this.#flushes;
     if (this.#hopsLeft > 0) return;
     this.#hopsLeft = ANSWER_HOPS;
     queueMicrotask(this.#afterHandlers);
@@ -483,9 +484,14 @@ class H3Server implements H3SbiServer {
 
   /** Microtask hops left before the flush {@linkcode #flushAfterHandlers} queued (0: none queued). */
   #hopsLeft = 0;
+  /** Send passes so far, and their count at the last read that started handlers. */
+  #flushes = 0;
+  #flushesAtRead = 0;
   #afterHandlers = (): void => {
     if (--this.#hopsLeft > 0) return queueMicrotask(this.#afterHandlers);
-    this.#flush();
+    // The answers' own flush (they came within the hops) sent the acknowledgements too.
+    if (this.#flushes !== this.#flushesAtRead) this.#arm();
+    else this.#flush();
   };
 
   #scheduleFlush(): void {
@@ -502,6 +508,7 @@ class H3Server implements H3SbiServer {
 
   #flush(): void {
     if (this.#stopped) return;
+    this.#flushes++;
     this.#unflushed = 0;
     this.#sendDue();
   }
