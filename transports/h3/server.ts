@@ -245,8 +245,8 @@ class H3Server implements H3SbiServer {
   /**
    * The module's thread took datagrams in and left events: hand them out and
    * send once the handlers that answer within a few microtask hops have
-   * answered, as
-   * {@linkcode #arrived} does (the thread sent nothing of this batch).
+   * answered, as {@linkcode #arrived} does (the thread sent nothing of this
+   * batch).
    */
   #woken(): void {
     if (this.#stopped) return;
