@@ -20,6 +20,7 @@ import type { H3ClientConn } from "./h3_client_conn.ts";
 import type { H3DatagramStats } from "./h3_datagram_stats.ts";
 import { H3OwnedSocket, type H3Socket } from "./h3_socket.ts";
 import { IoLoop } from "../native/io_loop.ts";
+import { MicrotaskDelay } from "../microtask_delay.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
 import type { SetupRecorder } from "../setup_timings.ts";
 import { toClientResponseFromBlock } from "./convert.ts";
@@ -133,7 +134,7 @@ export class Session {
     this.#drainEvents();
     if (this.#dead) return;
     if (this.#queued.length) this.#submit();
-    if (this.#settled !== settled) this.#flushAfterCallers();
+    if (this.#settled !== settled) this.#flushAfterCallers.request();
     else this.#flush();
     if (this.unusable && this.#pending.size === 0 && this.#queued.length === 0) void this.close();
   };
@@ -355,7 +356,7 @@ export class Session {
       this.#drainEvents();
       if (this.#dead) return;
       if (this.#queued.length) this.#submit();
-      if (this.#settled !== settled) this.#flushAfterCallers();
+      if (this.#settled !== settled) this.#flushAfterCallers.request();
       else this.#flush();
     } else {
       this.#exchange(first);
@@ -372,18 +373,7 @@ export class Session {
    * {@linkcode READ_FLUSH_HOPS} layers still gets its answer at once; its
    * ACK only goes in a datagram of its own.
    */
-  #flushAfterCallers(): void {
-    if (this.#hopsLeft > 0) return;
-    this.#hopsLeft = READ_FLUSH_HOPS;
-    queueMicrotask(this.#afterCallers);
-  }
-
-  /** Microtask hops left before the flush {@linkcode #flushAfterCallers} queued (0: none queued). */
-  #hopsLeft = 0;
-  #afterCallers = (): void => {
-    if (--this.#hopsLeft > 0) return queueMicrotask(this.#afterCallers);
-    this.#flush();
-  };
+  #flushAfterCallers = new MicrotaskDelay(READ_FLUSH_HOPS, () => this.#flush());
 
   /** Answers handed out (resolved or rejected by the server's reset) so far. */
   #settled = 0;

@@ -35,8 +35,8 @@ export interface ClientAddresses {
 export class H3ClientConn {
   #sym: Sbh3Symbols;
   #ptr: Deno.PointerValue;
-  #events = new H3EventReader();
   #poller = h3EventPoller();
+  #events = new H3EventReader(this.#poller);
   #poll = (b: Uint8Array, cap: number) =>
     this.#sym.sbh3_conn_poll(this.#ptr, b as Uint8Array<ArrayBuffer>, BigInt(cap));
 

@@ -39,7 +39,13 @@ export function h3EventPoller(): EventPoller {
 
 /** Hands over a connection's or server's events one at a time. */
 export class H3EventReader {
-  #poller = h3EventPoller();
+  #poller: EventPoller;
+
+  /** `poller`: the one to read through (it is used synchronously, so it can be shared); default its own. */
+  constructor(poller: EventPoller = h3EventPoller()) {
+    this.#poller = poller;
+  }
+
   #ready: H3Event[] = [];
   #take: EventHandler = (type, streamId, code, block, body, owned, connId) => {
     this.#ready.push({

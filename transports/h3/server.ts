@@ -31,6 +31,7 @@ import { H3OwnedSocket, H3Socket } from "./h3_socket.ts";
 import { IoLoop, type IoLoopStats, type NativeIo, nativeIo } from "../native/io_loop.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
 import { loadH3Library } from "./loader.ts";
+import { MicrotaskDelay } from "../microtask_delay.ts";
 import { systemFailure } from "../../handler/problem.ts";
 
 /**
@@ -477,22 +478,17 @@ class H3Server implements H3SbiServer {
    */
   #flushAfterHandlers(): void {
     this.#flushesAtRead = this.#flushes;
-    if (this.#hopsLeft > 0) return;
-    this.#hopsLeft = ANSWER_HOPS;
-    queueMicrotask(this.#afterHandlers);
+    this.#afterHandlers.request();
   }
 
-  /** Microtask hops left before the flush {@linkcode #flushAfterHandlers} queued (0: none queued). */
-  #hopsLeft = 0;
   /** Send passes so far, and their count at the last read that started handlers. */
   #flushes = 0;
   #flushesAtRead = 0;
-  #afterHandlers = (): void => {
-    if (--this.#hopsLeft > 0) return queueMicrotask(this.#afterHandlers);
+  #afterHandlers = new MicrotaskDelay(ANSWER_HOPS, () => {
     // The answers' own flush (they came within the hops) sent the acknowledgements too.
     if (this.#flushes !== this.#flushesAtRead) this.#arm();
     else this.#flush();
-  };
+  });
 
   #scheduleFlush(): void {
     if (this.#flushQueued) return;
