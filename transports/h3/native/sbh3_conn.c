@@ -528,6 +528,16 @@ static size_t pass_budget(sbh3_conn *c, size_t max_payload, uint64_t now) {
 }
 
 /*
+ * Pacing pauses one pass may write through, in all. The caller's timer has millisecond steps, so a
+ * pass that stops at its budget for a pause of microseconds resumes at the next datagram in or a
+ * millisecond later: on a fast path (loopback: a budget of 10 datagrams is paced about 20 µs apart
+ * once a loss halved the window) a 16 KiB answer of 12 datagrams went out as 10, then 2 after the
+ * client's ACK, a round trip later. Pauses up to this sum are written through; a slower path's
+ * (1 Gbit/s: 10 datagrams take 115 µs) still end the pass.
+ */
+#define PACE_WAIVE_NS (100 * NGTCP2_MICROSECONDS)
+
+/*
  * Largest datagram c may write now. ngtcp2 caps it further at the peer's max_udp_payload_size and,
  * by default, at what PMTUD confirmed. An explicit size waits for the peer's limit: before it is
  * known (a client's first Initial) the datagram stays at 1200 bytes, padding included.
@@ -569,11 +579,21 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
   if (c->burst == 0) c->burst_max = pass_budget(c, max_payload, now);
   if (c->burst >= c->burst_max) {
     ngtcp2_conn_update_pkt_tx_time(c->qc, now);
-    c->burst = 0;
-    c->drain_expired = 0;
-    c->paced_at = now;
-    c->pace_due = ngtcp2_conn_get_expiry(c->qc);
-    return SBWIRE_ERR_DONE;
+    uint64_t due = ngtcp2_conn_get_expiry(c->qc);
+    uint64_t pause = due > now ? due - now : 0;
+    if (c->pace_waived + pause <= PACE_WAIVE_NS) {
+      /* A pause far shorter than the caller's timer step: the next pass would come much later than due. */
+      c->pace_waived += pause;
+      c->burst = 0;
+      c->burst_max = pass_budget(c, max_payload, now);
+    } else {
+      c->burst = 0;
+      c->drain_expired = 0;
+      c->paced_at = now;
+      c->pace_due = due;
+      c->pace_waived = 0;
+      return SBWIRE_ERR_DONE;
+    }
   }
   for (;;) {
     int64_t sid = -1;
@@ -637,6 +657,7 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
       c->drain_expired = 0;
       c->burst = 0;
       c->paced_at = 0;
+      c->pace_waived = 0;
       return SBWIRE_ERR_DONE;
     }
     c->burst++;

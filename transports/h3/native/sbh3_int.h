@@ -110,6 +110,7 @@ struct sbh3_conn {
   size_t burst_max;  /* this pass's budget, set by its first datagram */
   uint64_t paced_at; /* when the last pass stopped at its budget (0: it ran out of data or window) */
   uint64_t pace_due; /* when that pass's pacing allowed the next one */
+  uint64_t pace_waived; /* pacing pauses this pass wrote through, ns (each under PACE_WAIVE_NS in all) */
   int drain_expired; /* this pass already ran the expiry handler once it had written everything */
   ngtcp2_cid cids[MAX_CIDS];
   size_t ncids;
