@@ -296,6 +296,16 @@ export class Session {
     }
   }
 
+  /** Reads every ready datagram without sending; how many came in (0 once the connection is freed). */
+  #drain(): number {
+    try {
+      return this.#conn.drain(this.#sock as H3Socket);
+    } catch {
+      // the connection is freed; the CLOSED event already failed it
+      return 0;
+    }
+  }
+
   #flush(): void {
     if (this.#dead) return;
     this.#exchange();
@@ -345,8 +355,12 @@ export class Session {
    * When it completed answers, they resolve now and what it asks to send (an
    * ACK, flow credit) leaves in the flush after the callers' continuations,
    * with the requests they submit: one datagram for both instead of an ACK
-   * of its own. When it completed nothing (part of a larger answer), the rest
-   * is read and acknowledged at once.
+   * of its own. When it completed nothing (part of a larger answer), the
+   * datagrams behind it are read first, sending nothing: if they complete
+   * the answer (a 16 KiB body is a dozen datagrams sent in one burst), their
+   * ACK waits for the callers' requests as above instead of leaving alone
+   * (and waking the server) before the answer resolves; if not, the rest is
+   * acknowledged at once, which keeps a long transfer moving.
    */
   #process(first?: Uint8Array): void {
     const readOnly = first !== undefined && first.length > 0 && this.#connected && !this.#timing;
@@ -355,6 +369,11 @@ export class Session {
       this.#conn.recv(first);
       this.#drainEvents();
       if (this.#dead) return;
+      if (this.#settled === settled && this.#drain() > 0) {
+        // part of a larger answer: its rest may be here already
+        this.#drainEvents();
+        if (this.#dead) return;
+      }
       if (this.#queued.length) this.#submit();
       if (this.#settled !== settled) this.#flushAfterCallers.request();
       else this.#flush();

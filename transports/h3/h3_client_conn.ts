@@ -183,6 +183,15 @@ export class H3ClientConn {
     );
   }
 
+  /**
+   * The receive half of {@linkcode io}: reads every datagram ready on `sock`
+   * and sends nothing (what that asks to send waits for the next `io()`);
+   * returns how many came in.
+   */
+  drain(sock: H3Socket): number {
+    return this.#sym.sbh3_conn_drain(this.#live(), sock.pointer);
+  }
+
   /** The last NEW_TOKEN the server gave this connection, or null. */
   token(): Uint8Array | null {
     if (this.#ptr === null) return null;

@@ -423,6 +423,14 @@ int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u, const uint8_t *data, size_t len) {
   return got;
 }
 
+int sbh3_conn_drain(sbh3_conn *c, sbh3_udp *u) {
+  if (!c || !u || c->srv) return SBWIRE_ERR_INVALID;
+  conn_check_refused(c, u);
+  int got = c->closed ? 0 : udp_drain(u, 0, conn_sink, c);
+  conn_check_refused(c, u);
+  return got;
+}
+
 /* udp_sink for a server endpoint. */
 static int server_sink(void *owner, const uint8_t *data, size_t len, const ngtcp2_sockaddr_union *from,
                        ngtcp2_socklen fromlen, uint8_t ecn, uint64_t now) {
@@ -539,10 +547,7 @@ static int conn_loop_work(void *owner, const uint64_t *ready, int n) {
   (void)n;
   sbh3_udp *u = owner;
   sbh3_conn *c = u->loop_conn;
-  int got = 0;
-  conn_check_refused(c, u);
-  if (!c->closed) got = udp_drain(u, 0, conn_sink, c);
-  conn_check_refused(c, u);
+  int got = sbh3_conn_drain(c, u);
   conn_expire(c, now_ns());
   return c->q->n > 0 || (got > 0 && c->want_credit);
 }
