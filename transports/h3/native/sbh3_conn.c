@@ -581,8 +581,9 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
     ngtcp2_conn_update_pkt_tx_time(c->qc, now);
     uint64_t due = ngtcp2_conn_get_expiry(c->qc);
     uint64_t pause = due > now ? due - now : 0;
-    if (c->pace_waived + pause <= PACE_WAIVE_NS) {
-      /* A pause far shorter than the caller's timer step: the next pass would come much later than due. */
+    if (pause > 0 && c->pace_waived + pause <= PACE_WAIVE_NS) {
+      /* A pause far shorter than the caller's timer step: the next pass would come much later than due.
+       * A deadline already passed (a timer due now, not pacing) still ends the pass, for the caller to run it. */
       c->pace_waived += pause;
       c->burst = 0;
       c->burst_max = pass_budget(c, max_payload, now);
