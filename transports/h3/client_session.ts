@@ -134,7 +134,7 @@ export class Session {
     this.#drainEvents();
     if (this.#dead) return;
     if (this.#queued.length) this.#submit();
-    if (this.#settled !== settled) this.#flushAfterCallers.request();
+    if (this.#settled !== settled) this.#flushAfterCallers();
     else this.#flush();
     if (this.unusable && this.#pending.size === 0 && this.#queued.length === 0) void this.close();
   };
@@ -278,6 +278,7 @@ export class Session {
    * wait for a datagram that never comes once every open stream is answered.
    */
   #exchange(first?: Uint8Array): void {
+    this.#passes++;
     if (this.#loop) {
       // the thread wakes this one when credit comes in: one pass, then send
       this.#drainEvents();
@@ -285,7 +286,12 @@ export class Session {
       this.#io();
       return;
     }
-    let got = this.#io(first);
+    let got = 0;
+    if (first === undefined && !this.#expecting && this.#connected && !this.#timing) {
+      this.#sendOnly();
+    } else {
+      got = this.#io(first);
+    }
     this.#drainEvents();
     for (let i = 0; i < Session.#SUBMIT_ROUNDS && this.#queued.length && !this.#dead; i++) {
       const waiting = this.#queued.length;
@@ -293,6 +299,32 @@ export class Session {
       if (this.#queued.length === waiting && got === 0) break;
       got = this.#io();
       this.#drainEvents();
+    }
+    this.#expecting = this.#outstanding();
+  }
+
+  /** I/O passes so far (each sends all that is due). */
+  #passes = 0;
+
+  /**
+   * Something this connection sent may still bring datagrams: a request in
+   * flight or waiting for stream credit. When not (one request in flight,
+   * answered), the pass that sends the next request reads nothing first: the
+   * socket was read to its end when the answer came, and a read there would
+   * find nothing.
+   */
+  #expecting = true;
+
+  #outstanding(): boolean {
+    return this.#pending.size > 0 || this.#queued.length > 0;
+  }
+
+  /** Runs timers and sends, reading nothing. */
+  #sendOnly(): void {
+    try {
+      this.#conn.flush(this.#sock as H3Socket);
+    } catch {
+      // the connection is freed; the CLOSED event already failed it
     }
   }
 
@@ -374,8 +406,9 @@ export class Session {
         this.#drainEvents();
         if (this.#dead) return;
       }
+      this.#expecting = this.#outstanding();
       if (this.#queued.length) this.#submit();
-      if (this.#settled !== settled) this.#flushAfterCallers.request();
+      if (this.#settled !== settled) this.#flushAfterCallers();
       else this.#flush();
     } else {
       this.#exchange(first);
@@ -392,7 +425,16 @@ export class Session {
    * {@linkcode READ_FLUSH_HOPS} layers still gets its answer at once; its
    * ACK only goes in a datagram of its own.
    */
-  #flushAfterCallers = new MicrotaskDelay(READ_FLUSH_HOPS, () => this.#flush());
+  #flushAfterCallers(): void {
+    this.#passesAtRead = this.#passes;
+    this.#afterCallers.request();
+  }
+
+  #afterCallers = new MicrotaskDelay(READ_FLUSH_HOPS, () => {
+    // a pass since then (the one that sent the callers' requests) sent the ACK too
+    if (this.#passes === this.#passesAtRead) this.#flush();
+  });
+  #passesAtRead = 0;
 
   /** Answers handed out (resolved or rejected by the server's reset) so far. */
   #settled = 0;

@@ -192,6 +192,14 @@ export class H3ClientConn {
     return this.#sym.sbh3_conn_drain(this.#live(), sock.pointer);
   }
 
+  /**
+   * The send half of {@linkcode io}: runs due timers and sends all that is
+   * due, reading nothing from `sock` (what is there waits for the next read).
+   */
+  flush(sock: H3Socket): void {
+    this.#sym.sbh3_conn_flush(this.#live(), sock.pointer);
+  }
+
   /** The last NEW_TOKEN the server gave this connection, or null. */
   token(): Uint8Array | null {
     if (this.#ptr === null) return null;

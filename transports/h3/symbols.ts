@@ -166,6 +166,8 @@ export const SYMBOLS = {
   sbh3_conn_io: { parameters: ["pointer", "pointer", "buffer", "usize"], result: "i32" },
   // int sbh3_conn_drain(sbh3_conn *conn, sbh3_udp *u);
   sbh3_conn_drain: { parameters: ["pointer", "pointer"], result: "i32" },
+  // int sbh3_conn_flush(sbh3_conn *conn, sbh3_udp *u);
+  sbh3_conn_flush: { parameters: ["pointer", "pointer"], result: "i32" },
   // int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
   //                    uint16_t from_port);
   sbh3_server_io: {

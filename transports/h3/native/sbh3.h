@@ -278,6 +278,9 @@ int sbh3_conn_io(sbh3_conn *conn, sbh3_udp *u, const uint8_t *data, size_t len);
 /* Client: the receive half of sbh3_conn_io without data of the caller's: reads every ready datagram and sends
  * nothing, so that what it asks to send leaves with the caller's next requests; returns datagrams received. */
 int sbh3_conn_drain(sbh3_conn *conn, sbh3_udp *u);
+/* Client: the send half of sbh3_conn_io: runs due timers and sends all that is due, reading nothing (for a
+ * connection that expects no datagram: nothing it sent awaits an answer); returns 0. */
+int sbh3_conn_flush(sbh3_conn *conn, sbh3_udp *u);
 /* Server: the same for every connection of the endpoint; data came from from_ip:from_port. */
 int sbh3_server_io(sbh3_server *srv, sbh3_udp *u, const uint8_t *data, size_t len, const char *from_ip,
                    uint16_t from_port);

@@ -415,11 +415,8 @@ int sbh3_conn_io(sbh3_conn *c, sbh3_udp *u, const uint8_t *data, size_t len) {
     got = 1;
     conn_sink(c, data, len, NULL, 0, 0, now_ns()); /* its TOS byte stayed with the caller */
   }
-  if (!c->closed) got = udp_drain(u, got, conn_sink, c);
-  conn_check_refused(c, u);
-  conn_expire(c, now_ns());
-  udp_flush(u, conn_source, c);
-  conn_check_refused(c, u);
+  got += sbh3_conn_drain(c, u);
+  sbh3_conn_flush(c, u);
   return got;
 }
 
@@ -429,6 +426,15 @@ int sbh3_conn_drain(sbh3_conn *c, sbh3_udp *u) {
   int got = c->closed ? 0 : udp_drain(u, 0, conn_sink, c);
   conn_check_refused(c, u);
   return got;
+}
+
+int sbh3_conn_flush(sbh3_conn *c, sbh3_udp *u) {
+  if (!c || !u || c->srv) return SBWIRE_ERR_INVALID;
+  conn_check_refused(c, u);
+  conn_expire(c, now_ns());
+  udp_flush(u, conn_source, c);
+  conn_check_refused(c, u);
+  return 0;
 }
 
 /* udp_sink for a server endpoint. */
