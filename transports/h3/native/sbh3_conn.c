@@ -581,20 +581,18 @@ int conn_write(sbh3_conn *c, uint8_t *out, size_t cap, uint64_t now, uint8_t *ec
     ngtcp2_conn_update_pkt_tx_time(c->qc, now);
     uint64_t due = ngtcp2_conn_get_expiry(c->qc);
     uint64_t pause = due > now ? due - now : 0;
-    if (pause > 0 && c->pace_waived + pause <= PACE_WAIVE_NS) {
-      /* A pause far shorter than the caller's timer step: the next pass would come much later than due.
-       * A deadline already passed (a timer due now, not pacing) still ends the pass, for the caller to run it. */
-      c->pace_waived += pause;
-      c->burst = 0;
-      c->burst_max = pass_budget(c, max_payload, now);
-    } else {
-      c->burst = 0;
+    c->burst = 0;
+    /* A deadline already passed (a timer due now, not pacing) ends the pass, for the caller to run it. */
+    if (pause == 0 || c->pace_waived + pause > PACE_WAIVE_NS) {
       c->drain_expired = 0;
       c->paced_at = now;
       c->pace_due = due;
       c->pace_waived = 0;
       return SBWIRE_ERR_DONE;
     }
+    /* A pause far shorter than the caller's timer step: the next pass would come much later than due. */
+    c->pace_waived += pause;
+    c->burst_max = pass_budget(c, max_payload, now);
   }
   for (;;) {
     int64_t sid = -1;
