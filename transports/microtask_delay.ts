@@ -29,3 +29,14 @@ export class MicrotaskDelay {
     this.#run();
   };
 }
+
+/**
+ * Resolves `hops` microtask hops from now, without a turn of the event loop.
+ * A read loop awaits it before its next receive: Deno's UDP receive tries the
+ * socket at once, and right after a datagram that try finds it empty (a
+ * system call); made after the send that datagram leads to (a
+ * {@linkcode MicrotaskDelay} of fewer hops), it no longer delays that send.
+ */
+export async function microtaskHops(hops: number): Promise<void> {
+  for (let i = 0; i < hops; i++) await Promise.resolve();
+}

@@ -20,7 +20,7 @@ import type { H3ClientConn } from "./h3_client_conn.ts";
 import type { H3DatagramStats } from "./h3_datagram_stats.ts";
 import { H3OwnedSocket, type H3Socket } from "./h3_socket.ts";
 import { IoLoop } from "../native/io_loop.ts";
-import { MicrotaskDelay } from "../microtask_delay.ts";
+import { MicrotaskDelay, microtaskHops } from "../microtask_delay.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
 import type { SetupRecorder } from "../setup_timings.ts";
 import { toClientResponseFromBlock } from "./convert.ts";
@@ -367,6 +367,8 @@ export class Session {
       }
       if (got === null || this.#dead) break;
       this.#process(got[0]);
+      // the next receive's first try (an empty socket, a system call) after this datagram's send
+      await microtaskHops(READ_FLUSH_HOPS + 2);
     }
   }
 

@@ -22,6 +22,8 @@ import type { SbiHandler } from "../../handler/types.ts";
 import { createDevPki, type DevPki } from "../pki.ts";
 import { createNativeH3Client, createNativeH3Server } from "./mod.ts";
 import { H3ClientConn } from "./h3_client_conn.ts";
+import { H3ServerEndpoint } from "./h3_server_endpoint.ts";
+import { H3Socket } from "./h3_socket.ts";
 import { H3_SKIP } from "./_test_util.ts";
 
 const ignore = H3_SKIP !== null;
@@ -30,12 +32,12 @@ const pki: DevPki = ignore ? ({} as DevPki) : await createDevPki();
 /**
  * Warm requests for a `size`-byte body, one in flight, against `handler`:
  * datagrams each side sent per request. `timed` is told when the counted
- * requests start and end.
+ * requests start (with the server's URL) and end.
  */
 async function datagramsPerRequest(
   handler: SbiHandler,
   size = 256,
-  timed?: { start(): void; end(): void },
+  timed?: { start(serverUrl: string): void; end(): void },
 ): Promise<{ client: number; server: number }> {
   const server = await createNativeH3Server(handler, {
     tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
@@ -53,7 +55,7 @@ async function datagramsPerRequest(
     for (let i = 0; i < 100; i++) await get();
     const c0 = client.datagramStats()!, s0 = server.datagramStats()!;
     const n = 1000;
-    timed?.start();
+    timed?.start(server.url);
     for (let i = 0; i < n; i++) await get();
     timed?.end();
     const c1 = client.datagramStats()!, s1 = server.datagramStats()!;
@@ -143,6 +145,79 @@ Deno.test({
       perRequest.flush >= 0.95 && perRequest.flush < 1.1,
       `send-only passes per request: ${perRequest.flush}`,
     );
+  },
+});
+
+Deno.test({
+  name:
+    "after a warm h3 datagram each side sends what it leads to before its next receive tries the socket",
+  ignore,
+  fn: async () => {
+    // Deno's UDP receive tries the socket as soon as it is called, and right after a datagram
+    // that try finds nothing: a system call. Called before the send a datagram leads to (the
+    // answer, the next request), it delayed that send on every request, on each side.
+    type Step = "received" | "receive called" | "sent";
+    const steps = new Map<number, Step[]>(); // by the socket's port: one side each
+    const log = (port: number, step: Step) => {
+      if (!steps.has(port)) steps.set(port, []);
+      steps.get(port)!.push(step);
+    };
+    let clientPort = 0, serverPort = 0, counting = false;
+    // before the count, every receive logs (to learn the two sockets' ports)
+    const sock = H3Socket.prototype, conn = H3ClientConn.prototype, ep = H3ServerEndpoint.prototype;
+    const saved = { receive: sock.receive, io: conn.io, flush: conn.flush, epFlush: ep.flush };
+    sock.receive = function (this: H3Socket) {
+      const port = this.port;
+      log(port, "receive called");
+      return saved.receive.call(this).then((got) => {
+        log(port, "received");
+        return got;
+      });
+    };
+    conn.io = function (...args) {
+      if (counting) log(clientPort, "sent");
+      return saved.io.apply(this, args);
+    };
+    conn.flush = function (...args) {
+      if (counting) log(clientPort, "sent");
+      return saved.flush.apply(this, args);
+    };
+    ep.flush = function (...args) {
+      if (counting) log(serverPort, "sent");
+      return saved.epFlush.apply(this, args);
+    };
+    try {
+      await datagramsPerRequest(createHandler(), 256, {
+        start: (url) => {
+          serverPort = Number(new URL(url).port);
+          const seen = [...steps.keys()];
+          assert.ok(seen.length === 2 && seen.includes(serverPort), "a socket on each side read");
+          clientPort = seen.find((p) => p !== serverPort)!;
+          steps.clear();
+          counting = true;
+        },
+        end: () => (counting = false),
+      });
+    } finally {
+      Object.assign(sock, { receive: saved.receive });
+      Object.assign(conn, { io: saved.io, flush: saved.flush });
+      Object.assign(ep, { flush: saved.epFlush });
+    }
+    for (const [port, side] of [[clientPort, "client"], [serverPort, "server"]] as const) {
+      const seq = steps.get(port) ?? [];
+      let sendFirst = 0, receiveFirst = 0;
+      seq.forEach((step, i) => {
+        if (step !== "received") return;
+        const next = seq.slice(i + 1).find((s) => s !== "received");
+        if (next === "sent") sendFirst++;
+        else if (next === "receive called") receiveFirst++;
+      });
+      assert.ok(sendFirst >= 900, `${side}: a send followed ${sendFirst} of its datagrams first`);
+      assert.ok(
+        receiveFirst <= 50,
+        `${side}: the next receive came before the send after ${receiveFirst} datagrams`,
+      );
+    }
   },
 });
 

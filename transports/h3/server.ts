@@ -31,7 +31,7 @@ import { H3OwnedSocket, H3Socket } from "./h3_socket.ts";
 import { IoLoop, type IoLoopStats, type NativeIo, nativeIo } from "../native/io_loop.ts";
 import type { Sbh3Symbols } from "./symbols.ts";
 import { loadH3Library } from "./loader.ts";
-import { MicrotaskDelay } from "../microtask_delay.ts";
+import { MicrotaskDelay, microtaskHops } from "../microtask_delay.ts";
 import { systemFailure } from "../../handler/problem.ts";
 
 /**
@@ -269,6 +269,8 @@ class H3Server implements H3SbiServer {
       }
       if (got === null || this.#stopped) break;
       this.#arrived(got[0], got[1]);
+      // the next receive's first try (an empty socket, a system call) after the answers' send
+      await microtaskHops(ANSWER_HOPS + 2);
     }
   }
 
