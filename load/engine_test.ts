@@ -4,6 +4,7 @@ import type { SbiHandler, SbiResponse } from "../handler/types.ts";
 import { createServer, type SbiServer, type TransportName } from "../transports/mod.ts";
 import { testPki } from "../tests/support.ts";
 import { H3_SKIP } from "../transports/h3/_test_util.ts";
+import type { H3SbiServer } from "../transports/h3/mod.ts";
 import { type LoadPlan, type LoadTarget, loadTarget, runLoad } from "./mod.ts";
 import { renderLoadSummary } from "./report.ts";
 
@@ -97,6 +98,38 @@ Deno.test({
     assertEquals(got[0], got[1]);
     assertEquals(got[1], got[2]);
     assertEquals(got[2], { "200": 400, "503": 200 });
+  },
+});
+
+Deno.test({
+  name:
+    "h3 engine, one request at a time: each answer's ACK leaves with the next request (one datagram to the server per request), and the connection ends with a close",
+  ignore: H3_SKIP !== null,
+  fn: async () => {
+    const { server, ca } = await countingServer("h3");
+    try {
+      const requests = 2000;
+      const r = await runLoad({
+        ...await target(server, PAYLOAD, true),
+        caPem: ca,
+        requests,
+        connections: 1,
+        streams: 1,
+      });
+      assertEquals(r.completed, requests);
+      const h3 = server as H3SbiServer;
+      const got = h3.datagramStats()!.datagramsReceived / requests;
+      // The ACK sent as soon as the answer was read often went alone: 1.6 per request.
+      assert.ok(got >= 1 && got < 1.2, `the server received ${got} datagrams per request`);
+      // The engine ends its connection with CONNECTION_CLOSE: the server lets it go at once,
+      // not after its idle timeout (nor keeps the last answers' streams for want of their ACK).
+      for (let i = 0; i < 50 && h3.connectionCount > 0; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assertEquals(h3.connectionCount, 0, "the server still holds the engine's connection");
+    } finally {
+      await server.close();
+    }
   },
 });
 

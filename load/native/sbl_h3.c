@@ -1,8 +1,9 @@
 /*
  * sbh3_load: the HTTP/3 load engine. Each connection is an sbh3 client
  * connection on the engine's own connected UDP socket, driven through the
- * module's public API (sbh3.h: sbh3_conn_io for batched receive, timers and
- * send; sbh3_conn_poll for finished responses) by the shared worker loop in
+ * module's public API (sbh3.h: sbh3_conn_io, sbh3_conn_drain and
+ * sbh3_conn_flush for batched receive, timers and send; sbh3_conn_poll for
+ * finished responses) by the shared worker loop in
  * transports/native/sbl_load.c. Its byte counts are HTTP message bytes (header
  * blocks and bodies): the module does not report datagram bytes.
  */
@@ -106,7 +107,6 @@ static int kind_of(int code, int up) {
   }
 }
 
-/* Moves datagrams both ways, hands finished responses to the engine and re-arms the timer. */
 /* Counts the UDP payload bytes sent and received since the last call. */
 static void count_wire(sbl_conn *c) {
   h3_conn *h = (h3_conn *)c;
@@ -117,10 +117,19 @@ static void count_wire(sbl_conn *c) {
   h->counted_out = st[SBH3_STAT_BYTES_SENT];
 }
 
-static void drive(sbl_conn *c) {
+/* What one drive() moves: datagrams in, out, or both. */
+enum { DRIVE_READ = 1, DRIVE_SEND = 2, DRIVE_BOTH = 3 };
+
+/*
+ * Moves datagrams (receives every ready one, runs timers and sends all that is due, or one half), hands
+ * finished responses to the engine and re-arms the timer.
+ */
+static void drive(sbl_conn *c, int what) {
   h3_conn *h = (h3_conn *)c;
   h3_worker *st = sbl_worker_state(c->w);
-  sbh3_conn_io(h->q, h->u, NULL, 0);
+  if (what == DRIVE_BOTH) sbh3_conn_io(h->q, h->u, NULL, 0);
+  else if (what == DRIVE_READ) sbh3_conn_drain(h->q, h->u);
+  else sbh3_conn_flush(h->q, h->u);
   count_wire(c);
   for (;;) {
     int n = sbh3_conn_poll(h->q, st->ev, st->evcap);
@@ -210,16 +219,27 @@ static int h3_conn_open(sbl_conn *c) {
     return -1;
   }
   sbl_conn_watch(c, 0);
-  drive(c);
+  drive(c, DRIVE_BOTH);
   return 0;
 }
 
+/*
+ * Datagrams came in. On an established connection they are only read here: what they ask to send (the
+ * ACK of an answer) leaves after the engine has issued the requests the answers freed room for
+ * (c->dirty: flushed at the end of the engine's dispatch), in one datagram with them. Sent at once, the
+ * ACK left alone and woke the server for nothing: two datagrams per request each way instead of one.
+ */
 static void h3_conn_io(sbl_conn *c, uint32_t events) {
   (void)events;
-  drive(c);
+  if (!c->up) {
+    drive(c, DRIVE_BOTH);
+    return;
+  }
+  drive(c, DRIVE_READ);
+  c->dirty = 1;
 }
 
-static void h3_conn_timer(sbl_conn *c) { drive(c); }
+static void h3_conn_timer(sbl_conn *c) { drive(c, DRIVE_BOTH); }
 
 static int h3_conn_submit(sbl_conn *c, sbl_req *r) {
   h3_conn *h = (h3_conn *)c;
@@ -235,7 +255,8 @@ static int h3_conn_submit(sbl_conn *c, sbl_req *r) {
   return 0;
 }
 
-static void h3_conn_flush(sbl_conn *c) { drive(c); }
+/* Sends what is due (new requests, ACKs): the socket was read to its end when datagrams last came in. */
+static void h3_conn_flush(sbl_conn *c) { drive(c, c->up ? DRIVE_SEND : DRIVE_BOTH); }
 
 static void h3_conn_cancel(sbl_conn *c, sbl_req *r) {
   h3_conn *h = (h3_conn *)c;
@@ -244,6 +265,12 @@ static void h3_conn_cancel(sbl_conn *c, sbl_req *r) {
 
 static void h3_conn_free(sbl_conn *c) {
   h3_conn *h = (h3_conn *)c;
+  /* A live connection ends with CONNECTION_CLOSE (H3_NO_ERROR), so the server lets its streams go now:
+   * the ACK of the last answers may not be due yet, and left alone the server kept them open. */
+  if (h->q && h->u && !c->dead) {
+    sbh3_conn_shutdown(h->q);
+    sbh3_conn_flush(h->q, h->u);
+  }
   sbh3_udp_free(h->u);
   h->u = NULL;
   sbh3_conn_free(h->q);

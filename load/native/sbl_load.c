@@ -335,7 +335,6 @@ static int usable(const sbl_conn *c, const sbl_plan *p) {
 
 static void dispatch(sbl_worker *w, uint64_t now) {
   const sbl_plan *p = &w->e->plan;
-  int touched = 0;
   if (w->rate <= 0) {
     for (int k = 0; k < w->nconns; k++) {
       sbl_conn *c = w->conns[k];
@@ -344,7 +343,10 @@ static void dispatch(sbl_worker *w, uint64_t now) {
         if (issue(w, c, now, now)) break;
         n++;
       }
-      if (n && !c->dead) w->proto->conn_flush(c);
+      if ((n || c->dirty) && !c->dead) {
+        c->dirty = 0;
+        w->proto->conn_flush(c);
+      }
     }
     return;
   }
@@ -365,9 +367,7 @@ static void dispatch(sbl_worker *w, uint64_t now) {
     if (issue(w, c, t, now)) continue;
     w->next_index++;
     c->dirty = 1;
-    touched = 1;
   }
-  if (!touched) return;
   for (int k = 0; k < w->nconns; k++) {
     sbl_conn *c = w->conns[k];
     if (c->dirty) {

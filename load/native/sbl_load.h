@@ -131,7 +131,8 @@ struct sbl_req {
 struct sbl_conn {
   sbl_worker *w;
   int fd, idx;
-  uint8_t up, dead, registered, watch_out, dirty;
+  uint8_t up, dead, registered, watch_out;
+  uint8_t dirty; /* output waits: the end of the next dispatch flushes it (with the requests it issues) */
   int err_kind;
   uint64_t t_start, t_connect, t_handshake, t_first_byte, requests, issued;
   uint64_t timer_ns; /* protocol timer deadline, 0 = none */

@@ -142,6 +142,22 @@ export class H3ServerEndpoint {
     );
   }
 
+  /**
+   * {@linkcode ioDeferSend} without a datagram of the caller's: receives
+   * every datagram ready on `sock` and runs due timers, sending nothing;
+   * returns how many came in.
+   */
+  drain(sock: H3Socket): number {
+    return this.#sym.sbh3_server_io_defer(
+      this.#live(),
+      sock.pointer,
+      EMPTY as Uint8Array<ArrayBuffer>,
+      0n,
+      EMPTY as Uint8Array<ArrayBuffer>,
+      0,
+    );
+  }
+
   /** The send half of {@linkcode io}: runs due timers and sends everything due in one batch. */
   flush(sock: H3Socket): void {
     this.#sym.sbh3_server_flush(this.#live(), sock.pointer);

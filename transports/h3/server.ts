@@ -268,27 +268,61 @@ class H3Server implements H3SbiServer {
         continue;
       }
       if (got === null || this.#stopped) break;
-      this.#arrived(got[0], got[1]);
-      // the next receive's first try (an empty socket, a system call) after the answers' send
+      const alone = this.#arrived(got[0], got[1]);
+      // The next reads (of an empty socket, most often: system calls) after the answers' send.
       await microtaskHops(ANSWER_HOPS + 2);
+      if (alone && !this.#stopped && this.#readBehind() > 0) await microtaskHops(ANSWER_HOPS + 2);
     }
   }
 
   /**
-   * A datagram arrived: take it and every further ready one in, run timers,
-   * hand out the events, and send once the handlers that answer within a few
-   * microtask hops have answered ({@linkcode #flushAfterHandlers}), so a
-   * request's acknowledgement leaves with its response in one batch, not a
-   * datagram ahead of it.
+   * A datagram arrived: take it in, hand out the events, and send once the
+   * handlers that answer within a few microtask hops have answered
+   * ({@linkcode #flushAfterHandlers}), so a request's acknowledgement leaves
+   * with its response in one batch, not a datagram ahead of it. The
+   * datagrams behind it are read after that send ({@linkcode #readBehind}):
+   * true. An empty `first` (the module reads every datagram itself, or the
+   * receive was refused) reads them all now: false.
    */
-  #arrived(first: Uint8Array, from: Deno.NetAddr): void {
+  #arrived(first: Uint8Array, from: Deno.NetAddr): boolean {
+    const alone = first.length > 0;
     try {
-      this.#received += Math.max(0, this.#ep.ioDeferSend(this.#sock as H3Socket, first, from));
+      if (alone) {
+        this.#ep.recv(first, from.hostname, from.port); // a datagram it drops counts as read
+        this.#received++;
+      } else {
+        this.#received += Math.max(0, this.#ep.ioDeferSend(this.#sock as H3Socket, first, from));
+      }
     } catch (err) {
       this.#core.onError(err);
     }
-    // Requests wait for their answers' flush; anything else due (more of a response the
-    // peer's acknowledgement lets out, a handshake flight) leaves now.
+    this.#dispatch();
+    return alone;
+  }
+
+  /**
+   * Reads the datagrams that came behind the last one, once its answers
+   * left, and hands them out as {@linkcode #arrived} does; returns how many
+   * came in. Read before that send, they delayed it: at one request at a
+   * time the read finds nothing (a system call) on every request's path.
+   */
+  #readBehind(): number {
+    let got = 0;
+    try {
+      got = Math.max(0, this.#ep.drain(this.#sock as H3Socket));
+    } catch (err) {
+      this.#core.onError(err);
+    }
+    this.#received += got;
+    if (got > 0) this.#dispatch();
+    return got;
+  }
+
+  /**
+   * Requests wait for their answers' flush; anything else due (more of a
+   * response the peer's acknowledgement lets out, a handshake flight) leaves now.
+   */
+  #dispatch(): void {
     if (this.#handOut(false) > 0) this.#flushAfterHandlers();
     else this.#sendDue();
   }
