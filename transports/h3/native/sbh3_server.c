@@ -198,7 +198,10 @@ static void send_retry(sbh3_server *srv, const ngtcp2_pkt_hd *hd, const ngtcp2_s
   uint64_t now = now_ns();
   ngtcp2_cid scid;
   scid.datalen = SCID_LEN;
-  rand_bytes(scid.data, scid.datalen);
+  /* The Retry's connection id must differ from the one the client chose (ngtcp2 asserts it): a client
+   * that guessed the next random bytes would otherwise abort the server. */
+  do rand_bytes(scid.data, scid.datalen);
+  while (ngtcp2_cid_eq(&scid, &hd->dcid));
   uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
   ngtcp2_ssize tl = ngtcp2_crypto_generate_retry_token(token, token_key(srv, now), 32, hd->version, &from->sa, fromlen,
                                                        &scid, &hd->dcid, now);
