@@ -119,8 +119,9 @@ Deno.test({
       assertEquals(r.completed, requests);
       const h3 = server as H3SbiServer;
       const got = h3.datagramStats()!.datagramsReceived / requests;
-      // The ACK sent as soon as the answer was read often went alone: 1.6 per request.
-      assert.ok(got >= 1 && got < 1.2, `the server received ${got} datagrams per request`);
+      // The ACK sent as soon as the answer was read often went alone: 1.6 per request. On a busy
+      // machine the engine's timers (a probe while the server is slow to answer) add some: 1.24.
+      assert.ok(got >= 1 && got < 1.4, `the server received ${got} datagrams per request`);
       // The engine ends its connection with CONNECTION_CLOSE: the server lets it go at once,
       // not after its idle timeout (nor keeps the last answers' streams for want of their ACK).
       for (let i = 0; i < 50 && h3.connectionCount > 0; i++) {
