@@ -333,20 +333,23 @@ static int usable(const sbl_conn *c, const sbl_plan *p) {
   return c->up && !c->dead && !c->blocked && c->inflight < (int)p->streams && (!p->per_conn || c->issued < p->per_conn);
 }
 
+/* Sends what c holds (requests just issued, what its last read asked to send) when anything waits. */
+static void flush_dirty(sbl_worker *w, sbl_conn *c) {
+  if (!c->dirty) return;
+  c->dirty = 0;
+  if (!c->dead) w->proto->conn_flush(c);
+}
+
 static void dispatch(sbl_worker *w, uint64_t now) {
   const sbl_plan *p = &w->e->plan;
   if (w->rate <= 0) {
     for (int k = 0; k < w->nconns; k++) {
       sbl_conn *c = w->conns[k];
-      int n = 0;
       while (usable(c, p) && may_issue(w, now)) {
         if (issue(w, c, now, now)) break;
-        n++;
+        c->dirty = 1;
       }
-      if ((n || c->dirty) && !c->dead) {
-        c->dirty = 0;
-        w->proto->conn_flush(c);
-      }
+      flush_dirty(w, c);
     }
     return;
   }
@@ -368,13 +371,7 @@ static void dispatch(sbl_worker *w, uint64_t now) {
     w->next_index++;
     c->dirty = 1;
   }
-  for (int k = 0; k < w->nconns; k++) {
-    sbl_conn *c = w->conns[k];
-    if (c->dirty) {
-      c->dirty = 0;
-      if (!c->dead) w->proto->conn_flush(c);
-    }
-  }
+  for (int k = 0; k < w->nconns; k++) flush_dirty(w, w->conns[k]);
 }
 
 static void check_timeouts(sbl_worker *w, uint64_t now) {
