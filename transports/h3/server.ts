@@ -250,9 +250,7 @@ class H3Server implements H3SbiServer {
    * batch).
    */
   #woken(): void {
-    if (this.#stopped) return;
-    if (this.#handOut(false) > 0) this.#flushAfterHandlers();
-    else this.#sendDue();
+    if (!this.#stopped) this.#dispatch();
   }
 
   async #readLoop(sock: H3Socket): Promise<void> {
